@@ -1,0 +1,233 @@
+"""Reading, validating and preparing pair benchmarks.
+
+A benchmark is a CSV with columns ``sent_more``, ``sent_less``, ``y`` (1: ``sent_more`` is the
+human-preferred reading, 0: ``sent_less``) and optionally ``bias_type``; other columns (such as
+WinoBias' unnamed index) are ignored. Preparing a benchmark aligns the two sentences word by
+word and records the words in which they differ (the targets), their character spans, their
+gender group (:mod:`gece.lexicon`) and whether the target ends the sentence.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from io import StringIO
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import pandas as pd
+
+from gece.errors import GeceError
+from gece.lexicon import side_group
+from gece.schemas import PreparedPair
+
+REQUIRED = ("sent_more", "sent_less", "y")
+MAX_SHOWN = 20
+WORD = re.compile(r"\w+(?:['’]\w+)*")
+
+DuplicatePolicy = Literal["error", "keep", "drop"]
+
+
+@dataclass(frozen=True)
+class Word:
+    text: str
+    start: int
+    end: int
+
+
+def words(sentence: str) -> list[Word]:
+    """Split a sentence into words (letters/digits, with inner apostrophes) with char spans."""
+    return [Word(m.group(), m.start(), m.end()) for m in WORD.finditer(sentence)]
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """Words in which two sentences differ: one list per side, in sentence order."""
+
+    more: list[Word]
+    less: list[Word]
+    n_blocks: int
+    last: bool  # the targets end both sentences (cloze-last)
+
+
+def align(sent_more: str, sent_less: str) -> Alignment:
+    """Word-level alignment of two sentences (difflib on word lists, case-sensitive).
+
+    Every non-equal block contributes its words on each side as targets.
+    """
+    a, b = words(sent_more), words(sent_less)
+    sm = difflib.SequenceMatcher(a=[w.text for w in a], b=[w.text for w in b], autojunk=False)
+    more: list[Word] = []
+    less: list[Word] = []
+    blocks = 0
+    for tag, i1, i2, j1, j2 in sm.get_opcodes():
+        if tag == "equal":
+            continue
+        blocks += 1
+        more += a[i1:i2]
+        less += b[j1:j2]
+    last = bool(more and less and more[-1] == a[-1] and less[-1] == b[-1])
+    return Alignment(more, less, blocks, last)
+
+
+# ------------------------------------------------------------------------- reading
+def _decode(path: Path) -> str:
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        pass
+    problems = []
+    for lineno, line in enumerate(raw.split(b"\n"), start=1):
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError as e:
+            bad = line[e.start : e.start + 1].hex()
+            row = f"row {lineno - 1} (line {lineno})" if lineno > 1 else "the header (line 1)"
+            problems.append(f"{path}: {row}: undecodable text (byte 0x{bad} at column {e.start + 1})")
+    raise GeceError(
+        f"{path}: not valid UTF-8 text",
+        problems=problems[:MAX_SHOWN] + _more(len(problems)),
+        hint="re-save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8 in.csv > out.csv)",
+    )
+
+
+def _more(n: int) -> list[str]:
+    return [f"... and {n - MAX_SHOWN} more"] if n > MAX_SHOWN else []
+
+
+def read_csv(path: str | Path) -> pd.DataFrame:
+    """Read a benchmark CSV as strings, checking encoding and required columns."""
+    path = Path(path)
+    if not path.exists():
+        raise GeceError(f"{path}: file not found", hint="pass the path of a benchmark CSV (dvc pull data.dvc)")
+    text = _decode(path)
+    try:
+        df = pd.read_csv(StringIO(text), dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as e:
+        raise GeceError(f"{path}: not a readable CSV ({e})", hint="check quoting and the number of fields") from e
+    missing = [c for c in REQUIRED if c not in df.columns]
+    if missing:
+        raise GeceError(
+            f"{path}: missing column(s) {', '.join(missing)}",
+            problems=[f"columns found: {', '.join(map(str, df.columns)) or '(none)'}"],
+            hint="a benchmark needs columns sent_more, sent_less and y (1 if sent_more is the "
+            "human-preferred reading, else 0); bias_type is optional",
+        )
+    return df
+
+
+def check_rows(
+    df: pd.DataFrame, source: str, duplicates: DuplicatePolicy = "error"
+) -> tuple[pd.DataFrame, list[str], list[str]]:
+    """Validate every row. Returns (valid rows with a 1-based ``row`` column, problems, warnings).
+
+    Problems make the file invalid; warnings (kept or dropped repeats) do not.
+    """
+    problems: list[str] = []
+    warnings: list[str] = []
+    seen: dict[tuple[str, str], tuple[int, str]] = {}
+    keep: list[int] = []
+    for i, (more, less, y) in enumerate(zip(df["sent_more"], df["sent_less"], df["y"], strict=True)):
+        row = i + 1
+        at = f"{source}: row {row} (line {row + 1})"
+        bad = []
+        if not more.strip():
+            bad.append("sent_more is empty; fill in both sentences")
+        if not less.strip():
+            bad.append("sent_less is empty; fill in both sentences")
+        if y.strip() not in ("0", "1"):
+            bad.append(f"y is {y!r}; use 1 if sent_more is the human-preferred reading, 0 if sent_less")
+        if more.strip() and less.strip():
+            if more == less:
+                bad.append("sent_more and sent_less are identical; they must differ in the gendered word")
+            else:
+                al = align(more, less)
+                if not al.more or not al.less:
+                    side = "sent_more" if not al.more else "sent_less"
+                    what = (
+                        "the sentences differ only in punctuation or spacing, not in a word"
+                        if not al.more and not al.less
+                        else f"{side} has no word of its own (the other sentence only adds words)"
+                    )
+                    bad.append(f"{what}; make the two sentences differ in at least one word on each side")
+        if not bad:
+            key = (more, less)
+            if key in seen:
+                first, first_y = seen[key]
+                if first_y != y.strip():
+                    bad.append(
+                        f"repeats row {first} with a different label (y={y.strip()} vs y={first_y}); "
+                        "keep one row with the right label"
+                    )
+                elif duplicates == "error":
+                    bad.append(
+                        f"repeats row {first} (same sent_more, sent_less and y); delete the repeat, "
+                        "or allow repeats (gece validate --allow-duplicates, params prepare.duplicates)"
+                    )
+                else:
+                    action = "kept" if duplicates == "keep" else "dropped"
+                    warnings.append(f"{at}: repeats row {first}; {action} (prepare.duplicates={duplicates})")
+                    if duplicates == "drop":
+                        continue
+            else:
+                seen[key] = (row, y.strip())
+        if bad:
+            problems += [f"{at}: {b}" for b in bad]
+        else:
+            keep.append(i)
+    out = df.iloc[keep].copy()
+    out.insert(0, "row", [i + 1 for i in keep])
+    return out, problems, warnings
+
+
+def load_benchmark(path: str | Path, duplicates: DuplicatePolicy = "error") -> tuple[pd.DataFrame, list[str]]:
+    """Read and validate a benchmark; raise one GeceError listing every bad row (first 20).
+
+    Returns the valid rows (``row``, ``sent_more``, ``sent_less``, ``y``, ``bias_type``) and
+    the warnings.
+    """
+    df = read_csv(path)
+    rows, problems, warnings = check_rows(df, str(path), duplicates)
+    if problems:
+        raise GeceError(
+            f"{path}: {len(problems)} problem(s) in {len(df)} row(s); nothing was written",
+            problems=problems[:MAX_SHOWN] + _more(len(problems)),
+            hint="rows are numbered from 1 after the header line; fix them and run again",
+        )
+    rows["y"] = rows["y"].str.strip().astype(int)
+    if "bias_type" in rows.columns:
+        rows["bias_type"] = rows["bias_type"].replace("", None)
+    else:
+        rows["bias_type"] = None
+    return rows[["row", *REQUIRED, "bias_type"]].reset_index(drop=True), warnings
+
+
+def prepare_pairs(rows: pd.DataFrame, name: str) -> pd.DataFrame:
+    """Align each validated pair and derive the prepared columns (see ``schemas.PreparedPair``)."""
+    width = max(4, len(str(int(rows["row"].max()) if len(rows) else 0)))
+    out = []
+    for r in rows.itertuples(index=False):
+        al = align(r.sent_more, r.sent_less)
+        out.append(
+            {
+                "pair_id": f"{name}-{r.row:0{width}d}",
+                "row": int(r.row),
+                "sent_more": r.sent_more,
+                "sent_less": r.sent_less,
+                "y": int(r.y),
+                "bias_type": r.bias_type,
+                "targets_more": [w.text for w in al.more],
+                "targets_less": [w.text for w in al.less],
+                "starts_more": [w.start for w in al.more],
+                "ends_more": [w.end for w in al.more],
+                "starts_less": [w.start for w in al.less],
+                "ends_less": [w.end for w in al.less],
+                "gender_more": side_group([w.text for w in al.more]),
+                "gender_less": side_group([w.text for w in al.less]),
+                "position": "last" if al.last else "mid",
+                "n_targets": al.n_blocks,
+            }
+        )
+    return pd.DataFrame(out, columns=list(PreparedPair.model_fields))

@@ -1,0 +1,176 @@
+"""The ``gece`` command: argument parsing, exit codes and terminal output; no logic.
+
+Exit status: 0 success, 2 a problem the user can fix (bad file, bad parameter, missing
+package; printed without a traceback), 1 a bug, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.logging import RichHandler
+from rich.markup import escape
+from rich.table import Table
+
+from gece import __version__
+from gece.errors import GeceError
+
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+
+def _params(args: argparse.Namespace):
+    """params.yaml when it exists (or --params was given), else the built-in defaults."""
+    from gece.params import load_params
+
+    path = Path(args.params)
+    if path.exists() or args.params != "params.yaml":
+        return load_params(path)
+    return None
+
+
+# ----------------------------------------------------------------------- commands
+def cmd_validate(args: argparse.Namespace) -> int:
+    from gece import benchmarks
+
+    df = benchmarks.read_csv(args.csv)
+    rows, problems, warnings = benchmarks.check_rows(
+        df, str(args.csv), "keep" if args.allow_duplicates else "error"
+    )
+    for w in warnings:
+        err.print(f"[yellow]warning[/]: {escape(w)}", highlight=False)
+    if problems:
+        err.print(f"[red]invalid[/]: {escape(str(args.csv))}: {len(problems)} problem(s) in {len(df)} row(s)", highlight=False)
+        for p in problems[: benchmarks.MAX_SHOWN]:
+            err.print(f"  - {p}", highlight=False, markup=False)
+        if len(problems) > benchmarks.MAX_SHOWN:
+            err.print(f"  ... and {len(problems) - benchmarks.MAX_SHOWN} more", highlight=False)
+        err.print("rows are numbered from 1 after the header line", highlight=False)
+        return 2
+    out.print(f"[green]valid[/]: {escape(str(args.csv))}: {len(rows)} pairs", highlight=False)
+    return 0
+
+
+def cmd_prepare(args: argparse.Namespace) -> int:
+    from gece import stages
+    from gece.params import PrepareParams
+
+    params = _params(args)
+    settings = params.prepare if params else PrepareParams()
+    if args.duplicates:
+        settings = settings.model_copy(update={"duplicates": args.duplicates})
+    stages.prepare(args.csv, args.out, settings)
+    return 0
+
+
+def cmd_reference(args: argparse.Namespace) -> int:
+    from gece import stages
+
+    stages.reference(args.prepared, args.csv, args.out, args.model)
+    return 0
+
+
+def cmd_metrics(args: argparse.Namespace) -> int:
+    from gece import stages
+    from gece.params import MetricsParams
+
+    params = _params(args)
+    settings = params.metrics if params else MetricsParams()
+    overrides = {k: v for k, v in (("n_bins", args.n_bins), ("binning", args.binning)) if v is not None}
+    settings = MetricsParams.model_validate({**settings.model_dump(), **overrides})
+    report, bins, meta = stages.metrics_stage(args.scores, args.out, args.bins_out, settings)
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    title = f"{meta.get('benchmark', '?')} / {meta.get('model', '?')}: {report['n']} pairs, " \
+            f"{report['n_bins']} {report['binning'].replace('_', '-')} bins"
+    table = Table(title=title, title_justify="left")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_column("95% CI" if settings.ci == 0.95 else f"{settings.ci:.0%} CI", justify="right")
+    skip = {"n", "n_bins", "binning", "null_reasons"}
+    for key, value in report.items():
+        if key in skip or key.endswith(("_ci_low", "_ci_high")):
+            continue
+        lo, hi = report.get(f"{key}_ci_low"), report.get(f"{key}_ci_high")
+        ci = f"[{lo:.4f}, {hi:.4f}]" if lo is not None and hi is not None else ""
+        shown = "null" if value is None else (f"{value}" if isinstance(value, int) else f"{value:.4f}")
+        table.add_row(key, shown, ci)
+    out.print(table)
+    if report.get("null_reasons"):
+        out.print(f"null: {report['null_reasons']}", highlight=False)
+    return 0
+
+
+# ------------------------------------------------------------------------- parser
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gece",
+        description="Calibration of language-model confidence against human judgements of gender bias. "
+        "Each subcommand is one DVC stage; see README.md.",
+    )
+    parser.add_argument("--version", action="version", version=f"gece {__version__}")
+    parser.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors")
+    parser.add_argument("--params", default="params.yaml", help="parameters file (default: %(default)s)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("validate", help="check a benchmark CSV; exit 2 and list bad rows if invalid")
+    p.add_argument("csv", type=Path)
+    p.add_argument("--allow-duplicates", action="store_true",
+                   help="accept repeated pairs with the same label (conflicting labels stay errors)")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("prepare", help="validate and align a benchmark -> prepared Parquet")
+    p.add_argument("csv", type=Path, help="data/benchmarks/<name>.csv")
+    p.add_argument("out", type=Path, help="artifacts/prepared/<name>.parquet")
+    p.add_argument("--duplicates", choices=["keep", "drop", "error"],
+                   help="repeated pairs: keep, drop or reject (default: params prepare.duplicates)")
+    p.set_defaults(func=cmd_prepare)
+
+    p = sub.add_parser("reference", help="the authors' released scores -> the per-pair score schema")
+    p.add_argument("prepared", type=Path, help="artifacts/prepared/<benchmark>.parquet")
+    p.add_argument("csv", type=Path, help="data/reference/<benchmark>/<model>.csv")
+    p.add_argument("out", type=Path, help="artifacts/scores/<benchmark>/paper-<model>.parquet")
+    p.add_argument("--model", required=True, help="model id to record, e.g. paper-gpt-j-6b")
+    p.set_defaults(func=cmd_reference)
+
+    p = sub.add_parser("metrics", help="calibration metrics of a score file (table, --json, or stage outputs)")
+    p.add_argument("scores", type=Path, help="artifacts/scores/<benchmark>/<model>.parquet")
+    p.add_argument("--out", type=Path, help="write the metrics JSON here")
+    p.add_argument("--bins-out", type=Path, help="write the reliability bins JSON here")
+    p.add_argument("--json", action="store_true", help="print the metrics as JSON instead of a table")
+    p.add_argument("--n-bins", type=int, help="override params metrics.n_bins")
+    p.add_argument("--binning", choices=["equal_width", "equal_mass"], help="override params metrics.binning")
+    p.set_defaults(func=cmd_metrics)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if err.is_terminal:
+        handler: logging.Handler = RichHandler(console=err, show_time=False, show_path=False, markup=False)
+    else:  # plain lines for logs and DVC
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(levelname)s: %(message)s"))
+    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, handlers=[handler], force=True)
+    try:
+        return args.func(args)
+    except GeceError as e:
+        err.print(f"[red]error[/]: {escape(e.message)}", highlight=False)
+        for p in e.problems:
+            err.print(f"  - {p}", highlight=False, markup=False)
+        if e.hint:
+            err.print(f"[cyan]hint[/]: {escape(e.hint)}", highlight=False)
+        return e.exit_code
+    except KeyboardInterrupt:
+        err.print("interrupted", highlight=False)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,122 @@
+"""params.yaml -> typed, validated settings.
+
+Every section is a pydantic model that forbids unknown keys, so a misspelled key
+(``metrics.nbins``) is an error that names the key and suggests the right one instead of
+being silently ignored.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from gece.errors import GeceError
+
+DEFAULT_PARAMS = Path("params.yaml")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ModelSpec(_Section):
+    """How to load one model. ``source`` is a Hugging Face hub id, a local model directory,
+    a local ``.gguf`` file, or ``package:<distribution>`` for a GGUF shipped in an installed
+    Python package."""
+
+    source: str = Field(min_length=1)
+    gguf_file: str | None = None
+    revision: str | None = None
+    special_tokens: bool = True
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    device: str = "auto"
+
+
+class PaperParams(_Section):
+    """The authors' released per-pair scores (data/reference/<benchmark>/<model>.csv)."""
+
+    benchmarks: list[str]
+    models: list[str]
+
+
+class PrepareParams(_Section):
+    duplicates: Literal["keep", "drop", "error"] = "keep"
+
+
+class ExtractParams(_Section):
+    batch_size: int = Field(32, ge=1)
+    word_prob: Literal["chain", "max"] = "chain"
+    limit: int | None = Field(None, ge=1, description="score only the first N pairs (smoke runs)")
+
+
+class MetricsParams(_Section):
+    n_bins: int = Field(10, ge=1, le=1000)
+    binning: Literal["equal_width", "equal_mass"] = "equal_width"
+    bootstrap: int = Field(1000, ge=1000, description="bootstrap resamples for confidence intervals")
+    ci: float = Field(0.95, gt=0.0, lt=1.0)
+    seed: int = 0
+
+
+class Params(_Section):
+    benchmarks: list[str] = Field(min_length=1)
+    models: list[str]
+    registry: dict[str, ModelSpec]
+    paper: PaperParams
+    prepare: PrepareParams = PrepareParams()
+    extract: ExtractParams = ExtractParams()
+    metrics: MetricsParams = MetricsParams()
+
+    @model_validator(mode="after")
+    def _models_registered(self) -> Params:
+        unknown = [m for m in self.models if m not in self.registry]
+        if unknown:
+            raise ValueError(f"models {unknown} have no entry under registry")
+        return self
+
+
+def _suggest(loc: tuple, raw: dict) -> str:
+    """'did you mean' for an unknown key, from the keys the model allows at that place."""
+    model: Any = Params
+    for part in loc[:-1]:
+        field = model.model_fields.get(part) if isinstance(part, str) and hasattr(model, "model_fields") else None
+        if field is None:
+            return ""
+        ann = field.annotation
+        model = ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
+        if model is None:
+            return ""
+    close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else f" (allowed: {', '.join(model.model_fields)})"
+
+
+def load_params(path: str | Path = DEFAULT_PARAMS) -> Params:
+    """Load and validate params.yaml; raise a GeceError listing every bad key."""
+    path = Path(path)
+    if not path.exists():
+        raise GeceError(f"{path}: parameters file not found", hint="run from the repository root")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as e:
+        raise GeceError(f"{path}: not valid YAML ({e})") from e
+    if not isinstance(raw, dict):
+        raise GeceError(f"{path}: expected a mapping of sections at the top level")
+    try:
+        return Params.model_validate(raw)
+    except ValidationError as e:
+        problems = []
+        for err in e.errors():
+            loc = tuple(err["loc"])
+            key = ".".join(map(str, loc)) or "(top level)"
+            if err["type"] == "extra_forbidden":
+                problems.append(f"{key}: unknown key{_suggest(loc, raw)}")
+            elif err["type"] == "missing":
+                problems.append(f"{key}: required key is missing")
+            else:
+                problems.append(f"{key}: {err['msg']} (got {err.get('input')!r})")
+        raise GeceError(
+            f"{path}: invalid parameters", problems=problems, hint="see the Parameters section of README.md"
+        ) from e

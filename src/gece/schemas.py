@@ -1,0 +1,422 @@
+"""Schemas of every file the pipeline reads or writes, and the only code that touches them.
+
+Tabular artifacts are Parquet whose columns and Arrow types follow a pydantic model
+(``PreparedPair``, ``ScoreRow``, ...); reports are JSON validated by a pydantic model.
+Every write goes to a temporary file in the target directory and is renamed into place,
+so a killed run never leaves a half-written artifact. Every read checks columns, types
+and each row, and names the file, the row and the fix when something is wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+import types
+import typing
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_serializer, model_validator
+
+from gece.errors import GeceError
+
+SCHEMA_VERSION = "1"
+META_PREFIX = "gece."
+
+
+class _Row(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --------------------------------------------------------------------------- rows
+class BenchmarkRow(_Row):
+    """One raw row of ``data/benchmarks/<name>.csv``."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    sent_more: str = Field(min_length=1)
+    sent_less: str = Field(min_length=1)
+    y: Literal[0, 1]
+    bias_type: str | None = None
+
+
+class PreparedPair(_Row):
+    """One pair after validation and word-level alignment (``artifacts/prepared/<b>.parquet``).
+
+    ``targets_*`` are the words in which the two sentences differ (SPEC §3), with their
+    character spans ``[start, end)``; ``gender_*`` is the lexicon group of the side's
+    target words (``male``/``female`` for pronouns, else the word itself).
+    """
+
+    pair_id: str
+    row: int = Field(ge=1, description="1-based data row in the source CSV")
+    sent_more: str
+    sent_less: str
+    y: Literal[0, 1]
+    bias_type: str | None
+    targets_more: list[str] = Field(min_length=1)
+    targets_less: list[str] = Field(min_length=1)
+    starts_more: list[int]
+    ends_more: list[int]
+    starts_less: list[int]
+    ends_less: list[int]
+    gender_more: str
+    gender_less: str
+    position: Literal["last", "mid"]
+    n_targets: int = Field(ge=1, description="number of differing word blocks")
+
+
+class ScoreRow(_Row):
+    """Per-pair model score: the contract between scoring and everything downstream.
+
+    ``logprob_*`` is log of the side's score, the sum over its target words of the word
+    probability (so above 0 is possible when a side has several target words), ``logit_*`` the raw logit of the first target token, ``n_tokens_*`` the
+    number of target tokens (null where unknown, e.g. the authors' released scores), and
+    ``p = P_more / (P_more + P_less)``, the confidence that the male/``sent_more`` variant
+    is the human-preferred one.
+    """
+
+    pair_id: str
+    row: int = Field(ge=1)
+    sent_more: str
+    sent_less: str
+    y: Literal[0, 1]
+    bias_type: str | None
+    targets_more: list[str] = Field(min_length=1)
+    targets_less: list[str] = Field(min_length=1)
+    gender_more: str
+    gender_less: str
+    n_tokens_more: int | None = Field(ge=1)
+    n_tokens_less: int | None = Field(ge=1)
+    logprob_more: float
+    logprob_less: float
+    logit_more: float | None
+    logit_less: float | None
+    p: float = Field(ge=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _p_matches_logprobs(self) -> ScoreRow:
+        d = self.logprob_more - self.logprob_less
+        if math.isfinite(d):
+            expected = 1.0 / (1.0 + math.exp(-d)) if d >= 0 else math.exp(d) / (1.0 + math.exp(d))
+            if abs(expected - self.p) > 1e-6:
+                raise ValueError(
+                    f"p={self.p!r} disagrees with the log-probabilities "
+                    f"(sigmoid(logprob_more - logprob_less) = {expected!r})"
+                )
+        return self
+
+
+class ReferenceRow(_Row):
+    """One row of the authors' released scores (``data/reference/<benchmark>/<model>.csv``)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    idx: int = Field(ge=0)
+    Sentence_more: str
+    Sentence_less: str
+    Pronoun_more: str
+    Pronoun_less: str
+    # a sum over the sentence's pronouns: above 1 where a pronoun occurs twice
+    Pronoun_Probability_more: float = Field(gt=0.0)
+    Pronoun_Probability_less: float = Field(gt=0.0)
+    Pronoun_Logit_more: float
+    Pronoun_Logit_less: float
+    Normalized_Score_more: float = Field(ge=0.0, le=1.0)
+    Normalized_Score_less: float = Field(ge=0.0, le=1.0)
+    Predicted_Label: Literal[0, 1]
+    True_Label: Literal[0, 1]
+
+
+# ------------------------------------------------------------------------ reports
+Num = float | None
+
+
+class MetricsReport(BaseModel):
+    """``reports/metrics/<benchmark>/<model>.json``: flat, what ``dvc metrics`` reads.
+
+    Null values are undefined metrics (e.g. no pair was predicted female); ``null_reasons``
+    then says why, and is absent otherwise.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    n: int = Field(ge=0)
+    n_ties: int = Field(ge=0)
+    n_bins: int = Field(ge=1)
+    binning: Literal["equal_width", "equal_mass"]
+    ece: Num
+    ece_toplabel: Num
+    mce: Num
+    ice: Num
+    macro_ce: Num
+    brier: Num
+    brier_paper: Num
+    accuracy: Num
+    gender_ece: Num
+    ece_male: Num
+    ece_female: Num
+    bias_gap: Num
+    cc_ece: Num
+    ece_true_male: Num
+    ece_true_female: Num
+    ece_ci_low: Num
+    ece_ci_high: Num
+    gender_ece_ci_low: Num
+    gender_ece_ci_high: Num
+    brier_ci_low: Num
+    brier_ci_high: Num
+    accuracy_ci_low: Num
+    accuracy_ci_high: Num
+    null_reasons: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _drop_empty_reasons(self, handler):
+        data = handler(self)
+        if data.get("null_reasons") is None:
+            data.pop("null_reasons", None)
+        return data
+
+
+class BinRecord(BaseModel):
+    """One bin of a reliability diagram (``reports/bins/<benchmark>/<model>.json`` is a list)."""
+
+    model_config = ConfigDict(extra="forbid")
+    bin: int = Field(ge=0)
+    lower: float
+    upper: float
+    count: int = Field(ge=0)
+    confidence: Num
+    accuracy: Num
+    gap: Num
+
+
+BinsReport = TypeAdapter(list[BinRecord])
+
+
+# ------------------------------------------------------------------- atomic writes
+@contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; rename it onto ``path`` only on success."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, path)
+    finally:
+        if tmp_path.exists():
+            tmp_path.unlink()
+
+
+def write_text(path: str | Path, text: str) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, BaseModel):
+        return o.model_dump(mode="json", exclude_none=False)
+    raise TypeError(f"cannot serialise {type(o).__name__}")
+
+
+def clean_floats(obj: Any) -> Any:
+    """Replace NaN/inf by None recursively (JSON has no NaN; an undefined value is null)."""
+    if isinstance(obj, dict):
+        return {k: clean_floats(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [clean_floats(v) for v in obj]
+    if isinstance(obj, float | np.floating):
+        return float(obj) if math.isfinite(obj) else None
+    if isinstance(obj, np.integer):
+        return int(obj)
+    return obj
+
+
+def write_json(path: str | Path, obj: Any, model: type[BaseModel] | TypeAdapter | None = None) -> None:
+    """Validate ``obj`` against ``model`` (when given) and write it as indented JSON, atomically."""
+    if isinstance(obj, BaseModel):
+        payload = obj.model_dump(mode="json")
+    else:
+        payload = clean_floats(obj)
+        if model is not None:
+            try:
+                if isinstance(model, TypeAdapter):
+                    model.validate_python(payload)
+                else:
+                    model.model_validate(payload)
+            except ValidationError as e:  # a bug in gece, not a user error
+                raise ValueError(f"refusing to write {path}: {e}") from e
+    write_text(path, json.dumps(payload, indent=2, default=_json_default, allow_nan=False) + "\n")
+
+
+def read_json(path: str | Path, model: type[BaseModel] | TypeAdapter | None = None) -> Any:
+    path = Path(path)
+    if not path.exists():
+        raise GeceError(f"{path}: file not found", hint="run the stage that writes it (dvc repro)")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise GeceError(f"{path}: not valid JSON ({e})", hint="delete it and rerun the stage") from e
+    if model is None:
+        return data
+    try:
+        if isinstance(model, TypeAdapter):
+            return model.validate_python(data)
+        return model.model_validate(data)
+    except ValidationError as e:
+        raise GeceError(
+            f"{path}: does not match the {getattr(model, '__name__', 'expected')} schema",
+            problems=[_fmt_error(err) for err in e.errors()[:20]],
+            hint="it was written by another gece version or edited by hand; rerun the stage that writes it",
+        ) from e
+
+
+# -------------------------------------------------------------------- Parquet I/O
+def _arrow_type(annotation: Any) -> tuple[pa.DataType, bool]:
+    """Arrow type and nullability for a pydantic field annotation."""
+    nullable = False
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        nullable = len(args) < len(typing.get_args(annotation))
+        (annotation,) = args
+        origin = typing.get_origin(annotation)
+    if origin is Literal:
+        lit = typing.get_args(annotation)
+        return (pa.int64() if isinstance(lit[0], int) else pa.string()), nullable
+    if origin is list:
+        (inner,) = typing.get_args(annotation)
+        return pa.list_(_arrow_type(inner)[0]), nullable
+    mapping = {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_()}
+    return mapping[annotation], nullable
+
+
+def arrow_schema(model: type[BaseModel]) -> pa.Schema:
+    fields = []
+    for name, info in model.model_fields.items():
+        typ, nullable = _arrow_type(info.annotation)
+        fields.append(pa.field(name, typ, nullable=nullable))
+    return pa.schema(fields)
+
+
+def _fmt_error(err: dict, row_offset: int | None = None) -> str:
+    loc = list(err.get("loc", ()))
+    where = ""
+    if row_offset is not None and loc and isinstance(loc[0], int):
+        where = f"row {loc.pop(0) + row_offset}, "
+    field = ".".join(str(x) for x in loc)
+    got = err.get("input")
+    got_s = "" if isinstance(got, dict) else f" (got {got!r})"
+    return f"{where}{field + ': ' if field else ''}{err['msg']}{got_s}"
+
+
+def validate_records(records: list[dict], model: type[BaseModel], source: str, *, hint: str) -> None:
+    """Validate every record; raise a GeceError naming the source, the rows and the fix."""
+    try:
+        TypeAdapter(list[model]).validate_python(records)
+    except ValidationError as e:
+        errs = e.errors()
+        raise GeceError(
+            f"{source}: {len(errs)} invalid value(s) for the {model.__name__} schema",
+            problems=[_fmt_error(err, row_offset=1) for err in errs[:20]],
+            hint=hint,
+        ) from e
+
+
+def write_table(
+    path: str | Path, df: pd.DataFrame, model: type[BaseModel], meta: dict[str, str] | None = None
+) -> None:
+    """Validate ``df`` row by row against ``model`` and write it as Parquet, atomically.
+
+    ``meta`` (e.g. benchmark and model ids) is stored in the file's key-value metadata.
+    Output bytes depend only on the data, so identical inputs give identical files.
+    """
+    schema = arrow_schema(model)
+    extra = [c for c in df.columns if c not in schema.names]
+    if extra and model.model_config.get("extra") == "allow":
+        for c in extra:
+            schema = schema.append(pa.field(c, pa.float64(), nullable=True))
+    elif extra:
+        raise ValueError(f"columns {extra} are not in the {model.__name__} schema")
+    missing = [c for c in schema.names if c not in df.columns]
+    if missing:
+        raise ValueError(f"{path}: columns {missing} of the {model.__name__} schema are missing")
+    df = df[schema.names]
+    records = df.to_dict(orient="records")
+    validate_records(
+        [_py(r) for r in records], model, f"{path} (about to be written)", hint="this is a bug in gece"
+    )
+    table = pa.Table.from_pandas(df, schema=schema, preserve_index=False)
+    kv = {f"{META_PREFIX}schema": model.__name__, f"{META_PREFIX}schema_version": SCHEMA_VERSION}
+    kv.update({f"{META_PREFIX}{k}": str(v) for k, v in (meta or {}).items()})
+    table = table.replace_schema_metadata({k.encode(): v.encode() for k, v in kv.items()})
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp, compression="zstd")
+
+
+def _py(record: dict) -> dict:
+    """Convert numpy scalars/arrays and NaN in a record into plain Python for validation."""
+    out = {}
+    for k, v in record.items():
+        if isinstance(v, np.ndarray):
+            v = v.tolist()
+        elif isinstance(v, np.generic):
+            v = v.item()
+        if isinstance(v, float) and math.isnan(v):
+            v = None
+        out[k] = v
+    return out
+
+
+def read_table(path: str | Path, model: type[BaseModel]) -> tuple[pd.DataFrame, dict[str, str]]:
+    """Read and validate a Parquet artifact; return the frame and its ``gece.*`` metadata."""
+    path = Path(path)
+    if not path.exists():
+        raise GeceError(f"{path}: file not found", hint="run the stage that writes it (dvc repro) or dvc pull")
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise GeceError(f"{path}: not a readable Parquet file ({e})", hint="delete it and rerun its stage") from e
+    meta = {
+        k.decode()[len(META_PREFIX) :]: v.decode()
+        for k, v in (table.schema.metadata or {}).items()
+        if k.decode().startswith(META_PREFIX)
+    }
+    want = arrow_schema(model)
+    missing = [n for n in want.names if n not in table.schema.names]
+    if missing:
+        raise GeceError(
+            f"{path}: missing column(s) {missing} of the {model.__name__} schema",
+            hint="the file was written by another tool or an older gece; rerun the stage that writes it",
+        )
+    problems = []
+    for f in want:
+        got = table.schema.field(f.name).type
+        if got != f.type and not (pa.types.is_null(got) and f.nullable):
+            problems.append(f"column {f.name}: type {got}, expected {f.type}")
+    if problems:
+        raise GeceError(f"{path}: wrong column types", problems=problems, hint="rerun the stage that writes it")
+    df = table.to_pandas()
+    if model.model_config.get("extra") != "allow":
+        df = df[want.names]
+    validate_records(
+        [_py(r) for r in df[want.names].to_dict(orient="records")],
+        model,
+        str(path),
+        hint="the file is corrupt or was edited; rerun the stage that writes it",
+    )
+    return df, meta

@@ -1,0 +1,117 @@
+"""The pipeline stages: read typed inputs, call the pure functions, write typed outputs.
+
+Each function here is one DVC stage (``gece <stage>`` in dvc.yaml) and the only place,
+besides :mod:`gece.schemas`, where files are read or written.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from gece import benchmarks, metrics
+from gece.errors import GeceError
+from gece.params import MetricsParams, PrepareParams
+from gece.schemas import (
+    BinsReport,
+    MetricsReport,
+    PreparedPair,
+    ReferenceRow,
+    ScoreRow,
+    read_table,
+    validate_records,
+    write_json,
+    write_table,
+)
+
+log = logging.getLogger("gece")
+
+
+def prepare(csv: str | Path, out: str | Path, settings: PrepareParams = PrepareParams()) -> pd.DataFrame:
+    """data/benchmarks/<b>.csv -> artifacts/prepared/<b>.parquet (validated, aligned pairs)."""
+    csv = Path(csv)
+    rows, warnings = benchmarks.load_benchmark(csv, settings.duplicates)
+    for w in warnings:
+        log.warning(w)
+    prepared = benchmarks.prepare_pairs(rows, csv.stem)
+    write_table(out, prepared, PreparedPair, meta={"benchmark": csv.stem, "source": str(csv)})
+    multi = int((prepared["n_targets"] > 1).sum())
+    log.info(
+        "%s: %d pairs (%d with several differing words, %d cloze-last, %d repeats %s) -> %s",
+        csv.stem, len(prepared), multi, int((prepared["position"] == "last").sum()), len(warnings),
+        settings.duplicates, out,
+    )
+    return prepared
+
+
+def reference(prepared: str | Path, csv: str | Path, out: str | Path, model: str) -> pd.DataFrame:
+    """data/reference/<b>/<m>.csv -> artifacts/scores/<b>/paper-<m>.parquet (the score schema).
+
+    The authors' rows are matched to the prepared pairs by position and checked sentence by
+    sentence; their pronoun probabilities become the log-probabilities, their first-token
+    logits the logits and their normalized score ``p``.
+    """
+    pairs, meta = read_table(prepared, PreparedPair)
+    csv = Path(csv)
+    if not csv.exists():
+        raise GeceError(f"{csv}: file not found", hint="dvc pull data.dvc")
+    ref = pd.read_csv(csv)
+    validate_records(ref.to_dict(orient="records"), ReferenceRow, str(csv),
+                     hint="the file is not one of the authors' result CSVs (see data/SOURCES.md)")
+    if len(ref) != len(pairs):
+        raise GeceError(f"{csv}: {len(ref)} rows, but {prepared} has {len(pairs)} pairs",
+                        hint="reference scores must cover the whole benchmark, in its order")
+    problems = []
+    for i, (r, q) in enumerate(zip(ref.itertuples(index=False), pairs.itertuples(index=False), strict=True)):
+        if (r.Sentence_more, r.Sentence_less) != (q.sent_more, q.sent_less):
+            problems.append(f"row {i + 1}: sentences differ from {q.pair_id} of {prepared}")
+        elif r.Pronoun_more.lower() not in {t.lower() for t in q.targets_more} or \
+                r.Pronoun_less.lower() not in {t.lower() for t in q.targets_less}:
+            problems.append(f"row {i + 1}: pronouns {r.Pronoun_more}/{r.Pronoun_less} are not the targets "
+                            f"{list(q.targets_more)}/{list(q.targets_less)}")
+        elif int(r.True_Label) != int(q.y):
+            problems.append(f"row {i + 1}: True_Label {r.True_Label} but the benchmark says y={q.y}")
+    if problems:
+        raise GeceError(f"{csv}: does not match the benchmark {prepared}", problems=problems[:20],
+                        hint="reference scores and benchmark must come from the same snapshot (dvc pull data.dvc)")
+    scores = pairs[["pair_id", "row", "sent_more", "sent_less", "y", "bias_type", "targets_more", "targets_less",
+                    "gender_more", "gender_less"]].copy()
+    scores["n_tokens_more"] = None
+    scores["n_tokens_less"] = None
+    scores["logprob_more"] = np.log(ref["Pronoun_Probability_more"].to_numpy(np.float64))
+    scores["logprob_less"] = np.log(ref["Pronoun_Probability_less"].to_numpy(np.float64))
+    scores["logit_more"] = ref["Pronoun_Logit_more"].to_numpy(np.float64)
+    scores["logit_less"] = ref["Pronoun_Logit_less"].to_numpy(np.float64)
+    scores["p"] = ref["Normalized_Score_more"].to_numpy(np.float64)
+    write_table(out, scores, ScoreRow, meta={"benchmark": meta.get("benchmark", ""), "model": model,
+                                             "source": str(csv)})
+    log.info("%s: %d pairs -> %s", model, len(scores), out)
+    return scores
+
+
+def run_metrics(scores: pd.DataFrame, settings: MetricsParams) -> tuple[dict, list[dict]]:
+    """The metrics report and the paper-convention reliability bins of one score table."""
+    p, y = scores["p"].to_numpy(np.float64), scores["y"].to_numpy(np.float64)
+    report = metrics.summarize(
+        p, y, scores["gender_more"].to_numpy(object), scores["gender_less"].to_numpy(object),
+        n_bins=settings.n_bins, binning=settings.binning, draws=settings.bootstrap, seed=settings.seed,
+        level=settings.ci,
+    )
+    bins = metrics.reliability_table(p, y, settings.n_bins, settings.binning).records() if len(p) else []
+    return MetricsReport.model_validate(report).model_dump(), bins
+
+
+def metrics_stage(
+    scores_path: str | Path, out: str | Path | None, bins_out: str | Path | None, settings: MetricsParams
+) -> tuple[dict, list[dict], dict[str, str]]:
+    """artifacts/scores/<b>/<m>.parquet -> reports/metrics/<b>/<m>.json and reports/bins/<b>/<m>.json."""
+    scores, meta = read_table(scores_path, ScoreRow)
+    report, bins = run_metrics(scores, settings)
+    if out:
+        write_json(out, MetricsReport.model_validate(report))
+    if bins_out:
+        write_json(bins_out, bins, BinsReport)
+    return report, bins, meta
