@@ -61,6 +61,24 @@ class MetricsParams(_Section):
     seed: int = 0
 
 
+class CalibrateParams(_Section):
+    """Post-hoc calibration (SPEC §5): which methods, the split and the cross-fitting."""
+
+    methods: list[Literal["beta", "isotonic", "temperature", "platt", "histogram"]] = Field(
+        default_factory=lambda: ["beta", "isotonic", "temperature", "platt", "histogram"], min_length=1
+    )
+    fraction: float = Field(0.5, gt=0.0, lt=1.0, description="share of pairs for fitting (split protocol)")
+    folds: int = Field(5, ge=2, description="k of the k-fold cross-fitting")
+    seed: int = Field(0, description="seed of the stratified split and of the fold assignment")
+    histogram_bins: int = Field(10, ge=1, description="equal-mass bins of histogram binning")
+
+    @model_validator(mode="after")
+    def _unique_methods(self) -> CalibrateParams:
+        if len(set(self.methods)) != len(self.methods):
+            raise ValueError(f"methods {self.methods} lists a method twice")
+        return self
+
+
 class Params(_Section):
     benchmarks: list[str] = Field(min_length=1)
     models: list[str]
@@ -69,6 +87,7 @@ class Params(_Section):
     prepare: PrepareParams = PrepareParams()
     extract: ExtractParams = ExtractParams()
     metrics: MetricsParams = MetricsParams()
+    calibrate: CalibrateParams = CalibrateParams()
 
     @model_validator(mode="after")
     def _models_registered(self) -> Params:

@@ -1,0 +1,483 @@
+"""Post-hoc calibration (SPEC §5): calibrators p -> p' and the protocols that evaluate them.
+
+Arrays in, arrays out. A calibrator is fitted on the calibration ("fit") part of the pairs and
+maps any p to p'; a protocol decides which pairs each fit sees and collects the held-out p'.
+
+Calibrators (``fit(p, y) -> FitResult``, ``predict(p) -> p'``), with z = logit(p) computed on
+p clipped to [EPS, 1 − EPS]:
+
+- ``beta``:        p' = 1 / (1 + 1 / (e^c · p^a / (1 − p)^b))   (betacal, parameters "abm")
+- ``isotonic``:    p' = the isotonic (non-decreasing) step function of p fitted by PAVA, clipped
+                   to its fitted range outside it (scikit-learn ``IsotonicRegression``)
+- ``temperature``: p' = σ(z / T)
+- ``platt``:       p' = σ(a · z + b)
+- ``histogram``:   p' = mean of y over the calibration pairs in p's bin (equal-mass bins)
+
+Every fit reports a status:
+
+- ``ok``;
+- ``degenerate``: the fit converged to something that is not a usable calibration map. Common to
+  all methods: the output is constant on the calibration part (std(p') < COLLAPSE_STD). Per
+  method: temperature: T ends at a bound of [T_MIN, T_MAX] (the NLL keeps falling as T → ∞,
+  p' → 0.5) or every |p' − 0.5| < COLLAPSE_HALF (collapsed onto 0.5); platt: a ≤ 0; beta: a < 0
+  or b < 0 (p' no longer non-decreasing in p; platt and beta then ignore or reverse the model's
+  ranking); isotonic and histogram: only the common rule (a single level);
+- ``failed``: the fit raised (the error is the reason; there is no p') or the optimizer did not
+  converge (there is a p', reported with its metrics and marked failed).
+
+Protocols:
+
+- split: one stratified split (by y, seeded), ``fraction`` of the pairs for fitting; p' for the
+  held-out pairs only;
+- crossfit: stratified k-fold cross-fitting (seeded): fold j's pairs get p' from the calibrator
+  fitted on the other k − 1 folds, so every pair has exactly one out-of-fold p'.
+
+Nothing from the evaluation part reaches a fit: :func:`fit_predict` hands the calibrator copies
+of the fit rows only.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+from scipy.optimize import minimize, minimize_scalar
+from scipy.special import expit
+
+from gece.metrics import Binning, bin_edges
+
+EPS = 1e-12  # p is clipped to [EPS, 1 - EPS] before logit: |z| <= 27.6
+COLLAPSE_STD = 1e-6  # std(p') below this on the calibration part: constant output
+COLLAPSE_HALF = 1e-3  # temperature: every |p' - 0.5| below this: collapsed onto 0.5
+
+Status = Literal["ok", "degenerate", "failed"]
+STATUSES: tuple[Status, ...] = ("ok", "degenerate", "failed")
+# errors a fit may raise on bad data; anything else is a bug in gece and propagates
+FIT_ERRORS = (ValueError, ArithmeticError, np.linalg.LinAlgError, RuntimeError)
+
+
+# --------------------------------------------------------------------------- helpers
+def clip_probs(p: np.ndarray, eps: float = EPS) -> np.ndarray:
+    """p clipped to [eps, 1 − eps] (so that logit(p) is finite)."""
+    return np.clip(np.asarray(p, dtype=np.float64), eps, 1.0 - eps)
+
+
+def logit(p: np.ndarray, eps: float = EPS) -> np.ndarray:
+    """z = log(p) − log(1 − p) of p clipped to [eps, 1 − eps]."""
+    p = clip_probs(p, eps)
+    return np.log(p) - np.log1p(-p)
+
+
+def sigmoid(z: np.ndarray) -> np.ndarray:
+    """σ(z) = 1 / (1 + e^−z), without overflow."""
+    return expit(np.asarray(z, dtype=np.float64))
+
+
+def _check(p: np.ndarray, y: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    p = np.asarray(p, dtype=np.float64).reshape(-1)
+    if np.isnan(p).any() or (p.size and (p.min() < 0 or p.max() > 1)):
+        raise ValueError("p must lie in [0, 1] and contain no NaN")
+    if y is None:
+        return p, None
+    y = np.asarray(y, dtype=np.float64).reshape(-1)
+    if y.shape != p.shape:
+        raise ValueError(f"p and y differ in length ({p.size} vs {y.size})")
+    if not np.isin(y, (0.0, 1.0)).all():
+        raise ValueError("y must be 0 or 1")
+    if p.size == 0:
+        raise ValueError("no pairs to fit on")
+    return p, y
+
+
+def _nll(margin: np.ndarray) -> float:
+    """Mean negative log-likelihood Σ log(1 + e^−m) / n for signed margins m = s · logit(p')."""
+    return float(np.mean(np.logaddexp(0.0, -margin)))
+
+
+def _float(x: Any) -> float:
+    return float(np.asarray(x).reshape(-1)[0])
+
+
+# ----------------------------------------------------------------------- calibrators
+@dataclass(frozen=True)
+class FitResult:
+    """What a fit reports: its status, the fitted parameters (JSON-ready) and why it is not ok."""
+
+    status: Status
+    params: dict[str, Any]
+    reason: str | None = None
+
+
+class Calibrator(ABC):
+    """A map p -> p' fitted on (p, y) of the calibration pairs only."""
+
+    name: ClassVar[str]
+
+    @abstractmethod
+    def fit(self, p: np.ndarray, y: np.ndarray) -> FitResult:
+        """Fit on the calibration pairs; return the status and the parameters."""
+
+    @abstractmethod
+    def predict(self, p: np.ndarray) -> np.ndarray:
+        """p' for any p (after a fit)."""
+
+    def _result(self, p_fit: np.ndarray, params: dict[str, Any], reasons: list[str],
+                failed: str | None = None) -> FitResult:
+        """Status from the method's own findings plus the common constant-output rule."""
+        if failed:
+            return FitResult("failed", params, failed)
+        out = self.predict(p_fit)
+        if not np.isfinite(out).all():
+            return FitResult("failed", params, "non-finite calibrated scores")
+        if out.size > 1 and float(np.std(out)) < COLLAPSE_STD:
+            reasons = [*reasons, f"constant output p' = {float(np.mean(out)):.6g} on the calibration pairs"]
+        return FitResult("degenerate" if reasons else "ok", params, "; ".join(reasons) or None)
+
+
+class TemperatureScaling(Calibrator):
+    """Temperature scaling (Guo et al. 2017): p' = σ(z / T), z = logit(p).
+
+    T = e^u with u = argmin over [ln T_MIN, ln T_MAX] of the mean NLL
+    Σ log(1 + exp(−s_i z_i e^−u)) / n, s = 2y − 1 (bounded Brent). There is no bias term, so T
+    cannot shift p' and cannot flip a prediction. Degenerate when u ends within BOUND_TOL of a
+    bound (at T_MAX: the NLL keeps falling as T → ∞, i.e. every temperature is worse than
+    answering 0.5, which happens when the model's confidence is mostly on one side regardless of
+    y) or when p' collapses onto 0.5 (every |p' − 0.5| < COLLAPSE_HALF on the calibration pairs).
+    """
+
+    name = "temperature"
+    T_MIN, T_MAX = 1e-2, 1e4
+    BOUND_TOL = 1e-3  # in ln T
+
+    def __init__(self) -> None:
+        self.T: float | None = None
+
+    def fit(self, p, y) -> FitResult:
+        p, y = _check(p, y)
+        z, s = logit(p), 2.0 * y - 1.0
+        lo, hi = math.log(self.T_MIN), math.log(self.T_MAX)
+        res = minimize_scalar(lambda u: _nll(s * z * math.exp(-u)), bounds=(lo, hi), method="bounded",
+                              options={"xatol": 1e-9, "maxiter": 500})
+        self.T = math.exp(float(res.x))
+        params = {"T": self.T}
+        if not res.success:
+            return self._result(p, params, [], failed=f"optimizer did not converge: {res.message}")
+        reasons = []
+        if res.x >= hi - self.BOUND_TOL:
+            reasons.append(f"T ran to its upper bound {self.T_MAX:g} (p' -> 0.5)")
+        elif res.x <= lo + self.BOUND_TOL:
+            reasons.append(f"T ran to its lower bound {self.T_MIN:g}")
+        if not reasons and float(np.max(np.abs(self.predict(p) - 0.5))) < COLLAPSE_HALF:
+            reasons.append(f"p' collapsed onto 0.5 (every |p' - 0.5| < {COLLAPSE_HALF:g})")
+        return self._result(p, params, reasons)
+
+    def predict(self, p) -> np.ndarray:
+        p, _ = _check(p)
+        return sigmoid(logit(p) / self.T)
+
+
+class PlattScaling(Calibrator):
+    """Platt scaling: p' = σ(a · z + b), z = logit(p).
+
+    (a, b) = argmin of the mean NLL Σ log(1 + exp(−s_i (a z_i + b))) / n, s = 2y − 1: an
+    unregularized logistic regression on z with the raw 0/1 targets (no Platt target
+    smoothing), fitted by BFGS from (1, 0) with the analytic gradient. Failed when BFGS stops
+    with a gradient above 1e-6, or when the calibration pairs are separable by p (every y = 1
+    pair above every y = 0 pair: the NLL has no minimum, a → ∞); degenerate when a ≤ 0 (p' does not
+    increase with p: the map ignores or reverses the model's ranking).
+    """
+
+    name = "platt"
+
+    def __init__(self) -> None:
+        self.a: float | None = None
+        self.b: float | None = None
+
+    def fit(self, p, y) -> FitResult:
+        p, y = _check(p, y)
+        z, s = logit(p), 2.0 * y - 1.0
+        n = z.size
+
+        def f(w: np.ndarray) -> tuple[float, np.ndarray]:
+            m = s * (w[0] * z + w[1])
+            g = -s * expit(-m)  # d/d(a z + b) of log(1 + e^-m)
+            return float(np.mean(np.logaddexp(0.0, -m))), np.array([g @ z, g.sum()]) / n
+
+        res = minimize(f, np.array([1.0, 0.0]), jac=True, method="BFGS",
+                       options={"gtol": 1e-8, "maxiter": 1000})
+        self.a, self.b = float(res.x[0]), float(res.x[1])
+        params = {"a": self.a, "b": self.b}
+        if z[y == 1].size and z[y == 0].size and z[y == 1].min() > z[y == 0].max():
+            return self._result(p, params, [], failed="the calibration pairs are separable by p: "
+                                "no maximum-likelihood fit (a -> infinity)")
+        if not res.success and np.max(np.abs(res.jac)) > 1e-6:
+            return self._result(p, params, [], failed=f"optimizer did not converge: {res.message}")
+        reasons = [f"a = {self.a:.3g} <= 0 (p' does not increase with p)"] if self.a <= 0 else []
+        return self._result(p, params, reasons)
+
+    def predict(self, p) -> np.ndarray:
+        p, _ = _check(p)
+        return sigmoid(self.a * logit(p) + self.b)
+
+
+class BetaCalibration(Calibrator):
+    """Beta calibration (Kull et al. 2017), ``betacal.BetaCalibration(parameters="abm")``:
+    p' = 1 / (1 + 1 / (e^c · p^a / (1 − p)^b)), a logistic regression on (ln p, −ln(1 − p)).
+
+    betacal clips p to [2.2e-16, 1 − 2.2e-16]; when the full fit gives a < 0 (b < 0) it refits
+    with that coefficient fixed at 0 (``dropped``); m is the midpoint, p'(m) = 1/2. The fit
+    raises on data it cannot handle (e.g. one class only): failed with the error. Failed also
+    when its logistic regression stops at its iteration limit; degenerate when a < 0 or b < 0
+    after the refit (p' then decreases with p somewhere).
+    """
+
+    name = "beta"
+
+    def __init__(self) -> None:
+        self.model = None
+
+    def fit(self, p, y) -> FitResult:
+        from betacal import BetaCalibration as _Beta
+
+        p, y = _check(p, y)
+        p = clip_probs(p)
+        # betacal calls warnings.filterwarnings("ignore") globally; keep that inside this block
+        with warnings.catch_warnings():
+            self.model = _Beta(parameters="abm").fit(p, y.astype(np.int64))
+        cal = self.model.calibrator_
+        a, b, m = (float(v) for v in cal.map_)
+        lr = cal.lr_
+        params = {"a": a, "b": b, "c": _float(lr.intercept_), "m": m,
+                  "dropped": "a" if a == 0 and b != 0 else "b" if b == 0 and a != 0 else None}
+        n_iter = int(np.max(lr.n_iter_))
+        if n_iter >= lr.max_iter:
+            return self._result(p, params, [],
+                                failed=f"logistic regression did not converge in {n_iter} iterations")
+        reasons = []
+        if a < 0 or b < 0:
+            reasons.append(f"a = {a:.3g}, b = {b:.3g}: p' decreases with p")
+        return self._result(p, params, reasons)
+
+    def predict(self, p) -> np.ndarray:
+        p, _ = _check(p)
+        with warnings.catch_warnings():
+            return np.asarray(self.model.predict(clip_probs(p)), dtype=np.float64)
+
+
+class IsotonicCalibration(Calibrator):
+    """Isotonic regression (Zadrozny & Elkan 2002): p' = the non-decreasing step function of p
+    that minimizes Σ (p'_i − y_i)² on the calibration pairs (PAVA), interpolated linearly
+    between its thresholds and clipped to them outside (scikit-learn ``IsotonicRegression(
+    out_of_bounds="clip", y_min=0, y_max=1)``). Params: the thresholds x → y. Degenerate only
+    by the common rule (a single level: the calibration pairs show no increasing relation).
+    """
+
+    name = "isotonic"
+
+    def __init__(self) -> None:
+        self.model = None
+
+    def fit(self, p, y) -> FitResult:
+        from sklearn.isotonic import IsotonicRegression
+
+        p, y = _check(p, y)
+        self.model = IsotonicRegression(out_of_bounds="clip", y_min=0.0, y_max=1.0, increasing=True).fit(p, y)
+        x_t, y_t = self.model.X_thresholds_, self.model.y_thresholds_
+        params = {"n_levels": int(np.unique(y_t).size), "x": x_t.tolist(), "y": y_t.tolist()}
+        return self._result(p, params, [])
+
+    def predict(self, p) -> np.ndarray:
+        p, _ = _check(p)
+        return np.clip(np.asarray(self.model.predict(p), dtype=np.float64), 0.0, 1.0)
+
+
+class HistogramBinning(Calibrator):
+    """Histogram binning (Zadrozny & Elkan 2001): p' = mean(y) of the calibration pairs in p's bin.
+
+    Bins (e_m, e_{m+1}], the lowest closed, with edges from the calibration pairs' p: equal-mass
+    (default; the m/M quantiles of p, as ``metrics.bin_edges``) or equal-width (m/M). A p outside
+    [e_0, e_M] goes to the first or last bin. An empty bin (equal-width, or tied quantiles) maps
+    to its center (e_m + e_{m+1}) / 2, i.e. p is trusted there. Degenerate only by the common
+    rule (every non-empty bin has the same mean).
+    """
+
+    name = "histogram"
+
+    def __init__(self, n_bins: int = 10, binning: Binning = "equal_mass") -> None:
+        self.n_bins, self.binning = n_bins, binning
+        self.edges: np.ndarray | None = None
+        self.values: np.ndarray | None = None
+
+    def _bin(self, p: np.ndarray) -> np.ndarray:
+        return np.searchsorted(self.edges[1:-1], p, side="left")
+
+    def fit(self, p, y) -> FitResult:
+        p, y = _check(p, y)
+        self.edges = bin_edges(p, self.n_bins, self.binning)
+        idx = self._bin(p)
+        count = np.bincount(idx, minlength=self.n_bins)
+        total = np.bincount(idx, weights=y, minlength=self.n_bins)
+        center = 0.5 * (self.edges[:-1] + self.edges[1:])
+        self.values = np.where(count > 0, total / np.maximum(count, 1), center)
+        params = {"binning": self.binning, "edges": self.edges.tolist(), "values": self.values.tolist(),
+                  "counts": count.tolist(), "n_empty": int((count == 0).sum())}
+        return self._result(p, params, [])
+
+    def predict(self, p) -> np.ndarray:
+        p, _ = _check(p)
+        return self.values[self._bin(p)]
+
+
+CALIBRATORS: dict[str, Callable[[], Calibrator]] = {
+    "beta": BetaCalibration,
+    "isotonic": IsotonicCalibration,
+    "temperature": TemperatureScaling,
+    "platt": PlattScaling,
+    "histogram": HistogramBinning,
+}
+METHODS: tuple[str, ...] = tuple(CALIBRATORS)
+
+
+def factories(histogram_bins: int = 10) -> dict[str, Callable[[], Calibrator]]:
+    """The calibrator factories with their settings."""
+    return {**CALIBRATORS, "histogram": partial(HistogramBinning, n_bins=histogram_bins)}
+
+
+# ------------------------------------------------------------------------ protocols
+def stratified_split(y: np.ndarray, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted (fit, eval) indices of one split stratified by y.
+
+    n_fit = floor(fraction · n) (scikit-learn ``train_test_split(train_size=fraction,
+    stratify=y, random_state=seed)``): 385 fit / 386 eval pairs for winobias's 771 at 0.5.
+    """
+    from sklearn.model_selection import train_test_split
+
+    y = np.asarray(y).reshape(-1)
+    fit_idx, eval_idx = train_test_split(np.arange(y.size), train_size=fraction, stratify=y,
+                                         random_state=seed)
+    return np.sort(fit_idx), np.sort(eval_idx)
+
+
+def crossfit_folds(y: np.ndarray, folds: int, seed: int) -> np.ndarray:
+    """The fold (0..k−1) in which each pair is held out: ``StratifiedKFold(k, shuffle=True,
+    random_state=seed)``, so every pair is held out exactly once."""
+    from sklearn.model_selection import StratifiedKFold
+
+    y = np.asarray(y).reshape(-1)
+    out = np.full(y.size, -1, dtype=np.int64)
+    skf = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
+    for k, (_, held_out) in enumerate(skf.split(np.zeros(y.size), y)):
+        out[held_out] = k
+    return out
+
+
+def fit_predict(
+    make: Callable[[], Calibrator], p: np.ndarray, y: np.ndarray, fit_idx: np.ndarray, eval_idx: np.ndarray
+) -> tuple[FitResult, np.ndarray | None]:
+    """Fit a new calibrator on the rows ``fit_idx`` only and predict the rows ``eval_idx``.
+
+    The calibrator receives copies of p[fit_idx] and y[fit_idx]: nothing of the evaluation
+    rows reaches the fit. A fit that raises is ``failed`` with no predictions (None);
+    predictions that are not finite also make it failed.
+    """
+    cal = make()
+    try:
+        res = cal.fit(p[fit_idx].copy(), y[fit_idx].copy())
+        pred = np.asarray(cal.predict(p[eval_idx].copy()), dtype=np.float64)
+    except FIT_ERRORS as e:
+        return FitResult("failed", {}, f"{type(e).__name__}: {e}"), None
+    if not np.isfinite(pred).all():
+        return FitResult("failed", res.params, "non-finite calibrated scores"), None
+    return res, np.clip(pred, 0.0, 1.0)
+
+
+@dataclass
+class MethodOutcome:
+    """One method under one protocol: status, reason, parameters (a dict; under crossfit a list
+    per fold with ``fold_status``), and p' per pair (NaN where the pair is not evaluated or the
+    fit produced no scores)."""
+
+    status: Status
+    reason: str | None
+    params: dict[str, Any] | list[dict[str, Any]]
+    scores: np.ndarray | None
+    fold_status: list[Status] | None = None
+
+
+@dataclass
+class SplitOutcome:
+    fit_idx: np.ndarray
+    eval_idx: np.ndarray
+    methods: dict[str, MethodOutcome] = field(default_factory=dict)
+
+
+@dataclass
+class CrossfitOutcome:
+    fold: np.ndarray
+    methods: dict[str, MethodOutcome] = field(default_factory=dict)
+
+    @property
+    def n_fit(self) -> int:
+        """Fitted pairs summed over the folds: (k − 1) · n."""
+        return int(sum((self.fold != k).sum() for k in np.unique(self.fold)))
+
+
+def run_split(
+    p: np.ndarray, y: np.ndarray, methods: Sequence[str], fraction: float = 0.5, seed: int = 0,
+    makers: Mapping[str, Callable[[], Calibrator]] | None = None,
+) -> SplitOutcome:
+    """Fit each method on one stratified split's fit part and predict its eval part."""
+    p, y = _check(p, y)
+    makers = makers or CALIBRATORS
+    fit_idx, eval_idx = stratified_split(y, fraction, seed)
+    out = SplitOutcome(fit_idx, eval_idx)
+    for name in methods:
+        res, pred = fit_predict(makers[name], p, y, fit_idx, eval_idx)
+        scores = None
+        if pred is not None:
+            scores = np.full(p.size, np.nan)
+            scores[eval_idx] = pred
+        out.methods[name] = MethodOutcome(res.status, res.reason, res.params, scores)
+    return out
+
+
+def worst(statuses: Sequence[Status]) -> Status:
+    """failed > degenerate > ok."""
+    return max(statuses, key=STATUSES.index)
+
+
+def run_crossfit(
+    p: np.ndarray, y: np.ndarray, methods: Sequence[str], folds: int = 5, seed: int = 0,
+    makers: Mapping[str, Callable[[], Calibrator]] | None = None,
+) -> CrossfitOutcome:
+    """k-fold cross-fitting: fold j's pairs get p' from the fit on the other folds.
+
+    A method's status is the worst over its folds, its reason lists the folds that are not ok;
+    if any fold produced no p', the method has no scores (None).
+    """
+    p, y = _check(p, y)
+    makers = makers or CALIBRATORS
+    fold = crossfit_folds(y, folds, seed)
+    out = CrossfitOutcome(fold)
+    for name in methods:
+        scores: np.ndarray | None = np.full(p.size, np.nan)
+        results = []
+        for k in range(folds):
+            held_out = np.flatnonzero(fold == k)
+            res, pred = fit_predict(makers[name], p, y, np.flatnonzero(fold != k), held_out)
+            results.append(res)
+            if pred is None:
+                scores = None
+            elif scores is not None:
+                scores[held_out] = pred
+        statuses = [r.status for r in results]
+        reason = "; ".join(f"fold {k}: {r.reason}" for k, r in enumerate(results) if r.status != "ok") or None
+        out.methods[name] = MethodOutcome(worst(statuses), reason, [r.params for r in results], scores,
+                                          statuses)
+    return out
