@@ -107,6 +107,42 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from gece import stages
+    from gece.params import CalibrateParams, MetricsParams
+
+    params = _params(args)
+    settings = params.calibrate if params else CalibrateParams()
+    given = {"methods": args.methods, "fraction": args.fraction, "folds": args.folds, "seed": args.seed}
+    overrides = {k: v for k, v in given.items() if v is not None}
+    settings = CalibrateParams.model_validate({**settings.model_dump(), **overrides})
+    report, meta = stages.calibrate(args.scores, args.out, args.scores_out, args.bins_out, settings,
+                                    params.metrics if params else MetricsParams())
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    keys = ("ece", "ece_toplabel", "gender_ece", "brier", "accuracy")
+    for protocol, rep in report.items():
+        title = f"{meta.get('benchmark', '?')} / {meta.get('model', '?')}, {protocol}: " \
+                f"fit on {rep['n_fit']}, evaluated on {rep['n_eval']} pairs"
+        table = Table(title=title, title_justify="left")
+        table.add_column("method")
+        table.add_column("status")
+        for k in keys:
+            table.add_column(k, justify="right")
+        fmt = lambda v: "null" if v is None else f"{v:.4f}"  # noqa: E731
+        table.add_row("uncalibrated", "", *(fmt(rep["uncalibrated"][k]) for k in keys))
+        for name, m in rep["methods"].items():
+            values = ("null",) * len(keys) if m["metrics"] is None else (fmt(m["metrics"][k]) for k in keys)
+            style = {"ok": "green", "degenerate": "yellow", "failed": "red"}[m["status"]]
+            table.add_row(name, f"[{style}]{m['status']}[/]", *values)
+        out.print(table)
+        for name, m in rep["methods"].items():
+            if m["reason"]:
+                out.print(f"  {name}: {escape(m['reason'])}", highlight=False)
+    return 0
+
+
 # ------------------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -147,6 +183,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--n-bins", type=int, help="override params metrics.n_bins")
     p.add_argument("--binning", choices=["equal_width", "equal_mass"], help="override params metrics.binning")
     p.set_defaults(func=cmd_metrics)
+
+    p = sub.add_parser("calibrate", help="post-hoc calibration of a score file, evaluated on held-out pairs")
+    p.add_argument("scores", type=Path, help="artifacts/scores/<benchmark>/<model>.parquet")
+    p.add_argument("--out", type=Path, help="write the calibration report JSON here")
+    p.add_argument("--scores-out", type=Path, help="write the per-pair calibrated scores (Parquet) here")
+    p.add_argument("--bins-out", type=Path, help="write the reliability bins before/after (JSON) here")
+    p.add_argument("--json", action="store_true", help="print the report as JSON instead of tables")
+    p.add_argument("--methods", nargs="+", choices=["beta", "isotonic", "temperature", "platt", "histogram"],
+                   help="override params calibrate.methods")
+    p.add_argument("--fraction", type=float, help="override params calibrate.fraction")
+    p.add_argument("--folds", type=int, help="override params calibrate.folds")
+    p.add_argument("--seed", type=int, help="override params calibrate.seed")
+    p.set_defaults(func=cmd_calibrate)
     return parser
 
 

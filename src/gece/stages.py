@@ -12,11 +12,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gece import benchmarks, metrics
+from gece import benchmarks, calibration, metrics
 from gece.errors import GeceError
-from gece.params import MetricsParams, PrepareParams
+from gece.params import CalibrateParams, MetricsParams, PrepareParams
 from gece.schemas import (
     BinsReport,
+    CalibratedRow,
+    CalibrationBinsReport,
+    CalibrationReport,
     MetricsReport,
     PreparedPair,
     ReferenceRow,
@@ -115,3 +118,109 @@ def metrics_stage(
     if bins_out:
         write_json(bins_out, bins, BinsReport)
     return report, bins, meta
+
+
+def _summary(p: np.ndarray, y: np.ndarray, gm: np.ndarray, gl: np.ndarray, settings: MetricsParams) -> dict:
+    return MetricsReport.model_validate(metrics.summarize(
+        p, y, gm, gl, n_bins=settings.n_bins, binning=settings.binning, draws=settings.bootstrap,
+        seed=settings.seed, level=settings.ci,
+    )).model_dump()
+
+
+def run_calibration(
+    scores: pd.DataFrame, settings: CalibrateParams, metric_settings: MetricsParams
+) -> tuple[dict, pd.DataFrame, list[dict]]:
+    """Calibrate one score table under both protocols (SPEC §5).
+
+    Returns the calibration report (``CalibrationReport``), the per-pair calibrated scores
+    (``CalibratedRow``) and the reliability bins before and after (``CalibrationBinRecord``).
+    Metrics are those of :func:`gece.metrics.summarize` with the ``metrics`` settings, computed
+    on the evaluation pairs only: the held-out part of the split, every pair (out of fold)
+    under cross-fitting.
+    """
+    p, y = scores["p"].to_numpy(np.float64), scores["y"].to_numpy(np.float64)
+    gm, gl = scores["gender_more"].to_numpy(object), scores["gender_less"].to_numpy(object)
+    counts = {int(c): int((y == c).sum()) for c in (0, 1)}
+    need = max(settings.folds, 2)
+    if min(counts.values()) < need:
+        raise GeceError(
+            f"calibration needs at least {need} pairs of each label, "
+            f"got {counts[1]} with y=1 and {counts[0]} with y=0",
+            hint="calibrate a larger benchmark, or lower calibrate.folds",
+        )
+    makers = calibration.factories(settings.histogram_bins)
+    split = calibration.run_split(p, y, settings.methods, settings.fraction, settings.seed, makers)
+    cross = calibration.run_crossfit(p, y, settings.methods, settings.folds, settings.seed, makers)
+
+    bins: list[dict] = []
+
+    def evaluate(protocol: str, method: str, idx: np.ndarray, q: np.ndarray | None) -> dict | None:
+        if q is None:
+            return None
+        table = metrics.reliability_table(q[idx], y[idx], metric_settings.n_bins, metric_settings.binning)
+        bins.extend({"protocol": protocol, "method": method, **r} for r in table.records())
+        return _summary(q[idx], y[idx], gm[idx], gl[idx], metric_settings)
+
+    ev, every = split.eval_idx, np.arange(len(p))
+    report = {
+        "split": {
+            "n_fit": int(split.fit_idx.size), "n_eval": int(ev.size), "fraction": settings.fraction,
+            "uncalibrated": evaluate("split", "uncalibrated", ev, p),
+            "methods": {
+                name: {"status": m.status, "reason": m.reason, "params": m.params,
+                       "metrics": evaluate("split", name, ev, m.scores)}
+                for name, m in split.methods.items()
+            },
+        },
+        "crossfit": {
+            "n_fit": cross.n_fit, "n_eval": int(len(p)), "folds": settings.folds,
+            "uncalibrated": evaluate("crossfit", "uncalibrated", every, p),
+            "methods": {
+                name: {"status": m.status, "reason": m.reason, "params": {"folds": m.params},
+                       "fold_status": m.fold_status, "metrics": evaluate("crossfit", name, every, m.scores)}
+                for name, m in cross.methods.items()
+            },
+        },
+    }
+    report = CalibrationReport.model_validate(report).model_dump()
+
+    out = scores[["pair_id", "row", "y", "gender_more", "gender_less", "p"]].copy()
+    split_part = np.full(len(p), "fit", dtype=object)
+    split_part[ev] = "eval"
+    out["split"] = split_part
+    out["fold"] = cross.fold
+    for protocol, outcome in (("split", split), ("crossfit", cross)):
+        for name in calibration.METHODS:
+            m = outcome.methods.get(name)
+            out[f"{protocol}_{name}"] = m.scores if m is not None and m.scores is not None else np.nan
+    return report, out, bins
+
+
+def calibrate(
+    scores_path: str | Path,
+    out: str | Path | None,
+    scores_out: str | Path | None,
+    bins_out: str | Path | None,
+    settings: CalibrateParams,
+    metric_settings: MetricsParams,
+) -> tuple[dict, dict[str, str]]:
+    """artifacts/scores/<b>/<m>.parquet -> reports/calibration/<b>/<m>.json,
+    artifacts/calibrated/<b>/<m>.parquet and reports/calibration_bins/<b>/<m>.json."""
+    scores, meta = read_table(scores_path, ScoreRow)
+    report, calibrated, bins = run_calibration(scores, settings, metric_settings)
+    for protocol in ("split", "crossfit"):
+        for name, m in report[protocol]["methods"].items():
+            if m["status"] != "ok":
+                log.warning("%s %s: %s is %s: %s", meta.get("model", scores_path), protocol, name,
+                            m["status"], m["reason"])
+    if out:
+        write_json(out, report, CalibrationReport)
+    if scores_out:
+        write_table(scores_out, calibrated, CalibratedRow,
+                    meta={"benchmark": meta.get("benchmark", ""), "model": meta.get("model", ""),
+                          "source": str(scores_path)})
+    if bins_out:
+        write_json(bins_out, bins, CalibrationBinsReport)
+    log.info("%s: calibrated %d pairs (%s) -> %s", meta.get("model", scores_path), len(scores),
+             ", ".join(settings.methods), out)
+    return report, meta
