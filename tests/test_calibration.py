@@ -133,6 +133,22 @@ def test_temperature_running_to_its_bound_is_degenerate():
     assert np.abs(t.predict(p) - 0.5).max() < 1e-3  # p' collapsed onto 0.5
 
 
+def test_temperature_collapsing_towards_one_half_is_degenerate():
+    # the model says 'male' for 99% of pairs, barely more strongly when it is right (gemma-2-9b on
+    # winobias behaves so): no temperature can shift, so T grows until p' hugs 0.5
+    rng = np.random.default_rng(0)
+    y = np.tile([0.0, 1.0], 200)
+    p = cal.sigmoid(3.0 + 0.2 * (2 * y - 1) + rng.normal(0, 1, y.size))
+    t = cal.TemperatureScaling()
+    res = t.fit(p, y)
+    assert res.status == "degenerate" and "collapsed towards 0.5" in res.reason
+    assert res.params["T"] == pytest.approx(18.76, abs=0.01)  # finite: not at its bound
+    assert res.params["median_margin"] == pytest.approx(0.0393, abs=1e-4)
+    # a genuinely informative run stays ok
+    p2, y2, _ = miscalibrated(400, seed=5)
+    assert t.fit(p2, y2).status == "ok"
+
+
 def test_reversing_maps_are_degenerate():
     p, y = one_sided()
     platt = cal.PlattScaling().fit(p, y)

@@ -19,7 +19,8 @@ Every fit reports a status:
 - ``degenerate``: the fit converged to something that is not a usable calibration map. Common to
   all methods: the output is constant on the calibration part (std(p') < COLLAPSE_STD). Per
   method: temperature: T ends at a bound of [T_MIN, T_MAX] (the NLL keeps falling as T → ∞,
-  p' → 0.5) or every |p' − 0.5| < COLLAPSE_HALF (collapsed onto 0.5); platt: a ≤ 0; beta: a < 0
+  p' → 0.5) or p' collapsed towards 0.5 (median |p' − 0.5| < 0.05 on the calibration pairs);
+  platt: a ≤ 0; beta: a < 0
   or b < 0 (p' no longer non-decreasing in p; platt and beta then ignore or reverse the model's
   ranking); isotonic and histogram: only the common rule (a single level);
 - ``failed``: the fit raised (the error is the reason; there is no p') or the optimizer did not
@@ -54,7 +55,7 @@ from gece.metrics import Binning, bin_edges
 
 EPS = 1e-12  # p is clipped to [EPS, 1 - EPS] before logit: |z| <= 27.6
 COLLAPSE_STD = 1e-6  # std(p') below this on the calibration part: constant output
-COLLAPSE_HALF = 1e-3  # temperature: every |p' - 0.5| below this: collapsed onto 0.5
+COLLAPSE_MARGIN = 0.05  # temperature: median |p' - 0.5| below this: collapsed towards 0.5
 
 Status = Literal["ok", "degenerate", "failed"]
 STATUSES: tuple[Status, ...] = ("ok", "degenerate", "failed")
@@ -147,8 +148,14 @@ class TemperatureScaling(Calibrator):
     Σ log(1 + exp(−s_i z_i e^−u)) / n, s = 2y − 1 (bounded Brent). There is no bias term, so T
     cannot shift p' and cannot flip a prediction. Degenerate when u ends within BOUND_TOL of a
     bound (at T_MAX: the NLL keeps falling as T → ∞, i.e. every temperature is worse than
-    answering 0.5, which happens when the model's confidence is mostly on one side regardless of
-    y) or when p' collapses onto 0.5 (every |p' − 0.5| < COLLAPSE_HALF on the calibration pairs).
+    answering 0.5 everywhere) or when p' collapses towards 0.5: the median over the calibration
+    pairs of the margin |p' − 0.5| is below COLLAPSE_MARGIN (0.05), i.e. most calibrated
+    confidences are under 55%. Both happen when the model prefers one side for almost every pair
+    whatever y says: without a shift term the only way to lower the NLL is to shrink every score
+    towards 0.5, which lowers the ECE to about |mean(y) − 0.5| without calibrating anything (for
+    a model whose scores carry almost no information the collapse is also what an honest map
+    does; the status says the same: read its after-metrics as "no confidence left").
+    ``median_margin`` in params is that median.
     """
 
     name = "temperature"
@@ -165,7 +172,8 @@ class TemperatureScaling(Calibrator):
         res = minimize_scalar(lambda u: _nll(s * z * math.exp(-u)), bounds=(lo, hi), method="bounded",
                               options={"xatol": 1e-9, "maxiter": 500})
         self.T = math.exp(float(res.x))
-        params = {"T": self.T}
+        margin = float(np.median(np.abs(self.predict(p) - 0.5)))
+        params = {"T": self.T, "median_margin": margin}
         if not res.success:
             return self._result(p, params, [], failed=f"optimizer did not converge: {res.message}")
         reasons = []
@@ -173,8 +181,9 @@ class TemperatureScaling(Calibrator):
             reasons.append(f"T ran to its upper bound {self.T_MAX:g} (p' -> 0.5)")
         elif res.x <= lo + self.BOUND_TOL:
             reasons.append(f"T ran to its lower bound {self.T_MIN:g}")
-        if not reasons and float(np.max(np.abs(self.predict(p) - 0.5))) < COLLAPSE_HALF:
-            reasons.append(f"p' collapsed onto 0.5 (every |p' - 0.5| < {COLLAPSE_HALF:g})")
+        if not reasons and margin < COLLAPSE_MARGIN:
+            reasons.append(f"T = {self.T:.3g}: p' collapsed towards 0.5 (median |p' - 0.5| = {margin:.3g} "
+                           f"< {COLLAPSE_MARGIN:g} on the calibration pairs)")
         return self._result(p, params, reasons)
 
     def predict(self, p) -> np.ndarray:

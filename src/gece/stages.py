@@ -208,11 +208,11 @@ def calibrate(
     artifacts/calibrated/<b>/<m>.parquet and reports/calibration_bins/<b>/<m>.json."""
     scores, meta = read_table(scores_path, ScoreRow)
     report, calibrated, bins = run_calibration(scores, settings, metric_settings)
+    run = f"{meta.get('benchmark', '?')}/{meta.get('model', scores_path)}"
     for protocol in ("split", "crossfit"):
         for name, m in report[protocol]["methods"].items():
             if m["status"] != "ok":
-                log.warning("%s %s: %s is %s: %s", meta.get("model", scores_path), protocol, name,
-                            m["status"], m["reason"])
+                log.warning("%s, %s: %s is %s: %s", run, protocol, name, m["status"], m["reason"])
     if out:
         write_json(out, report, CalibrationReport)
     if scores_out:
@@ -221,6 +221,5 @@ def calibrate(
                           "source": str(scores_path)})
     if bins_out:
         write_json(bins_out, bins, CalibrationBinsReport)
-    log.info("%s: calibrated %d pairs (%s) -> %s", meta.get("model", scores_path), len(scores),
-             ", ".join(settings.methods), out)
+    log.info("%s: calibrated %d pairs (%s) -> %s", run, len(scores), ", ".join(settings.methods), out)
     return report, meta
