@@ -354,6 +354,8 @@ def test_stage_with_fewer_methods_and_undersized_input(gptj_scores, tmp_path):
     tiny = pd.read_parquet(gptj_scores).head(6)
     with pytest.raises(GeceError, match="at least 5 pairs of each label"):
         stages.run_calibration(tiny, CalibrateParams(), MetricsParams())
+    with pytest.raises(GeceError, match="calibrate.fraction=0.001"):
+        stages.run_calibration(pd.read_parquet(gptj_scores), CalibrateParams(fraction=0.001), MetricsParams())
 
 
 def test_cli_calibrate(gptj_scores, tmp_path, capsys):

@@ -52,6 +52,7 @@ from scipy.optimize import minimize, minimize_scalar
 from scipy.special import expit
 
 from gece.metrics import Binning, bin_edges
+from gece.metrics import _py as _pairs
 
 EPS = 1e-12  # p is clipped to [EPS, 1 - EPS] before logit: |z| <= 27.6
 COLLAPSE_STD = 1e-6  # std(p') below this on the calibration part: constant output
@@ -81,16 +82,10 @@ def sigmoid(z: np.ndarray) -> np.ndarray:
 
 
 def _check(p: np.ndarray, y: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
-    p = np.asarray(p, dtype=np.float64).reshape(-1)
-    if np.isnan(p).any() or (p.size and (p.min() < 0 or p.max() > 1)):
-        raise ValueError("p must lie in [0, 1] and contain no NaN")
+    """1-D float arrays, checked as the metrics check them; ``y=None`` checks p alone (predict)."""
     if y is None:
-        return p, None
-    y = np.asarray(y, dtype=np.float64).reshape(-1)
-    if y.shape != p.shape:
-        raise ValueError(f"p and y differ in length ({p.size} vs {y.size})")
-    if not np.isin(y, (0.0, 1.0)).all():
-        raise ValueError("y must be 0 or 1")
+        return _pairs(p, np.zeros(np.size(p)))[0], None
+    p, y = _pairs(p, y)
     if p.size == 0:
         raise ValueError("no pairs to fit on")
     return p, y

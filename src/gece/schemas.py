@@ -509,20 +509,12 @@ class CalibrationReport(BaseModel):
     crossfit: CrossfitReport
 
 
-class CalibrationBinRecord(BaseModel):
+class CalibrationBinRecord(BinRecord):
     """One reliability bin (paper convention, p vs y, on the evaluation pairs) of one protocol and
     method (``uncalibrated`` for p): ``reports/calibration_bins/<benchmark>/<model>.json`` is a list."""
 
-    model_config = ConfigDict(extra="forbid")
     protocol: Literal["split", "crossfit"]
     method: Literal["uncalibrated", "beta", "isotonic", "temperature", "platt", "histogram"]
-    bin: int = Field(ge=0)
-    lower: float
-    upper: float
-    count: int = Field(ge=0)
-    confidence: Num
-    accuracy: Num
-    gap: Num
 
 
 CalibrationBinsReport = TypeAdapter(list[CalibrationBinRecord])

@@ -141,15 +141,18 @@ def run_calibration(
     p, y = scores["p"].to_numpy(np.float64), scores["y"].to_numpy(np.float64)
     gm, gl = scores["gender_more"].to_numpy(object), scores["gender_less"].to_numpy(object)
     counts = {int(c): int((y == c).sum()) for c in (0, 1)}
-    need = max(settings.folds, 2)
-    if min(counts.values()) < need:
+    if min(counts.values()) < settings.folds:
         raise GeceError(
-            f"calibration needs at least {need} pairs of each label, "
+            f"calibration needs at least {settings.folds} pairs of each label, "
             f"got {counts[1]} with y=1 and {counts[0]} with y=0",
             hint="calibrate a larger benchmark, or lower calibrate.folds",
         )
     makers = calibration.factories(settings.histogram_bins)
-    split = calibration.run_split(p, y, settings.methods, settings.fraction, settings.seed, makers)
+    try:
+        split = calibration.run_split(p, y, settings.methods, settings.fraction, settings.seed, makers)
+    except ValueError as e:  # scikit-learn: a part would lack a label
+        raise GeceError(f"cannot split {len(p)} pairs with calibrate.fraction={settings.fraction}: {e}",
+                        hint="choose a calibrate.fraction that leaves both labels on each side") from e
     cross = calibration.run_crossfit(p, y, settings.methods, settings.folds, settings.seed, makers)
 
     bins: list[dict] = []
