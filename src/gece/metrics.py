@@ -101,6 +101,17 @@ def _grouped_searchsorted(inner: np.ndarray, values: np.ndarray, keys: np.ndarra
     return out
 
 
+def _equal_width_index(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Index m with e_m < v <= e_{m+1} (v = 0 in bin 0): ceil(v M) - 1, corrected by one where
+    the rounding of v M disagrees with the exact edges. Same result as
+    ``np.searchsorted(edges[1:-1], v, side="left")``, several times faster."""
+    n_bins = len(edges) - 1
+    idx = np.clip(np.ceil(values * n_bins).astype(np.int64) - 1, 0, n_bins - 1)
+    idx -= (values <= edges[idx]) & (idx > 0)
+    idx += (values > edges[idx + 1]) & (idx < n_bins - 1)
+    return idx
+
+
 def _assign(
     values: np.ndarray, seg: np.ndarray, n_seg: int, n_bins: int, binning: Binning
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -112,8 +123,7 @@ def _assign(
     b = values.shape[0]
     if binning == "equal_width":
         edges = equal_width_edges(n_bins)
-        idx = np.searchsorted(edges[1:-1], values, side="left")
-        return idx, np.broadcast_to(edges, (b, n_seg, n_bins + 1))
+        return _equal_width_index(values, edges), np.broadcast_to(edges, (b, n_seg, n_bins + 1))
     if binning != "equal_mass":
         raise ValueError(f"binning must be one of {BINNINGS}, got {binning!r}")
     valid = seg >= 0

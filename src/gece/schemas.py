@@ -405,9 +405,13 @@ def read_table(path: str | Path, model: type[BaseModel]) -> tuple[pd.DataFrame, 
         )
     problems = []
     for f in want:
-        got = table.schema.field(f.name).type
-        if got != f.type and not (pa.types.is_null(got) and f.nullable):
-            problems.append(f"column {f.name}: type {got}, expected {f.type}")
+        col = table.column(f.name)
+        if col.type == f.type:
+            continue
+        try:  # compatible encodings (large_string, nullable ints stored as double) are cast safely
+            table = table.set_column(table.schema.get_field_index(f.name), f.name, col.cast(f.type, safe=True))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            problems.append(f"column {f.name}: type {col.type}, expected {f.type}")
     if problems:
         raise GeceError(f"{path}: wrong column types", problems=problems, hint="rerun the stage that writes it")
     df = table.to_pandas()
