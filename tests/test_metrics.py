@@ -264,3 +264,14 @@ def test_fast_equal_width_index_equals_searchsorted_at_and_around_every_edge(n_b
     rng = np.random.default_rng(n_bins)
     v = np.clip(np.concatenate([rng.random(20_000), edges, np.nextafter(edges, 2), np.nextafter(edges, -1)]), 0, 1)
     np.testing.assert_array_equal(M._equal_width_index(v, edges), np.searchsorted(edges[1:-1], v, side="left"))
+
+
+@settings(max_examples=40, deadline=None)
+@given(v=arrays(np.float64, st.integers(1, 400), elements=st.floats(0, 1)), n_bins=st.integers(1, 25))
+def test_grouped_equal_mass_edges_are_bit_identical_to_numpy_quantile(v, n_bins):
+    keys = np.zeros(v.size, dtype=np.int64)
+    edges = M._grouped_quantile_edges(v, keys, 1, n_bins)[0]
+    np.testing.assert_array_equal(edges, np.quantile(v, np.arange(n_bins + 1) / n_bins))
+    # and the grouped assignment equals searchsorted on those edges
+    idx = M._grouped_searchsorted(edges[None, 1:-1], v, keys)
+    np.testing.assert_array_equal(idx, np.searchsorted(edges[1:-1], v, side="left"))
