@@ -21,7 +21,7 @@ def test_repro_is_idempotent_and_metrics_diff_shows_param_changes(repo_copy):
 
     shown = json.loads(run(["dvc", "metrics", "show", "--json"], repo).stdout)
     paths = [p for rev in shown.values() for p in rev["data"]]
-    assert len([p for p in paths if "/paper-" in p]) == 18
+    assert len([p for p in paths if p.startswith("reports/metrics/") and "/paper-" in p]) == 18
     ece = json.loads((repo / "reports/metrics/winobias/paper-gpt-j-6b.json").read_text())["ece"]
     assert ece == pytest.approx(0.15764973445164981, abs=1e-12)
 
