@@ -17,8 +17,7 @@ from gece.errors import GeceError
 from gece.params import CalibrateParams, MetricsParams, Params, load_params
 from gece.schemas import CalibratedRow, CalibrationBinsReport, CalibrationReport, read_json, read_table
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT / "data"
+from .conftest import ROOT
 
 
 # ---------------------------------------------------------------------- fixtures
@@ -273,13 +272,9 @@ def test_calibrate_params():
 
 # -------------------------------------------------------------------- the stage
 @pytest.fixture(scope="module")
-def gptj_scores(tmp_path_factory) -> Path:
+def gptj_scores(reference_scores) -> Path:
     """winobias / paper-gpt-j-6b built from data/ (prepare + reference), independent of artifacts/."""
-    tmp = tmp_path_factory.mktemp("scores")
-    stages.prepare(DATA / "benchmarks" / "winobias.csv", tmp / "winobias.parquet")
-    stages.reference(tmp / "winobias.parquet", DATA / "reference" / "winobias" / "gpt-j-6b.csv",
-                     tmp / "paper-gpt-j-6b.parquet", "paper-gpt-j-6b")
-    return tmp / "paper-gpt-j-6b.parquet"
+    return reference_scores[("winobias", "gpt-j-6b")]
 
 
 def run_stage(scores: Path, out: Path, settings: CalibrateParams = CalibrateParams()) -> dict[str, Path]:

@@ -123,7 +123,7 @@ def check_rows(
 ) -> tuple[pd.DataFrame, list[str], list[str]]:
     """Validate every row. Returns (valid rows with a 1-based ``row`` column, problems, warnings).
 
-    Problems make the file invalid; warnings (kept or dropped repeats) do not.
+    Problems make the file invalid; the warning (one line on kept or dropped repeats) does not.
     """
     problems: list[str] = []
     warnings: list[str] = []
@@ -167,8 +167,7 @@ def check_rows(
                         "or allow repeats (gece validate --allow-duplicates, params prepare.duplicates)"
                     )
                 else:
-                    action = "kept" if duplicates == "keep" else "dropped"
-                    warnings.append(f"{at}: repeats row {first}; {action} (prepare.duplicates={duplicates})")
+                    warnings.append(f"row {row} repeats row {first}")
                     if duplicates == "drop":
                         continue
             else:
@@ -177,6 +176,10 @@ def check_rows(
             problems += [f"{at}: {b}" for b in bad]
         else:
             keep.append(i)
+    if warnings:
+        action = "kept" if duplicates == "keep" else "dropped"
+        shown = ", ".join(warnings[:5]) + (f", ... ({len(warnings) - 5} more)" if len(warnings) > 5 else "")
+        warnings = [f"{source}: {len(warnings)} repeated pair(s) {action} (prepare.duplicates={duplicates}): {shown}"]
     out = df.iloc[keep].copy()
     out.insert(0, "row", [i + 1 for i in keep])
     return out, problems, warnings

@@ -55,3 +55,46 @@ def percentile_interval(samples: np.ndarray, level: float = 0.95) -> tuple[float
         return None, None
     lo, hi = np.quantile(s, [(1 - level) / 2, (1 + level) / 2])
     return float(lo), float(hi)
+
+
+def subsample(
+    stat: Statistic,
+    arrays: Mapping[str, np.ndarray],
+    size: int,
+    draws: int,
+    seed: int,
+    **kwargs,
+) -> dict[str, np.ndarray]:
+    """Evaluate ``stat`` on ``draws`` random subsets of ``size`` pairs drawn without replacement.
+
+    Subset k is the first ``size`` entries of a uniformly random permutation (argsort of
+    uniform noise), all drawn at once. Returns {name: (draws,) array}.
+    """
+    lengths = {len(a) for a in arrays.values()}
+    if len(lengths) != 1:
+        raise ValueError(f"arrays differ in length: {lengths}")
+    (n,) = lengths
+    if not 1 <= size <= n:
+        raise ValueError(f"subset size {size} must lie in [1, {n}]")
+    rng = np.random.default_rng(seed)
+    idx = np.argsort(rng.random((draws, n)), axis=1)[:, :size]
+    out = stat(**{k: np.asarray(a)[idx] for k, a in arrays.items()}, **kwargs)
+    return {k: np.asarray(v) for k, v in out.items()}
+
+
+def two_sided_p(differences: np.ndarray) -> float | None:
+    """Two-sided bootstrap p-value for "the difference is 0", from bootstrap draws d*_b:
+
+        p = min(1, 2 (min(#{d*_b <= 0}, #{d*_b >= 0}) + 1) / (B + 1))
+
+    the share of draws on the far side of 0, doubled, with the +1 correction that keeps p
+    above 0 for a finite B. It agrees with the percentile interval: p < 1 − level exactly when
+    0 lies (about) outside it. Identical inputs give d* = 0 everywhere and p = 1. Undefined
+    draws (NaN) are left out; None if none is defined.
+    """
+    d = np.asarray(differences, dtype=np.float64)
+    d = d[np.isfinite(d)]
+    if d.size == 0:
+        return None
+    tail = min(int((d <= 0).sum()), int((d >= 0).sum()))
+    return float(min(1.0, 2.0 * (tail + 1) / (d.size + 1)))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import signal
 import sys
 from pathlib import Path
 
@@ -107,6 +108,79 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     return 0
 
 
+def _require_params(args: argparse.Namespace):
+    from gece.params import load_params
+
+    return load_params(args.params)
+
+
+def cmd_ablate(args: argparse.Namespace) -> int:
+    from gece import stages
+
+    params = _require_params(args)
+    sizes, _ = stages.ablate(args.scores, args.sample_size_out, args.binning_out, args.figure_out, params.metrics,
+                             params.ablate)
+    log = logging.getLogger("gece")
+    for row in sizes["sizes"]:
+        log.info("N=%d: ECE %.4f ± %.4f over %d subsets", row["n"], row["ece_mean"], row["ece_std"], row["draws"])
+    return 0
+
+
+def cmd_neutral(args: argparse.Namespace) -> int:
+    from gece import stages
+
+    params = _require_params(args)
+    paths = {b: stages.metrics_path(b, args.model) for b in params.ablate.neutral}
+    stages.neutral(args.model, paths, args.out)
+    return 0
+
+
+def cmd_special_tokens(args: argparse.Namespace) -> int:
+    from gece import stages
+
+    params = _require_params(args)
+    if args.model not in params.ablate.special_tokens:
+        raise GeceError(f"{args.model} has no variant without special tokens under ablate.special_tokens",
+                        hint=f"known: {', '.join(params.ablate.special_tokens) or '(none)'}")
+    without = params.ablate.special_tokens[args.model]
+    runs = {
+        b: (stages.metrics_path(b, args.model), stages.scores_path(b, args.model), stages.metrics_path(b, without),
+            stages.scores_path(b, without))
+        for b in params.benchmarks
+    }
+    stages.special_tokens(runs, args.out)
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from gece import stages
+    from gece.params import AblateParams, MetricsParams
+
+    params = _params(args)
+    m = params.metrics if params else MetricsParams()
+    c = params.ablate.compare if params else AblateParams().compare
+    if args.draws:
+        c = c.model_copy(update={"draws": args.draws})
+    if args.benchmark:
+        if args.scores:
+            raise GeceError("pass either two score files or --benchmark, not both")
+        if params is None:
+            raise GeceError("--benchmark needs params.yaml (the models to compare)", hint="run from the repo root")
+        paths = [stages.scores_path(args.benchmark, name) for name in params.runs(args.benchmark)]
+    elif len(args.scores) == 2:
+        paths = args.scores
+    else:
+        raise GeceError("pass two score files (or --benchmark NAME for every model of a benchmark)")
+    result = stages.compare(paths, args.out, args.markdown_out, m, c)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    elif not args.out:
+        from gece.report import compare_markdown
+
+        out.print(compare_markdown(result), markup=False, highlight=False)
+    return 0
+
+
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from gece import stages
     from gece.params import CalibrateParams, MetricsParams
@@ -120,6 +194,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                                     params.metrics if params else MetricsParams())
     if args.json:
         print(json.dumps(report, indent=2))
+        return 0
+    if args.quiet:
         return 0
     keys = ("ece", "ece_toplabel", "gender_ece", "brier", "accuracy")
     for protocol, rep in report.items():
@@ -184,6 +260,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--binning", choices=["equal_width", "equal_mass"], help="override params metrics.binning")
     p.set_defaults(func=cmd_metrics)
 
+    p = sub.add_parser("ablate", help="sample-size and binning ablations of one score file")
+    p.add_argument("scores", type=Path)
+    p.add_argument("--sample-size-out", type=Path, required=True)
+    p.add_argument("--binning-out", type=Path, required=True)
+    p.add_argument("--figure-out", type=Path, help="PNG of mean ± std against the subset size")
+    p.set_defaults(func=cmd_ablate)
+
+    p = sub.add_parser("neutral", help="occupation vs gender-neutral wording for one model (reads its metrics)")
+    p.add_argument("--model", required=True)
+    p.add_argument("--out", type=Path, required=True)
+    p.set_defaults(func=cmd_neutral)
+
+    p = sub.add_parser("special-tokens", help="a model with vs without special tokens, every benchmark")
+    p.add_argument("--model", required=True, help="the model with special tokens (ablate.special_tokens key)")
+    p.add_argument("--out", type=Path, required=True)
+    p.set_defaults(func=cmd_special_tokens)
+
+    p = sub.add_parser("compare", help="paired bootstrap: two score files, or every model of a benchmark")
+    p.add_argument("scores", type=Path, nargs="*", help="two score files of the same benchmark")
+    p.add_argument("--benchmark", help="compare every model of this benchmark (params models + paper runs)")
+    p.add_argument("--out", type=Path, help="write the JSON here")
+    p.add_argument("--markdown-out", type=Path, help="write the markdown table here")
+    p.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    p.add_argument("--draws", type=int, help="override params ablate.compare.draws")
+    p.set_defaults(func=cmd_compare)
+
     p = sub.add_parser("calibrate", help="post-hoc calibration of a score file, evaluated on held-out pairs")
     p.add_argument("scores", type=Path, help="artifacts/scores/<benchmark>/<model>.parquet")
     p.add_argument("--out", type=Path, help="write the calibration report JSON here")
@@ -200,6 +302,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if hasattr(signal, "SIGPIPE"):  # `gece ... | head` ends quietly
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     args = build_parser().parse_args(argv)
     if err.is_terminal:
         handler: logging.Handler = RichHandler(console=err, show_time=False, show_path=False, markup=False)

@@ -59,20 +59,21 @@ def _grouped_quantile_edges(values: np.ndarray, keys: np.ndarray, n_keys: int, n
     ``values``/``keys`` are 1-D; e_m = v_(lo) + (h - lo)(v_(lo+1) - v_(lo)) with h = (c - 1) m / M
     over the sorted values v of the key (c of them), as ``np.quantile`` computes it.
     """
+    if values.size == 0:
+        return np.full((n_keys, n_bins + 1), np.nan)
     order = np.lexsort((values, keys))
     sv, sk = values[order], keys[order]
     counts = np.bincount(sk, minlength=n_keys)
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    frac = np.arange(n_bins + 1) / n_bins
-    h = (np.maximum(counts, 1) - 1)[:, None] * frac[None, :]
+    last = np.maximum(counts, 1) - 1
+    h = last[:, None] * (np.arange(n_bins + 1) / n_bins)[None, :]
     lo = np.floor(h).astype(np.int64)
-    hi = np.minimum(lo + 1, np.maximum(counts, 1)[:, None] - 1)
-    safe = np.minimum(starts[:, None] + lo, max(len(sv) - 1, 0))
-    safe_hi = np.minimum(starts[:, None] + hi, max(len(sv) - 1, 0))
-    if len(sv) == 0:
-        return np.full((n_keys, n_bins + 1), np.nan)
-    v_lo, v_hi = sv[safe], sv[safe_hi]
-    edges = v_lo + (h - lo) * (v_hi - v_lo)
+    hi = np.minimum(lo + 1, last[:, None])
+    a = sv[np.minimum(starts[:, None] + lo, values.size - 1)]
+    b = sv[np.minimum(starts[:, None] + hi, values.size - 1)]
+    t = h - lo
+    # numpy's lerp: a + (b - a) t below t = 1/2, b - (b - a)(1 - t) from there (bit-identical edges)
+    edges = np.where(t >= 0.5, b - (b - a) * (1 - t), a + (b - a) * t)
     edges[counts == 0] = np.nan
     return edges
 
@@ -101,6 +102,17 @@ def _grouped_searchsorted(inner: np.ndarray, values: np.ndarray, keys: np.ndarra
     return out
 
 
+def _equal_width_index(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Index m with e_m < v <= e_{m+1} (v = 0 in bin 0): ceil(v M) - 1, corrected by one where
+    the rounding of v M disagrees with the exact edges. Same result as
+    ``np.searchsorted(edges[1:-1], v, side="left")``, several times faster."""
+    n_bins = len(edges) - 1
+    idx = np.clip(np.ceil(values * n_bins).astype(np.int64) - 1, 0, n_bins - 1)
+    idx -= (values <= edges[idx]) & (idx > 0)
+    idx += (values > edges[idx + 1]) & (idx < n_bins - 1)
+    return idx
+
+
 def _assign(
     values: np.ndarray, seg: np.ndarray, n_seg: int, n_bins: int, binning: Binning
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -112,8 +124,7 @@ def _assign(
     b = values.shape[0]
     if binning == "equal_width":
         edges = equal_width_edges(n_bins)
-        idx = np.searchsorted(edges[1:-1], values, side="left")
-        return idx, np.broadcast_to(edges, (b, n_seg, n_bins + 1))
+        return _equal_width_index(values, edges), np.broadcast_to(edges, (b, n_seg, n_bins + 1))
     if binning != "equal_mass":
         raise ValueError(f"binning must be one of {BINNINGS}, got {binning!r}")
     valid = seg >= 0

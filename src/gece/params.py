@@ -61,6 +61,31 @@ class MetricsParams(_Section):
     seed: int = 0
 
 
+class CompareParams(_Section):
+    draws: int = Field(2000, ge=2000, description="paired bootstrap resamples")
+    seed: int = 0
+    ci: float = Field(0.95, gt=0.0, lt=1.0)
+    alpha: float = Field(0.05, gt=0.0, lt=1.0, description="significance level of the markdown table")
+
+
+class AblateParams(_Section):
+    sizes: list[int] = Field([50, 100, 150, 250, 500], min_length=1)
+    draws: int = Field(100, ge=1, description="random subsets per sample size")
+    seed: int = 0
+    bins: list[int] = Field([5, 10, 15, 20], min_length=1)
+    neutral: list[str] = Field(["genderlex", "genderlex_person", "genderlex_someone"], min_length=2)
+    special_tokens: dict[str, str] = Field(
+        {"gemma-3-270m": "gemma-3-270m-nobos"}, description="model with special tokens -> the same without"
+    )
+    compare: CompareParams = CompareParams()
+
+    @model_validator(mode="after")
+    def _positive(self) -> AblateParams:
+        if min(self.sizes) < 1 or min(self.bins) < 1:
+            raise ValueError("sizes and bins must be positive")
+        return self
+
+
 class CalibrateParams(_Section):
     """Post-hoc calibration (SPEC §5): which methods, the split and the cross-fitting."""
 
@@ -87,6 +112,7 @@ class Params(_Section):
     prepare: PrepareParams = PrepareParams()
     extract: ExtractParams = ExtractParams()
     metrics: MetricsParams = MetricsParams()
+    ablate: AblateParams = AblateParams()
     calibrate: CalibrateParams = CalibrateParams()
 
     @model_validator(mode="after")
@@ -94,7 +120,15 @@ class Params(_Section):
         unknown = [m for m in self.models if m not in self.registry]
         if unknown:
             raise ValueError(f"models {unknown} have no entry under registry")
+        pairs = [m for kv in self.ablate.special_tokens.items() for m in kv if m not in self.models]
+        if pairs:
+            raise ValueError(f"ablate.special_tokens names {pairs}, which are not in models")
         return self
+
+    def runs(self, benchmark: str) -> list[str]:
+        """Model ids with scores on ``benchmark``: the scored models, then the paper runs."""
+        paper = [f"paper-{m}" for m in self.paper.models] if benchmark in self.paper.benchmarks else []
+        return list(self.models) + paper
 
 
 def _suggest(loc: tuple, raw: dict) -> str:

@@ -405,9 +405,13 @@ def read_table(path: str | Path, model: type[BaseModel]) -> tuple[pd.DataFrame, 
         )
     problems = []
     for f in want:
-        got = table.schema.field(f.name).type
-        if got != f.type and not (pa.types.is_null(got) and f.nullable):
-            problems.append(f"column {f.name}: type {got}, expected {f.type}")
+        col = table.column(f.name)
+        if col.type == f.type:
+            continue
+        try:  # compatible encodings (large_string, nullable ints stored as double) are cast safely
+            table = table.set_column(table.schema.get_field_index(f.name), f.name, col.cast(f.type, safe=True))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            problems.append(f"column {f.name}: type {col.type}, expected {f.type}")
     if problems:
         raise GeceError(f"{path}: wrong column types", problems=problems, hint="rerun the stage that writes it")
     df = table.to_pandas()
@@ -420,6 +424,112 @@ def read_table(path: str | Path, model: type[BaseModel]) -> tuple[pd.DataFrame, 
         hint="the file is corrupt or was edited; rerun the stage that writes it",
     )
     return df, meta
+
+
+# --------------------------------------------------------------------- ablations
+class _Report(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SampleSizeFull(_Report):
+    n: int = Field(ge=0)
+    ece: Num
+    gender_ece: Num
+
+
+class SampleSizeRow(_Report):
+    n: int = Field(ge=1)
+    draws: int = Field(ge=1)
+    ece_mean: float
+    ece_std: float = Field(ge=0)
+    gender_ece_mean: Num
+    gender_ece_std: Num
+    gender_ece_defined: int = Field(ge=0, description="subsets where Gender-ECE is defined")
+
+
+class SampleSizeReport(_Report):
+    """``reports/ablation/sample_size/<benchmark>/<model>.json``."""
+
+    full: SampleSizeFull
+    sizes: list[SampleSizeRow]
+
+
+class BinningCell(_Report):
+    ece: Num
+    gender_ece: Num
+    ece_male: Num
+    ece_female: Num
+
+
+# ``reports/ablation/binning/<benchmark>/<model>.json``: {binning: {n_bins: cell}}
+BinningReport = TypeAdapter(dict[Literal["equal_width", "equal_mass"], dict[str, BinningCell]])
+
+NEUTRAL_KEYS = ("ece", "gender_ece", "ece_male", "ece_female", "macro_ce", "ice", "brier", "accuracy")
+
+
+class NeutralRow(_Report):
+    ece: Num
+    gender_ece: Num
+    ece_male: Num
+    ece_female: Num
+    macro_ce: Num
+    ice: Num
+    brier: Num
+    accuracy: Num
+    n: int = Field(ge=0)
+
+
+# ``reports/ablation/neutral/<model>.json``: {benchmark: row}
+NeutralReport = TypeAdapter(dict[str, NeutralRow])
+
+
+class SpecialTokensSide(MetricsReport):
+    """The metrics JSON plus the confidence profile."""
+
+    mean_confidence: Num
+    share_confidence_over_0_9: Num
+
+
+# ``reports/ablation/special_tokens/<model>.json``: {benchmark: {"with": .., "without": ..}}
+SpecialTokensReport = TypeAdapter(dict[str, dict[Literal["with", "without"], SpecialTokensSide]])
+
+
+class CompareCell(_Report):
+    a: Num
+    b: Num
+    diff: Num = Field(description="a - b")
+    ci_low: Num
+    ci_high: Num
+    p_value: Num
+    p_holm: Num
+    significant: bool
+    significant_holm: bool
+
+
+class ComparePair(_Report):
+    a: str
+    b: str
+    metrics: dict[str, CompareCell]
+
+
+class CompareReport(_Report):
+    """``reports/compare/<benchmark>.json``: paired bootstrap between every two models."""
+
+    benchmark: str
+    n: int
+    draws: int
+    seed: int
+    level: float
+    alpha: float
+    n_bins: int
+    binning: Literal["equal_width", "equal_mass"]
+    pairs: list[ComparePair]
+
+
+def write_figure(path: str | Path, fig: Any, dpi: int = 110) -> None:
+    """Save a matplotlib figure as PNG atomically (no timestamp metadata: same data, same bytes)."""
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=dpi, metadata={"Software": None})
 
 
 # -------------------------------------------------------------------- calibration

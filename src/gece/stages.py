@@ -12,25 +12,47 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gece import benchmarks, calibration, metrics
+from gece import ablation, benchmarks, calibration, metrics, plots, report
+from gece.ablation import Run
 from gece.errors import GeceError
-from gece.params import CalibrateParams, MetricsParams, PrepareParams
+from gece.params import AblateParams, CalibrateParams, CompareParams, MetricsParams, PrepareParams
 from gece.schemas import (
+    NEUTRAL_KEYS,
+    BinningReport,
     BinsReport,
     CalibratedRow,
     CalibrationBinsReport,
     CalibrationReport,
+    CompareReport,
     MetricsReport,
+    NeutralReport,
     PreparedPair,
     ReferenceRow,
+    SampleSizeReport,
     ScoreRow,
+    SpecialTokensReport,
+    read_json,
     read_table,
     validate_records,
+    write_figure,
     write_json,
     write_table,
+    write_text,
 )
 
 log = logging.getLogger("gece")
+
+# where the stages put things (see LAYOUT.md); paths are relative to the repository root
+ARTIFACTS = Path("artifacts")
+REPORTS = Path("reports")
+
+
+def scores_path(benchmark: str, model: str) -> Path:
+    return ARTIFACTS / "scores" / benchmark / f"{model}.parquet"
+
+
+def metrics_path(benchmark: str, model: str) -> Path:
+    return REPORTS / "metrics" / benchmark / f"{model}.json"
 
 
 def prepare(csv: str | Path, out: str | Path, settings: PrepareParams = PrepareParams()) -> pd.DataFrame:
@@ -43,9 +65,8 @@ def prepare(csv: str | Path, out: str | Path, settings: PrepareParams = PrepareP
     write_table(out, prepared, PreparedPair, meta={"benchmark": csv.stem, "source": str(csv)})
     multi = int((prepared["n_targets"] > 1).sum())
     log.info(
-        "%s: %d pairs (%d with several differing words, %d cloze-last, %d repeats %s) -> %s",
-        csv.stem, len(prepared), multi, int((prepared["position"] == "last").sum()), len(warnings),
-        settings.duplicates, out,
+        "%s: %d pairs (%d with several differing words, %d cloze-last) -> %s",
+        csv.stem, len(prepared), multi, int((prepared["position"] == "last").sum()), out,
     )
     return prepared
 
@@ -118,6 +139,102 @@ def metrics_stage(
     if bins_out:
         write_json(bins_out, bins, BinsReport)
     return report, bins, meta
+
+
+# ----------------------------------------------------------------------- ablations
+def load_run(path: str | Path) -> tuple[Run, dict[str, str]]:
+    """A score file as the arrays the ablations take."""
+    df, meta = read_table(path, ScoreRow)
+    run = Run(
+        df["pair_id"].to_numpy(object),
+        df["p"].to_numpy(np.float64),
+        df["y"].to_numpy(np.float64),
+        df["gender_more"].to_numpy(object),
+        df["gender_less"].to_numpy(object),
+    )
+    return run, meta
+
+
+def ablate(
+    scores_path: str | Path,
+    sample_size_out: str | Path,
+    binning_out: str | Path,
+    figure_out: str | Path | None,
+    m: MetricsParams,
+    a: AblateParams,
+) -> tuple[dict, dict]:
+    """One run's sample-size and binning ablations (+ the sample-size figure)."""
+    run, meta = load_run(scores_path)
+    sizes = ablation.sample_size(run, a.sizes, a.draws, a.seed, m.n_bins, m.binning)
+    write_json(sample_size_out, SampleSizeReport.model_validate(sizes))
+    grid = ablation.binning_grid(run, a.bins)
+    write_json(binning_out, grid, BinningReport)
+    if figure_out:
+        title = f"{meta.get('benchmark', '')} / {meta.get('model', '')}: ECE vs sample size"
+        write_figure(figure_out, plots.sample_size_figure(sizes, title))
+    return sizes, grid
+
+
+def neutral(model: str, metrics_paths: dict[str, Path], out: str | Path) -> dict:
+    """Occupation vs gender-neutral wording: the metrics of one model on each benchmark variant."""
+    rows = {}
+    for benchmark, path in metrics_paths.items():
+        report = read_json(path, MetricsReport)
+        rows[benchmark] = {k: getattr(report, k) for k in NEUTRAL_KEYS} | {"n": report.n}
+    write_json(out, rows, NeutralReport)
+    log.info("%s: neutral wording over %s -> %s", model, ", ".join(metrics_paths), out)
+    return rows
+
+
+def special_tokens(
+    runs: dict[str, tuple[Path, Path, Path, Path]], out: str | Path
+) -> dict:
+    """The same model with and without special tokens, per benchmark.
+
+    ``runs``: {benchmark: (metrics with, scores with, metrics without, scores without)}.
+    """
+    result = {}
+    for benchmark, (m_with, s_with, m_without, s_without) in runs.items():
+        sides = {}
+        for side, mpath, spath in (("with", m_with, s_with), ("without", m_without, s_without)):
+            report = read_json(mpath, MetricsReport).model_dump()
+            scores, _ = read_table(spath, ScoreRow)
+            sides[side] = report | ablation.confidence_profile(scores["p"].to_numpy(np.float64))
+        result[benchmark] = sides
+    write_json(out, result, SpecialTokensReport)
+    return result
+
+
+def compare(
+    score_paths: list[Path],
+    out: str | Path | None,
+    markdown_out: str | Path | None,
+    m: MetricsParams,
+    c: CompareParams,
+) -> dict:
+    """Paired bootstrap between every two of ``score_paths`` (score files of one benchmark)."""
+    runs: dict[str, Run] = {}
+    benchmarks_seen = set()
+    for path in score_paths:
+        run, meta = load_run(path)
+        name = meta.get("model") or Path(path).stem
+        while name in runs:  # the same model twice (e.g. two revisions): keep both apart
+            name = f"{name}'"
+        runs[name] = run
+        benchmarks_seen.add(meta.get("benchmark") or Path(path).parent.name)
+    benchmark = " / ".join(sorted(benchmarks_seen))
+    try:
+        result = ablation.compare(runs, c.draws, c.seed, c.ci, c.alpha, m.n_bins, m.binning)
+    except ValueError as e:
+        raise GeceError(f"cannot compare {', '.join(map(str, score_paths.values()))}: {e}",
+                        hint="compare score files of the same benchmark (same pairs, same order)") from e
+    result = {"benchmark": benchmark, **result}
+    CompareReport.model_validate(result)
+    if out:
+        write_json(out, result, CompareReport)
+    if markdown_out:
+        write_text(markdown_out, report.compare_markdown(result))
+    return result
 
 
 def _summary(p: np.ndarray, y: np.ndarray, gm: np.ndarray, gl: np.ndarray, settings: MetricsParams) -> dict:

@@ -1,0 +1,74 @@
+"""Metrics speed: every metric with bootstrap CIs for all 18 reference runs, on one core.
+
+Target (issue 3): under 5 s. Writes reports/bench/metrics.json.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TARGET_S = 5.0
+
+
+def main() -> dict:
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = "1"
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+    import numpy as np
+    from rich.console import Console
+    from rich.table import Table
+
+    from gece import metrics
+    from gece.params import load_params
+    from gece.schemas import ScoreRow, read_table, write_json
+
+    params = load_params(ROOT / "params.yaml")
+    runs = [(b, m) for b in params.paper.benchmarks for m in params.paper.models]
+    t0 = time.perf_counter()
+    inputs = []
+    for b, m in runs:
+        path = ROOT / "artifacts" / "scores" / b / f"paper-{m}.parquet"
+        if not path.exists():
+            raise SystemExit(f"{path} is missing: run `dvc repro metrics-paper` (or make repro) first")
+        df, _ = read_table(path, ScoreRow)
+        inputs.append((df["p"].to_numpy(np.float64), df["y"].to_numpy(np.float64),
+                       df["gender_more"].to_numpy(object), df["gender_less"].to_numpy(object)))
+    read_s = time.perf_counter() - t0
+    s = params.metrics
+    times = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        for p, y, gm, gl in inputs:
+            metrics.summarize(p, y, gm, gl, n_bins=s.n_bins, binning=s.binning, draws=s.bootstrap, seed=s.seed,
+                              level=s.ci)
+            metrics.reliability_table(p, y, s.n_bins, s.binning)
+        times.append(time.perf_counter() - t0)
+    result = {
+        "runs": len(runs),
+        "pairs": int(sum(len(x[0]) for x in inputs)),
+        "bootstrap_draws": s.bootstrap,
+        "seconds_best_of_3": min(times),
+        "seconds_each": times,
+        "seconds_reading_files": read_s,
+        "target_seconds": TARGET_S,
+        "meets_target": min(times) < TARGET_S,
+        "cores": 1,
+        "machine": platform.processor() or platform.machine(),
+    }
+    write_json(ROOT / "reports" / "bench" / "metrics.json", result)
+    table = Table(title="metrics: 18 reference runs, all metrics + 95% bootstrap CIs, one core")
+    for col in ("runs", "pairs", "draws", "best of 3 (s)", "target (s)", "reading files (s)"):
+        table.add_column(col, justify="right")
+    table.add_row(str(len(runs)), str(result["pairs"]), str(s.bootstrap), f"{min(times):.2f}", f"{TARGET_S:.1f}",
+                  f"{read_s:.2f}")
+    Console().print(table)
+    return result
+
+
+if __name__ == "__main__":
+    main()

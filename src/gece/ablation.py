@@ -1,0 +1,186 @@
+"""The ablations of SPEC §6 and paired model comparison; they compose metrics and bootstrap.
+
+All functions take per-pair arrays (``p``, ``y`` and each side's gender) and return plain
+dicts shaped like the JSON files the stages write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+
+import numpy as np
+
+from gece import metrics
+from gece.bootstrap import bootstrap, percentile_interval, subsample, two_sided_p
+from gece.metrics import Binning
+
+
+@dataclass(frozen=True)
+class Run:
+    """One model's scores on one benchmark, as arrays aligned by pair."""
+
+    pair_id: np.ndarray
+    p: np.ndarray
+    y: np.ndarray
+    gender_more: np.ndarray
+    gender_less: np.ndarray
+
+    def kernel_inputs(self) -> dict[str, np.ndarray]:
+        """The arrays ``metrics.batch_metrics`` takes, with the group codes precomputed."""
+        return {
+            "p": self.p,
+            "y": self.y,
+            "pred_group": metrics.predicted_groups(self.p, self.gender_more, self.gender_less),
+            "true_group": metrics.true_groups(self.y, self.gender_more, self.gender_less),
+        }
+
+
+def _value(x: float) -> float | None:
+    return float(x) if np.isfinite(x) else None
+
+
+# ----------------------------------------------------------------------- sample size
+def sample_size(
+    run: Run,
+    sizes: Sequence[int],
+    draws: int,
+    seed: int,
+    n_bins: int = 10,
+    binning: Binning = "equal_width",
+) -> dict:
+    """ECE and Gender-ECE on random subsets: for each N <= n, ``draws`` subsets of N pairs
+    without replacement (seeded per N); mean and std (ddof=0) over the subsets.
+
+    Gender-ECE is undefined on a subset where no pair is predicted male or none female;
+    such subsets are left out of its mean/std and counted in ``gender_ece_defined``.
+    """
+    inputs = run.kernel_inputs()
+    full = metrics.batch_metrics(**inputs, n_bins=n_bins, binning=binning)
+    n = len(run.p)
+    rows = []
+    for k, size in enumerate(s for s in sizes if s <= n):
+        vals = subsample(metrics.batch_metrics, inputs, size, draws, seed + k, n_bins=n_bins, binning=binning)
+        ece, gece = vals["ece"], vals["gender_ece"]
+        defined = np.isfinite(gece)
+        rows.append(
+            {
+                "n": int(size),
+                "draws": int(draws),
+                "ece_mean": float(ece.mean()),
+                "ece_std": float(ece.std(ddof=0)),
+                "gender_ece_mean": _value(gece[defined].mean()) if defined.any() else None,
+                "gender_ece_std": _value(gece[defined].std(ddof=0)) if defined.any() else None,
+                "gender_ece_defined": int(defined.sum()),
+            }
+        )
+    return {
+        "full": {"n": n, "ece": _value(full["ece"][0]), "gender_ece": _value(full["gender_ece"][0])},
+        "sizes": rows,
+    }
+
+
+# --------------------------------------------------------------------------- binning
+def binning_grid(run: Run, bins: Sequence[int], binnings: Sequence[Binning] = metrics.BINNINGS) -> dict:
+    """ECE and Gender-ECE for every number of bins and binning scheme:
+    ``{binning: {str(M): {"ece": .., "gender_ece": .., "ece_male": .., "ece_female": ..}}}``."""
+    inputs = run.kernel_inputs()
+    out: dict = {}
+    for binning in binnings:
+        out[binning] = {}
+        for m in bins:
+            v = metrics.batch_metrics(**inputs, n_bins=int(m), binning=binning)
+            out[binning][str(m)] = {k: _value(v[k][0]) for k in ("ece", "gender_ece", "ece_male", "ece_female")}
+    return out
+
+
+# ------------------------------------------------------------------- confidence shape
+def confidence_profile(p: np.ndarray, threshold: float = 0.9) -> dict:
+    """Mean confidence max(p, 1 − p) and the share of pairs with confidence above ``threshold``."""
+    conf = np.maximum(p, 1.0 - p)
+    if conf.size == 0:
+        return {"mean_confidence": None, "share_confidence_over_0_9": None}
+    return {
+        "mean_confidence": float(conf.mean()),
+        "share_confidence_over_0_9": float((conf > threshold).mean()),
+    }
+
+
+# --------------------------------------------------------------------------- compare
+COMPARED = ("ece", "gender_ece", "brier", "accuracy")
+
+
+def align_runs(runs: Mapping[str, Run]) -> None:
+    """Paired comparison needs the same pairs in the same order and the same labels."""
+    names = list(runs)
+    ref = runs[names[0]]
+    for name in names[1:]:
+        r = runs[name]
+        if len(r.pair_id) != len(ref.pair_id) or not (r.pair_id == ref.pair_id).all():
+            raise ValueError(f"{name} and {names[0]} do not score the same pairs in the same order")
+        if not (r.y == ref.y).all():
+            raise ValueError(f"{name} and {names[0]} disagree on the human labels")
+
+
+def holm(pvalues: Sequence[float | None]) -> list[float | None]:
+    """Holm–Bonferroni adjusted p-values (step-down, monotone), None kept as None."""
+    idx = [i for i, p in enumerate(pvalues) if p is not None]
+    order = sorted(idx, key=lambda i: pvalues[i])
+    m = len(order)
+    adjusted: list[float | None] = [None] * len(pvalues)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * pvalues[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def compare(
+    runs: Mapping[str, Run],
+    draws: int,
+    seed: int,
+    level: float = 0.95,
+    alpha: float = 0.05,
+    n_bins: int = 10,
+    binning: Binning = "equal_width",
+    keys: Sequence[str] = COMPARED,
+) -> dict:
+    """Paired bootstrap comparison of every pair of runs on the same benchmark.
+
+    Every run is resampled with the same pair indices (same seed, same n), so draw b of
+    model A and draw b of model B see the same pairs; the difference A − B per draw gives a
+    percentile interval and a two-sided p-value (``bootstrap.two_sided_p``). ``p_holm``
+    adjusts the p-values of all comparisons in the result (Holm–Bonferroni).
+    """
+    align_runs(runs)
+    point = {}
+    draws_by_run = {}
+    for name, run in runs.items():
+        inputs = run.kernel_inputs()
+        point[name] = metrics.batch_metrics(**inputs, n_bins=n_bins, binning=binning)
+        draws_by_run[name] = bootstrap(metrics.batch_metrics, inputs, draws, seed, n_bins=n_bins, binning=binning)
+    pairs = []
+    for a, b in combinations(runs, 2):
+        entry = {"a": a, "b": b, "metrics": {}}
+        for k in keys:
+            va, vb = _value(point[a][k][0]), _value(point[b][k][0])
+            d = draws_by_run[a][k] - draws_by_run[b][k]
+            lo, hi = percentile_interval(d, level)
+            entry["metrics"][k] = {
+                "a": va,
+                "b": vb,
+                "diff": None if va is None or vb is None else va - vb,
+                "ci_low": lo,
+                "ci_high": hi,
+                "p_value": two_sided_p(d),
+            }
+        pairs.append(entry)
+    flat = [m for e in pairs for m in e["metrics"].values()]
+    for m, adj in zip(flat, holm([m["p_value"] for m in flat]), strict=True):
+        m["p_holm"] = adj
+        m["significant"] = m["p_value"] is not None and m["p_value"] < alpha
+        m["significant_holm"] = adj is not None and adj < alpha
+    n = len(next(iter(runs.values())).p)
+    return {"n": n, "draws": draws, "seed": seed, "level": level, "alpha": alpha, "n_bins": n_bins,
+            "binning": binning, "pairs": pairs}

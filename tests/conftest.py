@@ -1,0 +1,58 @@
+"""Shared fixtures: the repository root, the data snapshot and prepared benchmarks."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "data"
+SHARED = ROOT.parent / "shared"
+BENCHMARKS = ("winobias", "winogender", "genderlex", "genderlex_person", "genderlex_someone")
+PAPER_BENCHMARKS = ("winobias", "winogender", "genderlex")
+PAPER_MODELS = (
+    "gpt-j-6b",
+    "llama-3.1-8b",
+    "gemma-2-9b",
+    "qwen2.5-7b",
+    "falcon3-7b-base",
+    "deepseek-r1-distill-llama-8b",
+)
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    if not (DATA / "benchmarks").is_dir():
+        pytest.fail("data/ is missing: run `make data` (dvc pull data.dvc) first")
+    return DATA
+
+
+@pytest.fixture(scope="session")
+def prepared_dir(tmp_path_factory, data_dir) -> Path:
+    """Every shipped benchmark prepared into a temporary directory (independent of artifacts/)."""
+    from gece import stages
+
+    out = tmp_path_factory.mktemp("prepared")
+    for b in BENCHMARKS:
+        stages.prepare(data_dir / "benchmarks" / f"{b}.csv", out / f"{b}.parquet")
+    return out
+
+
+@pytest.fixture(scope="session")
+def reference_scores(tmp_path_factory, prepared_dir, data_dir) -> dict[tuple[str, str], Path]:
+    """The authors' released scores converted to score files: {(benchmark, model): path}."""
+    from gece import stages
+
+    out = tmp_path_factory.mktemp("scores")
+    paths = {}
+    for b in PAPER_BENCHMARKS:
+        for m in PAPER_MODELS:
+            path = out / b / f"paper-{m}.parquet"
+            stages.reference(prepared_dir / f"{b}.parquet", data_dir / "reference" / b / f"{m}.csv", path,
+                             f"paper-{m}")
+            paths[(b, m)] = path
+    return paths

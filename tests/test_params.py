@@ -1,0 +1,63 @@
+"""params.yaml loading: the shipped file and every kind of mistake."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from gece.cli import main
+from gece.errors import GeceError
+from gece.params import load_params
+
+from .conftest import ROOT
+
+
+def test_shipped_params_load():
+    params = load_params(ROOT / "params.yaml")
+    assert params.metrics.n_bins == 10 and params.metrics.binning == "equal_width"
+    assert params.models == ["smollm2-135m", "gemma-3-270m", "gemma-3-270m-nobos"]
+    assert params.registry["gemma-3-270m-nobos"].special_tokens is False
+    assert len(params.paper.models) == 6
+
+
+def _write(tmp_path, mutate):
+    raw = yaml.safe_load((ROOT / "params.yaml").read_text())
+    mutate(raw)
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+@pytest.mark.parametrize(
+    "mutate, expected",
+    [
+        (lambda r: r["metrics"].update(nbins=15), "metrics.nbins: unknown key (did you mean 'n_bins'?)"),
+        (lambda r: r["metrics"].update(n_bins="ten"), "metrics.n_bins: Input should be a valid integer"),
+        (lambda r: r["metrics"].update(binning="quantile"), "metrics.binning: Input should be 'equal_width' or"),
+        (lambda r: r["metrics"].update(bootstrap=10), "metrics.bootstrap: Input should be greater than or equal to 1000"),
+        (lambda r: r.pop("benchmarks"), "benchmarks: required key is missing"),
+        (lambda r: r["models"].append("gpt-5"), "models ['gpt-5'] have no entry under registry"),
+        (lambda r: r["registry"]["smollm2-135m"].update(special_token=True),
+         "registry.smollm2-135m.special_token: unknown key"),
+        (lambda r: r.update(metric={}), "metric: unknown key (did you mean 'metrics'?)"),
+    ],
+)
+def test_bad_params_are_named(tmp_path, mutate, expected):
+    path = _write(tmp_path, mutate)
+    with pytest.raises(GeceError) as e:
+        load_params(path)
+    assert expected in str(e.value) and str(path) in str(e.value)
+
+
+def test_bad_params_exit_2_without_traceback(tmp_path, capsys):
+    path = _write(tmp_path, lambda r: r["metrics"].update(nbins=15))
+    assert main(["--params", str(path), "metrics", "whatever.parquet"]) == 2
+    err = capsys.readouterr().err
+    assert "did you mean 'n_bins'" in err and "Traceback" not in err
+
+
+def test_not_yaml(tmp_path):
+    path = tmp_path / "params.yaml"
+    path.write_text("metrics: [unclosed")
+    with pytest.raises(GeceError, match="not valid YAML"):
+        load_params(path)
