@@ -88,6 +88,8 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
+    if args.quiet:
+        return 0
     title = f"{meta.get('benchmark', '?')} / {meta.get('model', '?')}: {report['n']} pairs, " \
             f"{report['n_bins']} {report['binning'].replace('_', '-')} bins"
     table = Table(title=title, title_justify="left")
