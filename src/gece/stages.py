@@ -116,16 +116,24 @@ def reference(prepared: str | Path, csv: str | Path, out: str | Path, model: str
     return scores
 
 
+def metrics_report(
+    p: np.ndarray, y: np.ndarray, gender_more: np.ndarray, gender_less: np.ndarray, settings: MetricsParams
+) -> dict:
+    """The metrics report (``MetricsReport``) of scores p against y with the ``metrics`` settings."""
+    report = metrics.summarize(
+        p, y, gender_more, gender_less, n_bins=settings.n_bins, binning=settings.binning,
+        draws=settings.bootstrap, seed=settings.seed, level=settings.ci,
+    )
+    return MetricsReport.model_validate(report).model_dump()
+
+
 def run_metrics(scores: pd.DataFrame, settings: MetricsParams) -> tuple[dict, list[dict]]:
     """The metrics report and the paper-convention reliability bins of one score table."""
     p, y = scores["p"].to_numpy(np.float64), scores["y"].to_numpy(np.float64)
-    report = metrics.summarize(
-        p, y, scores["gender_more"].to_numpy(object), scores["gender_less"].to_numpy(object),
-        n_bins=settings.n_bins, binning=settings.binning, draws=settings.bootstrap, seed=settings.seed,
-        level=settings.ci,
-    )
+    gender_more, gender_less = scores["gender_more"].to_numpy(object), scores["gender_less"].to_numpy(object)
+    report = metrics_report(p, y, gender_more, gender_less, settings)
     bins = metrics.reliability_table(p, y, settings.n_bins, settings.binning).records() if len(p) else []
-    return MetricsReport.model_validate(report).model_dump(), bins
+    return report, bins
 
 
 def metrics_stage(
@@ -237,13 +245,6 @@ def compare(
     return result
 
 
-def _summary(p: np.ndarray, y: np.ndarray, gm: np.ndarray, gl: np.ndarray, settings: MetricsParams) -> dict:
-    return MetricsReport.model_validate(metrics.summarize(
-        p, y, gm, gl, n_bins=settings.n_bins, binning=settings.binning, draws=settings.bootstrap,
-        seed=settings.seed, level=settings.ci,
-    )).model_dump()
-
-
 def run_calibration(
     scores: pd.DataFrame, settings: CalibrateParams, metric_settings: MetricsParams
 ) -> tuple[dict, pd.DataFrame, list[dict]]:
@@ -279,7 +280,7 @@ def run_calibration(
             return None
         table = metrics.reliability_table(q[idx], y[idx], metric_settings.n_bins, metric_settings.binning)
         bins.extend({"protocol": protocol, "method": method, **r} for r in table.records())
-        return _summary(q[idx], y[idx], gm[idx], gl[idx], metric_settings)
+        return metrics_report(q[idx], y[idx], gm[idx], gl[idx], metric_settings)
 
     ev, every = split.eval_idx, np.arange(len(p))
     report = {
