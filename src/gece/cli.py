@@ -221,6 +221,18 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from gece import stages
+
+    params = _require_params(args)
+    result = stages.report_stage(params, args.reports, args.scores, args.out, args.data_dvc)
+    out.print(f"[green]report[/]: {len(result['figures'])} figures, {len(result['tables'])} tables -> "
+              f"{escape(result['html'])}", highlight=False)
+    if result["missing"]:
+        out.print(f"{len(result['missing'])} part(s) missing (listed on the page)", highlight=False)
+    return 0
+
+
 # ------------------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -300,6 +312,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--folds", type=int, help="override params calibrate.folds")
     p.add_argument("--seed", type=int, help="override params calibrate.seed")
     p.set_defaults(func=cmd_calibrate)
+
+    p = sub.add_parser("report", help="figures, tables and reports/index.html from every report (DVC stage report)")
+    p.add_argument("--reports", type=Path, default=Path("reports"), help="the JSON reports (default: %(default)s)")
+    p.add_argument("--scores", type=Path, default=Path("artifacts/scores"),
+                   help="score files, for the equal-mass diagrams and extract metadata (default: %(default)s)")
+    p.add_argument("--out", type=Path, help="where figures/, tables/ and index.html go (default: --reports)")
+    p.add_argument("--data-dvc", type=Path, default=Path("data.dvc"), help="for the data hash (default: %(default)s)")
+    p.set_defaults(func=cmd_report)
     return parser
 
 

@@ -7,7 +7,10 @@ besides :mod:`gece.schemas`, where files are read or written.
 from __future__ import annotations
 
 import logging
+import os
+import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -15,7 +18,8 @@ import pandas as pd
 from gece import ablation, benchmarks, calibration, metrics, plots, report
 from gece.ablation import Run
 from gece.errors import GeceError
-from gece.params import AblateParams, CalibrateParams, CompareParams, MetricsParams, PrepareParams
+from gece.params import AblateParams, CalibrateParams, CompareParams, MetricsParams, Params, PrepareParams
+from gece.report import ReportData
 from gece.schemas import (
     NEUTRAL_KEYS,
     BinningReport,
@@ -344,3 +348,224 @@ def calibrate(
         write_json(bins_out, bins, CalibrationBinsReport)
     log.info("%s: calibrated %d pairs (%s) -> %s", run, len(scores), ", ".join(settings.methods), out)
     return report, meta
+
+
+# -------------------------------------------------------------------------- report
+REPORT_PACKAGES = ("gece", "numpy", "scipy", "pandas", "pyarrow", "pydantic", "matplotlib", "scikit-learn", "betacal",
+                   "torch", "transformers", "gguf", "dvc")
+
+
+def _package_versions() -> dict[str, str]:
+    import platform
+    from importlib import metadata
+
+    versions = {"python": platform.python_version()}
+    for name in REPORT_PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+def _code_sha256() -> str:
+    """sha256 over the package's Python sources (relative path and bytes, sorted): names the code
+    that built the report without the git revision, which changes with every commit."""
+    import hashlib
+
+    import gece
+
+    root = Path(gece.__file__).parent
+    h = hashlib.sha256()
+    for f in sorted(root.rglob("*.py")):
+        h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def _data_snapshot(data_dvc: Path) -> dict:
+    import yaml
+
+    if not data_dvc.exists():
+        return {"data_md5": "unknown (no data.dvc)", "data_nfiles": "?"}
+    outs = (yaml.safe_load(data_dvc.read_text(encoding="utf-8")) or {}).get("outs") or [{}]
+    return {"data_md5": outs[0].get("md5", "unknown"), "data_nfiles": outs[0].get("nfiles", "?")}
+
+
+def _missing_line(what: str, items: list[tuple[str, str]], expected: dict[str, list[str]]) -> str | None:
+    """'what: model (all benchmarks); model on b1, b2' from (benchmark, model) pairs."""
+    if not items:
+        return None
+    by_model: dict[str, list[str]] = {}
+    for b, m in items:
+        by_model.setdefault(m, []).append(b)
+    parts = []
+    for m, bs in by_model.items():
+        everywhere = [b for b, ms in expected.items() if m in ms]
+        parts.append(f"{m} (all {len(bs)} benchmarks)" if len(bs) > 1 and sorted(bs) == sorted(everywhere)
+                     else f"{m} on {', '.join(bs)}")
+    return f"{what}: " + "; ".join(parts)
+
+
+def _read_optional(path: Path, model=None) -> Any:
+    """A JSON report, validated when a schema is given; None when the file does not exist."""
+    if not path.exists():
+        return None
+    data = read_json(path)
+    if model is not None:
+        read_json(path, model)  # validation only: the tables read the raw JSON, the values as written
+    return data
+
+
+def load_report_data(params: Params, reports_dir: Path, scores_dir: Path, out_dir: Path) -> ReportData:
+    """Every JSON report the page is built from; what is missing is listed, not an error."""
+    benchmarks = list(dict.fromkeys([*params.benchmarks, *params.paper.benchmarks]))
+    if (reports_dir / "metrics").is_dir():
+        benchmarks += sorted(d.name for d in (reports_dir / "metrics").iterdir() if d.is_dir() and d.name not in
+                             benchmarks)
+    paper = [f"paper-{m}" for m in params.paper.models]
+    expected = {b: (list(params.models) if b in params.benchmarks else []) + (paper if b in params.paper.benchmarks
+                                                                               else []) for b in benchmarks}
+    data = report.ReportData(benchmarks=benchmarks, runs={}, special_pairs=dict(params.ablate.special_tokens))
+    lost: dict[str, list[tuple[str, str]]] = {k: [] for k in (
+        "metrics", "bins", "sample-size ablation", "binning ablation", "calibration", "calibration bins",
+        "scores (for the equal-mass diagrams)", "extract metadata")}
+    for b in benchmarks:
+        found = sorted(p.stem for p in (reports_dir / "metrics" / b).glob("*.json"))
+        data.runs[b] = [m for m in expected[b] if m in found] + [m for m in found if m not in expected[b]]
+        lost["metrics"] += [(b, m) for m in expected[b] if m not in found]
+        for m in data.runs[b]:
+            key = (b, m)
+            data.metrics[key] = _read_optional(reports_dir / report.src_metrics(b, m), MetricsReport)
+            for what, store, rel, schema in (
+                ("bins", data.bins, report.src_bins(b, m), BinsReport),
+                ("sample-size ablation", data.sample_size, report.src_sample_size(b, m), SampleSizeReport),
+                ("binning ablation", data.binning, report.src_binning(b, m), BinningReport),
+                ("calibration", data.calibration, report.src_calibration(b, m), None),
+                ("calibration bins", data.calibration_bins, report.src_calibration_bins(b, m), None),
+            ):
+                value = _read_optional(reports_dir / rel, schema)
+                if value is None:
+                    lost[what].append(key)
+                else:
+                    store[key] = value
+            png = reports_dir / report.src_sample_size(b, m).replace(".json", ".png")
+            if png.exists():
+                data.sample_size_figures[key] = Path(os.path.relpath(png, out_dir)).as_posix()
+            if not (scores_dir / b / f"{m}.parquet").exists():
+                lost["scores (for the equal-mass diagrams)"].append(key)
+            if not m.startswith("paper-"):
+                meta = _read_optional(scores_dir / b / f"{m}.meta.json")
+                if meta is None:
+                    lost["extract metadata"].append(key)
+                else:
+                    data.meta[key] = meta
+    for m in params.models:
+        rep = _read_optional(reports_dir / report.src_neutral(m), NeutralReport)
+        if rep is not None:
+            data.neutral[m] = rep
+    for m in params.ablate.special_tokens:
+        rep = _read_optional(reports_dir / report.src_special_tokens(m), SpecialTokensReport)
+        if rep is not None:
+            data.special_tokens[m] = rep
+    for b in benchmarks:
+        rep = _read_optional(reports_dir / report.src_compare(b), CompareReport)
+        if rep is not None:
+            data.compare[b] = rep
+
+    missing = [_missing_line(what, items, expected) for what, items in lost.items()]
+    if params.models and not data.neutral:
+        missing.append(f"gender-neutral wording ablation (reports/ablation/neutral/): none of {', '.join(params.models)}")
+    else:
+        missing.append(_missing_line("gender-neutral wording ablation", [
+            ("genderlex", m) for m in params.models if m not in data.neutral], {}))
+    missing.append(_missing_line("special-token ablation", [
+        ("all benchmarks", m) for m in params.ablate.special_tokens if m not in data.special_tokens], {}))
+    lacking = [b for b in benchmarks if len(data.runs[b]) > 1 and b not in data.compare]
+    if lacking:
+        missing.append(f"model comparison (reports/compare/): {', '.join(lacking)}")
+    data.missing = [x for x in missing if x]
+    return data
+
+
+def report_stage(
+    params: Params,
+    reports_dir: str | Path = REPORTS,
+    scores_dir: str | Path = ARTIFACTS / "scores",
+    out_dir: str | Path | None = None,
+    data_dvc: str | Path = Path("data.dvc"),
+) -> dict:
+    """reports/** (+ artifacts/scores for the equal-mass diagrams) -> reports/figures/,
+    reports/tables/*.md and reports/index.html. Returns what was written."""
+    reports_dir, scores_dir = Path(reports_dir), Path(scores_dir)
+    out_dir = Path(out_dir) if out_dir is not None else reports_dir
+    data = load_report_data(params, reports_dir, scores_dir, out_dir)
+    data.provenance = {**_data_snapshot(Path(data_dvc)), "code_sha256": _code_sha256(),
+                       "gece_version": _package_versions().get("gece"), "params": params.model_dump(mode="json"),
+                       "packages": _package_versions()}
+    for sub in ("figures", "tables"):  # outputs of this stage only: stale files of removed runs go too
+        if (out_dir / sub).is_dir():
+            shutil.rmtree(out_dir / sub)
+
+    figures: dict[str, dict] = {"grid": {}, "calibration": {}, "runs": {}}
+    written: list[str] = []
+
+    def save(rel: str, fig) -> str:
+        write_figure(out_dir / rel, fig, dpi=100)
+        plots.plt.close(fig)
+        written.append(rel)
+        return rel
+
+    for b in data.benchmarks:
+        panels, entries = [], []
+        for m in data.runs[b]:
+            key = (b, m)
+            if key not in data.bins:
+                continue
+            rep = data.metrics[key]
+            n_bins, binning = rep["n_bins"], rep["binning"]
+            label = f"{n_bins} {binning.replace('_', '-')} bins"
+            images = [(save(report.fig_reliability(b, m), plots.reliability_figure(
+                data.bins[key], m, rep["ece"], subtitle=f"{b} · {label}")), label)]
+            scores = scores_dir / b / f"{m}.parquet"
+            if scores.exists():
+                df, _ = read_table(scores, ScoreRow)
+                other = "equal_mass" if binning == "equal_width" else "equal_width"
+                table = metrics.reliability_table(df["p"].to_numpy(np.float64), df["y"].to_numpy(np.float64),
+                                                  n_bins, other).records() if len(df) else []
+                other_label = f"{n_bins} {other.replace('_', '-')} bins"
+                images.append((save(report.fig_reliability(b, m, other), plots.reliability_figure(
+                    table, m, plots.bins_ece(table), subtitle=f"{b} · {other_label}")), other_label))
+            if key in data.sample_size_figures:
+                images.append((data.sample_size_figures[key], "ECE against sample size"))
+            entries.append((m, images))
+            panels.append((m, data.bins[key], rep["ece"]))
+        if panels:
+            figures["grid"][b] = save(report.fig_grid(b), plots.reliability_grid(panels, f"{b}: reliability diagrams"))
+            figures["runs"][b] = entries
+        cal_models = [m for m in data.runs[b] if (b, m) in data.calibration_bins and (b, m) in data.calibration]
+        if cal_models:
+            methods = [x for x in report.CALIBRATION_METHODS
+                       if any(x in data.calibration[(b, m)].get("split", {}).get("methods", {}) for m in cal_models)]
+            cells = {}
+            for m in cal_models:
+                split = data.calibration[(b, m)].get("split", {})
+                records = [r for r in data.calibration_bins[(b, m)] if r.get("protocol") == "split"]
+                unc = split.get("uncalibrated") or {}
+                cells[(m, "uncalibrated")] = ([r for r in records if r["method"] == "uncalibrated"], unc.get("ece"),
+                                              "ok")
+                for x in methods:
+                    mrep = split.get("methods", {}).get(x, {})
+                    cells[(m, x)] = ([r for r in records if r["method"] == x],
+                                     (mrep.get("metrics") or {}).get("ece"), mrep.get("status", "missing"))
+            figures["calibration"][b] = save(report.fig_calibration(b), plots.calibration_grid(
+                cal_models, methods, cells, f"{b}: before and after calibration (held-out split)"))
+
+    docs = report.build_tables(data)
+    for doc in docs:
+        write_text(out_dir / "tables" / f"{doc.name}.md", report.doc_markdown(doc))
+    write_text(out_dir / "index.html", report.render_html(data, docs, figures))
+    log.info("report: %d figures, %d tables -> %s", len(written), len(docs), out_dir / "index.html")
+    for line in data.missing:
+        log.warning("report: missing %s", line)
+    return {"figures": written, "tables": [f"tables/{d.name}.md" for d in docs], "missing": data.missing,
+            "html": str(out_dir / "index.html")}
