@@ -56,3 +56,23 @@ def reference_scores(tmp_path_factory, prepared_dir, data_dir) -> dict[tuple[str
                              f"paper-{m}")
             paths[(b, m)] = path
     return paths
+
+
+@pytest.fixture(scope="session")
+def full_reports(tmp_path_factory, prepared_dir, reference_scores) -> Path:
+    """A tree with every kind of report (see tests/report_data.py): params.yaml, artifacts/scores, reports/."""
+    from . import report_data
+
+    return report_data.build(tmp_path_factory.mktemp("full"), prepared_dir, reference_scores)
+
+
+@pytest.fixture(scope="session")
+def built_report(full_reports) -> tuple[Path, dict]:
+    """``gece report`` run on ``full_reports``: (reports dir, what the stage returned)."""
+    from gece import stages
+    from gece.params import load_params
+
+    params = load_params(full_reports / "params.yaml")
+    result = stages.report_stage(params, full_reports / "reports", full_reports / "artifacts" / "scores",
+                                 data_dvc=ROOT / "data.dvc")
+    return full_reports / "reports", result

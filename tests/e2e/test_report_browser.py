@@ -1,0 +1,124 @@
+"""The HTML report in headless Chromium: it loads, every image loads, the console stays clean.
+
+Needs the Debian packages chromium and chromium-driver; the session fixture installs them with
+apt-get when they are missing (CI runs as root). Saves a full-page screenshot of the report
+built from the repository's reports as reports/screenshot.png (not tracked by git).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from gece import stages
+from gece.params import load_params
+
+from ..conftest import ROOT
+
+pytestmark = pytest.mark.slow
+
+CHROME_ARGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+               "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
+               "--hide-scrollbars")
+WIDTH = 1400
+SCREENSHOT = ROOT / "reports" / "screenshot.png"
+
+
+@pytest.fixture(scope="session")
+def chromium() -> tuple[str, str]:
+    """Paths of chromium and chromedriver, installed from Debian's packages when missing."""
+    browser, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    if not (browser and driver):
+        if not shutil.which("apt-get") or os.geteuid() != 0:
+            pytest.fail("chromium and chromedriver are missing: apt-get install chromium chromium-driver (as root)")
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "chromium", "chromium-driver"]):
+            res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1500, check=False)
+            assert res.returncode == 0, f"{' '.join(cmd)} failed:\n{res.stdout[-2000:]}\n{res.stderr[-2000:]}"
+        browser, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    assert browser and driver
+    return browser, driver
+
+
+@pytest.fixture
+def browser(chromium, tmp_path, monkeypatch):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    monkeypatch.setenv("SE_AVOID_STATS", "true")  # selenium's own telemetry: no network
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium[0]
+    for arg in CHROME_ARGS:
+        options.add_argument(arg)
+    options.add_argument(f"--user-data-dir={tmp_path / 'chromium-profile'}")
+    options.add_argument(f"--window-size={WIDTH},1000")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(executable_path=chromium[1]), options=options)
+    driver.set_page_load_timeout(120)
+    yield driver
+    driver.quit()
+
+
+def load(driver, page: Path) -> dict:
+    """Open the page with every <details> expanded; wait for the images; report what failed."""
+    driver.get(page.resolve().as_uri())
+    driver.execute_script("document.querySelectorAll('details').forEach(d => d.open = true)")
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        pending = driver.execute_script("return Array.from(document.images).filter(i => !i.complete).length")
+        if pending == 0:
+            break
+        time.sleep(0.25)
+    images = driver.execute_script(
+        "return Array.from(document.images).map(i => [i.getAttribute('src'), i.complete, i.naturalWidth])")
+    return {
+        "title": driver.title,
+        "images": images,
+        "broken": [src for src, complete, width in images if not complete or width == 0],
+        "severe": [e for e in driver.get_log("browser") if e["level"] == "SEVERE"],
+        "tables": driver.execute_script("return document.querySelectorAll('table').length"),
+    }
+
+
+def screenshot(driver, out: Path) -> None:
+    """The whole page, not just the window."""
+    height = driver.execute_script("return document.documentElement.scrollHeight")
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": WIDTH, "height": height, "deviceScaleFactor": 1, "mobile": False})
+    png = driver.execute_cdp_cmd("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True})
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(base64.b64decode(png["data"]))
+
+
+def test_full_report_loads_without_missing_images_or_console_errors(browser, built_report):
+    reports, result = built_report
+    state = load(browser, reports / "index.html")
+    assert state["title"].startswith("gece report")
+    assert len(state["images"]) >= len(result["figures"])
+    assert state["broken"] == []
+    assert state["severe"] == []
+    assert state["tables"] > 20
+
+
+def test_repository_report_in_the_browser(browser, reference_scores, tmp_path):
+    """The report of this repository's reports (built afresh into a temporary directory, with the
+    authors' scores for the equal-mass diagrams), then the committed reports/index.html."""
+    scores_dir = next(iter(reference_scores.values())).parents[1]
+    out = tmp_path / "report"
+    stages.report_stage(load_params(ROOT / "params.yaml"), ROOT / "reports", scores_dir, out, ROOT / "data.dvc")
+    state = load(browser, out / "index.html")
+    assert state["broken"] == [] and state["severe"] == []
+    assert len(state["images"]) > 18
+    screenshot(browser, SCREENSHOT)
+    assert SCREENSHOT.stat().st_size > 50_000
+
+    committed = ROOT / "reports" / "index.html"
+    if committed.exists():
+        state = load(browser, committed)
+        assert state["broken"] == [] and state["severe"] == []

@@ -1,0 +1,166 @@
+"""A complete reports tree for the report tests: every kind of input the page shows.
+
+Two of the authors' paper runs (real scores) on their three benchmarks, plus a synthetic small
+model scored with and without special tokens on all five benchmarks, run through the real
+stage functions (metrics, ablations, neutral wording, special tokens, comparison). Calibration
+reports and extract metadata come from the calibrate and extract stages in the pipeline; here
+they are written in the same shapes from simple maps (a temperature and a histogram map, one
+method that failed), so the report can be tested on every part.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from gece import metrics, stages
+from gece.params import MetricsParams, load_params
+from gece.schemas import PreparedPair, ScoreRow, read_table, write_json, write_table
+
+BENCHMARKS = ("winobias", "winogender", "genderlex", "genderlex_person", "genderlex_someone")
+PAPER_BENCHMARKS = ("winobias", "winogender", "genderlex")
+PAPER_MODELS = ("gpt-j-6b", "gemma-2-9b")
+MODEL, NOBOS = "tiny-lm", "tiny-lm-nobos"
+
+PARAMS = {
+    "benchmarks": list(BENCHMARKS),
+    "models": [MODEL, NOBOS],
+    "registry": {MODEL: {"source": "package:tiny-lm"}, NOBOS: {"source": "package:tiny-lm", "special_tokens": False}},
+    "paper": {"benchmarks": list(PAPER_BENCHMARKS), "models": list(PAPER_MODELS)},
+    "ablate": {"sizes": [50, 100, 500], "draws": 10, "special_tokens": {MODEL: NOBOS}},
+}
+
+
+def synthetic_scores(prepared: Path, seed: int, sharpen: float) -> pd.DataFrame:
+    """Scores for the prepared pairs: p = sigmoid(sharpen · logit(q)) with y ~ the pair's label noise."""
+    pairs, _ = read_table(prepared, PreparedPair)
+    rng = np.random.default_rng(seed)
+    q = np.clip(np.where(pairs["y"] == 1, rng.beta(4, 2, len(pairs)), rng.beta(2, 4, len(pairs))), 0.01, 0.99)
+    z = sharpen * np.log(q / (1 - q))
+    df = pairs[["pair_id", "row", "sent_more", "sent_less", "y", "bias_type", "targets_more", "targets_less",
+                "gender_more", "gender_less"]].copy()
+    df["n_tokens_more"] = 1
+    df["n_tokens_less"] = 1
+    df["logprob_more"] = -np.logaddexp(0, -z)  # log sigmoid(z)
+    df["logprob_less"] = -np.logaddexp(0, z)
+    df["logit_more"] = z
+    df["logit_less"] = 0.0
+    df["p"] = 1 / (1 + np.exp(-z))
+    return df
+
+
+def _logit(p):
+    p = np.clip(p, 1e-12, 1 - 1e-12)
+    return np.log(p) - np.log1p(-p)
+
+
+def _temperature(p_fit, y_fit, p_eval):
+    """Temperature by grid search on the log-loss (log(1 + e^-z) = logaddexp(0, -z))."""
+    z_fit = _logit(p_fit)
+    grid = np.exp(np.linspace(-2, 2, 81))
+    loss = [np.mean(np.logaddexp(0, -(2 * y_fit - 1) * z_fit / t)) for t in grid]
+    t = float(grid[int(np.argmin(loss))])
+    return {"temperature": t}, 1 / (1 + np.exp(-_logit(p_eval) / t))
+
+
+def _histogram(p_fit, y_fit, p_eval, n_bins=10):
+    edges = np.linspace(0, 1, n_bins + 1)
+    idx_fit = np.clip(np.searchsorted(edges[1:-1], p_fit), 0, n_bins - 1)
+    means = np.array([y_fit[idx_fit == i].mean() if (idx_fit == i).any() else (i + 0.5) / n_bins
+                      for i in range(n_bins)])
+    out = means[np.clip(np.searchsorted(edges[1:-1], p_eval), 0, n_bins - 1)]
+    return {"bins": n_bins}, np.clip(out, 0.0, 1.0)
+
+
+def calibration_reports(scores: pd.DataFrame) -> tuple[dict, list[dict]]:
+    """The calibrate stage's report and bins, shaped as on the calibrate branch, from simple maps."""
+    p, y = scores["p"].to_numpy(np.float64), scores["y"].to_numpy(np.float64)
+    gm, gl = scores["gender_more"].to_numpy(object), scores["gender_less"].to_numpy(object)
+    n = len(p)
+    fit, ev = np.arange(n) % 2 == 0, np.arange(n) % 2 == 1
+    folds = np.arange(n) % 3
+
+    def summary(q, mask):
+        return stages.MetricsReport.model_validate(
+            metrics.summarize(q[mask], y[mask], gm[mask], gl[mask], draws=1000, seed=0)).model_dump()
+
+    def bins(q, mask, protocol, method):
+        return [{"protocol": protocol, "method": method, **r}
+                for r in metrics.reliability_table(q[mask], y[mask]).records()]
+
+    report, records = {}, []
+    everything = np.ones(n, dtype=bool)
+    for protocol in ("split", "crossfit"):
+        mask = ev if protocol == "split" else everything
+        methods = {}
+        records += bins(p, mask, protocol, "uncalibrated")
+        for name, fn in (("temperature", _temperature), ("histogram", _histogram)):
+            q = np.full(n, np.nan)
+            params = {}
+            if protocol == "split":
+                params, q[ev] = fn(p[fit], y[fit], p[ev])
+            else:
+                per_fold = []
+                for k in range(3):
+                    prm, q[folds == k] = fn(p[folds != k], y[folds != k], p[folds == k])
+                    per_fold.append(prm)
+                params = {"folds": per_fold}
+            methods[name] = {"status": "ok", "reason": None, "params": params, "metrics": summary(q, mask)}
+            records += bins(q, mask, protocol, name)
+        methods["beta"] = {"status": "failed", "reason": "synthetic failure: no scores", "params": {},
+                           "metrics": None}
+        if protocol == "crossfit":
+            for m in methods.values():
+                m["fold_status"] = [m["status"]] * 3
+        head = ({"n_fit": int(fit.sum()), "n_eval": int(ev.sum()), "fraction": 0.5} if protocol == "split"
+                else {"n_fit": 2 * n, "n_eval": n, "folds": 3})
+        report[protocol] = {**head, "uncalibrated": summary(p, mask), "methods": methods}
+    return report, records
+
+
+def build(root: Path, prepared_dir: Path, reference_scores: dict) -> Path:
+    """Write params.yaml, artifacts/scores and reports/ under ``root``; return ``root``."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "params.yaml").write_text(yaml.safe_dump(PARAMS))
+    params = load_params(root / "params.yaml")
+    scores_dir, reports = root / "artifacts" / "scores", root / "reports"
+    runs = []
+    for b in PAPER_BENCHMARKS:
+        for m in PAPER_MODELS:
+            df, _ = read_table(reference_scores[(b, m)], ScoreRow)
+            write_table(scores_dir / b / f"paper-{m}.parquet", df, ScoreRow, {"benchmark": b, "model": f"paper-{m}"})
+            runs.append((b, f"paper-{m}"))
+    for i, b in enumerate(BENCHMARKS):
+        for model, sharpen in ((MODEL, 1.3), (NOBOS, 4.0)):  # without BOS: much sharper, overconfident
+            df = synthetic_scores(prepared_dir / f"{b}.parquet", seed=i, sharpen=sharpen)
+            write_table(scores_dir / b / f"{model}.parquet", df, ScoreRow, {"benchmark": b, "model": model})
+            write_json(scores_dir / b / f"{model}.meta.json", {
+                "model": model, "source": "package:tiny-lm", "weights_sha256": "0" * 63 + str(i % 2),
+                "dtype": "float32", "device": "cpu", "special_tokens": model == MODEL,
+                "versions": {"torch": "2.13.0", "transformers": "5.0.0"}, "pairs": len(df), "seconds": 1.5 + i})
+            runs.append((b, model))
+    for b, m in runs:
+        s = scores_dir / b / f"{m}.parquet"
+        stages.metrics_stage(s, reports / "metrics" / b / f"{m}.json", reports / "bins" / b / f"{m}.json",
+                             params.metrics)
+        stages.ablate(s, reports / "ablation" / "sample_size" / b / f"{m}.json",
+                      reports / "ablation" / "binning" / b / f"{m}.json",
+                      reports / "ablation" / "sample_size" / b / f"{m}.png", params.metrics, params.ablate)
+        scores, _ = read_table(s, ScoreRow)
+        cal, cal_bins = calibration_reports(scores)
+        write_json(reports / "calibration" / b / f"{m}.json", cal)
+        write_json(reports / "calibration_bins" / b / f"{m}.json", cal_bins)
+    for m in (MODEL, NOBOS):
+        stages.neutral(m, {b: reports / "metrics" / b / f"{m}.json" for b in params.ablate.neutral},
+                       reports / "ablation" / "neutral" / f"{m}.json")
+    stages.special_tokens({b: (reports / "metrics" / b / f"{MODEL}.json", scores_dir / b / f"{MODEL}.parquet",
+                               reports / "metrics" / b / f"{NOBOS}.json", scores_dir / b / f"{NOBOS}.parquet")
+                           for b in BENCHMARKS}, reports / "ablation" / "special_tokens" / f"{MODEL}.json")
+    for b in BENCHMARKS:
+        paths = [scores_dir / b / f"{m}.parquet" for bb, m in runs if bb == b]
+        stages.compare(paths, reports / "compare" / f"{b}.json", reports / "compare" / f"{b}.md", MetricsParams(),
+                       params.ablate.compare)
+    return root

@@ -1,0 +1,369 @@
+"""The report: figures, tables and the HTML page are true to the JSON they come from."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gece import metrics, plots, report, stages
+from gece.cli import main
+from gece.params import MetricsParams, load_params
+from gece.report import Cell, Column, Row, Table, format_cell, mark_worst, resolve
+from gece.schemas import BinsReport, ScoreRow, read_json, read_table
+
+from . import report_data
+from .conftest import PAPER_BENCHMARKS, PAPER_MODELS, ROOT
+from .test_golden import parse_summary
+
+
+class PageParser(HTMLParser):
+    """Images, links and table cells (text per row) of a page."""
+
+    def __init__(self):
+        super().__init__()
+        self.images: list[str] = []
+        self.links: list[str] = []
+        self.tables: list[list[list[str]]] = []
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "img":
+            self.images.append(a["src"])
+        elif tag == "a" and "href" in a:
+            self.links.append(a["href"])
+        elif tag == "table":
+            self.tables.append([])
+        elif tag == "tr":
+            self.tables[-1].append([])
+        elif tag in ("td", "th"):
+            self._cell = []
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None:
+            self.tables[-1][-1].append("".join(self._cell).strip())
+            self._cell = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def parse_page(path: Path) -> PageParser:
+    parser = PageParser()
+    parser.feed(path.read_text(encoding="utf-8"))
+    return parser
+
+
+def docs_of(reports: Path) -> list[report.TableDoc]:
+    params = load_params(reports.parent / "params.yaml")
+    data = stages.load_report_data(params, reports, reports.parent / "artifacts" / "scores", reports)
+    return report.build_tables(data)
+
+
+# ------------------------------------------------------------------ files and links
+def test_every_figure_and_table_referenced_in_the_page_exists(built_report):
+    reports, result = built_report
+    page = parse_page(reports / "index.html")
+    assert len(page.images) >= len(result["figures"]) > 0
+    for src in page.images + [h for h in page.links if not h.startswith("#")]:
+        assert not re.match(r"^[a-z]+://", src), f"{src}: the page must not use the network"
+        assert (reports / src).is_file(), f"{src} is referenced by index.html but does not exist"
+    # and the other way round: every figure and table the stage wrote is on the page
+    assert set(result["figures"]) <= set(page.images)
+    assert {f"tables/{p.name}" for p in (reports / "tables").glob("*.md")} <= set(page.links)
+    anchors = set(re.findall(r'id="([^"]+)"', (reports / "index.html").read_text()))
+    assert {h[1:] for h in page.links if h.startswith("#")} <= anchors
+
+
+def test_full_build_has_every_part_and_misses_nothing(built_report):
+    reports, result = built_report
+    assert result["missing"] == []
+    text = (reports / "index.html").read_text()
+    assert "Missing parts" not in text
+    for b in report_data.BENCHMARKS:
+        assert (reports / report.fig_grid(b)).is_file() and (reports / report.fig_calibration(b)).is_file()
+        for m in (report_data.MODEL, report_data.NOBOS):
+            assert (reports / report.fig_reliability(b, m)).is_file()
+            assert (reports / report.fig_reliability(b, m, "equal_mass")).is_file()
+    docs = {d.name: d for d in docs_of(reports)}
+    for name in ("overall", "paper", "human_gender", "grouped", "neutral", "sample_size", "binning", "calibration",
+                 "special_tokens", "compare"):
+        assert docs[name].tables, f"table {name} is empty"
+        assert (reports / "tables" / f"{name}.md").is_file()
+
+
+def test_page_is_self_contained_and_names_its_provenance(built_report):
+    reports, _ = built_report
+    text = (reports / "index.html").read_text()
+    assert not re.search(r"(src|href)=\"(https?:)?//", text), "no network resources"
+    assert "<script" not in text
+    assert "5d230dc02dc3f3f98a687e7617babed1.dir" in text  # data snapshot from data.dvc
+    assert re.search(r"sha256 of src/gece/\*\.py: [0-9a-f]{64}", text)
+    assert "0" * 63 + "1" in text and "package:tiny-lm" in text  # extract metadata of the scored model
+    for name in ("numpy", "matplotlib", "dvc", "pandas"):
+        assert f"<th>{name}</th>" in text
+    for definition in ("ECE (paper convention)", "ECE top-label", "MCE", "ICE", "MacroCE", "Brier and Brier (paper)",
+                       "Gender-ECE and bias gap", "cc-ECE", "Human alignment (accuracy)"):
+        assert f"<dt>{definition}</dt>" in text
+    # the synthetic model without BOS is far sharper: the page says it plainly
+    assert "looks grossly overconfident" in text
+
+
+def test_rebuild_is_byte_identical(built_report, tmp_path):
+    reports, _ = built_report
+
+    def digest(root: Path) -> dict[str, str]:
+        return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+                for p in sorted(root.rglob("*")) if p.is_file() and (
+                    p.name == "index.html" or p.relative_to(root).parts[0] in ("figures", "tables"))}
+
+    before = digest(reports)
+    params = load_params(reports.parent / "params.yaml")
+    stages.report_stage(params, reports, reports.parent / "artifacts" / "scores", data_dvc=ROOT / "data.dvc")
+    assert digest(reports) == before
+
+
+# ------------------------------------------------------------- values equal the JSON
+def _cells(doc: report.TableDoc):
+    for table in doc.tables:
+        for row in table.rows:
+            for cell, col in zip(row.cells, table.columns):
+                yield table, row, cell, col
+
+
+def test_table_values_equal_the_json_they_came_from(built_report):
+    reports, _ = built_report
+    checked = 0
+    for doc in docs_of(reports):
+        for _, row, cell, _ in _cells(doc):
+            if not cell.ref:
+                continue
+            source = json.loads((reports / row.source).read_text())
+            for attr, pointer in cell.ref.items():
+                assert getattr(cell, attr) == resolve(source, pointer), (doc.name, row.source, pointer)
+                checked += 1
+    assert checked > 2000
+
+
+def _md_tables(text: str) -> list[list[list[str]]]:
+    """Markdown tables as rows of cell texts (header and separator dropped)."""
+    tables, current = [], None
+    for line in text.splitlines():
+        if line.startswith("|"):
+            cells = [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+            if current is None:
+                current = []
+                tables.append(current)
+                continue  # header
+            if set("".join(cells)) <= set("-:"):
+                continue
+            current.append(cells)
+        else:
+            current = None
+    return tables
+
+
+NUMBER = re.compile(r"-?\d+\.\d+|-?\d+|–")
+
+
+def test_markdown_shows_the_json_values(built_report):
+    """Parse reports/tables/*.md back: every number is the JSON value at the column's precision."""
+    reports, _ = built_report
+    for doc in docs_of(reports):
+        md_tables = _md_tables((reports / "tables" / f"{doc.name}.md").read_text())
+        assert len(md_tables) == len(doc.tables), doc.name
+        for table, md in zip(doc.tables, md_tables):
+            assert len(md) == len(table.rows)
+            for row, md_row in zip(table.rows, md):
+                source = json.loads((reports / row.source).read_text()) if row.source else None
+                assert md_row[: len(row.label)] == row.label
+                for cell, col, text in zip(row.cells, table.columns, md_row[len(row.label):]):
+                    if not cell.ref or isinstance(cell.value, str):
+                        continue
+                    shown = NUMBER.findall(text.replace("**", "").replace("▲", "").replace("▼", ""))
+                    expected = [report.format_number(resolve(source, cell.ref[k]), col.digits)
+                                for k in ("value", "low", "high", "spread") if k in cell.ref]
+                    if expected[0] == "–":
+                        expected = ["–"]
+                    assert shown[: len(expected)] == expected, (doc.name, row.label, col.label, text)
+
+
+def test_html_tables_are_the_markdown_tables(built_report):
+    reports, _ = built_report
+    page = parse_page(reports / "index.html")
+    html_rows = [[re.sub(r"\s+", " ", c) for c in r] for t in page.tables for r in t[1:]]
+    md_rows = []
+    for doc in docs_of(reports):
+        for md in _md_tables((reports / "tables" / f"{doc.name}.md").read_text()):
+            md_rows += [[c.replace("**", "").replace("\\|", "|") for c in r] for r in md]
+    for row in md_rows:
+        assert row in html_rows, row
+
+
+def test_overall_row_is_the_metrics_json(built_report):
+    reports, _ = built_report
+    doc = next(d for d in docs_of(reports) if d.name == "overall")
+    table = next(t for t in doc.tables if t.heading.startswith("winobias"))
+    row = next(r for r in table.rows if r.label == ["paper-gpt-j-6b"])
+    m = json.loads((reports / "metrics/winobias/paper-gpt-j-6b.json").read_text())
+    ece = row.cells[[c.key for c in table.columns].index("ece")]
+    assert (ece.value, ece.low, ece.high) == (m["ece"], m["ece_ci_low"], m["ece_ci_high"])
+    assert format_cell(ece, Column("ece", "ECE")) == (
+        f"{m['ece']:.3f} [{m['ece_ci_low']:.3f}, {m['ece_ci_high']:.3f}]")
+    assert "0.158 [" in format_cell(ece, Column("ece", "ECE"))  # the paper's 0.1576
+
+
+# ---------------------------------------------------------------------- worst values
+def test_mark_worst_marks_the_extreme_of_each_ranked_column():
+    cols = [Column("ece", "ECE", "high"), Column("accuracy", "acc", "low"), Column("n", "n", None)]
+    rows = [Row([name], [Cell(e), Cell(a), Cell(n)]) for name, e, a, n in (
+        ("a", 0.1, 0.7, 10), ("b", 0.3, 0.6, 20), ("c", 0.3, None, 30), ("d", None, 0.9, 40))]
+    table = mark_worst(Table("t", ["model"], cols, rows))
+    assert [r.cells[0].worst for r in table.rows] == ["", "high", "high", ""]  # ties: both
+    assert [r.cells[1].worst for r in table.rows] == ["", "low", "", ""]
+    assert all(r.cells[2].worst == "" for r in table.rows)  # not ranked
+    single = mark_worst(Table("t", ["m"], [Column("ece", "ECE")], [Row(["a"], [Cell(0.5)]), Row(["b"], [Cell()])]))
+    assert single.rows[0].cells[0].worst == ""  # one value is nobody's worst
+    md = report.table_markdown(table)
+    assert "| b | **0.300** ▲ | **0.600** ▼ | 20 |" in md and "| d | – | 0.900 | 40 |" in md
+
+
+def test_worst_marks_in_the_generated_tables(built_report):
+    reports, _ = built_report
+    for doc in docs_of(reports):
+        for table in doc.tables:
+            for j, col in enumerate(table.columns):
+                nums = [r.cells[j].value for r in table.rows if isinstance(r.cells[j].value, float | int)]
+                marked = [r.cells[j].value for r in table.rows if r.cells[j].worst]
+                if col.worst is None or len(nums) < 2:
+                    assert not marked
+                else:
+                    want = max(nums) if col.worst == "high" else min(nums)
+                    assert marked and set(marked) == {want}, (doc.name, table.heading, col.label)
+
+
+# ----------------------------------------------------------------------- the figures
+@pytest.mark.parametrize("model", PAPER_MODELS)
+@pytest.mark.parametrize("benchmark", PAPER_BENCHMARKS)
+def test_bars_are_the_authors_buckets(benchmark, model, reference_scores, data_dir, tmp_path):
+    """Drawn from the bins JSON, the blue bars are the authors' bucket accuracies (their
+    'Normalized Probabilities' buckets, those of their figures) and the gap bars reach the
+    diagonal at the bin centre."""
+    _, buckets = parse_summary((data_dir / "reference" / benchmark / f"{model}.summary.txt").read_text())
+    path = tmp_path / "bins.json"
+    stages.metrics_stage(reference_scores[(benchmark, model)], None, path, MetricsParams())
+    bins = read_json(path, BinsReport)
+    bins = [b.model_dump() for b in bins]
+    bars = plots.reliability_bars(bins)
+    assert bars.count.tolist() == [int(s) for s in buckets["Sizes"]]
+    assert bars.accuracy == pytest.approx(buckets["Accuracies"], abs=1e-12)  # empty buckets: 0 in both
+    assert bars.center == pytest.approx(np.arange(10) / 10 + 0.05, abs=1e-12)
+
+    fig = plots.reliability_figure(bins, f"paper-{model}", None)
+    ax = fig.axes[0]
+    outputs = [p for p in ax.patches if p.get_gid() == "outputs"]
+    gaps = [p for p in ax.patches if p.get_gid() == "gap"]
+    filled = [i for i, s in enumerate(buckets["Sizes"]) if s > 0]
+    assert len(outputs) == len(gaps) == len(filled)
+    for i, bar, gap in zip(filled, outputs, gaps):
+        assert bar.get_x() == pytest.approx(i / 10) and bar.get_width() == pytest.approx(0.1)
+        assert bar.get_height() == pytest.approx(buckets["Accuracies"][i], abs=1e-12)
+        assert gap.get_y() == pytest.approx(buckets["Accuracies"][i], abs=1e-12)
+        assert gap.get_y() + gap.get_height() == pytest.approx(i / 10 + 0.05, abs=1e-12)
+    counts = [p.get_height() for p in fig.axes[1].patches if p.get_gid() == "count"]
+    assert counts == [float(s) for s in buckets["Sizes"]]
+    plots.plt.close(fig)
+
+
+def test_diagram_ece_is_the_metrics_ece(built_report):
+    reports, _ = built_report
+    for b in PAPER_BENCHMARKS:
+        for m in ("paper-gpt-j-6b", "paper-gemma-2-9b"):
+            bins = json.loads((reports / "bins" / b / f"{m}.json").read_text())
+            assert plots.bins_ece(bins) == pytest.approx(
+                json.loads((reports / "metrics" / b / f"{m}.json").read_text())["ece"], abs=1e-12)
+            # the equal-mass diagram has the equal-mass ECE of the binning ablation
+            scores, _ = read_table(reports.parent / "artifacts" / "scores" / b / f"{m}.parquet", ScoreRow)
+            table = metrics.reliability_table(scores["p"], scores["y"], 10, "equal_mass").records()
+            grid = json.loads((reports / "ablation" / "binning" / b / f"{m}.json").read_text())
+            assert plots.bins_ece(table) == pytest.approx(grid["equal_mass"]["10"]["ece"], abs=1e-12)
+            assert sum(r["count"] for r in table) == len(scores)
+
+
+def test_figure_bytes_are_deterministic(tmp_path):
+    bins = metrics.reliability_table(np.linspace(0, 1, 50), (np.arange(50) % 3 == 0).astype(float)).records()
+    from gece.schemas import write_figure
+
+    for name in ("a.png", "b.png"):
+        write_figure(tmp_path / name, plots.reliability_figure(bins, "m", 0.1), dpi=100)
+    assert (tmp_path / "a.png").read_bytes() == (tmp_path / "b.png").read_bytes()
+
+
+# -------------------------------------------------------------- partial builds, CLI
+def test_missing_parts_are_listed_not_fatal(full_reports, tmp_path):
+    """Only one paper run's metrics: the page builds and lists what it lacks."""
+    reports = tmp_path / "reports"
+    for sub in ("metrics", "bins"):
+        src = full_reports / "reports" / sub / "winobias" / "paper-gpt-j-6b.json"
+        (reports / sub / "winobias").mkdir(parents=True)
+        (reports / sub / "winobias" / src.name).write_bytes(src.read_bytes())
+    params = load_params(full_reports / "params.yaml")
+    result = stages.report_stage(params, reports, tmp_path / "no-scores", data_dvc=tmp_path / "no-data.dvc")
+    text = (reports / "index.html").read_text()
+    assert "Missing parts" in text and result["missing"]
+    joined = " ".join(result["missing"])
+    for part in ("calibration", "special-token ablation", "gender-neutral", "metrics: tiny-lm (all 5 benchmarks)",
+                 "paper-gemma-2-9b (all 3 benchmarks)", "equal-mass"):
+        assert part in joined, part
+    assert "Not available: no calibration reports" in text
+    assert result["figures"] == [report.fig_reliability("winobias", "paper-gpt-j-6b"), report.fig_grid("winobias")]
+    page = parse_page(reports / "index.html")
+    assert all((reports / src).is_file() for src in page.images)
+
+
+def test_cli_report(full_reports, tmp_path, capsys):
+    out = tmp_path / "out"
+    code = main(["--params", str(full_reports / "params.yaml"), "report", "--reports", str(full_reports / "reports"),
+                 "--scores", str(full_reports / "artifacts" / "scores"), "--out", str(out), "--data-dvc",
+                 str(ROOT / "data.dvc")])
+    assert code == 0
+    assert "figures" in capsys.readouterr().out
+    page = parse_page(out / "index.html")
+    for src in page.images:  # figures in --out, the sample-size PNGs linked back into --reports
+        assert (out / src).is_file(), src
+    assert any(src.startswith("../") and "ablation/sample_size" in src for src in page.images)
+
+
+def test_text_is_escaped():
+    table = Table("<b>", ["model"], [Column("ece", "E<C>E")], [Row(["<script>x</script>"], [Cell(0.1)])])
+    html_text = report.table_html(table)
+    assert "<script>" not in html_text and "&lt;script&gt;" in html_text and "E&lt;C&gt;E" in html_text
+    assert report.table_markdown(Table("t", ["m"], [Column("e", "e")], [Row(["a|b"], [Cell("x|y")])])).count(
+        "\\|") == 2
+
+
+def test_special_tokens_statement_follows_the_data():
+    side = {"ece": 0.1, "accuracy": 0.6, "mean_confidence": 0.6, "share_confidence_over_0_9": 0.05}
+    worse = {"ece": 0.3, "accuracy": 0.55, "mean_confidence": 0.95, "share_confidence_over_0_9": 0.8}
+    data = report.ReportData(benchmarks=["b1", "b2"], runs={}, special_pairs={"m": "m-nobos"})
+    data.special_tokens = {"m": {"b1": {"with": side, "without": worse}, "b2": {"with": side, "without": worse}}}
+    assert "m looks grossly overconfident" in report.special_tokens_statement(data)
+    data.special_tokens = {"m": {"b1": {"with": side, "without": side}, "b2": {"with": side, "without": worse}}}
+    assert "does not show" in report.special_tokens_statement(data)
+    data.special_tokens = {}
+    assert "No special-token ablation" in report.special_tokens_statement(data)
+
+
+def test_reliability_bars_of_empty_and_partial_bins():
+    bins = [{"bin": 1, "lower": 0.5, "upper": 1.0, "count": 2, "confidence": 0.8, "accuracy": 1.0, "gap": 0.2},
+            {"bin": 0, "lower": 0.0, "upper": 0.5, "count": 0, "confidence": None, "accuracy": None, "gap": None}]
+    bars = plots.reliability_bars(bins)
+    assert bars.filled.tolist() == [False, True] and bars.accuracy.tolist() == [0.0, 1.0]
+    assert plots.bins_ece(bins) == pytest.approx(0.2) and plots.bins_ece([]) is None
