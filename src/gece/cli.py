@@ -317,7 +317,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reports", type=Path, default=Path("reports"), help="the JSON reports (default: %(default)s)")
     p.add_argument("--scores", type=Path, default=Path("artifacts/scores"),
                    help="score files, for the equal-mass diagrams and extract metadata (default: %(default)s)")
-    p.add_argument("--out", type=Path, help="where figures/, tables/ and index.html go (default: --reports)")
+    p.add_argument("--out", type=Path,
+                   help="where index.html, figures/ and tables/ go; the last two are replaced (default: --reports)")
     p.add_argument("--data-dvc", type=Path, default=Path("data.dvc"), help="for the data hash (default: %(default)s)")
     p.set_defaults(func=cmd_report)
     return parser
