@@ -440,8 +440,9 @@ def load_report_data(params: Params, reports_dir: Path, scores_dir: Path, out_di
                 ("bins", data.bins, report.src_bins(b, m), BinsReport),
                 ("sample-size ablation", data.sample_size, report.src_sample_size(b, m), SampleSizeReport),
                 ("binning ablation", data.binning, report.src_binning(b, m), BinningReport),
-                ("calibration", data.calibration, report.src_calibration(b, m), None),
-                ("calibration bins", data.calibration_bins, report.src_calibration_bins(b, m), None),
+                ("calibration", data.calibration, report.src_calibration(b, m), CalibrationReport),
+                ("calibration bins", data.calibration_bins, report.src_calibration_bins(b, m),
+                 CalibrationBinsReport),
             ):
                 value = _read_optional(reports_dir / rel, schema)
                 if value is None:
