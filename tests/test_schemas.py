@@ -144,3 +144,12 @@ def test_atomic_path_leaves_nothing_on_failure(tmp_path):
             tmp.write_text("half")
             raise RuntimeError("killed")
     assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["x.txt"]
+
+
+def test_written_files_get_the_usual_permissions(tmp_path):
+    import os
+
+    write_json(tmp_path / "x.json", {"a": 1})
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (tmp_path / "x.json").stat().st_mode & 0o777 == 0o666 & ~umask
