@@ -31,7 +31,8 @@ def exact_attention(
     module: Any, query, key, value, attention_mask, dropout: float = 0.0, scaling: float | None = None,
     softcap: float | None = None, **kwargs: Any,
 ) -> tuple[Any, None]:
-    """Attention for one layer. query (B, Hq, T, d), key/value (B, Hkv, S, d), additive mask (B, 1, T, S)."""
+    """Attention for one layer. query (B, Hq, T, d), key/value (B, Hkv, S, d), mask (B, 1, T, S),
+    additive or boolean (True: attend)."""
     import torch
 
     if scaling is None:

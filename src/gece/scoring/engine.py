@@ -21,12 +21,14 @@ The optimized path computes exactly these numbers with much less work:
   after a pair's last target word, and not even the last target token itself.
 - The two sides of a pair share every token before their first difference. That prefix is fed
   once, and when every target position lies in it (the common case: the pronoun is the first
-  difference and one token long) a single forward pass scores both sides, reading two entries
-  of one distribution. Otherwise each side's remaining tokens are fed on top of the prefix's
-  key/value cache. Identical prefixes of different pairs are fed once.
+  difference and one token long) one hidden state scores both sides, reading two entries of
+  one distribution. Pairs that share a beginning with other pairs ("The developer argued with
+  the designer because ...") share its computation too: a batch's sequences form a trie, packed
+  into rows with a 4-D attention mask (each token sees only its ancestors) and position ids
+  equal to each token's depth (:class:`Forest`).
 - The decoder runs without its LM head; the head (and any final logit soft-capping) is applied
   only to the hidden states at positions that predict a target token.
-- Pairs are sorted by prefix length and batched with right padding and attention masks.
+- Pairs are sorted by their tokens (so shared beginnings fall in one batch) and batched.
 
 The naive reference (:func:`score_naive`) feeds each whole sentence alone and reads the
 model's own full logits; the tests hold both paths to 1e-5 in log-probability.
@@ -34,7 +36,6 @@ model's own full logits; the tests hold both paths to 1e-5 in log-probability.
 
 from __future__ import annotations
 
-import inspect
 import math
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -258,9 +259,11 @@ class Runner:
         self.device = model.get_input_embeddings().weight.device
         self.pad_id = int(pad_id if pad_id is not None else (getattr(cfg, "pad_token_id", None) or 0))
         self.vocab = int(self.head.weight.shape[0])
-        # transformers >= 5.2x names the key/value cache ``cache``; earlier versions ``past_key_values``
-        params = inspect.signature(self.decoder.forward).parameters
-        self.cache_arg = "cache" if "cache" in params else "past_key_values"
+        # layer types (e.g. Gemma-3's interleaved sliding-window layers) get a mask each
+        types = getattr(cfg, "layer_types", None) or []
+        self.window = getattr(cfg, "sliding_window", None) if "sliding_attention" in types else None
+        self.mask_types = sorted(set(types)) if self.window else None
+        self.additive_mask = getattr(model.config, "_attn_implementation", "") == "eager"
 
     def logits(self, hidden):
         """The model's logits for some hidden states: LM head, then soft-capping if the model has it."""
@@ -269,46 +272,117 @@ class Runner:
             z = self.torch.tanh(z / self.softcap) * self.softcap
         return z.float()
 
-    def _pad(self, rows: Sequence[Sequence[int]]):
-        torch = self.torch
-        width = max(len(r) for r in rows)
-        ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for i, r in enumerate(rows):
-            ids[i, : len(r)] = torch.tensor(r, dtype=torch.long)
-            mask[i, : len(r)] = 1
-        return ids.to(self.device), mask.to(self.device)
+    def _mask(self, allowed):
+        if not self.additive_mask:
+            return allowed
+        dtype = self.model.dtype
+        return self.torch.zeros(allowed.shape, dtype=dtype).masked_fill(~allowed, self.torch.finfo(dtype).min)
 
-    def hidden(self, rows: Sequence[Sequence[int]], use_cache: bool = False):
-        """Final hidden states of right-padded rows, (B, T, H); and the key/value cache if asked."""
-        ids, mask = self._pad(rows)
-        extra = {}
-        if use_cache:
-            # a plain cache that keeps every position: a sliding-window layer's cache would keep only
-            # the last positions of each right-padded row, i.e. padding, for the shorter rows
-            from transformers import DynamicCache
+    def hidden(self, packed: Packed):
+        """Final hidden states of the packed token forest, (rows, L, H).
 
-            extra[self.cache_arg] = DynamicCache()
-        out = self.decoder(input_ids=ids, attention_mask=mask, use_cache=use_cache, **extra)
-        cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None) if use_cache else None
-        return out.last_hidden_state, cache, mask
-
-    def continue_hidden(self, cache, prefix_mask, select: Sequence[int], prefix_lens: Sequence[int],
-                        rows: Sequence[Sequence[int]]):
-        """Hidden states of ``rows`` fed after the cached prefixes ``select`` (rows of the cache).
-
-        Position ids continue each row's own prefix (P_i + j), and the mask covers the real
-        prefix tokens plus the row's own tokens, so padding never changes a real position.
+        Each token attends to itself and its ancestors only (a 4-D mask) and sits at position
+        ``depth``, so it computes exactly what it would at the end of its own sequence.
         """
         torch = self.torch
-        sel = torch.tensor(list(select), dtype=torch.long, device=self.device)
-        cache.batch_select_indices(sel)
-        ids, mask = self._pad(rows)
-        full_mask = torch.cat([prefix_mask.index_select(0, sel), mask], dim=1)
-        pos = torch.tensor(list(prefix_lens), device=self.device)[:, None] + torch.arange(ids.shape[1], device=self.device)
-        out = self.decoder(input_ids=ids, attention_mask=full_mask, position_ids=pos, use_cache=True,
-                           **{self.cache_arg: cache})
+        ids = torch.tensor(packed.ids, dtype=torch.long)
+        pos = torch.tensor(packed.positions, dtype=torch.long)
+        allowed = torch.zeros((ids.shape[0], 1, ids.shape[1], ids.shape[1]), dtype=torch.bool)
+        allowed[packed.mask_rows, 0, packed.mask_q, packed.mask_k] = True
+        mask: Any
+        if self.mask_types:
+            depth = pos[:, None, :, None] - pos[:, None, None, :]
+            masks = {"full_attention": allowed, "sliding_attention": allowed & (depth < self.window)}
+            mask = {t: self._mask(masks.get(t, allowed)).to(self.device) for t in self.mask_types}
+        else:
+            mask = self._mask(allowed).to(self.device)
+        out = self.decoder(input_ids=ids.to(self.device), attention_mask=mask, position_ids=pos.to(self.device),
+                           use_cache=False)
         return out.last_hidden_state
+
+
+@dataclass
+class Packed:
+    """A forest of token sequences packed into rows: ids, positions (depth) and the ancestor mask."""
+
+    ids: list[list[int]]
+    positions: list[list[int]]
+    mask_rows: list[int]
+    mask_q: list[int]
+    mask_k: list[int]
+    place: list[tuple[int, int]]  # node -> (row, column)
+
+
+class Forest:
+    """A trie of token sequences: a sequence shared by several others (a prefix) is one path."""
+
+    def __init__(self) -> None:
+        self.token: list[int] = []
+        self.parent: list[int] = []
+        self.depth: list[int] = []
+        self.children: list[dict[int, int]] = []
+        self.roots: dict[int, int] = {}
+
+    def __len__(self) -> int:
+        return len(self.token)
+
+    def add(self, seq: Sequence[int]) -> list[int]:
+        """Insert a sequence; returns the node of each of its tokens."""
+        nodes: list[int] = []
+        level = self.roots
+        for tok in seq:
+            node = level.get(tok)
+            if node is None:
+                node = len(self.token)
+                self.token.append(tok)
+                self.parent.append(nodes[-1] if nodes else -1)
+                self.depth.append(len(nodes))
+                self.children.append({})
+                level[tok] = node
+            nodes.append(node)
+            level = self.children[node]
+        return nodes
+
+    def pack(self, row_tokens: int, pad_id: int) -> Packed:
+        """Place whole trees into rows (first fit, largest first; a row holds ``row_tokens`` or the
+        largest tree), each in depth-first order so ancestors come first; pad rows to one length."""
+        trees = []
+        for root in self.roots.values():
+            order, stack = [], [root]
+            while stack:
+                n = stack.pop()
+                order.append(n)
+                stack.extend(reversed(list(self.children[n].values())))
+            trees.append(order)
+        cap = max([row_tokens] + [len(t) for t in trees])
+        rows: list[list[int]] = []
+        for tree in sorted(trees, key=len, reverse=True):
+            for row in rows:
+                if len(row) + len(tree) <= cap:
+                    row.extend(tree)
+                    break
+            else:
+                rows.append(list(tree))
+        width = max(len(r) for r in rows)
+        place = [(0, 0)] * len(self.token)
+        ids, positions, mr, mq, mk = [], [], [], [], []
+        for r, row in enumerate(rows):
+            for c, n in enumerate(row):
+                place[n] = (r, c)
+            for c, n in enumerate(row):
+                a = n
+                while a >= 0:  # the node and its ancestors
+                    mr.append(r)
+                    mq.append(c)
+                    mk.append(place[a][1])
+                    a = self.parent[a]
+            for c in range(len(row), width):  # padding attends to itself only (no empty softmax rows)
+                mr.append(r)
+                mq.append(c)
+                mk.append(c)
+            ids.append([self.token[n] for n in row] + [pad_id] * (width - len(row)))
+            positions.append([self.depth[n] for n in row] + [0] * (width - len(row)))
+        return Packed(ids, positions, mr, mq, mk, place)
 
 
 @dataclass
@@ -325,6 +399,9 @@ class BatchStats:
         self.forward_calls += other.forward_calls
 
 
+ROW_TOKENS = 128  # packed row length (attention is quadratic in it, the matrix products are not)
+
+
 def score_batch(runner: Runner, plans: Sequence[PairPlan]) -> tuple[list[PairScore], BatchStats]:
     """Score a batch of planned pairs under ``torch.inference_mode`` (see :func:`_score_batch`)."""
     with runner.torch.inference_mode():
@@ -332,106 +409,49 @@ def score_batch(runner: Runner, plans: Sequence[PairPlan]) -> tuple[list[PairSco
 
 
 def _score_batch(runner: Runner, plans: Sequence[PairPlan]) -> tuple[list[PairScore], BatchStats]:
-    """Score a batch of planned pairs (see the module docstring for what is fed).
+    """Score a batch of planned pairs in one forward pass.
 
-    Pairs read entirely from their shared prefix, and the sides of pairs that share nothing, are
-    fed in one right-padded forward pass (identical sequences once). Pairs with targets beyond the
-    shared prefix are grouped by prefix length: the group's prefixes (equal lengths, so no padding
-    inside the cache, which keeps sliding-window attention exact) are fed once with a key/value
-    cache, then every side's remaining tokens on top of it. The LM head then runs once over the
-    unique positions that predict a target token.
+    Every side's fed sequence (shared prefix + its own suffix) goes into a trie, so a token
+    sequence shared by both sides of a pair, or by several pairs, is fed once. The trie is
+    packed into rows with a 4-D attention mask (each token sees only its ancestors) and
+    position ids equal to its depth, so each token's hidden state is what the model computes
+    for it at the end of its own sequence. The LM head then runs once over the unique tokens
+    whose hidden state predicts a target token.
     """
     torch = runner.torch
-    stats = BatchStats()
-    rows: dict[tuple[int, ...], int] = {}
-    groups: dict[int, tuple[dict[tuple[int, ...], int], list[tuple[int, tuple[int, ...]]]]] = {}
-    # per plan and side: (source, row, continuation source and row or None, prefix length)
-    srcs: list[list[tuple[Any, int, tuple[Any, int] | None, int]]] = []
+    forest = Forest()
+    reads: list[tuple[list[int], list[int]]] = []
     for pl in plans:
-        sides = []
-        if not pl.continued:
-            r = rows.setdefault(pl.prefix, len(rows))
-            sides = [("rows", r, None, 0)] * 2
-        elif not pl.prefix:  # nothing shared: each side is fed alone from position 0
-            for sp in (pl.more, pl.less):
-                sides.append(("rows", rows.setdefault(sp.suffix, len(rows)), None, 0))
-        else:
-            p = len(pl.prefix)
-            pre_rows, conts = groups.setdefault(p, ({}, []))
-            r = pre_rows.setdefault(pl.prefix, len(pre_rows))
-            for sp in (pl.more, pl.less):
-                cont = None
-                if sp.suffix:
-                    conts.append((r, sp.suffix))
-                    cont = (("cont", p), len(conts) - 1)
-                sides.append((("pre", p), r, cont, p))
-        srcs.append(sides)
-
-    hidden: dict[Any, Any] = {}
-    if rows:
-        h, _, _ = runner.hidden(list(rows))
-        hidden["rows"] = h
-        stats.forward_calls += 1
-        stats.tokens_fed += sum(len(r) for r in rows)
-        stats.tokens_padded += h.shape[0] * h.shape[1]
-    for p, (pre_rows, conts) in groups.items():
-        h, cache, mask = runner.hidden(list(pre_rows), use_cache=True)
-        hidden[("pre", p)] = h
-        hc = runner.continue_hidden(cache, mask, [c[0] for c in conts], [p] * len(conts), [c[1] for c in conts])
-        hidden[("cont", p)] = hc
-        stats.forward_calls += 2
-        stats.tokens_fed += p * len(pre_rows) + sum(len(c[1]) for c in conts)
-        stats.tokens_padded += h.shape[0] * h.shape[1] + hc.shape[0] * hc.shape[1]
-
-    def site(src: tuple[Any, int, tuple[Any, int] | None, int], pos: int) -> tuple[Any, int, int]:
-        name, r, cont, p = src
-        if cont is None or pos < p:
-            return (name, r, pos)
-        return (cont[0], cont[1], pos - p)
-
-    # the unique hidden states that predict a target token; the LM head runs only there
-    where: dict[tuple[Any, int, int], int] = {}
-    for pl, sides in zip(plans, srcs, strict=True):
-        for sp, src in zip((pl.more, pl.less), sides, strict=True):
+        reads.append((forest.add(pl.prefix + pl.more.suffix), forest.add(pl.prefix + pl.less.suffix)))
+    packed = forest.pack(ROW_TOKENS, runner.pad_id)
+    hidden = runner.hidden(packed)
+    where: dict[int, int] = {}  # node -> row of the LM-head input
+    for pl, (nm, nl) in zip(plans, reads, strict=True):
+        for sp, nodes in ((pl.more, nm), (pl.less, nl)):
             for w in sp.targets:
                 for pos, _tok in w:
-                    where.setdefault(site(src, pos), len(where))
-    by_src: dict[Any, list[tuple[int, int, int]]] = {}
-    for key, k in where.items():
-        by_src.setdefault(key[0], []).append((k, key[1], key[2]))
-    order, parts = [], []
-    for name, sel in by_src.items():
-        src_h = hidden[name]
-        r_idx = torch.tensor([s[1] for s in sel], device=src_h.device)
-        p_idx = torch.tensor([s[2] for s in sel], device=src_h.device)
-        parts.append(src_h[r_idx, p_idx].to(runner.device))
-        order += [s[0] for s in sel]
-    h = torch.cat(parts)[torch.argsort(torch.tensor(order)).to(runner.device)]
-    logits = runner.logits(h)  # (K, V), float32
-    logprobs = log_probs(logits)
-    stats.head_positions += len(where)
-    lp = logprobs.cpu().numpy()
+                    where.setdefault(nodes[pos], len(where))
+    rc = torch.tensor([packed.place[n] for n in where], dtype=torch.long, device=hidden.device)
+    logits = runner.logits(hidden[rc[:, 0], rc[:, 1]])  # (K, V), float32
+    lp = log_probs(logits).cpu().numpy()
     lg = logits.cpu().numpy()
+    stats = BatchStats(tokens_fed=len(forest), tokens_padded=len(packed.ids) * len(packed.ids[0]),
+                       head_positions=len(where), forward_calls=1)
     out = []
-    for pl, sides in zip(plans, srcs, strict=True):
+    for pl, (nm, nl) in zip(plans, reads, strict=True):
         scores = []
-        for sp, src in zip((pl.more, pl.less), sides, strict=True):
-            words = tuple(tuple(float(lp[where[site(src, pos)], tok]) for pos, tok in w) for w in sp.targets)
+        for sp, nodes in ((pl.more, nm), (pl.less, nl)):
+            words = tuple(tuple(float(lp[where[nodes[pos]], tok]) for pos, tok in w) for w in sp.targets)
             pos, tok = sp.targets[0][0]
-            scores.append(SideScore(words, float(lg[where[site(src, pos)], tok])))
+            scores.append(SideScore(words, float(lg[where[nodes[pos]], tok])))
         out.append(PairScore(pl.index, scores[0], scores[1]))
     return out, stats
 
 
 def order_plans(plans: Sequence[PairPlan]) -> list[PairPlan]:
-    """Sort for batching: pairs read entirely from their prefix first, then by prefix length and
-    content (identical prefixes fall in one batch and are fed once), then by index."""
-    def key(p: PairPlan) -> tuple:
-        if p.continued:  # grouped by prefix length (one cached forward per length in a batch)
-            return (True, len(p.prefix), max(len(p.more.suffix), len(p.less.suffix)), p.prefix, p.index)
-        return (False, len(p.prefix), 0, p.prefix, p.index)
-
-    return sorted(plans, key=key)
+    """Sort for batching by the fed tokens (lexicographically), so that pairs sharing a beginning
+    fall in one batch and share its computation; ties by index."""
+    return sorted(plans, key=lambda p: (p.prefix + p.more.suffix, p.less.suffix, p.index))
 
 
 def batches(plans: Sequence[PairPlan], batch_size: int) -> list[list[PairPlan]]:
