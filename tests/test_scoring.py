@@ -97,13 +97,19 @@ def test_word_side_and_pair_arithmetic():
 
 # ------------------------------------------------------------ tiny random models
 def _tiny(kind: str):
-    from transformers import Gemma3ForCausalLM, Gemma3TextConfig, LlamaConfig, LlamaForCausalLM
+    from transformers import (Gemma3ForCausalLM, Gemma3TextConfig, LlamaConfig, LlamaForCausalLM, MistralConfig,
+                              MistralForCausalLM)
 
     torch.manual_seed(0)
     if kind == "llama":
         cfg = LlamaConfig(vocab_size=97, hidden_size=48, intermediate_size=96, num_hidden_layers=3,
                           num_attention_heads=6, num_key_value_heads=2, max_position_embeddings=128)
         model = LlamaForCausalLM(cfg)
+    elif kind == "mistral":  # a sliding window in every layer
+        cfg = MistralConfig(vocab_size=97, hidden_size=48, intermediate_size=96, num_hidden_layers=3,
+                            num_attention_heads=6, num_key_value_heads=2, sliding_window=4,
+                            max_position_embeddings=128)
+        model = MistralForCausalLM(cfg)
     else:  # sliding-window layers and final logit soft-capping
         cfg = Gemma3TextConfig(vocab_size=97, hidden_size=48, intermediate_size=96, num_hidden_layers=3,
                                num_attention_heads=4, num_key_value_heads=1, head_dim=16, sliding_window=4,
@@ -141,7 +147,7 @@ def _random_pairs(rng, n):
     return out
 
 
-@pytest.mark.parametrize("kind", ["llama", "gemma3"])
+@pytest.mark.parametrize("kind", ["llama", "gemma3", "mistral"])
 @pytest.mark.parametrize("batch_size", [1, 5, 64])
 def test_optimized_equals_naive_on_tiny_models(kind, batch_size):
     model = _tiny(kind)

@@ -167,7 +167,8 @@ def resolve(spec: ModelSpec) -> Resolved:
             f"model source {src!r} is not an existing directory, .gguf file, hub id or package",
             hint="use package:<distribution>, a path to a .gguf file or a model directory, or a hub id org/name",
         )
-    return Resolved("hub", _hub_snapshot(src, spec), src)
+    snap = _hub_snapshot(src, spec)
+    return Resolved("gguf" if snap.suffix == ".gguf" else "hub", snap, src)
 
 
 def _hub_snapshot(repo: str, spec: ModelSpec) -> Path:
@@ -197,7 +198,7 @@ def weight_hashes(resolved: Resolved) -> dict[str, str]:
 
     Hub files are stored under their sha256 (git-LFS object id), which is read, not recomputed.
     """
-    if resolved.kind == "gguf" or resolved.path.suffix == ".gguf":
+    if resolved.kind == "gguf":
         return {resolved.path.name: sha256_file(resolved.path)}
     out = {}
     for f in sorted(resolved.path.glob("*.safetensors")):
