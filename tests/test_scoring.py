@@ -97,8 +97,14 @@ def test_word_side_and_pair_arithmetic():
 
 # ------------------------------------------------------------ tiny random models
 def _tiny(kind: str):
-    from transformers import (Gemma3ForCausalLM, Gemma3TextConfig, LlamaConfig, LlamaForCausalLM, MistralConfig,
-                              MistralForCausalLM)
+    from transformers import (
+        Gemma3ForCausalLM,
+        Gemma3TextConfig,
+        LlamaConfig,
+        LlamaForCausalLM,
+        MistralConfig,
+        MistralForCausalLM,
+    )
 
     torch.manual_seed(0)
     if kind == "llama":
