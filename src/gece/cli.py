@@ -76,6 +76,25 @@ def cmd_reference(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_extract(args: argparse.Namespace) -> int:
+    from gece import stages
+    from gece.params import ExtractParams, load_params
+
+    params = load_params(args.params)
+    if args.model not in params.registry:
+        raise GeceError(f"model {args.model!r} has no entry under registry in {args.params}",
+                        hint=f"registered models: {', '.join(params.registry) or '(none)'}")
+    overrides = {k: v for k, v in (("batch_size", args.batch_size), ("limit", args.limit),
+                                   ("word_prob", args.word_prob)) if v is not None}
+    settings = ExtractParams.model_validate({**params.extract.model_dump(), **overrides})
+    _, meta = stages.extract(args.prepared, args.out, args.model, params.registry[args.model], settings,
+                             meta_out=args.meta_out)
+    out.print(f"[green]scored[/] {meta.pairs} pairs of {escape(meta.benchmark)} with {escape(meta.model)} "
+              f"in {meta.seconds:.1f} s ({meta.pairs_per_s or 0:.1f} pairs/s) -> {escape(str(args.out))}",
+              highlight=False)
+    return 0
+
+
 def cmd_metrics(args: argparse.Namespace) -> int:
     from gece import stages
     from gece.params import MetricsParams
@@ -264,6 +283,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("out", type=Path, help="artifacts/scores/<benchmark>/paper-<model>.parquet")
     p.add_argument("--model", required=True, help="model id to record, e.g. paper-gpt-j-6b")
     p.set_defaults(func=cmd_reference)
+
+    p = sub.add_parser("extract", help="score a prepared benchmark with a model -> per-pair score Parquet")
+    p.add_argument("prepared", type=Path, help="artifacts/prepared/<benchmark>.parquet")
+    p.add_argument("out", type=Path, help="artifacts/scores/<benchmark>/<model>.parquet")
+    p.add_argument("--model", required=True, help="model id, an entry of registry in params.yaml")
+    p.add_argument("--meta-out", type=Path, help="run metadata JSON (default: <out>.meta.json beside the output)")
+    p.add_argument("--batch-size", type=int, help="override params extract.batch_size")
+    p.add_argument("--limit", type=int, help="override params extract.limit (score only the first N pairs)")
+    p.add_argument("--word-prob", choices=["chain", "max"], help="override params extract.word_prob")
+    p.set_defaults(func=cmd_extract)
 
     p = sub.add_parser("metrics", help="calibration metrics of a score file (table, --json, or stage outputs)")
     p.add_argument("scores", type=Path, help="artifacts/scores/<benchmark>/<model>.parquet")

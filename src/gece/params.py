@@ -33,7 +33,12 @@ class ModelSpec(_Section):
     revision: str | None = None
     special_tokens: bool = True
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
-    device: str = "auto"
+    device: str = Field("auto", pattern=r"^(auto|cpu|multi|mps|cuda(:\d+)?)$",
+                        description="auto (a GPU if visible, else cpu), cpu, cuda[:N], mps, or multi "
+                        "(device_map='auto': spread a model too large for one device)")
+    attention: Literal["exact", "sdpa", "eager"] = Field(
+        "exact", description="exact: gece's float64-core attention, bit-identical whatever the batch "
+        "(gece.scoring.attention); sdpa/eager: transformers' stock float32 kernels")
 
 
 class PaperParams(_Section):

@@ -199,6 +199,51 @@ class BinRecord(BaseModel):
 BinsReport = TypeAdapter(list[BinRecord])
 
 
+class ExtractMeta(BaseModel):
+    """``artifacts/scores/<benchmark>/<model>.meta.json``: what scored the pairs, and at what cost.
+
+    Everything but the timings (``seconds``, ``load_seconds``, ``pairs_per_s``), ``peak_rss_mb``
+    and ``shards_resumed`` is a function of the inputs; the score Parquet itself is byte-identical
+    between runs. ``tokens`` counts the real tokens fed to the decoder, ``tokens_whole`` what
+    feeding both whole sentences of every pair would take, ``head_positions`` the hidden states
+    sent through the LM head, and ``flops`` = 2 N_body tokens + 2 H V head_positions.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    benchmark: str
+    model: str
+    source: str
+    kind: Literal["gguf", "directory", "hub"]
+    weights: dict[str, str] = Field(description="weights file name -> sha256")
+    dtype: str
+    device: str
+    attention: str
+    special_tokens: bool
+    word_prob: Literal["chain", "max"]
+    batch_size: int = Field(ge=1)
+    limit: int | None
+    torch: str
+    transformers: str
+    gece: str
+    threads: int = Field(ge=1)
+    pairs: int = Field(ge=0)
+    multi_target_pairs: int = Field(ge=0, description="pairs with several target words on a side")
+    multi_token_targets: int = Field(ge=0, description="target words of more than one token (chain rule applies)")
+    continued_pairs: int = Field(ge=0, description="pairs with a target beyond the shared prefix")
+    tokens: int = Field(ge=0)
+    tokens_padded: int = Field(ge=0)
+    tokens_whole: int = Field(ge=0)
+    head_positions: int = Field(ge=0)
+    flops: float
+    flops_per_pair: float | None
+    shards: int = Field(ge=0)
+    shards_resumed: int = Field(ge=0)
+    seconds: float
+    load_seconds: float
+    pairs_per_s: float | None
+    peak_rss_mb: float
+
+
 # ------------------------------------------------------------------- atomic writes
 _UMASK = os.umask(0)
 os.umask(_UMASK)

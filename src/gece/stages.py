@@ -6,9 +6,13 @@ besides :mod:`gece.schemas`, where files are read or written.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import logging
 import os
 import shutil
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +22,16 @@ import pandas as pd
 from gece import ablation, benchmarks, calibration, metrics, plots, report
 from gece.ablation import Run
 from gece.errors import GeceError
-from gece.params import AblateParams, CalibrateParams, CompareParams, MetricsParams, Params, PrepareParams
+from gece.params import (
+    AblateParams,
+    CalibrateParams,
+    CompareParams,
+    ExtractParams,
+    MetricsParams,
+    ModelSpec,
+    Params,
+    PrepareParams,
+)
 from gece.report import ReportData
 from gece.schemas import (
     NEUTRAL_KEYS,
@@ -28,6 +41,7 @@ from gece.schemas import (
     CalibrationBinsReport,
     CalibrationReport,
     CompareReport,
+    ExtractMeta,
     MetricsReport,
     NeutralReport,
     PreparedPair,
@@ -570,3 +584,147 @@ def report_stage(
         log.warning("report: missing %s", line)
     return {"figures": written, "tables": [f"tables/{d.name}.md" for d in docs], "missing": data.missing,
             "html": str(out_dir / "index.html")}
+# ---------------------------------------------------------------------------- extract
+SCORE_COLUMNS = ["pair_id", "row", "sent_more", "sent_less", "y", "bias_type", "targets_more", "targets_less",
+                 "gender_more", "gender_less"]
+SHARD_BATCHES = 4  # batches per resumable shard
+
+
+def _fingerprint(**parts: object) -> str:
+    """sha256 of the JSON of everything a shard's content depends on."""
+    import hashlib
+    import json
+
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def shards_dir(out: str | Path) -> Path:
+    """Where a run keeps its finished shards: ``<out without .parquet>.shards/`` beside the output."""
+    out = Path(out)
+    return out.with_name(out.name.removesuffix(".parquet") + ".shards")
+
+
+def meta_path(out: str | Path) -> Path:
+    out = Path(out)
+    return out.with_name(out.name.removesuffix(".parquet") + ".meta.json")
+
+
+def extract(
+    prepared: str | Path, out: str | Path, model_id: str, spec: ModelSpec, settings: ExtractParams = ExtractParams(),
+    *, meta_out: str | Path | None = None, on_shard: Callable[[int], None] | None = None,
+    loaded: object | None = None,
+) -> tuple[pd.DataFrame, ExtractMeta]:
+    """artifacts/prepared/<b>.parquet -> artifacts/scores/<b>/<m>.parquet and <m>.meta.json.
+
+    Scores every pair with the model (SPEC §3; :mod:`gece.scoring.engine`). Work is written in
+    shards of ``SHARD_BATCHES`` batches under :func:`shards_dir`; a run that is killed and
+    started again reuses the finished shards (when inputs, model and settings are unchanged),
+    and the final file is byte-identical to an uninterrupted run's. The shards are removed
+    once the output is written. ``on_shard(i)`` is called after shard i is written, and
+    ``loaded`` is an already loaded :class:`gece.scoring.models.LoadedModel` of ``spec`` (tests,
+    benchmarks).
+    """
+    import resource
+
+    import torch
+    import transformers
+
+    import gece
+    from gece.progress import Progress
+    from gece.scoring import engine, models
+
+    t_start = time.perf_counter()
+    prepared, out = Path(prepared), Path(out)
+    meta_out = Path(meta_out) if meta_out else meta_path(out)
+    resolved = models.resolve(spec)  # a missing package/file/hub id fails before any work
+    pairs, pmeta = read_table(prepared, PreparedPair)
+    if settings.limit is not None:
+        pairs = pairs.head(settings.limit).reset_index(drop=True)
+    benchmark = pmeta.get("benchmark", prepared.stem)
+    threads = engine.set_threads()
+    lm = loaded if loaded is not None else models.load(spec, resolved=resolved)
+    if not engine.blas_is_batch_invariant():
+        log.warning("MKL is not in its strict reproducible mode (MKL_CBWR=AUTO,STRICT was set too late): "
+                    "scores may differ from the naive path in the last bits")
+    sides, plans = engine.plans_for(lm.tokenizer, pairs, spec.special_tokens)
+    runner = engine.Runner(lm.model, lm.tokenizer.pad_token_id)
+    if plans:
+        engine.self_check(runner, sides[0], plans[0])
+    batch_list = engine.batches(plans, settings.batch_size)
+    shard_list = [batch_list[i : i + SHARD_BATCHES] for i in range(0, len(batch_list), SHARD_BATCHES)]
+
+    fp = _fingerprint(prepared=models.sha256_file(prepared), limit=settings.limit, batch_size=settings.batch_size,
+                      word_prob=settings.word_prob, spec=spec.model_dump(), weights=lm.weights, dtype=lm.dtype,
+                      device=lm.device, attention=lm.attention, torch=torch.__version__,
+                      transformers=transformers.__version__, shards=SHARD_BATCHES, engine=engine.ENGINE_VERSION)
+    sdir = shards_dir(out)
+    manifest = sdir / "manifest.json"
+    if sdir.exists() and (not manifest.exists() or read_json(manifest).get("fingerprint") != fp):
+        log.info("%s: discarding shards of a run with other inputs", sdir)
+        shutil.rmtree(sdir)
+    sdir.mkdir(parents=True, exist_ok=True)
+    if not manifest.exists():
+        write_json(manifest, {"fingerprint": fp, "shards": len(shard_list), "out": str(out)})
+
+    base = pairs[SCORE_COLUMNS]
+    stats = engine.BatchStats()
+    resumed = 0
+    t_score = time.perf_counter()
+    with Progress(f"extract {benchmark}/{model_id}", len(plans)) as progress:
+        for i, shard in enumerate(shard_list):
+            path = sdir / f"shard-{i:05d}.parquet"
+            n_pairs = sum(len(b) for b in shard)
+            if path.exists():
+                _, smeta = read_table(path, ScoreRow)
+                stats.add(engine.BatchStats(**json.loads(smeta["stats"])))
+                resumed += 1
+                progress.advance(n_pairs)
+                continue
+            recs: list[dict] = []
+            shard_stats = engine.BatchStats()
+            for scores, st in engine.score(runner, shard, on_batch=progress.advance):
+                shard_stats.add(st)
+                for s in scores:
+                    recs.append({"_index": s.index, **s.record(settings.word_prob)})
+            recs.sort(key=lambda r: r["_index"])
+            idx = [r.pop("_index") for r in recs]
+            frame = pd.concat([base.iloc[idx].reset_index(drop=True), pd.DataFrame(recs)], axis=1)
+            write_table(path, frame, ScoreRow, meta={"stats": json.dumps(dataclasses.asdict(shard_stats))})
+            stats.add(shard_stats)
+            if on_shard:
+                on_shard(i)
+    seconds = time.perf_counter() - t_score
+
+    parts = [read_table(sdir / f"shard-{i:05d}.parquet", ScoreRow)[0] for i in range(len(shard_list))]
+    scores = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=list(ScoreRow.model_fields))
+    order = {pid: k for k, pid in enumerate(pairs["pair_id"])}
+    scores = scores.sort_values("pair_id", key=lambda s: s.map(order)).reset_index(drop=True)
+    file_meta = {"benchmark": benchmark, "model": model_id, "source": spec.source,
+                 "weights_sha256": ",".join(f"{k}={v}" for k, v in lm.weights.items()),
+                 "special_tokens": spec.special_tokens, "word_prob": settings.word_prob, "dtype": lm.dtype,
+                 "device": lm.device, "attention": lm.attention}
+    write_table(out, scores, ScoreRow, meta=file_meta)
+
+    n = len(plans)
+    total_flops = engine.flops(lm.model, stats.tokens_fed, stats.head_positions)
+    meta = ExtractMeta(
+        benchmark=benchmark, model=model_id, source=spec.source, kind=lm.kind, weights=lm.weights, dtype=lm.dtype,
+        device=lm.device, attention=lm.attention, special_tokens=spec.special_tokens, word_prob=settings.word_prob,
+        batch_size=settings.batch_size, limit=settings.limit, torch=torch.__version__,
+        transformers=transformers.__version__, gece=gece.__version__, threads=threads, pairs=n,
+        multi_target_pairs=sum(1 for m, l in sides if len(m.words) > 1 or len(l.words) > 1),
+        multi_token_targets=sum(1 for pair in sides for side in pair for w in side.words if len(w) > 1),
+        continued_pairs=sum(1 for p in plans if p.continued),
+        tokens=stats.tokens_fed, tokens_padded=stats.tokens_padded,
+        tokens_whole=sum(len(s.ids) for pair in sides for s in pair), head_positions=stats.head_positions,
+        flops=total_flops, flops_per_pair=total_flops / n if n else None, shards=len(shard_list),
+        shards_resumed=resumed, seconds=round(seconds, 3), load_seconds=round(lm.load_seconds, 3),
+        pairs_per_s=round(n / seconds, 3) if n and seconds > 0 else None,
+        peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    )
+    write_json(meta_out, meta)
+    shutil.rmtree(sdir, ignore_errors=True)
+    log.info("%s/%s: %d pairs in %.1f s (%.1f pairs/s; %d multi-target pairs, %d multi-token targets, "
+             "%d shards resumed; %.1f s in total) -> %s", benchmark, model_id, n, seconds, meta.pairs_per_s or 0,
+             meta.multi_target_pairs, meta.multi_token_targets, resumed, time.perf_counter() - t_start, out)
+    return scores, meta

@@ -1,0 +1,569 @@
+"""The scoring engine: target words' log-probabilities under a causal LM, exactly and fast.
+
+For a sentence with tokens x_0..x_{T-1} and a target word covering tokens x_a..x_b (found by
+offset mapping: the tokens whose character span intersects the word's span),
+
+    log P(word) = sum_{t=a..b} log softmax(z_{t-1})[x_t]        (chain rule, ``chain``)
+    log P(word) = max_{t=a..b} log softmax(z_{t-1})[x_t]        (the authors' rule, ``max``)
+
+where z_{t-1} are the logits at position t-1 (so a == 0 cannot be scored: without a BOS token
+nothing predicts the first token). A side's score sums its target words' probabilities,
+``logprob = logsumexp_w log P(w)``, and the pair's confidence is
+``p = P_more / (P_more + P_less) = sigmoid(logprob_more - logprob_less)``. The logits are
+float32 (upcast from the model's dtype); log_softmax over the full vocabulary runs on them with
+float64 accumulation (:func:`log_probs`: torch's float32 log_softmax loses up to 2.6e-5 over
+Gemma's 262k-token vocabulary, float64 is exact to 1e-12 for the same float32 logits); results
+are stored as float64.
+
+The optimized path computes exactly these numbers with much less work:
+
+- Only tokens up to the last target token are fed (x_{t-1} for the largest target t): nothing
+  after a pair's last target word, and not even the last target token itself.
+- The two sides of a pair share every token before their first difference. That prefix is fed
+  once, and when every target position lies in it (the common case: the pronoun is the first
+  difference and one token long) one hidden state scores both sides, reading two entries of
+  one distribution. Pairs that share a beginning with other pairs ("The developer argued with
+  the designer because ...") share its computation too: a batch's sequences form a trie, packed
+  into rows with a 4-D attention mask (each token sees only its ancestors) and position ids
+  equal to each token's depth (:class:`Forest`).
+- The decoder runs without its LM head; the head (and any final logit soft-capping) is applied
+  only to the hidden states at positions that predict a target token.
+- Pairs are sorted by their tokens (so shared beginnings fall in one batch) and batched.
+
+The naive reference (:func:`score_naive`) feeds each whole sentence alone and reads the
+model's own full logits. The tests require the two paths to agree within 1e-5 in
+log-probability; with gece's numerics (strict MKL, exact attention: see :mod:`gece.scoring`)
+they agree bit for bit.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from gece.errors import GeceError
+
+WordProb = Literal["chain", "max"]
+THREADS_ENV = "GECE_THREADS"
+ENGINE_VERSION = "1"  # bump when a change alters the numbers the engine produces
+SELF_CHECK_TOL = 1e-4
+
+
+# ------------------------------------------------------------------------ alignment
+def word_tokens(offsets: Sequence[tuple[int, int]], start: int, end: int) -> list[int]:
+    """Indices of the tokens whose character span [s, e) intersects the word's [start, end).
+
+    Zero-width spans (special tokens such as BOS, at (0, 0)) never intersect. Offsets of the
+    default models include a token's leading space (" him" -> (47, 51) for a word at [48, 51)).
+    """
+    return [i for i, (s, e) in enumerate(offsets) if s < e and s < end and e > start]
+
+
+@dataclass(frozen=True)
+class SideTokens:
+    """One sentence tokenized: its token ids and, per target word, the indices of its tokens."""
+
+    ids: tuple[int, ...]
+    words: tuple[tuple[int, ...], ...]
+
+    @property
+    def n_target_tokens(self) -> int:
+        return sum(len(w) for w in self.words)
+
+
+def tokenize(
+    tokenizer: Any, sentences: Sequence[str], starts: Sequence[Sequence[int]], ends: Sequence[Sequence[int]],
+    special_tokens: bool, names: Sequence[str] | None = None,
+) -> list[SideTokens]:
+    """Tokenize sentences (with the tokenizer's special tokens or none) and align their target words.
+
+    Raises a GeceError when a target word has no token or starts at the first token (nothing
+    before it predicts it).
+    """
+    enc = tokenizer(list(sentences), add_special_tokens=special_tokens, return_offsets_mapping=True)
+    out = []
+    for k, (ids, offs) in enumerate(zip(enc["input_ids"], enc["offset_mapping"], strict=True)):
+        words = []
+        for s, e in zip(starts[k], ends[k], strict=True):
+            toks = word_tokens(offs, s, e)
+            where = f"{names[k]}: " if names is not None else ""
+            word = sentences[k][s:e]
+            if not toks:
+                raise GeceError(f"{where}target word {word!r} of {sentences[k]!r} covers no token",
+                                hint="this is a bug in the alignment; please report it")
+            if toks[0] == 0:
+                raise GeceError(
+                    f"{where}target word {word!r} is the first token of {sentences[k]!r}: "
+                    "without a BOS token nothing predicts it, so it cannot be scored",
+                    hint="use special_tokens: true with a model whose tokenizer adds a BOS token, "
+                    "or drop the pair from the benchmark",
+                )
+            words.append(tuple(toks))
+        out.append(SideTokens(tuple(int(i) for i in ids), tuple(words)))
+    return out
+
+
+# -------------------------------------------------------------------------- planning
+@dataclass(frozen=True)
+class SidePlan:
+    """What one side feeds after the shared prefix, and where its target tokens are read.
+
+    ``targets[w]`` lists (position, token id) for word w, position t-1 predicting token x_t,
+    counted from the start of the side's sequence (prefix + suffix).
+    """
+
+    suffix: tuple[int, ...]
+    targets: tuple[tuple[tuple[int, int], ...], ...]
+
+
+@dataclass(frozen=True)
+class PairPlan:
+    index: int
+    prefix: tuple[int, ...]
+    more: SidePlan
+    less: SidePlan
+
+    @property
+    def continued(self) -> bool:
+        """True when some target is read beyond the shared prefix (or there is no shared prefix)."""
+        return bool(self.more.suffix or self.less.suffix)
+
+    @property
+    def n_fed(self) -> int:
+        return len(self.prefix) + len(self.more.suffix) + len(self.less.suffix)
+
+
+def common_prefix_len(a: Sequence[int], b: Sequence[int]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def plan_pair(index: int, more: SideTokens, less: SideTokens) -> PairPlan:
+    """Split a pair into a shared prefix and per-side suffixes, fed only up to the last target.
+
+    Side s needs the hidden states at positions t-1 for its target tokens t, so it feeds
+    F_s = max(t) tokens. The prefix is the longest common prefix of the two fed sequences
+    (P <= min(F_more, F_less)); each side's suffix is its tokens P..F_s-1 (often empty).
+    """
+    feeds = []
+    for side in (more, less):
+        last = max(t for w in side.words for t in w)
+        feeds.append(side.ids[:last])
+    p = common_prefix_len(*feeds)
+    plans = [
+        SidePlan(tuple(feed[p:]), tuple(tuple((t - 1, side.ids[t]) for t in w) for w in side.words))
+        for side, feed in zip((more, less), feeds, strict=True)
+    ]
+    return PairPlan(index, tuple(feeds[0][:p]), plans[0], plans[1])
+
+
+# ------------------------------------------------------------------------ arithmetic
+def word_logprob(token_logprobs: Sequence[float], rule: WordProb = "chain") -> float:
+    """log P(word) from its tokens' log-probabilities: their sum (chain rule) or their max."""
+    if rule == "chain":
+        return float(math.fsum(token_logprobs))
+    if rule == "max":
+        return float(max(token_logprobs))
+    raise ValueError(f"word_prob must be chain or max, got {rule!r}")
+
+
+def side_logprob(word_logprobs: Sequence[float]) -> float:
+    """log sum_w P(w) = logsumexp of the words' log-probabilities (exact for one word)."""
+    if len(word_logprobs) == 1:
+        return float(word_logprobs[0])
+    m = max(word_logprobs)
+    if m == -math.inf:
+        return -math.inf
+    return float(m + math.log(math.fsum(math.exp(v - m) for v in word_logprobs)))
+
+
+def pair_p(logprob_more: float, logprob_less: float) -> float:
+    """p = P_more / (P_more + P_less) = sigmoid(logprob_more - logprob_less), computed stably."""
+    d = logprob_more - logprob_less
+    if math.isnan(d):
+        return 0.5 if logprob_more == logprob_less else float("nan")
+    if d >= 0:
+        return 1.0 / (1.0 + math.exp(-d))
+    e = math.exp(d)
+    return e / (1.0 + e)
+
+
+@dataclass(frozen=True)
+class SideScore:
+    token_logprobs: tuple[tuple[float, ...], ...]  # per word, per token
+    first_logit: float  # raw logit of the first target token
+
+    def logprob(self, rule: WordProb) -> float:
+        return side_logprob([word_logprob(w, rule) for w in self.token_logprobs])
+
+    @property
+    def n_tokens(self) -> int:
+        return sum(len(w) for w in self.token_logprobs)
+
+
+@dataclass(frozen=True)
+class PairScore:
+    index: int
+    more: SideScore
+    less: SideScore
+
+    def record(self, rule: WordProb) -> dict[str, Any]:
+        lm, ll = self.more.logprob(rule), self.less.logprob(rule)
+        return {
+            "n_tokens_more": self.more.n_tokens, "n_tokens_less": self.less.n_tokens,
+            "logprob_more": lm, "logprob_less": ll,
+            "logit_more": self.more.first_logit, "logit_less": self.less.first_logit,
+            "p": pair_p(lm, ll),
+        }
+
+
+def log_probs(logits):
+    """log_softmax(z) of float32 logits, accumulated in float64 (rows over the whole vocabulary)."""
+    return logits.double().log_softmax(dim=-1)
+
+
+# ------------------------------------------------------------------------- the model
+def set_threads(n: int | None = None) -> int:
+    """Use all the CPU cores this process may run on (or ``$GECE_THREADS``) for torch."""
+    import torch
+
+    if n is None:
+        env = os.environ.get(THREADS_ENV)
+        n = int(env) if env else len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    n = max(1, int(n or 1))
+    torch.set_num_threads(n)
+    return n
+
+
+class Runner:
+    """A causal LM split into its decoder and its head, so the head runs only where needed."""
+
+    def __init__(self, model: Any, pad_id: int | None = None):
+        import torch
+
+        self.torch = torch
+        self.model = model
+        self.decoder = model.get_decoder()
+        self.head = model.get_output_embeddings()
+        if self.decoder is model or self.head is None:
+            raise GeceError(f"{type(model).__name__}: cannot separate the decoder from the LM head",
+                            hint="gece supports transformers causal LMs with get_decoder() and an output embedding")
+        cfg = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+        self.softcap = getattr(cfg, "final_logit_softcapping", None)
+        self.device = model.get_input_embeddings().weight.device
+        self.pad_id = int(pad_id if pad_id is not None else (getattr(cfg, "pad_token_id", None) or 0))
+        self.vocab = int(self.head.weight.shape[0])
+        # sliding-window attention: layer types (Gemma-3's interleaved layers) get a mask each;
+        # a model without layer types but with a window (Mistral) slides in every layer
+        types = getattr(cfg, "layer_types", None) or []
+        window = getattr(cfg, "sliding_window", None)
+        self.window = window if "sliding_attention" in types or (
+            not types and window and getattr(cfg, "use_sliding_window", True)) else None
+        self.mask_types = sorted(set(types)) if self.window and types else None
+        self.additive_mask = getattr(model.config, "_attn_implementation", "") == "eager"
+
+    def logits(self, hidden):
+        """The model's logits for some hidden states: LM head, then soft-capping if the model has it."""
+        z = self.head(hidden.to(self.head.weight.device))
+        if self.softcap:
+            z = self.torch.tanh(z / self.softcap) * self.softcap
+        return z.float()
+
+    def _mask(self, allowed):
+        if not self.additive_mask:
+            return allowed
+        dtype = self.model.dtype
+        return self.torch.zeros(allowed.shape, dtype=dtype).masked_fill(~allowed, self.torch.finfo(dtype).min)
+
+    def hidden(self, packed: Packed):
+        """Final hidden states of the packed token forest, (rows, L, H).
+
+        Each token attends to itself and its ancestors only (a 4-D mask) and sits at position
+        ``depth``, so it computes exactly what it would at the end of its own sequence.
+        """
+        torch = self.torch
+        ids = torch.tensor(packed.ids, dtype=torch.long)
+        pos = torch.tensor(packed.positions, dtype=torch.long)
+        allowed = torch.zeros((ids.shape[0], 1, ids.shape[1], ids.shape[1]), dtype=torch.bool)
+        allowed[packed.mask_rows, 0, packed.mask_q, packed.mask_k] = True
+        mask: Any
+        sliding = allowed
+        if self.window:  # keys less than `window` positions back (transformers' convention)
+            sliding = allowed & ((pos[:, None, :, None] - pos[:, None, None, :]) < self.window)
+        if self.mask_types:
+            masks = {"full_attention": allowed, "sliding_attention": sliding}
+            mask = {t: self._mask(masks.get(t, allowed)).to(self.device) for t in self.mask_types}
+        else:
+            mask = self._mask(sliding).to(self.device)
+        out = self.decoder(input_ids=ids.to(self.device), attention_mask=mask, position_ids=pos.to(self.device),
+                           use_cache=False)
+        return out.last_hidden_state
+
+
+@dataclass
+class Packed:
+    """A forest of token sequences packed into rows: ids, positions (depth) and the ancestor mask."""
+
+    ids: list[list[int]]
+    positions: list[list[int]]
+    mask_rows: list[int]
+    mask_q: list[int]
+    mask_k: list[int]
+    place: list[tuple[int, int]]  # node -> (row, column)
+
+
+class Forest:
+    """A trie of token sequences: a sequence shared by several others (a prefix) is one path."""
+
+    def __init__(self) -> None:
+        self.token: list[int] = []
+        self.parent: list[int] = []
+        self.depth: list[int] = []
+        self.children: list[dict[int, int]] = []
+        self.roots: dict[int, int] = {}
+
+    def __len__(self) -> int:
+        return len(self.token)
+
+    def add(self, seq: Sequence[int]) -> list[int]:
+        """Insert a sequence; returns the node of each of its tokens."""
+        nodes: list[int] = []
+        level = self.roots
+        for tok in seq:
+            node = level.get(tok)
+            if node is None:
+                node = len(self.token)
+                self.token.append(tok)
+                self.parent.append(nodes[-1] if nodes else -1)
+                self.depth.append(len(nodes))
+                self.children.append({})
+                level[tok] = node
+            nodes.append(node)
+            level = self.children[node]
+        return nodes
+
+    def pack(self, row_tokens: int, pad_id: int) -> Packed:
+        """Place whole trees into rows (first fit, largest first; a row holds ``row_tokens`` or the
+        largest tree), each in depth-first order so ancestors come first; pad rows to one length."""
+        trees = []
+        for root in self.roots.values():
+            order, stack = [], [root]
+            while stack:
+                n = stack.pop()
+                order.append(n)
+                stack.extend(reversed(list(self.children[n].values())))
+            trees.append(order)
+        cap = max([row_tokens] + [len(t) for t in trees])
+        rows: list[list[int]] = []
+        for tree in sorted(trees, key=len, reverse=True):
+            for row in rows:
+                if len(row) + len(tree) <= cap:
+                    row.extend(tree)
+                    break
+            else:
+                rows.append(list(tree))
+        width = max(len(r) for r in rows)
+        place = [(0, 0)] * len(self.token)
+        ids, positions, mr, mq, mk = [], [], [], [], []
+        for r, row in enumerate(rows):
+            for c, n in enumerate(row):
+                place[n] = (r, c)
+            for c, n in enumerate(row):
+                a = n
+                while a >= 0:  # the node and its ancestors
+                    mr.append(r)
+                    mq.append(c)
+                    mk.append(place[a][1])
+                    a = self.parent[a]
+            for c in range(len(row), width):  # padding attends to itself only (no empty softmax rows)
+                mr.append(r)
+                mq.append(c)
+                mk.append(c)
+            ids.append([self.token[n] for n in row] + [pad_id] * (width - len(row)))
+            positions.append([self.depth[n] for n in row] + [0] * (width - len(row)))
+        return Packed(ids, positions, mr, mq, mk, place)
+
+
+@dataclass
+class BatchStats:
+    tokens_fed: int = 0  # real tokens through the decoder
+    tokens_padded: int = 0  # including padding
+    head_positions: int = 0  # hidden states sent through the LM head
+    forward_calls: int = 0
+
+    def add(self, other: BatchStats) -> None:
+        self.tokens_fed += other.tokens_fed
+        self.tokens_padded += other.tokens_padded
+        self.head_positions += other.head_positions
+        self.forward_calls += other.forward_calls
+
+
+ROW_TOKENS = 128  # packed row length (attention is quadratic in it, the matrix products are not)
+
+
+def score_batch(runner: Runner, plans: Sequence[PairPlan]) -> tuple[list[PairScore], BatchStats]:
+    """Score a batch of planned pairs under ``torch.inference_mode`` (see :func:`_score_batch`)."""
+    with runner.torch.inference_mode():
+        return _score_batch(runner, plans)
+
+
+def _score_batch(runner: Runner, plans: Sequence[PairPlan]) -> tuple[list[PairScore], BatchStats]:
+    """Score a batch of planned pairs in one forward pass.
+
+    Every side's fed sequence (shared prefix + its own suffix) goes into a trie, so a token
+    sequence shared by both sides of a pair, or by several pairs, is fed once. The trie is
+    packed into rows with a 4-D attention mask (each token sees only its ancestors) and
+    position ids equal to its depth, so each token's hidden state is what the model computes
+    for it at the end of its own sequence. The LM head then runs once over the unique tokens
+    whose hidden state predicts a target token.
+    """
+    torch = runner.torch
+    forest = Forest()
+    reads: list[tuple[list[int], list[int]]] = []
+    for pl in plans:
+        reads.append((forest.add(pl.prefix + pl.more.suffix), forest.add(pl.prefix + pl.less.suffix)))
+    packed = forest.pack(ROW_TOKENS, runner.pad_id)
+    hidden = runner.hidden(packed)
+    where: dict[int, int] = {}  # node -> row of the LM-head input
+    for pl, (nm, nl) in zip(plans, reads, strict=True):
+        for sp, nodes in ((pl.more, nm), (pl.less, nl)):
+            for w in sp.targets:
+                for pos, _tok in w:
+                    where.setdefault(nodes[pos], len(where))
+    rc = torch.tensor([packed.place[n] for n in where], dtype=torch.long, device=hidden.device)
+    logits = runner.logits(hidden[rc[:, 0], rc[:, 1]])  # (K, V), float32
+    lp = log_probs(logits).cpu().numpy()
+    lg = logits.cpu().numpy()
+    stats = BatchStats(tokens_fed=len(forest), tokens_padded=len(packed.ids) * len(packed.ids[0]),
+                       head_positions=len(where), forward_calls=1)
+    out = []
+    for pl, (nm, nl) in zip(plans, reads, strict=True):
+        scores = []
+        for sp, nodes in ((pl.more, nm), (pl.less, nl)):
+            words = tuple(tuple(float(lp[where[nodes[pos]], tok]) for pos, tok in w) for w in sp.targets)
+            pos, tok = sp.targets[0][0]
+            scores.append(SideScore(words, float(lg[where[nodes[pos]], tok])))
+        out.append(PairScore(pl.index, scores[0], scores[1]))
+    return out, stats
+
+
+def order_plans(plans: Sequence[PairPlan]) -> list[PairPlan]:
+    """Sort for batching by the fed tokens (lexicographically), so that pairs sharing a beginning
+    fall in one batch and share its computation; ties by index."""
+    return sorted(plans, key=lambda p: (p.prefix + p.more.suffix, p.less.suffix, p.index))
+
+
+def batches(plans: Sequence[PairPlan], batch_size: int) -> list[list[PairPlan]]:
+    ordered = order_plans(plans)
+    return [ordered[i : i + batch_size] for i in range(0, len(ordered), batch_size)]
+
+
+def score(
+    runner: Runner, batch_list: Sequence[Sequence[PairPlan]], on_batch: Callable[[int], None] | None = None
+) -> Iterator[tuple[list[PairScore], BatchStats]]:
+    """Score batches in order; yields each batch's scores and stats."""
+    for b in batch_list:
+        res = score_batch(runner, b)
+        if on_batch:
+            on_batch(len(b))
+        yield res
+
+
+def blas_is_batch_invariant() -> bool:
+    """True when a float32 matrix product's rows do not depend on how many rows are multiplied
+    (MKL in its strict reproducible mode, see :mod:`gece.scoring`; always true off MKL)."""
+    import torch
+
+    g = torch.Generator().manual_seed(0)
+    w = torch.randn(384, 256, generator=g)
+    x = torch.randn(64, 256, generator=g)
+    full = x @ w.T
+    return all(torch.equal(x[:m] @ w.T, full[:m]) for m in (1, 7, 15))
+
+
+def self_check(runner: Runner, sides: tuple[SideTokens, SideTokens], plan: PairPlan,
+               tol: float = SELF_CHECK_TOL) -> float:
+    """Score one pair both ways (optimized, naive) and fail if they disagree by more than ``tol``.
+
+    Guards against architectures whose logits are not ``head(decoder(x))`` (plus soft-capping),
+    which the optimized path assumes. Returns the largest difference.
+    """
+    (fast,), _ = score_batch(runner, [plan])
+    (ref,) = score_naive(runner.model, [sides])
+    diff = max_abs_diff([fast], [ref])
+    if not diff <= tol:
+        raise RuntimeError(
+            f"{type(runner.model).__name__}: the optimized scoring path disagrees with the model's own "
+            f"forward pass by {diff:.3g} in log-probability (tolerance {tol}); this architecture needs "
+            "support in gece.scoring.engine.Runner.logits"
+        )
+    return diff
+
+
+# ------------------------------------------------------------------ naive reference
+def score_naive(model: Any, sides: Sequence[tuple[SideTokens, SideTokens]]) -> list[PairScore]:
+    """The reference path: each sentence alone, whole, one forward pass, the model's own logits.
+
+    log P(x_t) = log_softmax(model(x).logits[t-1])[x_t] (:func:`log_probs`), for every target token t.
+    """
+    import torch
+
+    device = model.get_input_embeddings().weight.device
+    out = []
+    with torch.inference_mode():
+        for i, pair in enumerate(sides):
+            scores = []
+            for side in pair:
+                ids = torch.tensor([side.ids], device=device)
+                logits = model(input_ids=ids).logits[0].float()
+                lp = log_probs(logits)
+                words = tuple(tuple(float(lp[t - 1, side.ids[t]]) for t in w) for w in side.words)
+                first = side.words[0][0]
+                scores.append(SideScore(words, float(logits[first - 1, side.ids[first]])))
+            out.append(PairScore(i, scores[0], scores[1]))
+    return out
+
+
+# ---------------------------------------------------------------------------- costs
+def non_embedding_params(model: Any) -> int:
+    """Parameters used per fed token: all but the input embedding and the LM head."""
+    emb = model.get_input_embeddings().weight
+    head = model.get_output_embeddings().weight
+    skip = {id(emb), id(head)}
+    return int(sum(p.numel() for p in model.parameters() if id(p) not in skip))
+
+
+def flops(model: Any, tokens_fed: int, head_positions: int) -> float:
+    """Forward FLOPs, analytic: 2 N_body tokens_fed + 2 H V head_positions (attention ignored)."""
+    head = model.get_output_embeddings().weight
+    return 2.0 * non_embedding_params(model) * tokens_fed + 2.0 * head.shape[0] * head.shape[1] * head_positions
+
+
+def plans_for(tokenizer: Any, pairs: Any, special_tokens: bool) -> tuple[list[tuple[SideTokens, SideTokens]], list[PairPlan]]:
+    """Tokenize and plan the prepared pairs (a frame with ``sent_*``, ``starts_*``, ``ends_*``, ``pair_id``)."""
+    names = list(pairs["pair_id"])
+    more = tokenize(tokenizer, list(pairs["sent_more"]), list(pairs["starts_more"]), list(pairs["ends_more"]),
+                    special_tokens, names)
+    less = tokenize(tokenizer, list(pairs["sent_less"]), list(pairs["starts_less"]), list(pairs["ends_less"]),
+                    special_tokens, names)
+    sides = list(zip(more, less, strict=True))
+    return sides, [plan_pair(i, m, l) for i, (m, l) in enumerate(sides)]
+
+
+def max_abs_diff(a: Sequence[PairScore], b: Sequence[PairScore]) -> float:
+    """Largest |difference| between two scorings' token log-probabilities (same pairs, same order)."""
+    worst = 0.0
+    for x, y in zip(a, b, strict=True):
+        for sx, sy in ((x.more, y.more), (x.less, y.less)):
+            va = np.array([v for w in sx.token_logprobs for v in w])
+            vb = np.array([v for w in sy.token_logprobs for v in w])
+            worst = max(worst, float(np.max(np.abs(va - vb))))
+    return worst

