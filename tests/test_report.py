@@ -107,6 +107,7 @@ def test_page_is_self_contained_and_names_its_provenance(built_report):
     assert "5d230dc02dc3f3f98a687e7617babed1.dir" in text  # data snapshot from data.dvc
     assert re.search(r"sha256 of src/gece/\*\.py: [0-9a-f]{64}", text)
     assert "0" * 63 + "1" in text and "package:tiny-lm" in text  # extract metadata of the scored model
+    assert "<th>seconds</th>" not in text and ">1.5<" not in text  # run timings stay in the meta files
     for name in ("numpy", "matplotlib", "dvc", "pandas"):
         assert f"<th>{name}</th>" in text
     for definition in ("ECE (paper convention)", "ECE top-label", "MCE", "ICE", "MacroCE", "Brier and Brier (paper)",
