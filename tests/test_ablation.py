@@ -182,3 +182,16 @@ def test_special_tokens_and_neutral_reports(tmp_path):
     assert list(neutral) == ["genderlex", "genderlex_person"] and neutral["genderlex"]["n"] == 300
     assert set(neutral["genderlex"]) == {"ece", "gender_ece", "ece_male", "ece_female", "macro_ce", "ice", "brier",
                                          "accuracy", "n"}
+
+
+def test_holm_family_is_one_pair_of_models():
+    calibrated, q = synthetic_run(500, 9)
+    sharp = same_pairs(calibrated, 1 / (1 + np.exp(-4 * np.log(q / (1 - q)))))
+    runs = {"a": calibrated, "b": sharp, "c": same_pairs(calibrated, calibrated.p.copy())}
+    res = ablation.compare(runs, draws=2000, seed=0)
+    for pair in res["pairs"]:
+        cells = list(pair["metrics"].values())
+        expected = ablation.holm([c["p_value"] for c in cells])
+        assert [c["p_holm"] for c in cells] == expected
+    a_b = res["pairs"][0]["metrics"]["ece"]
+    assert a_b["p_holm"] == pytest.approx(4 * 2 / 2001) and a_b["significant_holm"]

@@ -151,7 +151,8 @@ def compare(
     Every run is resampled with the same pair indices (same seed, same n), so draw b of
     model A and draw b of model B see the same pairs; the difference A − B per draw gives a
     percentile interval and a two-sided p-value (``bootstrap.two_sided_p``). ``p_holm``
-    adjusts the p-values of all comparisons in the result (Holm–Bonferroni).
+    adjusts the p-values of the metrics compared for one pair of models (Holm–Bonferroni over
+    ``keys``). Across many pairs, mind that a bootstrap p-value cannot fall below 2/(draws + 1).
     """
     align_runs(runs)
     point = {}
@@ -176,11 +177,12 @@ def compare(
                 "p_value": two_sided_p(d),
             }
         pairs.append(entry)
-    flat = [m for e in pairs for m in e["metrics"].values()]
-    for m, adj in zip(flat, holm([m["p_value"] for m in flat]), strict=True):
-        m["p_holm"] = adj
-        m["significant"] = m["p_value"] is not None and m["p_value"] < alpha
-        m["significant_holm"] = adj is not None and adj < alpha
+    for entry in pairs:  # Holm's family: the metrics compared for one pair of models
+        cells = list(entry["metrics"].values())
+        for m, adj in zip(cells, holm([m["p_value"] for m in cells]), strict=True):
+            m["p_holm"] = adj
+            m["significant"] = m["p_value"] is not None and m["p_value"] < alpha
+            m["significant_holm"] = adj is not None and adj < alpha
     n = len(next(iter(runs.values())).p)
     return {"n": n, "draws": draws, "seed": seed, "level": level, "alpha": alpha, "n_bins": n_bins,
             "binning": binning, "pairs": pairs}

@@ -27,7 +27,7 @@ def _p(p: float | None) -> str:
 
 def compare_markdown(result: dict) -> str:
     """One row per model pair: A − B with its interval and p-value per metric; significant
-    differences in bold (p < alpha), † where they survive Holm's correction over the table."""
+    differences in bold (p < alpha), † where they survive Holm's correction over the pair's metrics."""
     keys = list(result["pairs"][0]["metrics"]) if result["pairs"] else []
     level = f"{result['level']:.0%}"
     lines = [
@@ -36,7 +36,9 @@ def compare_markdown(result: dict) -> str:
         f"Difference A − B on the same {result['n']} pairs, paired bootstrap with {result['draws']} resamples "
         f"(seed {result['seed']}): point difference, {level} percentile interval and two-sided p-value. "
         f"**Bold**: significant at α = {result['alpha']}; †: still significant after Holm's correction "
-        f"over all {len(result['pairs']) * len(keys)} tests in this table.",
+        f"over the {len(keys)} metrics of the pair. The smallest p-value {result['draws']} resamples can give "
+        f"is {2 / (result['draws'] + 1):.4f}; with {len(result['pairs'])} pairs in the table, expect some "
+        f"differences at α = {result['alpha']} by chance alone.",
         "",
         "| A | B | " + " | ".join(LABELS.get(k, k) for k in keys) + " |",
         "|---|---|" + "---|" * len(keys),
@@ -538,7 +540,7 @@ def compare_table(data: ReportData) -> TableDoc:
         "percentile interval and two-sided p-value. For the error metrics a negative difference means A is "
         "better calibrated; for human alignment, positive means A agrees more with the human judgements. "
         f"**Bold**: significant at α = {alpha if alpha is not None else 0.05}; †: still significant after Holm's "
-        "correction over the benchmark's table. No worst value is marked: a difference has no worse end.",
+        "correction over the four metrics of the pair. No worst value is marked: a difference has no worse end.",
         tables, "" if tables else "no model comparison reports (reports/compare/) found")
 
 
