@@ -31,6 +31,8 @@ def test_align_single_pronoun_mid_sentence():
 def test_align_his_her_and_sentence_initial_he_she():
     al = benchmarks.align("The chief gave his report.", "The chief gave her report.")
     assert ([w.text for w in al.more], [w.text for w in al.less]) == (["his"], ["her"])
+    al = benchmarks.align("The last book is his.", "The last book is hers.")
+    assert ([w.text for w in al.more], [w.text for w in al.less]) == (["his"], ["hers"]) and al.last
     al = benchmarks.align("He said hers was late.", "She said hers was late.")
     assert ([w.text for w in al.more], [w.text for w in al.less]) == (["He"], ["She"])
     assert al.more[0].start == 0 and al.less[0].end == 3
