@@ -61,3 +61,11 @@ def test_not_yaml(tmp_path):
     path.write_text("metrics: [unclosed")
     with pytest.raises(GeceError, match="not valid YAML"):
         load_params(path)
+
+
+def test_command_line_overrides_are_validated_like_params(tmp_path, capsys):
+    # an override outside the bounds of its params key is an error naming the option
+    assert main(["compare", "a.parquet", "b.parquet", "--draws", "10"]) == 2
+    assert "--draws: Input should be greater than or equal to 2000" in capsys.readouterr().err
+    assert main(["metrics", "x.parquet", "--n-bins", "0"]) == 2
+    assert "--n-bins: Input should be greater than or equal to 1" in capsys.readouterr().err

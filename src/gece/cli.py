@@ -35,6 +35,22 @@ def _params(args: argparse.Namespace):
     return None
 
 
+def _override(settings, **given):
+    """``settings`` (a params section) with the command-line options that were given, validated
+    like params.yaml: an option outside its bounds is an error, not silently accepted."""
+    from pydantic import ValidationError
+
+    values = {k: v for k, v in given.items() if v is not None}
+    if not values:
+        return settings
+    try:
+        return type(settings).model_validate({**settings.model_dump(), **values})
+    except ValidationError as e:
+        problems = [f"--{'-'.join(map(str, er['loc'])).replace('_', '-')}: {er['msg']} (got {er.get('input')!r})"
+                    for er in e.errors()]
+        raise GeceError("invalid command-line option", problems=problems) from e
+
+
 # ----------------------------------------------------------------------- commands
 def cmd_validate(args: argparse.Namespace) -> int:
     from gece import benchmarks
@@ -62,9 +78,7 @@ def cmd_prepare(args: argparse.Namespace) -> int:
     from gece.params import PrepareParams
 
     params = _params(args)
-    settings = params.prepare if params else PrepareParams()
-    if args.duplicates:
-        settings = settings.model_copy(update={"duplicates": args.duplicates})
+    settings = _override(params.prepare if params else PrepareParams(), duplicates=args.duplicates)
     stages.prepare(args.csv, args.out, settings)
     return 0
 
@@ -78,15 +92,11 @@ def cmd_reference(args: argparse.Namespace) -> int:
 
 def cmd_extract(args: argparse.Namespace) -> int:
     from gece import stages
-    from gece.params import ExtractParams, load_params
-
-    params = load_params(args.params)
+    params = _require_params(args)
     if args.model not in params.registry:
         raise GeceError(f"model {args.model!r} has no entry under registry in {args.params}",
                         hint=f"registered models: {', '.join(params.registry) or '(none)'}")
-    overrides = {k: v for k, v in (("batch_size", args.batch_size), ("limit", args.limit),
-                                   ("word_prob", args.word_prob)) if v is not None}
-    settings = ExtractParams.model_validate({**params.extract.model_dump(), **overrides})
+    settings = _override(params.extract, batch_size=args.batch_size, limit=args.limit, word_prob=args.word_prob)
     _, meta = stages.extract(args.prepared, args.out, args.model, params.registry[args.model], settings,
                              meta_out=args.meta_out)
     out.print(f"[green]scored[/] {meta.pairs} pairs of {escape(meta.benchmark)} with {escape(meta.model)} "
@@ -100,9 +110,7 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     from gece.params import MetricsParams
 
     params = _params(args)
-    settings = params.metrics if params else MetricsParams()
-    overrides = {k: v for k, v in (("n_bins", args.n_bins), ("binning", args.binning)) if v is not None}
-    settings = MetricsParams.model_validate({**settings.model_dump(), **overrides})
+    settings = _override(params.metrics if params else MetricsParams(), n_bins=args.n_bins, binning=args.binning)
     report, bins, meta = stages.metrics_stage(args.scores, args.out, args.bins_out, settings)
     if args.json:
         print(json.dumps(report, indent=2))
@@ -179,9 +187,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     params = _params(args)
     m = params.metrics if params else MetricsParams()
-    c = params.ablate.compare if params else AblateParams().compare
-    if args.draws:
-        c = c.model_copy(update={"draws": args.draws})
+    c = _override(params.ablate.compare if params else AblateParams().compare, draws=args.draws)
     if args.benchmark:
         if args.scores:
             raise GeceError("pass either two score files or --benchmark, not both")
@@ -207,10 +213,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from gece.params import CalibrateParams, MetricsParams
 
     params = _params(args)
-    settings = params.calibrate if params else CalibrateParams()
-    given = {"methods": args.methods, "fraction": args.fraction, "folds": args.folds, "seed": args.seed}
-    overrides = {k: v for k, v in given.items() if v is not None}
-    settings = CalibrateParams.model_validate({**settings.model_dump(), **overrides})
+    settings = _override(params.calibrate if params else CalibrateParams(), methods=args.methods,
+                         fraction=args.fraction, folds=args.folds, seed=args.seed)
     report, meta = stages.calibrate(args.scores, args.out, args.scores_out, args.bins_out, settings,
                                     params.metrics if params else MetricsParams())
     if args.json:
