@@ -70,7 +70,7 @@ def scores_path(benchmark: str, model: str) -> Path:
 
 
 def metrics_path(benchmark: str, model: str) -> Path:
-    return REPORTS / "metrics" / benchmark / f"{model}.json"
+    return REPORTS / report.src_metrics(benchmark, model)
 
 
 def prepare(csv: str | Path, out: str | Path, settings: PrepareParams = PrepareParams()) -> pd.DataFrame:
@@ -145,12 +145,22 @@ def metrics_report(
     return MetricsReport.model_validate(report).model_dump()
 
 
+def as_run(scores: pd.DataFrame) -> Run:
+    """A score table (``ScoreRow`` columns) as the typed arrays the pure functions take."""
+    return Run(
+        scores["pair_id"].to_numpy(object),
+        scores["p"].to_numpy(np.float64),
+        scores["y"].to_numpy(np.float64),
+        scores["gender_more"].to_numpy(object),
+        scores["gender_less"].to_numpy(object),
+    )
+
+
 def run_metrics(scores: pd.DataFrame, settings: MetricsParams) -> tuple[dict, list[dict]]:
     """The metrics report and the paper-convention reliability bins of one score table."""
-    p, y = scores["p"].to_numpy(np.float64), scores["y"].to_numpy(np.float64)
-    gender_more, gender_less = scores["gender_more"].to_numpy(object), scores["gender_less"].to_numpy(object)
-    report = metrics_report(p, y, gender_more, gender_less, settings)
-    bins = metrics.reliability_table(p, y, settings.n_bins, settings.binning).records() if len(p) else []
+    r = as_run(scores)
+    report = metrics_report(r.p, r.y, r.gender_more, r.gender_less, settings)
+    bins = metrics.reliability_table(r.p, r.y, settings.n_bins, settings.binning).records() if len(r.p) else []
     return report, bins
 
 
@@ -171,14 +181,7 @@ def metrics_stage(
 def load_run(path: str | Path) -> tuple[Run, dict[str, str]]:
     """A score file as the arrays the ablations take."""
     df, meta = read_table(path, ScoreRow)
-    run = Run(
-        df["pair_id"].to_numpy(object),
-        df["p"].to_numpy(np.float64),
-        df["y"].to_numpy(np.float64),
-        df["gender_more"].to_numpy(object),
-        df["gender_less"].to_numpy(object),
-    )
-    return run, meta
+    return as_run(df), meta
 
 
 def ablate(
@@ -224,8 +227,7 @@ def special_tokens(
         sides = {}
         for side, mpath, spath in (("with", m_with, s_with), ("without", m_without, s_without)):
             report = read_json(mpath, MetricsReport).model_dump()
-            scores, _ = read_table(spath, ScoreRow)
-            sides[side] = report | ablation.confidence_profile(scores["p"].to_numpy(np.float64))
+            sides[side] = report | ablation.confidence_profile(load_run(spath)[0].p)
         result[benchmark] = sides
     write_json(out, result, SpecialTokensReport)
     return result
@@ -274,8 +276,8 @@ def run_calibration(
     on the evaluation pairs only: the held-out part of the split, every pair (out of fold)
     under cross-fitting.
     """
-    p, y = scores["p"].to_numpy(np.float64), scores["y"].to_numpy(np.float64)
-    gm, gl = scores["gender_more"].to_numpy(object), scores["gender_less"].to_numpy(object)
+    r = as_run(scores)
+    p, y, gm, gl = r.p, r.y, r.gender_more, r.gender_less
     counts = {int(c): int((y == c).sum()) for c in (0, 1)}
     if min(counts.values()) < settings.folds:
         raise GeceError(
