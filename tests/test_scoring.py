@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 import torch
 
@@ -16,7 +17,7 @@ from gece import benchmarks, stages
 from gece.cli import main
 from gece.errors import GeceError
 from gece.params import ExtractParams, ModelSpec, load_params
-from gece.schemas import ExtractMeta, PreparedPair, ScoreRow, read_json, read_table
+from gece.schemas import ExtractMeta, ExtractTiming, PreparedPair, ScoreRow, read_json, read_table
 from gece.scoring import engine, models
 
 from .conftest import BENCHMARKS, ROOT
@@ -391,7 +392,7 @@ SMALL = ExtractParams(batch_size=2, limit=24)  # 12 batches: 3 shards of 4 batch
 
 def test_extract_stage_writes_scores_and_meta(tmp_path, prepared_dir, smol):
     out = tmp_path / "scores" / "winobias" / "smollm2-135m.parquet"
-    scores, meta = stages.extract(prepared_dir / "winobias.parquet", out, "smollm2-135m", SPEC, SMALL, loaded=smol)
+    meta, timing = stages.extract(prepared_dir / "winobias.parquet", out, "smollm2-135m", SPEC, SMALL, loaded=smol)
     df, fmeta = read_table(out, ScoreRow)
     assert len(df) == 24 and list(df["pair_id"]) == [f"winobias-{i:04d}" for i in range(1, 25)]
     assert fmeta["model"] == "smollm2-135m" and SMOL_SHA in fmeta["weights_sha256"]
@@ -399,9 +400,13 @@ def test_extract_stage_writes_scores_and_meta(tmp_path, prepared_dir, smol):
     assert np.allclose(df["p"], p, atol=1e-12) and df["n_tokens_more"].eq(1).all()
     m = read_json(stages.meta_path(out), ExtractMeta)
     assert m == meta and m.pairs == 24 and m.weights == {"SmolLM2-135M-Instruct.Q4_1.gguf": SMOL_SHA}
-    assert m.shards == 3 and m.shards_resumed == 0 and m.tokens < m.tokens_whole / 2
-    assert m.head_positions <= 24 and m.multi_target_pairs == 0 and m.pairs_per_s > 0
+    assert m.shards == 3 and m.tokens < m.tokens_whole / 2
+    assert m.head_positions <= 24 and m.multi_target_pairs == 0
+    t = read_json(stages.timing_path(out), ExtractTiming)
+    assert t == timing and t.shards_resumed == 0 and t.pairs_per_s > 0 and t.pairs == 24
     assert not stages.shards_dir(out).exists()
+    assert sorted(p.name for p in out.parent.iterdir()) == \
+        ["smollm2-135m.meta.json", "smollm2-135m.parquet", "smollm2-135m.timing.json"]
 
 
 def test_extract_is_deterministic_and_resumable(tmp_path, prepared_dir, smol):
@@ -410,6 +415,7 @@ def test_extract_is_deterministic_and_resumable(tmp_path, prepared_dir, smol):
     stages.extract(prepared, a, "smollm2-135m", SPEC, SMALL)  # loads the model itself
     stages.extract(prepared, b, "smollm2-135m", SPEC, SMALL, loaded=smol)
     assert a.read_bytes() == b.read_bytes()
+    assert stages.meta_path(a).read_bytes() == stages.meta_path(b).read_bytes()  # no timings in the meta
 
     class Killed(Exception):
         pass
@@ -423,13 +429,57 @@ def test_extract_is_deterministic_and_resumable(tmp_path, prepared_dir, smol):
     assert not c.exists() and sorted(p.name for p in stages.shards_dir(c).glob("shard-*")) == \
         ["shard-00000.parquet", "shard-00001.parquet"]
     done = []
-    _, meta = stages.extract(prepared, c, "smollm2-135m", SPEC, SMALL, loaded=smol, on_shard=done.append)
-    assert done == [2] and meta.shards_resumed == 2
+    _, timing = stages.extract(prepared, c, "smollm2-135m", SPEC, SMALL, loaded=smol, on_shard=done.append)
+    assert done == [2] and timing.shards_resumed == 2
     assert c.read_bytes() == a.read_bytes()
+    assert stages.meta_path(c).read_bytes() == stages.meta_path(a).read_bytes()
     assert not stages.shards_dir(c).exists()
     # shards of other inputs are not reused
     with pytest.raises(Killed):
         stages.extract(prepared, c, "smollm2-135m", SPEC, SMALL, loaded=smol, on_shard=kill_after_second)
-    _, meta = stages.extract(prepared, c, "smollm2-135m", SPEC, SMALL.model_copy(update={"word_prob": "max"}),
-                              loaded=smol)
-    assert meta.shards_resumed == 0
+    _, timing = stages.extract(prepared, c, "smollm2-135m", SPEC, SMALL.model_copy(update={"word_prob": "max"}),
+                               loaded=smol)
+    assert timing.shards_resumed == 0
+
+
+def test_extract_streams_in_windows_with_the_same_scores(tmp_path, prepared_dir, smol, monkeypatch):
+    prepared = prepared_dir / "winobias.parquet"
+    whole, windowed = tmp_path / "whole.parquet", tmp_path / "windowed.parquet"
+    stages.extract(prepared, whole, "smollm2-135m", SPEC, SMALL, loaded=smol)
+    monkeypatch.setattr(stages, "WINDOW_PAIRS", 10)  # windows of 10, 10 and 4 pairs
+    meta, _ = stages.extract(prepared, windowed, "smollm2-135m", SPEC, SMALL, loaded=smol)
+    assert meta.shards == 2 + 2 + 1  # 5, 5 and 2 batches of 2 pairs
+    a, b = read_table(whole, ScoreRow)[0], read_table(windowed, ScoreRow)[0]
+    pd.testing.assert_frame_equal(a, b)  # same pairs, same order, bit-identical scores
+    assert pq.ParquetFile(windowed).metadata.num_row_groups == 3
+
+
+def test_extract_reports_pairs_with_non_finite_scores_and_writes_nothing(tmp_path, prepared_dir, smol):
+    """A model whose forward pass gives NaN for some pairs (as an fp16 overflow would): every
+    affected pair is listed, none is averaged in, and no output appears."""
+    prepared = prepared_dir / "winobias.parquet"
+    pairs = read_table(prepared, PreparedPair)[0].head(24)
+    sides, plans = engine.plans_for(smol.tokenizer, pairs, True)
+    poison = sides[3][0].ids[2]  # a word early in pair 4 (its occupation)
+    hit = {pairs["pair_id"][pl.index] for pl in plans if poison in pl.prefix + pl.more.suffix + pl.less.suffix}
+    assert 0 < len(hit) < 24
+
+    def overflow(module, inputs, output):  # the poisoned token's embedding becomes NaN
+        return output.masked_fill((inputs[0] == poison).unsqueeze(-1), float("nan"))
+
+    hook = smol.model.get_input_embeddings().register_forward_hook(overflow)
+    out = tmp_path / "m.parquet"
+    try:
+        with pytest.raises(GeceError) as e:  # batches of one pair: NaN cannot spread to other pairs
+            stages.extract(prepared, out, "smollm2-135m", SPEC, SMALL.model_copy(update={"batch_size": 1}),
+                           loaded=smol)
+    finally:
+        hook.remove()
+    err = e.value
+    assert f"NaN or infinite scores for {len(hit)} of 24 pairs" in err.message and "no output" in err.message
+    assert str(prepared) in err.message and "dtype" in err.hint
+    assert {line.split()[1] for line in err.problems} == hit and all("logprob_" in x for x in err.problems)
+    assert not out.exists() and not stages.meta_path(out).exists()
+    # the clean pairs' shards are kept for the rerun; the poisoned ones are not
+    kept = list(stages.shards_dir(out).glob("shard-*.parquet"))
+    assert kept and all(not set(read_table(k, ScoreRow)[0]["pair_id"]) & hit for k in kept)

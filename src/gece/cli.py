@@ -97,10 +97,10 @@ def cmd_extract(args: argparse.Namespace) -> int:
         raise GeceError(f"model {args.model!r} has no entry under registry in {args.params}",
                         hint=f"registered models: {', '.join(params.registry) or '(none)'}")
     settings = _override(params.extract, batch_size=args.batch_size, limit=args.limit, word_prob=args.word_prob)
-    _, meta = stages.extract(args.prepared, args.out, args.model, params.registry[args.model], settings,
-                             meta_out=args.meta_out)
+    meta, timing = stages.extract(args.prepared, args.out, args.model, params.registry[args.model], settings,
+                                  meta_out=args.meta_out)
     out.print(f"[green]scored[/] {meta.pairs} pairs of {escape(meta.benchmark)} with {escape(meta.model)} "
-              f"in {meta.seconds:.1f} s ({meta.pairs_per_s or 0:.1f} pairs/s) -> {escape(str(args.out))}",
+              f"in {timing.seconds:.1f} s ({timing.pairs_per_s or 0:.1f} pairs/s) -> {escape(str(args.out))}",
               highlight=False)
     return 0
 
@@ -231,7 +231,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         table.add_column("status")
         for k in keys:
             table.add_column(k, justify="right")
-        fmt = lambda v: "null" if v is None else f"{v:.4f}"  # noqa: E731
+        fmt = lambda v: "null" if v is None else f"{v:.4f}"
         table.add_row("uncalibrated", "", *(fmt(rep["uncalibrated"][k]) for k in keys))
         for name, m in rep["methods"].items():
             values = ("null",) * len(keys) if m["metrics"] is None else (fmt(m["metrics"][k]) for k in keys)

@@ -9,6 +9,7 @@ and each row, and names the file, the row and the fix when something is wrong.
 
 from __future__ import annotations
 
+import glob
 import json
 import math
 import os
@@ -24,8 +25,17 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_serializer, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 
+from gece import faults
 from gece.errors import GeceError
 
 SCHEMA_VERSION = "1"
@@ -200,13 +210,14 @@ BinsReport = TypeAdapter(list[BinRecord])
 
 
 class ExtractMeta(BaseModel):
-    """``artifacts/scores/<benchmark>/<model>.meta.json``: what scored the pairs, and at what cost.
+    """``artifacts/scores/<benchmark>/<model>.meta.json``: what scored the pairs, and how much work it was.
 
-    Everything but the timings (``seconds``, ``load_seconds``, ``pairs_per_s``), ``peak_rss_mb``
-    and ``shards_resumed`` is a function of the inputs; the score Parquet itself is byte-identical
-    between runs. ``tokens`` counts the real tokens fed to the decoder, ``tokens_whole`` what
-    feeding both whole sentences of every pair would take, ``head_positions`` the hidden states
-    sent through the LM head, and ``flops`` = 2 N_body tokens + 2 H V head_positions.
+    Every value is a function of the inputs (pairs, model, settings, library versions), so two
+    runs write the same bytes and ``dvc.lock`` does not move; how long this run took is in
+    :class:`ExtractTiming`. ``tokens`` counts the real tokens fed to the decoder,
+    ``tokens_whole`` what feeding both whole sentences of every pair would take,
+    ``head_positions`` the hidden states sent through the LM head, and
+    ``flops`` = 2 N_body tokens + 2 H V head_positions.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -225,7 +236,6 @@ class ExtractMeta(BaseModel):
     torch: str
     transformers: str
     gece: str
-    threads: int = Field(ge=1)
     pairs: int = Field(ge=0)
     multi_target_pairs: int = Field(ge=0, description="pairs with several target words on a side")
     multi_token_targets: int = Field(ge=0, description="target words of more than one token (chain rule applies)")
@@ -237,11 +247,25 @@ class ExtractMeta(BaseModel):
     flops: float
     flops_per_pair: float | None
     shards: int = Field(ge=0)
-    shards_resumed: int = Field(ge=0)
-    seconds: float
-    load_seconds: float
+
+
+class ExtractTiming(BaseModel):
+    """``artifacts/scores/<benchmark>/<model>.timing.json``: how one extract run went on this machine.
+
+    Not a DVC output (it differs between runs, so it would change ``dvc.lock`` on every run);
+    ``make bench`` and the extract log report the same figures.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    benchmark: str
+    model: str
+    pairs: int = Field(ge=0)
+    threads: int = Field(ge=1)
+    shards_resumed: int = Field(ge=0, description="finished shards reused from a killed run")
+    seconds: float = Field(ge=0, description="scoring, without loading the model")
+    load_seconds: float = Field(ge=0)
     pairs_per_s: float | None
-    peak_rss_mb: float
+    peak_rss_mb: float = Field(ge=0)
 
 
 # ------------------------------------------------------------------- atomic writes
@@ -249,17 +273,50 @@ _UMASK = os.umask(0)
 os.umask(_UMASK)
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
+
+
+def remove_stale_temporaries(path: str | Path) -> list[Path]:
+    """Delete the temporary files a killed writer of ``path`` left beside it.
+
+    Temporary names carry the writer's pid (``.<name>.<pid>.<random>.tmp``); one whose process
+    is gone can never be renamed into place, so it is removed. Returns what was removed.
+    """
+    path = Path(path)
+    removed = []
+    for tmp in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        pid = tmp.name[len(path.name) + 2 :].split(".", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            tmp.unlink(missing_ok=True)
+            removed.append(tmp)
+    return removed
+
+
 @contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; rename it onto ``path`` only on success."""
+    """Yield a temporary path beside ``path``; rename it onto ``path`` only on success.
+
+    The rename is atomic, so ``path`` is either absent, the old file or the complete new one,
+    whatever happens to the process. A temporary file left by a killed writer (SIGKILL skips
+    the cleanup below) is removed by the next write of the same path.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    remove_stale_temporaries(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     tmp_path = Path(tmp)
     os.chmod(tmp_path, 0o666 & ~_UMASK)  # mkstemp creates 0600; give the usual permissions
     try:
         yield tmp_path
+        faults.checkpoint(f"rename:{path.name}")
         os.replace(tmp_path, path)
     finally:
         if tmp_path.exists():
@@ -374,17 +431,50 @@ def _fmt_error(err: dict, row_offset: int | None = None) -> str:
     return f"{where}{field + ': ' if field else ''}{err['msg']}{got_s}"
 
 
-def validate_records(records: list[dict], model: type[BaseModel], source: str, *, hint: str) -> None:
-    """Validate every record; raise a GeceError naming the source, the rows and the fix."""
+def validate_records(records: list[dict], model: type[BaseModel], source: str, *, hint: str,
+                     first_row: int = 1) -> None:
+    """Validate every record; raise a GeceError naming the source, the rows and the fix.
+
+    ``first_row`` is the 1-based row number of ``records[0]`` in the file (chunked reads).
+    """
     try:
         TypeAdapter(list[model]).validate_python(records)
     except ValidationError as e:
         errs = e.errors()
         raise GeceError(
             f"{source}: {len(errs)} invalid value(s) for the {model.__name__} schema",
-            problems=[_fmt_error(err, row_offset=1) for err in errs[:20]],
+            problems=[_fmt_error(err, row_offset=first_row) for err in errs[:20]],
             hint=hint,
         ) from e
+
+
+def _file_metadata(model: type[BaseModel], meta: dict[str, str] | None) -> dict[bytes, bytes]:
+    kv = {f"{META_PREFIX}schema": model.__name__, f"{META_PREFIX}schema_version": SCHEMA_VERSION}
+    kv.update({f"{META_PREFIX}{k}": str(v) for k, v in (meta or {}).items()})
+    return {k.encode(): v.encode() for k, v in kv.items()}
+
+
+def _checked_arrow(path: str | Path, df: pd.DataFrame, model: type[BaseModel], schema: pa.Schema,
+                   first_row: int = 1) -> pa.Table:
+    """``df`` validated row by row against ``model`` and converted to an Arrow table of ``schema``."""
+    missing = [c for c in schema.names if c not in df.columns]
+    if missing:
+        raise ValueError(f"{path}: columns {missing} of the {model.__name__} schema are missing")
+    df = df[schema.names]
+    validate_records([_py(r) for r in df.to_dict(orient="records")], model, f"{path} (about to be written)",
+                     hint="this is a bug in gece", first_row=first_row)
+    return pa.Table.from_pandas(df, schema=schema.remove_metadata(), preserve_index=False)
+
+
+def _write_schema(df_columns: list[str], model: type[BaseModel], path: str | Path) -> pa.Schema:
+    schema = arrow_schema(model)
+    extra = [c for c in df_columns if c not in schema.names]
+    if extra and model.model_config.get("extra") == "allow":
+        for c in extra:
+            schema = schema.append(pa.field(c, pa.float64(), nullable=True))
+    elif extra:
+        raise ValueError(f"columns {extra} are not in the {model.__name__} schema")
+    return schema
 
 
 def write_table(
@@ -395,27 +485,43 @@ def write_table(
     ``meta`` (e.g. benchmark and model ids) is stored in the file's key-value metadata.
     Output bytes depend only on the data, so identical inputs give identical files.
     """
-    schema = arrow_schema(model)
-    extra = [c for c in df.columns if c not in schema.names]
-    if extra and model.model_config.get("extra") == "allow":
-        for c in extra:
-            schema = schema.append(pa.field(c, pa.float64(), nullable=True))
-    elif extra:
-        raise ValueError(f"columns {extra} are not in the {model.__name__} schema")
-    missing = [c for c in schema.names if c not in df.columns]
-    if missing:
-        raise ValueError(f"{path}: columns {missing} of the {model.__name__} schema are missing")
-    df = df[schema.names]
-    records = df.to_dict(orient="records")
-    validate_records(
-        [_py(r) for r in records], model, f"{path} (about to be written)", hint="this is a bug in gece"
-    )
-    table = pa.Table.from_pandas(df, schema=schema, preserve_index=False)
-    kv = {f"{META_PREFIX}schema": model.__name__, f"{META_PREFIX}schema_version": SCHEMA_VERSION}
-    kv.update({f"{META_PREFIX}{k}": str(v) for k, v in (meta or {}).items()})
-    table = table.replace_schema_metadata({k.encode(): v.encode() for k, v in kv.items()})
+    schema = _write_schema(list(df.columns), model, path)
+    table = _checked_arrow(path, df, model, schema).replace_schema_metadata(_file_metadata(model, meta))
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp, compression="zstd")
+
+
+class TableWriter:
+    """Write a Parquet artifact chunk by chunk (one row group per chunk), atomically.
+
+    Memory stays bounded by one chunk. Each chunk is validated like :func:`write_table`; the
+    file appears under ``path`` only when the ``with`` block ends without an exception. A
+    single chunk gives the same bytes as :func:`write_table`.
+    """
+
+    def __init__(self, path: str | Path, model: type[BaseModel], meta: dict[str, str] | None = None):
+        self.path, self.model, self.meta = Path(path), model, meta
+        self.rows = 0
+        self._schema = arrow_schema(model)
+        self._writer: pq.ParquetWriter | None = None
+
+    def __enter__(self) -> typing.Self:
+        self._atomic = atomic_path(self.path)
+        self._tmp = self._atomic.__enter__()
+        self._writer = pq.ParquetWriter(self._tmp, self._schema.with_metadata(_file_metadata(self.model, self.meta)),
+                                        compression="zstd")
+        return self
+
+    def write(self, df: pd.DataFrame) -> None:
+        assert self._writer is not None, "use TableWriter in a with block"
+        table = _checked_arrow(self.path, df, self.model, self._schema, first_row=self.rows + 1)
+        self._writer.write_table(table)
+        self.rows += len(df)
+
+    def __exit__(self, et, ev, tb) -> bool:
+        assert self._writer is not None
+        self._writer.close()
+        return bool(self._atomic.__exit__(et, ev, tb))
 
 
 def _py(record: dict) -> dict:
@@ -432,22 +538,23 @@ def _py(record: dict) -> dict:
     return out
 
 
-def read_table(path: str | Path, model: type[BaseModel]) -> tuple[pd.DataFrame, dict[str, str]]:
-    """Read and validate a Parquet artifact; return the frame and its ``gece.*`` metadata."""
+def _open_parquet(path: str | Path, model: type[BaseModel]) -> tuple[pq.ParquetFile, dict[str, str], pa.Schema]:
+    """Open a Parquet artifact and check its columns and types against ``model`` (no rows read)."""
     path = Path(path)
     if not path.exists():
         raise GeceError(f"{path}: file not found", hint="run the stage that writes it (dvc repro) or dvc pull")
     try:
-        table = pq.read_table(path)
+        pf = pq.ParquetFile(path)
     except (pa.ArrowInvalid, OSError) as e:
         raise GeceError(f"{path}: not a readable Parquet file ({e})", hint="delete it and rerun its stage") from e
+    schema = pf.schema_arrow
     meta = {
         k.decode()[len(META_PREFIX) :]: v.decode()
-        for k, v in (table.schema.metadata or {}).items()
+        for k, v in (schema.metadata or {}).items()
         if k.decode().startswith(META_PREFIX)
     }
     want = arrow_schema(model)
-    missing = [n for n in want.names if n not in table.schema.names]
+    missing = [n for n in want.names if n not in schema.names]
     if missing:
         raise GeceError(
             f"{path}: missing column(s) {missing} of the {model.__name__} schema",
@@ -455,15 +562,34 @@ def read_table(path: str | Path, model: type[BaseModel]) -> tuple[pd.DataFrame, 
         )
     problems = []
     for f in want:
-        col = table.column(f.name)
-        if col.type == f.type:
-            continue
-        try:  # compatible encodings (large_string, nullable ints stored as double) are cast safely
-            table = table.set_column(table.schema.get_field_index(f.name), f.name, col.cast(f.type, safe=True))
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            problems.append(f"column {f.name}: type {col.type}, expected {f.type}")
+        typ = schema.field(f.name).type
+        if typ != f.type and not _castable(typ, f.type):
+            problems.append(f"column {f.name}: type {typ}, expected {f.type}")
     if problems:
         raise GeceError(f"{path}: wrong column types", problems=problems, hint="rerun the stage that writes it")
+    return pf, meta, want
+
+
+def _castable(src: pa.DataType, dst: pa.DataType) -> bool:
+    """Compatible encodings (large_string, nullable ints stored as double) are cast safely on read."""
+    try:
+        pa.array([], type=src).cast(dst, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return False
+    return True
+
+
+def _frame(path: Path, table: pa.Table, model: type[BaseModel], want: pa.Schema, first_row: int) -> pd.DataFrame:
+    """An Arrow chunk cast to the schema's types, as a validated frame."""
+    for f in want:
+        col = table.column(f.name)
+        if col.type != f.type:
+            try:
+                col = col.cast(f.type, safe=True)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:  # e.g. 1.5 in an int column
+                raise GeceError(f"{path}: column {f.name} has values that are not {f.type} ({e})",
+                                hint="rerun the stage that writes it") from e
+            table = table.set_column(table.schema.get_field_index(f.name), f.name, col)
     df = table.to_pandas()
     if model.model_config.get("extra") != "allow":
         df = df[want.names]
@@ -472,8 +598,54 @@ def read_table(path: str | Path, model: type[BaseModel]) -> tuple[pd.DataFrame, 
         model,
         str(path),
         hint="the file is corrupt or was edited; rerun the stage that writes it",
+        first_row=first_row,
     )
-    return df, meta
+    return df
+
+
+def _read_all(pf: pq.ParquetFile, path: Path, columns: list[str] | None) -> pa.Table:
+    try:
+        return pf.read(columns=columns)
+    except (pa.ArrowInvalid, OSError) as e:  # a damaged column chunk (truncated file)
+        raise GeceError(f"{path}: not a readable Parquet file ({e})", hint="delete it and rerun its stage") from e
+
+
+def read_table(path: str | Path, model: type[BaseModel]) -> tuple[pd.DataFrame, dict[str, str]]:
+    """Read and validate a Parquet artifact; return the frame and its ``gece.*`` metadata."""
+    path = Path(path)
+    pf, meta, want = _open_parquet(path, model)
+    columns = None if model.model_config.get("extra") == "allow" else want.names
+    return _frame(path, _read_all(pf, path, columns), model, want, 1), meta
+
+
+def parquet_rows(path: str | Path, model: type[BaseModel]) -> tuple[int, dict[str, str]]:
+    """Number of rows and ``gece.*`` metadata of a Parquet artifact, with its schema checked."""
+    pf, meta, _ = _open_parquet(path, model)
+    return pf.metadata.num_rows, meta
+
+
+def iter_table(path: str | Path, model: type[BaseModel], rows: int, limit: int | None = None
+               ) -> Iterator[pd.DataFrame]:
+    """Read and validate a Parquet artifact ``rows`` rows at a time (the first ``limit`` rows, if given).
+
+    Memory is bounded by one chunk, whatever the file's size; a bad row is reported with its
+    row number in the file.
+    """
+    path = Path(path)
+    pf, _, want = _open_parquet(path, model)
+    columns = None if model.model_config.get("extra") == "allow" else want.names
+    done = 0
+    try:
+        for batch in pf.iter_batches(batch_size=rows, columns=columns):
+            if limit is not None and done >= limit:
+                return
+            table = pa.Table.from_batches([batch])
+            if limit is not None and done + len(table) > limit:
+                table = table.slice(0, limit - done)
+            yield _frame(path, table, model, want, done + 1)
+            done += len(table)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise GeceError(f"{path}: not a readable Parquet file ({e})", hint="delete it and rerun its stage") from e
 
 
 # --------------------------------------------------------------------- ablations

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from gece import ablation, benchmarks, calibration, metrics, plots, report
+from gece import ablation, benchmarks, calibration, faults, metrics, plots, report
 from gece.ablation import Run
 from gece.errors import GeceError
 from gece.params import (
@@ -42,6 +42,7 @@ from gece.schemas import (
     CalibrationReport,
     CompareReport,
     ExtractMeta,
+    ExtractTiming,
     MetricsReport,
     NeutralReport,
     PreparedPair,
@@ -49,6 +50,9 @@ from gece.schemas import (
     SampleSizeReport,
     ScoreRow,
     SpecialTokensReport,
+    TableWriter,
+    iter_table,
+    parquet_rows,
     read_json,
     read_table,
     validate_records,
@@ -314,7 +318,7 @@ def run_calibration(
             },
         },
         "crossfit": {
-            "n_fit": cross.n_fit, "n_eval": int(len(p)), "folds": settings.folds,
+            "n_fit": cross.n_fit, "n_eval": len(p), "folds": settings.folds,
             "uncalibrated": evaluate("crossfit", "uncalibrated", every, p),
             "methods": {
                 name: {"status": m.status, "reason": m.reason, "params": {"folds": m.params},
@@ -590,6 +594,7 @@ def report_stage(
 SCORE_COLUMNS = ["pair_id", "row", "sent_more", "sent_less", "y", "bias_type", "targets_more", "targets_less",
                  "gender_more", "gender_less"]
 SHARD_BATCHES = 4  # batches per resumable shard
+WINDOW_PAIRS = 4096  # pairs read, tokenized, planned and ordered together: memory does not grow with n
 
 
 def _fingerprint(**parts: object) -> str:
@@ -611,20 +616,41 @@ def meta_path(out: str | Path) -> Path:
     return out.with_name(out.name.removesuffix(".parquet") + ".meta.json")
 
 
+def timing_path(out: str | Path) -> Path:
+    """``<out without .parquet>.timing.json``: the run's timings (ignored by DVC, see .dvcignore)."""
+    out = Path(out)
+    return out.with_name(out.name.removesuffix(".parquet") + ".timing.json")
+
+
+def _layout(n: int, batch_size: int) -> list[tuple[int, int, int]]:
+    """The windows of a run of n pairs: (first pair, end, number of shards), fixed before any scoring."""
+    out = []
+    for lo in range(0, n, WINDOW_PAIRS):
+        hi = min(lo + WINDOW_PAIRS, n)
+        n_batches = -(-(hi - lo) // batch_size)
+        out.append((lo, hi, -(-n_batches // SHARD_BATCHES)))
+    return out
+
+
 def extract(
     prepared: str | Path, out: str | Path, model_id: str, spec: ModelSpec, settings: ExtractParams = ExtractParams(),
     *, meta_out: str | Path | None = None, on_shard: Callable[[int], None] | None = None,
     loaded: object | None = None,
-) -> tuple[pd.DataFrame, ExtractMeta]:
-    """artifacts/prepared/<b>.parquet -> artifacts/scores/<b>/<m>.parquet and <m>.meta.json.
+) -> tuple[ExtractMeta, ExtractTiming]:
+    """artifacts/prepared/<b>.parquet -> artifacts/scores/<b>/<m>.parquet, <m>.meta.json and <m>.timing.json.
 
-    Scores every pair with the model (SPEC §3; :mod:`gece.scoring.engine`). Work is written in
-    shards of ``SHARD_BATCHES`` batches under :func:`shards_dir`; a run that is killed and
-    started again reuses the finished shards (when inputs, model and settings are unchanged),
-    and the final file is byte-identical to an uninterrupted run's. The shards are removed
-    once the output is written. ``on_shard(i)`` is called after shard i is written, and
-    ``loaded`` is an already loaded :class:`gece.scoring.models.LoadedModel` of ``spec`` (tests,
-    benchmarks).
+    Scores every pair with the model (SPEC §3; :mod:`gece.scoring.engine`), streaming: pairs are
+    read, tokenized, ordered and batched ``WINDOW_PAIRS`` at a time, so memory does not grow
+    with the benchmark. Work is written in shards of ``SHARD_BATCHES`` batches under
+    :func:`shards_dir`; a run that is killed and started again reuses the finished shards (when
+    inputs, model and settings are unchanged), and the final file, assembled window by window
+    from the shards, is byte-identical to an uninterrupted run's. The shards are removed once
+    the output is written.
+
+    A pair whose score is NaN or infinite (the model's logits overflowed, e.g. in float16) is
+    never written: the run scores every pair, then fails listing the affected pairs, and
+    writes no output. ``on_shard(i)`` is called after shard i is written, and ``loaded`` is an
+    already loaded :class:`gece.scoring.models.LoadedModel` of ``spec`` (tests, benchmarks).
     """
     import resource
 
@@ -635,30 +661,25 @@ def extract(
     from gece.progress import Progress
     from gece.scoring import engine, models
 
-    t_start = time.perf_counter()
     prepared, out = Path(prepared), Path(out)
     meta_out = Path(meta_out) if meta_out else meta_path(out)
     resolved = models.resolve(spec)  # a missing package/file/hub id fails before any work
-    pairs, pmeta = read_table(prepared, PreparedPair)
-    if settings.limit is not None:
-        pairs = pairs.head(settings.limit).reset_index(drop=True)
+    n_rows, pmeta = parquet_rows(prepared, PreparedPair)
+    n = n_rows if settings.limit is None else min(n_rows, settings.limit)
     benchmark = pmeta.get("benchmark", prepared.stem)
     threads = engine.set_threads()
     lm = loaded if loaded is not None else models.load(spec, resolved=resolved)
     if not engine.blas_is_batch_invariant():
         log.warning("MKL is not in its strict reproducible mode (MKL_CBWR=AUTO,STRICT was set too late): "
                     "scores may differ from the naive path in the last bits")
-    sides, plans = engine.plans_for(lm.tokenizer, pairs, spec.special_tokens)
     runner = engine.Runner(lm.model, lm.tokenizer.pad_token_id)
-    if plans:
-        engine.self_check(runner, sides[0], plans[0])
-    batch_list = engine.batches(plans, settings.batch_size)
-    shard_list = [batch_list[i : i + SHARD_BATCHES] for i in range(0, len(batch_list), SHARD_BATCHES)]
+    layout = _layout(n, settings.batch_size)
 
     fp = _fingerprint(prepared=models.sha256_file(prepared), limit=settings.limit, batch_size=settings.batch_size,
                       word_prob=settings.word_prob, spec=spec.model_dump(), weights=lm.weights, dtype=lm.dtype,
                       device=lm.device, attention=lm.attention, torch=torch.__version__,
-                      transformers=transformers.__version__, shards=SHARD_BATCHES, engine=engine.ENGINE_VERSION)
+                      transformers=transformers.__version__, shards=SHARD_BATCHES, window=WINDOW_PAIRS,
+                      engine=engine.ENGINE_VERSION)
     sdir = shards_dir(out)
     manifest = sdir / "manifest.json"
     if sdir.exists() and (not manifest.exists() or read_json(manifest).get("fingerprint") != fp):
@@ -666,67 +687,102 @@ def extract(
         shutil.rmtree(sdir)
     sdir.mkdir(parents=True, exist_ok=True)
     if not manifest.exists():
-        write_json(manifest, {"fingerprint": fp, "shards": len(shard_list), "out": str(out)})
+        write_json(manifest, {"fingerprint": fp, "shards": sum(w[2] for w in layout), "out": str(out)})
+    faults.checkpoint("extract:loaded")
 
-    base = pairs[SCORE_COLUMNS]
     stats = engine.BatchStats()
-    resumed = 0
+    counts = {"multi_target_pairs": 0, "multi_token_targets": 0, "continued_pairs": 0, "tokens_whole": 0}
+    resumed, shard_no, bad = 0, 0, []
     t_score = time.perf_counter()
-    with Progress(f"extract {benchmark}/{model_id}", len(plans)) as progress:
-        for i, shard in enumerate(shard_list):
-            path = sdir / f"shard-{i:05d}.parquet"
-            n_pairs = sum(len(b) for b in shard)
-            if path.exists():
-                _, smeta = read_table(path, ScoreRow)
-                stats.add(engine.BatchStats(**json.loads(smeta["stats"])))
-                resumed += 1
-                progress.advance(n_pairs)
-                continue
-            recs: list[dict] = []
-            shard_stats = engine.BatchStats()
-            for scores, st in engine.score(runner, shard, on_batch=progress.advance):
-                shard_stats.add(st)
-                for s in scores:
-                    recs.append({"_index": s.index, **s.record(settings.word_prob)})
-            recs.sort(key=lambda r: r["_index"])
-            idx = [r.pop("_index") for r in recs]
-            frame = pd.concat([base.iloc[idx].reset_index(drop=True), pd.DataFrame(recs)], axis=1)
-            write_table(path, frame, ScoreRow, meta={"stats": json.dumps(dataclasses.asdict(shard_stats))})
-            stats.add(shard_stats)
-            if on_shard:
-                on_shard(i)
+    with Progress(f"extract {benchmark}/{model_id}", n) as progress:
+        for w, pairs in enumerate(iter_table(prepared, PreparedPair, WINDOW_PAIRS, limit=n)):
+            if not pairs["row"].is_monotonic_increasing:
+                raise GeceError(f"{prepared}: pairs are not in the order of their rows",
+                                hint="the file was not written by gece prepare; rerun prepare")
+            sides, plans = engine.plans_for(lm.tokenizer, pairs, spec.special_tokens, source=str(prepared))
+            if w == 0 and plans:
+                engine.self_check(runner, sides[0], plans[0])
+            counts["multi_target_pairs"] += sum(1 for m, l in sides if len(m.words) > 1 or len(l.words) > 1)
+            counts["multi_token_targets"] += sum(1 for pair in sides for side in pair for x in side.words if len(x) > 1)
+            counts["continued_pairs"] += sum(1 for pl in plans if pl.continued)
+            counts["tokens_whole"] += sum(len(side.ids) for pair in sides for side in pair)
+            batch_list = engine.batches(plans, settings.batch_size)
+            base = pairs[SCORE_COLUMNS]
+            for k in range(0, len(batch_list), SHARD_BATCHES):
+                shard = batch_list[k : k + SHARD_BATCHES]
+                path = sdir / f"shard-{shard_no:05d}.parquet"
+                if path.exists():
+                    _, smeta = read_table(path, ScoreRow)
+                    stats.add(engine.BatchStats(**json.loads(smeta["stats"])))
+                    resumed += 1
+                    progress.advance(sum(len(b) for b in shard))
+                else:
+                    recs, shard_stats = _score_shard(engine, runner, shard, settings, progress)
+                    idx = [r.pop("_index") for r in recs]
+                    frame = pd.concat([base.iloc[idx].reset_index(drop=True), pd.DataFrame(recs)], axis=1)
+                    broken = [f"pair {pid} (row {row}): {', '.join(fields)}" for pid, row, fields in
+                              zip(frame["pair_id"], frame["row"], map(engine.non_finite, recs), strict=True) if fields]
+                    stats.add(shard_stats)
+                    if broken:  # never written, so a rerun scores them again
+                        bad += broken
+                    else:
+                        write_table(path, frame, ScoreRow, meta={"stats": json.dumps(dataclasses.asdict(shard_stats))})
+                        faults.checkpoint(f"extract:shard:{shard_no}")
+                        if on_shard:
+                            on_shard(shard_no)
+                shard_no += 1
     seconds = time.perf_counter() - t_score
+    if bad:
+        raise GeceError(
+            f"{prepared}: {model_id} gave NaN or infinite scores for {len(bad)} of {n} pairs; no output was written",
+            problems=bad[:20] + ([f"... and {len(bad) - 20} more"] if len(bad) > 20 else []),
+            hint="the model's logits overflowed: in float16 use dtype: bfloat16 or float32 for this model under "
+            "registry in params.yaml; in float32 the weights themselves are broken",
+        )
 
-    parts = [read_table(sdir / f"shard-{i:05d}.parquet", ScoreRow)[0] for i in range(len(shard_list))]
-    scores = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=list(ScoreRow.model_fields))
-    order = {pid: k for k, pid in enumerate(pairs["pair_id"])}
-    scores = scores.sort_values("pair_id", key=lambda s: s.map(order)).reset_index(drop=True)
     file_meta = {"benchmark": benchmark, "model": model_id, "source": spec.source,
                  "weights_sha256": ",".join(f"{k}={v}" for k, v in lm.weights.items()),
                  "special_tokens": spec.special_tokens, "word_prob": settings.word_prob, "dtype": lm.dtype,
                  "device": lm.device, "attention": lm.attention}
-    write_table(out, scores, ScoreRow, meta=file_meta)
+    with TableWriter(out, ScoreRow, file_meta) as writer:  # window by window, in the prepared order
+        first = 0
+        for _, _, n_shards in layout:
+            parts = [read_table(sdir / f"shard-{i:05d}.parquet", ScoreRow)[0] for i in range(first, first + n_shards)]
+            writer.write(pd.concat(parts, ignore_index=True).sort_values("row", kind="stable", ignore_index=True))
+            first += n_shards
+        if not layout:
+            writer.write(pd.DataFrame(columns=list(ScoreRow.model_fields)))
 
-    n = len(plans)
     total_flops = engine.flops(lm.model, stats.tokens_fed, stats.head_positions)
     meta = ExtractMeta(
         benchmark=benchmark, model=model_id, source=spec.source, kind=lm.kind, weights=lm.weights, dtype=lm.dtype,
         device=lm.device, attention=lm.attention, special_tokens=spec.special_tokens, word_prob=settings.word_prob,
         batch_size=settings.batch_size, limit=settings.limit, torch=torch.__version__,
-        transformers=transformers.__version__, gece=gece.__version__, threads=threads, pairs=n,
-        multi_target_pairs=sum(1 for m, l in sides if len(m.words) > 1 or len(l.words) > 1),
-        multi_token_targets=sum(1 for pair in sides for side in pair for w in side.words if len(w) > 1),
-        continued_pairs=sum(1 for p in plans if p.continued),
-        tokens=stats.tokens_fed, tokens_padded=stats.tokens_padded,
-        tokens_whole=sum(len(s.ids) for pair in sides for s in pair), head_positions=stats.head_positions,
-        flops=total_flops, flops_per_pair=total_flops / n if n else None, shards=len(shard_list),
-        shards_resumed=resumed, seconds=round(seconds, 3), load_seconds=round(lm.load_seconds, 3),
+        transformers=transformers.__version__, gece=gece.__version__, pairs=n, **counts,
+        tokens=stats.tokens_fed, tokens_padded=stats.tokens_padded, head_positions=stats.head_positions,
+        flops=total_flops, flops_per_pair=total_flops / n if n else None, shards=shard_no,
+    )
+    timing = ExtractTiming(
+        benchmark=benchmark, model=model_id, pairs=n, threads=threads, shards_resumed=resumed,
+        seconds=round(seconds, 3), load_seconds=round(lm.load_seconds, 3),
         pairs_per_s=round(n / seconds, 3) if n and seconds > 0 else None,
         peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     )
     write_json(meta_out, meta)
+    write_json(timing_path(out), timing)
     shutil.rmtree(sdir, ignore_errors=True)
     log.info("%s/%s: %d pairs in %.1f s (%.1f pairs/s; %d multi-target pairs, %d multi-token targets, "
-             "%d shards resumed; %.1f s in total) -> %s", benchmark, model_id, n, seconds, meta.pairs_per_s or 0,
-             meta.multi_target_pairs, meta.multi_token_targets, resumed, time.perf_counter() - t_start, out)
-    return scores, meta
+             "%d shards resumed; peak RSS %.0f MB) -> %s", benchmark, model_id, n, seconds, timing.pairs_per_s or 0,
+             meta.multi_target_pairs, meta.multi_token_targets, resumed, timing.peak_rss_mb, out)
+    return meta, timing
+
+
+def _score_shard(engine, runner, shard, settings: ExtractParams, progress) -> tuple[list[dict], object]:
+    """Score one shard's batches: records (with ``_index``, the pair's place in its window) sorted by index."""
+    recs: list[dict] = []
+    shard_stats = engine.BatchStats()
+    for scores, st in engine.score(runner, shard, on_batch=progress.advance):
+        shard_stats.add(st)
+        recs += [{"_index": sc.index, **sc.record(settings.word_prob)} for sc in scores]
+    recs.sort(key=lambda r: r["_index"])
+    return recs, shard_stats

@@ -95,7 +95,8 @@ def tokenize(
             word = sentences[k][s:e]
             if not toks:
                 raise GeceError(f"{where}target word {word!r} of {sentences[k]!r} covers no token",
-                                hint="this is a bug in the alignment; please report it")
+                                hint="the word is made of characters the tokenizer drops (zero-width or control "
+                                "characters?): fix that row of the benchmark CSV or remove the pair")
             if toks[0] == 0:
                 raise GeceError(
                     f"{where}target word {word!r} is the first token of {sentences[k]!r}: "
@@ -499,6 +500,9 @@ def self_check(runner: Runner, sides: tuple[SideTokens, SideTokens], plan: PairP
     (fast,), _ = score_batch(runner, [plan])
     (ref,) = score_naive(runner.model, [sides])
     diff = max_abs_diff([fast], [ref])
+    if math.isnan(diff) and not all(math.isfinite(v) for side in (ref.more, ref.less)
+                                    for w in side.token_logprobs for v in w):
+        return diff  # the model's own forward pass overflows on this pair: extract reports such pairs
     if not diff <= tol:
         raise RuntimeError(
             f"{type(runner.model).__name__}: the optimized scoring path disagrees with the model's own "
@@ -547,15 +551,30 @@ def flops(model: Any, tokens_fed: int, head_positions: int) -> float:
     return 2.0 * non_embedding_params(model) * tokens_fed + 2.0 * head.shape[0] * head.shape[1] * head_positions
 
 
-def plans_for(tokenizer: Any, pairs: Any, special_tokens: bool) -> tuple[list[tuple[SideTokens, SideTokens]], list[PairPlan]]:
-    """Tokenize and plan the prepared pairs (a frame with ``sent_*``, ``starts_*``, ``ends_*``, ``pair_id``)."""
-    names = list(pairs["pair_id"])
+def plans_for(tokenizer: Any, pairs: Any, special_tokens: bool, source: str | None = None
+              ) -> tuple[list[tuple[SideTokens, SideTokens]], list[PairPlan]]:
+    """Tokenize and plan the prepared pairs (a frame with ``sent_*``, ``starts_*``, ``ends_*``, ``pair_id``).
+
+    ``source`` (the prepared file) and each pair's ``row`` name the pair in alignment errors.
+    """
+    ids = list(pairs["pair_id"])
+    rows = list(pairs["row"]) if "row" in pairs else [None] * len(ids)
+    names = [f"{source + ': ' if source else ''}pair {pid}" + (f" (row {r} of the benchmark CSV)" if r else "")
+             for pid, r in zip(ids, rows, strict=True)]
     more = tokenize(tokenizer, list(pairs["sent_more"]), list(pairs["starts_more"]), list(pairs["ends_more"]),
                     special_tokens, names)
     less = tokenize(tokenizer, list(pairs["sent_less"]), list(pairs["starts_less"]), list(pairs["ends_less"]),
                     special_tokens, names)
     sides = list(zip(more, less, strict=True))
     return sides, [plan_pair(i, m, l) for i, (m, l) in enumerate(sides)]
+
+
+NON_FINITE_FIELDS = ("logprob_more", "logprob_less", "logit_more", "logit_less", "p")
+
+
+def non_finite(record: dict[str, Any]) -> list[str]:
+    """The fields of a pair's score record that are NaN or infinite (a model overflow, e.g. in float16)."""
+    return [f"{k}={record[k]}" for k in NON_FINITE_FIELDS if not math.isfinite(record[k])]
 
 
 def max_abs_diff(a: Sequence[PairScore], b: Sequence[PairScore]) -> float:
@@ -565,5 +584,8 @@ def max_abs_diff(a: Sequence[PairScore], b: Sequence[PairScore]) -> float:
         for sx, sy in ((x.more, y.more), (x.less, y.less)):
             va = np.array([v for w in sx.token_logprobs for v in w])
             vb = np.array([v for w in sy.token_logprobs for v in w])
-            worst = max(worst, float(np.max(np.abs(va - vb))))
+            d = float(np.max(np.abs(va - vb)))
+            if math.isnan(d):  # max() would drop a NaN
+                return math.nan
+            worst = max(worst, d)
     return worst
