@@ -12,7 +12,19 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 Statistic = Callable[..., Mapping[str, np.ndarray]]
-CHUNK = 250  # draws evaluated per call: bounds memory at CHUNK * n per array
+CHUNK = 250  # draws evaluated per call ...
+BUDGET = 1 << 19  # ... unless CHUNK * n would exceed this many elements per array (4 MiB of float64)
+
+
+def chunk_size(n: int, chunk: int = CHUNK, budget: int = BUDGET) -> int:
+    """Draws per call: ``chunk``, fewer for large n so that memory stays bounded whatever n.
+
+    An even number, a function of n only, so the resamples depend on (seed, n) alone; every
+    benchmark up to ``budget / chunk`` = 2097 pairs uses ``chunk``.
+    """
+    if n * chunk <= budget:
+        return chunk
+    return max(2, (budget // max(n, 1)) // 2 * 2)
 
 
 def bootstrap(
@@ -20,18 +32,20 @@ def bootstrap(
     arrays: Mapping[str, np.ndarray],
     draws: int,
     seed: int,
-    chunk: int = CHUNK,
+    chunk: int | None = None,
     **kwargs,
 ) -> dict[str, np.ndarray]:
     """Evaluate ``stat`` on ``draws`` resamples (pairs drawn with replacement) of ``arrays``.
 
     All arrays share their length n and are resampled with the same indices, so paired
-    quantities stay paired. Deterministic for a given seed. Returns {name: (draws,) array}.
+    quantities stay paired. Deterministic for a given seed. Resamples are drawn ``chunk`` at a
+    time (default :func:`chunk_size`, so memory does not grow with n). Returns {name: (draws,) array}.
     """
     lengths = {len(a) for a in arrays.values()}
     if len(lengths) != 1:
         raise ValueError(f"arrays differ in length: {lengths}")
     (n,) = lengths
+    chunk = chunk or chunk_size(n)
     rng = np.random.default_rng(seed)
     parts: dict[str, list[np.ndarray]] = {}
     for start in range(0, draws, chunk):

@@ -570,13 +570,20 @@ def _open_parquet(path: str | Path, model: type[BaseModel]) -> tuple[pq.ParquetF
     return pf, meta, want
 
 
+def _family(t: pa.DataType) -> str:
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "string"
+    if pa.types.is_integer(t) or pa.types.is_floating(t):
+        return "number"
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return f"list<{_family(t.value_type)}>"
+    return str(t)
+
+
 def _castable(src: pa.DataType, dst: pa.DataType) -> bool:
-    """Compatible encodings (large_string, nullable ints stored as double) are cast safely on read."""
-    try:
-        pa.array([], type=src).cast(dst, safe=True)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return False
-    return True
+    """Compatible encodings (large_string, nullable ints stored as double) are cast safely on read;
+    text is never parsed as a number."""
+    return src == dst or (pa.types.is_null(src) or _family(src) == _family(dst))
 
 
 def _frame(path: Path, table: pa.Table, model: type[BaseModel], want: pa.Schema, first_row: int) -> pd.DataFrame:

@@ -160,6 +160,20 @@ def as_run(scores: pd.DataFrame) -> Run:
     )
 
 
+RUN_COLUMNS = ["pair_id", "row", "y", "gender_more", "gender_less", "p"]
+READ_ROWS = 8192  # rows validated at a time when only a run's arrays are needed
+
+
+def read_run(path: str | Path) -> tuple[pd.DataFrame, dict[str, str]]:
+    """A score file's ``RUN_COLUMNS``, every row validated, read ``READ_ROWS`` rows at a time.
+
+    Memory holds the few columns the metrics need, never the sentences of the whole file.
+    """
+    _, meta = parquet_rows(path, ScoreRow)
+    parts = [chunk[RUN_COLUMNS] for chunk in iter_table(path, ScoreRow, READ_ROWS)]
+    return (pd.concat(parts, ignore_index=True) if parts else read_table(path, ScoreRow)[0][RUN_COLUMNS]), meta
+
+
 def run_metrics(scores: pd.DataFrame, settings: MetricsParams) -> tuple[dict, list[dict]]:
     """The metrics report and the paper-convention reliability bins of one score table."""
     r = as_run(scores)
@@ -172,7 +186,7 @@ def metrics_stage(
     scores_path: str | Path, out: str | Path | None, bins_out: str | Path | None, settings: MetricsParams
 ) -> tuple[dict, list[dict], dict[str, str]]:
     """artifacts/scores/<b>/<m>.parquet -> reports/metrics/<b>/<m>.json and reports/bins/<b>/<m>.json."""
-    scores, meta = read_table(scores_path, ScoreRow)
+    scores, meta = read_run(scores_path)
     report, bins = run_metrics(scores, settings)
     if out:
         write_json(out, MetricsReport.model_validate(report))
@@ -184,7 +198,7 @@ def metrics_stage(
 # ----------------------------------------------------------------------- ablations
 def load_run(path: str | Path) -> tuple[Run, dict[str, str]]:
     """A score file as the arrays the ablations take."""
-    df, meta = read_table(path, ScoreRow)
+    df, meta = read_run(path)
     return as_run(df), meta
 
 
