@@ -608,7 +608,7 @@ def report_stage(
 SCORE_COLUMNS = ["pair_id", "row", "sent_more", "sent_less", "y", "bias_type", "targets_more", "targets_less",
                  "gender_more", "gender_less"]
 SHARD_BATCHES = 4  # batches per resumable shard
-WINDOW_PAIRS = 4096  # pairs read, tokenized, planned and ordered together: memory does not grow with n
+WINDOW_PAIRS = 2048  # pairs read, tokenized, planned and ordered together: memory does not grow with n
 
 
 def _fingerprint(**parts: object) -> str:
