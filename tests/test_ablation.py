@@ -69,6 +69,25 @@ def test_compare_refuses_different_pairs():
         ablation.compare({"a": a, "b": b}, draws=2000, seed=0)
 
 
+def test_compare_stage_uses_the_pairs_every_run_scores(reference_scores, tmp_path, capsys):
+    """A smoke run (extract.limit) is compared with full runs on the pairs it has; runs that
+    share no pair are a clear error (exit 2), not a traceback."""
+    from gece.schemas import read_table
+
+    full = reference_scores[("winobias", "gpt-j-6b")]
+    df, meta = read_table(full, ScoreRow)
+    head = tmp_path / "head.parquet"
+    write_table(head, df.head(40), ScoreRow, {**meta, "model": "smoke"})
+    res = stages.compare([head, full], None, None, MetricsParams(), CompareParams())
+    assert res["n"] == 40 and res["pairs"][0]["metrics"]["ece"]["diff"] == 0.0  # the same 40 pairs
+
+    other = tmp_path / "other.parquet"
+    write_table(other, df.iloc[40:80], ScoreRow, {**meta, "model": "other"})
+    assert main(["compare", str(head), str(other)]) == 2
+    err = capsys.readouterr().err
+    assert "share no pair" in err and str(head) in err and "Traceback" not in err
+
+
 def test_two_sided_p_and_holm():
     assert two_sided_p(np.zeros(100)) == 1.0
     assert two_sided_p(np.ones(999)) == pytest.approx(2 / 1000)

@@ -111,6 +111,30 @@ def confidence_profile(p: np.ndarray, threshold: float = 0.9) -> dict:
 COMPARED = ("ece", "gender_ece", "brier", "accuracy")
 
 
+def shared_pairs(runs: Mapping[str, Run]) -> dict[str, Run]:
+    """Every run restricted to the pairs all of them score, in the first run's order.
+
+    Runs of a benchmark normally score the same pairs; a smoke run (``extract.limit``) scores
+    only the first N, and is then compared with the others on those N. Raises ValueError when
+    no pair is shared.
+    """
+    names = list(runs)
+    common = set(runs[names[0]].pair_id)
+    for name in names[1:]:
+        common &= set(runs[name].pair_id)
+    if not common:
+        raise ValueError(f"{', '.join(names)} share no pair")
+    out = {}
+    order = [pid for pid in runs[names[0]].pair_id if pid in common]
+    for name, r in runs.items():
+        where = {pid: i for i, pid in enumerate(r.pair_id)}
+        if len(where) != len(r.pair_id):
+            raise ValueError(f"{name} scores a pair twice")
+        idx = np.array([where[pid] for pid in order], dtype=np.int64)
+        out[name] = Run(r.pair_id[idx], r.p[idx], r.y[idx], r.gender_more[idx], r.gender_less[idx])
+    return out
+
+
 def align_runs(runs: Mapping[str, Run]) -> None:
     """Paired comparison needs the same pairs in the same order and the same labels."""
     names = list(runs)

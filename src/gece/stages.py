@@ -270,10 +270,15 @@ def compare(
         benchmarks_seen.add(meta.get("benchmark") or Path(path).parent.name)
     benchmark = " / ".join(sorted(benchmarks_seen))
     try:
-        result = ablation.compare(runs, c.draws, c.seed, c.ci, c.alpha, m.n_bins, m.binning)
+        shared = ablation.shared_pairs(runs)
+        result = ablation.compare(shared, c.draws, c.seed, c.ci, c.alpha, m.n_bins, m.binning)
     except ValueError as e:
-        raise GeceError(f"cannot compare {', '.join(map(str, score_paths.values()))}: {e}",
-                        hint="compare score files of the same benchmark (same pairs, same order)") from e
+        raise GeceError(f"cannot compare {', '.join(map(str, score_paths))}: {e}",
+                        hint="compare score files of the same benchmark (same pairs, same labels)") from e
+    partial = {name: len(r.pair_id) for name, r in runs.items() if len(r.pair_id) != result["n"]}
+    if partial:
+        log.warning("compare %s: only the %d pairs every run scores are compared (%s)", benchmark, result["n"],
+                    ", ".join(f"{k} has {v}" for k, v in partial.items()))
     result = {"benchmark": benchmark, **result}
     CompareReport.model_validate(result)
     if out:
