@@ -10,6 +10,8 @@ method that failed), so the report can be tested on every part.
 
 from __future__ import annotations
 
+import html
+import re
 from pathlib import Path
 
 import numpy as np
@@ -164,3 +166,32 @@ def build(root: Path, prepared_dir: Path, reference_scores: dict) -> Path:
         stages.compare(paths, reports / "compare" / f"{b}.json", reports / "compare" / f"{b}.md", MetricsParams(),
                        params.ablate.compare)
     return root
+
+
+# ---------------------------------------------------------------- reading markdown back
+def md_row_cells(line: str) -> list[str]:
+    """The cells of a markdown table row as written (still escaped), split at the pipes that no
+    backslash escapes; the leading and trailing pipes bound the row."""
+    cells, current, i = [], [], 0
+    line = line.strip()
+    while i < len(line):
+        if line[i] == "\\" and i + 1 < len(line):
+            current.append(line[i : i + 2])
+            i += 2
+            continue
+        if line[i] == "|":
+            cells.append("".join(current))
+            current = []
+        else:
+            current.append(line[i])
+        i += 1
+    cells.append("".join(current))
+    return [c.strip() for c in cells[1:-1]]
+
+
+_MD_ESCAPES = re.compile(r"\\([!-/:-@\[-`{-~])|&(?:#[xX][0-9a-fA-F]+|#[0-9]+|[A-Za-z][A-Za-z0-9]*);")
+
+
+def md_unescape(text: str) -> str:
+    """Undo markdown's escapes: a backslash before ASCII punctuation, and character references."""
+    return _MD_ESCAPES.sub(lambda m: m.group(1) if m.group(1) is not None else html.unescape(m.group(0)), text)

@@ -158,7 +158,7 @@ def _md_tables(text: str) -> list[list[list[str]]]:
     tables, current = [], None
     for line in text.splitlines():
         if line.startswith("|"):
-            cells = [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+            cells = [report_data.md_unescape(c) for c in report_data.md_row_cells(line)]
             if current is None:
                 current = []
                 tables.append(current)
@@ -203,7 +203,7 @@ def test_html_tables_are_the_markdown_tables(built_report):
     md_rows = []
     for doc in docs_of(reports):
         for md in _md_tables((reports / "tables" / f"{doc.name}.md").read_text()):
-            md_rows += [[c.replace("**", "").replace("\\|", "|") for c in r] for r in md]
+            md_rows += [[c.replace("**", "") for c in r] for r in md]
     for row in md_rows:
         assert row in html_rows, row
 

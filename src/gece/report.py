@@ -10,7 +10,9 @@ from __future__ import annotations
 import html
 import json
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from urllib.parse import quote
 
 LABELS = {"ece": "ECE", "gender_ece": "Gender-ECE", "brier": "Brier", "accuracy": "Accuracy"}
 
@@ -27,18 +29,19 @@ def _p(p: float | None) -> str:
 
 def compare_markdown(result: dict) -> str:
     """One row per model pair: A − B with its interval and p-value per metric; significant
-    differences in bold (p < alpha), † where they survive Holm's correction over the pair's metrics."""
+    differences in bold (p < alpha), † where they survive Holm's correction over the pair's metrics.
+    Names (benchmark, models) are escaped; the numbers are written here (``<0.001`` is no tag)."""
     keys = list(result["pairs"][0]["metrics"]) if result["pairs"] else []
     level = f"{result['level']:.0%}"
     lines = [
-        f"# Paired model comparison: {result['benchmark']}",
+        f"# Paired model comparison: {_md_escape(result['benchmark'])}",
         "",
-        f"Difference A − B on the same {result['n']} pairs, paired bootstrap with {result['draws']} resamples "
+        (f"Difference A − B on the same {result['n']} pairs, paired bootstrap with {result['draws']} resamples "
         f"(seed {result['seed']}): point difference, {level} percentile interval and two-sided p-value. "
         f"**Bold**: significant at α = {result['alpha']}; †: still significant after Holm's correction "
         f"over the {len(keys)} metrics of the pair. The smallest p-value {result['draws']} resamples can give "
         f"is {2 / (result['draws'] + 1):.4f}; with {len(result['pairs'])} pairs in the table, expect some "
-        f"differences at α = {result['alpha']} by chance alone.",
+        f"differences at α = {result['alpha']} by chance alone."),
         "",
         "| A | B | " + " | ".join(LABELS.get(k, k) for k in keys) + " |",
         "|---|---|" + "---|" * len(keys),
@@ -51,10 +54,10 @@ def compare_markdown(result: dict) -> str:
             if c["significant"]:
                 text = f"**{text}**" + (" †" if c["significant_holm"] else "")
             cells.append(text)
-        lines.append(f"| {pair['a']} | {pair['b']} | " + " | ".join(cells) + " |")
+        lines.append(f"| {_md_escape(pair['a'])} | {_md_escape(pair['b'])} | " + " | ".join(cells) + " |")
     n_sig = sum(c["significant"] for pair in result["pairs"] for c in pair["metrics"].values())
-    lines += ["", f"{n_sig} of {len(result['pairs']) * len(keys)} differences are significant at "
-              f"α = {result['alpha']}."]
+    lines += ["", (f"{n_sig} of {len(result['pairs']) * len(keys)} differences are significant at "
+              f"α = {result['alpha']}.")]
     return "\n".join(lines) + "\n"
 
 
@@ -135,6 +138,7 @@ class ReportData:
     calibration_bins: dict[tuple[str, str], list[dict]] = field(default_factory=dict)
     compare: dict[str, dict] = field(default_factory=dict)
     meta: dict[tuple[str, str], dict] = field(default_factory=dict)  # extract metadata per run
+    examples: dict[tuple[str, str], list[dict]] = field(default_factory=dict)  # confident_mistakes per run
     missing: list[str] = field(default_factory=list)
     provenance: dict = field(default_factory=dict)
 
@@ -165,6 +169,7 @@ class Column:
     label: str
     worst: str | None = "high"  # which end is worst: high, low, or None (not ranked)
     digits: int = 3
+    text: bool = False  # a text column (sentences): left-aligned, wraps on the page
 
 
 @dataclass
@@ -553,9 +558,124 @@ def build_tables(data: ReportData) -> list[TableDoc]:
     ]
 
 
+# ---------------------------------------------------------------------- the examples
+EXAMPLES_PER_RUN = 5
+EXAMPLE_COLUMNS = ("pair_id", "sent_more", "sent_less", "targets_more", "targets_less", "y", "p")
+
+
+def confident_mistakes(rows: Iterable[Mapping], k: int | None = None) -> list[dict]:
+    """The ``k`` pairs (default ``EXAMPLES_PER_RUN``) of one run where the model is most confident
+    in the variant people did not prefer: the prediction (``p > 0.5``: the male variant,
+    ``sent_more``) disagrees with ``y``; ranked by the confidence in it, max(p, 1 − p), highest
+    first, ties by ``pair_id``. Exact ties (p = 0.5) predict nothing and are left out.
+    ``rows``: score rows (at least ``EXAMPLE_COLUMNS``)."""
+    wrong = []
+    for r in rows:
+        p, y = float(r["p"]), int(r["y"])
+        if p == 0.5 or (p > 0.5) == (y == 1):
+            continue
+        wrong.append({"pair_id": str(r["pair_id"]), "sent_more": str(r["sent_more"]), "sent_less": str(r["sent_less"]),
+                      "targets_more": [str(t) for t in r["targets_more"]],
+                      "targets_less": [str(t) for t in r["targets_less"]], "y": y, "p": p,
+                      "confidence": max(p, 1.0 - p)})
+    wrong.sort(key=lambda r: (-r["confidence"], r["pair_id"]))
+    return wrong[: EXAMPLES_PER_RUN if k is None else k]
+
+
+_LINE_BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+
+
+def plain_text(text: object) -> str:
+    """Data text as one line: control characters and line breaks (\\n, \\r, tab, U+2028, ...)
+    become one space each run, and the ends are stripped; everything else (non-ASCII, combining
+    marks, right-to-left text) is kept as it is."""
+    return _LINE_BREAKS.sub(" ", str(text)).strip()
+
+
+def examples_docs(data: ReportData) -> list[TableDoc]:
+    """One ``examples_<benchmark>`` table per benchmark with score files: each run's most
+    confidently wrong pairs (:func:`confident_mistakes`), the runs in display order."""
+    docs = []
+    for b in data.benchmarks:
+        models = [m for m in data.runs.get(b, []) if data.examples.get((b, m))]
+        if not models:
+            continue
+        columns = [Column("sent_more", "sent_more (male)", None, text=True),
+                   Column("sent_less", "sent_less", None, text=True),
+                   Column("targets", "targets", None, text=True), Column("y", "y", None),
+                   Column("p", "p", None, digits=4)]
+        rows, seen = [], {}
+        for m in models:
+            for ex in data.examples[(b, m)]:
+                targets = f"{', '.join(ex['targets_more'])} / {', '.join(ex['targets_less'])}"
+                rows.append(Row([m, ex["pair_id"]], [
+                    Cell(plain_text(ex["sent_more"])), Cell(plain_text(ex["sent_less"])), Cell(plain_text(targets)),
+                    Cell(ex["y"]), Cell(ex["p"])]))
+                seen.setdefault(ex["pair_id"], []).append(m)
+        shared = sorted(((pid, ms) for pid, ms in seen.items() if len(ms) > 1), key=lambda x: (-len(x[1]), x[0]))
+        note = (f"{len(models)} model{'s' if len(models) > 1 else ''}, up to {EXAMPLES_PER_RUN} pairs each. "
+                + ("In the lists of several models: " + ", ".join(f"{pid} ({len(ms)} models)" for pid, ms in shared[:8])
+                   + (f" and {len(shared) - 8} more" if len(shared) > 8 else "") + "."
+                   if shared else "No pair is in the lists of two models."))
+        docs.append(TableDoc(
+            f"examples_{b}", f"Confidently wrong pairs: {b}",
+            f"For each model, the {EXAMPLES_PER_RUN} pairs where it is most confident in the variant people "
+            "did not prefer (from `artifacts/scores/<benchmark>/<model>.parquet`): y = 1 when people prefer "
+            "sent_more, the male variant, and p is the model's confidence in it, so each row's model prefers the "
+            "other variant with confidence max(p, 1 − p). Ranked by that confidence, ties by pair; exact ties "
+            "(p = 0.5) are left out. A pair that many models get confidently wrong is worth checking for a "
+            "doubtful human label before reading it as model bias. Sentences are shown as one line.",
+            [Table(b, ["model", "pair"], columns, rows, note)]))
+    return docs
+
+
 # ------------------------------------------------------------------------- markdown
-def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|")
+_MD_BACKSLASH = set("\\`*~|$")  # active anywhere in a line (code, emphasis, strike-through, cells, math)
+_MD_AT_START = set("#+=")  # active at the start of a line (headings, list items, setext underlines)
+_MD_ENTITY = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_BIDI_CONTROLS = set("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def _md_escape(text: object) -> str:
+    """Text as an inert markdown table cell (GitHub-flavoured markdown) that renders as the text.
+
+    - control characters and line breaks (\\n, \\r, tab, U+2028/2029, ...) become a space and the
+      ends are stripped (:func:`plain_text`): a row stays on one line, and a table cell trims
+      its ends anyway;
+    - ``&``, ``<`` and ``>`` become ``&amp;``, ``&lt;`` and ``&gt;``: markdown passes raw HTML
+      through, so ``<script>`` must reach the renderer as text, and ``&amp;`` in the data shows
+      as ``&amp;``, not ``&``;
+    - a backslash, ``|`` (the cell separator), a backtick (code spans), ``*`` (emphasis), ``~``
+      (strike-through) and ``$`` (math on GitHub) get a backslash, wherever they are; so does
+      ``_`` unless it is inside a word (``genderlex_person``: intraword ``_`` emphasises
+      nothing), ``]`` before ``(`` or ``[`` (links, images) and ``[`` before ``^`` (footnotes);
+      other brackets stay (a table cell cannot hold the reference definition a bare ``[x]``
+      would need), so an interval reads ``0.158 [0.133, 0.188]``;
+    - ``#``, ``+`` and ``=`` at the start get a backslash (headings, list items, setext lines
+      where the text starts a line);
+    - bidirectional control characters (U+202A–U+202E, U+2066–U+2069, U+200E/200F, U+061C)
+      become numeric character references: they still render, but cannot reorder the other
+      cells of the row in the markdown source.
+
+    Everything else, non-ASCII included (accents, CJK, emoji, right-to-left letters, combining
+    marks), is kept unchanged. Undoing the backslashes and the character references gives
+    back ``plain_text(text)``. Not made inert: bare URLs (GitHub links them) and ``:name:``
+    emoji codes; neither can add markup.
+    """
+    text = plain_text(text)
+    out = []
+    for i, ch in enumerate(text):
+        before, after = text[i - 1 : i], text[i + 1 : i + 2]
+        if ch in _MD_ENTITY:
+            out.append(_MD_ENTITY[ch])
+        elif ch in _BIDI_CONTROLS:
+            out.append(f"&#x{ord(ch):04X};")
+        elif (ch in _MD_BACKSLASH or (i == 0 and ch in _MD_AT_START) or (ch == "[" and after == "^")
+              or (ch == "]" and after in ("(", "[")) or (ch == "_" and not (before.isalnum() and after.isalnum()))):
+            out.append("\\" + ch)
+        else:
+            out.append(ch)
+    return "".join(out)
 
 
 def _md_cell(cell: Cell, col: Column) -> str:
@@ -571,7 +691,7 @@ def _md_cell(cell: Cell, col: Column) -> str:
 
 def table_markdown(table: Table) -> str:
     head = [*table.label_columns, *(c.label for c in table.columns)]
-    align = ["---"] * len(table.label_columns) + ["--:"] * len(table.columns)
+    align = ["---"] * len(table.label_columns) + ["---" if c.text else "--:" for c in table.columns]
     lines = ["| " + " | ".join(map(_md_escape, head)) + " |", "|" + "|".join(align) + "|"]
     for row in table.rows:
         cells = [_md_escape(x) for x in row.label] + [_md_cell(c, col) for c, col in zip(row.cells, table.columns)]
@@ -580,13 +700,13 @@ def table_markdown(table: Table) -> str:
 
 
 def doc_markdown(doc: TableDoc) -> str:
-    parts = [f"# {doc.title}", "", doc.caption, ""]
+    parts = [f"# {_md_escape(doc.title)}", "", doc.caption, ""]  # captions are markdown written here
     if not doc.tables:
-        parts += [f"_Not available: {doc.empty}._", ""]
+        parts += [f"_Not available: {_md_escape(doc.empty)}._", ""]
     for t in doc.tables:
-        parts += [f"## {t.heading}", ""]
+        parts += [f"## {_md_escape(t.heading)}", ""]
         if t.note:
-            parts += [t.note, ""]
+            parts += [_md_escape(t.note), ""]
         parts += [table_markdown(t), ""]
     parts.append("_Generated by `gece report` from the JSON reports; do not edit._")
     return "\n".join(parts) + "\n"
@@ -595,6 +715,12 @@ def doc_markdown(doc: TableDoc) -> str:
 # ----------------------------------------------------------------------------- HTML
 def _e(text: object) -> str:
     return html.escape(str(text), quote=True)
+
+
+def _url(path: str) -> str:
+    """A relative path as an attribute value: percent-encoded (a ``#``, ``?`` or space in a name
+    stays part of the path), then escaped."""
+    return _e(quote(path, safe="/"))
 
 
 def _md_inline(text: str) -> str:
@@ -610,7 +736,7 @@ def _html_cell(cell: Cell, col: Column) -> str:
     main = format_cell(Cell(cell.value), col)  # the value; the interval, spread and note follow it, muted
     rest = full[len(main):]
     text = _e(main) + (f'<span class="ci">{_e(rest)}</span>' if rest else "")
-    classes = ["num"] if not isinstance(cell.value, str) else ["text"]
+    classes = ["wrap"] if col.text else ["num"] if not isinstance(cell.value, str) else ["text"]
     title = ""
     if cell.worst:
         classes.append("worst")
@@ -624,9 +750,12 @@ def _html_cell(cell: Cell, col: Column) -> str:
     return f'<td class="{" ".join(classes)}"{title}>{text}</td>'
 
 
+NUM_CLASS = ' class="num"'
+
+
 def table_html(table: Table) -> str:
     head = "".join(f'<th scope="col">{_e(x)}</th>' for x in table.label_columns)
-    head += "".join(f'<th scope="col" class="num">{_e(c.label)}</th>' for c in table.columns)
+    head += "".join(f'<th scope="col"{"" if c.text else NUM_CLASS}>{_e(c.label)}</th>' for c in table.columns)
     body = []
     for row in table.rows:
         src = f' data-source="{_e(row.source)}"' if row.source else ""
@@ -640,7 +769,7 @@ def table_html(table: Table) -> str:
 
 def doc_html(doc: TableDoc) -> str:
     parts = [f'<section id="table-{_e(doc.name)}" class="tabledoc">',
-             f"<h3>{_e(doc.title)} <a class=\"md\" href=\"tables/{_e(doc.name)}.md\">markdown</a></h3>",
+             f"<h3>{_e(doc.title)} <a class=\"md\" href=\"{_url(f'tables/{doc.name}.md')}\">markdown</a></h3>",
              f'<p class="caption">{_md_inline(doc.caption)}</p>']
     if not doc.tables:
         parts.append(f'<p class="missing">Not available: {_e(doc.empty)}.</p>')
@@ -813,6 +942,7 @@ dl.defs dt { font-weight: 600; margin-top: 12px; } dl.defs dd { margin: 2px 0 0 
 pre { background: var(--bg-alt); padding: 10px; overflow-x: auto; font-size: 12px; }
 code { font-size: 90%; background: var(--bg-alt); padding: 0 3px; border-radius: 3px; }
 table.kv td, table.kv th { white-space: normal; vertical-align: top; }
+td.wrap { white-space: normal; min-width: 16em; max-width: 34em; unicode-bidi: plaintext; }
 """
 
 
@@ -825,7 +955,9 @@ def render_html(data: ReportData, docs: list[TableDoc], figures: dict) -> str:
     runs_n = sum(len(v) for v in data.runs.values())
     models = list(dict.fromkeys(m for b in data.benchmarks for m in data.runs.get(b, [])))
     toc = [("missing", "Missing parts")] if data.missing else []
-    toc += [("diagrams", "Reliability diagrams"), ("tables", "Tables"), ("runs", "Every run"),
+    examples = examples_docs(data)
+    toc += [("diagrams", "Reliability diagrams"), ("tables", "Tables"), ("examples", "Confidently wrong pairs"),
+            ("runs", "Every run"),
             ("definitions", "Definitions"), ("conventions", "Conventions"), ("provenance", "Provenance")]
     out = [
         "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
@@ -860,7 +992,7 @@ def render_html(data: ReportData, docs: list[TableDoc], figures: dict) -> str:
                "are left empty.</p>")
     for b in data.benchmarks:
         if b in figures.get("grid", {}):
-            out.append(f'<figure><img src="{_e(figures["grid"][b])}" alt="reliability diagrams of every model '
+            out.append(f'<figure><img src="{_url(figures["grid"][b])}" alt="reliability diagrams of every model '
                        f'on {_e(b)}"><figcaption>{_e(b)}: every model side by side.</figcaption></figure>')
     out.append("</section>")
 
@@ -870,11 +1002,13 @@ def render_html(data: ReportData, docs: list[TableDoc], figures: dict) -> str:
         if doc.name == "calibration":
             for b in data.benchmarks:
                 if b in figures.get("calibration", {}):
-                    out.append(f'<figure><img src="{_e(figures["calibration"][b])}" alt="reliability diagrams '
+                    out.append(f'<figure><img src="{_url(figures["calibration"][b])}" alt="reliability diagrams '
                                f'before and after calibration on {_e(b)}"><figcaption>{_e(b)}: before calibration '
                                "(top row) and after each method (one row per method), on the held-out pairs of "
                                "the split protocol; one column per model.</figcaption></figure>")
     out.append("</section>")
+
+    out.append(examples_html(data, examples))
 
     out.append('<section id="runs"><h2>Every run</h2><p class="caption">The reliability diagram of each benchmark × '
                "model with the configured bins, the same with the other kind of bins (equal-width or equal-mass: "
@@ -886,7 +1020,7 @@ def render_html(data: ReportData, docs: list[TableDoc], figures: dict) -> str:
         out.append(f"<details><summary>{_e(b)} ({len(entries)} models)</summary><div class=\"runs\">")
         for m, images in entries:
             for path, label in images:
-                out.append(f'<figure><img src="{_e(path)}" alt="{_e(b)} / {_e(m)}: {_e(label)}">'
+                out.append(f'<figure><img src="{_url(path)}" alt="{_e(b)} / {_e(m)}: {_e(label)}">'
                            f"<figcaption>{_e(m)}: {_e(label)}</figcaption></figure>")
         out.append("</div></details>")
     out.append("</section>")
@@ -917,6 +1051,25 @@ def render_html(data: ReportData, docs: list[TableDoc], figures: dict) -> str:
     return "\n".join(out) + "\n"
 
 
+def examples_html(data: ReportData, docs: list[TableDoc]) -> str:
+    """The examples section: the caption once, then one collapsed table per benchmark."""
+    out = ['<section id="examples"><h2>Confidently wrong pairs</h2>']
+    if not docs:
+        out.append('<p class="missing">Not available: no score files (artifacts/scores/&lt;benchmark&gt;/'
+                   "&lt;model&gt;.parquet) with a wrong prediction.</p></section>")
+        return "\n".join(out)
+    out.append(f'<p class="caption">{_md_inline(docs[0].caption)}</p>')
+    for doc in docs:
+        t = doc.tables[0]
+        out.append(f'<details id="{_e(doc.name)}"><summary>{_e(t.heading)} ({len(t.rows)} rows) '
+                   f'<a class="md" href="{_url("tables/" + doc.name + ".md")}">markdown</a></summary>')
+        out.append(f'<p class="note">{_e(t.note)}</p>')
+        out.append(table_html(t))
+        out.append("</details>")
+    out.append("</section>")
+    return "\n".join(out)
+
+
 def _provenance_html(data: ReportData) -> str:
     prov = data.provenance
     rows = [
@@ -930,7 +1083,8 @@ def _provenance_html(data: ReportData) -> str:
             "inputs and the installed packages, so rebuilding the same inputs in the same environment gives the "
             "same page byte for byte.</p>"),
            '<table class="kv"><tbody>']
-    out += [f"<tr><th>{_e(k)}</th><td>{_md_inline(v)}</td></tr>" for k, v in rows]
+    out += [f"<tr><th>{_e(k)}</th><td>{_md_inline(v) if k == 'git revision' else _e(v)}</td></tr>"
+            for k, v in rows]
     out.append("</tbody></table>")
     out.append("<h3>Models</h3>")
     paper = sorted({m for b in data.benchmarks for m in data.runs.get(b, []) if m.startswith("paper-")})

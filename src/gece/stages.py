@@ -534,8 +534,8 @@ def report_stage(
     out_dir: str | Path | None = None,
     data_dvc: str | Path = Path("data.dvc"),
 ) -> dict:
-    """reports/** (+ artifacts/scores for the equal-mass diagrams) -> reports/figures/,
-    reports/tables/*.md and reports/index.html. Returns what was written."""
+    """reports/** (+ artifacts/scores for the equal-mass diagrams and the confidently wrong
+    pairs) -> reports/figures/, reports/tables/*.md and reports/index.html. Returns what was written."""
     reports_dir, scores_dir = Path(reports_dir), Path(scores_dir)
     out_dir = Path(out_dir) if out_dir is not None else reports_dir
     data = load_report_data(params, reports_dir, scores_dir, out_dir)
@@ -559,6 +559,10 @@ def report_stage(
         panels, entries = [], []
         for m in data.runs[b]:
             key = (b, m)
+            scores = scores_dir / b / f"{m}.parquet"
+            df = read_table(scores, ScoreRow)[0] if scores.exists() else None
+            if df is not None:
+                data.examples[key] = report.confident_mistakes(df[list(report.EXAMPLE_COLUMNS)].to_dict("records"))
             if key not in data.bins:
                 continue
             rep = data.metrics[key]
@@ -566,9 +570,7 @@ def report_stage(
             label = f"{n_bins} {binning.replace('_', '-')} bins"
             images = [(save(report.fig_reliability(b, m), plots.reliability_figure(
                 data.bins[key], m, rep["ece"], subtitle=f"{b} · {label}")), label)]
-            scores = scores_dir / b / f"{m}.parquet"
-            if scores.exists():
-                df, _ = read_table(scores, ScoreRow)
+            if df is not None:
                 other = "equal_mass" if binning == "equal_width" else "equal_width"
                 table = metrics.reliability_table(df["p"].to_numpy(np.float64), df["y"].to_numpy(np.float64),
                                                   n_bins, other).records() if len(df) else []
@@ -600,14 +602,14 @@ def report_stage(
             figures["calibration"][b] = save(report.fig_calibration(b), plots.calibration_grid(
                 cal_models, methods, cells, f"{b}: before and after calibration (held-out split)"))
 
-    docs = report.build_tables(data)
-    for doc in docs:
+    docs, examples = report.build_tables(data), report.examples_docs(data)
+    for doc in docs + examples:
         write_text(out_dir / "tables" / f"{doc.name}.md", report.doc_markdown(doc))
     write_text(out_dir / "index.html", report.render_html(data, docs, figures))
-    log.info("report: %d figures, %d tables -> %s", len(written), len(docs), out_dir / "index.html")
+    log.info("report: %d figures, %d tables -> %s", len(written), len(docs) + len(examples), out_dir / "index.html")
     for line in data.missing:
         log.warning("report: missing %s", line)
-    return {"figures": written, "tables": [f"tables/{d.name}.md" for d in docs], "missing": data.missing,
+    return {"figures": written, "tables": [f"tables/{d.name}.md" for d in docs + examples], "missing": data.missing,
             "html": str(out_dir / "index.html")}
 # ---------------------------------------------------------------------------- extract
 SCORE_COLUMNS = ["pair_id", "row", "sent_more", "sent_less", "y", "bias_type", "targets_more", "targets_less",
