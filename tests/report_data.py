@@ -20,7 +20,7 @@ import yaml
 
 from gece import metrics, stages
 from gece.params import MetricsParams, load_params
-from gece.schemas import PreparedPair, ScoreRow, read_table, write_json, write_table
+from gece.schemas import ExtractMeta, PreparedPair, ScoreRow, read_table, write_json, write_table
 
 BENCHMARKS = ("winobias", "winogender", "genderlex", "genderlex_person", "genderlex_someone")
 PAPER_BENCHMARKS = ("winobias", "winogender", "genderlex")
@@ -123,6 +123,17 @@ def calibration_reports(scores: pd.DataFrame) -> tuple[dict, list[dict]]:
     return report, records
 
 
+def tiny_meta(benchmark: str, model: str, pairs: int, sha: str) -> ExtractMeta:
+    """The extract metadata of a pretend run of the tiny model."""
+    return ExtractMeta(
+        benchmark=benchmark, model=model, source="package:tiny-lm", kind="gguf", weights={"tiny-lm.gguf": sha},
+        dtype="float32", device="cpu", attention="gece_exact", special_tokens=model == MODEL, word_prob="chain",
+        batch_size=32, limit=None, torch="2.13.0", transformers="5.0.0", gece="0.1.0", pairs=pairs,
+        multi_target_pairs=0, multi_token_targets=0, continued_pairs=0, tokens=10 * pairs, tokens_padded=12 * pairs,
+        tokens_whole=30 * pairs, head_positions=pairs, flops=1e9 * pairs, flops_per_pair=1e9, shards=1,
+    )
+
+
 def build(root: Path, prepared_dir: Path, reference_scores: dict) -> Path:
     """Write params.yaml, artifacts/scores and reports/ under ``root``; return ``root``."""
     root.mkdir(parents=True, exist_ok=True)
@@ -139,10 +150,7 @@ def build(root: Path, prepared_dir: Path, reference_scores: dict) -> Path:
         for model, sharpen in ((MODEL, 1.3), (NOBOS, 4.0)):  # without BOS: much sharper, overconfident
             df = synthetic_scores(prepared_dir / f"{b}.parquet", seed=i, sharpen=sharpen)
             write_table(scores_dir / b / f"{model}.parquet", df, ScoreRow, {"benchmark": b, "model": model})
-            write_json(scores_dir / b / f"{model}.meta.json", {
-                "model": model, "source": "package:tiny-lm", "weights_sha256": "0" * 63 + str(i % 2),
-                "dtype": "float32", "device": "cpu", "special_tokens": model == MODEL,
-                "versions": {"torch": "2.13.0", "transformers": "5.0.0"}, "pairs": len(df), "seconds": 1.5 + i})
+            write_json(scores_dir / b / f"{model}.meta.json", tiny_meta(b, model, len(df), "0" * 63 + str(i % 2)))
             runs.append((b, model))
     for b, m in runs:
         s = scores_dir / b / f"{m}.parquet"

@@ -23,7 +23,7 @@ from gece.params import load_params
 from gece.report import plain_text
 from gece.schemas import ScoreRow, write_json, write_table
 
-from .report_data import md_row_cells, md_unescape
+from .report_data import md_row_cells, md_unescape, tiny_meta
 
 BENCH = "évil_bench"
 MODELS = ("m1", "m<2>|\"&'é")
@@ -87,8 +87,9 @@ def evil_report(tmp_path_factory, monkeypatch_module):
     scores, reports = root / "artifacts" / "scores" / BENCH, root / "reports"
     for i, m in enumerate(MODELS):
         write_table(scores / f"{m}.parquet", evil_scores(i), ScoreRow, {"benchmark": BENCH, "model": m})
-        write_json(scores / f"{m}.meta.json", {"model": m, "source": "package:<script>alert(1)</script>",
-                                               "versions": {"<b>torch</b>": "2|3 `x` *y*"}})
+        meta = tiny_meta(BENCH, m, 6, "2|3 `x` *y*").model_copy(
+            update={"source": "package:<script>alert(1)</script>", "weights": {"<b>torch</b>": "2|3 `x` *y*"}})
+        write_json(scores / f"{m}.meta.json", meta)
         stages.metrics_stage(scores / f"{m}.parquet", reports / "metrics" / BENCH / f"{m}.json",
                              reports / "bins" / BENCH / f"{m}.json", params.metrics)
     result = stages.report_stage(params, reports, scores.parent, data_dvc=root / "no-data.dvc")
@@ -188,7 +189,7 @@ def test_page_shows_names_and_metadata_as_text(evil_report):
     text = (reports / "index.html").read_text(encoding="utf-8")
     page = parse(text)
     cells = {c for t in page.tables for r in t for c in r}
-    assert {"package:<script>alert(1)</script>", "versions.<b>torch</b>", "2|3 `x` *y*", MODELS[1]} <= cells
+    assert {"package:<script>alert(1)</script>", "weights.<b>torch</b>", "2|3 `x` *y*", MODELS[1]} <= cells
     for src in [a["src"] for t, a in page.tags if t == "img"]:
         assert (reports / unquote(src)).is_file(), src  # names percent-encoded in links, not broken
     links = [unquote(a["href"]) for t, a in page.tags if t == "a" and not a["href"].startswith("#")]

@@ -872,20 +872,14 @@ def _flatten(obj: object, prefix: str = "") -> dict[str, str]:
     return {prefix: "null" if obj is None else str(obj)}
 
 
-# extract metadata that describes the run, not the inputs (timings, memory, machine): left off
-# the page so that the same inputs give the same page; it stays in the *.meta.json files
-RUN_ONLY_META = frozenset({"seconds", "load_seconds", "pairs_per_s", "peak_rss_mb", "shards_resumed", "threads"})
-
-
 def model_provenance(data: ReportData) -> list[tuple[str, list[tuple[str, str]]]]:
-    """Per model: (key, value) rows from the extract metadata (without ``RUN_ONLY_META``); a value
+    """Per model: (key, value) rows from the extract metadata (``ExtractMeta``: no timings); a value
     that differs between benchmarks is listed per benchmark."""
     models: dict[str, dict[str, dict[str, str]]] = {}
     for b in data.benchmarks:
         for m in data.runs.get(b, []):
             if (b, m) in data.meta:
-                meta = {k: v for k, v in data.meta[(b, m)].items() if k not in RUN_ONLY_META}
-                models.setdefault(m, {})[b] = _flatten(meta)
+                models.setdefault(m, {})[b] = _flatten(data.meta[(b, m)])
     out = []
     for m, per_bench in models.items():
         keys = list(dict.fromkeys(k for flat in per_bench.values() for k in flat))

@@ -494,7 +494,7 @@ def load_report_data(params: Params, reports_dir: Path, scores_dir: Path, out_di
             if not (scores_dir / b / f"{m}.parquet").exists():
                 lost["scores (for the equal-mass diagrams)"].append(key)
             if not m.startswith("paper-"):
-                meta = _read_optional(scores_dir / b / f"{m}.meta.json")
+                meta = _read_optional(meta_path(scores_dir / b / f"{m}.parquet"), ExtractMeta)
                 if meta is None:
                     lost["extract metadata"].append(key)
                 else:
