@@ -33,14 +33,16 @@ META_PREFIX = "gece."
 
 
 class _Row(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """A row of a tabular file. Floats must be finite: NaN and ±inf are errors, not values."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 # --------------------------------------------------------------------------- rows
 class BenchmarkRow(_Row):
     """One raw row of ``data/benchmarks/<name>.csv``."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, allow_inf_nan=False)
     sent_more: str = Field(min_length=1)
     sent_less: str = Field(min_length=1)
     y: Literal[0, 1]
@@ -117,7 +119,7 @@ class ScoreRow(_Row):
 class ReferenceRow(_Row):
     """One row of the authors' released scores (``data/reference/<benchmark>/<model>.csv``)."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, allow_inf_nan=False)
     idx: int = Field(ge=0)
     Sentence_more: str
     Sentence_less: str
@@ -296,6 +298,24 @@ def clean_floats(obj: Any) -> Any:
     return obj
 
 
+def require_file(path: str | Path, hint: str) -> Path:
+    """``path`` if it is an existing file, else a GeceError with ``hint``.
+
+    Every reader of an input file calls this, so a file under a ``data/`` directory that does not
+    exist (the DVC-tracked snapshot was never pulled) says so, instead of "file not found".
+    """
+    path = Path(path)
+    if path.is_file():
+        return path
+    absent = [d for d in Path(os.path.abspath(path)).parents if d.name == "data" and not d.exists()]
+    if absent:
+        raise GeceError(f"{path}: data/ is missing: run `dvc pull data.dvc` (or make data)",
+                        problems=[f"{absent[-1]} does not exist"],
+                        hint="the data snapshot is tracked by DVC (data.dvc), not git; `gece pull` checks "
+                        "the DVC remote and pulls it")
+    raise GeceError(f"{path}: {'not a file' if path.exists() else 'file not found'}", hint=hint)
+
+
 def write_json(path: str | Path, obj: Any, model: type[BaseModel] | TypeAdapter | None = None) -> None:
     """Validate ``obj`` against ``model`` (when given) and write it as indented JSON, atomically."""
     if isinstance(obj, BaseModel):
@@ -314,9 +334,7 @@ def write_json(path: str | Path, obj: Any, model: type[BaseModel] | TypeAdapter 
 
 
 def read_json(path: str | Path, model: type[BaseModel] | TypeAdapter | None = None) -> Any:
-    path = Path(path)
-    if not path.exists():
-        raise GeceError(f"{path}: file not found", hint="run the stage that writes it (dvc repro)")
+    path = require_file(path, hint="run the stage that writes it (dvc repro)")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -371,7 +389,8 @@ def _fmt_error(err: dict, row_offset: int | None = None) -> str:
     field = ".".join(str(x) for x in loc)
     got = err.get("input")
     got_s = "" if isinstance(got, dict) else f" (got {got!r})"
-    return f"{where}{field + ': ' if field else ''}{err['msg']}{got_s}"
+    msg = err["msg"].removeprefix("Value error, ")
+    return f"{where}{field + ': ' if field else ''}{msg}{got_s}"
 
 
 def validate_records(records: list[dict], model: type[BaseModel], source: str, *, hint: str) -> None:
@@ -407,8 +426,9 @@ def write_table(
         raise ValueError(f"{path}: columns {missing} of the {model.__name__} schema are missing")
     df = df[schema.names]
     records = df.to_dict(orient="records")
+    nullable = _nullable(model)
     validate_records(
-        [_py(r) for r in records], model, f"{path} (about to be written)", hint="this is a bug in gece"
+        [_py(r, nullable) for r in records], model, f"{path} (about to be written)", hint="this is a bug in gece"
     )
     table = pa.Table.from_pandas(df, schema=schema, preserve_index=False)
     kv = {f"{META_PREFIX}schema": model.__name__, f"{META_PREFIX}schema_version": SCHEMA_VERSION}
@@ -418,15 +438,24 @@ def write_table(
         pq.write_table(table, tmp, compression="zstd")
 
 
-def _py(record: dict) -> dict:
-    """Convert numpy scalars/arrays and NaN in a record into plain Python for validation."""
+def _nullable(model: type[BaseModel]) -> set[str]:
+    """The fields of ``model`` that may be null."""
+    return {name for name, info in model.model_fields.items() if _arrow_type(info.annotation)[1]}
+
+
+def _py(record: dict, nullable: set[str]) -> dict:
+    """Convert numpy scalars/arrays in a record into plain Python for validation.
+
+    pandas stores a null as NaN: NaN becomes None in ``nullable`` columns only, so a NaN in any
+    other column fails validation as what it is ("should be a finite number", not "missing").
+    """
     out = {}
     for k, v in record.items():
         if isinstance(v, np.ndarray):
             v = v.tolist()
         elif isinstance(v, np.generic):
             v = v.item()
-        if isinstance(v, float) and math.isnan(v):
+        if k in nullable and isinstance(v, float) and math.isnan(v):
             v = None
         out[k] = v
     return out
@@ -434,9 +463,7 @@ def _py(record: dict) -> dict:
 
 def read_table(path: str | Path, model: type[BaseModel]) -> tuple[pd.DataFrame, dict[str, str]]:
     """Read and validate a Parquet artifact; return the frame and its ``gece.*`` metadata."""
-    path = Path(path)
-    if not path.exists():
-        raise GeceError(f"{path}: file not found", hint="run the stage that writes it (dvc repro) or dvc pull")
+    path = require_file(path, hint="run the stage that writes it (dvc repro) or dvc pull")
     try:
         table = pq.read_table(path)
     except (pa.ArrowInvalid, OSError) as e:
@@ -464,15 +491,16 @@ def read_table(path: str | Path, model: type[BaseModel]) -> tuple[pd.DataFrame, 
             problems.append(f"column {f.name}: type {col.type}, expected {f.type}")
     if problems:
         raise GeceError(f"{path}: wrong column types", problems=problems, hint="rerun the stage that writes it")
-    df = table.to_pandas()
-    if model.model_config.get("extra") != "allow":
-        df = df[want.names]
+    # validated from Arrow, where a null (None) and a NaN (an error) are told apart
     validate_records(
-        [_py(r) for r in df[want.names].to_dict(orient="records")],
+        table.select(want.names).to_pylist(),
         model,
         str(path),
         hint="the file is corrupt or was edited; rerun the stage that writes it",
     )
+    df = table.to_pandas()
+    if model.model_config.get("extra") != "allow":
+        df = df[want.names]
     return df, meta
 
 
