@@ -24,9 +24,10 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 install: $(STAMP)
 
-# the data snapshot from the DVC remote (only data.dvc: stage outputs live in your own remote)
+# the data snapshot from the DVC remote (only data.dvc: stage outputs live in your own remote);
+# gece pull checks the remote first and names it when it is unreachable
 data: install
-	$(BIN)/dvc pull --quiet data.dvc
+	$(BIN)/gece -q pull
 
 repro: data
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gece.cli import main
+
 from .conftest import ROOT, SHARED
 
 DVC = str(Path(sys.executable).with_name("dvc"))
@@ -31,7 +33,10 @@ def _same_tree(a: Path, b: Path) -> bool:
     return not mismatch and not errors and all(_same_tree(a / d, b / d) for d in cmp.common_dirs)
 
 
-def test_dvc_pull_restores_data_byte_identically(tmp_path):
+@pytest.fixture
+def checkout(tmp_path) -> Path:
+    """A checkout with data.dvc and .dvc/ (no data/) and ../shared beside it; a DVC cache of its own,
+    so a pull really reads the remote."""
     if not (SHARED / "dvc-store").is_dir():
         pytest.fail("../shared/dvc-store is missing: the checkout needs ../shared beside it")
     repo = tmp_path / "repo"  # .dvc/config says ../../shared/dvc-store
@@ -39,11 +44,22 @@ def test_dvc_pull_restores_data_byte_identically(tmp_path):
     (tmp_path / "shared").symlink_to(SHARED)
     for f in ("data.dvc", ".dvcignore"):
         shutil.copy(ROOT / f, repo / f)
-    shutil.copytree(ROOT / ".dvc", repo / ".dvc", ignore=shutil.ignore_patterns("cache", "tmp"))
-    # a cache of its own, so the pull really reads the remote
+    shutil.copytree(ROOT / ".dvc", repo / ".dvc", ignore=shutil.ignore_patterns("cache", "tmp", "config.local"))
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     subprocess.run([DVC, "config", "--local", "cache.dir", str(tmp_path / "cache")], cwd=repo, check=True)
-    res = subprocess.run([DVC, "pull", "data.dvc"], cwd=repo, capture_output=True, text=True)
+    return repo
+
+
+def test_dvc_pull_restores_data_byte_identically(checkout):
+    res = subprocess.run([DVC, "pull", "data.dvc"], cwd=checkout, capture_output=True, text=True, check=False)
     assert res.returncode == 0, res.stderr
-    assert _same_tree(repo / "data", SHARED / "data")
-    assert sum(1 for p in (repo / "data").rglob("*") if p.is_file()) == 42
+    assert _same_tree(checkout / "data", SHARED / "data")
+    assert sum(1 for p in (checkout / "data").rglob("*") if p.is_file()) == 42
+
+
+def test_gece_pull_restores_data(checkout, monkeypatch, capsys):
+    monkeypatch.chdir(checkout)
+    assert main(["-q", "pull"]) == 0, capsys.readouterr().err
+    assert _same_tree(checkout / "data", SHARED / "data")
+    assert main(["pull"]) == 0  # again: nothing to do
+    assert "pulled data.dvc from DVC remote origin" in capsys.readouterr().out

@@ -68,7 +68,7 @@ def test_prepared_schema_columns():
 def test_write_refuses_invalid_rows(tmp_path):
     df = _score_rows()
     df.loc[1, "p"] = 0.9  # disagrees with the log-probabilities
-    with pytest.raises(GeceError, match=r"row 2, Value error, p=0.9 disagrees"):
+    with pytest.raises(GeceError, match=r"row 2, p=0.9 disagrees"):
         write_table(tmp_path / "s.parquet", df, ScoreRow)
     assert not list(tmp_path.iterdir())  # nothing half-written
 

@@ -9,10 +9,11 @@ gender group (:mod:`gece.lexicon`) and whether the target ends the sentence.
 
 from __future__ import annotations
 
+import csv
 import difflib
 import re
-from io import StringIO
 from dataclasses import dataclass
+from io import StringIO
 from pathlib import Path
 from typing import Literal
 
@@ -20,9 +21,11 @@ import pandas as pd
 
 from gece.errors import GeceError
 from gece.lexicon import side_group
-from gece.schemas import PreparedPair
+from gece.params import ID_HELP, is_id
+from gece.schemas import PreparedPair, require_file
 
 REQUIRED = ("sent_more", "sent_less", "y")
+OPTIONAL = ("bias_type",)
 MAX_SHOWN = 20
 WORD = re.compile(r"\w+(?:['’]\w+)*")
 
@@ -97,31 +100,76 @@ def _more(n: int) -> list[str]:
     return [f"... and {n - MAX_SHOWN} more"] if n > MAX_SHOWN else []
 
 
-def read_csv(path: str | Path) -> pd.DataFrame:
-    """Read a benchmark CSV as strings, checking encoding and required columns."""
-    path = Path(path)
-    if not path.exists():
-        raise GeceError(f"{path}: file not found", hint="pass the path of a benchmark CSV (dvc pull data.dvc)")
-    text = _decode(path)
+def benchmark_id(path: str | Path) -> str:
+    """The benchmark id of a CSV: its file name without ``.csv``, which must be a valid id."""
+    name = Path(path).stem
+    if not is_id(name):
+        raise GeceError(f"{path}: the file name {name!r} is not a valid benchmark id (it names the prepared "
+                        "file and every result of the benchmark)", hint=f"rename the file; {ID_HELP}")
+    return name
+
+
+def _records(path: Path, text: str) -> tuple[list[str], list[tuple[int, list[str]]]]:
+    """The header and the data records of a CSV, each record with the line it starts on.
+
+    Blank lines are skipped; a malformed file (a stray quote, a field over the size limit) is an
+    error naming the line.
+    """
+    reader = csv.reader(StringIO(text, newline=""), strict=True)
+    records: list[tuple[int, list[str]]] = []
+    line = 1
     try:
-        df = pd.read_csv(StringIO(text), dtype=str, keep_default_na=False)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError) as e:
-        raise GeceError(f"{path}: not a readable CSV ({e})", hint="check quoting and the number of fields") from e
-    missing = [c for c in REQUIRED if c not in df.columns]
-    if missing:
+        for fields in reader:
+            if fields:
+                records.append((line, fields))
+            line = reader.line_num + 1
+    except csv.Error as e:
+        raise GeceError(f"{path}: not a readable CSV: line {line}: {e}",
+                        hint="quote fields that contain commas, quotes or line breaks (\"a, b\"), "
+                        "and double the quotes inside them (\"\")") from e
+    if not records:
+        raise GeceError(f"{path}: the file is empty", hint="a benchmark needs a header line sent_more,sent_less,y "
+                        "and one row per pair")
+    (_, header), *rows = records
+    return header, rows
+
+
+def read_csv(path: str | Path) -> pd.DataFrame:
+    """Read a benchmark CSV as strings, checking encoding, quoting and the required columns.
+
+    Returns the columns gece uses (``sent_more``, ``sent_less``, ``y``, and ``bias_type`` when
+    present), indexed by the line each row starts on; other columns are ignored.
+    """
+    path = require_file(path, hint="pass the path of a benchmark CSV")
+    header, rows = _records(path, _decode(path))
+    used = [c for c in (*REQUIRED, *OPTIONAL) if c in header]
+    missing = [c for c in REQUIRED if c not in header]
+    twice = [c for c in used if header.count(c) > 1]
+    if missing or twice:
         raise GeceError(
-            f"{path}: missing column(s) {', '.join(missing)}",
-            problems=[f"columns found: {', '.join(map(str, df.columns)) or '(none)'}"],
+            f"{path}: " + "; ".join(
+                ([f"missing column(s) {', '.join(missing)}"] if missing else [])
+                + ([f"column(s) {', '.join(twice)} appear more than once"] if twice else [])
+            ),
+            problems=[f"columns found: {', '.join(repr(c) for c in header)}"],
             hint="a benchmark needs columns sent_more, sent_less and y (1 if sent_more is the "
-            "human-preferred reading, else 0); bias_type is optional",
+            "human-preferred reading, else 0), once each; bias_type is optional",
         )
-    return df
+    ragged = [f"{path}: row {i} (line {line}): {len(fields)} field(s), but the header has {len(header)}"
+              for i, (line, fields) in enumerate(rows, start=1) if len(fields) != len(header)]
+    if ragged:
+        raise GeceError(f"{path}: {len(ragged)} row(s) with the wrong number of fields",
+                        problems=ragged[:MAX_SHOWN] + _more(len(ragged)),
+                        hint="quote fields that contain commas (\"a, b\"); rows are numbered from 1 after the header")
+    columns = {c: [fields[header.index(c)] for _, fields in rows] for c in used}
+    return pd.DataFrame(columns, index=pd.Index([line for line, _ in rows], name="line"), dtype=object)
 
 
 def check_rows(
     df: pd.DataFrame, source: str, duplicates: DuplicatePolicy = "error"
 ) -> tuple[pd.DataFrame, list[str], list[str]]:
-    """Validate every row. Returns (valid rows with a 1-based ``row`` column, problems, warnings).
+    """Validate every row of :func:`read_csv`'s frame (indexed by line). Returns (valid rows with a
+    1-based ``row`` column, problems, warnings).
 
     Problems make the file invalid; the warning (one line on kept or dropped repeats) does not.
     """
@@ -129,9 +177,9 @@ def check_rows(
     warnings: list[str] = []
     seen: dict[tuple[str, str], tuple[int, str]] = {}
     keep: list[int] = []
-    for i, (more, less, y) in enumerate(zip(df["sent_more"], df["sent_less"], df["y"], strict=True)):
+    for i, (line, more, less, y) in enumerate(zip(df.index, df["sent_more"], df["sent_less"], df["y"], strict=True)):
         row = i + 1
-        at = f"{source}: row {row} (line {row + 1})"
+        at = f"{source}: row {row} (line {line})"
         bad = []
         if not more.strip():
             bad.append("sent_more is empty; fill in both sentences")

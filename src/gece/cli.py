@@ -35,6 +35,13 @@ def _params(args: argparse.Namespace):
     return None
 
 
+def check_id(value: str, option: str) -> str:
+    """``value`` of a command-line ``option`` if it is a valid benchmark or model id, else a GeceError."""
+    from gece.params import check_id as check
+
+    return check(value, option)
+
+
 def _override(settings, **given):
     """``settings`` (a params section) with the command-line options that were given, validated
     like params.yaml: an option outside its bounds is an error, not silently accepted."""
@@ -55,6 +62,7 @@ def _override(settings, **given):
 def cmd_validate(args: argparse.Namespace) -> int:
     from gece import benchmarks
 
+    benchmarks.benchmark_id(args.csv)
     df = benchmarks.read_csv(args.csv)
     rows, problems, warnings = benchmarks.check_rows(
         df, str(args.csv), "keep" if args.allow_duplicates else "error"
@@ -79,6 +87,8 @@ def cmd_prepare(args: argparse.Namespace) -> int:
 
     params = _params(args)
     settings = _override(params.prepare if params else PrepareParams(), duplicates=args.duplicates)
+    if params:
+        stages.check_data(params, args.params)
     stages.prepare(args.csv, args.out, settings)
     return 0
 
@@ -86,12 +96,30 @@ def cmd_prepare(args: argparse.Namespace) -> int:
 def cmd_reference(args: argparse.Namespace) -> int:
     from gece import stages
 
+    check_id(args.model, "--model")
+    params = _params(args)
+    if params:
+        stages.check_data(params, args.params)
     stages.reference(args.prepared, args.csv, args.out, args.model)
+    return 0
+
+
+def cmd_pull(args: argparse.Namespace) -> int:
+    from gece import remote, stages
+
+    pulled = remote.pull(tuple(args.targets), quiet=args.quiet)
+    params = _params(args)
+    if params:
+        stages.check_data(params, args.params)
+    if not args.quiet:
+        out.print(f"[green]pulled[/] {escape(' '.join(args.targets))} from DVC remote {escape(pulled.name)} "
+                  f"({escape(pulled.url)})", highlight=False)
     return 0
 
 
 def cmd_extract(args: argparse.Namespace) -> int:
     from gece import stages
+    check_id(args.model, "--model")
     params = _require_params(args)
     if args.model not in params.registry:
         raise GeceError(f"model {args.model!r} has no entry under registry in {args.params}",
@@ -158,6 +186,7 @@ def cmd_ablate(args: argparse.Namespace) -> int:
 def cmd_neutral(args: argparse.Namespace) -> int:
     from gece import stages
 
+    check_id(args.model, "--model")
     params = _require_params(args)
     paths = {b: stages.metrics_path(b, args.model) for b in params.ablate.neutral}
     stages.neutral(args.model, paths, args.out)
@@ -167,6 +196,7 @@ def cmd_neutral(args: argparse.Namespace) -> int:
 def cmd_special_tokens(args: argparse.Namespace) -> int:
     from gece import stages
 
+    check_id(args.model, "--model")
     params = _require_params(args)
     if args.model not in params.ablate.special_tokens:
         raise GeceError(f"{args.model} has no variant without special tokens under ablate.special_tokens",
@@ -188,11 +218,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
     params = _params(args)
     m = params.metrics if params else MetricsParams()
     c = _override(params.ablate.compare if params else AblateParams().compare, draws=args.draws)
-    if args.benchmark:
+    if args.benchmark is not None:
+        check_id(args.benchmark, "--benchmark")
         if args.scores:
             raise GeceError("pass either two score files or --benchmark, not both")
         if params is None:
             raise GeceError("--benchmark needs params.yaml (the models to compare)", hint="run from the repo root")
+        if args.benchmark not in params.benchmarks:
+            raise GeceError(f"--benchmark {args.benchmark!r} is not in benchmarks of {args.params}",
+                            hint=f"known: {', '.join(params.benchmarks)}")
         paths = [stages.scores_path(args.benchmark, name) for name in params.runs(args.benchmark)]
     elif len(args.scores) == 2:
         paths = args.scores
@@ -273,6 +307,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-duplicates", action="store_true",
                    help="accept repeated pairs with the same label (conflicting labels stay errors)")
     p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("pull", help="the data snapshot from the DVC remote (dvc pull data.dvc), remote checked first")
+    p.add_argument("targets", nargs="*", default=["data.dvc"], help=".dvc files to pull (default: %(default)s)")
+    p.set_defaults(func=cmd_pull)
 
     p = sub.add_parser("prepare", help="validate and align a benchmark -> prepared Parquet")
     p.add_argument("csv", type=Path, help="data/benchmarks/<name>.csv")

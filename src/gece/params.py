@@ -8,15 +8,51 @@ being silently ignored.
 from __future__ import annotations
 
 import difflib
+import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gece.errors import GeceError
 
 DEFAULT_PARAMS = Path("params.yaml")
+
+# Benchmark and model ids become file and directory names (data/benchmarks/<b>.csv,
+# artifacts/scores/<b>/<m>.parquet): no separators, no leading dot, nothing outside the repository.
+ID_RULE = "[a-z0-9][a-z0-9._-]*"
+ID_PATTERN = re.compile(ID_RULE)
+ID_HELP = (f"ids are lowercase letters, digits, '.', '_' and '-', starting with a letter or digit "
+           f"(regex {ID_RULE}), e.g. winobias or gemma-3-270m")
+
+
+def is_id(value: object) -> bool:
+    """Whether ``value`` is a valid benchmark or model id (the whole string matches ``ID_RULE``)."""
+    return isinstance(value, str) and ID_PATTERN.fullmatch(value) is not None
+
+
+def _valid_id(value: str) -> str:
+    if not is_id(value):
+        raise ValueError(f"{value!r} is not a valid id: {ID_HELP}")
+    return value
+
+
+def check_id(value: str, what: str) -> str:
+    """``value`` if it is a valid id, else a GeceError naming ``what`` (an option or key) and the rule."""
+    if not is_id(value):
+        raise GeceError(f"{what} {value!r} is not a valid id", hint=ID_HELP)
+    return value
+
+
+def _plain_file_name(value: str | None) -> str | None:
+    if value is not None and (not value or any(bad in value for bad in ("/", "\\", ".."))):
+        raise ValueError(f"{value!r} is not a plain file name (no '/', '\\' or '..'): gguf_file names a "
+                         "file inside the source directory or package")
+    return value
+
+
+Id = Annotated[str, AfterValidator(_valid_id)]
 
 
 class _Section(BaseModel):
@@ -29,7 +65,7 @@ class ModelSpec(_Section):
     Python package."""
 
     source: str = Field(min_length=1)
-    gguf_file: str | None = None
+    gguf_file: Annotated[str | None, AfterValidator(_plain_file_name)] = None
     revision: str | None = None
     special_tokens: bool = True
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
@@ -44,8 +80,8 @@ class ModelSpec(_Section):
 class PaperParams(_Section):
     """The authors' released per-pair scores (data/reference/<benchmark>/<model>.csv)."""
 
-    benchmarks: list[str]
-    models: list[str]
+    benchmarks: list[Id]
+    models: list[Id]
 
 
 class PrepareParams(_Section):
@@ -78,8 +114,8 @@ class AblateParams(_Section):
     draws: int = Field(100, ge=1, description="random subsets per sample size")
     seed: int = 0
     bins: list[int] = Field([5, 10, 15, 20], min_length=1)
-    neutral: list[str] = Field(["genderlex", "genderlex_person", "genderlex_someone"], min_length=2)
-    special_tokens: dict[str, str] = Field(
+    neutral: list[Id] = Field(["genderlex", "genderlex_person", "genderlex_someone"], min_length=2)
+    special_tokens: dict[Id, Id] = Field(
         {"gemma-3-270m": "gemma-3-270m-nobos"}, description="model with special tokens -> the same without"
     )
     compare: CompareParams = CompareParams()
@@ -110,9 +146,9 @@ class CalibrateParams(_Section):
 
 
 class Params(_Section):
-    benchmarks: list[str] = Field(min_length=1)
-    models: list[str]
-    registry: dict[str, ModelSpec]
+    benchmarks: list[Id] = Field(min_length=1)
+    models: list[Id]
+    registry: dict[Id, ModelSpec]
     paper: PaperParams
     prepare: PrepareParams = PrepareParams()
     extract: ExtractParams = ExtractParams()
@@ -124,10 +160,15 @@ class Params(_Section):
     def _models_registered(self) -> Params:
         unknown = [m for m in self.models if m not in self.registry]
         if unknown:
-            raise ValueError(f"models {unknown} have no entry under registry")
+            raise ValueError(f"models {unknown} have no entry under registry; add one (source: ...) or remove them")
         pairs = [m for kv in self.ablate.special_tokens.items() for m in kv if m not in self.models]
         if pairs:
-            raise ValueError(f"ablate.special_tokens names {pairs}, which are not in models")
+            raise ValueError(f"ablate.special_tokens names {pairs}, which are not in models; add them to models "
+                             "(and registry) or fix the names")
+        for key, names in (("paper.benchmarks", self.paper.benchmarks), ("ablate.neutral", self.ablate.neutral)):
+            outside = [b for b in names if b not in self.benchmarks]
+            if outside:
+                raise ValueError(f"{key} names {outside}, which are not in benchmarks; add them or fix the names")
         return self
 
     def runs(self, benchmark: str) -> list[str]:
@@ -151,6 +192,16 @@ def _suggest(loc: tuple, raw: dict) -> str:
     return f" (did you mean '{close[0]}'?)" if close else f" (allowed: {', '.join(model.model_fields)})"
 
 
+def _key(loc: tuple) -> str:
+    """A params key as written in params.yaml: ``metrics.n_bins``, ``models[3]``, ``registry key 'X'``."""
+    if loc and loc[-1] == "[key]":
+        return f"{_key(loc[:-2])} key {loc[-2]!r}" if len(loc) > 2 else f"key {loc[-2]!r}"
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
 def load_params(path: str | Path = DEFAULT_PARAMS) -> Params:
     """Load and validate params.yaml; raise a GeceError listing every bad key."""
     path = Path(path)
@@ -168,13 +219,16 @@ def load_params(path: str | Path = DEFAULT_PARAMS) -> Params:
         problems = []
         for err in e.errors():
             loc = tuple(err["loc"])
-            key = ".".join(map(str, loc)) or "(top level)"
+            key = _key(loc)
             if err["type"] == "extra_forbidden":
                 problems.append(f"{key}: unknown key{_suggest(loc, raw)}")
             elif err["type"] == "missing":
                 problems.append(f"{key}: required key is missing")
             else:
-                problems.append(f"{key}: {err['msg']} (got {err.get('input')!r})")
+                msg = err["msg"].removeprefix("Value error, ")
+                got = err.get("input")
+                shown = "" if isinstance(got, dict | list) or repr(got) in msg else f" (got {got!r})"
+                problems.append(f"{msg}{shown}" if not loc else f"{key}: {msg}{shown}")
         raise GeceError(
             f"{path}: invalid parameters", problems=problems, hint="see the Parameters section of README.md"
         ) from e

@@ -43,14 +43,16 @@ META_PREFIX = "gece."
 
 
 class _Row(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """A row of a tabular file. Floats must be finite: NaN and ±inf are errors, not values."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 # --------------------------------------------------------------------------- rows
 class BenchmarkRow(_Row):
     """One raw row of ``data/benchmarks/<name>.csv``."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, allow_inf_nan=False)
     sent_more: str = Field(min_length=1)
     sent_less: str = Field(min_length=1)
     y: Literal[0, 1]
@@ -127,7 +129,7 @@ class ScoreRow(_Row):
 class ReferenceRow(_Row):
     """One row of the authors' released scores (``data/reference/<benchmark>/<model>.csv``)."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, allow_inf_nan=False)
     idx: int = Field(ge=0)
     Sentence_more: str
     Sentence_less: str
@@ -353,6 +355,24 @@ def clean_floats(obj: Any) -> Any:
     return obj
 
 
+def require_file(path: str | Path, hint: str) -> Path:
+    """``path`` if it is an existing file, else a GeceError with ``hint``.
+
+    Every reader of an input file calls this, so a file under a ``data/`` directory that does not
+    exist (the DVC-tracked snapshot was never pulled) says so, instead of "file not found".
+    """
+    path = Path(path)
+    if path.is_file():
+        return path
+    absent = [d for d in Path(os.path.abspath(path)).parents if d.name == "data" and not d.exists()]
+    if absent:
+        raise GeceError(f"{path}: data/ is missing: run `dvc pull data.dvc` (or make data)",
+                        problems=[f"{absent[-1]} does not exist"],
+                        hint="the data snapshot is tracked by DVC (data.dvc), not git; `gece pull` checks "
+                        "the DVC remote and pulls it")
+    raise GeceError(f"{path}: {'not a file' if path.exists() else 'file not found'}", hint=hint)
+
+
 def write_json(path: str | Path, obj: Any, model: type[BaseModel] | TypeAdapter | None = None) -> None:
     """Validate ``obj`` against ``model`` (when given) and write it as indented JSON, atomically."""
     if isinstance(obj, BaseModel):
@@ -371,9 +391,7 @@ def write_json(path: str | Path, obj: Any, model: type[BaseModel] | TypeAdapter 
 
 
 def read_json(path: str | Path, model: type[BaseModel] | TypeAdapter | None = None) -> Any:
-    path = Path(path)
-    if not path.exists():
-        raise GeceError(f"{path}: file not found", hint="run the stage that writes it (dvc repro)")
+    path = require_file(path, hint="run the stage that writes it (dvc repro)")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -428,7 +446,8 @@ def _fmt_error(err: dict, row_offset: int | None = None) -> str:
     field = ".".join(str(x) for x in loc)
     got = err.get("input")
     got_s = "" if isinstance(got, dict) else f" (got {got!r})"
-    return f"{where}{field + ': ' if field else ''}{err['msg']}{got_s}"
+    msg = err["msg"].removeprefix("Value error, ")
+    return f"{where}{field + ': ' if field else ''}{msg}{got_s}"
 
 
 def validate_records(records: list[dict], model: type[BaseModel], source: str, *, hint: str,
@@ -461,7 +480,8 @@ def _checked_arrow(path: str | Path, df: pd.DataFrame, model: type[BaseModel], s
     if missing:
         raise ValueError(f"{path}: columns {missing} of the {model.__name__} schema are missing")
     df = df[schema.names]
-    validate_records([_py(r) for r in df.to_dict(orient="records")], model, f"{path} (about to be written)",
+    nullable = _nullable(model)
+    validate_records([_py(r, nullable) for r in df.to_dict(orient="records")], model, f"{path} (about to be written)",
                      hint="this is a bug in gece", first_row=first_row)
     return pa.Table.from_pandas(df, schema=schema.remove_metadata(), preserve_index=False)
 
@@ -524,15 +544,24 @@ class TableWriter:
         return bool(self._atomic.__exit__(et, ev, tb))
 
 
-def _py(record: dict) -> dict:
-    """Convert numpy scalars/arrays and NaN in a record into plain Python for validation."""
+def _nullable(model: type[BaseModel]) -> set[str]:
+    """The fields of ``model`` that may be null."""
+    return {name for name, info in model.model_fields.items() if _arrow_type(info.annotation)[1]}
+
+
+def _py(record: dict, nullable: set[str]) -> dict:
+    """Convert numpy scalars/arrays in a record into plain Python for validation.
+
+    pandas stores a null as NaN: NaN becomes None in ``nullable`` columns only, so a NaN in any
+    other column fails validation as what it is ("should be a finite number", not "missing").
+    """
     out = {}
     for k, v in record.items():
         if isinstance(v, np.ndarray):
             v = v.tolist()
         elif isinstance(v, np.generic):
             v = v.item()
-        if isinstance(v, float) and math.isnan(v):
+        if k in nullable and isinstance(v, float) and math.isnan(v):
             v = None
         out[k] = v
     return out
@@ -540,9 +569,7 @@ def _py(record: dict) -> dict:
 
 def _open_parquet(path: str | Path, model: type[BaseModel]) -> tuple[pq.ParquetFile, dict[str, str], pa.Schema]:
     """Open a Parquet artifact and check its columns and types against ``model`` (no rows read)."""
-    path = Path(path)
-    if not path.exists():
-        raise GeceError(f"{path}: file not found", hint="run the stage that writes it (dvc repro) or dvc pull")
+    path = require_file(path, hint="run the stage that writes it (dvc repro) or dvc pull")
     try:
         pf = pq.ParquetFile(path)
     except (pa.ArrowInvalid, OSError) as e:
@@ -597,16 +624,17 @@ def _frame(path: Path, table: pa.Table, model: type[BaseModel], want: pa.Schema,
                 raise GeceError(f"{path}: column {f.name} has values that are not {f.type} ({e})",
                                 hint="rerun the stage that writes it") from e
             table = table.set_column(table.schema.get_field_index(f.name), f.name, col)
-    df = table.to_pandas()
-    if model.model_config.get("extra") != "allow":
-        df = df[want.names]
+    # validated from Arrow, where a null (None) and a NaN (an error) are told apart
     validate_records(
-        [_py(r) for r in df[want.names].to_dict(orient="records")],
+        table.select(want.names).to_pylist(),
         model,
         str(path),
         hint="the file is corrupt or was edited; rerun the stage that writes it",
         first_row=first_row,
     )
+    df = table.to_pandas()
+    if model.model_config.get("extra") != "allow":
+        df = df[want.names]
     return df
 
 

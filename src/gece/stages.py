@@ -31,6 +31,7 @@ from gece.params import (
     ModelSpec,
     Params,
     PrepareParams,
+    check_id,
 )
 from gece.report import ReportData
 from gece.schemas import (
@@ -55,6 +56,7 @@ from gece.schemas import (
     parquet_rows,
     read_json,
     read_table,
+    require_file,
     validate_records,
     write_figure,
     write_json,
@@ -67,30 +69,81 @@ log = logging.getLogger("gece")
 # where the stages put things (see LAYOUT.md); paths are relative to the repository root
 ARTIFACTS = Path("artifacts")
 REPORTS = Path("reports")
+DATA = Path("data")
+DATA_HINT = "pull the data (`gece pull`, or `dvc pull data.dvc`), or fix the id in params.yaml"
+
+
+def benchmark_csv(benchmark: str) -> Path:
+    """``data/benchmarks/<benchmark>.csv``; an id that is no plain name is a GeceError."""
+    return DATA / "benchmarks" / f"{check_id(benchmark, 'benchmark')}.csv"
+
+
+def reference_csv(benchmark: str, model: str) -> Path:
+    """``data/reference/<benchmark>/<model>.csv``, the authors' scores of a paper model."""
+    return DATA / "reference" / check_id(benchmark, "benchmark") / f"{check_id(model, 'model')}.csv"
+
+
+def check_data(params: Params, source: str | Path) -> None:
+    """Every data file that ``params`` (read from ``source``) names must exist.
+
+    A GeceError names each params key and its missing file (or says that data/ itself is missing).
+    """
+    named = [(f"benchmarks[{i}] {b!r}", benchmark_csv(b)) for i, b in enumerate(params.benchmarks)]
+    named += [(f"paper.models[{j}] {m!r} (paper.benchmarks {b!r})", reference_csv(b, m))
+              for b in params.paper.benchmarks for j, m in enumerate(params.paper.models)]
+    missing = [f"{key}: {path} not found" for key, path in named if not path.is_file()]
+    if not missing:
+        return
+    if not DATA.exists():
+        require_file(named[0][1], hint=DATA_HINT)
+    raise GeceError(f"{source}: names {len(missing)} data file(s) that do not exist",
+                    problems=missing[:benchmarks.MAX_SHOWN], hint=DATA_HINT)
 
 
 def scores_path(benchmark: str, model: str) -> Path:
-    return ARTIFACTS / "scores" / benchmark / f"{model}.parquet"
+    """``artifacts/scores/<benchmark>/<model>.parquet``; an id that is no plain name is a GeceError."""
+    return ARTIFACTS / "scores" / check_id(benchmark, "benchmark") / f"{check_id(model, 'model')}.parquet"
 
 
 def metrics_path(benchmark: str, model: str) -> Path:
-    return REPORTS / report.src_metrics(benchmark, model)
+    """``reports/metrics/<benchmark>/<model>.json``; an id that is no plain name is a GeceError."""
+    return REPORTS / report.src_metrics(check_id(benchmark, "benchmark"), check_id(model, "model"))
 
 
 def prepare(csv: str | Path, out: str | Path, settings: PrepareParams = PrepareParams()) -> pd.DataFrame:
     """data/benchmarks/<b>.csv -> artifacts/prepared/<b>.parquet (validated, aligned pairs)."""
     csv = Path(csv)
+    name = benchmarks.benchmark_id(csv)
     rows, warnings = benchmarks.load_benchmark(csv, settings.duplicates)
     for w in warnings:
         log.warning(w)
-    prepared = benchmarks.prepare_pairs(rows, csv.stem)
-    write_table(out, prepared, PreparedPair, meta={"benchmark": csv.stem, "source": str(csv)})
+    prepared = benchmarks.prepare_pairs(rows, name)
+    write_table(out, prepared, PreparedPair, meta={"benchmark": name, "source": str(csv)})
     multi = int((prepared["n_targets"] > 1).sum())
     log.info(
         "%s: %d pairs (%d with several differing words, %d cloze-last) -> %s",
-        csv.stem, len(prepared), multi, int((prepared["position"] == "last").sum()), out,
+        name, len(prepared), multi, int((prepared["position"] == "last").sum()), out,
     )
     return prepared
+
+
+REFERENCE_HINT = "restore the authors' file with `dvc pull data.dvc` (see data/SOURCES.md)"
+
+
+def read_reference(csv: str | Path) -> pd.DataFrame:
+    """The authors' released scores for one benchmark and model, every row checked (``ReferenceRow``)."""
+    csv = require_file(csv, hint=f"{REFERENCE_HINT}; the file is data/reference/<benchmark>/<model>.csv")
+    try:
+        ref = pd.read_csv(csv)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
+        raise GeceError(f"{csv}: not a readable CSV ({e})", hint=REFERENCE_HINT) from e
+    missing = [c for c in ReferenceRow.model_fields if c not in ref.columns]
+    if missing:
+        raise GeceError(f"{csv}: missing column(s) {', '.join(missing)}",
+                        hint=f"the file is not one of the authors' result CSVs; {REFERENCE_HINT}")
+    validate_records(ref.to_dict(orient="records"), ReferenceRow, str(csv),
+                     hint=f"rows are numbered from 1 after the header; {REFERENCE_HINT}")
+    return ref
 
 
 def reference(prepared: str | Path, csv: str | Path, out: str | Path, model: str) -> pd.DataFrame:
@@ -100,13 +153,9 @@ def reference(prepared: str | Path, csv: str | Path, out: str | Path, model: str
     sentence; their pronoun probabilities become the log-probabilities, their first-token
     logits the logits and their normalized score ``p``.
     """
+    check_id(model, "model")
+    ref = read_reference(csv)
     pairs, meta = read_table(prepared, PreparedPair)
-    csv = Path(csv)
-    if not csv.exists():
-        raise GeceError(f"{csv}: file not found", hint="dvc pull data.dvc")
-    ref = pd.read_csv(csv)
-    validate_records(ref.to_dict(orient="records"), ReferenceRow, str(csv),
-                     hint="the file is not one of the authors' result CSVs (see data/SOURCES.md)")
     if len(ref) != len(pairs):
         raise GeceError(f"{csv}: {len(ref)} rows, but {prepared} has {len(pairs)} pairs",
                         hint="reference scores must cover the whole benchmark, in its order")

@@ -10,8 +10,10 @@ A model is named in ``params.yaml`` by a :class:`gece.params.ModelSpec` whose ``
   directory is named by ``gguf_file``);
 - a Hugging Face hub id (``org/name``, optionally at ``revision``), safetensors only.
 
-``trust_remote_code`` is never enabled and pickled weights (``*.bin``) are refused: loading a
-model never runs code that came with it. :func:`resolve` checks a source without loading it,
+``trust_remote_code`` is never enabled, a model whose config asks for custom code (``auto_map``)
+is refused, and so are pickle-based weights (``.bin``, ``.pt``, ``.pth``, ``.pkl``, ``.ckpt``;
+unpickling can run arbitrary code): only safetensors and GGUF are loaded, so loading a model
+never runs code that came with it. :func:`resolve` checks a source without loading it,
 so a missing package, file or hub id fails before any work with a message saying what to
 install or pass.
 
@@ -47,6 +49,9 @@ CACHE_ENV = "GECE_CACHE"
 CACHE_FORMAT = "1"  # bump when the converted-model layout changes
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 PROBE = "The nurse said that he would be late, and then she left."
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt")
+SAFE_HINT = ("gece loads safetensors only (or a GGUF): pickle-based weights can run code when loaded; convert "
+             "them with model.save_pretrained(dir, safe_serialization=True)")
 
 
 def cache_root() -> Path:
@@ -129,17 +134,36 @@ def _package_gguf(dist_name: str, gguf_file: str | None) -> Path:
     return target
 
 
+def _custom_code(path: Path, source: str) -> list[str]:
+    """The config files of a model directory that ask for code shipped with the model (``auto_map``)."""
+    found = []
+    for name in ("config.json", "tokenizer_config.json"):
+        try:
+            config = json.loads((path / name).read_text(encoding="utf-8")) if (path / name).exists() else {}
+        except (OSError, UnicodeDecodeError, ValueError) as e:
+            raise GeceError(f"model source {source}: {path / name} is not valid JSON ({e})",
+                            hint="restore the model directory (save_pretrained writes it)") from e
+        if isinstance(config, dict) and config.get("auto_map"):
+            found.append(f"{name}: auto_map {sorted(config['auto_map'])}")
+    return found
+
+
 def _check_directory(path: Path, source: str) -> None:
+    """A model directory must have a config.json, safetensors weights and no custom code."""
     if not (path / "config.json").exists():
         raise GeceError(f"model source {source}: {path} has no config.json",
                         hint="pass a transformers model directory, or a .gguf file (or gguf_file for a GGUF in it)")
+    custom = _custom_code(path, source)
+    if custom:
+        raise GeceError(f"model source {source}: the model needs its own code (trust_remote_code), which gece "
+                        "never runs", problems=custom,
+                        hint="use a model whose architecture transformers supports natively (no auto_map)")
     if not any(path.glob("*.safetensors")):
-        pickled = sorted(p.name for p in path.glob("*.bin"))
+        pickled = sorted(p.name for p in path.iterdir() if p.suffix.lower() in PICKLE_SUFFIXES)
         raise GeceError(
             f"model source {source}: no safetensors weights in {path}"
-            + (f" (only pickled {', '.join(pickled)})" if pickled else ""),
-            hint="gece loads safetensors only (pickled weights can run code); convert the weights "
-            "with save_pretrained(safe_serialization=True)",
+            + (f" (only pickled {', '.join(pickled)}: pickle-based weights are refused)" if pickled else ""),
+            hint=SAFE_HINT,
         )
 
 
@@ -149,6 +173,9 @@ def resolve(spec: ModelSpec) -> Resolved:
     if src.startswith("package:"):
         return Resolved("gguf", _package_gguf(src.removeprefix("package:").strip(), spec.gguf_file), src)
     path = Path(src).expanduser()
+    if path.suffix.lower() in PICKLE_SUFFIXES:
+        raise GeceError(f"model source {src}: pickle-based weights are refused; convert to safetensors",
+                        hint=SAFE_HINT)
     if src.endswith(".gguf"):
         if not path.is_file():
             raise GeceError(f"model source {src}: file not found", hint="pass the path of an existing .gguf file")
@@ -251,8 +278,9 @@ def load_gguf(gguf: Path):
 
     hf_logging.disable_progress_bar()
     try:
-        tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+        tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, trust_remote_code=False)
+        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32,
+                                                     trust_remote_code=False)
     except (ValueError, KeyError, OSError) as e:
         raise GeceError(f"{gguf}: transformers cannot load this GGUF ({e})",
                         hint="transformers supports GGUF for common architectures (llama, gemma3, qwen2, ...)") from e
@@ -284,7 +312,8 @@ def convert_gguf(gguf: Path, sha: str, dest: Path) -> Path:
         plain.save_pretrained(tmp, safe_serialization=True)
         tok.save_pretrained(tmp)
         del plain
-        reloaded = AutoModelForCausalLM.from_pretrained(tmp, dtype=torch.float32).eval()
+        reloaded = AutoModelForCausalLM.from_pretrained(tmp, dtype=torch.float32, use_safetensors=True,
+                                                        trust_remote_code=False).eval()
         ids = tok(PROBE, return_tensors="pt").input_ids
         with torch.inference_mode():
             same = torch.equal(src(ids).logits, reloaded(ids).logits)
