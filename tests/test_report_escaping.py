@@ -25,8 +25,8 @@ from gece.schemas import ScoreRow, write_json, write_table
 
 from .report_data import md_row_cells, md_unescape, tiny_meta
 
-BENCH = "évil_bench"
-MODELS = ("m1", "m<2>|\"&'é")
+BENCH = "evil_bench"  # ids are [a-z0-9][a-z0-9._-]*: the text to escape is in the data
+MODELS = ("m1", "m2.evil")
 NON_ASCII = "é ü ß 中文 日本語 😀👩🏽‍⚕️ שלום עולם مرحبا e\u0301 n\u0303 Å"
 # (pair_id, text before the target, text after it, targets_more); every pair is confidently wrong
 EVIL = [
@@ -74,9 +74,14 @@ def evil_scores(model_index: int) -> pd.DataFrame:
 
 
 @pytest.fixture(scope="module")
-def evil_report(tmp_path_factory, monkeypatch_module):
-    """The report stage on the evil benchmark: (reports dir, what the stage returned)."""
-    monkeypatch_module.setattr(report, "EXAMPLES_PER_RUN", len(EVIL))
+def evil_report(tmp_path_factory):
+    """The report stage on the evil benchmark (every pair shown): (reports dir, what the stage returned)."""
+    with pytest.MonkeyPatch.context() as mp:  # only while this report is built
+        mp.setattr(report, "EXAMPLES_PER_RUN", len(EVIL))
+        return _build_evil(tmp_path_factory)
+
+
+def _build_evil(tmp_path_factory):
     root = tmp_path_factory.mktemp("evil")
     (root / "params.yaml").write_text(yaml.safe_dump({
         "benchmarks": [BENCH], "models": list(MODELS),
@@ -94,12 +99,6 @@ def evil_report(tmp_path_factory, monkeypatch_module):
                              reports / "bins" / BENCH / f"{m}.json", params.metrics)
     result = stages.report_stage(params, reports, scores.parent, data_dvc=root / "no-data.dvc")
     return reports, result
-
-
-@pytest.fixture(scope="module")
-def monkeypatch_module():
-    with pytest.MonkeyPatch.context() as mp:
-        yield mp
 
 
 def expected_rows() -> list[list[str]]:

@@ -165,7 +165,10 @@ class Params(_Section):
         if pairs:
             raise ValueError(f"ablate.special_tokens names {pairs}, which are not in models; add them to models "
                              "(and registry) or fix the names")
-        for key, names in (("paper.benchmarks", self.paper.benchmarks), ("ablate.neutral", self.ablate.neutral)):
+        checked = [("paper.benchmarks", self.paper.benchmarks)]
+        if "neutral" in self.ablate.model_fields_set:  # the default applies only where those benchmarks are
+            checked.append(("ablate.neutral", self.ablate.neutral))
+        for key, names in checked:
             outside = [b for b in names if b not in self.benchmarks]
             if outside:
                 raise ValueError(f"{key} names {outside}, which are not in benchmarks; add them or fix the names")
