@@ -483,3 +483,26 @@ def test_extract_reports_pairs_with_non_finite_scores_and_writes_nothing(tmp_pat
     # the clean pairs' shards are kept for the rerun; the poisoned ones are not
     kept = list(stages.shards_dir(out).glob("shard-*.parquet"))
     assert kept and all(not set(read_table(k, ScoreRow)[0]["pair_id"]) & hit for k in kept)
+
+
+def test_extract_cli_exits_2_on_non_finite_scores(tmp_path, prepared_dir, smol, monkeypatch, capsys):
+    """The same through `gece extract`: exit 2, the affected pairs and the fix, no traceback, no output."""
+    poison = smol.tokenizer(" nurse", add_special_tokens=False).input_ids[0]
+
+    def overflow(module, inputs, output):
+        return output.masked_fill((inputs[0] == poison).unsqueeze(-1), float("inf"))
+
+    monkeypatch.setattr(models, "load", lambda spec, **kw: smol)
+    monkeypatch.chdir(ROOT)
+    hook = smol.model.get_input_embeddings().register_forward_hook(overflow)
+    out = tmp_path / "nurse.parquet"
+    try:
+        code = main(["extract", str(prepared_dir / "winobias.parquet"), str(out), "--model", "smollm2-135m",
+                     "--limit", "60", "--batch-size", "1"])
+    finally:
+        hook.remove()
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert "NaN or infinite scores" in err and "winobias.parquet" in err and "dtype" in err
+    assert "pair winobias-" in err and "(row " in err
+    assert not out.exists() and not stages.meta_path(out).exists()
