@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -76,3 +77,16 @@ def built_report(full_reports) -> tuple[Path, dict]:
     result = stages.report_stage(params, full_reports / "reports", full_reports / "artifacts" / "scores",
                                  data_dvc=ROOT / "data.dvc")
     return full_reports / "reports", result
+
+
+@pytest.fixture(autouse=True)
+def _drop_cli_log_handlers():
+    """`gece.cli.main` points the root logger at the sys.stderr of its test (a capture that is
+    closed afterwards); remove that handler so that later tests do not log into a dead stream."""
+    yield
+    from rich.logging import RichHandler
+
+    root = logging.getLogger()
+    for h in list(root.handlers):
+        if type(h) in (logging.StreamHandler, RichHandler):
+            root.removeHandler(h)

@@ -506,3 +506,25 @@ def test_extract_cli_exits_2_on_non_finite_scores(tmp_path, prepared_dir, smol, 
     assert "NaN or infinite scores" in err and "winobias.parquet" in err and "dtype" in err
     assert "pair winobias-" in err and "(row " in err
     assert not out.exists() and not stages.meta_path(out).exists()
+
+
+def test_extract_cli_lists_every_pair_it_cannot_score(tmp_path, smol, monkeypatch, capsys):
+    """A target that is the sentence's first token cannot be scored without a BOS (SmolLM2 adds none):
+    exit 2, every such pair with the file and its row, the fix, no traceback, nothing written."""
+    csv = tmp_path / "starts.csv"
+    csv.write_text("sent_more,sent_less,y\n"
+                   "The nurse said he was late.,The nurse said she was late.,1\n"
+                   "He is a nurse.,She is a nurse.,0\n"
+                   "The cook thanked him.,The cook thanked her.,1\n"
+                   "His shift ended.,Her shift ended.,1\n")
+    prepared, out = tmp_path / "starts.parquet", tmp_path / "scores.parquet"
+    stages.prepare(csv, prepared)
+    monkeypatch.setattr(models, "load", lambda spec, **kw: smol)
+    monkeypatch.chdir(ROOT)
+    code = main(["extract", str(prepared), str(out), "--model", "smollm2-135m"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert "2 target word(s) cannot be scored" in err and str(prepared) in err
+    assert "pair starts-0002 (row 2 of the benchmark CSV)" in err and "pair starts-0004 (row 4" in err
+    assert "BOS" in err and "remove the pair" in err
+    assert not out.exists() and not stages.shards_dir(out).exists() and not stages.meta_path(out).exists()

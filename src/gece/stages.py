@@ -717,7 +717,9 @@ def extract(
     from the shards, is byte-identical to an uninterrupted run's. The shards are removed once
     the output is written.
 
-    A pair whose score is NaN or infinite (the model's logits overflowed, e.g. in float16) is
+    Every pair is tokenized and aligned before any is scored: a target word that cannot be
+    scored (no token, or the first token without a BOS) fails the run at once, listing every
+    such pair with its row. A pair whose score is NaN or infinite (the model's logits overflowed, e.g. in float16) is
     never written: the run scores every pair, then fails listing the affected pairs, and
     writes no output. ``on_shard(i)`` is called after shard i is written, and ``loaded`` is an
     already loaded :class:`gece.scoring.models.LoadedModel` of ``spec`` (tests, benchmarks).
@@ -744,6 +746,9 @@ def extract(
                     "scores may differ from the naive path in the last bits")
     runner = engine.Runner(lm.model, lm.tokenizer.pad_token_id)
     layout = _layout(n, settings.batch_size)
+
+    for pairs in iter_table(prepared, PreparedPair, WINDOW_PAIRS, limit=n):  # every pair scorable, before any work
+        engine.plans_for(lm.tokenizer, pairs, spec.special_tokens, source=str(prepared))
 
     fp = _fingerprint(prepared=models.sha256_file(prepared), limit=settings.limit, batch_size=settings.batch_size,
                       word_prob=settings.word_prob, spec=spec.model_dump(), weights=lm.weights, dtype=lm.dtype,

@@ -76,17 +76,23 @@ class SideTokens:
         return sum(len(w) for w in self.words)
 
 
+NO_TOKEN_HINT = ("the word is made of characters the tokenizer drops (zero-width or control characters?): "
+                 "fix that row of the benchmark CSV or remove the pair")
+FIRST_TOKEN_HINT = ("use special_tokens: true with a model whose tokenizer adds a BOS token, or remove the pair "
+                    "from the benchmark")
+
+
 def tokenize(
     tokenizer: Any, sentences: Sequence[str], starts: Sequence[Sequence[int]], ends: Sequence[Sequence[int]],
     special_tokens: bool, names: Sequence[str] | None = None,
 ) -> list[SideTokens]:
     """Tokenize sentences (with the tokenizer's special tokens or none) and align their target words.
 
-    Raises a GeceError when a target word has no token or starts at the first token (nothing
-    before it predicts it).
+    Raises one GeceError listing every target word that has no token or starts at the first
+    token (nothing before it predicts it), each named by ``names[k]`` (file, pair and row).
     """
     enc = tokenizer(list(sentences), add_special_tokens=special_tokens, return_offsets_mapping=True)
-    out = []
+    out, problems, hints = [], [], []
     for k, (ids, offs) in enumerate(zip(enc["input_ids"], enc["offset_mapping"], strict=True)):
         words = []
         for s, e in zip(starts[k], ends[k], strict=True):
@@ -94,18 +100,20 @@ def tokenize(
             where = f"{names[k]}: " if names is not None else ""
             word = sentences[k][s:e]
             if not toks:
-                raise GeceError(f"{where}target word {word!r} of {sentences[k]!r} covers no token",
-                                hint="the word is made of characters the tokenizer drops (zero-width or control "
-                                "characters?): fix that row of the benchmark CSV or remove the pair")
-            if toks[0] == 0:
-                raise GeceError(
-                    f"{where}target word {word!r} is the first token of {sentences[k]!r}: "
-                    "without a BOS token nothing predicts it, so it cannot be scored",
-                    hint="use special_tokens: true with a model whose tokenizer adds a BOS token, "
-                    "or drop the pair from the benchmark",
-                )
+                problems.append(f"{where}target word {word!r} of {sentences[k]!r} covers no token")
+                hints.append(NO_TOKEN_HINT)
+            elif toks[0] == 0:
+                problems.append(f"{where}target word {word!r} is the first token of {sentences[k]!r}: without a "
+                                "BOS token nothing predicts it, so it cannot be scored")
+                hints.append(FIRST_TOKEN_HINT)
             words.append(tuple(toks))
         out.append(SideTokens(tuple(int(i) for i in ids), tuple(words)))
+    if problems:
+        raise GeceError(
+            f"{len(problems)} target word(s) cannot be scored with this tokenizer; nothing was scored",
+            problems=problems[:20] + ([f"... and {len(problems) - 20} more"] if len(problems) > 20 else []),
+            hint="; or ".join(dict.fromkeys(hints)),
+        )
     return out
 
 
