@@ -486,7 +486,8 @@ def _checked_arrow(path: str | Path, df: pd.DataFrame, model: type[BaseModel], s
     return pa.Table.from_pandas(df, schema=schema.remove_metadata(), preserve_index=False)
 
 
-def _write_schema(df_columns: list[str], model: type[BaseModel], path: str | Path) -> pa.Schema:
+def _write_schema(df_columns: list[str], model: type[BaseModel]) -> pa.Schema:
+    """``model``'s Arrow schema, plus float columns for the extra columns of a model that allows them."""
     schema = arrow_schema(model)
     extra = [c for c in df_columns if c not in schema.names]
     if extra and model.model_config.get("extra") == "allow":
@@ -505,7 +506,7 @@ def write_table(
     ``meta`` (e.g. benchmark and model ids) is stored in the file's key-value metadata.
     Output bytes depend only on the data, so identical inputs give identical files.
     """
-    schema = _write_schema(list(df.columns), model, path)
+    schema = _write_schema(list(df.columns), model)
     table = _checked_arrow(path, df, model, schema).replace_schema_metadata(_file_metadata(model, meta))
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp, compression="zstd")

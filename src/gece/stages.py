@@ -792,7 +792,7 @@ def extract(
                     resumed += 1
                     progress.advance(sum(len(b) for b in shard))
                 else:
-                    recs, shard_stats = _score_shard(engine, runner, shard, settings, progress)
+                    recs, shard_stats = _score_shard(runner, shard, settings.word_prob, progress.advance)
                     idx = [r.pop("_index") for r in recs]
                     frame = pd.concat([base.iloc[idx].reset_index(drop=True), pd.DataFrame(recs)], axis=1)
                     broken = [f"pair {pid} (row {row}): {', '.join(fields)}" for pid, row, fields in
@@ -852,12 +852,14 @@ def extract(
     return meta, timing
 
 
-def _score_shard(engine, runner, shard, settings: ExtractParams, progress) -> tuple[list[dict], object]:
+def _score_shard(runner, shard, word_prob: str, on_batch: Callable[[int], None]) -> tuple[list[dict], Any]:
     """Score one shard's batches: records (with ``_index``, the pair's place in its window) sorted by index."""
+    from gece.scoring import engine
+
     recs: list[dict] = []
     shard_stats = engine.BatchStats()
-    for scores, st in engine.score(runner, shard, on_batch=progress.advance):
+    for scores, st in engine.score(runner, shard, on_batch=on_batch):
         shard_stats.add(st)
-        recs += [{"_index": sc.index, **sc.record(settings.word_prob)} for sc in scores]
+        recs += [{"_index": sc.index, **sc.record(word_prob)} for sc in scores]
     recs.sort(key=lambda r: r["_index"])
     return recs, shard_stats
