@@ -283,7 +283,7 @@ def _with_data(tmp_path: Path) -> None:
          "paper.benchmarks names ['crows'], which are not in benchmarks"),
         (lambda r: r["metrics"].update(bins=15), "metrics.bins: unknown key (did you mean 'n_bins'?)"),
         (lambda r: r.update(benchmark=["winobias"]), "benchmark: unknown key (did you mean 'benchmarks'?)"),
-        (lambda r: r["extract"].update(batch_size="many"), "extract.batch_size: Input should be a valid integer"),
+        (lambda r: r["extract"].update(batch_size="many"), "extract.batch_size: must be a positive number of pairs or auto (got 'many')"),
         (lambda r: r.update(models="smollm2-135m"), "models: Input should be a valid list (got 'smollm2-135m')"),
         (lambda r: r["registry"]["smollm2-135m"].update(special_tokens="maybe"),
          "registry.smollm2-135m.special_tokens: Input should be a valid boolean"),

@@ -7,7 +7,7 @@ import yaml
 
 from gece.cli import main
 from gece.errors import GeceError
-from gece.params import load_params
+from gece.params import load_params, memory_caps
 
 from .conftest import ROOT
 
@@ -18,6 +18,20 @@ def test_shipped_params_load():
     assert params.models == ["smollm2-135m", "gemma-3-270m", "gemma-3-270m-nobos"]
     assert params.registry["gemma-3-270m-nobos"].special_tokens is False
     assert len(params.paper.models) == 6
+
+
+def test_scale_settings_load(tmp_path):
+    def scale(raw):
+        raw["extract"]["batch_size"] = "auto"
+        raw["registry"]["big"] = {"source": "org/big", "device": "multi", "dtype": "bfloat16",
+                                  "max_memory": {0: "70GiB", 1: "70GiB", "cpu": "200GiB"}}
+        raw["registry"]["fast"] = {"source": "org/big", "backend": "vllm", "tensor_parallel": 4, "dtype": "bfloat16"}
+
+    params = load_params(_write(tmp_path, scale))
+    assert params.extract.batch_size == "auto"
+    assert memory_caps(params.registry["big"].max_memory) == {0: "70GiB", 1: "70GiB", "cpu": "200GiB"}
+    assert params.registry["fast"].backend == "vllm" and params.registry["fast"].tensor_parallel == 4
+    assert params.registry["smollm2-135m"].backend == "transformers"
 
 
 def _write(tmp_path, mutate):
@@ -40,6 +54,16 @@ def _write(tmp_path, mutate):
         (lambda r: r["registry"]["smollm2-135m"].update(special_token=True),
          "registry.smollm2-135m.special_token: unknown key"),
         (lambda r: r.update(metric={}), "metric: unknown key (did you mean 'metrics'?)"),
+        (lambda r: r["extract"].update(batch_size=0), "extract.batch_size: must be a positive number of pairs or auto (got 0)"),
+        (lambda r: r["registry"]["smollm2-135m"].update(max_memory={0: "20GiB"}),
+         "max_memory caps the devices of device: multi"),
+        (lambda r: r["registry"]["smollm2-135m"].update(device="multi", max_memory={"gpu0": "20GiB"}),
+         "max_memory key 'gpu0' is not a device"),
+        (lambda r: r["registry"]["smollm2-135m"].update(device="multi", max_memory={0: "lots"}),
+         "max_memory value 'lots' is not a size"),
+        (lambda r: r["registry"]["smollm2-135m"].update(backend="vllm", device="cpu"), "backend vllm runs on CUDA"),
+        (lambda r: r["registry"]["smollm2-135m"].update(tensor_parallel=2), "tensor_parallel is for backend: vllm"),
+        (lambda r: r["registry"]["smollm2-135m"].update(backend="tgi"), "Input should be 'transformers' or 'vllm'"),
     ],
 )
 def test_bad_params_are_named(tmp_path, mutate, expected):

@@ -42,6 +42,16 @@ def check_id(value: str, option: str) -> str:
     return check(value, option)
 
 
+def _batch_size(value: str) -> int | str:
+    """``--batch-size``: a positive number or ``auto`` (bounds are checked with the params)."""
+    if value == "auto":
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number or auto") from None
+
+
 def _override(settings, **given):
     """``settings`` (a params section) with the command-line options that were given, validated
     like params.yaml: an option outside its bounds is an error, not silently accepted."""
@@ -331,7 +341,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("out", type=Path, help="artifacts/scores/<benchmark>/<model>.parquet")
     p.add_argument("--model", required=True, help="model id, an entry of registry in params.yaml")
     p.add_argument("--meta-out", type=Path, help="run metadata JSON (default: <out>.meta.json beside the output)")
-    p.add_argument("--batch-size", type=int, help="override params extract.batch_size")
+    p.add_argument("--batch-size", type=_batch_size, help="override params extract.batch_size (a number or auto)")
     p.add_argument("--limit", type=int, help="override params extract.limit (score only the first N pairs)")
     p.add_argument("--word-prob", choices=["chain", "max"], help="override params extract.word_prob")
     p.set_defaults(func=cmd_extract)

@@ -13,7 +13,16 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    PlainValidator,
+    model_validator,
+)
 
 from gece.errors import GeceError
 
@@ -54,6 +63,34 @@ def _plain_file_name(value: str | None) -> str | None:
 
 Id = Annotated[str, AfterValidator(_valid_id)]
 
+MEMORY_DEVICE = re.compile(r"\d+|cpu|mps|disk")
+MEMORY_SIZE = re.compile(r"\d+(\.\d+)?\s*([KMGT]i?B)", re.IGNORECASE)
+
+
+def _memory_device(value: str) -> str:
+    if not MEMORY_DEVICE.fullmatch(str(value)):
+        raise ValueError(f"max_memory key {value!r} is not a device: use a GPU index ('0', '1', ...), cpu, mps or disk")
+    return str(value)
+
+
+def _memory_size(value: str) -> str:
+    if not MEMORY_SIZE.fullmatch(str(value).strip()):
+        raise ValueError(f"max_memory value {value!r} is not a size such as '70GiB' or '500MB'")
+    return str(value).strip()
+
+
+def _batch_size(value: object) -> int | str:
+    if value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+        return value  # type: ignore[return-value]
+    raise ValueError("must be a positive number of pairs or auto")
+
+
+def memory_caps(max_memory: dict[str, str] | None) -> dict[int | str, str] | None:
+    """params.yaml's ``max_memory`` as accelerate wants it: GPU indices as ints."""
+    if max_memory is None:
+        return None
+    return {int(k) if k.isdigit() else k: v for k, v in max_memory.items()}
+
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -75,6 +112,31 @@ class ModelSpec(_Section):
     attention: Literal["exact", "sdpa", "eager"] = Field(
         "exact", description="exact: gece's float64-core attention, bit-identical whatever the batch "
         "(gece.scoring.attention); sdpa/eager: transformers' stock float32 kernels")
+    max_memory: dict[Annotated[str, BeforeValidator(str), AfterValidator(_memory_device)], Annotated[str, AfterValidator(_memory_size)]] \
+        | None = Field(None, description="device: multi only: the most memory accelerate may fill on each device, "
+                       "e.g. {'0': '70GiB', '1': '70GiB', cpu: '200GiB'}")
+    backend: Literal["transformers", "vllm"] = Field(
+        "transformers", description="transformers: gece's exact engine; vllm: vLLM's prompt log-probabilities "
+        "(CUDA, pip install 'gece[vllm]'; same output schema)")
+    tensor_parallel: int = Field(1, ge=1, description="backend vllm: GPUs one model is split over")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ModelSpec:
+        if self.max_memory is not None and self.device != "multi":
+            raise ValueError(f"max_memory caps the devices of device: multi (device_map='auto'), but device is "
+                             f"{self.device!r}; set device: multi or remove max_memory")
+        if self.backend == "vllm":
+            if self.tensor_parallel > 1 and self.device not in ("auto", "cuda"):
+                raise ValueError("tensor_parallel spreads the model over GPUs: use device: auto (or cuda)")
+            if self.device not in ("auto", "cuda") and not self.device.startswith("cuda"):
+                raise ValueError(f"backend vllm runs on CUDA GPUs; device {self.device!r} is for the transformers "
+                                 "backend")
+            if self.max_memory is not None:
+                raise ValueError("max_memory is for the transformers backend; vLLM sizes its own memory")
+        elif self.tensor_parallel > 1:
+            raise ValueError("tensor_parallel is for backend: vllm; the transformers backend spreads a model over "
+                             "GPUs with device: multi")
+        return self
 
 
 class PaperParams(_Section):
@@ -89,7 +151,9 @@ class PrepareParams(_Section):
 
 
 class ExtractParams(_Section):
-    batch_size: int = Field(32, ge=1)
+    batch_size: Annotated[int | str, PlainValidator(_batch_size)] = Field(
+        32, description="pairs per forward pass, or auto: on a GPU, as many as fit in free memory (measured on a "
+        "probe batch); on the CPU, 32. On a GPU out-of-memory the batch is halved and retried")
     word_prob: Literal["chain", "max"] = "chain"
     limit: int | None = Field(None, ge=1, description="score only the first N pairs (smoke runs)")
 
