@@ -90,3 +90,27 @@ def _drop_cli_log_handlers():
     for h in list(root.handlers):
         if type(h) in (logging.StreamHandler, RichHandler):
             root.removeHandler(h)
+
+
+@pytest.fixture(scope="session")
+def params():
+    """The repository's params.yaml."""
+    from gece.params import load_params
+
+    return load_params(ROOT / "params.yaml")
+
+
+@pytest.fixture(scope="session")
+def smol(params):
+    """SmolLM2-135M loaded once per session (gece's loader: float32, exact attention, CPU)."""
+    from gece.scoring import models
+
+    return models.load(params.registry["smollm2-135m"])
+
+
+@pytest.fixture(scope="session")
+def gemma(params):
+    """Gemma-3-270M loaded once per session."""
+    from gece.scoring import models
+
+    return models.load(params.registry["gemma-3-270m"])

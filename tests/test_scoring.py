@@ -16,7 +16,7 @@ import torch
 from gece import benchmarks, stages
 from gece.cli import main
 from gece.errors import GeceError
-from gece.params import ExtractParams, ModelSpec, load_params
+from gece.params import ExtractParams, ModelSpec
 from gece.schemas import ExtractMeta, ExtractTiming, PreparedPair, ScoreRow, read_json, read_table
 from gece.scoring import engine, models
 
@@ -262,21 +262,7 @@ def test_extract_cli_unknown_model_exits_2(capsys):
 
 
 # --------------------------------------------------------------- the real models
-@pytest.fixture(scope="session")
-def params():
-    return load_params(ROOT / "params.yaml")
-
-
-@pytest.fixture(scope="session")
-def smol(params):
-    return models.load(params.registry["smollm2-135m"])
-
-
-@pytest.fixture(scope="session")
-def gemma(params):
-    return models.load(params.registry["gemma-3-270m"])
-
-
+# (fixtures params, smol and gemma: tests/conftest.py)
 def _sample(prepared_dir, per_benchmark=3):
     """Real pairs from every benchmark: the first few, a seeded random few, and every multi-target pair."""
     frames = []

@@ -19,7 +19,7 @@ import typing
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -225,6 +225,7 @@ class ExtractMeta(BaseModel):
     model_config = ConfigDict(extra="forbid")
     benchmark: str
     model: str
+    backend: Literal["transformers", "vllm"] = "transformers"
     source: str
     kind: Literal["gguf", "directory", "hub"]
     weights: dict[str, str] = Field(description="weights file name -> sha256")
@@ -233,7 +234,8 @@ class ExtractMeta(BaseModel):
     attention: str
     special_tokens: bool
     word_prob: Literal["chain", "max"]
-    batch_size: int = Field(ge=1)
+    batch_size: Annotated[int, Field(ge=1)] | Literal["auto"] = Field(description="as set in params (auto: the "
+                                                                       "size used is in the timing file)")
     limit: int | None
     torch: str
     transformers: str
@@ -246,7 +248,7 @@ class ExtractMeta(BaseModel):
     tokens_padded: int = Field(ge=0)
     tokens_whole: int = Field(ge=0)
     head_positions: int = Field(ge=0)
-    flops: float
+    flops: float | None = Field(description="null for backend vllm, which does not expose its forward pass")
     flops_per_pair: float | None
     shards: int = Field(ge=0)
 
@@ -264,6 +266,8 @@ class ExtractTiming(BaseModel):
     pairs: int = Field(ge=0)
     threads: int = Field(ge=1)
     shards_resumed: int = Field(ge=0, description="finished shards reused from a killed run")
+    batch_size: int = Field(ge=1, description="pairs per batch (chosen from free memory for batch_size: auto)")
+    oom_retries: int = Field(0, ge=0, description="out-of-memory errors after which the pairs per pass were halved")
     seconds: float = Field(ge=0, description="scoring, without loading the model")
     load_seconds: float = Field(ge=0)
     pairs_per_s: float | None

@@ -741,16 +741,26 @@ def extract(
     benchmark = pmeta.get("benchmark", prepared.stem)
     threads = engine.set_threads()
     lm = loaded if loaded is not None else models.load(spec, resolved=resolved)
-    if not engine.blas_is_batch_invariant():
-        log.warning("MKL is not in its strict reproducible mode (MKL_CBWR=AUTO,STRICT was set too late): "
-                    "scores may differ from the naive path in the last bits")
-    runner = engine.Runner(lm.model, lm.tokenizer.pad_token_id)
-    layout = _layout(n, settings.batch_size)
+    backend: Any = engine
+    if spec.backend == "vllm":
+        from gece.scoring import vllm_backend as backend
 
+        runner = backend.Runner.for_model(lm)
+    else:
+        if not engine.blas_is_batch_invariant():
+            log.warning("MKL is not in its strict reproducible mode (MKL_CBWR=AUTO,STRICT was set too late): "
+                        "scores may differ from the naive path in the last bits")
+        runner = engine.Runner(lm.model, lm.tokenizer.pad_token_id)
+
+    first: list = []
     for pairs in iter_table(prepared, PreparedPair, WINDOW_PAIRS, limit=n):  # every pair scorable, before any work
-        engine.plans_for(lm.tokenizer, pairs, spec.special_tokens, source=str(prepared))
+        _, plans = engine.plans_for(lm.tokenizer, pairs, spec.special_tokens, source=str(prepared))
+        first = first or plans
+    batch_size = settings.batch_size if isinstance(settings.batch_size, int) else backend.auto_batch_size(runner, first)
+    del first
+    layout = _layout(n, batch_size)
 
-    fp = _fingerprint(prepared=models.sha256_file(prepared), limit=settings.limit, batch_size=settings.batch_size,
+    fp = _fingerprint(prepared=models.sha256_file(prepared), limit=settings.limit, batch_size=batch_size,
                       word_prob=settings.word_prob, spec=spec.model_dump(), weights=lm.weights, dtype=lm.dtype,
                       device=lm.device, attention=lm.attention, torch=torch.__version__,
                       transformers=transformers.__version__, shards=SHARD_BATCHES, window=WINDOW_PAIRS,
@@ -775,13 +785,13 @@ def extract(
                 raise GeceError(f"{prepared}: pairs are not in the order of their rows",
                                 hint="the file was not written by gece prepare; rerun prepare")
             sides, plans = engine.plans_for(lm.tokenizer, pairs, spec.special_tokens, source=str(prepared))
-            if w == 0 and plans:
+            if w == 0 and plans and spec.backend == "transformers":
                 engine.self_check(runner, sides[0], plans[0])
             counts["multi_target_pairs"] += sum(1 for m, l in sides if len(m.words) > 1 or len(l.words) > 1)
             counts["multi_token_targets"] += sum(1 for pair in sides for side in pair for x in side.words if len(x) > 1)
             counts["continued_pairs"] += sum(1 for pl in plans if pl.continued)
             counts["tokens_whole"] += sum(len(side.ids) for pair in sides for side in pair)
-            batch_list = engine.batches(plans, settings.batch_size)
+            batch_list = engine.batches(plans, batch_size)
             base = pairs[SCORE_COLUMNS]
             for k in range(0, len(batch_list), SHARD_BATCHES):
                 shard = batch_list[k : k + SHARD_BATCHES]
@@ -792,7 +802,7 @@ def extract(
                     resumed += 1
                     progress.advance(sum(len(b) for b in shard))
                 else:
-                    recs, shard_stats = _score_shard(runner, shard, settings.word_prob, progress.advance)
+                    recs, shard_stats = _score_shard(backend, runner, shard, settings.word_prob, progress.advance)
                     idx = [r.pop("_index") for r in recs]
                     frame = pd.concat([base.iloc[idx].reset_index(drop=True), pd.DataFrame(recs)], axis=1)
                     broken = [f"pair {pid} (row {row}): {', '.join(fields)}" for pid, row, fields in
@@ -828,17 +838,19 @@ def extract(
         if not layout:
             writer.write(pd.DataFrame(columns=list(ScoreRow.model_fields)))
 
-    total_flops = engine.flops(lm.model, stats.tokens_fed, stats.head_positions)
+    total_flops = engine.flops(lm.model, stats.tokens_fed, stats.head_positions) if backend is engine else None
     meta = ExtractMeta(
-        benchmark=benchmark, model=model_id, source=spec.source, kind=lm.kind, weights=lm.weights, dtype=lm.dtype,
+        benchmark=benchmark, model=model_id, backend=spec.backend, source=spec.source, kind=lm.kind, weights=lm.weights,
+        dtype=lm.dtype,
         device=lm.device, attention=lm.attention, special_tokens=spec.special_tokens, word_prob=settings.word_prob,
         batch_size=settings.batch_size, limit=settings.limit, torch=torch.__version__,
         transformers=transformers.__version__, gece=gece.__version__, pairs=n, **counts,
         tokens=stats.tokens_fed, tokens_padded=stats.tokens_padded, head_positions=stats.head_positions,
-        flops=total_flops, flops_per_pair=total_flops / n if n else None, shards=shard_no,
+        flops=total_flops, flops_per_pair=total_flops / n if n and total_flops is not None else None, shards=shard_no,
     )
     timing = ExtractTiming(
-        benchmark=benchmark, model=model_id, pairs=n, threads=threads, shards_resumed=resumed,
+        benchmark=benchmark, model=model_id, pairs=n, threads=threads, shards_resumed=resumed, batch_size=batch_size,
+        oom_retries=runner.oom_retries,
         seconds=round(seconds, 3), load_seconds=round(lm.load_seconds, 3),
         pairs_per_s=round(n / seconds, 3) if n and seconds > 0 else None,
         peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
@@ -852,13 +864,14 @@ def extract(
     return meta, timing
 
 
-def _score_shard(runner, shard, word_prob: str, on_batch: Callable[[int], None]) -> tuple[list[dict], Any]:
-    """Score one shard's batches: records (with ``_index``, the pair's place in its window) sorted by index."""
+def _score_shard(backend, runner, shard, word_prob: str, on_batch: Callable[[int], None]) -> tuple[list[dict], Any]:
+    """Score one shard's batches with a backend module (:mod:`gece.scoring.engine` or
+    :mod:`gece.scoring.vllm_backend`): records (with ``_index``, the pair's place in its window) sorted by index."""
     from gece.scoring import engine
 
     recs: list[dict] = []
     shard_stats = engine.BatchStats()
-    for scores, st in engine.score(runner, shard, on_batch=on_batch):
+    for scores, st in backend.score(runner, shard, on_batch=on_batch):
         shard_stats.add(st)
         recs += [{"_index": sc.index, **sc.record(word_prob)} for sc in scores]
     recs.sort(key=lambda r: r["_index"])

@@ -38,6 +38,7 @@ they agree bit for bit.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -48,6 +49,7 @@ import numpy as np
 
 from gece.errors import GeceError
 
+log = logging.getLogger(__name__)
 WordProb = Literal["chain", "max"]
 THREADS_ENV = "GECE_THREADS"
 ENGINE_VERSION = "1"  # bump when a change alters the numbers the engine produces
@@ -208,7 +210,7 @@ def pair_p(logprob_more: float, logprob_less: float) -> float:
 @dataclass(frozen=True)
 class SideScore:
     token_logprobs: tuple[tuple[float, ...], ...]  # per word, per token
-    first_logit: float  # raw logit of the first target token
+    first_logit: float | None  # raw logit of the first target token (None: the backend gives log-probabilities only)
 
     def logprob(self, rule: WordProb) -> float:
         return side_logprob([word_logprob(w, rule) for w in self.token_logprobs])
@@ -252,6 +254,18 @@ def set_threads(n: int | None = None) -> int:
     return n
 
 
+def execution_device(module: Any):
+    """Where a module computes: its weights' device, or, for weights accelerate offloaded (to the
+    CPU or disk, ``device: multi``), the device its hook moves them to."""
+    hook = getattr(module, "_hf_hook", None)
+    device = getattr(hook, "execution_device", None)
+    if device is not None:
+        import torch
+
+        return torch.device(device) if not isinstance(device, int) else torch.device("cuda", device)
+    return module.weight.device
+
+
 class Runner:
     """A causal LM split into its decoder and its head, so the head runs only where needed."""
 
@@ -267,7 +281,8 @@ class Runner:
                             hint="gece supports transformers causal LMs with get_decoder() and an output embedding")
         cfg = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
         self.softcap = getattr(cfg, "final_logit_softcapping", None)
-        self.device = model.get_input_embeddings().weight.device
+        self.device = execution_device(model.get_input_embeddings())
+        self.head_device = execution_device(self.head)
         self.pad_id = int(pad_id if pad_id is not None else (getattr(cfg, "pad_token_id", None) or 0))
         self.vocab = int(self.head.weight.shape[0])
         # sliding-window attention: layer types (Gemma-3's interleaved layers) get a mask each;
@@ -278,10 +293,27 @@ class Runner:
             not types and window and getattr(cfg, "use_sliding_window", True)) else None
         self.mask_types = sorted(set(types)) if self.window and types else None
         self.additive_mask = getattr(model.config, "_attn_implementation", "") == "eager"
+        self.cap: int | None = None  # most pairs per forward pass, set after an out-of-memory error
+        self.oom_retries = 0
+
+    def out_of_memory(self, size: int) -> None:
+        """A forward pass over ``size`` pairs ran out of device memory: halve the pairs per pass
+        for the rest of the run, or fail when a single pair does not fit."""
+        if size <= 1:
+            raise GeceError(
+                "one pair does not fit in device memory",
+                hint="spread the model over several GPUs (device: multi, with max_memory), use dtype: bfloat16, "
+                "or backend: vllm with tensor_parallel",
+            )
+        self.cap = size // 2
+        self.oom_retries += 1
+        log.warning("out of device memory with %d pairs per forward pass: retrying with %d", size, self.cap)
+        if self.torch.cuda.is_available():
+            self.torch.cuda.empty_cache()
 
     def logits(self, hidden):
         """The model's logits for some hidden states: LM head, then soft-capping if the model has it."""
-        z = self.head(hidden.to(self.head.weight.device))
+        z = self.head(hidden.to(self.head_device))
         if self.softcap:
             z = self.torch.tanh(z / self.softcap) * self.softcap
         return z.float()
@@ -424,6 +456,38 @@ def score_batch(runner: Runner, plans: Sequence[PairPlan]) -> tuple[list[PairSco
         return _score_batch(runner, plans)
 
 
+@dataclass
+class BatchLayout:
+    """A batch's token forest packed into rows, each pair side's nodes, and the LM-head inputs."""
+
+    forest: Forest
+    reads: list[tuple[list[int], list[int]]]  # per pair: the nodes of its more and less sequences
+    packed: Packed
+    where: dict[int, int]  # node -> row of the LM-head input
+
+    @property
+    def stats(self) -> BatchStats:
+        return BatchStats(tokens_fed=len(self.forest), tokens_padded=len(self.packed.ids) * len(self.packed.ids[0]),
+                          head_positions=len(self.where), forward_calls=1)
+
+
+def lay_out(plans: Sequence[PairPlan], pad_id: int) -> BatchLayout:
+    """Every side's fed sequence (shared prefix + its own suffix) in one trie, packed into rows,
+    and the trie nodes whose hidden state predicts a target token (each once)."""
+    forest = Forest()
+    reads: list[tuple[list[int], list[int]]] = []
+    for pl in plans:
+        reads.append((forest.add(pl.prefix + pl.more.suffix), forest.add(pl.prefix + pl.less.suffix)))
+    packed = forest.pack(ROW_TOKENS, pad_id)
+    where: dict[int, int] = {}
+    for pl, (nm, nl) in zip(plans, reads, strict=True):
+        for sp, nodes in ((pl.more, nm), (pl.less, nl)):
+            for w in sp.targets:
+                for pos, _tok in w:
+                    where.setdefault(nodes[pos], len(where))
+    return BatchLayout(forest, reads, packed, where)
+
+
 def _score_batch(runner: Runner, plans: Sequence[PairPlan]) -> tuple[list[PairScore], BatchStats]:
     """Score a batch of planned pairs in one forward pass.
 
@@ -435,24 +499,14 @@ def _score_batch(runner: Runner, plans: Sequence[PairPlan]) -> tuple[list[PairSc
     whose hidden state predicts a target token.
     """
     torch = runner.torch
-    forest = Forest()
-    reads: list[tuple[list[int], list[int]]] = []
-    for pl in plans:
-        reads.append((forest.add(pl.prefix + pl.more.suffix), forest.add(pl.prefix + pl.less.suffix)))
-    packed = forest.pack(ROW_TOKENS, runner.pad_id)
+    lay = lay_out(plans, runner.pad_id)
+    packed, reads, where = lay.packed, lay.reads, lay.where
     hidden = runner.hidden(packed)
-    where: dict[int, int] = {}  # node -> row of the LM-head input
-    for pl, (nm, nl) in zip(plans, reads, strict=True):
-        for sp, nodes in ((pl.more, nm), (pl.less, nl)):
-            for w in sp.targets:
-                for pos, _tok in w:
-                    where.setdefault(nodes[pos], len(where))
     rc = torch.tensor([packed.place[n] for n in where], dtype=torch.long, device=hidden.device)
     logits = runner.logits(hidden[rc[:, 0], rc[:, 1]])  # (K, V), float32
     lp = log_probs(logits).cpu().numpy()
     lg = logits.cpu().numpy()
-    stats = BatchStats(tokens_fed=len(forest), tokens_padded=len(packed.ids) * len(packed.ids[0]),
-                       head_positions=len(where), forward_calls=1)
+    stats = lay.stats
     out = []
     for pl, (nm, nl) in zip(plans, reads, strict=True):
         scores = []
@@ -478,12 +532,91 @@ def batches(plans: Sequence[PairPlan], batch_size: int) -> list[list[PairPlan]]:
 def score(
     runner: Runner, batch_list: Sequence[Sequence[PairPlan]], on_batch: Callable[[int], None] | None = None
 ) -> Iterator[tuple[list[PairScore], BatchStats]]:
-    """Score batches in order; yields each batch's scores and stats."""
+    """Score batches in order; yields each batch's scores and stats.
+
+    A forward pass that runs out of device memory is retried with half the pairs
+    (:meth:`Runner.out_of_memory`; the smaller size holds for the rest of the run). The scores
+    do not depend on how a batch is split (gece's numerics are batch-invariant), and the stats
+    are always those of the whole batch, so neither the score file nor the meta depends on
+    the memory a device had free.
+    """
     for b in batch_list:
-        res = score_batch(runner, b)
+        res = _score_fitting(runner, b)
         if on_batch:
             on_batch(len(b))
         yield res
+
+
+def _score_fitting(runner: Runner, plans: Sequence[PairPlan]) -> tuple[list[PairScore], BatchStats]:
+    """One batch in forward passes of at most ``runner.cap`` pairs, halving on out-of-memory."""
+    oom = runner.torch.OutOfMemoryError  # torch.cuda.OutOfMemoryError is the same class
+    if runner.cap is None or len(plans) <= runner.cap:
+        try:
+            return score_batch(runner, plans)
+        except oom:
+            failed = len(plans)  # handled outside the except block, which still holds the failed pass's tensors
+        runner.out_of_memory(failed)
+    out: list[PairScore] = []
+    i = 0
+    while i < len(plans):
+        assert runner.cap is not None
+        chunk = plans[i : i + runner.cap]
+        try:
+            res, _ = score_batch(runner, chunk)
+        except oom:
+            res = None
+        if res is None:
+            runner.out_of_memory(len(chunk))
+            continue
+        out += res
+        i += len(chunk)
+    return out, lay_out(plans, runner.pad_id).stats
+
+
+MAX_AUTO_BATCH = 1024
+CPU_BATCH = 32  # batch_size auto on the CPU: compute-bound, larger batches gain nothing
+PROBE_PAIRS = 8
+
+
+def batch_for_memory(free: Sequence[float], per_pair: Sequence[float], fraction: float = 0.8,
+                     cap: int = MAX_AUTO_BATCH) -> int:
+    """Pairs per batch that fill at most ``fraction`` of every device's free memory:
+
+        batch = min_d floor(fraction * free_d / per_pair_d),  clipped to [1, cap]
+
+    where ``per_pair_d`` is device d's peak memory per pair measured on a probe batch."""
+    free_a, per_a = np.asarray(free, dtype=float), np.maximum(np.asarray(per_pair, dtype=float), 1.0)
+    if free_a.size == 0:
+        return cap
+    return int(np.clip(np.floor(np.min(fraction * free_a / per_a)), 1, cap))
+
+
+def auto_batch_size(runner: Runner, plans: Sequence[PairPlan], probe: int = PROBE_PAIRS) -> int:
+    """``batch_size: auto``: on CUDA, measured; elsewhere :data:`CPU_BATCH`.
+
+    Scores the ``probe`` pairs that feed the most tokens, reads each GPU's peak allocated
+    memory over that pass and its free memory, and sizes batches by :func:`batch_for_memory`.
+    """
+    torch = runner.torch
+    devices = sorted({p.device for p in runner.model.parameters() if p.device.type == "cuda"}, key=str)
+    if not devices or not plans:
+        return CPU_BATCH
+    sample = sorted(plans, key=lambda pl: pl.n_fed, reverse=True)[:probe]
+    base = {}
+    for d in devices:
+        torch.cuda.synchronize(d)
+        torch.cuda.reset_peak_memory_stats(d)
+        base[d] = torch.cuda.memory_allocated(d)
+    score_batch(runner, sample)
+    per_pair, free = [], []
+    for d in devices:
+        torch.cuda.synchronize(d)
+        per_pair.append((torch.cuda.max_memory_allocated(d) - base[d]) / len(sample))
+        free.append(torch.cuda.mem_get_info(d)[0] + torch.cuda.memory_reserved(d) - torch.cuda.memory_allocated(d))
+    size = batch_for_memory(free, per_pair)
+    log.info("batch_size auto: %d pairs (peak %s MB per pair, %s MB free)", size,
+             "/".join(f"{v / 2**20:.1f}" for v in per_pair), "/".join(f"{v / 2**20:.0f}" for v in free))
+    return size
 
 
 def blas_is_batch_invariant() -> bool:
@@ -505,8 +638,13 @@ def self_check(runner: Runner, sides: tuple[SideTokens, SideTokens], plan: PairP
     Guards against architectures whose logits are not ``head(decoder(x))`` (plus soft-capping),
     which the optimized path assumes. Returns the largest difference.
     """
-    (fast,), _ = score_batch(runner, [plan])
-    (ref,) = score_naive(runner.model, [sides])
+    (fast,), _ = _score_fitting(runner, [plan])
+    try:
+        (ref,) = score_naive(runner.model, [sides])
+    except runner.torch.OutOfMemoryError:
+        ref = None
+    if ref is None:
+        runner.out_of_memory(1)
     diff = max_abs_diff([fast], [ref])
     if math.isnan(diff) and not all(math.isfinite(v) for side in (ref.more, ref.less)
                                     for w in side.token_logprobs for v in w):
@@ -582,7 +720,7 @@ NON_FINITE_FIELDS = ("logprob_more", "logprob_less", "logit_more", "logit_less",
 
 def non_finite(record: dict[str, Any]) -> list[str]:
     """The fields of a pair's score record that are NaN or infinite (a model overflow, e.g. in float16)."""
-    return [f"{k}={record[k]}" for k in NON_FINITE_FIELDS if not math.isfinite(record[k])]
+    return [f"{k}={record[k]}" for k in NON_FINITE_FIELDS if record[k] is not None and not math.isfinite(record[k])]
 
 
 def max_abs_diff(a: Sequence[PairScore], b: Sequence[PairScore]) -> float:

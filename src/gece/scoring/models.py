@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gece.errors import GeceError
-from gece.params import ModelSpec
+from gece.params import ModelSpec, memory_caps
 
 CACHE_ENV = "GECE_CACHE"
 CACHE_FORMAT = "1"  # bump when the converted-model layout changes
@@ -375,15 +375,45 @@ def attn_implementation(attention: str) -> str:
     return attention
 
 
-def _load_directory(path: Path, dtype, device: str, attention: str = "exact"):
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+def load_kwargs(dtype, device: str, attention: str = "exact", max_memory: dict[str, str] | None = None
+                ) -> dict[str, Any]:
+    """``from_pretrained`` keyword arguments for a device setting.
 
+    ``multi`` is accelerate's ``device_map="auto"``: the layers are spread over the visible
+    GPUs in order, then the CPU, then disk (:func:`offload_dir`), each device filled up to its
+    ``max_memory`` cap (params.yaml; accelerate's default leaves some headroom on each GPU); a
+    forward pass moves the hidden states from device to device, and offloaded weights to the
+    device that runs them.
+    """
     kwargs: dict[str, Any] = {"dtype": dtype, "use_safetensors": True, "trust_remote_code": False,
                               "attn_implementation": attn_implementation(attention)}
     if device == "multi":
         kwargs["device_map"] = "auto"
+        kwargs["offload_folder"] = str(offload_dir())
+        if max_memory:
+            kwargs["max_memory"] = memory_caps(max_memory)
     elif device != "cpu":
         kwargs["device_map"] = device
+    return kwargs
+
+
+_OFFLOAD: list[Path] = []
+
+
+def offload_dir() -> Path:
+    """A temporary directory for weights accelerate offloads to disk (removed when the process exits)."""
+    if not _OFFLOAD:
+        import atexit
+
+        _OFFLOAD.append(Path(tempfile.mkdtemp(prefix="gece-offload-")))
+        atexit.register(shutil.rmtree, _OFFLOAD[0], True)
+    return _OFFLOAD[0]
+
+
+def _load_directory(path: Path, dtype, device: str, attention: str = "exact", max_memory: dict[str, str] | None = None):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    kwargs = load_kwargs(dtype, device, attention, max_memory)
     try:
         tok = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
         model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
@@ -394,21 +424,25 @@ def _load_directory(path: Path, dtype, device: str, attention: str = "exact"):
 
 
 def load(spec: ModelSpec, *, use_cache: bool = True, resolved: Resolved | None = None) -> LoadedModel:
-    """Resolve, fingerprint and load a model with its tokenizer.
+    """Resolve, fingerprint and load a model with its tokenizer (a vLLM engine for ``backend: vllm``).
 
     GGUF sources go through the converted-model cache unless ``use_cache`` is false (then the
     GGUF is dequantized by transformers directly, which is slower and gives the same logits).
     """
+    resolved = resolved or resolve(spec)
+    if spec.backend == "vllm":
+        from gece.scoring import vllm_backend
+
+        return vllm_backend.load(spec, resolved)
     t0 = time.perf_counter()
     device = resolve_device(spec.device)
     dtype = resolve_dtype(spec.dtype, device)
-    resolved = resolved or resolve(spec)
     weights = weight_hashes(resolved)
     if resolved.kind == "gguf":
         (sha,) = weights.values()
         if use_cache:
             path = converted_dir(resolved.path, sha)
-            model, tok = _load_directory(path, dtype, device, spec.attention)
+            model, tok = _load_directory(path, dtype, device, spec.attention, spec.max_memory)
         else:
             path = resolved.path
             model, tok = load_gguf(path)
@@ -416,7 +450,7 @@ def load(spec: ModelSpec, *, use_cache: bool = True, resolved: Resolved | None =
             model.set_attn_implementation(attn_implementation(spec.attention))
     else:
         path = resolved.path
-        model, tok = _load_directory(path, dtype, device, spec.attention)
+        model, tok = _load_directory(path, dtype, device, spec.attention, spec.max_memory)
     if not getattr(tok, "is_fast", False):
         raise GeceError(f"{spec.source}: the tokenizer has no offset mapping (not a fast tokenizer)",
                         hint="gece aligns words to tokens by character offsets; use a model with a tokenizer.json")
