@@ -1,0 +1,169 @@
+"""Scoring through vLLM (``backend: vllm`` in a registry entry; ``pip install 'gece[vllm]'``, CUDA).
+
+The same quantities as :mod:`gece.scoring.engine`, computed by vLLM's batched, paged-attention
+prefill with the model split over ``tensor_parallel`` GPUs. Tokenization and word alignment
+are gece's own (:func:`gece.scoring.engine.tokenize` with the model's Hugging Face tokenizer,
+prompts passed as token ids), so both backends score exactly the same tokens. For a side whose
+fed tokens are x_0..x_{F-1} (everything before its last target token x_F), the prompt is
+x_0..x_F and, with ``prompt_logprobs``, vLLM returns for every prompt position t >= 1
+
+    log P(x_t) = log softmax(z_{t-1})[x_t]
+
+from the raw logits (temperature 1, no penalties: the processed and raw distributions are the
+same), which is what the engine reads at position t-1. The word and side log-probabilities and
+p follow exactly as in the engine. vLLM returns log-probabilities, not logits, so the score
+file's ``logit_more``/``logit_less`` are null for this backend, and the meta's ``flops`` too
+(vLLM does not expose the forward pass it ran).
+
+Differences from the engine: vLLM's kernels are not batch-invariant, so scores can move in the
+last bits between runs with other batch sizes; with float32 weights the two backends agree
+within 1e-3 in log-probability (``tests/test_vllm.py``, on a CUDA machine).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gece.errors import GeceError
+from gece.params import ModelSpec
+from gece.scoring import models
+from gece.scoring.engine import BatchStats, PairPlan, PairScore, SidePlan, SideScore
+
+MAX_MODEL_LEN = 4096  # benchmark sentences are short; a smaller context leaves vLLM more KV-cache blocks
+AUTO_BATCH = 1024  # batch_size auto: vLLM schedules the prompts of one call itself
+INSTALL_HINT = "pip install 'gece[vllm]' on a machine with a CUDA GPU, or use backend: transformers"
+
+
+def _import_vllm():
+    try:
+        import vllm
+    except ImportError as e:
+        raise GeceError(f"backend vllm: vLLM is not installed ({e})", hint=INSTALL_HINT) from e
+    return vllm
+
+
+def model_dir(resolved: models.Resolved, weights: dict[str, str]) -> Path:
+    """The transformers directory vLLM reads: the model directory, or a GGUF's converted copy."""
+    if resolved.kind == "gguf":
+        (sha,) = weights.values()
+        return models.converted_dir(resolved.path, sha)
+    return resolved.path
+
+
+def max_model_len(path: Path) -> int:
+    """:data:`MAX_MODEL_LEN`, or less when the model's context is shorter."""
+    try:
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return MAX_MODEL_LEN
+    text = config.get("text_config", config)
+    return min(MAX_MODEL_LEN, int(text.get("max_position_embeddings") or MAX_MODEL_LEN))
+
+
+def load(spec: ModelSpec, resolved: models.Resolved) -> models.LoadedModel:
+    """A vLLM engine over the model's weights (safetensors; GGUFs through gece's converted cache),
+    with the model's fast tokenizer for gece's word alignment."""
+    import torch
+    from transformers import AutoTokenizer
+
+    t0 = time.perf_counter()
+    vllm = _import_vllm()
+    if not torch.cuda.is_available():
+        raise GeceError("backend vllm: no CUDA GPU is visible", hint=INSTALL_HINT)
+    if spec.tensor_parallel > torch.cuda.device_count():
+        raise GeceError(f"backend vllm: tensor_parallel {spec.tensor_parallel} needs that many GPUs; "
+                        f"{torch.cuda.device_count()} visible", hint="lower tensor_parallel in the registry entry")
+    dtype = str(models.resolve_dtype(spec.dtype, "cuda")).removeprefix("torch.")
+    weights = models.weight_hashes(resolved)
+    path = model_dir(resolved, weights)
+    tok = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
+    if not getattr(tok, "is_fast", False):
+        raise GeceError(f"{spec.source}: the tokenizer has no offset mapping (not a fast tokenizer)",
+                        hint="gece aligns words to tokens by character offsets; use a model with a tokenizer.json")
+    llm = vllm.LLM(model=str(path), tokenizer=str(path), dtype=dtype, tensor_parallel_size=spec.tensor_parallel,
+                   trust_remote_code=False, seed=0, max_model_len=max_model_len(path))
+    device = "cuda" if spec.tensor_parallel == 1 else f"cuda x{spec.tensor_parallel}"
+    return models.LoadedModel(
+        model=llm, tokenizer=tok, source=spec.source, kind=resolved.kind, weights=weights, dtype=dtype,
+        device=device, attention="vllm", special_tokens=spec.special_tokens,
+        load_seconds=time.perf_counter() - t0, loaded_from=str(path),
+    )
+
+
+@dataclass
+class Runner:
+    """A vLLM engine and its sampling settings (one generated token, prompt log-probabilities)."""
+
+    llm: Any
+    sampling: Any
+    oom_retries: int = 0  # vLLM sizes its own memory: never retried here
+
+    @classmethod
+    def for_model(cls, lm: models.LoadedModel) -> Runner:
+        vllm = _import_vllm()
+        sampling = vllm.SamplingParams(max_tokens=1, prompt_logprobs=0, temperature=1.0, detokenize=False)
+        return cls(lm.model, sampling)
+
+
+def side_prompt(prefix: Sequence[int], side: SidePlan) -> list[int]:
+    """The side's fed tokens and its last target token: every target t is read at prompt position t."""
+    fed = list(prefix) + list(side.suffix)
+    last_pos, last_tok = max(target for w in side.targets for target in w)
+    if last_pos != len(fed) - 1:
+        raise AssertionError("a side's fed tokens end just before its last target token")
+    return fed + [last_tok]
+
+
+def _logprob(entry: Any, token: int, where: str) -> float:
+    """The log-probability of ``token`` in one prompt position's entry ({token id: Logprob})."""
+    if entry is None or token not in entry:
+        raise GeceError(f"vLLM returned no log-probability for token {token} at {where}",
+                        hint="this vLLM version's prompt_logprobs format is not supported; please report it")
+    value = entry[token]
+    return float(getattr(value, "logprob", value))
+
+
+def read_pair(plan: PairPlan, outputs: tuple[Any, Any]) -> PairScore:
+    """A pair's scores from the vLLM outputs of its two prompts (more, less)."""
+    scores = []
+    for name, side, out in (("more", plan.more, outputs[0]), ("less", plan.less, outputs[1])):
+        prompt = list(out.prompt_token_ids)
+        entries = out.prompt_logprobs
+        if entries is None or len(entries) != len(prompt):
+            raise GeceError("vLLM returned no prompt log-probabilities", hint="please report this vLLM version")
+        words = []
+        for w in side.targets:
+            vals = []
+            for pos, tok in w:
+                if prompt[pos + 1] != tok:
+                    raise AssertionError("prompt and target tokens disagree")
+                vals.append(_logprob(entries[pos + 1], tok, f"pair {plan.index} {name}, position {pos + 1}"))
+            words.append(tuple(vals))
+        scores.append(SideScore(tuple(words), None))
+    return PairScore(plan.index, scores[0], scores[1])
+
+
+def score(runner: Runner, batch_list: Sequence[Sequence[PairPlan]], on_batch: Callable[[int], None] | None = None
+          ) -> Iterator[tuple[list[PairScore], BatchStats]]:
+    """Score batches in order, one ``LLM.generate`` call (two prompts per pair) per batch."""
+    for b in batch_list:
+        prompts = [side_prompt(pl.prefix, sp) for pl in b for sp in (pl.more, pl.less)]
+        outs = runner.llm.generate([{"prompt_token_ids": p} for p in prompts], runner.sampling, use_tqdm=False)
+        scores = [read_pair(pl, (outs[2 * k], outs[2 * k + 1])) for k, pl in enumerate(b)]
+        fed = sum(len(p) for p in prompts)
+        stats = BatchStats(tokens_fed=fed, tokens_padded=fed, head_positions=fed - len(prompts), forward_calls=1)
+        if on_batch:
+            on_batch(len(b))
+        yield scores, stats
+
+
+def auto_batch_size(runner: Runner, plans: Sequence[PairPlan]) -> int:
+    """``batch_size: auto`` for vLLM: large calls (:data:`AUTO_BATCH` pairs); vLLM schedules them
+    within its own memory budget."""
+    return AUTO_BATCH
+
