@@ -184,7 +184,7 @@ def test_a_clone_without_lock_restores_the_scores_from_the_run_cache(origin, poi
     assert not any((b / p).exists() for p in ("dvc.lock", "data", "artifacts", "reports"))
 
     # the poison works: the model stack exists, but not under it; gece's other modules import fine
-    code = "import importlib.util as u; print([m for m in %r if u.find_spec(m) is None])" % (STACK,)
+    code = f"import importlib.util as u; print([m for m in {STACK!r} if u.find_spec(m) is None])"
     assert run([sys.executable, "-c", code], b).stdout.strip() == "[]"
     for mod in STACK:
         res = run([sys.executable, "-c", f"import {mod}"], b, check=False, env=poison)
