@@ -436,6 +436,13 @@ def _load_directory(path: Path, dtype, device: str, attention: str = "exact", ma
     return model.eval(), tok
 
 
+def require_offsets(tokenizer: Any, source: str) -> None:
+    """gece aligns words to tokens by character offsets, which only fast tokenizers give."""
+    if not getattr(tokenizer, "is_fast", False):
+        raise GeceError(f"{source}: the tokenizer has no offset mapping (not a fast tokenizer)",
+                        hint="gece aligns words to tokens by character offsets; use a model with a tokenizer.json")
+
+
 def load(spec: ModelSpec, *, use_cache: bool = True, resolved: Resolved | None = None) -> LoadedModel:
     """Resolve, fingerprint and load a model with its tokenizer (a vLLM engine for ``backend: vllm``).
 
@@ -464,9 +471,7 @@ def load(spec: ModelSpec, *, use_cache: bool = True, resolved: Resolved | None =
     else:
         path = resolved.path
         model, tok = _load_directory(path, dtype, device, spec.attention, spec.max_memory)
-    if not getattr(tok, "is_fast", False):
-        raise GeceError(f"{spec.source}: the tokenizer has no offset mapping (not a fast tokenizer)",
-                        hint="gece aligns words to tokens by character offsets; use a model with a tokenizer.json")
+    require_offsets(tok, spec.source)
     return LoadedModel(
         model=model, tokenizer=tok, source=spec.source, kind=resolved.kind, weights=weights,
         dtype=str(dtype).removeprefix("torch."), device=device, attention=model.config._attn_implementation, special_tokens=spec.special_tokens,

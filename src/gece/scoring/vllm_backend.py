@@ -82,9 +82,7 @@ def load(spec: ModelSpec, resolved: models.Resolved) -> models.LoadedModel:
     weights = models.weight_hashes(resolved)
     path = model_dir(resolved, weights)
     tok = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
-    if not getattr(tok, "is_fast", False):
-        raise GeceError(f"{spec.source}: the tokenizer has no offset mapping (not a fast tokenizer)",
-                        hint="gece aligns words to tokens by character offsets; use a model with a tokenizer.json")
+    models.require_offsets(tok, spec.source)
     llm = vllm.LLM(model=str(path), tokenizer=str(path), dtype=dtype, tensor_parallel_size=spec.tensor_parallel,
                    trust_remote_code=False, seed=0, max_model_len=max_model_len(path))
     device = "cuda" if spec.tensor_parallel == 1 else f"cuda x{spec.tensor_parallel}"
