@@ -548,26 +548,22 @@ def score(
 
 
 def _score_fitting(runner: Runner, plans: Sequence[PairPlan]) -> tuple[list[PairScore], BatchStats]:
-    """One batch in forward passes of at most ``runner.cap`` pairs, halving on out-of-memory."""
+    """One batch in forward passes of at most ``runner.cap`` pairs (all of them while no pass has
+    run out of memory), halving the cap on out-of-memory and retrying from the failed pass."""
     oom = runner.torch.OutOfMemoryError  # torch.cuda.OutOfMemoryError is the same class
-    if runner.cap is None or len(plans) <= runner.cap:
-        try:
-            return score_batch(runner, plans)
-        except oom:
-            failed = len(plans)  # handled outside the except block, which still holds the failed pass's tensors
-        runner.out_of_memory(failed)
     out: list[PairScore] = []
     i = 0
     while i < len(plans):
-        assert runner.cap is not None
-        chunk = plans[i : i + runner.cap]
+        chunk = plans[i : i + (runner.cap or len(plans))]
         try:
-            res, _ = score_batch(runner, chunk)
+            res, stats = score_batch(runner, chunk)
         except oom:
-            res = None
+            res = None  # handled outside the except block, which still holds the failed pass's tensors
         if res is None:
             runner.out_of_memory(len(chunk))
             continue
+        if len(chunk) == len(plans):
+            return res, stats
         out += res
         i += len(chunk)
     return out, lay_out(plans, runner.pad_id).stats
