@@ -103,7 +103,7 @@ def worker_gece(work: Path) -> dict:
     settings = ExtractParams(batch_size=32, word_prob="chain", limit=len(pairs))
     out = work / "gece" / f"{MODEL}.parquet"
     t = time.perf_counter()  # the whole stage but the model load: tokenizing, self-check, shards, writes
-    _, meta = stages.extract(prepared, out, MODEL, spec, settings, loaded=lm)
+    meta, _ = stages.extract(prepared, out, MODEL, spec, settings, loaded=lm)
     seconds = time.perf_counter() - t
     df, _ = read_table(out, ScoreRow)
     return {"pairs": meta.pairs, "seconds": seconds, "tokens": meta.tokens, "tokens_padded": meta.tokens_padded,
@@ -130,6 +130,10 @@ def worker_naive(work: Path) -> dict:
 
 
 def worker_minicons(work: Path, attention: str) -> dict:
+    import torch
+
+    torch.zeros(1).exp()  # torch fixes its CPU kernels at the first op: minicons runs the native (AVX2/AVX-512)
+    # ones, as its users run it, although importing gece below asks for the portable ones
     from minicons import scorer
 
     from gece.scoring import engine, models
@@ -163,6 +167,7 @@ def worker_minicons(work: Path, attention: str) -> dict:
     return {"pairs": len(pairs), "seconds": seconds, "tokens": tokens, "tokens_padded": padded,
             "head_positions": padded, "flops": engine.flops(lm.model, padded, padded), "threads": threads,
             "attention": lm.model.config._attn_implementation, "peak_rss_mb": _rss_mb(),
+            "cpu_kernels": str(torch.backends.cpu.get_cpu_capability()),
             "logprobs": _side_logprobs(token_lps)}
 
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+import gece  # noqa: F401  (first: torch must run its portable CPU kernels, see gece.scoring.exact)
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -18,7 +18,7 @@ from gece.cli import main
 from gece.errors import GeceError
 from gece.params import ExtractParams, ModelSpec
 from gece.schemas import ExtractMeta, ExtractTiming, PreparedPair, ScoreRow, read_json, read_table
-from gece.scoring import engine, models
+from gece.scoring import engine, exact, models
 
 from .conftest import BENCHMARKS, ROOT
 
@@ -168,7 +168,7 @@ def test_optimized_equals_naive_on_tiny_models(kind, batch_size):
     if batch_size > 1:  # beginnings shared within a batch are fed once
         assert fed < sum(len(p.prefix) + len(p.more.suffix) + len(p.less.suffix) for p in plans)
     naive = engine.score_naive(model, sides)
-    assert engine.max_abs_diff(fast, naive) == 0.0  # bit-identical: exact attention + strict MKL
+    assert engine.max_abs_diff(fast, naive) == 0.0  # bit-identical: correctly rounded products, exact attention
     assert max(abs(a.more.first_logit - b.more.first_logit) for a, b in zip(fast, naive, strict=True)) == 0.0
     for f, s in zip(fast, sides, strict=True):
         assert [len(w) for w in f.more.token_logprobs] == [len(w) for w in s[0].words]
@@ -194,8 +194,8 @@ def test_log_probs_are_exact_for_float32_logits_over_a_large_vocabulary():
     assert np.abs(torch.log_softmax(z, -1)[0].double().numpy() - exact).max() > 1e-6  # why not float32
 
 
-def test_blas_is_batch_invariant():
-    assert engine.blas_is_batch_invariant(), "MKL_CBWR=AUTO,STRICT did not take effect"
+def test_torch_runs_its_portable_kernels():
+    assert exact.portable_kernels(), f"torch runs its {exact.cpu_kernels()} kernels: ATEN_CPU_CAPABILITY was set too late"
 
 
 def test_self_check_catches_a_head_the_engine_does_not_know():

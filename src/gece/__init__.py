@@ -4,7 +4,22 @@ import os
 
 __version__ = "0.1.0"
 
-# torch's CPU kernels read these when they load, so they are set before anything imports torch
-# (defaults only: the environment wins). See gece.scoring for why.
-os.environ.setdefault("MKL_CBWR", "AUTO,STRICT")  # MKL GEMM results independent of the batch
+
+def _cpu_has(*flags: str) -> bool:
+    """True when /proc/cpuinfo lists every flag (False where there is no /proc/cpuinfo)."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            words = set(f.read().split())
+    except OSError:
+        return False
+    return all(flag in words for flag in flags)
+
+
+# The numeric libraries read these when they load or first run, so they are set before anything
+# imports torch or numpy. They make every result the same bits on every x86-64 CPU; docs/numerics.md
+# (and gece.scoring.exact) say why each is needed.
+os.environ["ATEN_CPU_CAPABILITY"] = "default"  # torch's portable CPU kernels
+os.environ["OPENBLAS_NUM_THREADS"] = "1"  # numpy/scipy's BLAS sums in one order whatever the core count
+if _cpu_has("avx2", "fma"):  # every x86-64 CPU since 2013 (Intel) and 2015 (AMD)
+    os.environ.setdefault("OPENBLAS_CORETYPE", "Haswell")  # the same BLAS kernels on Intel and AMD
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # no spinning threads on a shared machine

@@ -731,7 +731,7 @@ def extract(
 
     import gece
     from gece.progress import Progress
-    from gece.scoring import engine, models
+    from gece.scoring import engine, exact, models
 
     prepared, out = Path(prepared), Path(out)
     meta_out = Path(meta_out) if meta_out else meta_path(out)
@@ -747,9 +747,10 @@ def extract(
 
         runner = backend.Runner.for_model(lm)
     else:
-        if not engine.blas_is_batch_invariant():
-            log.warning("MKL is not in its strict reproducible mode (MKL_CBWR=AUTO,STRICT was set too late): "
-                        "scores may differ from the naive path in the last bits")
+        if not exact.portable_kernels():
+            log.warning("torch runs its %s CPU kernels, not the portable ones (ATEN_CPU_CAPABILITY=default was set "
+                        "after torch ran a kernel): scores may differ in the last bits between machines",
+                        exact.cpu_kernels())
         runner = engine.Runner(lm.model, lm.tokenizer.pad_token_id)
 
     first: list = []

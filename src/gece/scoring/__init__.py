@@ -1,21 +1,13 @@
-"""Scoring real language models: model sources and loading (:mod:`gece.scoring.models`), the
-exact attention (:mod:`gece.scoring.attention`) and the fast scoring engine
-(:mod:`gece.scoring.engine`). SPEC §3 defines what is computed.
+"""Scoring real language models: model sources and loading (:mod:`gece.scoring.models`), numerics
+that give the same bits on every CPU (:mod:`gece.scoring.exact`), the attention built on them
+(:mod:`gece.scoring.attention`) and the fast scoring engine (:mod:`gece.scoring.engine`).
 
-Numerics. Two environment defaults are set when :mod:`gece` is imported, before torch loads:
+Environment set when :mod:`gece` is imported, before torch loads:
 
-- ``MKL_CBWR=AUTO,STRICT``: Intel MKL (torch's CPU BLAS) in its strict conditional numerical
-  reproducibility mode. By default MKL picks different float32 GEMM kernels for different
-  numbers of rows, so a sentence scored alone and inside a batch differ by ~1e-5 in
-  log-probability; in strict mode every row's result is bit-identical whatever the batch, at
-  no measured cost. MKL reads the variable on its first call;
-  :func:`gece.scoring.engine.blas_is_batch_invariant` checks that it took effect.
-- ``OMP_WAIT_POLICY=PASSIVE``: idle OpenMP threads sleep instead of spinning. On a machine
-  whose cores are shared with other jobs, spinning threads made a forward pass up to 5x slower
-  with two threads than with one (measured on the two-core development machine).
+- ``ATEN_CPU_CAPABILITY=default``: torch's portable CPU kernels instead of its AVX2/AVX-512 ones,
+  whose results depend on the CPU and on where an element sits in a tensor (set unconditionally:
+  gece's promise of identical bytes on every machine rests on it).
+- ``OMP_WAIT_POLICY=PASSIVE`` (a default): idle OpenMP threads sleep instead of spinning. On a
+  machine whose cores are shared with other jobs, spinning threads made a forward pass up to 5x
+  slower with two threads than with one (measured on the two-core development machine).
 """
-
-import os
-
-os.environ.setdefault("MKL_CBWR", "AUTO,STRICT")
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")

@@ -1,19 +1,24 @@
-"""``gece_exact``: attention whose result does not depend on how many tokens are fed.
+"""``gece_exact``: attention whose result is the same bits on every CPU and in every batch layout.
 
-Stock float32 attention (eager or SDPA) reduces each softmax row with vectorized code whose
-grouping depends on the row length, so the hidden state of token t differs in its last bits
-between a 12-token prefix and the 19-token whole sentence (or a batch padded to 25 tokens);
-through 30 layers that reaches ~2e-5 in log-probability. This implementation computes the
-attention core in float64,
+A token's attention output must not depend on what else is in its forward pass: the optimized
+path packs many pairs' tokens into 128-token rows (each token sees only its ancestors), the naive
+path feeds one sentence alone, and out-of-memory halving or another batch size moves a token to
+another row and column. Stock attention (eager or SDPA) sums each softmax row with vectorized code
+whose grouping depends on the row's length and on where the visible keys sit in it, so the same
+token's hidden state differs in its last bits between layouts. This implementation computes, per
+query token,
 
-    A = softmax(Q K^T * scale + M) V        (Q, K, V, M and A upcast to float64),
+    s_j  = round_f32(q . k_j)                 for the keys j it may see   (:func:`exact.matmul`)
+    w_j  = s_j * scale  (float64, soft-capped with :func:`exact.tanh` if the model caps)
+    a    = softmax(w)   over a row of fixed length holding the visible keys in order, then
+                        padding (-inf): the same row, so the same bits, in every layout
+    out  = round_f32(sum_j round_f32(a_j) v_j)                             (:func:`exact.matmul`)
 
-and rounds A once to the model's dtype. Float64 rounding differences (~1e-16) almost never
-survive that rounding, so a token's hidden state is the same bits whatever follows it or
-pads the batch (with MKL's strict reproducible mode for the float32 matrix products, see
-:mod:`gece.scoring`). The result is also closer to exact arithmetic than float32 attention.
-For sentence-length inputs attention is a small part of the work (the T x T scores); the
-projections and MLPs, which dominate, stay in the model's dtype.
+The two products are correctly rounded (their masked terms are exact zeros, so the layout cannot
+change them either), and the softmax runs in float64 on torch's portable kernels (see
+:mod:`gece.scoring.exact`). The result is at least as close to exact arithmetic as float32
+attention. Attention is a small part of the work for sentence-length inputs; the projections and
+MLPs dominate.
 
 Registered with transformers' attention and mask interfaces under the name ``gece_exact``
 (masks in the eager, additive format); ``ModelSpec.attention`` selects it (the default) or a
@@ -24,7 +29,44 @@ from __future__ import annotations
 
 from typing import Any
 
+from gece.scoring import exact
+
 NAME = "gece_exact"
+ROW = 128  # the softmax row length: a query seeing more keys uses the next multiple of it
+
+
+def _visible(attention_mask, t: int, s: int):
+    """(B, 1|H, T, S) boolean: which keys each query may see (a causal mask when none is given)."""
+    import torch
+
+    if attention_mask is None:
+        return torch.ones(t, s, dtype=torch.bool).tril(s - t)[None, None]
+    m = attention_mask[..., :s]
+    return m if m.dtype == torch.bool else m == 0
+
+
+def _canonical_softmax(w, visible):
+    """softmax over each query's visible keys, computed on rows laid out the same in every batch:
+    the visible keys in order, then -inf up to a multiple of :data:`ROW` (a query's row length
+    depends on its own key count only). Returns w's shape, with zeros where a key is not visible."""
+    import torch
+
+    b, h, t, s = w.shape
+    vis = visible.expand(b, visible.shape[1], t, s)
+    count = vis.sum(dim=-1)  # (B, 1|H, T): keys each query sees
+    order = torch.sort((~vis).to(torch.uint8), dim=-1, stable=True).indices  # visible keys first, in order
+    length = ((count + ROW - 1) // ROW).clamp_min(1) * ROW
+    out = torch.zeros_like(w)
+    for n in torch.unique(length).tolist():
+        k = min(n, s)
+        take = order[..., :k].expand(b, h, t, k)
+        rows = torch.gather(w, -1, take)
+        if n > k:
+            rows = torch.nn.functional.pad(rows, (0, n - k), value=float("-inf"))
+        keep = (torch.arange(n) < count[..., None]) & (length == n)[..., None]
+        probs = torch.softmax(rows.masked_fill(~keep, float("-inf")), dim=-1)[..., :k]
+        out.scatter_add_(-1, take, torch.where(keep[..., :k], probs, 0.0))  # other groups' rows are NaN
+    return out
 
 
 def exact_attention(
@@ -33,22 +75,18 @@ def exact_attention(
 ) -> tuple[Any, None]:
     """Attention for one layer. query (B, Hq, T, d), key/value (B, Hkv, S, d), mask (B, 1, T, S),
     additive or boolean (True: attend)."""
-    import torch
-
     if scaling is None:
         scaling = module.head_dim ** -0.5
     b, hq, t, d = query.shape
     hkv, s = key.shape[1], key.shape[2]
     g = hq // hkv  # query heads per key/value head (grouped-query attention), without copying K and V
-    q = query.double().reshape(b, hkv, g * t, d)
-    w = torch.matmul(q, key.double().transpose(2, 3)).reshape(b, hq, t, s) * scaling
+    q = query.float().reshape(b, hkv, g * t, d)
+    scores = exact.matmul(q, key.float().transpose(2, 3)).reshape(b, hq, t, s)
+    w = scores.double() * scaling
     if softcap is not None:
-        w = torch.tanh(w / softcap) * softcap
-    if attention_mask is not None:
-        m = attention_mask[..., :s]
-        w = w.masked_fill(~m, float("-inf")) if m.dtype == torch.bool else w + m.double()
-    w = torch.softmax(w, dim=-1).reshape(b, hkv, g * t, s)
-    out = torch.matmul(w, value.double()).reshape(b, hq, t, d).to(query.dtype)
+        w = exact.tanh(w / softcap) * softcap
+    probs = _canonical_softmax(w, _visible(attention_mask, t, s)).float()
+    out = exact.matmul(probs.reshape(b, hkv, g * t, s), value.float()).reshape(b, hq, t, d).to(query.dtype)
     return out.transpose(1, 2).contiguous(), None
 
 
