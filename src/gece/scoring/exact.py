@@ -181,21 +181,29 @@ class Product:
     """The correctly rounded products of some linear layers that read the same input (a model's q, k
     and v projections, say), computed together: one :func:`matmul` over their stacked weights the
     first time one of them sees an input, and the others' columns taken from it. Each entry of a
-    correctly rounded product depends on its own row and column only, so stacking changes no bit."""
+    correctly rounded product depends on its own row and column only, so stacking changes no bit.
 
-    def __init__(self, weights):
-        import torch
+    ``cached``: the stacked float64 weights are made once; otherwise (weights that accelerate
+    offloads and moves in for each forward pass) on every call.
+    """
 
-        self.op = Operand(torch.cat([w.detach().double() for w in weights]).T)
-        self.offsets = np.cumsum([0] + [int(w.shape[0]) for w in weights]).tolist()
+    def __init__(self, weights, cached: bool = True):
+        self.weights = weights  # callables returning each layer's current weight (N_i, K)
+        self.offsets = np.cumsum([0] + [int(w().shape[0]) for w in weights]).tolist()
+        self.op = self._operand() if cached else None
         self.key: tuple = ()
         self.x = None  # held, so that its storage cannot be reused by another tensor while cached
         self.out = None
 
+    def _operand(self) -> Operand:
+        import torch
+
+        return Operand(torch.cat([w().detach().double() for w in self.weights]).T)
+
     def __call__(self, x, part: int, bias=None):
         key = (x.data_ptr(), tuple(x.shape), x.stride())
         if self.x is not x or self.key != key:
-            self.out = matmul(_Inputs.get(x), self.op)
+            self.out = matmul(_Inputs.get(x), self.op or self._operand())
             self.x, self.key = x, key
         lo, hi = self.offsets[part], self.offsets[part + 1]
         y = self.out[:, lo:hi] if len(self.offsets) > 2 else self.out
@@ -206,7 +214,7 @@ class Product:
 
 def linear(x, weight):
     """``x @ weight.T`` (weight (N, K)), correctly rounded: a single layer's :class:`Product`."""
-    return Product([weight])(x, 0)
+    return Product([lambda: weight])(x, 0)
 
 
 FUSED = (("q_proj", "k_proj", "v_proj"), ("gate_proj", "up_proj"))  # sibling layers that read one input
@@ -331,17 +339,20 @@ def make_exact(model: Any) -> Any:
 
     if getattr(model, "_gece_exact", False):
         return model
+    offloaded = any(p.device.type == "meta" for p in model.parameters())  # accelerate moves them in per pass
     for parent in list(model.modules()):
         children = dict(parent.named_children())
         linears = {n: c for n, c in children.items() if isinstance(c, torch.nn.Linear)}
-        groups = [[n for n in names if n in linears] for names in FUSED]
+        groups = [[n for n in names if n in linears] for names in FUSED] if not offloaded else []  # one by one
         groups = [g for g in groups if len(g) > 1 and len({linears[n].in_features for n in g}) == 1]
         grouped = {n for g in groups for n in g}
         groups += [[n] for n in linears if n not in grouped]
         for g in groups:
-            prod = Product([linears[n].weight for n in g])
+            prod = Product([(lambda m: lambda: m.weight)(linears[n]) for n in g], cached=not offloaded)
             for part, n in enumerate(g):
-                linears[n].forward = (lambda p, k, m: (lambda x: p(x, k, m.bias)))(prod, part, linears[n])
+                mod = linears[n]
+                fwd = (lambda p, k, m: (lambda x: p(x, k, m.bias)))(prod, part, mod)
+                setattr(mod, "_old_forward" if hasattr(mod, "_hf_hook") else "forward", fwd)  # behind accelerate's hook
     for name, mod in model.named_modules():
         if hasattr(mod, "inv_freq") or any(n.endswith("inv_freq") for n, _ in mod.named_buffers(recurse=False)):
             if not _rope_types(mod) <= STATIC_ROPE:
