@@ -68,6 +68,16 @@ def _override(settings, **given):
         raise GeceError("invalid command-line option", problems=problems) from e
 
 
+def check_paths(args: argparse.Namespace) -> None:
+    """Every output option of the command names a writable path (no FIFO, device or directory; not
+    an input), checked before any work (see gece.files)."""
+    from gece.files import check_outputs
+
+    given = [getattr(args, name) for name in getattr(args, "inputs", ())]
+    inputs = [p for g in given for p in (g if isinstance(g, list) else [g]) if p is not None]
+    check_outputs({option: getattr(args, dest) for option, dest in getattr(args, "outputs", {}).items()}, inputs)
+
+
 # ----------------------------------------------------------------------- commands
 def cmd_validate(args: argparse.Namespace) -> int:
     from gece import benchmarks
@@ -327,14 +337,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("out", type=Path, help="artifacts/prepared/<name>.parquet")
     p.add_argument("--duplicates", choices=["keep", "drop", "error"],
                    help="repeated pairs: keep, drop or reject (default: params prepare.duplicates)")
-    p.set_defaults(func=cmd_prepare)
+    p.set_defaults(func=cmd_prepare, outputs={"OUT": "out"}, inputs=("csv",))
 
     p = sub.add_parser("reference", help="the authors' released scores -> the per-pair score schema")
     p.add_argument("prepared", type=Path, help="artifacts/prepared/<benchmark>.parquet")
     p.add_argument("csv", type=Path, help="data/reference/<benchmark>/<model>.csv")
     p.add_argument("out", type=Path, help="artifacts/scores/<benchmark>/paper-<model>.parquet")
     p.add_argument("--model", required=True, help="model id to record, e.g. paper-gpt-j-6b")
-    p.set_defaults(func=cmd_reference)
+    p.set_defaults(func=cmd_reference, outputs={"OUT": "out"}, inputs=("prepared", "csv"))
 
     p = sub.add_parser("extract", help="score a prepared benchmark with a model -> per-pair score Parquet")
     p.add_argument("prepared", type=Path, help="artifacts/prepared/<benchmark>.parquet")
@@ -344,7 +354,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=_batch_size, help="override params extract.batch_size (a number or auto)")
     p.add_argument("--limit", type=int, help="override params extract.limit (score only the first N pairs)")
     p.add_argument("--word-prob", choices=["chain", "max"], help="override params extract.word_prob")
-    p.set_defaults(func=cmd_extract)
+    p.set_defaults(func=cmd_extract, outputs={"OUT": "out", "--meta-out": "meta_out"}, inputs=("prepared",))
 
     p = sub.add_parser("metrics", help="calibration metrics of a score file (table, --json, or stage outputs)")
     p.add_argument("scores", type=Path, help="artifacts/scores/<benchmark>/<model>.parquet")
@@ -353,24 +363,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the metrics as JSON instead of a table")
     p.add_argument("--n-bins", type=int, help="override params metrics.n_bins")
     p.add_argument("--binning", choices=["equal_width", "equal_mass"], help="override params metrics.binning")
-    p.set_defaults(func=cmd_metrics)
+    p.set_defaults(func=cmd_metrics, outputs={"--out": "out", "--bins-out": "bins_out"}, inputs=("scores",))
 
     p = sub.add_parser("ablate", help="sample-size and binning ablations of one score file")
     p.add_argument("scores", type=Path)
     p.add_argument("--sample-size-out", type=Path, required=True)
     p.add_argument("--binning-out", type=Path, required=True)
     p.add_argument("--figure-out", type=Path, help="PNG of mean ± std against the subset size")
-    p.set_defaults(func=cmd_ablate)
+    p.set_defaults(func=cmd_ablate, outputs={"--sample-size-out": "sample_size_out", "--binning-out": "binning_out",
+                                       "--figure-out": "figure_out"}, inputs=("scores",))
 
     p = sub.add_parser("neutral", help="occupation vs gender-neutral wording for one model (reads its metrics)")
     p.add_argument("--model", required=True)
     p.add_argument("--out", type=Path, required=True)
-    p.set_defaults(func=cmd_neutral)
+    p.set_defaults(func=cmd_neutral, outputs={"--out": "out"})
 
     p = sub.add_parser("special-tokens", help="a model with vs without special tokens, every benchmark")
     p.add_argument("--model", required=True, help="the model with special tokens (ablate.special_tokens key)")
     p.add_argument("--out", type=Path, required=True)
-    p.set_defaults(func=cmd_special_tokens)
+    p.set_defaults(func=cmd_special_tokens, outputs={"--out": "out"})
 
     p = sub.add_parser("compare", help="paired bootstrap: two score files, or every model of a benchmark")
     p.add_argument("scores", type=Path, nargs="*", help="two score files of the same benchmark")
@@ -379,7 +390,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--markdown-out", type=Path, help="write the markdown table here")
     p.add_argument("--json", action="store_true", help="print JSON instead of the table")
     p.add_argument("--draws", type=int, help="override params ablate.compare.draws")
-    p.set_defaults(func=cmd_compare)
+    p.set_defaults(func=cmd_compare, outputs={"--out": "out", "--markdown-out": "markdown_out"}, inputs=("scores",))
 
     p = sub.add_parser("calibrate", help="post-hoc calibration of a score file, evaluated on held-out pairs")
     p.add_argument("scores", type=Path, help="artifacts/scores/<benchmark>/<model>.parquet")
@@ -392,7 +403,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fraction", type=float, help="override params calibrate.fraction")
     p.add_argument("--folds", type=int, help="override params calibrate.folds")
     p.add_argument("--seed", type=int, help="override params calibrate.seed")
-    p.set_defaults(func=cmd_calibrate)
+    p.set_defaults(func=cmd_calibrate, outputs={"--out": "out", "--scores-out": "scores_out", "--bins-out": "bins_out"},
+                   inputs=("scores",))
 
     p = sub.add_parser("report", help="figures, tables and reports/index.html from every report (DVC stage report)")
     p.add_argument("--reports", type=Path, default=Path("reports"), help="the JSON reports (default: %(default)s)")
@@ -416,6 +428,7 @@ def main(argv: list[str] | None = None) -> int:
         handler.setFormatter(logging.Formatter("%(levelname)s: %(message)s"))
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, handlers=[handler], force=True)
     try:
+        check_paths(args)
         return args.func(args)
     except GeceError as e:
         err.print(f"[red]error[/]: {escape(e.message)}", highlight=False)

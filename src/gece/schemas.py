@@ -9,15 +9,12 @@ and each row, and names the file, the row and the fix when something is wrong.
 
 from __future__ import annotations
 
-import glob
 import json
 import math
 import os
-import tempfile
 import types
 import typing
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -35,8 +32,15 @@ from pydantic import (
     model_validator,
 )
 
-from gece import faults
 from gece.errors import GeceError
+from gece.files import (  # noqa: F401  (re-exported: the schema module is where files are read and written)
+    atomic_path,
+    check_input,
+    limit,
+    over_limit,
+    remove_stale_temporaries,
+    write_text,
+)
 
 SCHEMA_VERSION = "1"
 META_PREFIX = "gece."
@@ -275,63 +279,7 @@ class ExtractTiming(BaseModel):
 
 
 # ------------------------------------------------------------------- atomic writes
-_UMASK = os.umask(0)
-os.umask(_UMASK)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process
-        return True
-    return True
-
-
-def remove_stale_temporaries(path: str | Path) -> list[Path]:
-    """Delete the temporary files a killed writer of ``path`` left beside it.
-
-    Temporary names carry the writer's pid (``.<name>.<pid>.<random>.tmp``); one whose process
-    is gone can never be renamed into place, so it is removed. Returns what was removed.
-    """
-    path = Path(path)
-    removed = []
-    for tmp in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
-        pid = tmp.name[len(path.name) + 2 :].split(".", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
-            tmp.unlink(missing_ok=True)
-            removed.append(tmp)
-    return removed
-
-
-@contextmanager
-def atomic_path(path: str | Path) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; rename it onto ``path`` only on success.
-
-    The rename is atomic, so ``path`` is either absent, the old file or the complete new one,
-    whatever happens to the process. A temporary file left by a killed writer (SIGKILL skips
-    the cleanup below) is removed by the next write of the same path.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temporaries(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp_path = Path(tmp)
-    os.chmod(tmp_path, 0o666 & ~_UMASK)  # mkstemp creates 0600; give the usual permissions
-    try:
-        yield tmp_path
-        faults.checkpoint(f"rename:{path.name}")
-        os.replace(tmp_path, path)
-    finally:
-        if tmp_path.exists():
-            tmp_path.unlink()
-
-
-def write_text(path: str | Path, text: str) -> None:
-    with atomic_path(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
+# (gece.files: the output-path check, the temporary file and the rename; re-exported here)
 
 
 def _json_default(o: Any) -> Any:
@@ -359,22 +307,23 @@ def clean_floats(obj: Any) -> Any:
     return obj
 
 
-def require_file(path: str | Path, hint: str) -> Path:
-    """``path`` if it is an existing file, else a GeceError with ``hint``.
+def require_file(path: str | Path, hint: str, size_limit: str | None = None) -> Path:
+    """``path`` if it is a readable regular file (within the ``size_limit`` of ``gece.files.LIMITS``),
+    else a GeceError with ``hint``.
 
     Every reader of an input file calls this, so a file under a ``data/`` directory that does not
     exist (the DVC-tracked snapshot was never pulled) says so, instead of "file not found".
     """
     path = Path(path)
-    if path.is_file():
-        return path
+    if os.path.lexists(path):
+        return check_input(path, hint, size_limit)
     absent = [d for d in Path(os.path.abspath(path)).parents if d.name == "data" and not d.exists()]
     if absent:
         raise GeceError(f"{path}: data/ is missing: run `dvc pull data.dvc` (or make data)",
                         problems=[f"{absent[-1]} does not exist"],
                         hint="the data snapshot is tracked by DVC (data.dvc), not git; `gece pull` checks "
                         "the DVC remote and pulls it")
-    raise GeceError(f"{path}: {'not a file' if path.exists() else 'file not found'}", hint=hint)
+    return check_input(path, hint, size_limit)
 
 
 def write_json(path: str | Path, obj: Any, model: type[BaseModel] | TypeAdapter | None = None) -> None:
@@ -395,7 +344,7 @@ def write_json(path: str | Path, obj: Any, model: type[BaseModel] | TypeAdapter 
 
 
 def read_json(path: str | Path, model: type[BaseModel] | TypeAdapter | None = None) -> Any:
-    path = require_file(path, hint="run the stage that writes it (dvc repro)")
+    path = require_file(path, hint="run the stage that writes it (dvc repro)", size_limit="json_bytes")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -572,8 +521,37 @@ def _py(record: dict, nullable: set[str]) -> dict:
     return out
 
 
-def _open_parquet(path: str | Path, model: type[BaseModel]) -> tuple[pq.ParquetFile, dict[str, str], pa.Schema]:
-    """Open a Parquet artifact and check its columns and types against ``model`` (no rows read)."""
+def _check_size(path: Path, pf: pq.ParquetFile, columns: list[str]) -> None:
+    """A file read whole must fit the run: its rows and the uncompressed bytes of ``columns`` within
+    ``gece.files.LIMITS`` (checked from the footer, before any row is read)."""
+    md = pf.metadata
+    wanted = {i for i in range(md.num_columns) if md.schema.column(i).path.split(".")[0] in columns}
+    size = sum(md.row_group(g).column(i).total_uncompressed_size for g in range(md.num_row_groups) for i in wanted)
+    for problem in (over_limit(path, "rows", md.num_rows, "rows"), over_limit(path, "bytes", size, "parquet_bytes")):
+        if problem:
+            raise problem
+
+
+def check_unique_ids(path: str | Path, pair_id: Any) -> None:
+    """Every ``pair_id`` (a column, in file order) must be unique; a GeceError names each repeated id and its rows."""
+    ids = pd.Series(np.asarray(pair_id, dtype=object))
+    repeated = ids[ids.duplicated(keep=False)]
+    if repeated.empty:
+        return
+    groups = list(repeated.groupby(repeated, sort=False).groups.items())
+    problems = [f"pair_id {pid!r} appears {len(rows)} times: rows {', '.join(str(r + 1) for r in rows[:10])}"
+                + (", ..." if len(rows) > 10 else "") for pid, rows in groups[:20]]
+    raise GeceError(f"{path}: {len(groups)} pair_id(s) appear more than once; each pair must be scored once",
+                    problems=problems + ([f"... and {len(groups) - 20} more"] if len(groups) > 20 else []),
+                    hint="the file was concatenated or edited; rerun the stage that writes it (gece extract or "
+                    "gece reference) from the prepared benchmark")
+
+
+def _open_parquet(path: str | Path, model: type[BaseModel], whole: bool = True
+                  ) -> tuple[pq.ParquetFile, dict[str, str], pa.Schema]:
+    """Open a Parquet artifact and check its columns and types against ``model`` (no rows read).
+
+    ``whole``: the caller holds the whole file in memory, so its size is checked against the limits."""
     path = require_file(path, hint="run the stage that writes it (dvc repro) or dvc pull")
     try:
         pf = pq.ParquetFile(path)
@@ -599,6 +577,8 @@ def _open_parquet(path: str | Path, model: type[BaseModel]) -> tuple[pq.ParquetF
             problems.append(f"column {f.name}: type {typ}, expected {f.type}")
     if problems:
         raise GeceError(f"{path}: wrong column types", problems=problems, hint="rerun the stage that writes it")
+    if whole:
+        _check_size(path, pf, want.names)
     return pf, meta, want
 
 
@@ -655,12 +635,16 @@ def read_table(path: str | Path, model: type[BaseModel]) -> tuple[pd.DataFrame, 
     path = Path(path)
     pf, meta, want = _open_parquet(path, model)
     columns = None if model.model_config.get("extra") == "allow" else want.names
-    return _frame(path, _read_all(pf, path, columns), model, want, 1), meta
+    df = _frame(path, _read_all(pf, path, columns), model, want, 1)
+    if "pair_id" in df.columns:
+        check_unique_ids(path, df["pair_id"])
+    return df, meta
 
 
-def parquet_rows(path: str | Path, model: type[BaseModel]) -> tuple[int, dict[str, str]]:
-    """Number of rows and ``gece.*`` metadata of a Parquet artifact, with its schema checked."""
-    pf, meta, _ = _open_parquet(path, model)
+def parquet_rows(path: str | Path, model: type[BaseModel], whole: bool = True) -> tuple[int, dict[str, str]]:
+    """Number of rows and ``gece.*`` metadata of a Parquet artifact, with its schema (and, when it
+    is to be read ``whole``, its size) checked."""
+    pf, meta, _ = _open_parquet(path, model, whole)
     return pf.metadata.num_rows, meta
 
 
@@ -672,7 +656,7 @@ def iter_table(path: str | Path, model: type[BaseModel], rows: int, limit: int |
     row number in the file.
     """
     path = Path(path)
-    pf, _, want = _open_parquet(path, model)
+    pf, _, want = _open_parquet(path, model, whole=False)
     columns = None if model.model_config.get("extra") == "allow" else want.names
     done = 0
     try:

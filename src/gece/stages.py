@@ -52,6 +52,7 @@ from gece.schemas import (
     ScoreRow,
     SpecialTokensReport,
     TableWriter,
+    check_unique_ids,
     iter_table,
     parquet_rows,
     read_json,
@@ -218,9 +219,11 @@ def read_run(path: str | Path) -> tuple[pd.DataFrame, dict[str, str]]:
 
     Memory holds the few columns the metrics need, never the sentences of the whole file.
     """
-    _, meta = parquet_rows(path, ScoreRow)
+    _, meta = parquet_rows(path, ScoreRow)  # within the limits of a file read whole
     parts = [chunk[RUN_COLUMNS] for chunk in iter_table(path, ScoreRow, READ_ROWS)]
-    return (pd.concat(parts, ignore_index=True) if parts else read_table(path, ScoreRow)[0][RUN_COLUMNS]), meta
+    scores = pd.concat(parts, ignore_index=True) if parts else read_table(path, ScoreRow)[0][RUN_COLUMNS]
+    check_unique_ids(path, scores["pair_id"])
+    return scores, meta
 
 
 def run_metrics(scores: pd.DataFrame, settings: MetricsParams) -> tuple[dict, list[dict]]:
@@ -736,7 +739,7 @@ def extract(
     prepared, out = Path(prepared), Path(out)
     meta_out = Path(meta_out) if meta_out else meta_path(out)
     resolved = models.resolve(spec)  # a missing package/file/hub id fails before any work
-    n_rows, pmeta = parquet_rows(prepared, PreparedPair)
+    n_rows, pmeta = parquet_rows(prepared, PreparedPair, whole=False)  # streamed
     n = n_rows if settings.limit is None else min(n_rows, settings.limit)
     benchmark = pmeta.get("benchmark", prepared.stem)
     threads = engine.set_threads()
