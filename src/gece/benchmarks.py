@@ -20,6 +20,7 @@ from typing import Literal
 import pandas as pd
 
 from gece.errors import GeceError
+from gece.files import iconv_hint
 from gece.lexicon import side_group
 from gece.params import ID_HELP, is_id
 from gece.schemas import PreparedPair, require_file
@@ -92,7 +93,7 @@ def _decode(path: Path) -> str:
     raise GeceError(
         f"{path}: not valid UTF-8 text",
         problems=problems[:MAX_SHOWN] + _more(len(problems)),
-        hint="re-save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8 in.csv > out.csv)",
+        hint=iconv_hint(raw, path),
     )
 
 
@@ -140,7 +141,7 @@ def read_csv(path: str | Path) -> pd.DataFrame:
     Returns the columns gece uses (``sent_more``, ``sent_less``, ``y``, and ``bias_type`` when
     present), indexed by the line each row starts on; other columns are ignored.
     """
-    path = require_file(path, hint="pass the path of a benchmark CSV")
+    path = require_file(path, hint="pass the path of a benchmark CSV", size_limit="csv_bytes")
     header, rows = _records(path, _decode(path))
     used = [c for c in (*REQUIRED, *OPTIONAL) if c in header]
     missing = [c for c in REQUIRED if c not in header]

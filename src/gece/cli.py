@@ -13,16 +13,15 @@ import signal
 import sys
 from pathlib import Path
 
-from rich.console import Console
 from rich.logging import RichHandler
-from rich.markup import escape
 from rich.table import Table
 
 from gece import __version__
 from gece.errors import GeceError
+from gece.terminal import LiteralFilter, console, literal, plain, visible
 
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
+out = console()  # data is printed through literal() or plain(): never as markup, emoji or escape codes
+err = console(stderr=True)
 
 
 def _params(args: argparse.Namespace):
@@ -63,9 +62,13 @@ def _override(settings, **given):
     try:
         return type(settings).model_validate({**settings.model_dump(), **values})
     except ValidationError as e:
-        problems = [f"--{'-'.join(map(str, er['loc'])).replace('_', '-')}: {er['msg']} (got {er.get('input')!r})"
-                    for er in e.errors()]
-        raise GeceError("invalid command-line option", problems=problems) from e
+        options = [f"--{str(er['loc'][0]).replace('_', '-')}" if er["loc"] else "options" for er in e.errors()]
+        problems = [f"{option}: {er['msg']} (got {er.get('input')!r})" for option, er in zip(options, e.errors())]
+        section = type(settings).__name__.removesuffix("Params").lower()
+        raise GeceError(f"invalid command-line option {', '.join(dict.fromkeys(options))}", problems=problems,
+                        hint=f"pass a value within the bounds shown, or leave the option out to use {section} "
+                        "settings of params.yaml (see `gece COMMAND --help` and the Parameters section of README.md)"
+                        ) from e
 
 
 def check_paths(args: argparse.Namespace) -> None:
@@ -88,16 +91,16 @@ def cmd_validate(args: argparse.Namespace) -> int:
         df, str(args.csv), "keep" if args.allow_duplicates else "error"
     )
     for w in warnings:
-        err.print(f"[yellow]warning[/]: {escape(w)}", highlight=False)
+        err.print(f"[yellow]warning[/]: {literal(w)}", highlight=False)
     if problems:
-        err.print(f"[red]invalid[/]: {escape(str(args.csv))}: {len(problems)} problem(s) in {len(df)} row(s)", highlight=False)
+        err.print(f"[red]invalid[/]: {literal(str(args.csv))}: {len(problems)} problem(s) in {len(df)} row(s)", highlight=False)
         for p in problems[: benchmarks.MAX_SHOWN]:
-            err.print(f"  - {p}", highlight=False, markup=False)
+            err.print(f"  - {literal(p)}", highlight=False)
         if len(problems) > benchmarks.MAX_SHOWN:
             err.print(f"  ... and {len(problems) - benchmarks.MAX_SHOWN} more", highlight=False)
         err.print("rows are numbered from 1 after the header line", highlight=False)
         return 2
-    out.print(f"[green]valid[/]: {escape(str(args.csv))}: {len(rows)} pairs", highlight=False)
+    out.print(f"[green]valid[/]: {literal(str(args.csv))}: {len(rows)} pairs", highlight=False)
     return 0
 
 
@@ -132,8 +135,8 @@ def cmd_pull(args: argparse.Namespace) -> int:
     if params:
         stages.check_data(params, args.params)
     if not args.quiet:
-        out.print(f"[green]pulled[/] {escape(' '.join(args.targets))} from DVC remote {escape(pulled.name)} "
-                  f"({escape(pulled.url)})", highlight=False)
+        out.print(f"[green]pulled[/] {literal(' '.join(args.targets))} from DVC remote {literal(pulled.name)} "
+                  f"({literal(pulled.url)})", highlight=False)
     return 0
 
 
@@ -147,8 +150,8 @@ def cmd_extract(args: argparse.Namespace) -> int:
     settings = _override(params.extract, batch_size=args.batch_size, limit=args.limit, word_prob=args.word_prob)
     meta, timing = stages.extract(args.prepared, args.out, args.model, params.registry[args.model], settings,
                                   meta_out=args.meta_out)
-    out.print(f"[green]scored[/] {meta.pairs} pairs of {escape(meta.benchmark)} with {escape(meta.model)} "
-              f"in {timing.seconds:.1f} s ({timing.pairs_per_s or 0:.1f} pairs/s) -> {escape(str(args.out))}",
+    out.print(f"[green]scored[/] {meta.pairs} pairs of {literal(meta.benchmark)} with {literal(meta.model)} "
+              f"in {timing.seconds:.1f} s ({timing.pairs_per_s or 0:.1f} pairs/s) -> {literal(str(args.out))}",
               highlight=False)
     return 0
 
@@ -167,7 +170,7 @@ def cmd_metrics(args: argparse.Namespace) -> int:
         return 0
     title = f"{meta.get('benchmark', '?')} / {meta.get('model', '?')}: {report['n']} pairs, " \
             f"{report['n_bins']} {report['binning'].replace('_', '-')} bins"
-    table = Table(title=title, title_justify="left")
+    table = Table(title=plain(title), title_justify="left")
     table.add_column("metric")
     table.add_column("value", justify="right")
     table.add_column("95% CI" if settings.ci == 0.95 else f"{settings.ci:.0%} CI", justify="right")
@@ -178,10 +181,10 @@ def cmd_metrics(args: argparse.Namespace) -> int:
         lo, hi = report.get(f"{key}_ci_low"), report.get(f"{key}_ci_high")
         ci = f"[{lo:.4f}, {hi:.4f}]" if lo is not None and hi is not None else ""
         shown = "null" if value is None else (f"{value}" if isinstance(value, int) else f"{value:.4f}")
-        table.add_row(key, shown, ci)
+        table.add_row(plain(key), shown, ci)
     out.print(table)
     if report.get("null_reasons"):
-        out.print(f"null: {report['null_reasons']}", highlight=False)
+        out.print(f"null: {literal(report['null_reasons'])}", highlight=False)
     return 0
 
 
@@ -258,7 +261,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     elif not args.out:
         from gece.report import compare_markdown
 
-        out.print(compare_markdown(result), markup=False, highlight=False)
+        out.print(visible(compare_markdown(result)), markup=False, highlight=False)
     return 0
 
 
@@ -280,7 +283,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     for protocol, rep in report.items():
         title = f"{meta.get('benchmark', '?')} / {meta.get('model', '?')}, {protocol}: " \
                 f"fit on {rep['n_fit']}, evaluated on {rep['n_eval']} pairs"
-        table = Table(title=title, title_justify="left")
+        table = Table(title=plain(title), title_justify="left")
         table.add_column("method")
         table.add_column("status")
         for k in keys:
@@ -290,11 +293,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         for name, m in rep["methods"].items():
             values = ("null",) * len(keys) if m["metrics"] is None else (fmt(m["metrics"][k]) for k in keys)
             style = {"ok": "green", "degenerate": "yellow", "failed": "red"}[m["status"]]
-            table.add_row(name, f"[{style}]{m['status']}[/]", *values)
+            table.add_row(plain(name), f"[{style}]{literal(m['status'])}[/]", *values)
         out.print(table)
         for name, m in rep["methods"].items():
             if m["reason"]:
-                out.print(f"  {name}: {escape(m['reason'])}", highlight=False)
+                out.print(f"  {name}: {literal(m['reason'])}", highlight=False)
     return 0
 
 
@@ -304,15 +307,24 @@ def cmd_report(args: argparse.Namespace) -> int:
     params = _require_params(args)
     result = stages.report_stage(params, args.reports, args.scores, args.out, args.data_dvc)
     out.print(f"[green]report[/]: {len(result['figures'])} figures, {len(result['tables'])} tables -> "
-              f"{escape(result['html'])}", highlight=False)
+              f"{literal(result['html'])}", highlight=False)
     if result["missing"]:
         out.print(f"{len(result['missing'])} part(s) missing (listed on the page)", highlight=False)
     return 0
 
 
 # ------------------------------------------------------------------------- parser
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a hint after a usage error (exit 2, as any user error)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {visible(message)}\nhint: `{self.prog} --help` lists the options and the "
+                  "values they take\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="gece",
         description="Calibration of language-model confidence against human judgements of gender bias. "
         "Each subcommand is one DVC stage; see README.md.",
@@ -426,16 +438,17 @@ def main(argv: list[str] | None = None) -> int:
     else:  # plain lines for logs and DVC
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(levelname)s: %(message)s"))
+    handler.addFilter(LiteralFilter())
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, handlers=[handler], force=True)
     try:
         check_paths(args)
         return args.func(args)
     except GeceError as e:
-        err.print(f"[red]error[/]: {escape(e.message)}", highlight=False)
+        err.print(f"[red]error[/]: {literal(e.message)}", highlight=False)
         for p in e.problems:
-            err.print(f"  - {p}", highlight=False, markup=False)
+            err.print(f"  - {literal(p)}", highlight=False)
         if e.hint:
-            err.print(f"[cyan]hint[/]: {escape(e.hint)}", highlight=False)
+            err.print(f"[cyan]hint[/]: {literal(e.hint)}", highlight=False)
         return e.exit_code
     except KeyboardInterrupt:
         err.print("interrupted", highlight=False)

@@ -74,7 +74,7 @@ def check_input(path: str | Path, hint: str, size_limit: str | None = None) -> P
     except OSError as e:  # a loop of symlinks, a name too long, a component that is a file
         raise GeceError(f"{path}: cannot be read ({e.strerror})", hint=hint) from None
     if not stat.S_ISREG(st.st_mode):
-        raise GeceError(f"{path}: not a file ({_kind(st.st_mode)})", hint=hint)
+        raise GeceError(f"{path}: not a file: it is {_kind(st.st_mode)}", hint=hint)
     if not os.access(path, os.R_OK):
         raise GeceError(f"{path}: permission denied", hint=f"make it readable (chmod u+r {path})")
     if size_limit and (e := over_limit(path, "bytes", st.st_size, size_limit)):
@@ -191,3 +191,25 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
 def write_text(path: str | Path, text: str) -> None:
     with atomic_path(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
+
+
+def iconv_hint(raw: bytes, path: str | Path) -> str:
+    """How to re-save ``raw`` (the bytes of ``path``) as UTF-8: from UTF-16 when it looks like UTF-16, else latin-1."""
+    utf16 = raw[:2] in (b"\xff\xfe", b"\xfe\xff") or (len(raw) >= 4 and raw[1::2].count(0) > len(raw) // 4)
+    source = "utf-16" if utf16 else "latin1"
+    what = "the file is UTF-16; " if utf16 else ""
+    return f"{what}re-save the file as UTF-8 (e.g. iconv -f {source} -t utf-8 {path} > fixed && mv fixed {path})"
+
+
+def read_text(path: str | Path, hint: str, size_limit: str) -> str:
+    """The text of a small UTF-8 input (a BOM is dropped), checked like :func:`check_input`; a byte that is
+    not UTF-8 is a GeceError naming its line and column, with a re-encoding hint that fits the file."""
+    path = check_input(path, hint, size_limit)
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        column = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
+        raise GeceError(f"{path}: not valid UTF-8 text: line {line}, column {column}: byte "
+                        f"0x{raw[e.start:e.start + 1].hex()}", hint=iconv_hint(raw, path)) from None

@@ -133,7 +133,8 @@ REFERENCE_HINT = "restore the authors' file with `dvc pull data.dvc` (see data/S
 
 def read_reference(csv: str | Path) -> pd.DataFrame:
     """The authors' released scores for one benchmark and model, every row checked (``ReferenceRow``)."""
-    csv = require_file(csv, hint=f"{REFERENCE_HINT}; the file is data/reference/<benchmark>/<model>.csv")
+    csv = require_file(csv, hint=f"{REFERENCE_HINT}; the file is data/reference/<benchmark>/<model>.csv",
+                       size_limit="csv_bytes")
     try:
         ref = pd.read_csv(csv)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
@@ -341,7 +342,7 @@ def compare(
 
 
 def run_calibration(
-    scores: pd.DataFrame, settings: CalibrateParams, metric_settings: MetricsParams
+    scores: pd.DataFrame, settings: CalibrateParams, metric_settings: MetricsParams, source: str = "the score file"
 ) -> tuple[dict, pd.DataFrame, list[dict]]:
     """Calibrate one score table under both protocols (SPEC §5).
 
@@ -355,16 +356,20 @@ def run_calibration(
     p, y, gm, gl = r.p, r.y, r.gender_more, r.gender_less
     counts = {int(c): int((y == c).sum()) for c in (0, 1)}
     if min(counts.values()) < settings.folds:
+        missing = [c for c in (1, 0) if counts[c] < 2]
         raise GeceError(
-            f"calibration needs at least {settings.folds} pairs of each label, "
-            f"got {counts[1]} with y=1 and {counts[0]} with y=0",
-            hint="calibrate a larger benchmark, or lower calibrate.folds",
+            f"{source}: calibration needs at least {settings.folds} pairs of each label "
+            f"(calibrate.folds), got {counts[1]} with y=1 and {counts[0]} with y=0",
+            hint=(f"{source} has {'no' if not counts[missing[0]] else 'one'} pair with y={missing[0]}, so no setting "
+                  "can calibrate it: calibrate the score file of a benchmark with both labels") if missing else
+            f"lower calibrate.folds (or --folds) to at most {min(counts.values())} for {source}, or calibrate "
+            "a larger benchmark",
         )
     makers = calibration.factories(settings.histogram_bins)
     try:
         split = calibration.run_split(p, y, settings.methods, settings.fraction, settings.seed, makers)
     except ValueError as e:  # scikit-learn: a part would lack a label
-        raise GeceError(f"cannot split {len(p)} pairs with calibrate.fraction={settings.fraction}: {e}",
+        raise GeceError(f"{source}: cannot split {len(p)} pairs with calibrate.fraction={settings.fraction}: {e}",
                         hint="choose a calibrate.fraction that leaves both labels on each side") from e
     cross = calibration.run_crossfit(p, y, settings.methods, settings.folds, settings.seed, makers)
 
@@ -423,7 +428,7 @@ def calibrate(
     """artifacts/scores/<b>/<m>.parquet -> reports/calibration/<b>/<m>.json,
     artifacts/calibrated/<b>/<m>.parquet and reports/calibration_bins/<b>/<m>.json."""
     scores, meta = read_table(scores_path, ScoreRow)
-    report, calibrated, bins = run_calibration(scores, settings, metric_settings)
+    report, calibrated, bins = run_calibration(scores, settings, metric_settings, str(scores_path))
     run = f"{meta.get('benchmark', '?')}/{meta.get('model', scores_path)}"
     for protocol in ("split", "crossfit"):
         for name, m in report[protocol]["methods"].items():
@@ -474,11 +479,15 @@ def _code_sha256() -> str:
 
 
 def _data_snapshot(data_dvc: Path) -> dict:
-    import yaml
+    from gece.params import load_yaml
 
     if not data_dvc.exists():
         return {"data_md5": "unknown (no data.dvc)", "data_nfiles": "?"}
-    outs = (yaml.safe_load(data_dvc.read_text(encoding="utf-8")) or {}).get("outs") or [{}]
+    hint = "restore it with `git checkout data.dvc`"
+    raw = load_yaml(data_dvc, hint=hint)
+    outs = (raw.get("outs") if isinstance(raw, dict) else None) or [{}]
+    if not isinstance(outs, list) or not isinstance(outs[0], dict):
+        raise GeceError(f"{data_dvc}: not a DVC file (no outs: list of mappings)", hint=hint)
     return {"data_md5": outs[0].get("md5", "unknown"), "data_nfiles": outs[0].get("nfiles", "?")}
 
 
