@@ -201,6 +201,11 @@ def check_rows(
                         else f"{side} has no word of its own (the other sentence only adds words)"
                     )
                     bad.append(f"{what}; make the two sentences differ in at least one word on each side")
+                elif (group := side_group([w.text for w in al.more])) == side_group([w.text for w in al.less]):
+                    shown = f"{' '.join(w.text for w in al.more)!r} vs {' '.join(w.text for w in al.less)!r}"
+                    bad.append(f"the sentences differ only in words of one group ({shown}: both {group!r}), so "
+                               "the pair contrasts nothing; make the differing words name two groups (he/she, "
+                               "man/woman)")
         if not bad:
             key = (more, less)
             if key in seen:
@@ -213,7 +218,7 @@ def check_rows(
                 elif duplicates == "error":
                     bad.append(
                         f"repeats row {first} (same sent_more, sent_less and y); delete the repeat, "
-                        "or allow repeats (gece validate --allow-duplicates, params prepare.duplicates)"
+                        "or allow repeats (params prepare.duplicates, or --duplicates keep)"
                     )
                 else:
                     warnings.append(f"row {row} repeats row {first}")
@@ -234,17 +239,25 @@ def check_rows(
     return out, problems, warnings
 
 
+def check_benchmark(path: str | Path, duplicates: DuplicatePolicy) -> tuple[pd.DataFrame, list[str], list[str], int]:
+    """What a valid benchmark is, for ``gece validate``, ``gece prepare`` and the pipeline alike: the file
+    read strictly (:func:`read_csv`) and every row checked (:func:`check_rows`) with the
+    ``prepare.duplicates`` policy. Returns (valid rows, problems, warnings, rows read)."""
+    df = read_csv(path)
+    rows, problems, warnings = check_rows(df, str(path), duplicates)
+    return rows, problems, warnings, len(df)
+
+
 def load_benchmark(path: str | Path, duplicates: DuplicatePolicy = "error") -> tuple[pd.DataFrame, list[str]]:
     """Read and validate a benchmark; raise one GeceError listing every bad row (first 20).
 
     Returns the valid rows (``row``, ``sent_more``, ``sent_less``, ``y``, ``bias_type``) and
     the warnings.
     """
-    df = read_csv(path)
-    rows, problems, warnings = check_rows(df, str(path), duplicates)
+    rows, problems, warnings, n = check_benchmark(path, duplicates)
     if problems:
         raise GeceError(
-            f"{path}: {len(problems)} problem(s) in {len(df)} row(s); nothing was written",
+            f"{path}: {len(problems)} problem(s) in {n} row(s); nothing was written",
             problems=problems[:MAX_SHOWN] + _more(len(problems)),
             hint="rows are numbered from 1 after the header line; fix them and run again",
         )

@@ -84,16 +84,17 @@ def check_paths(args: argparse.Namespace) -> None:
 # ----------------------------------------------------------------------- commands
 def cmd_validate(args: argparse.Namespace) -> int:
     from gece import benchmarks
+    from gece.params import PrepareParams
 
     benchmarks.benchmark_id(args.csv)
-    df = benchmarks.read_csv(args.csv)
-    rows, problems, warnings = benchmarks.check_rows(
-        df, str(args.csv), "keep" if args.allow_duplicates else "error"
-    )
+    params = _params(args)  # the same prepare.duplicates as gece prepare
+    duplicates = "keep" if args.allow_duplicates else args.duplicates
+    settings = _override(params.prepare if params else PrepareParams(), duplicates=duplicates)
+    rows, problems, warnings, n = benchmarks.check_benchmark(args.csv, settings.duplicates)
     for w in warnings:
         err.print(f"[yellow]warning[/]: {literal(w)}", highlight=False)
     if problems:
-        err.print(f"[red]invalid[/]: {literal(str(args.csv))}: {len(problems)} problem(s) in {len(df)} row(s)", highlight=False)
+        err.print(f"[red]invalid[/]: {literal(str(args.csv))}: {len(problems)} problem(s) in {n} row(s)", highlight=False)
         for p in problems[: benchmarks.MAX_SHOWN]:
             err.print(f"  - {literal(p)}", highlight=False)
         if len(problems) > benchmarks.MAX_SHOWN:
@@ -334,10 +335,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--params", default="params.yaml", help="parameters file (default: %(default)s)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("validate", help="check a benchmark CSV; exit 2 and list bad rows if invalid")
+    p = sub.add_parser("validate", help="check a benchmark CSV as gece prepare does; exit 2 and list bad rows if invalid")
     p.add_argument("csv", type=Path)
+    p.add_argument("--duplicates", choices=["keep", "drop", "error"],
+                   help="repeated pairs: keep, drop or reject, as gece prepare (default: params prepare.duplicates)")
     p.add_argument("--allow-duplicates", action="store_true",
-                   help="accept repeated pairs with the same label (conflicting labels stay errors)")
+                   help="same as --duplicates keep (conflicting labels stay errors)")
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("pull", help="the data snapshot from the DVC remote (dvc pull data.dvc), remote checked first")
