@@ -31,7 +31,9 @@ LIMITS = {
     "params_bytes": 1 * MiB,  # params.yaml, data.dvc
     "csv_bytes": 512 * MiB,  # a benchmark or reference CSV
     "json_bytes": 64 * MiB,  # a report JSON
-    "rows": 2_000_000,  # rows of a score (or prepared) file read whole: metrics, ablate, compare, calibrate
+    # rows of a score (or prepared) file read whole (metrics, ablate, compare, calibrate, reference): about
+    # 1 KB each at peak (make bench: reports/bench/bounds.json), so about 1 GB; the largest benchmark has 50,000
+    "rows": 1_000_000,
     "parquet_bytes": 4096 * MiB,  # uncompressed bytes of such a file's columns
 }
 
@@ -213,3 +215,33 @@ def read_text(path: str | Path, hint: str, size_limit: str) -> str:
         column = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
         raise GeceError(f"{path}: not valid UTF-8 text: line {line}, column {column}: byte "
                         f"0x{raw[e.start:e.start + 1].hex()}", hint=iconv_hint(raw, path)) from None
+
+
+def check_output_dir(path: str | Path, option: str) -> Path:
+    """``path`` if it is a directory or can be created as one, else a GeceError naming ``option``."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise GeceError(f"{option} {path} is not a directory", hint=f"give {option} a directory (it holds "
+                        "index.html, figures/ and tables/)")
+    if not path.exists():
+        check_output(path, option)  # a new path whose nearest existing parent is a writable directory
+    return path
+
+
+def clear_output_dir(path: str | Path, suffixes: tuple[str, ...], option: str) -> None:
+    """Remove ``path``, a directory of outputs that a rerun replaces, if it holds only files gece writes
+    there (``suffixes``); a symlink, a file or a directory with other files in it is refused, not removed."""
+    path = Path(path)
+    if not os.path.lexists(path):
+        return
+    if path.is_symlink() or not path.is_dir():
+        raise GeceError(f"{option} {path.parent}: {path} is {'a symlink' if path.is_symlink() else 'not a directory'}; "
+                        "gece replaces this directory, so it must be one it wrote",
+                        hint=f"remove {path} or give {option} another directory")
+    foreign = [p for p in path.rglob("*") if p.is_symlink() or not (p.is_dir() or p.name.endswith(suffixes))]
+    if foreign:
+        raise GeceError(f"{option} {path.parent}: {path} holds files gece did not write there, e.g. {foreign[0]}; "
+                        "gece replaces this directory", hint=f"move them away, or give {option} another directory")
+    import shutil
+
+    shutil.rmtree(path)

@@ -22,6 +22,7 @@ import pandas as pd
 from gece import ablation, benchmarks, calibration, faults, metrics, plots, report
 from gece.ablation import Run
 from gece.errors import GeceError
+from gece.files import check_output_dir, clear_output_dir
 from gece.params import (
     AblateParams,
     CalibrateParams,
@@ -598,14 +599,13 @@ def report_stage(
     """reports/** (+ artifacts/scores for the equal-mass diagrams and the confidently wrong
     pairs) -> reports/figures/, reports/tables/*.md and reports/index.html. Returns what was written."""
     reports_dir, scores_dir = Path(reports_dir), Path(scores_dir)
-    out_dir = Path(out_dir) if out_dir is not None else reports_dir
+    out_dir = check_output_dir(Path(out_dir) if out_dir is not None else reports_dir, "--out")
     data = load_report_data(params, reports_dir, scores_dir, out_dir)
     data.provenance = {**_data_snapshot(Path(data_dvc)), "code_sha256": _code_sha256(),
                        "gece_version": _package_versions().get("gece"), "params": params.model_dump(mode="json"),
                        "packages": _package_versions()}
-    for sub in ("figures", "tables"):  # outputs of this stage only: stale files of removed runs go too
-        if (out_dir / sub).is_dir():
-            shutil.rmtree(out_dir / sub)
+    for sub, suffixes in (("figures", (".png",)), ("tables", (".md",))):  # stale files of removed runs go too
+        clear_output_dir(out_dir / sub, suffixes, "--out")
 
     figures: dict[str, dict] = {"grid": {}, "calibration": {}, "runs": {}}
     written: list[str] = []
