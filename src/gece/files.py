@@ -29,12 +29,12 @@ MiB = 1 << 20
 # what one run holds in memory at most: bytes of a text input, rows of a Parquet file read whole
 LIMITS = {
     "params_bytes": 1 * MiB,  # params.yaml, data.dvc
-    "csv_bytes": 512 * MiB,  # a benchmark or reference CSV
+    "csv_bytes": 64 * MiB,  # a benchmark or reference CSV (the largest shipped: well under 1 MiB)
     "json_bytes": 64 * MiB,  # a report JSON
     # rows of a score (or prepared) file read whole (metrics, ablate, compare, calibrate, reference): about
     # 1 KB each at peak (make bench: reports/bench/bounds.json), so about 1 GB; the largest benchmark has 50,000
     "rows": 1_000_000,
-    "parquet_bytes": 4096 * MiB,  # uncompressed bytes of such a file's columns
+    "parquet_bytes": 1024 * MiB,  # uncompressed bytes of such a file's columns
 }
 
 
