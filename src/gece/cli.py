@@ -99,7 +99,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
             err.print(f"  - {literal(p)}", highlight=False)
         if len(problems) > benchmarks.MAX_SHOWN:
             err.print(f"  ... and {len(problems) - benchmarks.MAX_SHOWN} more", highlight=False)
-        err.print("rows are numbered from 1 after the header line", highlight=False)
+        err.print("[cyan]hint[/]: rows are numbered from 1 after the header line; fix the rows listed and run again",
+                  highlight=False)
         return 2
     out.print(f"[green]valid[/]: {literal(str(args.csv))}: {len(rows)} pairs", highlight=False)
     return 0
