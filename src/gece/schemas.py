@@ -555,13 +555,13 @@ def _open_parquet(path: str | Path, model: type[BaseModel], whole: bool = True
     path = require_file(path, hint="run the stage that writes it (dvc repro) or dvc pull")
     try:
         pf = pq.ParquetFile(path)
-    except (pa.ArrowInvalid, OSError) as e:
+        schema = pf.schema_arrow
+    except (pa.ArrowException, OSError, ValueError) as e:  # ValueError: a damaged footer's names are not UTF-8
         raise GeceError(f"{path}: not a readable Parquet file ({e})", hint="delete it and rerun its stage") from e
-    schema = pf.schema_arrow
-    meta = {
-        k.decode()[len(META_PREFIX) :]: v.decode()
+    meta = {  # bytes that are not UTF-8 (a damaged footer) are shown as U+FFFD, never a crash
+        k.decode(errors="replace")[len(META_PREFIX) :]: v.decode(errors="replace")
         for k, v in (schema.metadata or {}).items()
-        if k.decode().startswith(META_PREFIX)
+        if k.decode(errors="replace").startswith(META_PREFIX)
     }
     want = arrow_schema(model)
     missing = [n for n in want.names if n not in schema.names]
@@ -598,6 +598,14 @@ def _castable(src: pa.DataType, dst: pa.DataType) -> bool:
     return src == dst or (pa.types.is_null(src) or _family(src) == _family(dst))
 
 
+def _decodes(column: pa.ChunkedArray) -> bool:
+    try:
+        column.to_pylist()
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def _frame(path: Path, table: pa.Table, model: type[BaseModel], want: pa.Schema, first_row: int) -> pd.DataFrame:
     """An Arrow chunk cast to the schema's types, as a validated frame."""
     for f in want:
@@ -605,19 +613,28 @@ def _frame(path: Path, table: pa.Table, model: type[BaseModel], want: pa.Schema,
         if col.type != f.type:
             try:
                 col = col.cast(f.type, safe=True)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:  # e.g. 1.5 in an int column
+            except pa.ArrowException as e:  # e.g. 1.5 in an int column
                 raise GeceError(f"{path}: column {f.name} has values that are not {f.type} ({e})",
                                 hint="rerun the stage that writes it") from e
             table = table.set_column(table.schema.get_field_index(f.name), f.name, col)
     # validated from Arrow, where a null (None) and a NaN (an error) are told apart
+    try:
+        records = table.select(want.names).to_pylist()
+    except UnicodeDecodeError as e:  # a damaged data page: Parquet text must be UTF-8
+        bad = [n for n in want.names if not _decodes(table.column(n))]
+        raise GeceError(f"{path}: column(s) {', '.join(bad) or '?'} hold text that is not UTF-8 ({e.reason})",
+                        hint="the file is damaged; delete it and rerun its stage") from e
     validate_records(
-        table.select(want.names).to_pylist(),
+        records,
         model,
         str(path),
         hint="the file is corrupt or was edited; rerun the stage that writes it",
         first_row=first_row,
     )
-    df = table.to_pandas()
+    try:
+        df = table.to_pandas()
+    except (ValueError, KeyError, TypeError):  # damaged pandas metadata in the footer: the columns are valid
+        df = table.replace_schema_metadata(None).to_pandas()
     if model.model_config.get("extra") != "allow":
         df = df[want.names]
     return df
@@ -626,7 +643,7 @@ def _frame(path: Path, table: pa.Table, model: type[BaseModel], want: pa.Schema,
 def _read_all(pf: pq.ParquetFile, path: Path, columns: list[str] | None) -> pa.Table:
     try:
         return pf.read(columns=columns)
-    except (pa.ArrowInvalid, OSError) as e:  # a damaged column chunk (truncated file)
+    except (pa.ArrowException, OSError, ValueError) as e:  # a damaged column chunk (truncated file)
         raise GeceError(f"{path}: not a readable Parquet file ({e})", hint="delete it and rerun its stage") from e
 
 
@@ -668,7 +685,7 @@ def iter_table(path: str | Path, model: type[BaseModel], rows: int, limit: int |
                 table = table.slice(0, limit - done)
             yield _frame(path, table, model, want, done + 1)
             done += len(table)
-    except (pa.ArrowInvalid, OSError) as e:
+    except (pa.ArrowException, OSError) as e:
         raise GeceError(f"{path}: not a readable Parquet file ({e})", hint="delete it and rerun its stage") from e
 
 
