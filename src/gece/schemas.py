@@ -665,6 +665,16 @@ def parquet_rows(path: str | Path, model: type[BaseModel], whole: bool = True) -
     return pf.metadata.num_rows, meta
 
 
+def pair_ids(path: str | Path, limit: int | None = None) -> list[str]:
+    """The ``pair_id`` column of a Parquet artifact (its first ``limit`` rows), read alone: a streamed
+    reader checks that every pair is there once without holding the rest of the file."""
+    try:
+        ids = pq.ParquetFile(path).read(columns=["pair_id"]).column("pair_id")
+    except (pa.ArrowException, OSError, ValueError, KeyError) as e:
+        raise GeceError(f"{path}: not a readable Parquet file ({e})", hint="delete it and rerun its stage") from e
+    return ids.slice(0, limit).to_pylist()
+
+
 def iter_table(path: str | Path, model: type[BaseModel], rows: int, limit: int | None = None
                ) -> Iterator[pd.DataFrame]:
     """Read and validate a Parquet artifact ``rows`` rows at a time (the first ``limit`` rows, if given).

@@ -55,6 +55,7 @@ from gece.schemas import (
     TableWriter,
     check_unique_ids,
     iter_table,
+    pair_ids,
     parquet_rows,
     read_json,
     read_table,
@@ -750,6 +751,7 @@ def extract(
     resolved = models.resolve(spec)  # a missing package/file/hub id fails before any work
     n_rows, pmeta = parquet_rows(prepared, PreparedPair, whole=False)  # streamed
     n = n_rows if settings.limit is None else min(n_rows, settings.limit)
+    check_unique_ids(prepared, pair_ids(prepared, n))  # one column read: a repeated pair fails before the model loads
     benchmark = pmeta.get("benchmark", prepared.stem)
     threads = engine.set_threads()
     lm = loaded if loaded is not None else models.load(spec, resolved=resolved)
