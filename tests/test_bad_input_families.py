@@ -337,3 +337,37 @@ def test_repeated_pair_id_in_a_prepared_file(work, capsys, command):
     _refused(capsys, args, "dup.parquet: 1 pair_id(s) appear more than once", "pair_id 'bench-0001' appears 2 times: "
              "rows 1, 2")
     assert files(work) == before
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda d: (d / "o.timing.json").mkdir(), "the timing file o.timing.json is a directory"),
+    (lambda d: (d / "o.shards").write_text("x"), "the shards directory o.shards is not a directory"),
+], ids=["timing-file", "shards-dir"])
+def test_extract_paths_named_after_the_output(work, capsys, make, message):
+    assert cli(capsys, "prepare", "bench.csv", "p.parquet")[0] == 0
+    make(work)
+    before = files(work)
+    _refused(capsys, ["extract", "p.parquet", "o.parquet", "--model", "smollm2-135m"], message,
+             "give OUT another name")
+    assert files(work) == before
+
+
+@pytest.mark.parametrize("args, message", [
+    (["report", "--reports", "s.parquet", "--out", "r"], "--reports s.parquet is not a directory"),
+    (["report", "--scores", "s.parquet", "--out", "r"], "--scores s.parquet is not a directory"),
+    (["report", "--data-dvc", "bench.csv", "--out", "r"], "bench.csv: not valid YAML"),
+], ids=["reports", "scores", "data-dvc"])
+def test_report_inputs(work, capsys, args, message):
+    (work / "bench.csv").write_text("a: [\n")
+    before = files(work)
+    _refused(capsys, args, message)
+    assert files(work) == before
+
+
+def test_json_nested_too_deeply(work, capsys):
+    path = work / "reports" / "metrics" / "genderlex" / "smollm2-135m.json"
+    path.parent.mkdir(parents=True)
+    path.write_text("[" * 200_000)
+    _refused(capsys, ["neutral", "--model", "smollm2-135m", "--out", "n.json"], "smollm2-135m.json: not valid JSON "
+             "(nested too deeply)")
+    assert not (work / "n.json").exists()

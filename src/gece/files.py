@@ -84,7 +84,7 @@ def check_input(path: str | Path, hint: str, size_limit: str | None = None) -> P
     return path
 
 
-def check_output(path: str | Path, option: str = "output") -> Path:
+def check_output(path: str | Path, option: str = "output", hint: str | None = None) -> Path:
     """The path to write for ``path`` (symlinks resolved), or a GeceError naming ``option``.
 
     Writable: an existing regular file (replaced) or a path that does not exist yet whose nearest
@@ -92,7 +92,7 @@ def check_output(path: str | Path, option: str = "output") -> Path:
     """
     given = Path(path)
     real = Path(os.path.realpath(given))
-    hint = f"give {option} the path of a regular file or of a new file"
+    hint = hint or f"give {option} the path of a regular file or of a new file"
     shown = f"{option} {given}" + (f" (a symlink to {real})" if real != Path(os.path.abspath(given)) else "")
     try:
         st = real.stat()
@@ -217,14 +217,14 @@ def read_text(path: str | Path, hint: str, size_limit: str) -> str:
                         f"0x{raw[e.start:e.start + 1].hex()}", hint=iconv_hint(raw, path)) from None
 
 
-def check_output_dir(path: str | Path, option: str) -> Path:
+def check_output_dir(path: str | Path, option: str, hint: str | None = None) -> Path:
     """``path`` if it is a directory or can be created as one, else a GeceError naming ``option``."""
     path = Path(path)
+    hint = hint or f"give {option} a directory (it holds index.html, figures/ and tables/)"
     if path.exists() and not path.is_dir():
-        raise GeceError(f"{option} {path} is not a directory", hint=f"give {option} a directory (it holds "
-                        "index.html, figures/ and tables/)")
+        raise GeceError(f"{option} {path} is not a directory", hint=hint)
     if not path.exists():
-        check_output(path, option)  # a new path whose nearest existing parent is a writable directory
+        check_output(path, option, hint)  # a new path whose nearest existing parent is a writable directory
     return path
 
 

@@ -349,6 +349,8 @@ def read_json(path: str | Path, model: type[BaseModel] | TypeAdapter | None = No
         data = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise GeceError(f"{path}: not valid JSON ({e})", hint="delete it and rerun the stage") from e
+    except RecursionError:
+        raise GeceError(f"{path}: not valid JSON (nested too deeply)", hint="delete it and rerun the stage") from None
     if model is None:
         return data
     try:

@@ -22,7 +22,7 @@ import pandas as pd
 from gece import ablation, benchmarks, calibration, faults, metrics, plots, report
 from gece.ablation import Run
 from gece.errors import GeceError
-from gece.files import check_output_dir, clear_output_dir
+from gece.files import check_output, check_output_dir, clear_output_dir
 from gece.params import (
     AblateParams,
     CalibrateParams,
@@ -600,6 +600,10 @@ def report_stage(
     """reports/** (+ artifacts/scores for the equal-mass diagrams and the confidently wrong
     pairs) -> reports/figures/, reports/tables/*.md and reports/index.html. Returns what was written."""
     reports_dir, scores_dir = Path(reports_dir), Path(scores_dir)
+    for option, d in (("--reports", reports_dir), ("--scores", scores_dir)):
+        if d.exists() and not d.is_dir():
+            raise GeceError(f"{option} {d} is not a directory", hint=f"give {option} the directory of the "
+                            f"{'JSON reports' if option == '--reports' else 'score files'}")
     out_dir = check_output_dir(Path(out_dir) if out_dir is not None else reports_dir, "--out")
     data = load_report_data(params, reports_dir, scores_dir, out_dir)
     data.provenance = {**_data_snapshot(Path(data_dvc)), "code_sha256": _code_sha256(),
@@ -748,6 +752,9 @@ def extract(
 
     prepared, out = Path(prepared), Path(out)
     meta_out = Path(meta_out) if meta_out else meta_path(out)
+    beside = f"remove it, or give OUT another name (the timing file and the shards directory are named after {out})"
+    check_output(timing_path(out), "the timing file", beside)
+    check_output_dir(shards_dir(out), "the shards directory", beside)
     resolved = models.resolve(spec)  # a missing package/file/hub id fails before any work
     n_rows, pmeta = parquet_rows(prepared, PreparedPair, whole=False)  # streamed
     n = n_rows if settings.limit is None else min(n_rows, settings.limit)
