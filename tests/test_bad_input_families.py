@@ -371,3 +371,11 @@ def test_json_nested_too_deeply(work, capsys):
     _refused(capsys, ["neutral", "--model", "smollm2-135m", "--out", "n.json"], "smollm2-135m.json: not valid JSON "
              "(nested too deeply)")
     assert not (work / "n.json").exists()
+
+
+def test_figure_titles_are_literal_text(work, capsys):
+    """Matplotlib would parse '$...$' in a title as mathtext (and fail on a bad formula): data is drawn as text."""
+    write_table(work / "m.parquet", _scores(40), ScoreRow, meta={"benchmark": "$\\frac{$", "model": "a$x^2$b"})
+    code, err = cli(capsys, "ablate", "m.parquet", "--sample-size-out", "a.json", "--binning-out", "b.json",
+                    "--figure-out", "f.png")
+    assert code == 0 and (work / "f.png").exists(), err
