@@ -195,10 +195,12 @@ OPTIONS = [
     (["metrics", "s.parquet", "--n-bins", "ten"], "argument --n-bins: invalid int value: 'ten'"),
     (["metrics", "s.parquet", "--binning", "quantile"], "argument --binning: invalid choice: 'quantile'"),
     (["validate", "bench.csv", "--duplicates", "maybe"], "argument --duplicates: invalid choice"),
+    (["compare", "s.parquet"], "compare needs two score files, got 1"),
+    (["compare", "s.parquet", "s.parquet", "--benchmark", "winobias"], "compare got score files (s.parquet, s.parquet)"),
 ]
 
 
-@pytest.mark.parametrize("args, message", OPTIONS, ids=[" ".join(a[2:]) for a, _ in OPTIONS])
+@pytest.mark.parametrize("args, message", OPTIONS, ids=[" ".join(a[1:]) for a, _ in OPTIONS])
 def test_command_line_values(work, capsys, args, message):
     before = files(work)
     try:

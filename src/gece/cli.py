@@ -246,7 +246,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.benchmark is not None:
         check_id(args.benchmark, "--benchmark")
         if args.scores:
-            raise GeceError("pass either two score files or --benchmark, not both")
+            raise GeceError(f"compare got score files ({', '.join(map(str, args.scores))}) and --benchmark "
+                            f"{args.benchmark}", hint="pass either two score files or --benchmark NAME, not both")
         if params is None:
             raise GeceError("--benchmark needs params.yaml (the models to compare)", hint="run from the repo root")
         if args.benchmark not in params.benchmarks:
@@ -256,7 +257,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     elif len(args.scores) == 2:
         paths = args.scores
     else:
-        raise GeceError("pass two score files (or --benchmark NAME for every model of a benchmark)")
+        raise GeceError(f"compare needs two score files, got {len(args.scores)}",
+                        hint="pass two score files, or --benchmark NAME for every model of a benchmark")
     result = stages.compare(paths, args.out, args.markdown_out, m, c)
     if args.json:
         print(json.dumps(result, indent=2))
