@@ -68,6 +68,7 @@ BAD_CSVS = [  # (content, what the message says, the fix it gives)
     ('sent_more,sent_less,y\n"He "ran".,She ran.,1\n', "line 2: ',' expected after '\"'", "double the quotes"),
     ("", "the file is empty", "a benchmark needs a header line"),
     ("\n\n", "the file is empty", "a benchmark needs a header line"),
+    ("sent_more,sent_less,y\n", "no pairs: the file has a header line and no rows", "add one row per pair"),
     (GOOD.encode() + "Er schl\xe4ft.,Sie schl\xe4ft.,1\n".encode("latin-1"),
      "row 3 (line 4): undecodable text (byte 0xe4", UTF8_FIX),
     (b"sent_more,sent_less,\xff\n", "the header (line 1): undecodable text (byte 0xff", UTF8_FIX),

@@ -175,6 +175,8 @@ def check_rows(
     Problems make the file invalid; the warning (one line on kept or dropped repeats) does not.
     """
     problems: list[str] = []
+    if df.empty:
+        problems.append(f"{source}: no pairs: the file has a header line and no rows; add one row per pair")
     warnings: list[str] = []
     seen: dict[tuple[str, str], tuple[int, str]] = {}
     keep: list[int] = []
