@@ -21,6 +21,7 @@ from typing import Annotated, Any, Literal
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pydantic import (
     BaseModel,
@@ -535,18 +536,35 @@ def _check_size(path: Path, pf: pq.ParquetFile, columns: list[str]) -> None:
 
 
 def check_unique_ids(path: str | Path, pair_id: Any) -> None:
-    """Every ``pair_id`` (a column, in file order) must be unique; a GeceError names each repeated id and its rows."""
-    ids = pd.Series(np.asarray(pair_id, dtype=object))
-    repeated = ids[ids.duplicated(keep=False)]
-    if repeated.empty:
+    """Every ``pair_id`` (a column, in file order) must be unique; a GeceError names each repeated id and its rows.
+
+    Counted in Arrow (a hash of the distinct ids), so a file of one id repeated millions of times costs little."""
+    ids = pair_id if isinstance(pair_id, pa.Array | pa.ChunkedArray) else \
+        pa.array(np.asarray(pair_id, dtype=object), type=pa.string())
+    if pc.count_distinct(ids, mode="all").as_py() == len(ids):
         return
-    groups = list(repeated.groupby(repeated, sort=False).groups.items())
-    problems = [f"pair_id {pid!r} appears {len(rows)} times: rows {', '.join(str(r + 1) for r in rows[:10])}"
-                + (", ..." if len(rows) > 10 else "") for pid, rows in groups[:20]]
-    raise GeceError(f"{path}: {len(groups)} pair_id(s) appear more than once; each pair must be scored once",
-                    problems=problems + ([f"... and {len(groups) - 20} more"] if len(groups) > 20 else []),
+    counts = pc.value_counts(ids)
+    repeated = counts.filter(pc.greater(counts.field("counts"), 1))
+    problems = []
+    for pid, n in zip(repeated.field("values")[:20].to_pylist(), repeated.field("counts")[:20].to_pylist()):
+        rows = pc.indices_nonzero(pc.equal(ids, pa.scalar(pid, pa.string()))).to_pylist()[:10]
+        problems.append(f"pair_id {pid!r} appears {n} times: rows {', '.join(str(r + 1) for r in rows)}"
+                        + (", ..." if n > 10 else ""))
+    more = [f"... and {len(repeated) - 20} more"] if len(repeated) > 20 else []
+    raise GeceError(f"{path}: {len(repeated)} pair_id(s) appear more than once; each pair must be scored once",
+                    problems=problems + more,
                     hint="the file was concatenated or edited; rerun the stage that writes it (gece extract or "
                     "gece reference) from the prepared benchmark")
+
+
+def pair_ids(path: str | Path, limit: int | None = None) -> pa.ChunkedArray:
+    """The ``pair_id`` column of a Parquet artifact (its first ``limit`` rows), read alone and kept in Arrow: a
+    streamed reader checks that every pair is there once without holding the rest of the file."""
+    try:
+        ids = pq.ParquetFile(path).read(columns=["pair_id"]).column("pair_id")
+    except (pa.ArrowException, OSError, ValueError, KeyError) as e:
+        raise GeceError(f"{path}: not a readable Parquet file ({e})", hint="delete it and rerun its stage") from e
+    return ids.slice(0, limit)
 
 
 def _open_parquet(path: str | Path, model: type[BaseModel], whole: bool = True
@@ -665,16 +683,6 @@ def parquet_rows(path: str | Path, model: type[BaseModel], whole: bool = True) -
     is to be read ``whole``, its size) checked."""
     pf, meta, _ = _open_parquet(path, model, whole)
     return pf.metadata.num_rows, meta
-
-
-def pair_ids(path: str | Path, limit: int | None = None) -> list[str]:
-    """The ``pair_id`` column of a Parquet artifact (its first ``limit`` rows), read alone: a streamed
-    reader checks that every pair is there once without holding the rest of the file."""
-    try:
-        ids = pq.ParquetFile(path).read(columns=["pair_id"]).column("pair_id")
-    except (pa.ArrowException, OSError, ValueError, KeyError) as e:
-        raise GeceError(f"{path}: not a readable Parquet file ({e})", hint="delete it and rerun its stage") from e
-    return ids.slice(0, limit).to_pylist()
 
 
 def iter_table(path: str | Path, model: type[BaseModel], rows: int, limit: int | None = None
