@@ -5,7 +5,8 @@ any work, :func:`atomic_path` again before each write): only a regular file or a
 not exist yet is written, after symlinks are resolved. A FIFO, a device, a directory or a path
 below a file is refused, so the temporary-file-and-rename never replaces such a node.
 Every input goes through :func:`check_input`: it must be a readable regular file no larger
-than its stated limit (:data:`LIMITS`, raised with ``GECE_MAX_<NAME>`` in the environment).
+than its stated limit (:data:`LIMITS`, raised with ``GECE_MAX_<NAME>`` in the environment);
+a file of pairs holds each ``pair_id`` once (:func:`check_unique_ids`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from gece import faults
 from gece.errors import GeceError
@@ -60,6 +62,32 @@ def over_limit(path: str | Path, what: str, size: int, name: str) -> GeceError |
                      f"GECE_MAX_{name.upper()}={size} in the environment (memory grows with it)")
 
 
+def check_unique_ids(path: str | Path, pair_id: Any) -> None:
+    """Every ``pair_id`` (a column, in file order) must be unique; a GeceError names each repeated id and its rows.
+
+    Counted in Arrow (a hash of the distinct ids), so a file of one id repeated millions of times costs little."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    ids = pair_id if isinstance(pair_id, pa.Array | pa.ChunkedArray) else \
+        pa.array(np.asarray(pair_id, dtype=object), type=pa.string())
+    if pc.count_distinct(ids, mode="all").as_py() == len(ids):
+        return
+    counts = pc.value_counts(ids)
+    repeated = counts.filter(pc.greater(counts.field("counts"), 1))
+    problems = []
+    for pid, n in zip(repeated.field("values")[:20].to_pylist(), repeated.field("counts")[:20].to_pylist()):
+        rows = pc.indices_nonzero(pc.equal(ids, pa.scalar(pid, pa.string()))).to_pylist()[:10]
+        problems.append(f"pair_id {pid!r} appears {n} times: rows {', '.join(str(r + 1) for r in rows)}"
+                        + (", ..." if n > 10 else ""))
+    more = [f"... and {len(repeated) - 20} more"] if len(repeated) > 20 else []
+    raise GeceError(f"{path}: {len(repeated)} pair_id(s) appear more than once; each pair must be scored once",
+                    problems=problems + more,
+                    hint="the file was concatenated or edited; rerun the stage that writes it (gece extract or "
+                    "gece reference) from the prepared benchmark")
+
+
 def _kind(mode: int) -> str:
     kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
              (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
@@ -82,6 +110,12 @@ def check_input(path: str | Path, hint: str, size_limit: str | None = None) -> P
     if size_limit and (e := over_limit(path, "bytes", st.st_size, size_limit)):
         raise e
     return path
+
+
+def check_input_dir(path: Path, option: str, holds: str) -> None:
+    """A directory that is read (where it exists: what is missing in it is reported by its reader)."""
+    if path.exists() and not path.is_dir():
+        raise GeceError(f"{option} {path} is not a directory", hint=f"give {option} the directory of {holds}")
 
 
 def check_output(path: str | Path, option: str = "output", hint: str | None = None) -> Path:

@@ -22,7 +22,7 @@ import pandas as pd
 from gece import ablation, benchmarks, calibration, faults, metrics, plots, report
 from gece.ablation import Run
 from gece.errors import GeceError
-from gece.files import check_output, check_output_dir, clear_output_dir
+from gece.files import check_input_dir, check_output, check_output_dir, clear_output_dir
 from gece.params import (
     AblateParams,
     CalibrateParams,
@@ -600,10 +600,8 @@ def report_stage(
     """reports/** (+ artifacts/scores for the equal-mass diagrams and the confidently wrong
     pairs) -> reports/figures/, reports/tables/*.md and reports/index.html. Returns what was written."""
     reports_dir, scores_dir = Path(reports_dir), Path(scores_dir)
-    for option, d in (("--reports", reports_dir), ("--scores", scores_dir)):
-        if d.exists() and not d.is_dir():
-            raise GeceError(f"{option} {d} is not a directory", hint=f"give {option} the directory of the "
-                            f"{'JSON reports' if option == '--reports' else 'score files'}")
+    check_input_dir(reports_dir, "--reports", "the JSON reports")
+    check_input_dir(scores_dir, "--scores", "the score files")
     out_dir = check_output_dir(Path(out_dir) if out_dir is not None else reports_dir, "--out")
     data = load_report_data(params, reports_dir, scores_dir, out_dir)
     data.provenance = {**_data_snapshot(Path(data_dvc)), "code_sha256": _code_sha256(),
