@@ -381,3 +381,9 @@ def test_figure_titles_are_literal_text(work, capsys):
     code, err = cli(capsys, "ablate", "m.parquet", "--sample-size-out", "a.json", "--binning-out", "b.json",
                     "--figure-out", "f.png")
     assert code == 0 and (work / "f.png").exists(), err
+
+
+def test_a_log_record_is_one_line(work, capsys):
+    assert main(["prepare", "bench.csv", "o\nINFO: forged.parquet"]) == 0
+    err = capsys.readouterr().err
+    assert "-> o\\nINFO: forged.parquet" in err and "\nINFO: forged" not in err

@@ -39,8 +39,9 @@ def console(stderr: bool = False) -> Console:
 
 
 class LiteralFilter(logging.Filter):
-    """Log records with their arguments merged and control characters shown (a log line is one line of text)."""
+    """Log records with their arguments merged and control characters shown, line breaks included: a log
+    record is one line of text, so data cannot forge another (``INFO: ...`` on a line of its own)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        record.msg, record.args = visible(record.getMessage()), None
+        record.msg, record.args = visible(record.getMessage()).replace("\n", "\\n"), None
         return True
