@@ -387,3 +387,10 @@ def test_a_log_record_is_one_line(work, capsys):
     assert main(["prepare", "bench.csv", "o\nINFO: forged.parquet"]) == 0
     err = capsys.readouterr().err
     assert "-> o\\nINFO: forged.parquet" in err and "\nINFO: forged" not in err
+
+
+def test_a_symlink_to_a_file_is_replaced_not_written_through(work, capsys):
+    (work / "target.json").write_text("cache\n")
+    (work / "link.json").symlink_to(work / "target.json")
+    assert cli(capsys, "metrics", "s.parquet", "--out", "link.json")[0] == 0
+    assert not (work / "link.json").is_symlink() and (work / "target.json").read_text() == "cache\n"

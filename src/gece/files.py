@@ -200,9 +200,11 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     The rename is atomic, so ``path`` is either absent, the old file or the complete new one,
     whatever happens to the process. A temporary file left by a killed writer (SIGKILL skips
     the cleanup below) is removed by the next write of the same path. ``path`` is checked by
-    :func:`check_output` first (symlinks resolved: the file they point to is replaced).
+    :func:`check_output` first; a symlink to a regular file is replaced by the new file, and the file it
+    points to (say, in DVC's cache) is never written through.
     """
-    path = check_output(path)
+    check_output(path)
+    path = Path(path)
     tmp_path = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
