@@ -68,9 +68,12 @@ BAD_CSVS = [  # (content, what the message says, the fix it gives)
     ('sent_more,sent_less,y\n"He "ran".,She ran.,1\n', "line 2: ',' expected after '\"'", "double the quotes"),
     ("", "the file is empty", "a benchmark needs a header line"),
     ("\n\n", "the file is empty", "a benchmark needs a header line"),
+    ("sent_more,sent_less,y\n", "no pairs: the file has a header line and no rows", "add one row per pair"),
     (GOOD.encode() + "Er schl\xe4ft.,Sie schl\xe4ft.,1\n".encode("latin-1"),
      "row 3 (line 4): undecodable text (byte 0xe4", UTF8_FIX),
     (b"sent_more,sent_less,\xff\n", "the header (line 1): undecodable text (byte 0xff", UTF8_FIX),
+    (GOOD.encode("utf-16"), "the header (line 1): undecodable text (byte 0xff", "the file is UTF-16; re-save the "
+     "file as UTF-8 (e.g. iconv -f utf-16 -t utf-8"),
 ]
 
 
@@ -80,18 +83,21 @@ def test_bad_benchmark_csv(tmp_path, monkeypatch, capsys, content, message, fix)
     src = tmp_path / "bench.csv"
     src.write_bytes(content if isinstance(content, bytes) else content.encode())
     before = files(tmp_path)
-    for args in (["validate", src], ["prepare", src, tmp_path / "out" / "bench.parquet", "--duplicates", "error"]):
+    for args in (["validate", src, "--duplicates", "error"],
+                 ["prepare", src, tmp_path / "out" / "bench.parquet", "--duplicates", "error"]):
         code, err = cli(capsys, *args)
         assert code == 2, args
         assert str(src) in err and message in err and fix in err, (args, err)
         assert files(tmp_path) == before  # no output, no temporary file left
 
 
-def test_prepare_keeps_repeats_only_when_asked(tmp_path, monkeypatch, capsys):
+def test_validate_and_prepare_treat_repeats_alike(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     src = tmp_path / "bench.csv"
     src.write_text(GOOD + "He left.,She left.,1\n")
-    assert cli(capsys, "validate", src)[0] == 2
+    assert cli(capsys, "validate", src, "--duplicates", "error")[0] == 2
+    assert cli(capsys, "prepare", src, "p.parquet", "--duplicates", "error")[0] == 2
+    assert cli(capsys, "validate", src)[0] == 0  # the default, prepare.duplicates: keep, in both commands
     assert cli(capsys, "validate", src, "--allow-duplicates")[0] == 0
     assert cli(capsys, "prepare", src, "p.parquet", "--duplicates", "keep")[0] == 0 and Path("p.parquet").exists()
 

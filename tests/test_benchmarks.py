@@ -88,11 +88,12 @@ GOOD = "sent_more,sent_less,y\nHe left.,She left.,1\nThe nurse met him.,The nurs
 def test_validate_shipped(name, data_dir, capsys):
     path = data_dir / "benchmarks" / f"{name}.csv"
     assert main(["validate", str(path), "--allow-duplicates"]) == 0
+    assert main(["validate", str(path)]) == 0  # prepare.duplicates: keep, as gece prepare
     if REPEATS[name]:
-        assert main(["validate", str(path)]) == 2
+        assert main(["validate", str(path), "--duplicates", "error"]) == 2
         assert f"{REPEATS[name]} problem(s)" in capsys.readouterr().err
     else:
-        assert main(["validate", str(path)]) == 0
+        assert main(["validate", str(path), "--duplicates", "error"]) == 0
 
 
 def test_validate_good_file(tmp_path, capsys):
@@ -117,7 +118,7 @@ def test_validate_good_file(tmp_path, capsys):
 )
 def test_validate_invalid(tmp_path, capsys, text, expected):
     path = _csv(tmp_path, text)
-    assert main(["validate", str(path)]) == 2
+    assert main(["validate", str(path), "--duplicates", "error"]) == 2
     err = capsys.readouterr().err
     assert expected in err and str(path) in err
     assert "Traceback" not in err

@@ -1,16 +1,25 @@
-"""Fuzzing `gece validate` and `gece prepare` with arbitrary CSV files: never a traceback, exit 0
-or 2, nothing written on exit 2, and the two commands agree."""
+"""Fuzzing `gece validate` and `gece prepare` with arbitrary CSV files (the two commands agree), `gece metrics`
+with mutated params.yaml files, and `gece metrics` and `gece compare` with mutated score files: never a
+traceback, exit 0 or 2, and on exit 2 a message naming the file, a hint and nothing written."""
 
 from __future__ import annotations
 
+import math
 import shutil
+from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
+import yaml
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from gece.cli import main
-from gece.schemas import PreparedPair, read_table
+from gece.schemas import PreparedPair, ScoreRow, read_table, write_table
+
+from .conftest import ROOT
+from .test_bad_input import _scores
 
 COLUMNS = ["sent_more", "sent_less", "y", "bias_type"]
 SPECIAL = ['"', '""', ",", "\n", "\r\n", "\r", "\x00", "\ufeff", " ", "\t", "\\", "'", "0", "1", "2", "-1", " 1",
@@ -102,3 +111,127 @@ def test_validate_and_prepare_never_crash(tmp_path, monkeypatch, capsys, case):
         assert meta["benchmark"] == "bench"
         if pairs is not None:  # every prepared pair is one of the file's pairs, never a shifted row
             assert set(zip(df["sent_more"], df["sent_less"])) <= pairs
+
+
+# ------------------------------------------------------------------ params.yaml
+PARAMS_TEXT = (ROOT / "params.yaml").read_text()
+ODD_VALUES = [-1, 0, 1, 3, 1000, 2**33, 2**70, 1.5, -0.0, float("nan"), float("inf"), "x", "", "auto", None, True,
+              [], {}, [1, 2], {"a": 1}, "../x", ":x:", "[bold]x[/bold]"]
+
+
+def _paths(obj, prefix=()):
+    """Every (path, value) below a parsed params document."""
+    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
+    for k, v in items:
+        yield (*prefix, k), v
+        yield from _paths(v, (*prefix, k))
+
+
+@st.composite
+def params_bytes(draw) -> bytes:
+    """params.yaml mutated: a value replaced, a key removed or added, a line repeated (a key written twice),
+    characters inserted, another encoding, or junk."""
+    kind = draw(st.sampled_from(["value", "value", "drop", "add", "line", "insert", "encoding", "junk"]))
+    raw = yaml.safe_load(PARAMS_TEXT)
+    if kind in ("value", "drop", "add"):
+        path, _ = draw(st.sampled_from(list(_paths(raw))))
+        parent = raw
+        for k in path[:-1]:
+            parent = parent[k]
+        if kind == "value":
+            parent[path[-1]] = draw(st.sampled_from(ODD_VALUES))
+        elif kind == "drop":
+            del parent[path[-1]]
+        elif isinstance(parent, dict):
+            parent[draw(st.sampled_from(["n_bins", "nbins", "seed", "x", "metrics", ""]))] = draw(st.sampled_from(ODD_VALUES))
+        return yaml.safe_dump(raw, allow_unicode=True).encode()
+    lines = PARAMS_TEXT.splitlines(keepends=True)
+    if kind == "line":
+        at = draw(st.integers(0, len(lines) - 1))
+        lines.insert(draw(st.integers(0, len(lines))), lines[at])
+        return "".join(lines).encode()
+    if kind == "insert":
+        at = draw(st.integers(0, len(PARAMS_TEXT)))
+        bit = draw(st.sampled_from(["\x00", "\t", ":", "- ", "[", "{", "&a ", "*a", "!!python/object:os.system ", "'",
+                                    "\ufeff", "%YAML 1.1\n---\n", "\n---\n"]) | st.text(max_size=8))
+        return (PARAMS_TEXT[:at] + bit + PARAMS_TEXT[at:]).encode("utf-8", errors="surrogatepass")
+    if kind == "encoding":
+        return (PARAMS_TEXT + "# café\n").encode(draw(st.sampled_from(["utf-16", "latin-1", "utf-8-sig"])))
+    return draw(st.binary(max_size=300) | st.text(max_size=300).map(lambda t: t.encode("utf-8", "surrogatepass")))
+
+
+@pytest.mark.filterwarnings("ignore")
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                  HealthCheck.too_slow])
+@given(content=params_bytes())
+def test_params_never_crash(tmp_path, monkeypatch, capsys, content):
+    monkeypatch.chdir(tmp_path)
+    scores = tmp_path / "s.parquet"
+    if not scores.exists():
+        write_table(scores, _scores(12), ScoreRow, meta={"benchmark": "b", "model": "m"})
+    (tmp_path / "p.yaml").write_bytes(content)
+    out = tmp_path / "m.json"
+    out.unlink(missing_ok=True)
+    code = main(["--params", "p.yaml", "metrics", str(scores), "--out", str(out)])
+    err = capsys.readouterr().err
+    event(f"exit {code}")
+    assert code in (0, 2) and "Traceback" not in err, err
+    if code == 2:
+        assert "p.yaml" in err and "hint:" in err and not out.exists(), err
+
+
+# ------------------------------------------------------------------- score files
+CELLS = [math.nan, math.inf, -math.inf, -1.0, 0.0, 1.0, 2.0, 1e308, None, 0, -3, 2**62, "", "x", "b-0001", ":x:"]
+
+
+@st.composite
+def score_file(draw, path: Path) -> Path:
+    """A score file written as another tool would (no validation): cells replaced (a pair_id repeated, NaN,
+    out of range, wrong type), a column dropped or added, or the bytes of a good file cut or flipped."""
+    df = _scores(draw(st.integers(0, 30)))
+    kind = draw(st.sampled_from(["cells", "cells", "cells", "column", "bytes", "good"]))
+    if kind == "cells" and len(df):
+        for _ in range(draw(st.integers(1, 3))):
+            col = draw(st.sampled_from(list(df.columns)))
+            df[col] = df[col].astype(object)
+            df.at[draw(st.integers(0, len(df) - 1)), col] = draw(st.sampled_from(CELLS))
+    if kind == "column":
+        if draw(st.booleans()):
+            df = df.drop(columns=[draw(st.sampled_from(list(df.columns)))])
+        else:
+            df["extra"] = 1.0
+    try:
+        table = pa.Table.from_pandas(df, preserve_index=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # mixed types in a column: store it as text
+        table = pa.Table.from_pandas(df.astype({c: str for c in df.columns if df[c].dtype == object}),
+                                     preserve_index=False)
+    pq.write_table(table, path)
+    if kind == "bytes":
+        data = bytearray(path.read_bytes())
+        if draw(st.booleans()):
+            data = data[: draw(st.integers(0, len(data)))]
+        else:
+            for _ in range(draw(st.integers(1, 8))):
+                data[draw(st.integers(0, len(data) - 1))] = draw(st.integers(0, 255))
+        path.write_bytes(bytes(data))
+    return path
+
+
+@pytest.mark.filterwarnings("ignore")
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                  HealthCheck.too_slow])
+@given(data=st.data())
+def test_score_files_never_crash(tmp_path, monkeypatch, capsys, data):
+    monkeypatch.chdir(tmp_path)  # no params.yaml: the built-in defaults
+    bad = data.draw(score_file(tmp_path / "fuzz.parquet"))
+    good = tmp_path / "good.parquet"
+    if not good.exists():
+        write_table(good, _scores(30), ScoreRow, meta={"benchmark": "b", "model": "m"})
+    for args in (["metrics", str(bad), "--out", "m.json"], ["compare", str(good), str(bad), "--out", "m.json"]):
+        Path("m.json").unlink(missing_ok=True)
+        code = main(args)
+        err = capsys.readouterr().err
+        event(f"{args[0]} exit {code}")
+        assert code in (0, 2) and "Traceback" not in err and "this is a bug in gece" not in err, err
+        if code == 2:
+            assert str(bad) in err and "hint:" in err and not Path("m.json").exists(), err

@@ -20,6 +20,7 @@ from typing import Literal
 import pandas as pd
 
 from gece.errors import GeceError
+from gece.files import iconv_hint
 from gece.lexicon import side_group
 from gece.params import ID_HELP, is_id
 from gece.schemas import PreparedPair, require_file
@@ -92,7 +93,7 @@ def _decode(path: Path) -> str:
     raise GeceError(
         f"{path}: not valid UTF-8 text",
         problems=problems[:MAX_SHOWN] + _more(len(problems)),
-        hint="re-save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8 in.csv > out.csv)",
+        hint=iconv_hint(raw, path),
     )
 
 
@@ -140,7 +141,7 @@ def read_csv(path: str | Path) -> pd.DataFrame:
     Returns the columns gece uses (``sent_more``, ``sent_less``, ``y``, and ``bias_type`` when
     present), indexed by the line each row starts on; other columns are ignored.
     """
-    path = require_file(path, hint="pass the path of a benchmark CSV")
+    path = require_file(path, hint="pass the path of a benchmark CSV", size_limit="csv_bytes")
     header, rows = _records(path, _decode(path))
     used = [c for c in (*REQUIRED, *OPTIONAL) if c in header]
     missing = [c for c in REQUIRED if c not in header]
@@ -174,6 +175,8 @@ def check_rows(
     Problems make the file invalid; the warning (one line on kept or dropped repeats) does not.
     """
     problems: list[str] = []
+    if df.empty:
+        problems.append(f"{source}: no pairs: the file has a header line and no rows; add one row per pair")
     warnings: list[str] = []
     seen: dict[tuple[str, str], tuple[int, str]] = {}
     keep: list[int] = []
@@ -200,6 +203,11 @@ def check_rows(
                         else f"{side} has no word of its own (the other sentence only adds words)"
                     )
                     bad.append(f"{what}; make the two sentences differ in at least one word on each side")
+                elif (group := side_group([w.text for w in al.more])) == side_group([w.text for w in al.less]):
+                    shown = f"{' '.join(w.text for w in al.more)!r} vs {' '.join(w.text for w in al.less)!r}"
+                    bad.append(f"the sentences differ only in words of one group ({shown}: both {group!r}), so "
+                               "the pair contrasts nothing; make the differing words name two groups (he/she, "
+                               "man/woman)")
         if not bad:
             key = (more, less)
             if key in seen:
@@ -212,7 +220,7 @@ def check_rows(
                 elif duplicates == "error":
                     bad.append(
                         f"repeats row {first} (same sent_more, sent_less and y); delete the repeat, "
-                        "or allow repeats (gece validate --allow-duplicates, params prepare.duplicates)"
+                        "or allow repeats (params prepare.duplicates, or --duplicates keep)"
                     )
                 else:
                     warnings.append(f"row {row} repeats row {first}")
@@ -233,17 +241,25 @@ def check_rows(
     return out, problems, warnings
 
 
+def check_benchmark(path: str | Path, duplicates: DuplicatePolicy) -> tuple[pd.DataFrame, list[str], list[str], int]:
+    """What a valid benchmark is, for ``gece validate``, ``gece prepare`` and the pipeline alike: the file
+    read strictly (:func:`read_csv`) and every row checked (:func:`check_rows`) with the
+    ``prepare.duplicates`` policy. Returns (valid rows, problems, warnings, rows read)."""
+    df = read_csv(path)
+    rows, problems, warnings = check_rows(df, str(path), duplicates)
+    return rows, problems, warnings, len(df)
+
+
 def load_benchmark(path: str | Path, duplicates: DuplicatePolicy = "error") -> tuple[pd.DataFrame, list[str]]:
     """Read and validate a benchmark; raise one GeceError listing every bad row (first 20).
 
     Returns the valid rows (``row``, ``sent_more``, ``sent_less``, ``y``, ``bias_type``) and
     the warnings.
     """
-    df = read_csv(path)
-    rows, problems, warnings = check_rows(df, str(path), duplicates)
+    rows, problems, warnings, n = check_benchmark(path, duplicates)
     if problems:
         raise GeceError(
-            f"{path}: {len(problems)} problem(s) in {len(df)} row(s); nothing was written",
+            f"{path}: {len(problems)} problem(s) in {n} row(s); nothing was written",
             problems=problems[:MAX_SHOWN] + _more(len(problems)),
             hint="rows are numbered from 1 after the header line; fix them and run again",
         )

@@ -63,6 +63,9 @@ def _plain_file_name(value: str | None) -> str | None:
 
 Id = Annotated[str, AfterValidator(_valid_id)]
 
+MAX_SEED = 2**32 - 1  # numpy and scikit-learn seeds are unsigned 32-bit
+Seed = Annotated[int, Field(ge=0, le=MAX_SEED, description="a random seed, 0 to 2**32 - 1")]
+
 MEMORY_DEVICE = re.compile(r"\d+|cpu|mps|disk")
 MEMORY_SIZE = re.compile(r"\d+(\.\d+)?\s*([KMGT]i?B)", re.IGNORECASE)
 
@@ -161,23 +164,23 @@ class ExtractParams(_Section):
 class MetricsParams(_Section):
     n_bins: int = Field(10, ge=1, le=1000)
     binning: Literal["equal_width", "equal_mass"] = "equal_width"
-    bootstrap: int = Field(1000, ge=1000, description="bootstrap resamples for confidence intervals")
+    bootstrap: int = Field(1000, ge=1000, le=1_000_000, description="bootstrap resamples for confidence intervals")
     ci: float = Field(0.95, gt=0.0, lt=1.0)
-    seed: int = 0
+    seed: Seed = 0
 
 
 class CompareParams(_Section):
-    draws: int = Field(2000, ge=2000, description="paired bootstrap resamples")
-    seed: int = 0
+    draws: int = Field(2000, ge=2000, le=1_000_000, description="paired bootstrap resamples")
+    seed: Seed = 0
     ci: float = Field(0.95, gt=0.0, lt=1.0)
     alpha: float = Field(0.05, gt=0.0, lt=1.0, description="significance level of the markdown table")
 
 
 class AblateParams(_Section):
     sizes: list[int] = Field([50, 100, 150, 250, 500], min_length=1)
-    draws: int = Field(100, ge=1, description="random subsets per sample size")
-    seed: int = 0
-    bins: list[int] = Field([5, 10, 15, 20], min_length=1)
+    draws: int = Field(100, ge=1, le=100_000, description="random subsets per sample size")
+    seed: Seed = 0
+    bins: list[Annotated[int, Field(le=1000)]] = Field([5, 10, 15, 20], min_length=1)
     neutral: list[Id] = Field(["genderlex", "genderlex_person", "genderlex_someone"], min_length=2)
     special_tokens: dict[Id, Id] = Field(
         {"gemma-3-270m": "gemma-3-270m-nobos"}, description="model with special tokens -> the same without"
@@ -198,9 +201,9 @@ class CalibrateParams(_Section):
         default_factory=lambda: ["beta", "isotonic", "temperature", "platt", "histogram"], min_length=1
     )
     fraction: float = Field(0.5, gt=0.0, lt=1.0, description="share of pairs for fitting (split protocol)")
-    folds: int = Field(5, ge=2, description="k of the k-fold cross-fitting")
-    seed: int = Field(0, description="seed of the stratified split and of the fold assignment")
-    histogram_bins: int = Field(10, ge=1, description="equal-mass bins of histogram binning")
+    folds: int = Field(5, ge=2, le=1000, description="k of the k-fold cross-fitting")
+    seed: Seed = Field(0, description="seed of the stratified split and of the fold assignment")
+    histogram_bins: int = Field(10, ge=1, le=1000, description="equal-mass bins of histogram binning")
 
     @model_validator(mode="after")
     def _unique_methods(self) -> CalibrateParams:
@@ -269,17 +272,65 @@ def _key(loc: tuple) -> str:
     return out or "(top level)"
 
 
+class _RepeatedKey(Exception):
+    def __init__(self, key: object, line: int, first: int):
+        super().__init__(key)
+        self.key, self.line, self.first = key, line, first
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, except that a key written twice in one mapping is an error (PyYAML keeps
+    the last value silently)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict[object, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            try:
+                first = seen.setdefault(key, line)
+            except TypeError:  # an unhashable key: the safe loader reports it
+                continue
+            if first != line and key != "<<":
+                raise _RepeatedKey(key, line, first)
+        return super().construct_mapping(node, deep)
+
+
+def load_yaml(path: str | Path, hint: str) -> Any:
+    """A small YAML file (params.yaml, a .dvc file) read strictly: a regular file within the size limit,
+    UTF-8, valid YAML, no key written twice. Every failure is a GeceError naming the file and line."""
+    from gece.files import read_text
+
+    text = read_text(path, hint, "params_bytes")
+    try:
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
+    except _RepeatedKey as e:
+        raise GeceError(f"{path}: line {e.line}: key {e.key!r} is written twice (first on line {e.first}); "
+                        "YAML would silently keep only the second",
+                        hint=f"merge the two {e.key!r} entries into one") from None
+    except yaml.YAMLError as e:
+        raise GeceError(f"{path}: not valid YAML ({e})", hint="fix the line shown (indentation, a ':' after "
+                        "each key, quotes around values with ': ' or '#')") from None
+    except RecursionError:
+        raise GeceError(f"{path}: not valid YAML (nested too deeply)", hint=hint) from None
+
+
+PARAMS_HINT = ("params.yaml holds sections such as benchmarks:, models:, registry:, metrics: at the top level; "
+               "see the Parameters section of README.md")
+
+
 def load_params(path: str | Path = DEFAULT_PARAMS) -> Params:
     """Load and validate params.yaml; raise a GeceError listing every bad key."""
     path = Path(path)
-    if not path.exists():
-        raise GeceError(f"{path}: parameters file not found", hint="run from the repository root")
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as e:
-        raise GeceError(f"{path}: not valid YAML ({e})") from e
+    if not path.exists() and not path.is_symlink():
+        raise GeceError(f"{path}: parameters file not found", hint="run from the repository root, or pass "
+                        "--params PATH")
+    raw = load_yaml(path, hint="--params names the parameters file (params.yaml at the repository root)")
+    raw = {} if raw is None else raw
     if not isinstance(raw, dict):
-        raise GeceError(f"{path}: expected a mapping of sections at the top level")
+        kind = "list" if isinstance(raw, list) else f"single value ({raw!r})"
+        raise GeceError(f"{path}: the top level is a {kind}, not a mapping of sections",
+                        hint=PARAMS_HINT)
     try:
         return Params.model_validate(raw)
     except ValidationError as e:

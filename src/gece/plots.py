@@ -13,7 +13,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-plt.rcParams.update({"figure.max_open_warning": 0, "svg.hashsalt": "gece"})
+# text.parse_math off: a name with '$' in it (data) is drawn as the text it is, never as mathtext
+plt.rcParams.update({"figure.max_open_warning": 0, "svg.hashsalt": "gece", "text.parse_math": False})
 
 
 def sample_size_figure(report: dict, title: str) -> Figure:

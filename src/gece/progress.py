@@ -41,9 +41,9 @@ class Progress:
 
             unit = self.unit
             self._bar = RichProgress(
-                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
                 TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-                console=Console(stderr=True), transient=False,
+                console=Console(stderr=True, emoji=False), transient=False,
             )
             self._bar.__enter__()
             self._task = self._bar.add_task(self.description, total=self.total, rate=f"- {unit}/s")

@@ -15,7 +15,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
 
 from gece.errors import GeceError
 
@@ -74,10 +73,13 @@ def outputs(root: Path, targets: tuple[str, ...]) -> list[Path]:
         dvc_file = root / target
         if not dvc_file.is_file():
             raise GeceError(f"{dvc_file}: no such .dvc file", hint="run gece pull from the repository root")
+        from gece.params import load_yaml  # strict: UTF-8, size-bounded, no key twice
+
+        raw = load_yaml(dvc_file, hint=f"restore it: git checkout -- {target}")
         try:
-            outs = (yaml.safe_load(dvc_file.read_text(encoding="utf-8")) or {}).get("outs", [])
+            outs = (raw or {}).get("outs", [])
             paths += [dvc_file.parent / out["path"] for out in outs]
-        except (yaml.YAMLError, AttributeError, TypeError, KeyError) as e:
+        except (AttributeError, TypeError, KeyError) as e:
             raise GeceError(f"{dvc_file}: not a valid .dvc file ({e})", hint="restore it: git checkout -- "
                             f"{target}") from e
     return paths

@@ -9,15 +9,12 @@ and each row, and names the file, the row and the fix when something is wrong.
 
 from __future__ import annotations
 
-import glob
 import json
 import math
 import os
-import tempfile
 import types
 import typing
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -35,8 +32,16 @@ from pydantic import (
     model_validator,
 )
 
-from gece import faults
 from gece.errors import GeceError
+from gece.files import (  # noqa: F401  (re-exported: the schema module is where files are read and written)
+    atomic_path,
+    check_unique_ids,
+    check_input,
+    limit,
+    over_limit,
+    remove_stale_temporaries,
+    write_text,
+)
 
 SCHEMA_VERSION = "1"
 META_PREFIX = "gece."
@@ -275,63 +280,7 @@ class ExtractTiming(BaseModel):
 
 
 # ------------------------------------------------------------------- atomic writes
-_UMASK = os.umask(0)
-os.umask(_UMASK)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process
-        return True
-    return True
-
-
-def remove_stale_temporaries(path: str | Path) -> list[Path]:
-    """Delete the temporary files a killed writer of ``path`` left beside it.
-
-    Temporary names carry the writer's pid (``.<name>.<pid>.<random>.tmp``); one whose process
-    is gone can never be renamed into place, so it is removed. Returns what was removed.
-    """
-    path = Path(path)
-    removed = []
-    for tmp in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
-        pid = tmp.name[len(path.name) + 2 :].split(".", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
-            tmp.unlink(missing_ok=True)
-            removed.append(tmp)
-    return removed
-
-
-@contextmanager
-def atomic_path(path: str | Path) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; rename it onto ``path`` only on success.
-
-    The rename is atomic, so ``path`` is either absent, the old file or the complete new one,
-    whatever happens to the process. A temporary file left by a killed writer (SIGKILL skips
-    the cleanup below) is removed by the next write of the same path.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temporaries(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp_path = Path(tmp)
-    os.chmod(tmp_path, 0o666 & ~_UMASK)  # mkstemp creates 0600; give the usual permissions
-    try:
-        yield tmp_path
-        faults.checkpoint(f"rename:{path.name}")
-        os.replace(tmp_path, path)
-    finally:
-        if tmp_path.exists():
-            tmp_path.unlink()
-
-
-def write_text(path: str | Path, text: str) -> None:
-    with atomic_path(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
+# (gece.files: the output-path check, the temporary file and the rename; re-exported here)
 
 
 def _json_default(o: Any) -> Any:
@@ -359,22 +308,23 @@ def clean_floats(obj: Any) -> Any:
     return obj
 
 
-def require_file(path: str | Path, hint: str) -> Path:
-    """``path`` if it is an existing file, else a GeceError with ``hint``.
+def require_file(path: str | Path, hint: str, size_limit: str | None = None) -> Path:
+    """``path`` if it is a readable regular file (within the ``size_limit`` of ``gece.files.LIMITS``),
+    else a GeceError with ``hint``.
 
     Every reader of an input file calls this, so a file under a ``data/`` directory that does not
     exist (the DVC-tracked snapshot was never pulled) says so, instead of "file not found".
     """
     path = Path(path)
-    if path.is_file():
-        return path
+    if os.path.lexists(path):
+        return check_input(path, hint, size_limit)
     absent = [d for d in Path(os.path.abspath(path)).parents if d.name == "data" and not d.exists()]
     if absent:
         raise GeceError(f"{path}: data/ is missing: run `dvc pull data.dvc` (or make data)",
                         problems=[f"{absent[-1]} does not exist"],
                         hint="the data snapshot is tracked by DVC (data.dvc), not git; `gece pull` checks "
                         "the DVC remote and pulls it")
-    raise GeceError(f"{path}: {'not a file' if path.exists() else 'file not found'}", hint=hint)
+    return check_input(path, hint, size_limit)
 
 
 def write_json(path: str | Path, obj: Any, model: type[BaseModel] | TypeAdapter | None = None) -> None:
@@ -395,11 +345,13 @@ def write_json(path: str | Path, obj: Any, model: type[BaseModel] | TypeAdapter 
 
 
 def read_json(path: str | Path, model: type[BaseModel] | TypeAdapter | None = None) -> Any:
-    path = require_file(path, hint="run the stage that writes it (dvc repro)")
+    path = require_file(path, hint="run the stage that writes it (dvc repro)", size_limit="json_bytes")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise GeceError(f"{path}: not valid JSON ({e})", hint="delete it and rerun the stage") from e
+    except RecursionError:
+        raise GeceError(f"{path}: not valid JSON (nested too deeply)", hint="delete it and rerun the stage") from None
     if model is None:
         return data
     try:
@@ -572,18 +524,42 @@ def _py(record: dict, nullable: set[str]) -> dict:
     return out
 
 
-def _open_parquet(path: str | Path, model: type[BaseModel]) -> tuple[pq.ParquetFile, dict[str, str], pa.Schema]:
-    """Open a Parquet artifact and check its columns and types against ``model`` (no rows read)."""
+def _check_size(path: Path, pf: pq.ParquetFile, columns: list[str]) -> None:
+    """A file read whole must fit the run: its rows and the uncompressed bytes of ``columns`` within
+    ``gece.files.LIMITS`` (checked from the footer, before any row is read)."""
+    md = pf.metadata
+    wanted = {i for i in range(md.num_columns) if md.schema.column(i).path.split(".")[0] in columns}
+    size = sum(md.row_group(g).column(i).total_uncompressed_size for g in range(md.num_row_groups) for i in wanted)
+    for problem in (over_limit(path, "rows", md.num_rows, "rows"), over_limit(path, "bytes", size, "parquet_bytes")):
+        if problem:
+            raise problem
+
+
+def pair_ids(path: str | Path, limit: int | None = None) -> pa.ChunkedArray:
+    """The ``pair_id`` column of a Parquet artifact (its first ``limit`` rows), read alone and kept in Arrow: a
+    streamed reader checks that every pair is there once without holding the rest of the file."""
+    try:
+        ids = pq.ParquetFile(path).read(columns=["pair_id"]).column("pair_id")
+    except (pa.ArrowException, OSError, ValueError, KeyError) as e:
+        raise GeceError(f"{path}: not a readable Parquet file ({e})", hint="delete it and rerun its stage") from e
+    return ids.slice(0, limit)
+
+
+def _open_parquet(path: str | Path, model: type[BaseModel], whole: bool = True
+                  ) -> tuple[pq.ParquetFile, dict[str, str], pa.Schema]:
+    """Open a Parquet artifact and check its columns and types against ``model`` (no rows read).
+
+    ``whole``: the caller holds the whole file in memory, so its size is checked against the limits."""
     path = require_file(path, hint="run the stage that writes it (dvc repro) or dvc pull")
     try:
         pf = pq.ParquetFile(path)
-    except (pa.ArrowInvalid, OSError) as e:
+        schema = pf.schema_arrow
+    except (pa.ArrowException, OSError, ValueError) as e:  # ValueError: a damaged footer's names are not UTF-8
         raise GeceError(f"{path}: not a readable Parquet file ({e})", hint="delete it and rerun its stage") from e
-    schema = pf.schema_arrow
-    meta = {
-        k.decode()[len(META_PREFIX) :]: v.decode()
+    meta = {  # bytes that are not UTF-8 (a damaged footer) are shown as U+FFFD, never a crash
+        k.decode(errors="replace")[len(META_PREFIX) :]: v.decode(errors="replace")
         for k, v in (schema.metadata or {}).items()
-        if k.decode().startswith(META_PREFIX)
+        if k.decode(errors="replace").startswith(META_PREFIX)
     }
     want = arrow_schema(model)
     missing = [n for n in want.names if n not in schema.names]
@@ -599,6 +575,8 @@ def _open_parquet(path: str | Path, model: type[BaseModel]) -> tuple[pq.ParquetF
             problems.append(f"column {f.name}: type {typ}, expected {f.type}")
     if problems:
         raise GeceError(f"{path}: wrong column types", problems=problems, hint="rerun the stage that writes it")
+    if whole:
+        _check_size(path, pf, want.names)
     return pf, meta, want
 
 
@@ -618,6 +596,14 @@ def _castable(src: pa.DataType, dst: pa.DataType) -> bool:
     return src == dst or (pa.types.is_null(src) or _family(src) == _family(dst))
 
 
+def _decodes(column: pa.ChunkedArray) -> bool:
+    try:
+        column.to_pylist()
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def _frame(path: Path, table: pa.Table, model: type[BaseModel], want: pa.Schema, first_row: int) -> pd.DataFrame:
     """An Arrow chunk cast to the schema's types, as a validated frame."""
     for f in want:
@@ -625,19 +611,28 @@ def _frame(path: Path, table: pa.Table, model: type[BaseModel], want: pa.Schema,
         if col.type != f.type:
             try:
                 col = col.cast(f.type, safe=True)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:  # e.g. 1.5 in an int column
+            except pa.ArrowException as e:  # e.g. 1.5 in an int column
                 raise GeceError(f"{path}: column {f.name} has values that are not {f.type} ({e})",
                                 hint="rerun the stage that writes it") from e
             table = table.set_column(table.schema.get_field_index(f.name), f.name, col)
     # validated from Arrow, where a null (None) and a NaN (an error) are told apart
+    try:
+        records = table.select(want.names).to_pylist()
+    except UnicodeDecodeError as e:  # a damaged data page: Parquet text must be UTF-8
+        bad = [n for n in want.names if not _decodes(table.column(n))]
+        raise GeceError(f"{path}: column(s) {', '.join(bad) or '?'} hold text that is not UTF-8 ({e.reason})",
+                        hint="the file is damaged; delete it and rerun its stage") from e
     validate_records(
-        table.select(want.names).to_pylist(),
+        records,
         model,
         str(path),
         hint="the file is corrupt or was edited; rerun the stage that writes it",
         first_row=first_row,
     )
-    df = table.to_pandas()
+    try:
+        df = table.to_pandas()
+    except (ValueError, KeyError, TypeError):  # damaged pandas metadata in the footer: the columns are valid
+        df = table.replace_schema_metadata(None).to_pandas()
     if model.model_config.get("extra") != "allow":
         df = df[want.names]
     return df
@@ -646,7 +641,7 @@ def _frame(path: Path, table: pa.Table, model: type[BaseModel], want: pa.Schema,
 def _read_all(pf: pq.ParquetFile, path: Path, columns: list[str] | None) -> pa.Table:
     try:
         return pf.read(columns=columns)
-    except (pa.ArrowInvalid, OSError) as e:  # a damaged column chunk (truncated file)
+    except (pa.ArrowException, OSError, ValueError) as e:  # a damaged column chunk (truncated file)
         raise GeceError(f"{path}: not a readable Parquet file ({e})", hint="delete it and rerun its stage") from e
 
 
@@ -655,12 +650,16 @@ def read_table(path: str | Path, model: type[BaseModel]) -> tuple[pd.DataFrame, 
     path = Path(path)
     pf, meta, want = _open_parquet(path, model)
     columns = None if model.model_config.get("extra") == "allow" else want.names
-    return _frame(path, _read_all(pf, path, columns), model, want, 1), meta
+    df = _frame(path, _read_all(pf, path, columns), model, want, 1)
+    if "pair_id" in df.columns:
+        check_unique_ids(path, df["pair_id"])
+    return df, meta
 
 
-def parquet_rows(path: str | Path, model: type[BaseModel]) -> tuple[int, dict[str, str]]:
-    """Number of rows and ``gece.*`` metadata of a Parquet artifact, with its schema checked."""
-    pf, meta, _ = _open_parquet(path, model)
+def parquet_rows(path: str | Path, model: type[BaseModel], whole: bool = True) -> tuple[int, dict[str, str]]:
+    """Number of rows and ``gece.*`` metadata of a Parquet artifact, with its schema (and, when it
+    is to be read ``whole``, its size) checked."""
+    pf, meta, _ = _open_parquet(path, model, whole)
     return pf.metadata.num_rows, meta
 
 
@@ -672,7 +671,7 @@ def iter_table(path: str | Path, model: type[BaseModel], rows: int, limit: int |
     row number in the file.
     """
     path = Path(path)
-    pf, _, want = _open_parquet(path, model)
+    pf, _, want = _open_parquet(path, model, whole=False)
     columns = None if model.model_config.get("extra") == "allow" else want.names
     done = 0
     try:
@@ -684,7 +683,7 @@ def iter_table(path: str | Path, model: type[BaseModel], rows: int, limit: int |
                 table = table.slice(0, limit - done)
             yield _frame(path, table, model, want, done + 1)
             done += len(table)
-    except (pa.ArrowInvalid, OSError) as e:
+    except (pa.ArrowException, OSError) as e:
         raise GeceError(f"{path}: not a readable Parquet file ({e})", hint="delete it and rerun its stage") from e
 
 

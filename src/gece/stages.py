@@ -22,6 +22,7 @@ import pandas as pd
 from gece import ablation, benchmarks, calibration, faults, metrics, plots, report
 from gece.ablation import Run
 from gece.errors import GeceError
+from gece.files import check_input_dir, check_output, check_output_dir, clear_output_dir
 from gece.params import (
     AblateParams,
     CalibrateParams,
@@ -52,7 +53,9 @@ from gece.schemas import (
     ScoreRow,
     SpecialTokensReport,
     TableWriter,
+    check_unique_ids,
     iter_table,
+    pair_ids,
     parquet_rows,
     read_json,
     read_table,
@@ -132,7 +135,8 @@ REFERENCE_HINT = "restore the authors' file with `dvc pull data.dvc` (see data/S
 
 def read_reference(csv: str | Path) -> pd.DataFrame:
     """The authors' released scores for one benchmark and model, every row checked (``ReferenceRow``)."""
-    csv = require_file(csv, hint=f"{REFERENCE_HINT}; the file is data/reference/<benchmark>/<model>.csv")
+    csv = require_file(csv, hint=f"{REFERENCE_HINT}; the file is data/reference/<benchmark>/<model>.csv",
+                       size_limit="csv_bytes")
     try:
         ref = pd.read_csv(csv)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
@@ -218,9 +222,11 @@ def read_run(path: str | Path) -> tuple[pd.DataFrame, dict[str, str]]:
 
     Memory holds the few columns the metrics need, never the sentences of the whole file.
     """
-    _, meta = parquet_rows(path, ScoreRow)
+    _, meta = parquet_rows(path, ScoreRow)  # within the limits of a file read whole
     parts = [chunk[RUN_COLUMNS] for chunk in iter_table(path, ScoreRow, READ_ROWS)]
-    return (pd.concat(parts, ignore_index=True) if parts else read_table(path, ScoreRow)[0][RUN_COLUMNS]), meta
+    scores = pd.concat(parts, ignore_index=True) if parts else read_table(path, ScoreRow)[0][RUN_COLUMNS]
+    check_unique_ids(path, scores["pair_id"])
+    return scores, meta
 
 
 def run_metrics(scores: pd.DataFrame, settings: MetricsParams) -> tuple[dict, list[dict]]:
@@ -338,7 +344,7 @@ def compare(
 
 
 def run_calibration(
-    scores: pd.DataFrame, settings: CalibrateParams, metric_settings: MetricsParams
+    scores: pd.DataFrame, settings: CalibrateParams, metric_settings: MetricsParams, source: str = "the score file"
 ) -> tuple[dict, pd.DataFrame, list[dict]]:
     """Calibrate one score table under both protocols (SPEC §5).
 
@@ -352,16 +358,20 @@ def run_calibration(
     p, y, gm, gl = r.p, r.y, r.gender_more, r.gender_less
     counts = {int(c): int((y == c).sum()) for c in (0, 1)}
     if min(counts.values()) < settings.folds:
+        missing = [c for c in (1, 0) if counts[c] < 2]
         raise GeceError(
-            f"calibration needs at least {settings.folds} pairs of each label, "
-            f"got {counts[1]} with y=1 and {counts[0]} with y=0",
-            hint="calibrate a larger benchmark, or lower calibrate.folds",
+            f"{source}: calibration needs at least {settings.folds} pairs of each label "
+            f"(calibrate.folds), got {counts[1]} with y=1 and {counts[0]} with y=0",
+            hint=(f"{source} has {'no' if not counts[missing[0]] else 'one'} pair with y={missing[0]}, so no setting "
+                  "can calibrate it: calibrate the score file of a benchmark with both labels") if missing else
+            f"lower calibrate.folds (or --folds) to at most {min(counts.values())} for {source}, or calibrate "
+            "a larger benchmark",
         )
     makers = calibration.factories(settings.histogram_bins)
     try:
         split = calibration.run_split(p, y, settings.methods, settings.fraction, settings.seed, makers)
     except ValueError as e:  # scikit-learn: a part would lack a label
-        raise GeceError(f"cannot split {len(p)} pairs with calibrate.fraction={settings.fraction}: {e}",
+        raise GeceError(f"{source}: cannot split {len(p)} pairs with calibrate.fraction={settings.fraction}: {e}",
                         hint="choose a calibrate.fraction that leaves both labels on each side") from e
     cross = calibration.run_crossfit(p, y, settings.methods, settings.folds, settings.seed, makers)
 
@@ -420,7 +430,7 @@ def calibrate(
     """artifacts/scores/<b>/<m>.parquet -> reports/calibration/<b>/<m>.json,
     artifacts/calibrated/<b>/<m>.parquet and reports/calibration_bins/<b>/<m>.json."""
     scores, meta = read_table(scores_path, ScoreRow)
-    report, calibrated, bins = run_calibration(scores, settings, metric_settings)
+    report, calibrated, bins = run_calibration(scores, settings, metric_settings, str(scores_path))
     run = f"{meta.get('benchmark', '?')}/{meta.get('model', scores_path)}"
     for protocol in ("split", "crossfit"):
         for name, m in report[protocol]["methods"].items():
@@ -471,11 +481,15 @@ def _code_sha256() -> str:
 
 
 def _data_snapshot(data_dvc: Path) -> dict:
-    import yaml
+    from gece.params import load_yaml
 
     if not data_dvc.exists():
         return {"data_md5": "unknown (no data.dvc)", "data_nfiles": "?"}
-    outs = (yaml.safe_load(data_dvc.read_text(encoding="utf-8")) or {}).get("outs") or [{}]
+    hint = "restore it with `git checkout data.dvc`"
+    raw = load_yaml(data_dvc, hint=hint)
+    outs = (raw.get("outs") if isinstance(raw, dict) else None) or [{}]
+    if not isinstance(outs, list) or not isinstance(outs[0], dict):
+        raise GeceError(f"{data_dvc}: not a DVC file (no outs: list of mappings)", hint=hint)
     return {"data_md5": outs[0].get("md5", "unknown"), "data_nfiles": outs[0].get("nfiles", "?")}
 
 
@@ -586,14 +600,15 @@ def report_stage(
     """reports/** (+ artifacts/scores for the equal-mass diagrams and the confidently wrong
     pairs) -> reports/figures/, reports/tables/*.md and reports/index.html. Returns what was written."""
     reports_dir, scores_dir = Path(reports_dir), Path(scores_dir)
-    out_dir = Path(out_dir) if out_dir is not None else reports_dir
+    check_input_dir(reports_dir, "--reports", "the JSON reports")
+    check_input_dir(scores_dir, "--scores", "the score files")
+    out_dir = check_output_dir(Path(out_dir) if out_dir is not None else reports_dir, "--out")
     data = load_report_data(params, reports_dir, scores_dir, out_dir)
     data.provenance = {**_data_snapshot(Path(data_dvc)), "code_sha256": _code_sha256(),
                        "gece_version": _package_versions().get("gece"), "params": params.model_dump(mode="json"),
                        "packages": _package_versions()}
-    for sub in ("figures", "tables"):  # outputs of this stage only: stale files of removed runs go too
-        if (out_dir / sub).is_dir():
-            shutil.rmtree(out_dir / sub)
+    for sub, suffixes in (("figures", (".png",)), ("tables", (".md",))):  # stale files of removed runs go too
+        clear_output_dir(out_dir / sub, suffixes, "--out")
 
     figures: dict[str, dict] = {"grid": {}, "calibration": {}, "runs": {}}
     written: list[str] = []
@@ -735,9 +750,13 @@ def extract(
 
     prepared, out = Path(prepared), Path(out)
     meta_out = Path(meta_out) if meta_out else meta_path(out)
+    beside = f"remove it, or give OUT another name (the timing file and the shards directory are named after {out})"
+    check_output(timing_path(out), "the timing file", beside)
+    check_output_dir(shards_dir(out), "the shards directory", beside)
     resolved = models.resolve(spec)  # a missing package/file/hub id fails before any work
-    n_rows, pmeta = parquet_rows(prepared, PreparedPair)
+    n_rows, pmeta = parquet_rows(prepared, PreparedPair, whole=False)  # streamed
     n = n_rows if settings.limit is None else min(n_rows, settings.limit)
+    check_unique_ids(prepared, pair_ids(prepared, n))  # one column read: a repeated pair fails before the model loads
     benchmark = pmeta.get("benchmark", prepared.stem)
     threads = engine.set_threads()
     lm = loaded if loaded is not None else models.load(spec, resolved=resolved)

@@ -1,0 +1,283 @@
+"""The file boundary: which paths may be read or written, how big an input may be, atomic writes.
+
+Every output goes through :func:`check_output` (the CLI calls it for each output option before
+any work, :func:`atomic_path` again before each write): only a regular file or a path that does
+not exist yet is written, after symlinks are resolved. A FIFO, a device, a directory or a path
+below a file is refused, so the temporary-file-and-rename never replaces such a node.
+Every input goes through :func:`check_input`: it must be a readable regular file no larger
+than its stated limit (:data:`LIMITS`, raised with ``GECE_MAX_<NAME>`` in the environment);
+a file of pairs holds each ``pair_id`` once (:func:`check_unique_ids`).
+"""
+
+from __future__ import annotations
+
+import errno
+import glob
+import os
+import stat
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from gece import faults
+from gece.errors import GeceError
+
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+MiB = 1 << 20
+# what one run holds in memory at most: bytes of a text input, rows of a Parquet file read whole
+LIMITS = {
+    "params_bytes": 1 * MiB,  # params.yaml, data.dvc
+    "csv_bytes": 64 * MiB,  # a benchmark or reference CSV (the largest shipped: well under 1 MiB)
+    "json_bytes": 64 * MiB,  # a report JSON
+    # rows of a score (or prepared) file read whole (metrics, ablate, compare, calibrate, reference): about
+    # 1 KB each at peak (make bench: reports/bench/bounds.json), so about 1 GB; the largest benchmark has 50,000
+    "rows": 1_000_000,
+    "parquet_bytes": 1024 * MiB,  # uncompressed bytes of such a file's columns
+}
+
+
+def limit(name: str) -> int:
+    """The limit ``name`` of :data:`LIMITS`, or ``$GECE_MAX_<NAME>`` when that is set to a positive number."""
+    env = f"GECE_MAX_{name.upper()}"
+    raw = os.environ.get(env)
+    if raw is None:
+        return LIMITS[name]
+    if not raw.isdigit() or int(raw) < 1:
+        raise GeceError(f"environment variable {env}={raw!r} is not a positive whole number",
+                        hint=f"set it to a number ({LIMITS[name]} by default) or unset it")
+    return int(raw)
+
+
+def over_limit(path: str | Path, what: str, size: int, name: str) -> GeceError | None:
+    """A GeceError when ``size`` (of ``what``, e.g. "rows") exceeds the limit ``name``, else None."""
+    cap = limit(name)
+    if size <= cap:
+        return None
+    return GeceError(f"{path}: {size:,} {what} exceed the limit of {cap:,} {what} that one run reads",
+                     hint=f"check that this is the right file; to read it anyway, raise the limit with "
+                     f"GECE_MAX_{name.upper()}={size} in the environment (memory grows with it)")
+
+
+def check_unique_ids(path: str | Path, pair_id: Any) -> None:
+    """Every ``pair_id`` (a column, in file order) must be unique; a GeceError names each repeated id and its rows.
+
+    Counted in Arrow (a hash of the distinct ids), so a file of one id repeated millions of times costs little."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    ids = pair_id if isinstance(pair_id, pa.Array | pa.ChunkedArray) else \
+        pa.array(np.asarray(pair_id, dtype=object), type=pa.string())
+    if pc.count_distinct(ids, mode="all").as_py() == len(ids):
+        return
+    counts = pc.value_counts(ids)
+    repeated = counts.filter(pc.greater(counts.field("counts"), 1))
+    problems = []
+    for pid, n in zip(repeated.field("values")[:20].to_pylist(), repeated.field("counts")[:20].to_pylist()):
+        rows = pc.indices_nonzero(pc.equal(ids, pa.scalar(pid, pa.string()))).to_pylist()[:10]
+        problems.append(f"pair_id {pid!r} appears {n} times: rows {', '.join(str(r + 1) for r in rows)}"
+                        + (", ..." if n > 10 else ""))
+    more = [f"... and {len(repeated) - 20} more"] if len(repeated) > 20 else []
+    raise GeceError(f"{path}: {len(repeated)} pair_id(s) appear more than once; each pair must be scored once",
+                    problems=problems + more,
+                    hint="the file was concatenated or edited; rerun the stage that writes it (gece extract or "
+                    "gece reference) from the prepared benchmark")
+
+
+def _kind(mode: int) -> str:
+    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
+
+
+def check_input(path: str | Path, hint: str, size_limit: str | None = None) -> Path:
+    """``path`` if it is a readable regular file (within ``size_limit`` of :data:`LIMITS`), else a GeceError."""
+    path = Path(path)
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        raise GeceError(f"{path}: file not found", hint=hint) from None
+    except OSError as e:  # a loop of symlinks, a name too long, a component that is a file
+        raise GeceError(f"{path}: cannot be read ({e.strerror})", hint=hint) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise GeceError(f"{path}: not a file: it is {_kind(st.st_mode)}", hint=hint)
+    if not os.access(path, os.R_OK):
+        raise GeceError(f"{path}: permission denied", hint=f"make it readable (chmod u+r {path})")
+    if size_limit and (e := over_limit(path, "bytes", st.st_size, size_limit)):
+        raise e
+    return path
+
+
+def check_input_dir(path: Path, option: str, holds: str) -> None:
+    """A directory that is read (where it exists: what is missing in it is reported by its reader)."""
+    if path.exists() and not path.is_dir():
+        raise GeceError(f"{option} {path} is not a directory", hint=f"give {option} the directory of {holds}")
+
+
+def check_output(path: str | Path, option: str = "output", hint: str | None = None) -> Path:
+    """The path to write for ``path`` (symlinks resolved), or a GeceError naming ``option``.
+
+    Writable: an existing regular file (replaced) or a path that does not exist yet whose nearest
+    existing ancestor is a directory (missing directories are created). Anything else is refused.
+    """
+    given = Path(path)
+    real = Path(os.path.realpath(given))
+    hint = hint or f"give {option} the path of a regular file or of a new file"
+    shown = f"{option} {given}" + (f" (a symlink to {real})" if real != Path(os.path.abspath(given)) else "")
+    try:
+        st = real.stat()
+    except (FileNotFoundError, NotADirectoryError):  # new, or below a file (refused next)
+        st = None
+    except OSError as e:
+        raise GeceError(f"{shown}: cannot be written ({e.strerror})", hint=hint) from None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise GeceError(f"{shown} is {_kind(st.st_mode)}, not a regular file; gece writes outputs to a new file "
+                        "and renames it into place, which would replace it", hint=hint)
+    parent = next(p for p in real.parents if p.exists() or p == p.parent)
+    if not parent.is_dir():
+        raise GeceError(f"{shown}: {parent} is a file, so nothing can be created below it", hint=hint)
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise GeceError(f"{shown}: directory {parent} is not writable", hint=f"{hint} in a writable directory")
+    return real
+
+
+def check_outputs(outputs: dict[str, str | Path | None], inputs: list[str | Path] = ()) -> None:
+    """Check every given output (option -> path) before any work; none may be one of ``inputs``."""
+    seen: dict[Path, str] = {}
+    read = {Path(os.path.realpath(p)): p for p in inputs if p is not None}
+    for option, path in outputs.items():
+        if path is None:
+            continue
+        real = check_output(path, option)
+        if real in read:
+            raise GeceError(f"{option} {path} is the input {read[real]}; writing it would replace the input",
+                            hint=f"give {option} another path")
+        if real in seen:
+            raise GeceError(f"{option} {path} is also {seen[real]}; one would overwrite the other",
+                            hint=f"give {option} and {seen[real]} different paths")
+        seen[real] = option
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
+
+
+def remove_stale_temporaries(path: str | Path) -> list[Path]:
+    """Delete the temporary files a killed writer of ``path`` left beside it.
+
+    Temporary names carry the writer's pid (``.<name>.<pid>.<random>.tmp``); one whose process
+    is gone can never be renamed into place, so it is removed. Returns what was removed.
+    """
+    path = Path(path)
+    removed = []
+    for tmp in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        pid = tmp.name[len(path.name) + 2 :].split(".", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            tmp.unlink(missing_ok=True)
+            removed.append(tmp)
+    return removed
+
+
+ENVIRONMENT_ERRORS = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "disk quota exceeded",
+                      errno.EROFS: "read-only file system", errno.EACCES: "permission denied",
+                      errno.EPERM: "operation not permitted"}
+
+
+@contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; rename it onto ``path`` only on success.
+
+    The rename is atomic, so ``path`` is either absent, the old file or the complete new one,
+    whatever happens to the process. A temporary file left by a killed writer (SIGKILL skips
+    the cleanup below) is removed by the next write of the same path. ``path`` is checked by
+    :func:`check_output` first; a symlink to a regular file is replaced by the new file, and the file it
+    points to (say, in DVC's cache) is never written through.
+    """
+    check_output(path)
+    path = Path(path)
+    tmp_path = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(path)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
+        os.close(fd)
+        tmp_path = Path(tmp)
+        os.chmod(tmp_path, 0o666 & ~_UMASK)  # mkstemp creates 0600; give the usual permissions
+        yield tmp_path
+        faults.checkpoint(f"rename:{path.name}")
+        os.replace(tmp_path, path)
+    except OSError as e:
+        if e.errno not in ENVIRONMENT_ERRORS:
+            raise
+        raise GeceError(f"{path}: cannot be written: {ENVIRONMENT_ERRORS[e.errno]}",
+                        hint="free space, or write to another directory") from e
+    finally:
+        if tmp_path is not None and tmp_path.exists():
+            tmp_path.unlink()
+
+
+def write_text(path: str | Path, text: str) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+def iconv_hint(raw: bytes, path: str | Path) -> str:
+    """How to re-save ``raw`` (the bytes of ``path``) as UTF-8: from UTF-16 when it looks like UTF-16, else latin-1."""
+    utf16 = raw[:2] in (b"\xff\xfe", b"\xfe\xff") or (len(raw) >= 4 and raw[1::2].count(0) > len(raw) // 4)
+    source = "utf-16" if utf16 else "latin1"
+    what = "the file is UTF-16; " if utf16 else ""
+    return f"{what}re-save the file as UTF-8 (e.g. iconv -f {source} -t utf-8 {path} > fixed && mv fixed {path})"
+
+
+def read_text(path: str | Path, hint: str, size_limit: str) -> str:
+    """The text of a small UTF-8 input (a BOM is dropped), checked like :func:`check_input`; a byte that is
+    not UTF-8 is a GeceError naming its line and column, with a re-encoding hint that fits the file."""
+    path = check_input(path, hint, size_limit)
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        column = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
+        raise GeceError(f"{path}: not valid UTF-8 text: line {line}, column {column}: byte "
+                        f"0x{raw[e.start:e.start + 1].hex()}", hint=iconv_hint(raw, path)) from None
+
+
+def check_output_dir(path: str | Path, option: str, hint: str | None = None) -> Path:
+    """``path`` if it is a directory or can be created as one, else a GeceError naming ``option``."""
+    path = Path(path)
+    hint = hint or f"give {option} a directory (it holds index.html, figures/ and tables/)"
+    if path.exists() and not path.is_dir():
+        raise GeceError(f"{option} {path} is not a directory", hint=hint)
+    if not path.exists():
+        check_output(path, option, hint)  # a new path whose nearest existing parent is a writable directory
+    return path
+
+
+def clear_output_dir(path: str | Path, suffixes: tuple[str, ...], option: str) -> None:
+    """Remove ``path``, a directory of outputs that a rerun replaces, if it holds only files gece writes
+    there (``suffixes``); a symlink, a file or a directory with other files in it is refused, not removed."""
+    path = Path(path)
+    if not os.path.lexists(path):
+        return
+    if path.is_symlink() or not path.is_dir():
+        raise GeceError(f"{option} {path.parent}: {path} is {'a symlink' if path.is_symlink() else 'not a directory'}; "
+                        "gece replaces this directory, so it must be one it wrote",
+                        hint=f"remove {path} or give {option} another directory")
+    foreign = [p for p in path.rglob("*") if p.is_symlink() or not (p.is_dir() or p.name.endswith(suffixes))]
+    if foreign:
+        raise GeceError(f"{option} {path.parent}: {path} holds files gece did not write there, e.g. {foreign[0]}; "
+                        "gece replaces this directory", hint=f"move them away, or give {option} another directory")
+    import shutil
+
+    shutil.rmtree(path)
