@@ -45,25 +45,42 @@ def _visible(attention_mask, t: int, s: int):
     return m if m.dtype == torch.bool else m == 0
 
 
-def _canonical_softmax(w, visible):
+def _layout(visible, b: int, t: int, s: int) -> list:
+    """Where each query's canonical row takes its keys from: per row length n, (n, k, take, keep) with
+    ``take`` (B, 1|H, T, k) the visible keys' columns in order and ``keep`` (B, 1|H, T, n) the row
+    entries that hold one (for the queries whose row is n long)."""
+    import torch
+
+    vis = visible.expand(b, visible.shape[1], t, s)
+    count = vis.sum(dim=-1)  # (B, 1|H, T): keys each query sees
+    order = torch.sort((~vis).to(torch.uint8), dim=-1, stable=True).indices  # visible keys first, in order
+    length = ((count + ROW - 1) // ROW).clamp_min(1) * ROW
+    out = []
+    for n in torch.unique(length).tolist():
+        k = min(n, s)
+        out.append((n, k, order[..., :k], (torch.arange(n) < count[..., None]) & (length == n)[..., None]))
+    return out
+
+
+_LAST: list = [None, None]  # (the mask object and shape, its layout): every layer of a forward pass shares one
+
+
+def _canonical_softmax(w, attention_mask):
     """softmax over each query's visible keys, computed on rows laid out the same in every batch:
     the visible keys in order, then -inf up to a multiple of :data:`ROW` (a query's row length
     depends on its own key count only). Returns w's shape, with zeros where a key is not visible."""
     import torch
 
     b, h, t, s = w.shape
-    vis = visible.expand(b, visible.shape[1], t, s)
-    count = vis.sum(dim=-1)  # (B, 1|H, T): keys each query sees
-    order = torch.sort((~vis).to(torch.uint8), dim=-1, stable=True).indices  # visible keys first, in order
-    length = ((count + ROW - 1) // ROW).clamp_min(1) * ROW
+    key = (attention_mask, b, t, s)
+    if _LAST[0] is None or _LAST[0][0] is not attention_mask or _LAST[0][1:] != key[1:]:
+        _LAST[:] = [key, _layout(_visible(attention_mask, t, s), b, t, s)]
     out = torch.zeros_like(w)
-    for n in torch.unique(length).tolist():
-        k = min(n, s)
-        take = order[..., :k].expand(b, h, t, k)
+    for n, k, take, keep in _LAST[1]:
+        take = take.expand(b, h, t, k)
         rows = torch.gather(w, -1, take)
         if n > k:
             rows = torch.nn.functional.pad(rows, (0, n - k), value=float("-inf"))
-        keep = (torch.arange(n) < count[..., None]) & (length == n)[..., None]
         probs = torch.softmax(rows.masked_fill(~keep, float("-inf")), dim=-1)[..., :k]
         out.scatter_add_(-1, take, torch.where(keep[..., :k], probs, 0.0))  # other groups' rows are NaN
     return out
@@ -85,7 +102,7 @@ def exact_attention(
     w = scores.double() * scaling
     if softcap is not None:
         w = exact.tanh(w / softcap) * softcap
-    probs = _canonical_softmax(w, _visible(attention_mask, t, s)).float()
+    probs = _canonical_softmax(w, attention_mask).float()
     out = exact.matmul(probs.reshape(b, hkv, g * t, s), value.float()).reshape(b, hq, t, d).to(query.dtype)
     return out.transpose(1, 2).contiguous(), None
 

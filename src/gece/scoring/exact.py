@@ -28,10 +28,14 @@ same bits. It is computed in three stages (:func:`matmul`):
    a small remainder, so the sum is known to within u |s| + about 2^-75 max_k |A_ik B_kj|, and
    checked the same way.
 3. An entry still undecided (its exact sum within about 2^-53 of a float32 rounding boundary, so
-   about one in 10^8 of stage 2's) is summed exactly in rational arithmetic (:class:`fractions.Fraction`) and
-   rounded to the nearest float32, ties to even.
+   about one in 10^8 of stage 2's, or an exact zero) is summed exactly by ``math.fsum``
+   (Shewchuk's algorithm, correctly rounded to float64); when that float64 lies exactly halfway
+   between two float32 values, the sign of the exact remainder decides (:func:`_sum_f32`).
 
-Cost: one float64 product (half the float32 rate on AVX-512 CPUs) and a few elementwise passes.
+Cost (measured, ``benchmarks/bench_extract.py``): the float64 product runs at about half the
+float32 rate; the check adds about half of that again, in numpy, in cache-sized blocks (numpy's
+additions, multiplications and float64-to-float32 conversions are IEEE operations on any CPU,
+whatever SIMD code runs them); stages 2 and 3 cost about a tenth.
 
 The same idea covers the model's other CPU-dependent steps (see :func:`make_exact`):
 
@@ -50,7 +54,6 @@ The same idea covers the model's other CPU-dependent steps (see :func:`make_exac
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -64,31 +67,30 @@ def _gamma(k: int) -> float:
     return 1.01 * (k + 1) * U / (1.0 - k * U)
 
 
-def _undecided(torch: Any, lo_bound, hi_bound):
-    """Entries whose interval [lo, hi] rounds to two different float32 values."""
-    return lo_bound.float().view(torch.int32) != hi_bound.float().view(torch.int32)
+_BLOCK = 1 << 15  # entries per block of the stage-1 check: its temporaries stay in the CPU's cache
 
 
-def round_f32(q: Fraction) -> np.float32:
-    """The float32 nearest to an exact rational q (ties to an even significand), overflowing to inf."""
-    if q == 0:
-        return np.float32(0.0)
-    top = Fraction(2) ** 128 - Fraction(2) ** 103  # halfway between float32's largest value and 2^128
-    if abs(q) >= top:
-        return np.float32(math.copysign(math.inf, q))
-    c = np.float32(float(q))  # float(q) is correctly rounded; the second rounding may be off by one
-    cands = {c, np.nextafter(c, np.float32(np.inf)), np.nextafter(c, np.float32(-np.inf))}
-    cands = [v for v in cands if np.isfinite(v)]
-    return min(cands, key=lambda v: (abs(Fraction(float(v)) - q), int(np.array(v).view(np.int32)) & 1))
+def _sum_f32(p: np.ndarray) -> np.float32:
+    """round_f32 of the exact sum of the float64 values p (stage 3). ``math.fsum`` gives the exact sum
+    rounded to float64 (Shewchuk's algorithm); rounding that again to float32 is right unless it lands
+    exactly halfway between two float32 values, and then the sign of the exact remainder decides."""
+    s = math.fsum(p.tolist())
+    if s == 0.0 or not math.isfinite(s):
+        return np.float32(s if s else 0.0)  # an exact zero is +0, as in exact arithmetic
+    with np.errstate(over="ignore"):
+        c = np.float32(s)
+    if not np.isfinite(c) or float(c) == s:
+        return c
+    n = np.nextafter(c, np.float32(math.copysign(math.inf, s - float(c))))  # the float32 on s's other side
+    if s - float(c) != float(n) - s:  # not halfway (both differences are exact: Sterbenz)
+        return c
+    r = math.fsum([*p.tolist(), -s])  # the exact sum minus s, rounded: its sign is exact
+    if r == 0.0:
+        return c  # a true tie: numpy rounded it to the even one
+    return n if (r > 0) == (float(n) > s) else c
 
 
-def _exact_dot(a: np.ndarray, b: np.ndarray) -> np.float32:
-    """round_f32 of sum_k a_k b_k, exactly (rational arithmetic)."""
-    return round_f32(sum((Fraction(float(x)) * Fraction(float(y)) for x, y in zip(a, b, strict=True)),
-                         Fraction(0)))
-
-
-def _split_sum(torch: Any, p, bound):
+def _split_sum(p: np.ndarray, bound: np.ndarray):
     """Sum the rows of p (n, K) of exact products nearly exactly, in any order (Rump's extraction:
     Rump, Ogita and Oishi, "Accurate floating-point summation part I", SIAM J. Sci. Comput. 31, 2008).
 
@@ -99,24 +101,36 @@ def _split_sum(torch: Any, p, bound):
     gamma_K sum |r| <= gamma_K K ulp(sigma) / 2. Returns (sum, error bound), both (n,).
     """
     k = p.shape[1]
-    _, e = torch.frexp(bound)  # bound < 2^e
-    sigma = torch.ldexp(torch.ones_like(bound), e + (max(1, k - 1).bit_length() + 2))[:, None]
+    _, e = np.frexp(bound)  # bound < 2^e
+    sigma = np.ldexp(1.0, e + (max(1, k - 1).bit_length() + 2))[:, None]
     q = (sigma + p) - sigma
-    total = q.sum(dim=1) + (p - q).sum(dim=1)
-    return total, 2.0 * (U * total.abs() + _gamma(k) * k * (sigma[:, 0] * U))
+    total = q.sum(axis=1) + (p - q).sum(axis=1)
+    return total, 2.0 * (U * np.abs(total) + _gamma(k) * k * (sigma[:, 0] * U))
+
+
+def _undecided(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Entries whose bounds [lo, hi] (float32) differ: the exact sum may round either way."""
+    return lo.view(np.int32) != hi.view(np.int32)
 
 
 class Operand:
-    """The right-hand side of :func:`matmul` prepared once: float64 values (K, N) and column norms.
+    """The right-hand side of :func:`matmul` prepared once: float64 values, stored transposed
+    (..., N, K) so that a column is contiguous, and column norms (..., N).
 
     A weight is prepared at load (:func:`make_exact`); other operands on each call.
     """
 
-    def __init__(self, b64):
+    def __init__(self, bt64):
+        self.bt = bt64  # (..., N, K) float64 torch tensor
+        bt = bt64.numpy()
+        self.norms = np.sqrt(np.einsum("...k,...k->...", bt, bt))  # (..., N)
+
+    @classmethod
+    def of(cls, b) -> Operand:
+        """An operand from a tensor b (..., K, N) of float32 values."""
         import torch
 
-        self.b64 = b64  # (..., K, N)
-        self.norms = torch.linalg.vector_norm(b64, dim=-2, keepdim=True)  # (..., 1, N)
+        return cls(torch.from_numpy(b.detach().float().transpose(-1, -2).numpy().astype(np.float64)))
 
 
 def matmul(a, b):
@@ -124,57 +138,65 @@ def matmul(a, b):
 
     ``a`` holds float32 values (any float dtype); ``b`` is a tensor of float32 values or an
     :class:`Operand`, 2-D (a weight) or with ``a``'s batch dimensions. The stages rely on exact
-    float64 products, so inputs must be float32 values.
+    float64 products, so inputs must be float32 values. The float64 product runs in torch's BLAS
+    (all threads); the checks run in numpy, whose additions, multiplications and conversions are
+    IEEE operations on any CPU.
     """
     import torch
 
-    op = b if isinstance(b, Operand) else Operand(b.double())
-    a64 = a.double()
+    op = b if isinstance(b, Operand) else Operand.of(b)
+    a64 = a.detach().float().numpy().astype(np.float64)
     k = a64.shape[-1]
-    y = torch.matmul(a64, op.b64)
-    if k == 0 or y.numel() == 0:
-        return y.float()
-    na = torch.linalg.vector_norm(a64, dim=-1, keepdim=True)  # (..., M, 1)
-    g = _gamma(k)
-    lo = torch.addcmul(y, na, op.norms, value=-g).float()
-    amb = lo.view(torch.int32) != torch.addcmul(y, na, op.norms, value=g).float().view(torch.int32)
-    if bool(amb.any()):  # NaN entries compare equal or go to stage 2, which keeps them
-        _resolve(torch, lo, amb, a64, op, na)
-    return lo
+    y = torch.matmul(torch.from_numpy(a64), op.bt.transpose(-1, -2)).numpy()
+    if k == 0 or y.size == 0:
+        return torch.from_numpy(y.astype(np.float32))
+    m, n = y.shape[-2], y.shape[-1]
+    a3, y3 = a64.reshape(-1, m, k), y.reshape(-1, m, n)
+    bt3, nb = op.bt.numpy().reshape(-1, n, k), op.norms.reshape(-1, n)
+    na = np.sqrt(np.einsum("pmk,pmk->pm", a3, a3))  # (P, M)
+    lo, idx = _check(y3, _gamma(k) * na, nb)
+    if idx[0].size:  # NaN entries compare equal or go to stage 2, which keeps them
+        _resolve(lo, idx, a3, bt3, na, nb)
+    return torch.from_numpy(lo.reshape(y.shape))
 
 
-def _resolve(torch: Any, out, amb, a64, op: Operand, na) -> None:
-    """Stages 2 and 3 for the undecided entries of ``out``, in place (see the module docstring)."""
-    m, n = out.shape[-2], out.shape[-1]
-    bi, i, j = amb.view(-1, m, n).nonzero(as_tuple=True)
-    b3 = op.b64.reshape(-1, *op.b64.shape[-2:])
-    one = b3.shape[0] == 1
-    rows = a64.reshape(-1, m, a64.shape[-1])[bi, i]  # (u, K)
-    cols = b3[0].T[j] if one else b3.transpose(1, 2)[bi, j]  # (u, K)
-    bound = na.reshape(-1, m)[bi, i] * op.norms.reshape(-1, n)[0 if one else bi, j]
-    v, err = _split_sum(torch, rows * cols, bound)  # the products are exact in float64
-    vals = v.float()
-    still = (_undecided(torch, v - err, v + err) & torch.isfinite(v)).nonzero().flatten().tolist()
-    for t in still:  # about one entry in 10^5 of stage 2's
-        vals[t] = float(_exact_dot(rows[t].numpy(), cols[t].numpy()))
-    out.view(-1, m, n)[bi, i, j] = vals
+def _check(y, ea, nb):
+    """Stage 1 (see the module docstring), in cache-sized blocks: y (P, M, N) the float64 product,
+    ea (P, M) gamma_K ||a_i||, nb (P|1, N) the column norms. Returns y rounded down by the bound
+    (float32, the answer wherever it is decided) and the undecided entries' indices (p, i, j)."""
+    p_all, m, n = y.shape
+    lo = np.empty(y.shape, np.float32)
+    amb = np.empty(y.shape, bool)
+    rows = max(1, _BLOCK // n)
+    mats = 1 if rows < m else max(1, _BLOCK // (m * n))  # whole matrices per block when they are small
+    err = np.empty((mats, min(rows, m), n))
+    hi = np.empty(err.shape, np.float32)
+    for p0 in range(0, p_all, mats):
+        p1 = min(p_all, p0 + mats)
+        nbp = nb[p0:p1, None, :] if nb.shape[0] > 1 else nb[None]
+        for i0 in range(0, m, rows):
+            i1 = min(m, i0 + rows)
+            e, h, yb, lb = err[: p1 - p0, : i1 - i0], hi[: p1 - p0, : i1 - i0], y[p0:p1, i0:i1], lo[p0:p1, i0:i1]
+            np.multiply(ea[p0:p1, i0:i1, None], nbp, out=e)
+            np.subtract(yb, e, out=lb, casting="unsafe")  # float64 difference, then rounded to float32
+            np.add(yb, e, out=h, casting="unsafe")
+            np.not_equal(lb.view(np.int32), h.view(np.int32), out=amb[p0:p1, i0:i1])
+    return lo, np.nonzero(amb)
 
 
-class _Inputs:
-    """The float64 copy of the last input to a :class:`Product`: the q, k and v projections (and an
-    MLP's gate and up projections) read the same hidden states, converted once. Keyed by the tensor
-    object and its storage (transformers' decoder layers never modify a projection's input in place)."""
-
-    key: tuple = ()
-    x = None
-    a64 = None
-
-    @classmethod
-    def get(cls, x):
-        key = (x.data_ptr(), tuple(x.shape), x.stride())
-        if cls.x is not x or cls.key != key:
-            cls.key, cls.x, cls.a64 = key, x, x.reshape(-1, x.shape[-1]).double()
-        return cls.a64
+def _resolve(out, idx, a3, bt3, na, nb) -> None:
+    """Stages 2 and 3 for the undecided entries idx = (p, i, j) of ``out`` (P, M, N), in place."""
+    p, i, j = idx
+    pb = p if bt3.shape[0] > 1 else np.zeros_like(p)
+    prods = a3[p, i] * bt3[pb, j]  # (u, K): exact in float64
+    v, err = _split_sum(prods, na[p, i] * nb[pb, j])
+    with np.errstate(over="ignore", invalid="ignore"):
+        vals = v.astype(np.float32)
+        still = np.nonzero(_undecided((v - err).astype(np.float32), (v + err).astype(np.float32))
+                           & np.isfinite(v))[0]
+    for t in still.tolist():  # about one entry in 10^5 of stage 2's
+        vals[t] = _sum_f32(prods[t])
+    out[p, i, j] = vals
 
 
 class Product:
@@ -198,12 +220,13 @@ class Product:
     def _operand(self) -> Operand:
         import torch
 
-        return Operand(torch.cat([w().detach().double() for w in self.weights]).T)
+        stacked = np.concatenate([w().detach().float().numpy() for w in self.weights])
+        return Operand(torch.from_numpy(stacked.astype(np.float64)))
 
     def __call__(self, x, part: int, bias=None):
         key = (x.data_ptr(), tuple(x.shape), x.stride())
         if self.x is not x or self.key != key:
-            self.out = matmul(_Inputs.get(x), self.op or self._operand())
+            self.out = matmul(x.reshape(-1, x.shape[-1]), self.op or self._operand())
             self.x, self.key = x, key
         lo, hi = self.offsets[part], self.offsets[part + 1]
         y = self.out[:, lo:hi] if len(self.offsets) > 2 else self.out
@@ -322,12 +345,22 @@ def _exact_tanh_mode():
     return ExactTanh()
 
 
+def _release(weight) -> None:
+    """Free a float32 weight whose float64 copy now does its work: its values are replaced by a
+    zero-strided view of one element (the shape, dtype and device stay, for code that reads them)."""
+    import torch
+
+    with torch.no_grad():
+        weight.data = torch.zeros(1, dtype=weight.dtype, device=weight.device).expand(weight.shape)
+
+
 def make_exact(model: Any) -> Any:
     """Route a CPU model's CPU-dependent numerics through this module (idempotent):
 
     - every ``nn.Linear`` (the LM head included) computes its product with :func:`matmul`, siblings
-      that read one input (:data:`FUSED`) in one :class:`Product` (the weights are kept in float64
-      beside the model's own: twice their memory);
+      that read one input (:data:`FUSED`) in one :class:`Product`. The float64 weights replace the
+      float32 ones, whose memory is freed (a weight shared with an embedding is kept), so the model
+      takes twice its float32 size;
     - every rotary embedding with fixed frequencies computes cos/sin with :func:`rope_tables`;
     - a model that soft-caps its logits does it with :func:`tanh`.
 
@@ -339,7 +372,14 @@ def make_exact(model: Any) -> Any:
 
     if getattr(model, "_gece_exact", False):
         return model
+    for name, mod in model.named_modules():  # refuse before changing anything
+        if hasattr(mod, "inv_freq") or any(n.endswith("inv_freq") for n, _ in mod.named_buffers(recurse=False)):
+            if not _rope_types(mod) <= STATIC_ROPE:
+                raise ValueError(f"{name}: rotary embedding of type {_rope_types(mod)} changes with the input; "
+                                 "gece's exact numerics support fixed frequencies only")
+            mod.forward = _rope_forward(mod)
     offloaded = any(p.device.type == "meta" for p in model.parameters())  # accelerate moves them in per pass
+    embedded = {m.weight.data_ptr() for m in model.modules() if isinstance(m, torch.nn.Embedding)}
     for parent in list(model.modules()):
         children = dict(parent.named_children())
         linears = {n: c for n, c in children.items() if isinstance(c, torch.nn.Linear)}
@@ -353,12 +393,13 @@ def make_exact(model: Any) -> Any:
                 mod = linears[n]
                 fwd = (lambda p, k, m: (lambda x: p(x, k, m.bias)))(prod, part, mod)
                 setattr(mod, "_old_forward" if hasattr(mod, "_hf_hook") else "forward", fwd)  # behind accelerate's hook
-    for name, mod in model.named_modules():
-        if hasattr(mod, "inv_freq") or any(n.endswith("inv_freq") for n, _ in mod.named_buffers(recurse=False)):
-            if not _rope_types(mod) <= STATIC_ROPE:
-                raise ValueError(f"{name}: rotary embedding of type {_rope_types(mod)} changes with the input; "
-                                 "gece's exact numerics support fixed frequencies only")
-            mod.forward = _rope_forward(mod)
+                if not offloaded and mod.weight.data_ptr() not in embedded:
+                    _release(mod.weight)
+    if not offloaded:  # the other tensors may be views of the weights file, mapped in memory whole:
+        with torch.no_grad():  # copied out, so that the mapping (the released weights' pages) can go
+            for t in [*model.parameters(), *model.buffers()]:
+                if t.stride() and 0 not in t.stride():
+                    t.data = t.data.clone()
     cfg = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
     if getattr(cfg, "final_logit_softcapping", None):
         stock = model.forward

@@ -45,6 +45,7 @@ from typing import Any, Literal
 
 from gece.errors import GeceError
 from gece.params import ModelSpec, memory_caps
+from gece.scoring import exact
 
 CACHE_ENV = "GECE_CACHE"
 CACHE_FORMAT = "1"  # bump when the converted-model layout changes
@@ -472,6 +473,11 @@ def load(spec: ModelSpec, *, use_cache: bool = True, resolved: Resolved | None =
         path = resolved.path
         model, tok = _load_directory(path, dtype, device, spec.attention, spec.max_memory)
     require_offsets(tok, spec.source)
+    if device == "cpu":  # the float64 weights are made here, so that their cost counts as loading
+        try:
+            exact.make_exact(model)
+        except ValueError as e:
+            raise GeceError(f"{spec.source}: {e}", hint="score this model on a GPU (device: cuda)") from e
     return LoadedModel(
         model=model, tokenizer=tok, source=spec.source, kind=resolved.kind, weights=weights,
         dtype=str(dtype).removeprefix("torch."), device=device, attention=model.config._attn_implementation, special_tokens=spec.special_tokens,
