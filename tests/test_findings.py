@@ -251,3 +251,24 @@ def test_params_yaml_survives_dvc_exp_run_set_param(overrides, changed, tmp_path
                   if x[:1] in "+-" and not x.startswith(("+++", "---"))]
     assert diff_lines == changed
     load_params(path)  # still valid
+
+
+def _exp(rev, name, n_bins, ece, noise=0.0):
+    return {"rev": rev, "name": name, "data": {
+        "params": {"params.yaml": {"data": {"metrics": {"n_bins": n_bins, "seed": 0}}}},
+        "metrics": {"reports/summary.json": {"data": {"runs": {"winobias": {"m": {"ece": ece, "brier": 0.2 + noise}}}}}},
+    }}
+
+
+def test_exp_summary_keeps_what_differs():
+    from gece import experiments
+
+    base = _exp("a" * 40, "main", 10, 0.10)
+    base["experiments"] = [{"revs": [_exp("b" * 40, "tidy-dace", 15, 0.13, noise=1e-9)]}]
+    rows = experiments.rows([_exp("workspace", None, 15, 0.13), base])
+    assert [r.name for r in rows] == ["workspace", "main", "tidy-dace"]
+    params, metrics, left = experiments.table(rows)
+    assert params == ["metrics.n_bins"] and metrics == ["runs.winobias.m.ece"] and left == 0  # brier: noise
+    assert experiments.table(rows, tol=0.0)[1] == ["runs.winobias.m.ece", "runs.winobias.m.brier"]
+    assert experiments.table(rows, tol=0.0, max_metrics=1) == (["metrics.n_bins"], ["runs.winobias.m.ece"], 1)
+    assert experiments.table(rows, keep="brier$")[1] == []

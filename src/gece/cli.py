@@ -459,19 +459,45 @@ def cmd_diff(args: argparse.Namespace) -> int:
                           for c in changes], indent=2))
         return 0
     if changes:
-        table = Table(title=plain(f"{args.old} -> {args.new}: values that moved by more than {args.tol:g}"),
+        files = list(dict.fromkeys(c.file for c in changes))
+        where = f" in {files[0]}" if len(files) == 1 else ""
+        table = Table(title=plain(f"{args.old} -> {args.new}{where}: values that moved by more than {args.tol:g}"),
                       title_justify="left")
-        for col, justify in (("file", "left"), ("key", "left"), ("old", "right"), ("new", "right"),
-                             ("change", "right")):
-            table.add_column(col, justify=justify)  # type: ignore[arg-type]
+        columns = (["file"] if len(files) > 1 else []) + ["key", "old", "new", "change"]
+        for col in columns:
+            table.add_column(col, justify="left" if col in ("file", "key") else "right")
         show = lambda v: "–" if v is None else f"{v:.6g}" if isinstance(v, float) else str(v)  # noqa: E731
         for c in changes:
-            table.add_row(plain(c.file), plain(c.key), plain(show(c.old)), plain(show(c.new)),
-                          "" if c.delta is None else f"{c.delta:+.6g}")
+            cells = [plain(c.key), plain(show(c.old)), plain(show(c.new)), "" if c.delta is None else f"{c.delta:+.6g}"]
+            table.add_row(*([plain(c.file)] if len(files) > 1 else []), *cells)
         out.print(table)
     out.print(f"{_plural(len(changes), 'value')} moved by more than {args.tol:g} in "
               f"{_plural(n_files, 'file')}; {_plural(hidden, 'other value')} moved by {args.tol:g} or less "
               "(hidden)", highlight=False)
+    return 0
+
+
+def cmd_exp_summary(args: argparse.Namespace) -> int:
+    from gece import experiments
+
+    rows = experiments.rows(experiments.exp_show_json(*(["--all-commits"] if args.all_commits else [])))
+    params, metrics, left = experiments.table(rows, args.tol, args.keep, args.max_metrics)
+    table = Table(title=plain(f"DVC experiments: {_plural(len(params), 'parameter')} changed, "
+                              f"{_plural(len(metrics), 'metric')} of reports/summary.json moved by more than "
+                              f"{args.tol:g}"), title_justify="left")
+    table.add_column("experiment")
+    for k in params:
+        table.add_column(plain(k), justify="right")
+    for k in metrics:
+        table.add_column(plain(k.removeprefix("runs.")), justify="right")
+    show = lambda v: "–" if v is None else f"{v:.4f}" if isinstance(v, float) else str(v)  # noqa: E731
+    for r in rows:
+        table.add_row(plain(r.name), *(plain(show(r.params.get(k))) for k in params),
+                      *(plain(show(r.metrics.get(k))) for k in metrics))
+    out.print(table)
+    if left:
+        out.print(f"{_plural(left, 'other metric')} moved too (--max-metrics, --keep REGEX or `gece diff` to see them)",
+                  highlight=False)
     return 0
 
 
@@ -749,6 +775,20 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default: %(default)g)")
     p.add_argument("--json", action="store_true", help="print the changes as JSON")
     p.set_defaults(func=cmd_diff)
+
+    p = _sub(sub, "exp-summary", "DVC experiments as one readable table: the parameters that differ and the "
+             "summary metrics that moved (a readable dvc exp show)",
+             ("dvc exp run -S metrics.n_bins=15 && gece exp-summary",
+              "gece exp-summary --keep 'winobias.*ece$'        # only these metrics",
+              "gece exp-summary --all-commits --tol 1e-3"))
+    p.add_argument("--keep", help="only metrics whose key (e.g. runs.winobias.smollm2-135m.ece) matches this regex "
+                   "(default: every metric that moved)")
+    p.add_argument("--tol", type=float, default=1e-6, help="a metric that moved by this much or less is not shown "
+                   "(default: %(default)g)")
+    p.add_argument("--max-metrics", type=int, default=8, help="metric columns at most, the largest spread first "
+                   "(default: %(default)s)")
+    p.add_argument("--all-commits", action="store_true", help="experiments of every commit, not only HEAD's")
+    p.set_defaults(func=cmd_exp_summary)
 
     p = _sub(sub, "report", "figures, tables and reports/index.html from every report (DVC stage report)",
              ("gece report", "gece report --out /tmp/page     # the page elsewhere, with its figures"))
