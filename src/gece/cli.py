@@ -275,7 +275,7 @@ def cmd_ablate(args: argparse.Namespace) -> int:
 
 def _rows_table(title: str, label: str, rows: dict[str, dict], keys: list[str]) -> Table:
     table = Table(title=plain(title), title_justify="left")
-    table.add_column(label)
+    table.add_column(label, no_wrap=True)
     for k in keys:
         table.add_column(k, justify="right")
     for name, row in rows.items():

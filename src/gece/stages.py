@@ -622,6 +622,33 @@ def _figure_key(code: str, name: str, args: tuple, kwargs: dict) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def _draw_figure(task: tuple) -> None:
+    path, key, draw, args, kwargs = task
+    fig = draw(*args, **kwargs)
+    write_figure(path, fig, dpi=FIGURE_DPI, text={FIGURE_KEY: key})
+    plots.plt.close(fig)
+
+
+def _draw_figures(todo: list[tuple]) -> None:
+    """Draw the figures of ``todo``, in as many processes as there are CPUs (matplotlib is single-threaded);
+    each figure is a function of its task alone, so the bytes do not depend on the number of processes."""
+    workers = min(len(todo), len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    if workers < 2 or len(todo) < 4:
+        for task in todo:
+            _draw_figure(task)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    import sys
+
+    # fork is cheap; a process that has loaded torch (its thread pools do not survive a fork) starts fresh ones
+    fork = "fork" in multiprocessing.get_all_start_methods() and "torch" not in sys.modules
+    context = multiprocessing.get_context("fork" if fork else "spawn")
+    with ProcessPoolExecutor(workers, mp_context=context) as pool:
+        list(pool.map(_draw_figure, todo, chunksize=max(1, len(todo) // (4 * workers))))
+
+
 def report_stage(
     params: Params,
     reports_dir: str | Path = REPORTS,
@@ -646,6 +673,7 @@ def report_stage(
     figures: dict[str, dict] = {"grid": {}, "calibration": {}, "runs": {}, "sizes": {}}
     written: list[str] = []
     reused: list[str] = []
+    todo: list[tuple] = []  # figures to draw: (path, key, draw, args, kwargs)
     code = _figure_code()
 
     def save(rel: str, draw: Callable[..., Any], *args: Any, **kwargs: Any) -> str:
@@ -656,11 +684,8 @@ def report_stage(
         if png_text(path).get(FIGURE_KEY) == key:
             reused.append(rel)
         else:
-            fig = draw(*args, **kwargs)
-            write_figure(path, fig, dpi=FIGURE_DPI, text={FIGURE_KEY: key})
-            plots.plt.close(fig)
+            todo.append((path, key, draw, args, kwargs))
         written.append(rel)
-        figures["sizes"][rel] = png_size(path)
         return rel
 
     for key, rel in list(data.sample_size_figures.items()):  # --out elsewhere: the page takes a copy along
@@ -719,6 +744,8 @@ def report_stage(
                                      (mrep.get("metrics") or {}).get("ece"), mrep.get("status", "missing"))
             figures["calibration"][b] = save(report.fig_calibration(b), plots.calibration_grid, cal_models, methods,
                                              cells, f"{b}: before and after calibration (held-out split)")
+    _draw_figures(todo)
+    figures["sizes"].update({rel: png_size(out_dir / rel) for rel in written})
     clear_output_dir(out_dir / "figures", (".png",), "--out", keep=[out_dir / rel for rel in written])
 
     docs, examples = report.build_tables(data), report.examples_docs(data)
