@@ -62,4 +62,5 @@ def test_the_shipped_models_have_no_limit_so_their_extract_stages_stay_up_to_dat
 def test_extract_with_a_path_points_to_try(model, capsys):
     assert main(["--params", str(ROOT / "params.yaml"), "extract", "x.parquet", "y.parquet", "--model", model]) == 2
     err = " ".join(capsys.readouterr().err.split())
-    assert "is a path or hub id, not a model id" in err and f"gece try {model}" in err and "registry" in err
+    assert "is not a valid id" in err and "A path or hub id names a model's source" in err
+    assert f"gece try {model}" in err and "under registry" in err

@@ -151,13 +151,14 @@ def _model_hint(model: str) -> str:
 
 def cmd_extract(args: argparse.Namespace) -> int:
     from gece import stages
-    from gece.params import is_id
+    from gece.params import ID_HELP, is_id
 
+    if not is_id(args.model):  # a path or a hub id, most likely: say where it goes
+        raise GeceError(f"--model {args.model!r} is not a valid id", hint=f"{ID_HELP}. A path or hub id names a "
+                        f"model's source: {_model_hint(args.model)}")
     params = _require_params(args)
-    if not is_id(args.model) or args.model not in params.registry:
-        what = "is a path or hub id, not a model id" if not is_id(args.model) else \
-            f"has no entry under registry in {args.params}"
-        raise GeceError(f"--model {args.model!r} {what}",
+    if args.model not in params.registry:
+        raise GeceError(f"--model {args.model!r} has no entry under registry in {args.params}",
                         hint=f"registered models: {', '.join(params.registry) or '(none)'}; {_model_hint(args.model)}")
     settings = _override(params.extract, batch_size=args.batch_size, limit=args.limit, word_prob=args.word_prob)
     meta, timing = stages.extract(args.prepared, args.out, args.model, params.registry[args.model], settings,
