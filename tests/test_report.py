@@ -234,7 +234,12 @@ def test_mark_worst_marks_the_extreme_of_each_ranked_column():
     single = mark_worst(Table("t", ["m"], [Column("ece", "ECE")], [Row(["a"], [Cell(0.5)]), Row(["b"], [Cell()])]))
     assert single.rows[0].cells[0].worst == ""  # one value is nobody's worst
     md = report.table_markdown(table)
-    assert "| b | **0.300** ▲ | **0.600** ▼ | 20 |" in md and "| d | – | 0.900 | 40 |" in md
+    assert [r.cells[0].best for r in table.rows] == ["low", "", "", ""]  # the best is marked too
+    assert [r.cells[1].best for r in table.rows] == ["", "", "", "high"]
+    assert "| b | **0.300** ▲ | **0.600** ▼ | 20 |" in md and "| d | – | 0.900 ✓ | 40 |" in md
+    assert "| a | 0.100 ✓ | 0.700 | 10 |" in md
+    same = mark_worst(Table("t", ["m"], [Column("ece", "ECE")], [Row(["a"], [Cell(0.5)]), Row(["b"], [Cell(0.5)])]))
+    assert [(c.worst, c.best) for r in same.rows for c in r.cells] == [("", ""), ("", "")]  # all equal: no marks
 
 
 def test_worst_marks_in_the_generated_tables(built_report):
@@ -244,11 +249,14 @@ def test_worst_marks_in_the_generated_tables(built_report):
             for j, col in enumerate(table.columns):
                 nums = [r.cells[j].value for r in table.rows if isinstance(r.cells[j].value, float | int)]
                 marked = [r.cells[j].value for r in table.rows if r.cells[j].worst]
-                if col.worst is None or len(nums) < 2:
-                    assert not marked
+                best = [r.cells[j].value for r in table.rows if r.cells[j].best]
+                if col.worst is None or len(set(nums)) < 2:  # unranked, or nothing to tell apart
+                    assert not marked and not best
                 else:
                     want = max(nums) if col.worst == "high" else min(nums)
                     assert marked and set(marked) == {want}, (doc.name, table.heading, col.label)
+                    good = min(nums) if col.worst == "high" else max(nums)
+                    assert best and set(best) == {good}, (doc.name, table.heading, col.label)
 
 
 # ----------------------------------------------------------------------- the figures
@@ -338,9 +346,10 @@ def test_cli_report(full_reports, tmp_path, capsys):
     assert code == 0
     assert "figures" in capsys.readouterr().out
     page = parse_page(out / "index.html")
-    for src in page.images:  # figures in --out, the sample-size PNGs linked back into --reports
-        assert (out / src).is_file(), src
-    assert any(src.startswith("../") and "ablation/sample_size" in src for src in page.images)
+    for src in page.images:  # every image is inside --out: the page can be moved or published alone
+        assert (out / src).is_file() and not src.startswith("../"), src
+    assert any(src.startswith("figures/sample_size/") for src in page.images)  # the sample-size PNGs, copied
+    assert (out / "figures" / "sample_size").is_dir()
 
 
 def test_text_is_escaped():

@@ -16,7 +16,7 @@ import glob
 import os
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -231,6 +231,11 @@ def write_text(path: str | Path, text: str) -> None:
         tmp.write_text(text, encoding="utf-8")
 
 
+def write_bytes(path: str | Path, data: bytes) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+
+
 def iconv_hint(raw: bytes, path: str | Path) -> str:
     """How to re-save ``raw`` (the bytes of ``path``) as UTF-8: from UTF-16 when it looks like UTF-16, else latin-1."""
     utf16 = raw[:2] in (b"\xff\xfe", b"\xfe\xff") or (len(raw) >= 4 and raw[1::2].count(0) > len(raw) // 4)
@@ -264,9 +269,11 @@ def check_output_dir(path: str | Path, option: str, hint: str | None = None) -> 
     return path
 
 
-def clear_output_dir(path: str | Path, suffixes: tuple[str, ...], option: str) -> None:
+def clear_output_dir(path: str | Path, suffixes: tuple[str, ...], option: str, keep: Collection[Path] | None = None
+                     ) -> None:
     """Remove ``path``, a directory of outputs that a rerun replaces, if it holds only files gece writes
-    there (``suffixes``); a symlink, a file or a directory with other files in it is refused, not removed."""
+    there (``suffixes``); a symlink, a file or a directory with other files in it is refused, not removed.
+    With ``keep``, only the files not in ``keep`` (and the directories left empty) are removed."""
     path = Path(path)
     if not os.path.lexists(path):
         return
@@ -280,4 +287,13 @@ def clear_output_dir(path: str | Path, suffixes: tuple[str, ...], option: str) -
                         "gece replaces this directory", hint=f"move them away, or give {option} another directory")
     import shutil
 
-    shutil.rmtree(path)
+    if keep is None:
+        shutil.rmtree(path)
+        return
+    kept = {Path(p).resolve() for p in keep}
+    for p in sorted(path.rglob("*"), key=lambda x: len(x.parts), reverse=True):  # files, then emptied directories
+        if p.is_dir():
+            if not any(p.iterdir()):
+                p.rmdir()
+        elif p.resolve() not in kept:
+            p.unlink()

@@ -122,6 +122,9 @@ class ModelSpec(_Section):
         "transformers", description="transformers: gece's exact engine; vllm: vLLM's prompt log-probabilities "
         "(CUDA, pip install 'gece[vllm]'; same output schema)")
     tensor_parallel: int = Field(1, ge=1, description="backend vllm: GPUs one model is split over")
+    limit: int | None = Field(None, ge=1, description="score only the first N pairs of each benchmark with this "
+                              "model (a cheap first try that leaves the other models' extract stages up to date); "
+                              "with extract.limit too, the smaller applies")
 
     @model_validator(mode="after")
     def _consistent(self) -> ModelSpec:

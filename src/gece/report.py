@@ -22,9 +22,15 @@ def _num(x: float | None, digits: int = 3) -> str:
 
 
 def _p(p: float | None) -> str:
+    """A p-value as text: ``p = 0.028``, ``p < 0.001``, ``p –`` when undefined."""
     if p is None:
-        return "–"
-    return f"{p:.3f}" if p >= 0.001 else "<0.001"
+        return "p –"
+    return f"p = {p:.3f}" if p >= 0.001 else "p < 0.001"
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 pair``, ``2 pairs`` (``many`` for an irregular plural)."""
+    return f"{n} {word if n == 1 else many or word + 's'}"
 
 
 def compare_markdown(result: dict) -> str:
@@ -40,8 +46,9 @@ def compare_markdown(result: dict) -> str:
         f"(seed {result['seed']}): point difference, {level} percentile interval and two-sided p-value. "
         f"**Bold**: significant at α = {result['alpha']}; †: still significant after Holm's correction "
         f"over the {len(keys)} metrics of the pair. The smallest p-value {result['draws']} resamples can give "
-        f"is {2 / (result['draws'] + 1):.4f}; with {len(result['pairs'])} pairs in the table, expect some "
-        f"differences at α = {result['alpha']} by chance alone."),
+        f"is {2 / (result['draws'] + 1):.4f}; with {plural(len(result['pairs']), 'model pair')} and "
+        f"{plural(len(result['pairs']) * len(keys), 'difference')} in the table, expect some to be significant "
+        f"at α = {result['alpha']} by chance alone."),
         "",
         "| A | B | " + " | ".join(LABELS.get(k, k) for k in keys) + " |",
         "|---|---|" + "---|" * len(keys),
@@ -50,13 +57,14 @@ def compare_markdown(result: dict) -> str:
         cells = []
         for k in keys:
             c = pair["metrics"][k]
-            text = f"{_num(c['diff'], 3)} [{_num(c['ci_low'])}, {_num(c['ci_high'])}] p={_p(c['p_value'])}"
+            text = f"{_num(c['diff'], 3)} [{_num(c['ci_low'])}, {_num(c['ci_high'])}], {_p(c['p_value'])}"
             if c["significant"]:
                 text = f"**{text}**" + (" †" if c["significant_holm"] else "")
             cells.append(text)
         lines.append(f"| {_md_escape(pair['a'])} | {_md_escape(pair['b'])} | " + " | ".join(cells) + " |")
     n_sig = sum(c["significant"] for pair in result["pairs"] for c in pair["metrics"].values())
-    lines += ["", (f"{n_sig} of {len(result['pairs']) * len(keys)} differences are significant at "
+    total = len(result["pairs"]) * len(keys)
+    lines += ["", (f"{n_sig} of {plural(total, 'difference')} {'is' if total == 1 else 'are'} significant at "
               f"α = {result['alpha']}.")]
     return "\n".join(lines) + "\n"
 
@@ -116,6 +124,11 @@ def fig_calibration(b: str) -> str:
     return f"figures/calibration_{b}.png"
 
 
+def fig_sample_size(b: str, m: str) -> str:
+    """A copy of the sample-size figure (``reports/ablation/sample_size``) when the page is written elsewhere."""
+    return f"figures/sample_size/{b}/{m}.png"
+
+
 CALIBRATION_METHODS = ("beta", "isotonic", "temperature", "platt", "histogram")
 PROTOCOLS = {"split": "held-out split", "crossfit": "cross-fitting"}
 
@@ -149,7 +162,8 @@ class Cell:
     """One table value: a number with an optional interval [low, high] or spread (± std), or text.
 
     ``ref`` maps ``value``/``low``/``high``/``spread`` to the JSON pointer of the number in the
-    row's source file. ``worst`` is ``high``/``low`` when this is the worst value of its column.
+    row's source file. ``worst`` is ``high``/``low`` when this is the worst value of its column, ``best``
+    likewise when it is the best (the other end).
     """
 
     value: float | int | str | None = None
@@ -159,6 +173,7 @@ class Cell:
     note: str = ""
     ref: dict[str, str] = field(default_factory=dict)
     worst: str = ""
+    best: str = ""
     strong: bool = False
     mark: str = ""
 
@@ -200,6 +215,7 @@ class TableDoc:
 
 
 WORST_MARK = {"high": "▲", "low": "▼"}
+BEST_MARK = "✓"
 
 
 def ptr(*parts: object) -> str:
@@ -231,18 +247,21 @@ def _is_number(x: object) -> bool:
 
 
 def mark_worst(table: Table) -> Table:
-    """Mark the worst number of every ranked column (ties: all of them; needs two numbers)."""
+    """Mark the worst and the best number of every ranked column (ties: all of them; needs two
+    different numbers)."""
     for j, col in enumerate(table.columns):
         if col.worst is None:
             continue
         cells = [r.cells[j] for r in table.rows]
         nums = [c.value for c in cells if _is_number(c.value)]
-        if len(nums) < 2:
+        if len(nums) < 2 or max(nums) == min(nums):
             continue
-        target = max(nums) if col.worst == "high" else min(nums)
+        worst, best = (max(nums), min(nums)) if col.worst == "high" else (min(nums), max(nums))
         for c in cells:
-            if _is_number(c.value) and c.value == target:
+            if _is_number(c.value) and c.value == worst:
                 c.worst = col.worst
+            elif _is_number(c.value) and c.value == best:
+                c.best = "low" if col.worst == "high" else "high"
     return table
 
 
@@ -337,9 +356,10 @@ def _metrics_doc(data: ReportData, name: str, title: str, caption: str, spec, ru
     return TableDoc(name, title, caption, tables, "" if tables else "no metrics reports found")
 
 
+MARKS_NOTE = "✓: the best value of its column (lowest error, highest human alignment)."
 CI_NOTE = ("Values with a 95% bootstrap interval in brackets (1000 resamples of pairs) where the metrics JSON has "
            "one. **Bold ▲**: the worst (highest) value of its column in that table; **bold ▼**: the worst (lowest) "
-           "human alignment.")
+           f"human alignment; {MARKS_NOTE}")
 
 
 def overall_table(data: ReportData) -> TableDoc:
@@ -356,7 +376,7 @@ def paper_table(data: ReportData) -> TableDoc:
         "The authors' metric set, computed from their released per-pair scores (runs `paper-<model>`), to four "
         "decimals. They equal the authors' own `*.summary.txt` to 1e-9 (tests/test_golden.py), including "
         "**Brier (paper)**, which squares the wrong column and is shown here for reproduction only (so it is not "
-        "ranked). **Bold ▲/▼**: the worst value of its column.",
+        "ranked). **Bold ▲/▼**: the worst value of its column; ✓: the best.",
         [(k, label, {"accuracy": "low", "brier_paper": None}.get(k, "high")) for k, label in PAPER_KEYS],
         runs_filter=lambda m: m.startswith("paper-"), digits=4)
 
@@ -367,7 +387,7 @@ def human_gender_table(data: ReportData) -> TableDoc:
         "Paper-convention ECE within the pairs whose human-preferred variant is the male one and within those "
         "where it is the female one; cc-ECE is their mean (class-conditioned ECE). A large difference means the "
         "confidence is calibrated for one gender's stereotype and not the other's. **Bold ▲**: the worst "
-        "(highest) value of its column.",
+        "(highest) value of its column; ✓: the lowest.",
         [(k, label, worst) for k, label, worst in HUMAN_GENDER])
 
 
@@ -392,7 +412,7 @@ def neutral_table(data: ReportData) -> TableDoc:
         "neutral", "Gender-neutral wording",
         "The same model on genderlex (an occupation: *The nurse ...*) and its gender-neutral rewrites "
         "(*The person ...*, *Someone ...*): how much of the miscalibration follows the occupation word "
-        "(`reports/ablation/neutral/<model>.json`). **Bold ▲/▼**: the worst value of its column.",
+        "(`reports/ablation/neutral/<model>.json`). **Bold ▲/▼**: the worst value of its column; ✓: the best.",
         tables, "" if tables else "no gender-neutral ablation reports (reports/ablation/neutral/) found")
 
 
@@ -426,7 +446,8 @@ def sample_size_table(data: ReportData) -> TableDoc:
         "Mean ± standard deviation of the metric over random subsets of N pairs drawn without replacement "
         "(`reports/ablation/sample_size/<benchmark>/<model>.json`), next to its value on all pairs. Small "
         "benchmarks give noisy and upward-biased ECE: compare models only where the spread is small against "
-        "their difference. Sizes above a benchmark's n are skipped. **Bold ▲**: the highest mean of its column.",
+        "their difference. Sizes above a benchmark's n are skipped. **Bold ▲**: the highest mean of its column; ✓: the "
+        "lowest.",
         tables, "" if tables else "no sample-size ablation reports found")
 
 
@@ -451,7 +472,7 @@ def binning_table(data: ReportData) -> TableDoc:
         "binning", "ECE by number and kind of bins",
         "Paper-convention ECE with M equal-width or equal-mass bins "
         "(`reports/ablation/binning/<benchmark>/<model>.json`, which also has Gender-ECE and its parts). "
-        "**Bold ▲**: the highest value of its column.",
+        "**Bold ▲**: the highest value of its column; ✓: the lowest.",
         tables, "" if tables else "no binning ablation reports found")
 
 
@@ -531,7 +552,7 @@ def compare_table(data: ReportData) -> TableDoc:
             for k in keys:
                 c = pair["metrics"][k]
                 base = ("pairs", i, "metrics", k)
-                cells.append(Cell(c["diff"], c["ci_low"], c["ci_high"], note=f"p={_p(c['p_value'])}",
+                cells.append(Cell(c["diff"], c["ci_low"], c["ci_high"], note=_p(c["p_value"]),
                                   ref={"value": ptr(*base, "diff"), "low": ptr(*base, "ci_low"),
                                        "high": ptr(*base, "ci_high")},
                                   strong=bool(c["significant"]), mark="†" if c["significant_holm"] else ""))
@@ -545,7 +566,8 @@ def compare_table(data: ReportData) -> TableDoc:
         "percentile interval and two-sided p-value. For the error metrics a negative difference means A is "
         "better calibrated; for human alignment, positive means A agrees more with the human judgements. "
         f"**Bold**: significant at α = {alpha if alpha is not None else 0.05}; †: still significant after Holm's "
-        "correction over the four metrics of the pair. No worst value is marked: a difference has no worse end.",
+        "correction over the four metrics of the pair. No worst or best value is marked: a difference has no worse "
+        "end.",
         tables, "" if tables else "no model comparison reports (reports/compare/) found")
 
 
@@ -682,6 +704,8 @@ def _md_cell(cell: Cell, col: Column) -> str:
     text = _md_escape(format_cell(cell, col))
     if cell.worst:
         text = f"**{text}** {WORST_MARK[cell.worst]}"
+    elif cell.best:
+        text = f"{text} {BEST_MARK}"
     elif cell.strong:
         text = f"**{text}**"
     if cell.mark:
@@ -742,6 +766,10 @@ def _html_cell(cell: Cell, col: Column) -> str:
         classes.append("worst")
         text = f"<strong>{text}</strong> <span class=\"mark\">{WORST_MARK[cell.worst]}</span>"
         title = f' title="worst ({cell.worst}est) in this column"'
+    elif cell.best:
+        classes.append("best")
+        text = f"{text} <span class=\"mark\">{BEST_MARK}</span>"
+        title = f' title="best ({cell.best}est) in this column"'
     elif cell.strong:
         classes.append("strong")
         text = f"<strong>{text}</strong>"
@@ -894,7 +922,7 @@ def model_provenance(data: ReportData) -> list[tuple[str, list[tuple[str, str]]]
 
 CSS = """
 :root { --fg: #1d2327; --muted: #5b6770; --line: #d9dee2; --bg-alt: #f5f7f8; --accent: #2f6f8f;
-        --worst: #b3261e; }
+        --worst: #b3261e; --best: #1e7a3c; }
 * { box-sizing: border-box; }
 body { margin: 0; font: 15px/1.5 -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif;
        color: var(--fg); background: #fff; }
@@ -921,6 +949,9 @@ th.num, td.num { text-align: right; font-variant-numeric: tabular-nums; }
 tbody th { text-align: left; font-weight: 600; }
 tbody tr:hover { background: #fafbfc; }
 td.worst { color: var(--worst); }
+td.best { color: var(--best); }
+table.findings td { white-space: normal; min-width: 11em; }
+ul.effects { max-width: 75em; padding-left: 22px; } ul.effects li { margin: 4px 0; }
 .mark { font-size: 11px; }
 .missing { color: #8a5a00; background: #fff7e0; border: 1px solid #f0dca0; padding: 8px 12px; border-radius: 4px;
            max-width: 75em; }
@@ -944,14 +975,15 @@ def render_html(data: ReportData, docs: list[TableDoc], figures: dict) -> str:
     """The page: tables, figures, definitions, conventions and provenance; no network.
 
     ``figures``: ``grid`` {benchmark: path}, ``calibration`` {benchmark: path}, ``runs``
-    {benchmark: [(model, [(path, label)])]}; paths relative to the page.
+    {benchmark: [(model, [(path, label)])]}, optionally ``sizes`` {path: (width, height)}; paths relative to
+    the page. The page opens with the findings (:mod:`gece.findings`).
     """
     runs_n = sum(len(v) for v in data.runs.values())
     models = list(dict.fromkeys(m for b in data.benchmarks for m in data.runs.get(b, [])))
     toc = [("missing", "Missing parts")] if data.missing else []
     examples = examples_docs(data)
-    toc += [("diagrams", "Reliability diagrams"), ("tables", "Tables"), ("examples", "Confidently wrong pairs"),
-            ("runs", "Every run"),
+    toc += [("findings", "Findings"), ("tables", "Tables"), ("diagrams", "Reliability diagrams"),
+            ("examples", "Confidently wrong pairs"), ("runs", "Every run"),
             ("definitions", "Definitions"), ("conventions", "Conventions"), ("provenance", "Provenance")]
     out = [
         "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
@@ -977,6 +1009,22 @@ def render_html(data: ReportData, docs: list[TableDoc], figures: dict) -> str:
                    "<code>dvc repro</code> to build them.</p><ul>"
                    + "".join(f"<li>{_e(x)}</li>" for x in data.missing) + "</ul></div></section>")
 
+    from gece.findings import findings, findings_html
+
+    out.append(findings_html(findings(data)))
+
+    out.append('<section id="tables"><h2>Tables</h2>')
+    for doc in docs:
+        out.append(doc_html(doc))
+        if doc.name == "calibration":
+            for b in data.benchmarks:
+                if b in figures.get("calibration", {}):
+                    alt = f"reliability diagrams before and after calibration on {b}"
+                    out.append(f'<figure>{_img(figures["calibration"][b], alt, figures)}<figcaption>{_e(b)}: before '
+                               "calibration (top row) and after each method (one row per method), on the held-out "
+                               "pairs of the split protocol; one column per model.</figcaption></figure>")
+    out.append("</section>")
+
     out.append('<section id="diagrams"><h2>Reliability diagrams</h2>'
                '<p class="caption">Per bin of p (10 equal-width bins unless the parameters say otherwise): the blue '
                "bar is the share of pairs whose human-preferred variant is the male one (<em>Outputs</em>); the "
@@ -986,20 +1034,8 @@ def render_html(data: ReportData, docs: list[TableDoc], figures: dict) -> str:
                "are left empty.</p>")
     for b in data.benchmarks:
         if b in figures.get("grid", {}):
-            out.append(f'<figure><img src="{_url(figures["grid"][b])}" alt="reliability diagrams of every model '
-                       f'on {_e(b)}"><figcaption>{_e(b)}: every model side by side.</figcaption></figure>')
-    out.append("</section>")
-
-    out.append('<section id="tables"><h2>Tables</h2>')
-    for doc in docs:
-        out.append(doc_html(doc))
-        if doc.name == "calibration":
-            for b in data.benchmarks:
-                if b in figures.get("calibration", {}):
-                    out.append(f'<figure><img src="{_url(figures["calibration"][b])}" alt="reliability diagrams '
-                               f'before and after calibration on {_e(b)}"><figcaption>{_e(b)}: before calibration '
-                               "(top row) and after each method (one row per method), on the held-out pairs of "
-                               "the split protocol; one column per model.</figcaption></figure>")
+            out.append(f'<figure>{_img(figures["grid"][b], f"reliability diagrams of every model on {b}", figures)}'
+                       f'<figcaption>{_e(b)}: every model side by side.</figcaption></figure>')
     out.append("</section>")
 
     out.append(examples_html(data, examples))
@@ -1014,7 +1050,7 @@ def render_html(data: ReportData, docs: list[TableDoc], figures: dict) -> str:
         out.append(f"<details><summary>{_e(b)} ({len(entries)} models)</summary><div class=\"runs\">")
         for m, images in entries:
             for path, label in images:
-                out.append(f'<figure><img src="{_url(path)}" alt="{_e(b)} / {_e(m)}: {_e(label)}">'
+                out.append(f'<figure>{_img(path, f"{b} / {m}: {label}", figures)}'
                            f"<figcaption>{_e(m)}: {_e(label)}</figcaption></figure>")
         out.append("</div></details>")
     out.append("</section>")
@@ -1043,6 +1079,13 @@ def render_html(data: ReportData, docs: list[TableDoc], figures: dict) -> str:
     out.append(_provenance_html(data))
     out.append("</main></body></html>")
     return "\n".join(out) + "\n"
+
+
+def _img(path: str, alt: str, figures: dict) -> str:
+    """An image that the browser loads when it scrolls into view, with its size reserved (no reflow)."""
+    size = figures.get("sizes", {}).get(path)
+    dims = f' width="{size[0]}" height="{size[1]}"' if size else ""
+    return f'<img src="{_url(path)}" alt="{_e(alt)}"{dims} loading="lazy" decoding="async">'
 
 
 def examples_html(data: ReportData, docs: list[TableDoc]) -> str:

@@ -787,10 +787,51 @@ class CompareReport(_Report):
     pairs: list[ComparePair]
 
 
-def write_figure(path: str | Path, fig: Any, dpi: int = 110) -> None:
-    """Save a matplotlib figure as PNG atomically (no timestamp metadata: same data, same bytes)."""
+def write_figure(path: str | Path, fig: Any, dpi: int = 110, text: dict[str, str] | None = None) -> None:
+    """Save a matplotlib figure as PNG atomically (no timestamp metadata: same data, same bytes);
+    ``text``: extra PNG text chunks (see :func:`png_text`)."""
     with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=dpi, metadata={"Software": None})
+        fig.savefig(tmp, format="png", dpi=dpi, metadata={"Software": None, **(text or {})})
+
+
+def png_text(path: str | Path) -> dict[str, str]:
+    """The tEXt chunks of a PNG written by :func:`write_figure` (read up to the image data);
+    {} when the file is missing or not a PNG."""
+    import struct
+
+    out: dict[str, str] = {}
+    try:
+        with open(path, "rb") as f:
+            if f.read(8) != b"\x89PNG\r\n\x1a\n":
+                return {}
+            while head := f.read(8):
+                if len(head) < 8:
+                    break
+                length, kind = struct.unpack(">I4s", head)
+                if kind in (b"IDAT", b"IEND"):
+                    break
+                body = f.read(length)
+                f.seek(4, os.SEEK_CUR)  # CRC
+                if kind == b"tEXt" and b"\0" in body:
+                    key, value = body.split(b"\0", 1)
+                    out[key.decode("latin-1")] = value.decode("latin-1")
+    except OSError:
+        return {}
+    return out
+
+
+def png_size(path: str | Path) -> tuple[int, int] | None:
+    """(width, height) in pixels of a PNG, from its header; None when it is not one."""
+    import struct
+
+    try:
+        with open(path, "rb") as f:
+            head = f.read(24)
+    except OSError:
+        return None
+    if len(head) < 24 or head[:8] != b"\x89PNG\r\n\x1a\n" or head[12:16] != b"IHDR":
+        return None
+    return struct.unpack(">II", head[16:24])
 
 
 # -------------------------------------------------------------------- calibration
@@ -889,3 +930,19 @@ class CalibrationBinRecord(BinRecord):
 
 
 CalibrationBinsReport = TypeAdapter(list[CalibrationBinRecord])
+
+
+# ------------------------------------------------------------------------ summary
+Section = dict[str, dict[str, dict[str, Num]]]
+
+
+class SummaryReport(_Report):
+    """``reports/summary.json`` (:func:`gece.findings.summary`), the one file dvc.yaml declares as DVC metrics:
+    headline metrics per run and a compact summary per calibration, ablation and comparison."""
+
+    runs: Section = {}
+    calibration: Section = {}
+    binning: Section = {}
+    neutral: Section = {}
+    special_tokens: Section = {}
+    compare: dict[str, dict[str, int]] = {}

@@ -22,7 +22,7 @@ import pandas as pd
 from gece import ablation, benchmarks, calibration, faults, metrics, plots, report
 from gece.ablation import Run
 from gece.errors import GeceError
-from gece.files import check_input_dir, check_output, check_output_dir, clear_output_dir
+from gece.files import check_input_dir, check_output, check_output_dir, clear_output_dir, write_bytes
 from gece.params import (
     AblateParams,
     CalibrateParams,
@@ -52,6 +52,7 @@ from gece.schemas import (
     SampleSizeReport,
     ScoreRow,
     SpecialTokensReport,
+    SummaryReport,
     TableWriter,
     check_unique_ids,
     iter_table,
@@ -61,6 +62,8 @@ from gece.schemas import (
     read_table,
     require_file,
     validate_records,
+    png_size,
+    png_text,
     write_figure,
     write_json,
     write_table,
@@ -590,6 +593,62 @@ def load_report_data(params: Params, reports_dir: Path, scores_dir: Path, out_di
     return data
 
 
+FIGURE_KEY = "gece-inputs"  # PNG text chunk: sha256 of what the figure was drawn from
+FIGURE_DPI = 100
+
+
+def _figure_code() -> str:
+    """What every figure also depends on: the drawing code, matplotlib's version and the resolution."""
+    import hashlib
+
+    import matplotlib
+
+    return hashlib.sha256(Path(plots.__file__).read_bytes() + f"{matplotlib.__version__}:{FIGURE_DPI}".encode()
+                          ).hexdigest()
+
+
+def _figure_key(code: str, name: str, args: tuple, kwargs: dict) -> str:
+    """sha256 of a figure's drawing function and inputs (JSON; tuple keys as lists) and of ``code``."""
+    import hashlib
+
+    def plain(x: Any) -> Any:
+        if isinstance(x, dict):
+            return [[plain(k), plain(v)] for k, v in x.items()]
+        if isinstance(x, list | tuple):
+            return [plain(v) for v in x]
+        return x
+
+    text = json.dumps([code, name, plain(args), plain(kwargs)], default=repr, allow_nan=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _draw_figure(task: tuple) -> None:
+    path, key, draw, args, kwargs = task
+    fig = draw(*args, **kwargs)
+    write_figure(path, fig, dpi=FIGURE_DPI, text={FIGURE_KEY: key})
+    plots.plt.close(fig)
+
+
+def _draw_figures(todo: list[tuple]) -> None:
+    """Draw the figures of ``todo``, in as many processes as there are CPUs (matplotlib is single-threaded);
+    each figure is a function of its task alone, so the bytes do not depend on the number of processes."""
+    workers = min(len(todo), len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    if workers < 2 or len(todo) < 4:
+        for task in todo:
+            _draw_figure(task)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    import sys
+
+    # fork is cheap; a process that has loaded torch (its thread pools do not survive a fork) starts fresh ones
+    fork = "fork" in multiprocessing.get_all_start_methods() and "torch" not in sys.modules
+    context = multiprocessing.get_context("fork" if fork else "spawn")
+    with ProcessPoolExecutor(workers, mp_context=context) as pool:
+        list(pool.map(_draw_figure, todo, chunksize=max(1, len(todo) // (4 * workers))))
+
+
 def report_stage(
     params: Params,
     reports_dir: str | Path = REPORTS,
@@ -607,17 +666,37 @@ def report_stage(
     data.provenance = {**_data_snapshot(Path(data_dvc)), "code_sha256": _code_sha256(),
                        "gece_version": _package_versions().get("gece"), "params": params.model_dump(mode="json"),
                        "packages": _package_versions()}
-    for sub, suffixes in (("figures", (".png",)), ("tables", (".md",))):  # stale files of removed runs go too
-        clear_output_dir(out_dir / sub, suffixes, "--out")
+    clear_output_dir(out_dir / "tables", (".md",), "--out")  # stale tables of removed runs go too
+    clear_output_dir(out_dir / "figures", (".png",), "--out", keep=list((out_dir / "figures").rglob("*")))  # checked
+    # here; the figures that were not drawn again are removed below
 
-    figures: dict[str, dict] = {"grid": {}, "calibration": {}, "runs": {}}
+    figures: dict[str, dict] = {"grid": {}, "calibration": {}, "runs": {}, "sizes": {}}
     written: list[str] = []
+    reused: list[str] = []
+    todo: list[tuple] = []  # figures to draw: (path, key, draw, args, kwargs)
+    code = _figure_code()
 
-    def save(rel: str, fig) -> str:
-        write_figure(out_dir / rel, fig, dpi=100)
-        plots.plt.close(fig)
+    def save(rel: str, draw: Callable[..., Any], *args: Any, **kwargs: Any) -> str:
+        """Draw ``draw(*args, **kwargs)`` into ``rel`` unless the PNG there was drawn from the same inputs
+        (its ``FIGURE_KEY`` text chunk): an unchanged figure is not drawn again."""
+        key = _figure_key(code, draw.__name__, args, kwargs)
+        path = out_dir / rel
+        if png_text(path).get(FIGURE_KEY) == key:
+            reused.append(rel)
+        else:
+            todo.append((path, key, draw, args, kwargs))
         written.append(rel)
         return rel
+
+    for key, rel in list(data.sample_size_figures.items()):  # --out elsewhere: the page takes a copy along
+        if rel.startswith("../") or Path(rel).is_absolute():
+            src = reports_dir / report.src_sample_size(*key).replace(".json", ".png")
+            copy = report.fig_sample_size(*key)
+            if not (out_dir / copy).exists() or (out_dir / copy).read_bytes() != src.read_bytes():
+                write_bytes(out_dir / copy, src.read_bytes())
+            written.append(copy)
+            data.sample_size_figures[key] = copy
+        figures["sizes"][data.sample_size_figures[key]] = png_size(out_dir / data.sample_size_figures[key])
 
     for b in data.benchmarks:
         panels, entries = [], []
@@ -632,21 +711,21 @@ def report_stage(
             rep = data.metrics[key]
             n_bins, binning = rep["n_bins"], rep["binning"]
             label = f"{n_bins} {binning.replace('_', '-')} bins"
-            images = [(save(report.fig_reliability(b, m), plots.reliability_figure(
-                data.bins[key], m, rep["ece"], subtitle=f"{b} · {label}")), label)]
+            images = [(save(report.fig_reliability(b, m), plots.reliability_figure, data.bins[key], m, rep["ece"],
+                            subtitle=f"{b} · {label}"), label)]
             if df is not None:
                 other = "equal_mass" if binning == "equal_width" else "equal_width"
                 table = metrics.reliability_table(df["p"].to_numpy(np.float64), df["y"].to_numpy(np.float64),
                                                   n_bins, other).records() if len(df) else []
                 other_label = f"{n_bins} {other.replace('_', '-')} bins"
-                images.append((save(report.fig_reliability(b, m, other), plots.reliability_figure(
-                    table, m, plots.bins_ece(table), subtitle=f"{b} · {other_label}")), other_label))
+                images.append((save(report.fig_reliability(b, m, other), plots.reliability_figure, table, m,
+                                    plots.bins_ece(table), subtitle=f"{b} · {other_label}"), other_label))
             if key in data.sample_size_figures:
                 images.append((data.sample_size_figures[key], "ECE against sample size"))
             entries.append((m, images))
             panels.append((m, data.bins[key], rep["ece"]))
         if panels:
-            figures["grid"][b] = save(report.fig_grid(b), plots.reliability_grid(panels, f"{b}: reliability diagrams"))
+            figures["grid"][b] = save(report.fig_grid(b), plots.reliability_grid, panels, f"{b}: reliability diagrams")
             figures["runs"][b] = entries
         cal_models = [m for m in data.runs[b] if (b, m) in data.calibration_bins and (b, m) in data.calibration]
         if cal_models:
@@ -663,18 +742,39 @@ def report_stage(
                     mrep = split.get("methods", {}).get(x, {})
                     cells[(m, x)] = ([r for r in records if r["method"] == x],
                                      (mrep.get("metrics") or {}).get("ece"), mrep.get("status", "missing"))
-            figures["calibration"][b] = save(report.fig_calibration(b), plots.calibration_grid(
-                cal_models, methods, cells, f"{b}: before and after calibration (held-out split)"))
+            figures["calibration"][b] = save(report.fig_calibration(b), plots.calibration_grid, cal_models, methods,
+                                             cells, f"{b}: before and after calibration (held-out split)")
+    _draw_figures(todo)
+    figures["sizes"].update({rel: png_size(out_dir / rel) for rel in written})
+    clear_output_dir(out_dir / "figures", (".png",), "--out", keep=[out_dir / rel for rel in written])
 
     docs, examples = report.build_tables(data), report.examples_docs(data)
     for doc in docs + examples:
         write_text(out_dir / "tables" / f"{doc.name}.md", report.doc_markdown(doc))
     write_text(out_dir / "index.html", report.render_html(data, docs, figures))
-    log.info("report: %d figures, %d tables -> %s", len(written), len(docs) + len(examples), out_dir / "index.html")
+    log.info("report: %d figures (%d unchanged, not redrawn), %d tables -> %s", len(written), len(reused),
+             len(docs) + len(examples), out_dir / "index.html")
     for line in data.missing:
         log.warning("report: missing %s", line)
+    from gece.findings import findings
+
     return {"figures": written, "tables": [f"tables/{d.name}.md" for d in docs + examples], "missing": data.missing,
-            "html": str(out_dir / "index.html")}
+            "html": str(out_dir / "index.html"), "reused": reused, "findings": findings(data)}
+def summary_stage(params: Params, reports_dir: str | Path = REPORTS, out: str | Path | None = None):
+    """reports/** -> reports/summary.json (the DVC metrics: :func:`gece.findings.summary`); returns
+    the summary and the findings (:func:`gece.findings.findings`)."""
+    from gece import findings
+
+    reports_dir = Path(reports_dir)
+    check_input_dir(reports_dir, "--reports", "the JSON reports")
+    data = load_report_data(params, reports_dir, ARTIFACTS / "scores", reports_dir)
+    result = findings.summary(data)
+    if out:
+        write_json(out, result, SummaryReport)
+        log.info("summary: %d values -> %s", len(findings.flatten(result)), out)
+    return result, findings.findings(data)
+
+
 # ---------------------------------------------------------------------------- extract
 SCORE_COLUMNS = ["pair_id", "row", "sent_more", "sent_less", "y", "bias_type", "targets_more", "targets_less",
                  "gender_more", "gender_less"]
@@ -749,6 +849,8 @@ def extract(
     from gece.scoring import engine, exact, models
 
     prepared, out = Path(prepared), Path(out)
+    if spec.limit is not None:  # registry.<model>.limit: the smaller of it and extract.limit applies
+        settings = settings.model_copy(update={"limit": min(x for x in (settings.limit, spec.limit) if x is not None)})
     meta_out = Path(meta_out) if meta_out else meta_path(out)
     beside = f"remove it, or give OUT another name (the timing file and the shards directory are named after {out})"
     check_output(timing_path(out), "the timing file", beside)
@@ -882,6 +984,56 @@ def extract(
              "%d shards resumed; peak RSS %.0f MB) -> %s", benchmark, model_id, n, seconds, timing.pairs_per_s or 0,
              meta.multi_target_pairs, meta.multi_token_targets, resumed, timing.peak_rss_mb, out)
     return meta, timing
+
+
+def try_id(source: str) -> str:
+    """A model id for a source that is not in the registry: ``try-`` and the last part of the path or hub id
+    (``HuggingFaceTB/SmolLM2-135M`` -> ``try-smollm2-135m``)."""
+    import re
+
+    name = source.removeprefix("package:").rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1]
+    name = re.sub(r"[^a-z0-9._-]+", "-", name.lower().removesuffix(".gguf")).strip("-.") or "model"
+    return f"try-{name}"
+
+
+def try_model(model: str, benchmark: str, params: Params | None, limit: int | None,
+              special_tokens: bool | None = None, out: str | Path | None = None
+              ) -> tuple[dict, ExtractMeta, ExtractTiming]:
+    """``gece try``: score the first ``limit`` pairs of one benchmark with a model given by registry id, local
+    path, hub id or ``package:`` source, and compute its metrics; params.yaml is read, never changed.
+
+    The prepared benchmark is ``artifacts/prepared/<benchmark>.parquet`` when it exists, else it is prepared
+    from ``data/benchmarks/<benchmark>.csv`` into a temporary directory; the score file goes to ``out`` (kept)
+    or into that temporary directory (removed).
+    """
+    import tempfile
+
+    from pydantic import ValidationError
+
+    check_id(benchmark, "--benchmark")
+    if params is not None and model in params.registry:
+        model_id, spec = model, params.registry[model]
+    else:
+        try:
+            spec = ModelSpec(source=model)
+        except ValidationError as e:
+            raise GeceError(f"{model!r} is not a model source: {e.errors()[0]['msg']}",
+                            hint="give a registry id, a local model directory or .gguf file, a Hugging Face hub id "
+                            "or package:<distribution>==<version>") from e
+        model_id = try_id(model)
+    if special_tokens is not None:
+        spec = spec.model_copy(update={"special_tokens": special_tokens})
+    settings = (params.extract if params else ExtractParams()).model_copy(update={"limit": limit})
+    with tempfile.TemporaryDirectory(prefix="gece-try-") as tmp:
+        prepared = ARTIFACTS / "prepared" / f"{benchmark}.parquet"
+        if not prepared.exists():
+            prepared = Path(tmp) / f"{benchmark}.parquet"
+            prepare(benchmark_csv(benchmark), prepared, params.prepare if params else PrepareParams())
+        scores = Path(out) if out else Path(tmp) / benchmark / f"{model_id}.parquet"
+        meta, timing = extract(prepared, scores, model_id, spec, settings)
+        df, _ = read_run(scores)
+        report, _ = run_metrics(df, params.metrics if params else MetricsParams())
+    return report, meta, timing
 
 
 def _score_shard(backend, runner, shard, word_prob: str, on_batch: Callable[[int], None]) -> tuple[list[dict], Any]:

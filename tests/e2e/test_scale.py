@@ -40,18 +40,19 @@ ALL = (
     {f"prepare@{b}" for b in BENCHMARKS} | {f"reference@{PAPER}"}
     | {f"{s}@{b}-{MODEL}" for s in ("extract", "metrics", "calibrate", "ablate") for b in BENCHMARKS}
     | {f"{s}@{PAPER}" for s in ("metrics-paper", "calibrate-paper", "ablate-paper")}
-    | {f"neutral@{MODEL}", "report"} | {f"compare@{b}" for b in BENCHMARKS}
+    | {f"neutral@{MODEL}", "summary", "report"} | {f"compare@{b}" for b in BENCHMARKS}
 )
 # what a clone without dvc.lock restores from the pulled run cache: the models never run
 RESTORED = {f"prepare@{b}" for b in BENCHMARKS} | {f"reference@{PAPER}"} | {f"extract@{b}-{MODEL}" for b in BENCHMARKS}
 # DVC (3.x) writes no run-cache entry for a stage with a plain `outs:` entry that has `cache: false`
-NO_RUN_CACHE = {f"ablate@{b}-{MODEL}" for b in BENCHMARKS} | {f"ablate-paper@{PAPER}", "report"} | {
+# (dvc.stage.Stage.run: no_cache_outs), nor for one with a `persist: true` output (report)
+NO_RUN_CACHE = {f"{s}@{b}-{MODEL}" for s in ("ablate", "metrics", "calibrate") for b in BENCHMARKS} | {
+    f"ablate-paper@{PAPER}", f"metrics-paper@{PAPER}", f"calibrate-paper@{PAPER}", f"neutral@{MODEL}", "report"} | {
     f"compare@{b}" for b in BENCHMARKS}
-# these have entries, but their `cache: false` metrics/plots files are objects of the local cache
-# only: `dvc push --run-cache` sends the entries, `dvc push` only the cached outputs, so these re-run
-UNPUSHED = {f"{s}@{b}-{MODEL}" for s in ("metrics", "calibrate") for b in BENCHMARKS} | {
-    f"metrics-paper@{PAPER}", f"calibrate-paper@{PAPER}", f"neutral@{MODEL}"}
-assert RESTORED | NO_RUN_CACHE | UNPUSHED == ALL and len(ALL) == 36
+# this has an entry, but its `cache: false` metrics file is an object of the local cache only:
+# `dvc push --run-cache` sends the entry, `dvc push` only the cached outputs, so it re-runs
+UNPUSHED = {"summary"}
+assert RESTORED | NO_RUN_CACHE | UNPUSHED == ALL and len(ALL) == 37
 
 # A sitecustomize.py that makes the model stack unimportable in every Python process it reaches
 # (dvc and each `gece` stage it runs): a stage that loaded a model would fail.
@@ -278,7 +279,8 @@ def test_queued_experiments_reuse_the_scores(origin, tmp_path):
     for n, name in names.items():
         data = exps[name]
         assert data["params"]["params.yaml"]["data"]["metrics"]["n_bins"] == n
-        report = data["metrics"][f"reports/metrics/winobias/{MODEL}.json"]["data"]
+        # the per-run metrics are plain outputs (not in exp show): read them from the experiment's commit
+        report = json.loads(git(e, "show", f"{data['rev']}:reports/metrics/winobias/{MODEL}.json").stdout)
         assert report["n_bins"] == n and report["n"] == 40
         # the experiment's number is the metric of the shared scores with n bins
         direct = json.loads(run(["gece", "metrics", f"artifacts/scores/winobias/{MODEL}.parquet", "--json",
@@ -287,7 +289,8 @@ def test_queued_experiments_reuse_the_scores(origin, tmp_path):
         ece[n] = report["ece"]
     assert ece[5] != ece[15]
 
-    diff = json.loads(run(["dvc", "metrics", "diff", "bins5", "bins15", "--json"], e, env=ENV).stdout)
+    diff = json.loads(run(["dvc", "metrics", "diff", "bins5", "bins15", "--targets", "reports/metrics", "-R",
+                           "--json"], e, env=ENV).stdout)
     moved = diff[f"reports/metrics/winobias/{MODEL}.json"]
     assert moved["n_bins"] == {"old": 5, "new": 15, "diff": 10}
     assert moved["ece"]["old"] == ece[5] and moved["ece"]["new"] == ece[15]
@@ -332,7 +335,8 @@ def test_adding_a_model_is_editing_params_yaml_only(origin, tmp_path):
     res = run(["dvc", "repro"], f, env=ENV)
     print(f"\n[timing] F: dvc repro after adding a model {time.perf_counter() - t0:.1f} s")
     new = {f"{s}@{b}-my-local" for s in ("extract", "metrics", "calibrate", "ablate") for b in BENCHMARKS}
-    assert sorted(_ran(res.stdout)) == sorted(new | {"neutral@my-local", "report"} | {f"compare@{b}" for b in BENCHMARKS})
+    assert sorted(_ran(res.stdout)) == sorted(new | {"neutral@my-local", "summary", "report"} | {
+        f"compare@{b}" for b in BENCHMARKS})
 
     weights = hashlib.sha256((model_dir / "model.safetensors").read_bytes()).hexdigest()
     for b in BENCHMARKS:
@@ -353,6 +357,6 @@ def test_adding_a_model_is_editing_params_yaml_only(origin, tmp_path):
     assert "my-local" in (f / "reports/index.html").read_text()
 
     diff = json.loads(run(["dvc", "metrics", "diff", "--json"], f, env=ENV).stdout)
-    added = diff["reports/metrics/winobias/my-local.json"]["ece"]
+    added = diff["reports/summary.json"]["runs.winobias.my-local.ece"]
     assert added["old"] is None
     assert added["new"] == json.loads((f / f"reports/metrics/winobias/{MODEL}.json").read_text())["ece"]

@@ -1,0 +1,359 @@
+"""The findings: what a reviewer and a reader should see first.
+
+Two views of the same reports, both pure functions of a :class:`gece.report.ReportData`:
+
+- :func:`summary` is ``reports/summary.json`` (``SummaryReport``), the only file dvc.yaml declares as
+  DVC metrics: the headline metrics of every run and a compact line per calibration, ablation and
+  comparison, so that ``dvc metrics diff`` after re-scoring one model on one benchmark shows at
+  most :data:`MAX_ROWS_PER_RUN` rows. The detail stays in the per-stage JSON files (plain outputs).
+- :func:`findings` is the generated summary that opens the HTML page and ``gece summary``: per
+  benchmark the best and the worst model by ECE and by Gender-ECE with their intervals, then one
+  line per notable effect (special tokens, Brier against ECE ranking, calibration, comparisons,
+  neutral wording).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from gece.report import ReportData
+
+# the per-run keys of reports/summary.json, in order (a subset of MetricsReport)
+HEADLINE = ("n", "ece", "gender_ece", "macro_ce", "brier", "accuracy")
+# every headline metric is an error (lower is better) except human alignment
+HIGHER_IS_BETTER = frozenset({"accuracy"})
+LABELS = {"ece": "ECE", "gender_ece": "Gender-ECE", "macro_ce": "MacroCE", "brier": "Brier",
+          "accuracy": "human alignment", "n": "pairs"}
+RANKED = ("ece", "gender_ece")  # the metrics the findings rank the models by
+# the most keys of reports/summary.json one run can move (tests/test_findings.py checks it)
+MAX_ROWS_PER_RUN = 30
+
+
+def _num(x: object) -> float | None:
+    return float(x) if isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) else None
+
+
+def _best_calibrated(protocol: dict | None) -> float | None:
+    """The lowest held-out ECE over the methods of one protocol whose fit is ``ok``."""
+    if not protocol:
+        return None
+    values = [_num((m.get("metrics") or {}).get("ece")) for m in protocol.get("methods", {}).values()
+              if m.get("status") == "ok"]
+    values = [v for v in values if v is not None]
+    return min(values) if values else None
+
+
+def _diff(a: object, b: object) -> float | None:
+    a, b = _num(a), _num(b)
+    return None if a is None or b is None else a - b
+
+
+def summary(data: ReportData) -> dict:
+    """``reports/summary.json``: nested {section: {benchmark or model: {...: number}}}.
+
+    - ``runs.<b>.<m>``: the :data:`HEADLINE` metrics of the run;
+    - ``calibration.<b>.<m>``: the lowest held-out ECE after calibration, per protocol;
+    - ``binning.<b>.<m>``: the lowest and highest ECE over the binnings of the binning ablation;
+    - ``neutral.<m>.<variant>``: ECE and Gender-ECE of each gender-neutral rewrite minus the occupation
+      wording (the first benchmark of ``ablate.neutral``);
+    - ``special_tokens.<m>.<b>``: ECE and mean confidence without the special tokens minus with them;
+    - ``compare.<b>``: per metric, how many model pairs differ significantly after Holm's correction.
+    """
+    out: dict[str, dict] = {"runs": {}, "calibration": {}, "binning": {}, "neutral": {}, "special_tokens": {},
+                            "compare": {}}
+    for b in data.benchmarks:
+        for m in data.runs.get(b, []):
+            rep = data.metrics.get((b, m))
+            if rep is not None:
+                out["runs"].setdefault(b, {})[m] = {k: rep.get(k) for k in HEADLINE}
+            cal = data.calibration.get((b, m))
+            if cal is not None:
+                out["calibration"].setdefault(b, {})[m] = {
+                    f"best_ece_{protocol}": _best_calibrated(cal.get(protocol)) for protocol in ("split", "crossfit")}
+            grid = data.binning.get((b, m))
+            if grid is not None:
+                values = [_num(cell.get("ece")) for cells in grid.values() for cell in cells.values()]
+                values = [v for v in values if v is not None]
+                out["binning"].setdefault(b, {})[m] = {"ece_min": min(values) if values else None,
+                                                      "ece_max": max(values) if values else None}
+        rep = data.compare.get(b)
+        if rep and rep.get("pairs"):
+            keys = list(rep["pairs"][0]["metrics"])
+            out["compare"][b] = {f"{k}_significant": sum(bool(p["metrics"][k]["significant_holm"])
+                                                         for p in rep["pairs"]) for k in keys}
+    for m, rep in sorted(data.neutral.items()):
+        base_name = next(iter(rep), None)
+        base = rep.get(base_name, {}) if base_name else {}
+        out["neutral"][m] = {variant: {"ece_change": _diff(row.get("ece"), base.get("ece")),
+                                       "gender_ece_change": _diff(row.get("gender_ece"), base.get("gender_ece"))}
+                             for variant, row in rep.items() if variant != base_name}
+    for m, rep in sorted(data.special_tokens.items()):
+        out["special_tokens"][m] = {
+            b: {"ece_change": _diff(sides.get("without", {}).get("ece"), sides.get("with", {}).get("ece")),
+                "mean_confidence_change": _diff(sides.get("without", {}).get("mean_confidence"),
+                                                sides.get("with", {}).get("mean_confidence"))}
+            for b, sides in rep.items()}
+    return {k: v for k, v in out.items() if v}
+
+
+def flatten(obj: object, prefix: str = "") -> dict[str, object]:
+    """Nested mappings as {``a.b.c``: leaf}, the way ``dvc metrics diff`` names the keys."""
+    if isinstance(obj, dict):
+        flat: dict[str, object] = {}
+        for k, v in obj.items():
+            flat.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return flat
+    return {prefix: obj}
+
+
+# ------------------------------------------------------------------------------ findings
+@dataclass
+class Ranked:
+    """One end of a ranking: the model, its value and the value's interval (None when the JSON has none)."""
+
+    model: str
+    value: float
+    low: float | None = None
+    high: float | None = None
+
+    def interval(self, digits: int = 3) -> str:
+        """`` [0.031, 0.071]``, or "" without an interval."""
+        return (f" [{self.low:.{digits}f}, {self.high:.{digits}f}]"
+                if self.low is not None and self.high is not None else "")
+
+    def text(self, digits: int = 3) -> str:
+        return f"{self.model} {self.value:.{digits}f}{self.interval(digits)}"
+
+
+@dataclass
+class BenchmarkFinding:
+    benchmark: str
+    n: list[int]
+    models: int
+    best: dict[str, Ranked] = field(default_factory=dict)  # metric -> best model
+    worst: dict[str, Ranked] = field(default_factory=dict)
+
+
+@dataclass
+class Findings:
+    benchmarks: list[BenchmarkFinding]
+    effects: list[tuple[str, str]]  # (topic, one sentence)
+
+
+def ranking(data: ReportData, b: str, key: str) -> list[Ranked]:
+    """The runs of benchmark ``b`` with a value of ``key``, best first (ties by model id)."""
+    rows = []
+    for m in data.runs.get(b, []):
+        rep = data.metrics.get((b, m)) or {}
+        v = _num(rep.get(key))
+        if v is not None:
+            rows.append(Ranked(m, v, _num(rep.get(f"{key}_ci_low")), _num(rep.get(f"{key}_ci_high"))))
+    sign = -1 if key in HIGHER_IS_BETTER else 1
+    return sorted(rows, key=lambda r: (sign * r.value, r.model))
+
+
+def _benchmark(data: ReportData, b: str) -> BenchmarkFinding | None:
+    reps = [data.metrics[(b, m)] for m in data.runs.get(b, []) if (b, m) in data.metrics]
+    if not reps:
+        return None
+    out = BenchmarkFinding(b, sorted({int(r["n"]) for r in reps}), len(reps))
+    for key in RANKED:
+        ranked = ranking(data, b, key)
+        if ranked:
+            out.best[key], out.worst[key] = ranked[0], ranked[-1]
+    return out
+
+
+def _plural(n: int, word: str, plural: str | None = None) -> str:
+    return f"{n} {word if n == 1 else plural or word + 's'}"
+
+
+def _special_tokens_effect(data: ReportData) -> str | None:
+    parts = []
+    for m, rep in sorted(data.special_tokens.items()):
+        without = data.special_pairs.get(m, f"{m} without special tokens")
+        rows = [(b, s["with"], s["without"]) for b, s in rep.items() if "with" in s and "without" in s
+                and _num(s["with"].get("ece")) is not None and _num(s["without"].get("ece")) is not None]
+        if not rows:
+            continue
+        worse = [b for b, w, wo in rows if wo["ece"] > w["ece"]]
+        span = ", ".join(f"{b} {w['ece']:.3f} → {wo['ece']:.3f}" for b, w, wo in rows)
+        parts.append(f"without its special tokens ({without}), {m} has a higher ECE on {len(worse)} of "
+                     f"{_plural(len(rows), 'benchmark')} ({span})")
+    return "; ".join(parts) + "." if parts else None
+
+
+def _kendall_tau(a: list[str], b: list[str]) -> float | None:
+    """Kendall's tau between two rankings of the same items (None for fewer than two)."""
+    items = [x for x in a if x in b]
+    if len(items) < 2:
+        return None
+    pos = {x: i for i, x in enumerate(b)}
+    concordant = discordant = 0
+    for i in range(len(items)):
+        for j in range(i + 1, len(items)):
+            if pos[items[i]] < pos[items[j]]:
+                concordant += 1
+            else:
+                discordant += 1
+    return (concordant - discordant) / (concordant + discordant)
+
+
+def _brier_effect(data: ReportData) -> str | None:
+    differ, taus, shown = [], [], []
+    for b in data.benchmarks:
+        by_ece = [r.model for r in ranking(data, b, "ece")]
+        by_brier = [r.model for r in ranking(data, b, "brier")]
+        tau = _kendall_tau(by_ece, by_brier)
+        if tau is None:
+            continue
+        taus.append(tau)
+        if by_ece[0] != by_brier[0]:
+            differ.append(b)
+            shown.append(f"{b}: {by_brier[0]} by Brier, {by_ece[0]} by ECE")
+    if not taus:
+        return None
+    head = (f"Brier and ECE pick a different best model on {len(differ)} of {_plural(len(taus), 'benchmark')}"
+            + (f" ({'; '.join(shown)})" if shown else ""))
+    return f"{head}; Kendall's τ between the two rankings is {min(taus):.2f} to {max(taus):.2f}."
+
+
+def _calibration_effect(data: ReportData) -> str | None:
+    lower, total, methods = 0, 0, {}
+    for (b, m), rep in sorted(data.calibration.items()):
+        split = rep.get("split") or {}
+        before = _num((split.get("uncalibrated") or {}).get("ece"))
+        ok = {name: _num((x.get("metrics") or {}).get("ece")) for name, x in split.get("methods", {}).items()
+              if x.get("status") == "ok"}
+        ok = {k: v for k, v in ok.items() if v is not None}
+        if before is None or not ok:
+            continue
+        total += 1
+        best = min(ok, key=lambda k: (ok[k], k))
+        lower += ok[best] < before
+        methods[best] = methods.get(best, 0) + 1
+    if not total:
+        return None
+    common = max(methods, key=lambda k: (methods[k], k)) if methods else None
+    return (f"post-hoc calibration lowers the held-out ECE of {lower} of {_plural(total, 'run')}; the method "
+            f"with the lowest ECE is most often {common} ({methods[common]} of {total}).")
+
+
+def _compare_effect(data: ReportData) -> str | None:
+    sig, total, benches = 0, 0, 0
+    for b in data.benchmarks:
+        rep = data.compare.get(b)
+        if not rep or not rep.get("pairs") or "ece" not in rep["pairs"][0]["metrics"]:
+            continue
+        benches += 1
+        total += len(rep["pairs"])
+        sig += sum(bool(p["metrics"]["ece"]["significant_holm"]) for p in rep["pairs"])
+    if not total:
+        return None
+    return (f"{sig} of {_plural(total, 'model pair')} on {_plural(benches, 'benchmark')} differ in ECE "
+            "significantly after Holm's correction (paired bootstrap): most rankings by ECE are within noise"
+            if sig * 2 < total else
+            f"{sig} of {_plural(total, 'model pair')} on {_plural(benches, 'benchmark')} differ in ECE "
+            "significantly after Holm's correction (paired bootstrap).")
+
+
+def _neutral_effect(data: ReportData) -> str | None:
+    parts = []
+    for m, rep in sorted(data.neutral.items()):
+        names = list(rep)
+        if len(names) < 2 or _num(rep[names[0]].get("ece")) is None:
+            continue
+        base = rep[names[0]]["ece"]
+        changes = [f"{v} {rep[v]['ece'] - base:+.3f}" for v in names[1:] if _num(rep[v].get("ece")) is not None]
+        parts.append(f"{m} ({names[0]} {base:.3f}; " + ", ".join(changes) + ")")
+    if not parts:
+        return None
+    return "ECE with gender-neutral wording instead of the occupation: " + "; ".join(parts) + "."
+
+
+EFFECTS = (("special tokens", _special_tokens_effect), ("Brier ranking", _brier_effect),
+           ("calibration", _calibration_effect), ("comparisons", _compare_effect),
+           ("neutral wording", _neutral_effect))
+
+
+def findings(data: ReportData) -> Findings:
+    """Per benchmark the best and worst model by ECE and Gender-ECE, then the notable effects."""
+    benches = [f for f in (_benchmark(data, b) for b in data.benchmarks) if f is not None]
+    effects = [(topic, text) for topic, fn in EFFECTS if (text := fn(data))]
+    return Findings(benches, effects)
+
+
+def benchmark_sentence(f: BenchmarkFinding) -> str:
+    """``winobias (771 pairs, 9 models): ECE best paper-x 0.045 [0.031, 0.071], worst ...``."""
+    parts = []
+    for key in RANKED:
+        if key in f.best:
+            same = f.models < 2 or f.best[key].model == f.worst[key].model
+            parts.append(f"{LABELS[key]} " + (f"{f.best[key].text()}" if same else
+                                              f"best {f.best[key].text()}, worst {f.worst[key].text()}"))
+    n = "/".join(map(str, f.n))
+    return f"{f.benchmark} ({n} pairs, {_plural(f.models, 'model')}): " + "; ".join(parts)
+
+
+FINDINGS_CAPTION = (
+    "Generated from the reports below. Per benchmark, the best and the worst model by ECE and by Gender-ECE "
+    "(lower is better), with the 95% bootstrap interval in brackets; overlapping intervals mean the ranking "
+    "may be noise (see the model comparison). Then one line per notable effect.")
+
+
+def findings_html(f: Findings) -> str:
+    """The section that opens the page: a table of the best and worst models, then the effects."""
+    from gece.report import _e
+
+    out = ['<section id="findings"><h2>Findings</h2>', f'<p class="caption">{_e(FINDINGS_CAPTION)}</p>']
+    if not f.benchmarks:
+        out.append('<p class="missing">Not available: no metrics reports found.</p></section>')
+        return "\n".join(out)
+    head = ["benchmark", "pairs", "models"] + [f"{end} {LABELS[k]}" for k in RANKED for end in ("best", "worst")]
+    out.append('<div class="scroll"><table class="findings"><thead><tr>'
+               + "".join(f'<th scope="col">{_e(h)}</th>' for h in head) + "</tr></thead><tbody>")
+    for b in f.benchmarks:
+        cells = [f'<th scope="row">{_e(b.benchmark)}</th>', f'<td class="num">{_e("/".join(map(str, b.n)))}</td>',
+                 f'<td class="num">{b.models}</td>']
+        for k in RANKED:
+            for end, cls in ((b.best.get(k), "best"), (b.worst.get(k), "worst")):
+                if end is None or (cls == "worst" and b.models < 2):
+                    cells.append('<td class="text">–</td>')
+                    continue
+                cells.append(f'<td class="text {cls}">{_e(end.model)} <strong>{end.value:.3f}</strong>'
+                             f'<span class="ci">{_e(end.interval())}</span></td>')
+        out.append("<tr>" + "".join(cells) + "</tr>")
+    out.append("</tbody></table></div>")
+    if f.effects:
+        out.append('<ul class="effects">' + "".join(f"<li><strong>{_e(topic)}</strong>: {_e(text)}</li>"
+                                                   for topic, text in f.effects) + "</ul>")
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def findings_lines(f: Findings) -> list[str]:
+    """The findings as plain lines (``gece summary``, ``gece report``)."""
+    return [benchmark_sentence(b) for b in f.benchmarks] + [f"{topic}: {text}" for topic, text in f.effects]
+
+
+def verdict(a: str, b: str, key: str, cell: dict, level: float = 0.95) -> str:
+    """One compared metric of two models in words (``diff`` is a − b, as in ``reports/compare``):
+    ``A is better calibrated than B on ECE by 0.045 [0.020, 0.070], p = 0.001``."""
+    from gece.report import _p
+
+    label = LABELS.get(key, key)
+    diff, lo, hi, p = (_num(cell.get(k)) for k in ("diff", "ci_low", "ci_high", "p_value"))
+    if diff is None or lo is None or hi is None:
+        return f"{a} vs {b} on {label}: undefined (a metric is null for one of them)"
+    holm = "" if not cell.get("significant") else (
+        ", also after Holm's correction" if cell.get("significant_holm") else ", not after Holm's correction")
+    if not cell.get("significant"):
+        return (f"{a} and {b} do not differ significantly on {label}: {a} − {b} = {diff:+.3f} "
+                f"[{lo:+.3f}, {hi:+.3f}], {_p(p)}")
+    higher_better = key in HIGHER_IS_BETTER
+    a_better = (diff > 0) == higher_better
+    winner, loser = (a, b) if a_better else (b, a)
+    size, low, high = abs(diff), min(abs(lo), abs(hi)), max(abs(lo), abs(hi))
+    how = "agrees with the human judgements more often than" if higher_better else "is better calibrated than"
+    return f"{winner} {how} {loser} on {label} by {size:.3f} [{low:.3f}, {high:.3f}], {_p(p)}{holm}"

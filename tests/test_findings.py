@@ -1,0 +1,274 @@
+"""Daily use: a review-sized `dvc metrics diff`, `gece diff`, the findings that open the page and the CLI."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+
+import pytest
+import yaml
+
+from gece import diff, findings, report, stages
+from gece.cli import build_parser, main
+from gece.params import load_params
+
+from .conftest import ROOT
+from .test_report import parse_page
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    """The committed reports of the repository, as the page and the summary stage read them."""
+    params = load_params(ROOT / "params.yaml")
+    return stages.load_report_data(params, ROOT / "reports", ROOT / "artifacts" / "scores", ROOT / "reports")
+
+
+# ------------------------------------------------------------------- dvc metrics diff
+def test_dvc_yaml_declares_only_the_summary_as_metrics():
+    stages_ = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    declared = [next(iter(m)) if isinstance(m, dict) else m
+                for s in stages_.values() for m in (s.get("metrics") or s.get("do", {}).get("metrics") or [])]
+    assert declared == ["reports/summary.json"]
+    assert stages_["summary"]["cmd"] == "gece -q summary --out reports/summary.json"
+
+
+def _perturb(obj, factor: float = 1.001):
+    """Every float of ``obj`` scaled (a re-scored run: every value moves)."""
+    if isinstance(obj, dict):
+        return {k: _perturb(v, factor) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_perturb(v, factor) for v in obj]
+    if isinstance(obj, float):
+        return obj * factor
+    return obj
+
+
+def rescored(data: report.ReportData, b: str, m: str) -> report.ReportData:
+    """``data`` as if model ``m`` had been re-scored on benchmark ``b``: every report that depends on that run
+    moves (metrics, calibration, binning, neutral wording, special tokens, every comparison with m, whose
+    significance flips)."""
+    new = copy.deepcopy(data)
+    key = (b, m)
+    for store in (new.metrics, new.calibration, new.binning):
+        if key in store:
+            store[key] = _perturb(store[key])
+    if m in new.neutral and b in new.neutral[m]:
+        new.neutral[m][b] = _perturb(new.neutral[m][b])
+    for with_, rep in new.special_tokens.items():
+        side = "with" if with_ == m else "without" if new.special_pairs.get(with_) == m else None
+        if side and b in rep:
+            rep[b][side] = _perturb(rep[b][side])
+    for pair in new.compare.get(b, {}).get("pairs", []):
+        if m in (pair["a"], pair["b"]):
+            for cell in pair["metrics"].values():
+                cell.update(_perturb(cell))
+                cell["significant_holm"] = not cell["significant_holm"]
+    return new
+
+
+def test_rescoring_one_run_moves_at_most_30_metrics(shipped):
+    """`dvc metrics diff` lists one row per flattened key that changed: re-scoring any one model on any one
+    benchmark changes at most MAX_ROWS_PER_RUN keys of reports/summary.json, however much its values move."""
+    before = findings.flatten(findings.summary(shipped))
+    assert 300 < len(before) < 500  # all 33 runs (372 values when written)
+    counts = {}
+    for b in shipped.benchmarks:
+        for m in shipped.runs[b]:
+            after = findings.flatten(findings.summary(rescored(shipped, b, m)))
+            assert set(after) == set(before)
+            counts[(b, m)] = sum(after[k] != before[k] for k in before)
+    assert max(counts.values()) <= findings.MAX_ROWS_PER_RUN == 30
+    # the worst case: a model with a special-token variant, on a neutral-wording benchmark with 8 comparisons
+    assert counts[("genderlex", "gemma-3-270m")] == max(counts.values()) == 19
+    assert counts[("winobias", "paper-gpt-j-6b")] == 5 + 2 + 2 + 4  # headline, calibration, binning, compare
+
+
+def test_summary_values_come_from_the_reports(shipped):
+    s = findings.summary(shipped)
+    rep = shipped.metrics[("winobias", "smollm2-135m")]
+    assert s["runs"]["winobias"]["smollm2-135m"] == {k: rep[k] for k in findings.HEADLINE}
+    cal = shipped.calibration[("winobias", "smollm2-135m")]["crossfit"]["methods"]
+    assert s["calibration"]["winobias"]["smollm2-135m"]["best_ece_crossfit"] == min(
+        x["metrics"]["ece"] for x in cal.values() if x["status"] == "ok")
+    st = shipped.special_tokens["gemma-3-270m"]["winobias"]
+    assert s["special_tokens"]["gemma-3-270m"]["winobias"]["ece_change"] == st["without"]["ece"] - st["with"]["ece"]
+    assert s == json.loads((ROOT / "reports" / "summary.json").read_text())  # the committed file is up to date
+
+
+# ------------------------------------------------------------------------ gece diff
+def test_moved_hides_changes_within_the_tolerance():
+    old = {"a": {"x": 0.1, "y": 0.2, "n": 5, "s": "k"}, "gone": 1.0}
+    new = {"a": {"x": 0.1 + 1e-9, "y": 0.25, "n": 6, "s": "j"}, "added": 2.0}
+    changes, hidden = diff.moved(old, new, 1e-6)
+    assert hidden == 1
+    assert [(c.key, c.old, c.new) for c in changes] == [
+        ("a.y", 0.2, 0.25), ("a.n", 5, 6), ("a.s", "k", "j"), ("gone", 1.0, None), ("added", None, 2.0)]
+    assert changes[0].delta == pytest.approx(0.05) and changes[2].delta is None
+
+
+def test_gece_diff_against_a_git_revision(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    git = lambda *a: subprocess.run(["git", *a], check=True, capture_output=True)  # noqa: E731
+    git("init", "-q")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "root")
+    (tmp_path / "reports").mkdir()
+    summary = {"runs": {"winobias": {"m": {"ece": 0.1, "brier": 0.2}}}}
+    (tmp_path / "reports" / "summary.json").write_text(json.dumps(summary))
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "one")
+    summary["runs"]["winobias"]["m"] = {"ece": 0.1 + 3e-8, "brier": 0.25}  # float noise and one real change
+    (tmp_path / "reports" / "summary.json").write_text(json.dumps(summary))
+    assert main(["diff"]) == 0
+    text = capsys.readouterr().out
+    assert "runs.winobias.m.brier" in text and "runs.winobias.m.ece" not in text
+    assert "1 value moved by more than 1e-06 in 1 file; 1 other value moved by 1e-06 or less (hidden)" in text
+    assert main(["diff", "--tol", "0", "--json"]) == 0
+    assert [c["key"] for c in json.loads(capsys.readouterr().out)] == ["runs.winobias.m.ece", "runs.winobias.m.brier"]
+    assert main(["diff", "--old", "HEAD~1", "--new", "HEAD"]) == 0
+    assert "reports/summary.json" in capsys.readouterr().out  # the file was added in HEAD
+    assert main(["diff", "--old", "no-such-rev"]) == 2
+
+
+# --------------------------------------------------------------------------- findings
+def test_findings_rank_the_models_with_their_intervals(shipped):
+    f = findings.findings(shipped)
+    assert [b.benchmark for b in f.benchmarks] == shipped.benchmarks
+    wb = f.benchmarks[0]
+    eces = {m: shipped.metrics[("winobias", m)]["ece"] for m in shipped.runs["winobias"]}
+    assert wb.best["ece"].model == min(eces, key=eces.get) and wb.worst["ece"].model == max(eces, key=eces.get)
+    rep = shipped.metrics[("winobias", wb.best["ece"].model)]
+    assert (wb.best["ece"].low, wb.best["ece"].high) == (rep["ece_ci_low"], rep["ece_ci_high"])
+    line = findings.benchmark_sentence(wb)
+    assert line.startswith("winobias (771 pairs, 9 models): ECE best ") and f"[{rep['ece_ci_low']:.3f}, " in line
+    topics = [t for t, _ in f.effects]
+    assert topics[:2] == ["special tokens", "Brier ranking"]
+    assert "gemma-3-270m has a higher ECE on 5 of 5 benchmarks" in dict(f.effects)["special tokens"]
+
+
+def test_kendall_tau():
+    assert findings._kendall_tau(list("abc"), list("abc")) == 1.0
+    assert findings._kendall_tau(list("abc"), list("cba")) == -1.0
+    assert findings._kendall_tau(["a"], ["a"]) is None
+
+
+def test_the_page_opens_with_the_findings(built_report):
+    reports, result = built_report
+    text = (reports / "index.html").read_text(encoding="utf-8")
+    assert text.index('id="findings"') < text.index('id="tables"') < text.index('id="diagrams"')
+    assert 'class="text best"' in text and 'class="num best"' in text  # the findings and the tables mark the best
+    page = parse_page(reports / "index.html")
+    assert page.images
+    assert text.count('loading="lazy"') == text.count("<img ") and 'width="' in text
+
+
+def test_unchanged_figures_are_not_drawn_again(built_report, full_reports):
+    reports, result = built_report
+    params = load_params(full_reports / "params.yaml")
+    again = stages.report_stage(params, reports, full_reports / "artifacts" / "scores", data_dvc=ROOT / "data.dvc")
+    assert again["figures"] == result["figures"] and sorted(again["reused"]) == sorted(
+        f for f in result["figures"] if not f.startswith("figures/sample_size/"))
+    stale = reports / "figures" / "reliability" / "winobias" / "gone.png"
+    stale.write_bytes(b"\x89PNG\r\n\x1a\n")
+    stages.report_stage(params, reports, full_reports / "artifacts" / "scores", data_dvc=ROOT / "data.dvc")
+    assert not stale.exists()  # a figure of a removed run is removed
+
+
+# ------------------------------------------------------------------------------- CLI
+def test_verdicts_in_words():
+    cell = {"diff": -0.045, "ci_low": -0.07, "ci_high": -0.02, "p_value": 0.001, "significant": True,
+            "significant_holm": True}
+    assert findings.verdict("A", "B", "ece", cell) == (
+        "A is better calibrated than B on ECE by 0.045 [0.020, 0.070], p = 0.001, also after Holm's correction")
+    acc = dict(cell, diff=-0.03, p_value=0.0004, significant_holm=False)
+    assert findings.verdict("A", "B", "accuracy", acc) == ("B agrees with the human judgements more often than A on "
+                                                           "human alignment by 0.030 [0.020, 0.070], p < 0.001, not "
+                                                           "after Holm's correction")
+    same = dict(cell, diff=0.01, ci_low=-0.02, ci_high=0.04, p_value=0.41, significant=False)
+    assert findings.verdict("A", "B", "brier", same) == (
+        "A and B do not differ significantly on Brier: A − B = +0.010 [-0.020, +0.040], p = 0.410")
+
+
+def test_compare_markdown_is_proofread(shipped):
+    one = dict(shipped.compare["winobias"], pairs=shipped.compare["winobias"]["pairs"][:1])
+    text = report.compare_markdown(one)
+    assert "with 1 model pair and 4 differences in the table" in text and "p=" not in text
+    assert ", p = " in text or ", p < 0.001" in text
+
+
+def _subcommands():
+    parser = build_parser()
+    action = next(a for a in parser._actions if a.dest == "command")
+    return action.choices
+
+
+@pytest.mark.parametrize("name", sorted(_subcommands()))
+def test_every_subcommand_help_describes_its_arguments_and_ends_with_examples(name, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    sub = _subcommands()[name]
+    for action in sub._actions:
+        assert action.help, f"gece {name}: {action.dest} has no help text"
+    with pytest.raises(SystemExit) as e:
+        main([name, "--help"])
+    assert e.value.code == 0
+    text = capsys.readouterr().out
+    assert "\nexamples:\n  " in text and text.rstrip().splitlines()[-1].strip().startswith(("gece ", "dvc "))
+    assert "{params:" not in text
+
+
+def test_help_shows_the_defaults_of_params_yaml(capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    with pytest.raises(SystemExit):
+        main(["metrics", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "(default: 10 from params.yaml metrics.n_bins)" in text
+    assert "(default: equal_width from params.yaml metrics.binning)" in text
+
+
+# ------------------------------------------------------------------ dvc exp run -S
+@pytest.mark.parametrize("overrides, changed", [
+    (["metrics.n_bins=15"], ["-  n_bins: 10", "+  n_bins: 15"]),
+    (["extract.limit=20"], ["-  limit:                # (empty: none) score only the first N pairs of each "
+                            "benchmark (smoke runs)",
+                            "+  limit: 20             # (empty: none) score only the first N pairs of each "
+                            "benchmark (smoke runs)"]),
+    (["+registry.smollm2-135m.limit=50"], ["+    limit: 50"]),
+])
+def test_params_yaml_survives_dvc_exp_run_set_param(overrides, changed, tmp_path):
+    """params.yaml is in the layout DVC writes back (`dvc exp run -S` calls dvc.utils.hydra.apply_overrides):
+    an experiment changes only the lines it sets, comments and all; a no-op rewrite changes nothing."""
+    import difflib
+
+    from dvc.utils.hydra import apply_overrides
+
+    original = (ROOT / "params.yaml").read_text()
+    path = tmp_path / "params.yaml"
+    path.write_text(original)
+    apply_overrides(str(path), ["metrics.n_bins=10"])  # the same value: DVC rewrites the whole file
+    assert path.read_text() == original
+    apply_overrides(str(path), overrides)
+    diff_lines = [x for x in difflib.unified_diff(original.splitlines(), path.read_text().splitlines(), lineterm="")
+                  if x[:1] in "+-" and not x.startswith(("+++", "---"))]
+    assert diff_lines == changed
+    load_params(path)  # still valid
+
+
+def _exp(rev, name, n_bins, ece, noise=0.0):
+    return {"rev": rev, "name": name, "data": {
+        "params": {"params.yaml": {"data": {"metrics": {"n_bins": n_bins, "seed": 0}}}},
+        "metrics": {"reports/summary.json": {"data": {"runs": {"winobias": {"m": {"ece": ece, "brier": 0.2 + noise}}}}}},
+    }}
+
+
+def test_exp_summary_keeps_what_differs():
+    from gece import experiments
+
+    base = _exp("a" * 40, "main", 10, 0.10)
+    base["experiments"] = [{"revs": [_exp("b" * 40, "tidy-dace", 15, 0.13, noise=1e-9)]}]
+    rows = experiments.rows([_exp("workspace", None, 15, 0.13), base])
+    assert [r.name for r in rows] == ["workspace", "main", "tidy-dace"]
+    params, metrics, left = experiments.table(rows)
+    assert params == ["metrics.n_bins"] and metrics == ["runs.winobias.m.ece"] and left == 0  # brier: noise
+    assert experiments.table(rows, tol=0.0)[1] == ["runs.winobias.m.ece", "runs.winobias.m.brier"]
+    assert experiments.table(rows, tol=0.0, max_metrics=1) == (["metrics.n_bins"], ["runs.winobias.m.ece"], 1)
+    assert experiments.table(rows, keep="brier$")[1] == []
