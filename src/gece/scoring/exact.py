@@ -166,7 +166,8 @@ def _check(y, ea, nb):
     (float32, the answer wherever it is decided) and the undecided entries' indices (p, i, j)."""
     p_all, m, n = y.shape
     lo = np.empty(y.shape, np.float32)
-    amb = np.empty(y.shape, bool)
+    flags = np.zeros(-(-y.size // 8) * 8, bool)  # whole 8-byte words, so that they can be scanned as such
+    amb = flags[: y.size].reshape(y.shape)
     rows = max(1, _BLOCK // n)
     mats = 1 if rows < m else max(1, _BLOCK // (m * n))  # whole matrices per block when they are small
     err = np.empty((mats, min(rows, m), n))
@@ -181,7 +182,15 @@ def _check(y, ea, nb):
             np.subtract(yb, e, out=lb, casting="unsafe")  # float64 difference, then rounded to float32
             np.add(yb, e, out=h, casting="unsafe")
             np.not_equal(lb.view(np.int32), h.view(np.int32), out=amb[p0:p1, i0:i1])
-    return lo, np.nonzero(amb)
+    return lo, np.unravel_index(_flagged(flags), y.shape)
+
+
+def _flagged(flags: np.ndarray) -> np.ndarray:
+    """np.flatnonzero of a bool array of whole 8-byte words, scanning it 8 entries at a time
+    (undecided entries are rare)."""
+    words = np.flatnonzero(flags.view(np.uint64))
+    r, c = np.nonzero(flags.reshape(-1, 8)[words])
+    return words[r] * 8 + c
 
 
 def _resolve(out, idx, a3, bt3, na, nb) -> None:
