@@ -66,9 +66,11 @@ def browser(chromium, tmp_path, monkeypatch):
 
 
 def load(driver, page: Path) -> dict:
-    """Open the page with every <details> expanded; wait for the images; report what failed."""
+    """Open the page with every <details> expanded and every image loaded; report what failed."""
     driver.get(page.resolve().as_uri())
     driver.execute_script("document.querySelectorAll('details').forEach(d => d.open = true)")
+    # the page loads its images lazily (when scrolled to): ask for all of them, to check every source
+    driver.execute_script("document.querySelectorAll('img').forEach(i => { i.loading = 'eager'; })")
     deadline = time.time() + 60
     while time.time() < deadline:
         pending = driver.execute_script("return Array.from(document.images).filter(i => !i.complete).length")
