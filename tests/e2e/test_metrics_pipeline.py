@@ -21,7 +21,7 @@ def test_repro_is_idempotent_and_metrics_diff_shows_param_changes(repo_copy):
 
     # the per-run files are plain outputs (only reports/summary.json is declared as metrics): name them
     detail = ["--targets", "reports/metrics", "-R"]
-    shown = json.loads(run(["dvc", "metrics", "show", *detail, "--json"], repo).stdout)
+    shown = json.loads(run(["dvc", "metrics", "show", "reports/metrics", "-R", "--json"], repo).stdout)
     paths = [p for rev in shown.values() for p in rev["data"]]
     assert len([p for p in paths if p.startswith("reports/metrics/") and "/paper-" in p]) == 18
     ece = json.loads((repo / "reports/metrics/winobias/paper-gpt-j-6b.json").read_text())["ece"]
