@@ -13,7 +13,8 @@ from itertools import combinations
 import numpy as np
 
 from gece import metrics
-from gece.bootstrap import bootstrap, percentile_interval, subsample, two_sided_p
+from gece.bootstrap import bootstrap, subsample
+from gece.intervals import bias_corrected_interval, bias_corrected_p, detectable_difference, holm
 from gece.metrics import Binning
 
 
@@ -42,6 +43,10 @@ def _value(x: float) -> float | None:
 
 
 # ----------------------------------------------------------------------- sample size
+# the estimators of the sample-size ablation: binned, debiased and smooth, ungrouped and by gender
+ESTIMATORS = ("ece", "ece_debiased", "ece_smooth", "gender_ece", "gender_ece_debiased", "gender_ece_smooth")
+
+
 def sample_size(
     run: Run,
     sizes: Sequence[int],
@@ -50,35 +55,33 @@ def sample_size(
     n_bins: int = 10,
     binning: Binning = "equal_width",
 ) -> dict:
-    """ECE and Gender-ECE on random subsets: for each N <= n, ``draws`` subsets of N pairs
-    without replacement (seeded per N); mean and std (ddof=0) over the subsets.
+    """Every estimator of ``ESTIMATORS`` on random subsets: for each N <= n, ``draws`` subsets of
+    N pairs without replacement (seeded per N); over the subsets the mean, std (ddof=0), bias
+    (mean − the estimator's own value on all pairs) and RMSE = √(mean (value − full)²) = √(bias² + std²).
 
-    Gender-ECE is undefined on a subset where no pair is predicted male or none female;
-    such subsets are left out of its mean/std and counted in ``gender_ece_defined``.
+    A grouped estimator is undefined on a subset where no pair is predicted male or none female;
+    such subsets are left out of its statistics and counted in ``<key>_defined``.
     """
     inputs = run.kernel_inputs()
     full = metrics.batch_metrics(**inputs, n_bins=n_bins, binning=binning)
+    full_values = {k: _value(full[k][0]) for k in ESTIMATORS}
     n = len(run.p)
     rows = []
     for k, size in enumerate(s for s in sizes if s <= n):
         vals = subsample(metrics.batch_metrics, inputs, size, draws, seed + k, n_bins=n_bins, binning=binning)
-        ece, gece = vals["ece"], vals["gender_ece"]
-        defined = np.isfinite(gece)
-        rows.append(
-            {
-                "n": int(size),
-                "draws": int(draws),
-                "ece_mean": float(ece.mean()),
-                "ece_std": float(ece.std(ddof=0)),
-                "gender_ece_mean": _value(gece[defined].mean()) if defined.any() else None,
-                "gender_ece_std": _value(gece[defined].std(ddof=0)) if defined.any() else None,
-                "gender_ece_defined": int(defined.sum()),
-            }
-        )
-    return {
-        "full": {"n": n, "ece": _value(full["ece"][0]), "gender_ece": _value(full["gender_ece"][0])},
-        "sizes": rows,
-    }
+        row: dict = {"n": int(size), "draws": int(draws)}
+        for key in ESTIMATORS:
+            v = vals[key]
+            defined = np.isfinite(v)
+            v = v[defined]
+            ref = full_values[key]
+            row[f"{key}_mean"] = _value(v.mean()) if v.size else None
+            row[f"{key}_std"] = _value(v.std(ddof=0)) if v.size else None
+            row[f"{key}_bias"] = _value(v.mean() - ref) if v.size and ref is not None else None
+            row[f"{key}_rmse"] = _value(np.sqrt(np.mean((v - ref) ** 2))) if v.size and ref is not None else None
+            row[f"{key}_defined"] = int(defined.sum())
+        rows.append(row)
+    return {"full": {"n": n, **full_values}, "sizes": rows}
 
 
 # --------------------------------------------------------------------------- binning
@@ -147,19 +150,6 @@ def align_runs(runs: Mapping[str, Run]) -> None:
             raise ValueError(f"{name} and {names[0]} disagree on the human labels")
 
 
-def holm(pvalues: Sequence[float | None]) -> list[float | None]:
-    """Holm–Bonferroni adjusted p-values (step-down, monotone), None kept as None."""
-    idx = [i for i, p in enumerate(pvalues) if p is not None]
-    order = sorted(idx, key=lambda i: pvalues[i])
-    m = len(order)
-    adjusted: list[float | None] = [None] * len(pvalues)
-    running = 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * pvalues[i]))
-        adjusted[i] = running
-    return adjusted
-
-
 def compare(
     runs: Mapping[str, Run],
     draws: int,
@@ -169,12 +159,18 @@ def compare(
     n_bins: int = 10,
     binning: Binning = "equal_width",
     keys: Sequence[str] = COMPARED,
+    power: float = 0.8,
+    power_runs: Sequence[str] | None = None,
 ) -> dict:
     """Paired bootstrap comparison of every pair of runs on the same benchmark.
 
     Every run is resampled with the same pair indices (same seed, same n), so draw b of
     model A and draw b of model B see the same pairs; the difference A − B per draw gives a
-    percentile interval and a two-sided p-value (``bootstrap.two_sided_p``). ``p_holm``
+    bias-corrected percentile interval and a two-sided p-value (:mod:`gece.intervals`), and
+    ``mde``, the smallest difference the test detects with ``power`` at ``alpha``
+    (``intervals.detectable_difference``). ``power`` summarizes ``mde`` per metric over the
+    pairs of ``power_runs`` (the paper runs, where the benchmark has them; else every run):
+    median, min and max. ``p_holm``
     adjusts the p-values of the metrics compared for one pair of models (Holm–Bonferroni over
     ``keys``). Across many pairs, mind that a bootstrap p-value cannot fall below 2/(draws + 1).
     """
@@ -191,14 +187,16 @@ def compare(
         for k in keys:
             va, vb = _value(point[a][k][0]), _value(point[b][k][0])
             d = draws_by_run[a][k] - draws_by_run[b][k]
-            lo, hi = percentile_interval(d, level)
+            diff = None if va is None or vb is None else va - vb
+            lo, hi = bias_corrected_interval(d, diff, level)
             entry["metrics"][k] = {
                 "a": va,
                 "b": vb,
-                "diff": None if va is None or vb is None else va - vb,
+                "diff": diff,
                 "ci_low": lo,
                 "ci_high": hi,
-                "p_value": two_sided_p(d),
+                "p_value": bias_corrected_p(d, diff),
+                "mde": detectable_difference(d, alpha, power),
             }
         pairs.append(entry)
     for entry in pairs:  # Holm's family: the metrics compared for one pair of models
@@ -208,5 +206,14 @@ def compare(
             m["significant"] = m["p_value"] is not None and m["p_value"] < alpha
             m["significant_holm"] = adj is not None and adj < alpha
     n = len(next(iter(runs.values())).p)
+    chosen = [r for r in (power_runs or []) if r in runs]
+    power_pairs = [e for e in pairs if e["a"] in chosen and e["b"] in chosen] if len(chosen) > 1 else pairs
+    summary = {}
+    for k in keys:
+        mdes = [e["metrics"][k]["mde"] for e in power_pairs if e["metrics"][k]["mde"] is not None]
+        summary[k] = {"median": float(np.median(mdes)) if mdes else None, "min": min(mdes, default=None),
+                      "max": max(mdes, default=None)}
     return {"n": n, "draws": draws, "seed": seed, "level": level, "alpha": alpha, "n_bins": n_bins,
-            "binning": binning, "pairs": pairs}
+            "binning": binning, "pairs": pairs,
+            "power": {"level": power, "runs": "paper" if len(chosen) > 1 else "all", "pairs": len(power_pairs),
+                      "mde": summary}}

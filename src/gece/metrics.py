@@ -25,7 +25,10 @@ from typing import Literal
 
 import numpy as np
 
-from gece.bootstrap import bootstrap, percentile_interval
+from gece import estimators
+from gece.bootstrap import bootstrap
+from gece.gap import GAPS, permutation_p
+from gece.intervals import bias_corrected_interval, bias_corrected_p
 from gece.lexicon import FEMALE, MALE
 
 Binning = Literal["equal_width", "equal_mass"]
@@ -222,7 +225,16 @@ SCALARS = (
     "cc_ece",
     "ece_true_male",
     "ece_true_female",
+    # estimators that small samples inflate less (gece.estimators)
+    "ece_debiased",
+    "ece_smooth",
+    "gender_ece_debiased",
+    "gender_ece_smooth",
+    # the within-model gender gaps, signed (gece.gap)
+    "gap_pred",
+    "gap_true",
 )
+SIGNED = ("gap_pred", "gap_true")  # differences; every other scalar lies in [0, 1]
 
 
 def _nanmean(a: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -251,6 +263,9 @@ def batch_metrics(
     - ece_male/female: paper ECE within the pairs predicted male/female; gender_ece their
       mean, bias_gap their absolute difference
     - ece_true_male/female: the same grouped by the human-preferred gender; cc_ece their mean
+    - ece_debiased, gender_ece_debiased: Kumar et al.'s debiased L2 error, same bins and groups
+    - ece_smooth, gender_ece_smooth: smooth ECE (Błasiok & Nakkiran), same groups
+    - gap_pred = ece_female − ece_male, gap_true = ece_true_female − ece_true_male (signed)
     Undefined values (empty sample or group) are NaN here; ``summarize`` turns them into nulls.
     """
     p = np.atleast_2d(np.asarray(p, dtype=np.float64))
@@ -266,6 +281,8 @@ def batch_metrics(
     by_pred = binned_stats(p, y, n_bins, binning, seg=np.where(pred_group >= 0, pred_group, -1), n_seg=2)
     by_true = binned_stats(p, y, n_bins, binning, seg=np.where(true_group >= 0, true_group, -1), n_seg=2)
     e_pred, e_true = by_pred.ece(), by_true.ece()
+    d_pred = estimators.debiased_ce(by_pred.count, by_pred.conf_sum, by_pred.target_sum)
+    s_all, s_pred = estimators.smooth_ece_batch(p, y, np.where(pred_group >= 0, pred_group, -1), 2)
 
     is_correct = correct > 0
     out = {
@@ -284,6 +301,12 @@ def batch_metrics(
         "ece_true_male": e_true[:, G_MALE],
         "ece_true_female": e_true[:, G_FEMALE],
         "cc_ece": 0.5 * (e_true[:, G_MALE] + e_true[:, G_FEMALE]),
+        "ece_debiased": estimators.debiased_ce(paper.count, paper.conf_sum, paper.target_sum)[:, 0],
+        "ece_smooth": s_all,
+        "gender_ece_debiased": 0.5 * (d_pred[:, G_MALE] + d_pred[:, G_FEMALE]),
+        "gender_ece_smooth": 0.5 * (s_pred[:, G_MALE] + s_pred[:, G_FEMALE]),
+        "gap_pred": e_pred[:, G_FEMALE] - e_pred[:, G_MALE],
+        "gap_true": e_true[:, G_FEMALE] - e_true[:, G_MALE],
     }
     return out
 
@@ -476,7 +499,11 @@ def null_reasons(values: dict[str, float | None], n: int, counts: dict[str, int]
         if values.get(key) is None and counts.get(count_key, 0) == 0:
             reasons[key] = why
     for key, parts in (("gender_ece", ("ece_male", "ece_female")), ("bias_gap", ("ece_male", "ece_female")),
-                       ("cc_ece", ("ece_true_male", "ece_true_female"))):
+                       ("gap_pred", ("ece_male", "ece_female")),
+                       ("gender_ece_debiased", ("ece_male", "ece_female")),
+                       ("gender_ece_smooth", ("ece_male", "ece_female")),
+                       ("cc_ece", ("ece_true_male", "ece_true_female")),
+                       ("gap_true", ("ece_true_male", "ece_true_female"))):
         if values.get(key) is None:
             reasons[key] = "; ".join(reasons[p] for p in parts if p in reasons) or "undefined"
     if values.get("macro_ce") is None:
@@ -490,9 +517,6 @@ def null_reasons(values: dict[str, float | None], n: int, counts: dict[str, int]
 
 
 # ----------------------------------------------------------------------- the report
-CI_KEYS = ("ece", "gender_ece", "brier", "accuracy")
-
-
 def summarize(
     p,
     y,
@@ -503,13 +527,15 @@ def summarize(
     draws: int = 1000,
     seed: int = 0,
     level: float = 0.95,
-    ci_keys: tuple[str, ...] = CI_KEYS,
 ) -> dict:
     """All metrics of one run as the flat dict of ``schemas.MetricsReport``.
 
-    Adds ``<key>_ci_low``/``<key>_ci_high`` (percentile bootstrap over pairs, ``draws``
-    resamples, seeded) for ``ci_keys``, ``n``, ``n_ties`` and, when some value is null,
-    ``null_reasons``.
+    Every scalar gets ``<key>_ci_low``/``<key>_ci_high``: the bias-corrected percentile interval
+    (:mod:`gece.intervals`) over the same ``draws`` resamples of pairs (seeded), so the interval
+    of a difference is consistent with those of its parts. The gender gaps also get a two-sided
+    bootstrap p-value ``<gap>_p`` and a permutation p-value ``<gap>_p_perm`` (:mod:`gece.gap`,
+    ``draws`` shuffles of the gender groups). Plus ``n``, ``n_ties`` and, when some value is
+    null, ``null_reasons``.
     """
     p, y = _py(p, y)
     gender_more, gender_less = np.asarray(gender_more, dtype=object), np.asarray(gender_less, dtype=object)
@@ -519,14 +545,20 @@ def summarize(
     values = {k: _scalar(point[k]) for k in SCALARS}
     out: dict = {"n": int(p.size), "n_ties": int((pg == G_TIE).sum()), "n_bins": n_bins, "binning": binning}
     out.update(values)
-    if p.size:
-        samples = bootstrap(
-            batch_metrics, {"p": p, "y": y, "pred_group": pg, "true_group": tg}, draws, seed,
-            n_bins=n_bins, binning=binning,
-        )
-    for k in ci_keys:
-        lo, hi = percentile_interval(samples[k], level) if p.size else (None, None)
+    samples = bootstrap(
+        batch_metrics, {"p": p, "y": y, "pred_group": pg, "true_group": tg}, draws, seed,
+        n_bins=n_bins, binning=binning,
+    ) if p.size else {}
+    for k in SCALARS:
+        bounds = None if k in SIGNED else (0.0, 1.0)
+        lo, hi = bias_corrected_interval(samples[k], values[k], level, bounds) if p.size else (None, None)
         out[f"{k}_ci_low"], out[f"{k}_ci_high"] = lo, hi
+    for gap, groups in GAPS.items():
+        out[f"{gap}_p"] = bias_corrected_p(samples[gap], values[gap]) if p.size else None
+        out[f"{gap}_p_perm"] = permutation_p(
+            p, y, pg if groups == "pred" else tg, values[gap], draws, seed,
+            lambda pp, yy, g: binned_stats(pp, yy, n_bins, binning, seg=np.where(g >= 0, g, -1), n_seg=2).ece(),
+        )
     counts = {
         "pred_male": int((pg == G_MALE).sum()),
         "pred_female": int((pg == G_FEMALE).sum()),

@@ -177,6 +177,7 @@ class CompareParams(_Section):
     seed: Seed = 0
     ci: float = Field(0.95, gt=0.0, lt=1.0)
     alpha: float = Field(0.05, gt=0.0, lt=1.0, description="significance level of the markdown table")
+    power: float = Field(0.8, gt=0.0, lt=1.0, description="power of the minimum detectable difference")
 
 
 class AblateParams(_Section):

@@ -18,12 +18,13 @@ plt.rcParams.update({"figure.max_open_warning": 0, "svg.hashsalt": "gece", "text
 
 
 def sample_size_figure(report: dict, title: str) -> Figure:
-    """Mean ± std of ECE and Gender-ECE over random subsets against the subset size N,
+    """Mean ± std of ECE, Gender-ECE and smooth ECE over random subsets against the subset size N,
     with the full-data values as dashed lines."""
     fig, ax = plt.subplots(figsize=(5.2, 3.6), layout="constrained")
     sizes = report["sizes"]
     ns = [r["n"] for r in sizes]
-    for key, label, color in (("ece", "ECE", "tab:blue"), ("gender_ece", "Gender-ECE", "tab:orange")):
+    for key, label, color in (("ece", "ECE", "tab:blue"), ("gender_ece", "Gender-ECE", "tab:orange"),
+                              ("ece_smooth", "smooth ECE", "tab:green")):
         rows = [(r["n"], r[f"{key}_mean"], r[f"{key}_std"]) for r in sizes if r[f"{key}_mean"] is not None]
         if rows:
             x, m, s = zip(*rows)

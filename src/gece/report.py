@@ -43,7 +43,8 @@ def compare_markdown(result: dict) -> str:
         f"# Paired model comparison: {_md_escape(result['benchmark'])}",
         "",
         (f"Difference A − B on the same {result['n']} pairs, paired bootstrap with {result['draws']} resamples "
-        f"(seed {result['seed']}): point difference, {level} percentile interval and two-sided p-value. "
+        f"(seed {result['seed']}): point difference, {level} bias-corrected percentile interval and two-sided "
+        "p-value. "
         f"**Bold**: significant at α = {result['alpha']}; †: still significant after Holm's correction "
         f"over the {len(keys)} metrics of the pair. The smallest p-value {result['draws']} resamples can give "
         f"is {2 / (result['draws'] + 1):.4f}; with {plural(len(result['pairs']), 'model pair')} and "
@@ -66,6 +67,14 @@ def compare_markdown(result: dict) -> str:
     total = len(result["pairs"]) * len(keys)
     lines += ["", (f"{n_sig} of {plural(total, 'difference')} {'is' if total == 1 else 'are'} significant at "
               f"α = {result['alpha']}.")]
+    power = result.get("power")
+    if power:
+        lines += ["", (f"Power: the smallest true difference the paired test detects with {power['level']:.0%} power "
+                  f"at α = {result['alpha']} (median and range over {power['pairs']} pairs of "
+                  f"{'the authors' + chr(39) + ' runs' if power['runs'] == 'paper' else 'runs'}):"), "",
+                  "| metric | minimum detectable difference | range |", "|---|--:|--:|"]
+        lines += [f"| {LABELS.get(k, k)} | {_num(v['median'])} | {_num(v['min'])} – {_num(v['max'])} |"
+                  for k, v in power["mde"].items()]
     return "\n".join(lines) + "\n"
 
 
@@ -357,7 +366,8 @@ def _metrics_doc(data: ReportData, name: str, title: str, caption: str, spec, ru
 
 
 MARKS_NOTE = "✓: the best value of its column (lowest error, highest human alignment)."
-CI_NOTE = ("Values with a 95% bootstrap interval in brackets (1000 resamples of pairs) where the metrics JSON has "
+CI_NOTE = ("Values with a 95% bias-corrected bootstrap interval in brackets (1000 resamples of pairs) where the "
+           "metrics JSON has "
            "one. **Bold ▲**: the worst (highest) value of its column in that table; **bold ▼**: the worst (lowest) "
            f"human alignment; {MARKS_NOTE}")
 
@@ -371,7 +381,9 @@ def overall_table(data: ReportData) -> TableDoc:
 
 
 def paper_table(data: ReportData) -> TableDoc:
-    return _metrics_doc(
+    from gece.report_stats import brier_ranking_tables  # it builds on this module
+
+    doc = _metrics_doc(
         data, "paper", "The paper's numbers, reproduced from the authors' released scores",
         "The authors' metric set, computed from their released per-pair scores (runs `paper-<model>`), to four "
         "decimals. They equal the authors' own `*.summary.txt` to 1e-9 (tests/test_golden.py), including "
@@ -379,6 +391,12 @@ def paper_table(data: ReportData) -> TableDoc:
         "ranked). **Bold ▲/▼**: the worst value of its column; ✓: the best.",
         [(k, label, {"accuracy": "low", "brier_paper": None}.get(k, "high")) for k, label in PAPER_KEYS],
         runs_filter=lambda m: m.startswith("paper-"), digits=4)
+    ranking, lines = brier_ranking_tables(data)
+    if ranking:
+        doc.tables += ranking
+        doc.caption += (" The Brier ranking tables rank the authors' runs by the paper's Brier and by the Brier "
+                        "score mean (p − y)² (1 = lowest = best); the ranking changes: " + "; ".join(lines) + ".")
+    return doc
 
 
 def human_gender_table(data: ReportData) -> TableDoc:
@@ -537,6 +555,8 @@ def special_tokens_table(data: ReportData) -> TableDoc:
 
 
 def compare_table(data: ReportData) -> TableDoc:
+    from gece.report_stats import power_note  # it builds on this module
+
     tables = []
     alpha = None
     for b in data.benchmarks:
@@ -558,12 +578,15 @@ def compare_table(data: ReportData) -> TableDoc:
                                   strong=bool(c["significant"]), mark="†" if c["significant_holm"] else ""))
             rows.append(Row([pair["a"], pair["b"]], cells, src_compare(b)))
         note = (f"{rep['n']} pairs, paired bootstrap with {rep['draws']} resamples (seed {rep['seed']}), "
-                f"{rep['level']:.0%} intervals")
+                f"{rep['level']:.0%} bias-corrected intervals{power_note(rep)}")
         tables.append(Table(b, ["A", "B"], columns, rows, note))
     return TableDoc(
         "compare", "Model comparison",
         "Paired differences A − B on the same pairs (`reports/compare/<benchmark>.json`): point difference, "
-        "percentile interval and two-sided p-value. For the error metrics a negative difference means A is "
+        "bias-corrected percentile interval and two-sided p-value. The minimum detectable difference in each "
+        "table's note is the smallest true difference the paired test finds with 80% power at α = 0.05, from the "
+        "spread of the paired bootstrap differences (docs/statistics.md): differences below it are likely to go "
+        "unnoticed on this benchmark. For the error metrics a negative difference means A is "
         "better calibrated; for human alignment, positive means A agrees more with the human judgements. "
         f"**Bold**: significant at α = {alpha if alpha is not None else 0.05}; †: still significant after Holm's "
         "correction over the four metrics of the pair. No worst or best value is marked: a difference has no worse "
@@ -573,10 +596,12 @@ def compare_table(data: ReportData) -> TableDoc:
 
 def build_tables(data: ReportData) -> list[TableDoc]:
     """Every table of the report, in page order."""
+    from gece.report_stats import estimator_table, gender_gap_table  # they build on this module
+
     return [
-        overall_table(data), paper_table(data), human_gender_table(data), grouped_table(data),
-        neutral_table(data), sample_size_table(data), binning_table(data), calibration_table(data),
-        special_tokens_table(data), compare_table(data),
+        overall_table(data), paper_table(data), gender_gap_table(data), human_gender_table(data),
+        grouped_table(data), neutral_table(data), sample_size_table(data), estimator_table(data),
+        binning_table(data), calibration_table(data), special_tokens_table(data), compare_table(data),
     ]
 
 
@@ -847,8 +872,22 @@ DEFINITIONS = [
      "Class-conditioned ECE: the same grouping by the human-preferred gender (y) instead of the predicted one; its "
      "parts are the ECE by human gender, and cc-ECE is their mean.")),
     ("Confidence intervals", (
-     "Percentile bootstrap intervals (95%, 1000 resamples of pairs with a fixed seed); paired comparisons resample "
-     "the pairs of both models together.")),
+     "Bias-corrected percentile bootstrap intervals (95%, 1000 resamples of pairs with a fixed seed, the same "
+     "resamples for every metric of a run): the percentile interval of the draws moved by the median shift "
+     "median(draws) − estimate, so that the extra upward bias a resample adds to binned errors does not push the "
+     "interval off its estimate; every interval contains its estimate, and errors are cut to [0, 1]. Paired "
+     "comparisons resample the pairs of both models together. docs/statistics.md explains why not BCa.")),
+    ("Debiased and smooth ECE", (
+     "ECE debiased (L2): Kumar, Liang & Ma (2019): with the same bins, Σ n_m/n [(ȳ_m − p̄_m)² − ȳ_m(1 − ȳ_m)/(n_m − 1)] "
+     "removes the sampling noise from each squared bin gap; its square root estimates the L2 calibration error. "
+     "Smooth ECE: Błasiok & Nakkiran (2023): the residuals y − p smoothed by a Gaussian kernel reflected at 0 and "
+     "1, integrated; the width σ is the fixed point where the error equals σ. Gender-ECE debiased/smooth: the "
+     "mean of the same within the predicted-male and predicted-female pairs.")),
+    ("Gender gap test", (
+     "gap_pred = ECE female − ECE male over the predicted-gender groups, gap_true the same over the "
+     "human-preferred-gender groups, each with a bootstrap interval and p-value (from the bias-corrected draws) "
+     "and a permutation p-value (the group labels shuffled 1000 times); Holm's correction over the runs of a "
+     "table.")),
 ]
 
 

@@ -28,6 +28,7 @@ from pydantic import (
     Field,
     TypeAdapter,
     ValidationError,
+    create_model,
     model_serializer,
     model_validator,
 )
@@ -155,41 +156,12 @@ class ReferenceRow(_Row):
 Num = float | None
 
 
-class MetricsReport(BaseModel):
-    """``reports/metrics/<benchmark>/<model>.json``: flat, what ``dvc metrics`` reads.
-
-    Null values are undefined metrics (e.g. no pair was predicted female); ``null_reasons``
-    then says why, and is absent otherwise.
-    """
-
+class _MetricValues(BaseModel):
     model_config = ConfigDict(extra="forbid")
     n: int = Field(ge=0)
     n_ties: int = Field(ge=0)
     n_bins: int = Field(ge=1)
     binning: Literal["equal_width", "equal_mass"]
-    ece: Num
-    ece_toplabel: Num
-    mce: Num
-    ice: Num
-    macro_ce: Num
-    brier: Num
-    brier_paper: Num
-    accuracy: Num
-    gender_ece: Num
-    ece_male: Num
-    ece_female: Num
-    bias_gap: Num
-    cc_ece: Num
-    ece_true_male: Num
-    ece_true_female: Num
-    ece_ci_low: Num
-    ece_ci_high: Num
-    gender_ece_ci_low: Num
-    gender_ece_ci_high: Num
-    brier_ci_low: Num
-    brier_ci_high: Num
-    accuracy_ci_low: Num
-    accuracy_ci_high: Num
     null_reasons: str | None = None
 
     @model_serializer(mode="wrap")
@@ -198,6 +170,32 @@ class MetricsReport(BaseModel):
         if data.get("null_reasons") is None:
             data.pop("null_reasons", None)
         return data
+
+
+def _metric_fields() -> dict[str, Any]:
+    """One nullable float per scalar of ``metrics.SCALARS``, its interval bounds, and the gaps'
+    bootstrap and permutation p-values (names written once, in gece.metrics and gece.gap)."""
+    from gece.gap import GAPS
+    from gece.metrics import SCALARS
+
+    names = [*SCALARS]
+    names += [f"{k}_ci_{end}" for k in SCALARS for end in ("low", "high")]
+    names += [f"{g}_{kind}" for g in GAPS for kind in ("p", "p_perm")]
+    return {name: (Num, ...) for name in names}
+
+
+MetricsReport = create_model(
+    "MetricsReport",
+    __base__=_MetricValues,
+    __doc__="""``reports/metrics/<benchmark>/<model>.json``: flat, what ``dvc metrics`` reads.
+
+    Every scalar of ``metrics.SCALARS``, ``<key>_ci_low``/``<key>_ci_high`` (bias-corrected
+    bootstrap interval) for each, and ``<gap>_p``/``<gap>_p_perm`` for the gender gaps. Null
+    values are undefined metrics (e.g. no pair was predicted female); ``null_reasons`` then says
+    why, and is absent otherwise.
+    """,
+    **_metric_fields(),
+)
 
 
 class BinRecord(BaseModel):
@@ -692,27 +690,28 @@ class _Report(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class SampleSizeFull(_Report):
-    n: int = Field(ge=0)
-    ece: Num
-    gender_ece: Num
+def _sample_size_models() -> tuple[type[BaseModel], type[BaseModel]]:
+    """The full-data values and the per-size statistics of every ``ablation.ESTIMATORS``."""
+    from gece.ablation import ESTIMATORS
+
+    full = create_model("SampleSizeFull", __base__=_Report, n=(int, Field(ge=0)),
+                        **{k: (Num, ...) for k in ESTIMATORS})
+    stats: dict[str, Any] = {"n": (int, Field(ge=1)), "draws": (int, Field(ge=1))}
+    for k in ESTIMATORS:
+        stats |= {f"{k}_mean": (Num, ...), f"{k}_std": (Num, Field(ge=0)), f"{k}_bias": (Num, ...),
+                  f"{k}_rmse": (Num, Field(ge=0)),
+                  f"{k}_defined": (int, Field(ge=0, description="subsets where the estimator is defined"))}
+    return full, create_model("SampleSizeRow", __base__=_Report, **stats)
 
 
-class SampleSizeRow(_Report):
-    n: int = Field(ge=1)
-    draws: int = Field(ge=1)
-    ece_mean: float
-    ece_std: float = Field(ge=0)
-    gender_ece_mean: Num
-    gender_ece_std: Num
-    gender_ece_defined: int = Field(ge=0, description="subsets where Gender-ECE is defined")
+SampleSizeFull, SampleSizeRow = _sample_size_models()
 
 
 class SampleSizeReport(_Report):
     """``reports/ablation/sample_size/<benchmark>/<model>.json``."""
 
-    full: SampleSizeFull
-    sizes: list[SampleSizeRow]
+    full: SampleSizeFull  # type: ignore[valid-type]
+    sizes: list[SampleSizeRow]  # type: ignore[valid-type]
 
 
 class BinningCell(_Report):
@@ -762,6 +761,7 @@ class CompareCell(_Report):
     ci_low: Num
     ci_high: Num
     p_value: Num
+    mde: Num = Field(description="minimum difference detected with the configured power at alpha")
     p_holm: Num
     significant: bool
     significant_holm: bool
@@ -771,6 +771,22 @@ class ComparePair(_Report):
     a: str
     b: str
     metrics: dict[str, CompareCell]
+
+
+class MdeSummary(_Report):
+    median: Num
+    min: Num
+    max: Num
+
+
+class ComparePower(_Report):
+    """Minimum detectable differences (``mde``) summarized per metric over the pairs of ``runs``
+    (``paper``: the authors' runs of the benchmark; ``all``: every run)."""
+
+    level: float = Field(gt=0, lt=1)
+    runs: Literal["paper", "all"]
+    pairs: int = Field(ge=0)
+    mde: dict[str, MdeSummary]
 
 
 class CompareReport(_Report):
@@ -785,6 +801,9 @@ class CompareReport(_Report):
     n_bins: int
     binning: Literal["equal_width", "equal_mass"]
     pairs: list[ComparePair]
+    power: ComparePower
+
+
 
 
 def write_figure(path: str | Path, fig: Any, dpi: int = 110, text: dict[str, str] | None = None) -> None:

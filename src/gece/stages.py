@@ -329,7 +329,9 @@ def compare(
     benchmark = " / ".join(sorted(benchmarks_seen))
     try:
         shared = ablation.shared_pairs(runs)
-        result = ablation.compare(shared, c.draws, c.seed, c.ci, c.alpha, m.n_bins, m.binning)
+        paper_runs = [name for name in shared if name.startswith("paper-")]
+        result = ablation.compare(shared, c.draws, c.seed, c.ci, c.alpha, m.n_bins, m.binning, power=c.power,
+                                  power_runs=paper_runs)
     except ValueError as e:
         raise GeceError(f"cannot compare {', '.join(map(str, score_paths))}: {e}",
                         hint="compare score files of the same benchmark (same pairs, same labels)") from e

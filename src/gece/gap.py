@@ -1,0 +1,70 @@
+"""The within-model gender gap ECE_female − ECE_male and its permutation test.
+
+Two groupings (SPEC §4): by the predicted gender (the gender of the more probable variant, as
+Gender-ECE groups; ``gap_pred``) and by the human-preferred gender (``gap_true``, the parts of
+cc-ECE). The bootstrap gives each gap an interval and a p-value (:mod:`gece.intervals`,
+computed in :func:`gece.metrics.summarize` from the same resamples as every other metric).
+
+The **permutation test** asks the same question without resampling pairs: under the null
+hypothesis the gender group says nothing about calibration, so the group labels are
+exchangeable among the pairs that have one. Shuffling them B times (p and y stay in place,
+group sizes are kept) gives the null distribution of the gap d*_1..d*_B, and the two-sided,
+equal-tailed p-value is::
+
+    p_perm = min(1, 2 (1 + min(#{d*_b <= d̂}, #{d*_b >= d̂})) / (B + 1))
+
+Equal tails rather than |d*| >= |d̂|: binned ECE is biased upwards more in the smaller group, so
+the null distribution of the gap is not centred on 0 when the groups differ in size; the
+permutation test accounts for that, the bootstrap test does not (docs/statistics.md compares
+them on the paper runs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from gece.bootstrap import chunk_size
+
+# gap key -> the grouping its parts use ("pred": predicted gender, "true": human-preferred gender)
+GAPS = {"gap_pred": "pred", "gap_true": "true"}
+
+# (p, y, groups), all (B, n) -> (B, 2): ECE of group 0 (male) and group 1 (female)
+GroupECE = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+
+
+def shuffled_groups(groups: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+    """``size`` rows of ``groups`` with the labels of the grouped pairs (codes >= 0) shuffled
+    among themselves; pairs without a group keep their code. Shape (size, n)."""
+    groups = np.asarray(groups)
+    where = np.flatnonzero(groups >= 0)
+    out = np.broadcast_to(groups, (size, groups.size)).copy()
+    if where.size:
+        order = np.argsort(rng.random((size, where.size)), axis=1)
+        out[:, where] = groups[where][order]
+    return out
+
+
+def permutation_p(
+    p: np.ndarray, y: np.ndarray, groups: np.ndarray, estimate: float | None, draws: int, seed: int,
+    group_ece: GroupECE,
+) -> float | None:
+    """Equal-tailed permutation p-value of the gap ECE_female − ECE_male (``draws`` shuffles).
+
+    None when the gap is undefined (a group is empty).
+    """
+    if estimate is None or not np.isfinite(estimate) or draws < 1:
+        return None
+    n = len(p)
+    rng = np.random.default_rng(seed)
+    null = []
+    step = chunk_size(n)
+    for start in range(0, draws, step):
+        size = min(step, draws - start)
+        g = shuffled_groups(groups, size, rng)
+        e = group_ece(np.broadcast_to(p, (size, n)), np.broadcast_to(y, (size, n)), g)
+        null.append(e[:, 1] - e[:, 0])
+    d = np.concatenate(null)
+    tail = min(int((d <= estimate).sum()), int((d >= estimate).sum()))
+    return float(min(1.0, 2.0 * (tail + 1) / (d.size + 1)))
