@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from gece.report import ReportData
+from gece.report import ReportData, flatten  # noqa: F401  (flatten: part of this module's interface)
 
 # the per-run keys of reports/summary.json, in order (a subset of MetricsReport)
 HEADLINE = ("n", "ece", "gender_ece", "macro_ce", "brier", "accuracy")
@@ -95,16 +95,6 @@ def summary(data: ReportData) -> dict:
                                                 sides.get("with", {}).get("mean_confidence"))}
             for b, sides in rep.items()}
     return {k: v for k, v in out.items() if v}
-
-
-def flatten(obj: object, prefix: str = "") -> dict[str, object]:
-    """Nested mappings as {``a.b.c``: leaf}, the way ``dvc metrics diff`` names the keys."""
-    if isinstance(obj, dict):
-        flat: dict[str, object] = {}
-        for k, v in obj.items():
-            flat.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
-        return flat
-    return {prefix: obj}
 
 
 # ------------------------------------------------------------------------------ findings

@@ -928,15 +928,20 @@ def special_tokens_statement(data: ReportData) -> str:
             "distribution: compare models only under the same convention, and say which one was used.")
 
 
-def _flatten(obj: object, prefix: str = "") -> dict[str, str]:
+def flatten(obj: object, prefix: str = "") -> dict[str, object]:
+    """Nested mappings as {``a.b.c``: leaf}, the way ``dvc metrics diff`` names the keys."""
     if isinstance(obj, dict):
-        out: dict[str, str] = {}
+        flat: dict[str, object] = {}
         for k, v in obj.items():
-            out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
-        return out
-    if isinstance(obj, list):
-        return {prefix: json.dumps(obj)}
-    return {prefix: "null" if obj is None else str(obj)}
+            flat.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return flat
+    return {prefix: obj}
+
+
+def _flatten(obj: object) -> dict[str, str]:
+    """:func:`flatten`, each leaf as text (lists as JSON, None as null)."""
+    return {k: json.dumps(v) if isinstance(v, list) else "null" if v is None else str(v)
+            for k, v in flatten(obj).items()}
 
 
 def model_provenance(data: ReportData) -> list[tuple[str, list[tuple[str, str]]]]:
