@@ -36,7 +36,8 @@ def score_file(path: Path, n: int, distinct: bool) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from gece.schemas import ScoreRow, arrow_schema
+    from gece.schemas import ScoreRow
+    from gece.io import arrow_schema
 
     schema = arrow_schema(ScoreRow)
     rng = np.random.default_rng(0)
@@ -91,7 +92,7 @@ def _measure(scores: Path, work: Path) -> dict:
 
 def main() -> dict:
     from gece.files import limit
-    from gece.schemas import write_json
+    from gece.io import write_json
 
     accepted = int(os.environ.get("GECE_BENCH_ROWS", "100000"))
     cases = {}

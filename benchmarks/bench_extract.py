@@ -49,7 +49,8 @@ def _setup(work: Path):
     import gece  # noqa: F401  (sets MKL_CBWR and OMP_WAIT_POLICY before torch loads)
     from gece import stages
     from gece.params import load_params
-    from gece.schemas import PreparedPair, read_table
+    from gece.schemas import PreparedPair
+    from gece.io import read_table
     from gece.scoring import engine
 
     params = load_params(ROOT / "params.yaml")
@@ -97,7 +98,8 @@ def worker_matmul(work: Path) -> dict:
 def worker_gece(work: Path) -> dict:
     from gece import stages
     from gece.params import ExtractParams
-    from gece.schemas import ScoreRow, read_table
+    from gece.schemas import ScoreRow
+    from gece.io import read_table
     from gece.scoring import models
 
     params, prepared, pairs, threads = _setup(work)
@@ -238,7 +240,7 @@ def main() -> dict:
     from rich.console import Console
     from rich.table import Table
 
-    from gece.schemas import write_json
+    from gece.io import write_json
 
     console = Console(width=max(120, Console().width))
     results = {}

@@ -93,7 +93,7 @@ def main() -> dict:
     from rich.table import Table
 
     from gece import stages
-    from gece.schemas import write_json
+    from gece.io import write_json
 
     large = int(os.environ.get("GECE_BENCH_LARGE", "0")) or LARGE
     console = Console()

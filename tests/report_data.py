@@ -20,7 +20,8 @@ import yaml
 
 from gece import metrics, stages
 from gece.params import MetricsParams, load_params
-from gece.schemas import ExtractMeta, PreparedPair, ScoreRow, read_table, write_json, write_table
+from gece.schemas import ExtractMeta, PreparedPair, ScoreRow
+from gece.io import read_table, write_json, write_table
 
 BENCHMARKS = ("winobias", "winogender", "genderlex", "genderlex_person", "genderlex_someone")
 PAPER_BENCHMARKS = ("winobias", "winogender", "genderlex")

@@ -12,7 +12,8 @@ from gece.ablation import Run
 from gece.bootstrap import subsample, two_sided_p
 from gece.cli import main
 from gece.params import AblateParams, CompareParams, MetricsParams
-from gece.schemas import ScoreRow, write_table
+from gece.schemas import ScoreRow
+from gece.io import write_table
 
 
 def synthetic_run(n, seed, sharpen=1.0, name="r"):
@@ -72,7 +73,7 @@ def test_compare_refuses_different_pairs():
 def test_compare_stage_uses_the_pairs_every_run_scores(reference_scores, tmp_path, capsys):
     """A smoke run (extract.limit) is compared with full runs on the pairs it has; runs that
     share no pair are a clear error (exit 2), not a traceback."""
-    from gece.schemas import read_table
+    from gece.io import read_table
 
     full = reference_scores[("winobias", "gpt-j-6b")]
     df, meta = read_table(full, ScoreRow)

@@ -20,7 +20,8 @@ import yaml
 from gece import stages
 from gece.cli import main
 from gece.errors import GeceError
-from gece.schemas import ScoreRow, arrow_schema, read_table, write_table
+from gece.schemas import ScoreRow
+from gece.io import arrow_schema, read_table, write_table
 
 from .conftest import ROOT
 

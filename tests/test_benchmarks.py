@@ -9,7 +9,8 @@ from gece import benchmarks, stages
 from gece.cli import main
 from gece.errors import GeceError
 from gece.params import PrepareParams
-from gece.schemas import PreparedPair, read_table
+from gece.schemas import PreparedPair
+from gece.io import read_table
 
 from .conftest import BENCHMARKS
 

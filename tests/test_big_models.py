@@ -22,7 +22,8 @@ from gece import stages
 from gece.cli import main
 from gece.errors import GeceError
 from gece.params import ExtractParams, ModelSpec
-from gece.schemas import ExtractMeta, ExtractTiming, PreparedPair, ScoreRow, read_json, read_table
+from gece.schemas import ExtractMeta, ExtractTiming, PreparedPair, ScoreRow
+from gece.io import read_json, read_table
 from gece.scoring import engine, models, vllm_backend
 
 from .conftest import ROOT

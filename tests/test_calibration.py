@@ -15,7 +15,8 @@ from gece import metrics, stages
 from gece.cli import main
 from gece.errors import GeceError
 from gece.params import CalibrateParams, MetricsParams, Params, load_params
-from gece.schemas import CalibratedRow, CalibrationBinsReport, CalibrationReport, read_json, read_table
+from gece.schemas import CalibratedRow, CalibrationBinsReport, CalibrationReport
+from gece.io import read_json, read_table
 
 from .conftest import ROOT
 

@@ -8,7 +8,8 @@ import pytest
 
 from gece import stages
 from gece.params import MetricsParams
-from gece.schemas import ScoreRow, read_table
+from gece.schemas import ScoreRow
+from gece.io import read_table
 
 from .conftest import PAPER_BENCHMARKS, PAPER_MODELS
 

@@ -16,7 +16,8 @@ from gece import metrics, plots, report, stages
 from gece.cli import main
 from gece.params import MetricsParams, load_params
 from gece.report import Cell, Column, Row, Table, format_cell, mark_worst, resolve
-from gece.schemas import BinsReport, ScoreRow, read_json, read_table
+from gece.schemas import BinsReport, ScoreRow
+from gece.io import read_json, read_table
 
 from . import report_data
 from .conftest import PAPER_BENCHMARKS, PAPER_MODELS, ROOT
@@ -309,7 +310,7 @@ def test_diagram_ece_is_the_metrics_ece(built_report):
 
 def test_figure_bytes_are_deterministic(tmp_path):
     bins = metrics.reliability_table(np.linspace(0, 1, 50), (np.arange(50) % 3 == 0).astype(float)).records()
-    from gece.schemas import write_figure
+    from gece.io import write_figure
 
     for name in ("a.png", "b.png"):
         write_figure(tmp_path / name, plots.reliability_figure(bins, "m", 0.1), dpi=100)

@@ -21,7 +21,8 @@ import yaml
 from gece import report, stages
 from gece.params import load_params
 from gece.report import plain_text
-from gece.schemas import ScoreRow, write_json, write_table
+from gece.schemas import ScoreRow
+from gece.io import write_json, write_table
 
 from .report_data import md_row_cells, md_unescape, tiny_meta
 

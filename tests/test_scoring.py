@@ -17,7 +17,8 @@ from gece import benchmarks, stages
 from gece.cli import main
 from gece.errors import GeceError
 from gece.params import ExtractParams, ModelSpec
-from gece.schemas import ExtractMeta, ExtractTiming, PreparedPair, ScoreRow, read_json, read_table
+from gece.schemas import ExtractMeta, ExtractTiming, PreparedPair, ScoreRow
+from gece.io import read_json, read_table
 from gece.scoring import engine, exact, models
 
 from .conftest import BENCHMARKS, ROOT

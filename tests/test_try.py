@@ -11,7 +11,8 @@ import yaml
 from gece import stages
 from gece.cli import main
 from gece.params import ExtractParams, ModelSpec, load_params
-from gece.schemas import ExtractMeta, read_json
+from gece.schemas import ExtractMeta
+from gece.io import read_json
 
 from .conftest import ROOT
 

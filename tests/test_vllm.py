@@ -17,7 +17,8 @@ import torch
 
 from gece import stages
 from gece.params import ExtractParams, ModelSpec
-from gece.schemas import ScoreRow, read_table
+from gece.schemas import ScoreRow
+from gece.io import read_table
 from gece.scoring import models
 
 pytestmark = [

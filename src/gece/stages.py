@@ -53,8 +53,9 @@ from gece.schemas import (
     ScoreRow,
     SpecialTokensReport,
     SummaryReport,
+)
+from gece.io import (
     TableWriter,
-    check_unique_ids,
     iter_table,
     pair_ids,
     parquet_rows,
@@ -67,8 +68,8 @@ from gece.schemas import (
     write_figure,
     write_json,
     write_table,
-    write_text,
 )
+from gece.files import check_unique_ids, write_text
 
 log = logging.getLogger("gece")
 
