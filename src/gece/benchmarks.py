@@ -21,10 +21,10 @@ import pandas as pd
 
 from gece.errors import GeceError
 from gece.files import iconv_hint
+from gece.io import require_file
 from gece.lexicon import side_group
 from gece.params import ID_HELP, is_id
 from gece.schemas import PreparedPair
-from gece.io import require_file
 
 REQUIRED = ("sent_more", "sent_less", "y")
 OPTIONAL = ("bias_type",)

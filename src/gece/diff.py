@@ -8,6 +8,7 @@ than ``tol`` (plus added, removed and non-numeric changes). Pure except :func:`r
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import subprocess
@@ -115,3 +116,51 @@ def diff(old_rev: str, new_rev: str, paths: list[str], tol: float) -> tuple[list
         changes += c
         hidden += h
     return changes, hidden, len(files)
+
+
+EXAMPLES = ("gece diff                                    # reports/summary.json, HEAD vs the workspace",
+            "gece diff --old main --new HEAD --tol 1e-3",
+            "gece diff reports/metrics reports/calibration  # the detail files, same rule")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="*", help="JSON files or directories of them (default: "
+                   "reports/summary.json, the DVC metrics)")
+    p.add_argument("--old", default="HEAD", help="git revision to compare from (default: %(default)s)")
+    p.add_argument("--new", default="workspace", help="git revision to compare to, or workspace (default: "
+                   "%(default)s)")
+    p.add_argument("--tol", type=float, default=1e-6, help="absolute change at or below which a number is hidden "
+                   "(default: %(default)g)")
+    p.add_argument("--json", action="store_true", help="print the changes as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+
+    from rich.table import Table
+
+    from gece.command import out, plural
+    from gece.terminal import plain
+
+    changes, hidden, n_files = diff(args.old, args.new, args.paths or list(DEFAULT_PATHS), args.tol)
+    if args.json:
+        print(json.dumps([{"file": c.file, "key": c.key, "old": c.old, "new": c.new, "change": c.delta}
+                          for c in changes], indent=2))
+        return 0
+    if changes:
+        files = list(dict.fromkeys(c.file for c in changes))
+        where = f" in {files[0]}" if len(files) == 1 else ""
+        table = Table(title=plain(f"{args.old} -> {args.new}{where}: values that moved by more than {args.tol:g}"),
+                      title_justify="left")
+        columns = (["file"] if len(files) > 1 else []) + ["key", "old", "new", "change"]
+        for col in columns:
+            table.add_column(col, justify="left" if col in ("file", "key") else "right")
+        show = lambda v: "–" if v is None else f"{v:.6g}" if isinstance(v, float) else str(v)  # noqa: E731
+        for c in changes:
+            cells = [plain(c.key), plain(show(c.old)), plain(show(c.new)), "" if c.delta is None else f"{c.delta:+.6g}"]
+            table.add_row(*([plain(c.file)] if len(files) > 1 else []), *cells)
+        out.print(table)
+    out.print(f"{plural(len(changes), 'value')} moved by more than {args.tol:g} in "
+              f"{plural(n_files, 'file')}; {plural(hidden, 'other value')} moved by {args.tol:g} or less "
+              "(hidden)", highlight=False)
+    return 0

@@ -9,6 +9,7 @@ given). :func:`table` is pure; :func:`exp_show_json` runs DVC.
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import re
@@ -94,3 +95,45 @@ def table(all_rows: list[Row], tol: float = 1e-6, keep: str | None = None, max_m
     ranked = sorted(moved, key=lambda k: (-spread(k), k))
     shown = [k for k in keys if k in set(ranked[:max_metrics])]
     return params, shown, len(moved) - len(shown)
+
+
+EXAMPLES = ("dvc exp run -S metrics.n_bins=15 && gece exp-summary",
+            "gece exp-summary --keep 'winobias.*ece$'        # only these metrics",
+            "gece exp-summary --all-commits --tol 1e-3")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--keep", help="only metrics whose key (e.g. runs.winobias.smollm2-135m.ece) matches this regex "
+                   "(default: every metric that moved)")
+    p.add_argument("--tol", type=float, default=1e-6, help="a metric that moved by this much or less is not shown "
+                   "(default: %(default)g)")
+    p.add_argument("--max-metrics", type=int, default=8, help="metric columns at most, the largest spread first "
+                   "(default: %(default)s)")
+    p.add_argument("--all-commits", action="store_true", help="experiments of every commit, not only HEAD's")
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from gece.command import out, plural
+    from gece.terminal import plain
+
+    found = rows(exp_show_json(*(["--all-commits"] if args.all_commits else [])))
+    params, metrics, left = table(found, args.tol, args.keep, args.max_metrics)
+    view = Table(title=plain(f"DVC experiments: {plural(len(params), 'parameter')} changed, "
+                             f"{plural(len(metrics), 'metric')} of reports/summary.json moved by more than "
+                             f"{args.tol:g}"), title_justify="left")
+    view.add_column("experiment")
+    for k in params:
+        view.add_column(plain(k), justify="right")
+    for k in metrics:
+        view.add_column(plain(k.removeprefix("runs.")), justify="right")
+    show = lambda v: "–" if v is None else f"{v:.4f}" if isinstance(v, float) else str(v)  # noqa: E731
+    for r in found:
+        view.add_row(plain(r.name), *(plain(show(r.params.get(k))) for k in params),
+                     *(plain(show(r.metrics.get(k))) for k in metrics))
+    out.print(view)
+    if left:
+        out.print(f"{plural(left, 'other metric')} moved too (--max-metrics, --keep REGEX or `gece diff` to see them)",
+                  highlight=False)
+    return 0

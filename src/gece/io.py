@@ -394,6 +394,14 @@ def _read_all(pf: pq.ParquetFile, path: Path, columns: list[str] | None) -> pa.T
         raise GeceError(f"{path}: not a readable Parquet file ({e})", hint="delete it and rerun its stage") from e
 
 
+def as_table(df: pd.DataFrame, model: type[BaseModel], source: str | Path) -> pd.DataFrame:
+    """``df`` as writing it with :func:`write_table` and reading it back gives it: every row validated,
+    the columns in ``model``'s order and of its file types (scores made in memory, e.g. from a CSV,
+    equal those read from a file, bit for bit)."""
+    schema = _write_schema(list(df.columns), model)
+    return _frame(Path(source), _checked_arrow(source, df, model, schema), model, schema, 1)
+
+
 def read_table(path: str | Path, model: type[BaseModel]) -> tuple[pd.DataFrame, dict[str, str]]:
     """Read and validate a Parquet artifact; return the frame and its ``gece.*`` metadata."""
     path = Path(path)

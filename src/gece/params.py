@@ -19,8 +19,8 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
-    ValidationError,
     PlainValidator,
+    ValidationError,
     model_validator,
 )
 
@@ -99,10 +99,15 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+REFERENCE_PREFIX = "reference:"
+
+
 class ModelSpec(_Section):
-    """How to load one model. ``source`` is a Hugging Face hub id, a local model directory,
+    """Where a run's scores come from. ``source`` is a Hugging Face hub id, a local model directory,
     a local ``.gguf`` file, or ``package:<distribution>`` for a GGUF shipped in an installed
-    Python package."""
+    Python package: a model that the extract stage scores. Or ``reference:<name>``: scores
+    released by others, read from ``data/reference/<benchmark>/<name>.csv`` for every benchmark
+    that has that file (the authors' runs of the paper); nothing is extracted."""
 
     source: str = Field(min_length=1)
     gguf_file: Annotated[str | None, AfterValidator(_plain_file_name)] = None
@@ -126,8 +131,21 @@ class ModelSpec(_Section):
                               "model (a cheap first try that leaves the other models' extract stages up to date); "
                               "with extract.limit too, the smaller applies")
 
+    @property
+    def reference(self) -> str | None:
+        """The ``<name>`` of a ``reference:<name>`` source, else None."""
+        return self.source.removeprefix(REFERENCE_PREFIX) if self.source.startswith(REFERENCE_PREFIX) else None
+
     @model_validator(mode="after")
     def _consistent(self) -> ModelSpec:
+        if self.reference is not None:
+            if not is_id(self.reference):
+                raise ValueError(f"source {self.source!r}: the name after {REFERENCE_PREFIX!r} is a file name of "
+                                 f"data/reference/<benchmark>/; {ID_HELP}")
+            loading = sorted(k for k in self.model_fields_set if k != "source")
+            if loading:
+                raise ValueError(f"{', '.join(loading)}: settings of a model that is loaded and scored, but source "
+                                 f"{self.source!r} reads released scores; remove them")
         if self.max_memory is not None and self.device != "multi":
             raise ValueError(f"max_memory caps the devices of device: multi (device_map='auto'), but device is "
                              f"{self.device!r}; set device: multi or remove max_memory")
@@ -143,13 +161,6 @@ class ModelSpec(_Section):
             raise ValueError("tensor_parallel is for backend: vllm; the transformers backend spreads a model over "
                              "GPUs with device: multi")
         return self
-
-
-class PaperParams(_Section):
-    """The authors' released per-pair scores (data/reference/<benchmark>/<model>.csv)."""
-
-    benchmarks: list[Id]
-    models: list[Id]
 
 
 class PrepareParams(_Section):
@@ -199,7 +210,7 @@ class AblateParams(_Section):
 
 
 class CalibrateParams(_Section):
-    """Post-hoc calibration (SPEC §5): which methods, the split and the cross-fitting."""
+    """Post-hoc calibration (docs/metrics.md): which methods, the split and the cross-fitting."""
 
     methods: list[Literal["beta", "isotonic", "temperature", "platt", "histogram"]] = Field(
         default_factory=lambda: ["beta", "isotonic", "temperature", "platt", "histogram"], min_length=1
@@ -219,8 +230,8 @@ class CalibrateParams(_Section):
 class Params(_Section):
     benchmarks: list[Id] = Field(min_length=1)
     models: list[Id]
+    references: list[Id] = []
     registry: dict[Id, ModelSpec]
-    paper: PaperParams
     prepare: PrepareParams = PrepareParams()
     extract: ExtractParams = ExtractParams()
     metrics: MetricsParams = MetricsParams()
@@ -229,14 +240,27 @@ class Params(_Section):
 
     @model_validator(mode="after")
     def _models_registered(self) -> Params:
-        unknown = [m for m in self.models if m not in self.registry]
-        if unknown:
-            raise ValueError(f"models {unknown} have no entry under registry; add one (source: ...) or remove them")
+        for key, names in (("models", self.models), ("references", self.references)):
+            unknown = [m for m in names if m not in self.registry]
+            if unknown:
+                raise ValueError(f"{key} {unknown} have no entry under registry; add one (source: ...) or remove them")
+        both = [m for m in self.models if m in self.references]
+        if both:
+            raise ValueError(f"{both} are in models and in references; a run is scored (models) or read "
+                             "(references), not both")
+        wrong = [m for m in self.models if self.registry[m].reference is not None]
+        if wrong:
+            raise ValueError(f"models {wrong} have a reference: source, which is read, not scored: list them "
+                             "under references")
+        wrong = [m for m in self.references if self.registry[m].reference is None]
+        if wrong:
+            raise ValueError(f"references {wrong} have no reference:<name> source: a model to score goes under "
+                             "models")
         pairs = [m for kv in self.ablate.special_tokens.items() for m in kv if m not in self.models]
         if pairs:
             raise ValueError(f"ablate.special_tokens names {pairs}, which are not in models; add them to models "
                              "(and registry) or fix the names")
-        checked = [("paper.benchmarks", self.paper.benchmarks)]
+        checked = []
         if "neutral" in self.ablate.model_fields_set:  # the default applies only where those benchmarks are
             checked.append(("ablate.neutral", self.ablate.neutral))
         for key, names in checked:
@@ -244,11 +268,6 @@ class Params(_Section):
             if outside:
                 raise ValueError(f"{key} names {outside}, which are not in benchmarks; add them or fix the names")
         return self
-
-    def runs(self, benchmark: str) -> list[str]:
-        """Model ids with scores on ``benchmark``: the scored models, then the paper runs."""
-        paper = [f"paper-{m}" for m in self.paper.models] if benchmark in self.paper.benchmarks else []
-        return list(self.models) + paper
 
 
 def _suggest(loc: tuple, raw: dict) -> str:

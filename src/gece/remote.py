@@ -9,12 +9,12 @@ an output that did not exist before the pull is removed again, so nothing half-p
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-
 
 from gece.errors import GeceError
 
@@ -120,3 +120,24 @@ def pull(targets: tuple[str, ...] = DEFAULT_TARGETS, *, quiet: bool = False, roo
         sys.stdout.write(res.stdout)
         sys.stderr.write(res.stderr)
     return remote
+
+
+EXAMPLES = ("gece pull", "gece pull data.dvc")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("targets", nargs="*", default=list(DEFAULT_TARGETS), help=".dvc files to pull (default: %(default)s)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from gece import command, layout
+    from gece.terminal import literal
+
+    pulled = pull(tuple(args.targets), quiet=args.quiet)
+    params = command.params_or_defaults(args)
+    if params:
+        layout.check_data(params, args.params)
+    if not args.quiet:
+        command.out.print(f"[green]pulled[/] {literal(' '.join(args.targets))} from DVC remote {literal(pulled.name)} "
+                          f"({literal(pulled.url)})", highlight=False)
+    return 0

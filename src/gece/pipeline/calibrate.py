@@ -1,0 +1,240 @@
+"""Stage calibrate: post-hoc calibration of every run of a benchmark, evaluated on held-out pairs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from rich.table import Table
+
+from gece import calibration, command, layout, metrics
+from gece.errors import GeceError
+from gece.files import clear_output_dir
+from gece.io import read_table, write_json, write_table
+from gece.params import CalibrateParams, MetricsParams, Params
+from gece.pipeline import metrics as metrics_stage
+from gece.pipeline import runs
+from gece.schemas import CalibratedRow, CalibrationBinsReport, CalibrationReport, ScoreRow
+from gece.terminal import literal, plain
+
+log = logging.getLogger("gece")
+
+
+def run_calibration(
+    scores: pd.DataFrame, settings: CalibrateParams, metric_settings: MetricsParams, source: str = "the score file"
+) -> tuple[dict, pd.DataFrame, list[dict]]:
+    """Calibrate one score table under both protocols (docs/metrics.md, "Calibration").
+
+    Returns the calibration report (``CalibrationReport``), the per-pair calibrated scores
+    (``CalibratedRow``) and the reliability bins before and after (``CalibrationBinRecord``).
+    Metrics are those of :func:`gece.metrics.summarize` with the ``metrics`` settings, computed
+    on the evaluation pairs only: the held-out part of the split, every pair (out of fold)
+    under cross-fitting.
+    """
+    r = runs.as_run(scores)
+    p, y, gm, gl = r.p, r.y, r.gender_more, r.gender_less
+    counts = {int(c): int((y == c).sum()) for c in (0, 1)}
+    if min(counts.values()) < settings.folds:
+        missing = [c for c in (1, 0) if counts[c] < 2]
+        raise GeceError(
+            f"{source}: calibration needs at least {settings.folds} pairs of each label "
+            f"(calibrate.folds), got {counts[1]} with y=1 and {counts[0]} with y=0",
+            hint=(f"{source} has {'no' if not counts[missing[0]] else 'one'} pair with y={missing[0]}, so no setting "
+                  "can calibrate it: calibrate the score file of a benchmark with both labels") if missing else
+            f"lower calibrate.folds (or --folds) to at most {min(counts.values())} for {source}, or calibrate "
+            "a larger benchmark",
+        )
+    makers = calibration.factories(settings.histogram_bins)
+    try:
+        split = calibration.run_split(p, y, settings.methods, settings.fraction, settings.seed, makers)
+    except ValueError as e:  # scikit-learn: a part would lack a label
+        raise GeceError(f"{source}: cannot split {len(p)} pairs with calibrate.fraction={settings.fraction}: {e}",
+                        hint="choose a calibrate.fraction that leaves both labels on each side") from e
+    cross = calibration.run_crossfit(p, y, settings.methods, settings.folds, settings.seed, makers)
+
+    bins: list[dict] = []
+
+    def evaluate(protocol: str, method: str, idx: np.ndarray, q: np.ndarray | None) -> dict | None:
+        if q is None:
+            return None
+        table = metrics.reliability_table(q[idx], y[idx], metric_settings.n_bins, metric_settings.binning)
+        bins.extend({"protocol": protocol, "method": method, **r} for r in table.records())
+        return metrics_stage.metrics_report(q[idx], y[idx], gm[idx], gl[idx], metric_settings)
+
+    ev, every = split.eval_idx, np.arange(len(p))
+    report = {
+        "split": {
+            "n_fit": int(split.fit_idx.size), "n_eval": int(ev.size), "fraction": settings.fraction,
+            "uncalibrated": evaluate("split", "uncalibrated", ev, p),
+            "methods": {
+                name: {"status": m.status, "reason": m.reason, "params": m.params,
+                       "metrics": evaluate("split", name, ev, m.scores)}
+                for name, m in split.methods.items()
+            },
+        },
+        "crossfit": {
+            "n_fit": cross.n_fit, "n_eval": len(p), "folds": settings.folds,
+            "uncalibrated": evaluate("crossfit", "uncalibrated", every, p),
+            "methods": {
+                name: {"status": m.status, "reason": m.reason, "params": {"folds": m.params},
+                       "fold_status": m.fold_status, "metrics": evaluate("crossfit", name, every, m.scores)}
+                for name, m in cross.methods.items()
+            },
+        },
+    }
+    report = CalibrationReport.model_validate(report).model_dump()
+
+    out = scores[["pair_id", "row", "y", "gender_more", "gender_less", "p"]].copy()
+    split_part = np.full(len(p), "fit", dtype=object)
+    split_part[ev] = "eval"
+    out["split"] = split_part
+    out["fold"] = cross.fold
+    for protocol, outcome in (("split", split), ("crossfit", cross)):
+        for name in calibration.METHODS:
+            m = outcome.methods.get(name)
+            out[f"{protocol}_{name}"] = m.scores if m is not None and m.scores is not None else np.nan
+    return report, out, bins
+
+
+def calibrate(
+    scores_path: str | Path,
+    out: str | Path | None,
+    scores_out: str | Path | None,
+    bins_out: str | Path | None,
+    settings: CalibrateParams,
+    metric_settings: MetricsParams,
+) -> tuple[dict, dict[str, str]]:
+    """A score file -> its calibration report, calibrated scores and bins (each written where given)."""
+    scores, meta = read_table(scores_path, ScoreRow)
+    report = calibrate_scores(scores, meta, str(scores_path), out, scores_out, bins_out, settings, metric_settings)
+    return report, meta
+
+
+def calibrate_scores(
+    scores: pd.DataFrame,
+    meta: dict[str, str],
+    source: str,
+    out: str | Path | None,
+    scores_out: str | Path | None,
+    bins_out: str | Path | None,
+    settings: CalibrateParams,
+    metric_settings: MetricsParams,
+) -> dict:
+    """One run's scores (read from ``source``) -> ``reports/calibration/<b>/<m>.json``,
+    ``artifacts/calibrated/<b>/<m>.parquet`` and ``reports/calibration_bins/<b>/<m>.json`` (each where given)."""
+    report, calibrated, bins = run_calibration(scores, settings, metric_settings, source)
+    run = f"{meta.get('benchmark', '?')}/{meta.get('model', source)}"
+    for protocol in ("split", "crossfit"):
+        for name, m in report[protocol]["methods"].items():
+            if m["status"] != "ok":
+                log.warning("%s, %s: %s is %s: %s", run, protocol, name, m["status"], m["reason"])
+    if out:
+        write_json(out, report, CalibrationReport)
+    if scores_out:
+        write_table(scores_out, calibrated, CalibratedRow,
+                    meta={"benchmark": meta.get("benchmark", ""), "model": meta.get("model", ""),
+                          "source": source})
+    if bins_out:
+        write_json(bins_out, bins, CalibrationBinsReport)
+    log.info("%s: calibrated %d pairs (%s) -> %s", run, len(scores), ", ".join(settings.methods), out)
+    return report
+
+
+def calibrate_benchmark(params: Params, benchmark: str, settings: CalibrateParams, metric_settings: MetricsParams,
+                        reports: str | Path = layout.REPORTS) -> dict[str, dict]:
+    """Every run of ``benchmark`` -> ``reports/calibration/<b>/<m>.json``, ``artifacts/calibrated/<b>/<m>.parquet``
+    and ``reports/calibration_bins/<b>/<m>.json``; files of runs no longer configured are removed."""
+    names = runs.runs(params, benchmark)
+    folders = [(layout.report_path(layout.calibration_file(benchmark, "x"), reports).parent, ".json",
+                lambda m: layout.calibration_file(benchmark, m)),
+               (layout.report_path(layout.calibration_bins_file(benchmark, "x"), reports).parent, ".json",
+                lambda m: layout.calibration_bins_file(benchmark, m)),
+               (layout.calibrated_dir(benchmark), ".parquet", lambda m: layout.calibrated_path(benchmark, m))]
+    for folder, suffix, name in folders:
+        clear_output_dir(folder, (suffix,), "the output directory", keep=[folder / Path(name(m)).name for m in names])
+    results = {}
+    for m in names:
+        scores, meta = runs.load_scores(params, benchmark, m)
+        source = meta["source"] if runs.is_reference(params, m) else str(layout.scores_path(benchmark, m))
+        results[m] = calibrate_scores(scores, meta, source,
+                                      layout.report_path(layout.calibration_file(benchmark, m), reports),
+                                      layout.calibrated_path(benchmark, m),
+                                      layout.report_path(layout.calibration_bins_file(benchmark, m), reports),
+                                      settings, metric_settings)
+    return results
+
+
+EXAMPLES = ("gece calibrate --benchmark winobias    # every run of winobias (the DVC stage)",
+            "gece calibrate artifacts/scores/winobias/smollm2-135m.parquet",
+            "gece calibrate artifacts/scores/winobias/smollm2-135m.parquet --methods isotonic platt --folds 10")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("scores", type=Path, nargs="?", help="a score file, artifacts/scores/<benchmark>/<model>.parquet "
+                   "(or --benchmark)")
+    p.add_argument("--benchmark", help="every run of this benchmark (models and references of params.yaml) -> "
+                   "reports/calibration/<b>/, artifacts/calibrated/<b>/, reports/calibration_bins/<b>/")
+    p.add_argument("--out", type=Path, help="write the calibration report JSON here (default: not written)")
+    p.add_argument("--scores-out", type=Path, help="write the per-pair calibrated scores (Parquet) here "
+                   "(default: not written)")
+    p.add_argument("--bins-out", type=Path, help="write the reliability bins before/after (JSON) here "
+                   "(default: not written)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON instead of tables")
+    p.add_argument("--methods", nargs="+", choices=list(calibration.METHODS),
+                   help="calibration methods (default: {params:calibrate.methods})")
+    p.add_argument("--fraction", type=float, help="split protocol: share of pairs used for fitting "
+                   "(default: {params:calibrate.fraction})")
+    p.add_argument("--folds", type=int, help="cross-fitting: number of folds (default: {params:calibrate.folds})")
+    p.add_argument("--seed", type=int, help="seed of the split and the folds (default: {params:calibrate.seed})")
+    p.set_defaults(outputs={"--out": "out", "--scores-out": "scores_out", "--bins-out": "bins_out"},
+                   inputs=("scores",))
+
+
+def _print_report(report: dict, meta: dict) -> None:
+    keys = ("ece", "ece_toplabel", "gender_ece", "brier", "accuracy")
+    fmt = lambda v: "null" if v is None else f"{v:.4f}"  # noqa: E731
+    for protocol, rep in report.items():
+        title = f"{meta.get('benchmark', '?')} / {meta.get('model', '?')}, {protocol}: " \
+                f"fit on {rep['n_fit']}, evaluated on {command.plural(rep['n_eval'], 'pair')}"
+        table = Table(title=plain(title), title_justify="left")
+        table.add_column("method")
+        table.add_column("status")
+        for k in keys:
+            table.add_column(k, justify="right")
+        table.add_row("uncalibrated", "", *(fmt(rep["uncalibrated"][k]) for k in keys))
+        for name, m in rep["methods"].items():
+            values = ("null",) * len(keys) if m["metrics"] is None else (fmt(m["metrics"][k]) for k in keys)
+            style = {"ok": "green", "degenerate": "yellow", "failed": "red"}[m["status"]]
+            table.add_row(plain(name), f"[{style}]{literal(m['status'])}[/]", *values)
+        command.out.print(table)
+        for name, m in rep["methods"].items():
+            if m["reason"]:
+                command.out.print(f"  {name}: {literal(m['reason'])}", highlight=False)
+
+
+def run(args: argparse.Namespace) -> int:
+    params = command.params_or_defaults(args)
+    settings = command.override(params.calibrate if params else CalibrateParams(), methods=args.methods,
+                                fraction=args.fraction, folds=args.folds, seed=args.seed)
+    metric_settings = params.metrics if params else MetricsParams()
+    if args.benchmark is not None:
+        command.one_input(args, "scores", "out", "scores_out", "bins_out")
+        benchmark = command.benchmark_of(args, params)
+        results = calibrate_benchmark(params, benchmark, settings, metric_settings)
+        if args.json:
+            print(json.dumps(results, indent=2))
+        elif not args.quiet:
+            for m, report in results.items():
+                _print_report(report, {"benchmark": benchmark, "model": m})
+        return 0
+    command.one_input(args, "scores")
+    report, meta = calibrate(args.scores, args.out, args.scores_out, args.bins_out, settings, metric_settings)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    elif not args.quiet:
+        _print_report(report, meta)
+    return 0

@@ -1,0 +1,140 @@
+"""Stage compare: paired bootstrap between every two runs of a benchmark (or two score files)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from pathlib import Path
+
+from rich.table import Table
+
+from gece import ablation, command, report
+from gece.ablation import Run
+from gece.errors import GeceError
+from gece.files import write_text
+from gece.io import write_json
+from gece.params import AblateParams, CompareParams, MetricsParams
+from gece.pipeline import runs
+from gece.schemas import CompareReport
+from gece.terminal import literal, plain
+
+log = logging.getLogger("gece")
+
+
+def compare(
+    loaded: list[tuple[Run, dict[str, str]]],
+    out: str | Path | None,
+    markdown_out: str | Path | None,
+    m: MetricsParams,
+    c: CompareParams,
+    power_runs: list[str] = (),
+) -> dict:
+    """Paired bootstrap between every two of the ``loaded`` runs (one benchmark's: run and metadata).
+
+    The minimum detectable differences are summarized over the pairs of ``power_runs`` (the
+    released reference runs, when the benchmark has them) or over every pair.
+    """
+    runs: dict[str, Run] = {}
+    benchmarks_seen = set()
+    for i, (run, meta) in enumerate(loaded):
+        name = meta.get("model") or f"run{i + 1}"
+        while name in runs:  # the same model twice (e.g. two revisions): keep both apart
+            name = f"{name}'"
+        runs[name] = run
+        benchmarks_seen.add(meta.get("benchmark") or "?")
+    benchmark = " / ".join(sorted(benchmarks_seen))
+    try:
+        shared = ablation.shared_pairs(runs)
+        result = ablation.compare(shared, c.draws, c.seed, c.ci, c.alpha, m.n_bins, m.binning, power=c.power,
+                                  power_runs=[name for name in shared if name in power_runs])
+    except ValueError as e:
+        raise GeceError(f"cannot compare {', '.join(runs)}: {e}",
+                        hint="compare score files of the same benchmark (same pairs, same labels)") from e
+    partial = {name: len(r.pair_id) for name, r in runs.items() if len(r.pair_id) != result["n"]}
+    if partial:
+        log.warning("compare %s: only the %d pairs every run scores are compared (%s)", benchmark, result["n"],
+                    ", ".join(f"{k} has {v}" for k, v in partial.items()))
+    result = {"benchmark": benchmark, **result}
+    CompareReport.model_validate(result)
+    if out:
+        write_json(out, result, CompareReport)
+    if markdown_out:
+        write_text(markdown_out, report.compare_markdown(result))
+    return result
+
+
+EXAMPLES = ("gece compare --benchmark winogender     # every run of winogender (the DVC stage writes --out, --markdown-out)",
+            "gece compare artifacts/scores/winobias/smollm2-135m.parquet artifacts/scores/winobias/gemma-3-270m.parquet",
+            "gece compare --benchmark winobias --json > /tmp/compare.json")
+DESCRIPTION = ("Differences A − B on the same pairs: for the errors (ECE, Gender-ECE, Brier) negative means A is "
+               "better calibrated; for human alignment positive means A agrees more with people.")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("scores", type=Path, nargs="*", help="two score files of the same benchmark")
+    p.add_argument("--benchmark", help="compare every run of this benchmark (models and references of params.yaml)")
+    p.add_argument("--out", type=Path, help="write the JSON here (default: not written)")
+    p.add_argument("--markdown-out", type=Path, help="write the markdown table here (default: not written)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of the table and verdicts")
+    p.add_argument("--draws", type=int, help="paired bootstrap resamples (default: {params:ablate.compare.draws})")
+    p.set_defaults(outputs={"--out": "out", "--markdown-out": "markdown_out"}, inputs=("scores",))
+
+
+def run(args: argparse.Namespace) -> int:
+    params = command.params_or_defaults(args)
+    m = params.metrics if params else MetricsParams()
+    c = command.override(params.ablate.compare if params else AblateParams().compare, draws=args.draws)
+    if args.benchmark is not None:
+        if args.scores:
+            raise GeceError(f"compare got score files ({', '.join(map(str, args.scores))}) and --benchmark "
+                            f"{args.benchmark}", hint="pass either two score files or --benchmark NAME, not both")
+        benchmark = command.benchmark_of(args, params)
+        loaded = {name: runs.load_run(params, benchmark, name) for name in runs.runs(params, benchmark)}
+        references = [name for name in loaded if runs.is_reference(params, name)]
+    elif len(args.scores) == 2:
+        loaded = {str(path): runs.load_run_file(path) for path in args.scores}
+        references = []
+    else:
+        raise GeceError(f"compare needs two score files, got {len(args.scores)}",
+                        hint="pass two score files, or --benchmark NAME for every run of a benchmark")
+    result = compare(list(loaded.values()), args.out, args.markdown_out, m, c, power_runs=references)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    elif not args.quiet:
+        _print_compare(result)
+    return 0
+
+
+def _print_compare(result: dict) -> None:
+    """The comparison as a table (A − B per metric) and its verdicts in words."""
+    from gece.findings import LABELS, verdict
+    from gece.report import _p
+
+    keys = list(result["pairs"][0]["metrics"]) if result["pairs"] else []
+    table = Table(title=plain(f"{result['benchmark']}: A − B on the same {command.plural(result['n'], 'pair')}, "
+                              f"paired bootstrap ({result['draws']} resamples), {result['level']:.0%} intervals"),
+                  title_justify="left", caption="bold: significant at α = "
+                  f"{result['alpha']}; †: also after Holm's correction. Errors: negative = A better calibrated; "
+                  "human alignment: positive = A agrees more", caption_justify="left")
+    table.add_column("A")
+    table.add_column("B")
+    for k in keys:
+        table.add_column(f"Δ {LABELS.get(k, k)}", justify="right")
+    for pair in result["pairs"]:
+        cells = []
+        for k in keys:
+            c = pair["metrics"][k]
+            text = "null" if c["diff"] is None else \
+                f"{c['diff']:+.3f} [{c['ci_low']:+.3f}, {c['ci_high']:+.3f}], {_p(c['p_value'])}"
+            text = literal(text) + (" †" if c["significant_holm"] else "")
+            cells.append(f"[bold]{text}[/]" if c["significant"] else text)
+        table.add_row(plain(pair["a"]), plain(pair["b"]), *cells)
+    command.out.print(table)
+    lines = [verdict(pair["a"], pair["b"], k, pair["metrics"][k], result["level"]) for pair in result["pairs"]
+             for k in keys if len(result["pairs"]) == 1 or pair["metrics"][k]["significant_holm"]]
+    if len(result["pairs"]) > 1:
+        command.out.print(f"{command.plural(len(lines), 'difference')} significant after Holm's correction"
+                          + (":" if lines else "."), highlight=False)
+    for line in lines:
+        command.out.print(f"  {literal(line)}", highlight=False)

@@ -1,0 +1,306 @@
+"""Stage extract: score every prepared pair with a model -> ``artifacts/scores/<b>/<m>.parquet`` and its metadata."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import logging
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from gece import command, faults, layout
+from gece.errors import GeceError
+from gece.files import check_output, check_output_dir, check_unique_ids
+from gece.io import (
+    TableWriter,
+    iter_table,
+    pair_ids,
+    parquet_rows,
+    read_json,
+    read_table,
+    write_json,
+    write_table,
+)
+from gece.params import ExtractParams, ModelSpec
+from gece.schemas import ExtractMeta, ExtractTiming, PreparedPair, ScoreRow
+from gece.terminal import literal
+
+log = logging.getLogger("gece")
+
+
+# ---------------------------------------------------------------------------- extract
+SCORE_COLUMNS = ["pair_id", "row", "sent_more", "sent_less", "y", "bias_type", "targets_more", "targets_less",
+                 "gender_more", "gender_less"]
+
+
+SHARD_BATCHES = 4  # batches per resumable shard
+
+
+WINDOW_PAIRS = 2048  # pairs read, tokenized, planned and ordered together: memory does not grow with n
+
+
+def _fingerprint(**parts: object) -> str:
+    """sha256 of the JSON of everything a shard's content depends on."""
+    import hashlib
+    import json
+
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _layout(n: int, batch_size: int) -> list[tuple[int, int, int]]:
+    """The windows of a run of n pairs: (first pair, end, number of shards), fixed before any scoring."""
+    out = []
+    for lo in range(0, n, WINDOW_PAIRS):
+        hi = min(lo + WINDOW_PAIRS, n)
+        n_batches = -(-(hi - lo) // batch_size)
+        out.append((lo, hi, -(-n_batches // SHARD_BATCHES)))
+    return out
+
+
+def extract(
+    prepared: str | Path, out: str | Path, model_id: str, spec: ModelSpec, settings: ExtractParams = ExtractParams(),
+    *, meta_out: str | Path | None = None, on_shard: Callable[[int], None] | None = None,
+    loaded: object | None = None,
+) -> tuple[ExtractMeta, ExtractTiming]:
+    """artifacts/prepared/<b>.parquet -> artifacts/scores/<b>/<m>.parquet, <m>.meta.json and <m>.timing.json.
+
+    Scores every pair with the model (SPEC §3; :mod:`gece.scoring.engine`), streaming: pairs are
+    read, tokenized, ordered and batched ``WINDOW_PAIRS`` at a time, so memory does not grow
+    with the benchmark. Work is written in shards of ``SHARD_BATCHES`` batches under
+    :func:`shards_dir`; a run that is killed and started again reuses the finished shards (when
+    inputs, model and settings are unchanged), and the final file, assembled window by window
+    from the shards, is byte-identical to an uninterrupted run's. The shards are removed once
+    the output is written.
+
+    Every pair is tokenized and aligned before any is scored: a target word that cannot be
+    scored (no token, or the first token without a BOS) fails the run at once, listing every
+    such pair with its row. A pair whose score is NaN or infinite (the model's logits overflowed, e.g. in float16) is
+    never written: the run scores every pair, then fails listing the affected pairs, and
+    writes no output. ``on_shard(i)`` is called after shard i is written, and ``loaded`` is an
+    already loaded :class:`gece.scoring.models.LoadedModel` of ``spec`` (tests, benchmarks).
+    """
+    import resource
+
+    import torch
+    import transformers
+
+    import gece
+    from gece.progress import Progress
+    from gece.scoring import engine, exact, models
+
+    prepared, out = Path(prepared), Path(out)
+    if spec.limit is not None:  # registry.<model>.limit: the smaller of it and extract.limit applies
+        settings = settings.model_copy(update={"limit": min(x for x in (settings.limit, spec.limit) if x is not None)})
+    meta_out = Path(meta_out) if meta_out else layout.meta_path(out)
+    beside = f"remove it, or give OUT another name (the timing file and the shards directory are named after {out})"
+    check_output(layout.timing_path(out), "the timing file", beside)
+    check_output_dir(layout.shards_dir(out), "the shards directory", beside)
+    resolved = models.resolve(spec)  # a missing package/file/hub id fails before any work
+    n_rows, pmeta = parquet_rows(prepared, PreparedPair, whole=False)  # streamed
+    n = n_rows if settings.limit is None else min(n_rows, settings.limit)
+    check_unique_ids(prepared, pair_ids(prepared, n))  # one column read: a repeated pair fails before the model loads
+    benchmark = pmeta.get("benchmark", prepared.stem)
+    threads = engine.set_threads()
+    lm = loaded if loaded is not None else models.load(spec, resolved=resolved)
+    backend: Any = engine
+    if spec.backend == "vllm":
+        from gece.scoring import vllm_backend as backend
+
+        runner = backend.Runner.for_model(lm)
+    else:
+        if not exact.portable_kernels():
+            log.warning("torch runs its %s CPU kernels, not the portable ones (ATEN_CPU_CAPABILITY=default was set "
+                        "after torch ran a kernel): scores may differ in the last bits between machines",
+                        exact.cpu_kernels())
+        runner = engine.Runner(lm.model, lm.tokenizer.pad_token_id)
+
+    first: list = []
+    for pairs in iter_table(prepared, PreparedPair, WINDOW_PAIRS, limit=n):  # every pair scorable, before any work
+        _, plans = engine.plans_for(lm.tokenizer, pairs, spec.special_tokens, source=str(prepared))
+        first = first or plans
+    batch_size = settings.batch_size if isinstance(settings.batch_size, int) else backend.auto_batch_size(runner, first)
+    del first
+    layout = _layout(n, batch_size)
+
+    fp = _fingerprint(prepared=models.sha256_file(prepared), limit=settings.limit, batch_size=batch_size,
+                      word_prob=settings.word_prob, spec=spec.model_dump(), weights=lm.weights, dtype=lm.dtype,
+                      device=lm.device, attention=lm.attention, torch=torch.__version__,
+                      transformers=transformers.__version__, shards=SHARD_BATCHES, window=WINDOW_PAIRS,
+                      engine=engine.ENGINE_VERSION)
+    sdir = layout.shards_dir(out)
+    manifest = sdir / "manifest.json"
+    if sdir.exists() and (not manifest.exists() or read_json(manifest).get("fingerprint") != fp):
+        log.info("%s: discarding shards of a run with other inputs", sdir)
+        shutil.rmtree(sdir)
+    sdir.mkdir(parents=True, exist_ok=True)
+    if not manifest.exists():
+        write_json(manifest, {"fingerprint": fp, "shards": sum(w[2] for w in layout), "out": str(out)})
+    faults.checkpoint("extract:loaded")
+
+    stats = engine.BatchStats()
+    counts = {"multi_target_pairs": 0, "multi_token_targets": 0, "continued_pairs": 0, "tokens_whole": 0}
+    resumed, shard_no, bad = 0, 0, []
+    t_score = time.perf_counter()
+    with Progress(f"extract {benchmark}/{model_id}", n) as progress:
+        for w, pairs in enumerate(iter_table(prepared, PreparedPair, WINDOW_PAIRS, limit=n)):
+            if not pairs["row"].is_monotonic_increasing:
+                raise GeceError(f"{prepared}: pairs are not in the order of their rows",
+                                hint="the file was not written by gece prepare; rerun prepare")
+            sides, plans = engine.plans_for(lm.tokenizer, pairs, spec.special_tokens, source=str(prepared))
+            if w == 0 and plans and spec.backend == "transformers":
+                engine.self_check(runner, sides[0], plans[0])
+            counts["multi_target_pairs"] += sum(1 for m, l in sides if len(m.words) > 1 or len(l.words) > 1)
+            counts["multi_token_targets"] += sum(1 for pair in sides for side in pair for x in side.words if len(x) > 1)
+            counts["continued_pairs"] += sum(1 for pl in plans if pl.continued)
+            counts["tokens_whole"] += sum(len(side.ids) for pair in sides for side in pair)
+            batch_list = engine.batches(plans, batch_size)
+            base = pairs[SCORE_COLUMNS]
+            for k in range(0, len(batch_list), SHARD_BATCHES):
+                shard = batch_list[k : k + SHARD_BATCHES]
+                path = sdir / f"shard-{shard_no:05d}.parquet"
+                if path.exists():
+                    _, smeta = read_table(path, ScoreRow)
+                    stats.add(engine.BatchStats(**json.loads(smeta["stats"])))
+                    resumed += 1
+                    progress.advance(sum(len(b) for b in shard))
+                else:
+                    recs, shard_stats = _score_shard(backend, runner, shard, settings.word_prob, progress.advance)
+                    idx = [r.pop("_index") for r in recs]
+                    frame = pd.concat([base.iloc[idx].reset_index(drop=True), pd.DataFrame(recs)], axis=1)
+                    broken = [f"pair {pid} (row {row}): {', '.join(fields)}" for pid, row, fields in
+                              zip(frame["pair_id"], frame["row"], map(engine.non_finite, recs), strict=True) if fields]
+                    stats.add(shard_stats)
+                    if broken:  # never written, so a rerun scores them again
+                        bad += broken
+                    else:
+                        write_table(path, frame, ScoreRow, meta={"stats": json.dumps(dataclasses.asdict(shard_stats))})
+                        faults.checkpoint(f"extract:shard:{shard_no}")
+                        if on_shard:
+                            on_shard(shard_no)
+                shard_no += 1
+    seconds = time.perf_counter() - t_score
+    if bad:
+        raise GeceError(
+            f"{prepared}: {model_id} gave NaN or infinite scores for {len(bad)} of {n} pairs; no output was written",
+            problems=bad[:20] + ([f"... and {len(bad) - 20} more"] if len(bad) > 20 else []),
+            hint="the model's logits overflowed: in float16 use dtype: bfloat16 or float32 for this model under "
+            "registry in params.yaml; in float32 the weights themselves are broken",
+        )
+
+    file_meta = {"benchmark": benchmark, "model": model_id, "source": spec.source,
+                 "weights_sha256": ",".join(f"{k}={v}" for k, v in lm.weights.items()),
+                 "special_tokens": spec.special_tokens, "word_prob": settings.word_prob, "dtype": lm.dtype,
+                 "device": lm.device, "attention": lm.attention}
+    with TableWriter(out, ScoreRow, file_meta) as writer:  # window by window, in the prepared order
+        first = 0
+        for _, _, n_shards in layout:
+            parts = [read_table(sdir / f"shard-{i:05d}.parquet", ScoreRow)[0] for i in range(first, first + n_shards)]
+            writer.write(pd.concat(parts, ignore_index=True).sort_values("row", kind="stable", ignore_index=True))
+            first += n_shards
+        if not layout:
+            writer.write(pd.DataFrame(columns=list(ScoreRow.model_fields)))
+
+    total_flops = engine.flops(lm.model, stats.tokens_fed, stats.head_positions) if backend is engine else None
+    meta = ExtractMeta(
+        benchmark=benchmark, model=model_id, backend=spec.backend, source=spec.source, kind=lm.kind, weights=lm.weights,
+        dtype=lm.dtype,
+        device=lm.device, attention=lm.attention, special_tokens=spec.special_tokens, word_prob=settings.word_prob,
+        batch_size=settings.batch_size, limit=settings.limit, torch=torch.__version__,
+        transformers=transformers.__version__, gece=gece.__version__, pairs=n, **counts,
+        tokens=stats.tokens_fed, tokens_padded=stats.tokens_padded, head_positions=stats.head_positions,
+        flops=total_flops, flops_per_pair=total_flops / n if n and total_flops is not None else None, shards=shard_no,
+    )
+    timing = ExtractTiming(
+        benchmark=benchmark, model=model_id, pairs=n, threads=threads, shards_resumed=resumed, batch_size=batch_size,
+        oom_retries=runner.oom_retries,
+        seconds=round(seconds, 3), load_seconds=round(lm.load_seconds, 3),
+        pairs_per_s=round(n / seconds, 3) if n and seconds > 0 else None,
+        peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    )
+    write_json(meta_out, meta)
+    write_json(layout.timing_path(out), timing)
+    shutil.rmtree(sdir, ignore_errors=True)
+    log.info("%s/%s: %d pairs in %.1f s (%.1f pairs/s; %d multi-target pairs, %d multi-token targets, "
+             "%d shards resumed; peak RSS %.0f MB) -> %s", benchmark, model_id, n, seconds, timing.pairs_per_s or 0,
+             meta.multi_target_pairs, meta.multi_token_targets, resumed, timing.peak_rss_mb, out)
+    return meta, timing
+
+
+def _score_shard(backend, runner, shard, word_prob: str, on_batch: Callable[[int], None]) -> tuple[list[dict], Any]:
+    """Score one shard's batches with a backend module (:mod:`gece.scoring.engine` or
+    :mod:`gece.scoring.vllm_backend`): records (with ``_index``, the pair's place in its window) sorted by index."""
+    from gece.scoring import engine
+
+    recs: list[dict] = []
+    shard_stats = engine.BatchStats()
+    for scores, st in backend.score(runner, shard, on_batch=on_batch):
+        shard_stats.add(st)
+        recs += [{"_index": sc.index, **sc.record(word_prob)} for sc in scores]
+    recs.sort(key=lambda r: r["_index"])
+    return recs, shard_stats
+
+
+EXAMPLES = ("gece extract artifacts/prepared/winobias.parquet artifacts/scores/winobias/smollm2-135m.parquet "
+            "--model smollm2-135m",
+            "gece extract artifacts/prepared/winobias.parquet /tmp/s.parquet --model smollm2-135m --limit 50",
+            "gece try ./my-model --benchmark winobias --limit 100   # a model not in params.yaml")
+
+
+def _batch_size(value: str) -> int | str:
+    """``--batch-size``: a positive number or ``auto`` (bounds are checked with the params)."""
+    if value == "auto":
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number or auto") from None
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("prepared", type=Path, help="artifacts/prepared/<benchmark>.parquet")
+    p.add_argument("out", type=Path, help="artifacts/scores/<benchmark>/<model>.parquet")
+    p.add_argument("--model", required=True, help="model id, an entry of registry in params.yaml (a path or hub "
+                   "id: use gece try, or add it under registry)")
+    p.add_argument("--meta-out", type=Path, help="run metadata JSON (default: <out>.meta.json beside the output)")
+    p.add_argument("--batch-size", type=_batch_size,
+                   help="pairs per forward pass, a number or auto (default: {params:extract.batch_size})")
+    p.add_argument("--limit", type=int, help="score only the first N pairs (default: {params:extract.limit}; "
+                   "registry.<model>.limit also applies, the smaller wins)")
+    p.add_argument("--word-prob", choices=["chain", "max"],
+                   help="word probability over sub-tokens: chain (product) or max (default: {params:extract.word_prob})")
+    p.set_defaults(outputs={"OUT": "out", "--meta-out": "meta_out"}, inputs=("prepared",))
+
+
+def model_hint(model: str) -> str:
+    return (f"add it to params.yaml (under registry: `my-model: {{source: {model}}}`, and to models), or try it "
+            f"first without editing params.yaml: gece try {model} --benchmark winobias --limit 100")
+
+
+def run(args: argparse.Namespace) -> int:
+    from gece.params import ID_HELP, is_id
+
+    if not is_id(args.model):  # a path or a hub id, most likely: say where it goes
+        raise GeceError(f"--model {args.model!r} is not a valid id", hint=f"{ID_HELP}. A path or hub id names a "
+                        f"model's source: {model_hint(args.model)}")
+    params = command.require_params(args)
+    if args.model not in params.registry:
+        raise GeceError(f"--model {args.model!r} has no entry under registry in {args.params}",
+                        hint=f"registered models: {', '.join(params.registry) or '(none)'}; {model_hint(args.model)}")
+    if params.registry[args.model].reference is not None:
+        raise GeceError(f"--model {args.model!r} has source {params.registry[args.model].source}: released scores "
+                        "are read, not extracted", hint="the stages after extract read them (gece metrics "
+                        "--benchmark ...); extract scores a model of models")
+    settings = command.override(params.extract, batch_size=args.batch_size, limit=args.limit,
+                                word_prob=args.word_prob)
+    meta, timing = extract(args.prepared, args.out, args.model, params.registry[args.model], settings,
+                           meta_out=args.meta_out)
+    command.out.print(f"[green]scored[/] {command.plural(meta.pairs, 'pair')} of {literal(meta.benchmark)} with "
+                      f"{literal(meta.model)} in {timing.seconds:.1f} s ({timing.pairs_per_s or 0:.1f} pairs/s) -> "
+                      f"{literal(str(args.out))}", highlight=False)
+    return 0

@@ -1,0 +1,117 @@
+"""Stage metrics: the calibration metrics and reliability bins of every run of a benchmark."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from gece import command, layout, metrics
+from gece.files import clear_output_dir
+from gece.io import write_json
+from gece.params import MetricsParams, Params
+from gece.pipeline import runs
+from gece.schemas import BinsReport, MetricsReport
+
+log = logging.getLogger("gece")
+
+
+def metrics_report(
+    p: np.ndarray, y: np.ndarray, gender_more: np.ndarray, gender_less: np.ndarray, settings: MetricsParams
+) -> dict:
+    """The metrics report (``MetricsReport``) of scores p against y with the ``metrics`` settings."""
+    report = metrics.summarize(
+        p, y, gender_more, gender_less, n_bins=settings.n_bins, binning=settings.binning,
+        draws=settings.bootstrap, seed=settings.seed, level=settings.ci,
+    )
+    return MetricsReport.model_validate(report).model_dump()
+
+
+def run_metrics(scores: pd.DataFrame, settings: MetricsParams) -> tuple[dict, list[dict]]:
+    """The metrics report and the paper-convention reliability bins of one score table."""
+    r = runs.as_run(scores)
+    report = metrics_report(r.p, r.y, r.gender_more, r.gender_less, settings)
+    bins = metrics.reliability_table(r.p, r.y, settings.n_bins, settings.binning).records() if len(r.p) else []
+    return report, bins
+
+
+def metrics_stage(
+    scores_path: str | Path, out: str | Path | None, bins_out: str | Path | None, settings: MetricsParams
+) -> tuple[dict, list[dict], dict[str, str]]:
+    """artifacts/scores/<b>/<m>.parquet -> reports/metrics/<b>/<m>.json and reports/bins/<b>/<m>.json."""
+    scores, meta = runs.read_run(scores_path)
+    report, bins = run_metrics(scores, settings)
+    if out:
+        write_json(out, MetricsReport.model_validate(report))
+    if bins_out:
+        write_json(bins_out, bins, BinsReport)
+    return report, bins, meta
+
+
+def metrics_benchmark(params: Params, benchmark: str, settings: MetricsParams, reports: str | Path = layout.REPORTS
+                      ) -> dict[str, dict]:
+    """Every run of ``benchmark`` (:func:`gece.pipeline.runs.runs`) -> ``reports/metrics/<b>/<m>.json`` and
+    ``reports/bins/<b>/<m>.json``; files of runs no longer configured are removed."""
+    results = {}
+    names = runs.runs(params, benchmark)
+    for rel in (layout.metrics_file, layout.bins_file):
+        folder = layout.report_path(rel(benchmark, "x"), reports).parent
+        clear_output_dir(folder, (".json",), "the reports directory",
+                         keep=[folder / Path(rel(benchmark, m)).name for m in names])
+    for m in names:
+        scores, _ = runs.load_scores(params, benchmark, m, runs.RUN_COLUMNS)
+        report, bins = run_metrics(scores, settings)
+        write_json(layout.report_path(layout.metrics_file(benchmark, m), reports), MetricsReport.model_validate(report))
+        write_json(layout.report_path(layout.bins_file(benchmark, m), reports), bins, BinsReport)
+        results[m] = report
+    log.info("%s: metrics of %d runs -> %s", benchmark, len(names),
+             layout.report_path(layout.metrics_file(benchmark, "x"), reports).parent)
+    return results
+
+
+EXAMPLES = ("gece metrics --benchmark winobias     # every run of winobias -> reports/metrics/winobias/ (the DVC stage)",
+            "gece metrics artifacts/scores/winobias/smollm2-135m.parquet",
+            "gece metrics artifacts/scores/winobias/smollm2-135m.parquet --n-bins 15 --binning equal_mass",
+            "gece metrics artifacts/scores/winobias/smollm2-135m.parquet --json | jq .ece")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("scores", type=Path, nargs="?", help="a score file, artifacts/scores/<benchmark>/<model>.parquet "
+                   "(or --benchmark)")
+    p.add_argument("--benchmark", help="every run of this benchmark (models and references of params.yaml) -> "
+                   "reports/metrics/<benchmark>/ and reports/bins/<benchmark>/")
+    p.add_argument("--out", type=Path, help="write the metrics JSON of the score file here (default: not written)")
+    p.add_argument("--bins-out", type=Path, help="write its reliability bins JSON here (default: not written)")
+    p.add_argument("--json", action="store_true", help="print the metrics as JSON instead of a table")
+    p.add_argument("--n-bins", type=int, help="number of bins M (default: {params:metrics.n_bins})")
+    p.add_argument("--binning", choices=["equal_width", "equal_mass"],
+                   help="bin edges (default: {params:metrics.binning})")
+    p.set_defaults(outputs={"--out": "out", "--bins-out": "bins_out"}, inputs=("scores",))
+
+
+def run(args: argparse.Namespace) -> int:
+    params = command.params_or_defaults(args)
+    settings = command.override(params.metrics if params else MetricsParams(), n_bins=args.n_bins,
+                                binning=args.binning)
+    if args.benchmark is not None:
+        command.one_input(args, "scores", "out", "bins_out")
+        benchmark = command.benchmark_of(args, params)
+        results = metrics_benchmark(params, benchmark, settings)
+        if args.json:
+            print(json.dumps(results, indent=2))
+        elif not args.quiet:
+            for m, report in results.items():
+                command.print_metrics(report, command.metrics_title({"benchmark": benchmark, "model": m}, report),
+                                      settings.ci)
+        return 0
+    command.one_input(args, "scores")
+    report, _, meta = metrics_stage(args.scores, args.out, args.bins_out, settings)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    elif not args.quiet:
+        command.print_metrics(report, command.metrics_title(meta, report), settings.ci)
+    return 0

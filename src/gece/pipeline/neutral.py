@@ -1,0 +1,49 @@
+"""Stage neutral: one model's metrics on occupation vs gender-neutral wording of the same pairs."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+from gece import command, layout
+from gece.io import read_json, write_json
+from gece.schemas import NEUTRAL_KEYS, MetricsReport, NeutralReport
+
+log = logging.getLogger("gece")
+
+
+
+EXAMPLES = ("gece neutral --model smollm2-135m --out /tmp/neutral.json",)
+DESCRIPTION = ("The metrics of one model on the benchmarks of ablate.neutral ({params:ablate.neutral}), read from "
+               "reports/metrics/<benchmark>/<model>.json.")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, help="model id (its reports/metrics files must exist)")
+    p.add_argument("--out", type=Path, required=True,
+                   help="write the JSON here (reports/ablation/neutral/<model>.json)")
+    p.set_defaults(outputs={"--out": "out"})
+
+
+def run(args: argparse.Namespace) -> int:
+    command.check_id(args.model, "--model")
+    params = command.require_params(args)
+    paths = {b: layout.metrics_path(b, args.model) for b in params.ablate.neutral}
+    rows = neutral(args.model, paths, args.out)
+    if not args.quiet:
+        command.out.print(command.rows_table(f"{args.model}: occupation vs gender-neutral wording", "benchmark", rows,
+                                             ["n", "ece", "gender_ece", "ece_male", "ece_female", "brier",
+                                              "accuracy"]))
+    return 0
+
+
+def neutral(model: str, metrics_paths: dict[str, Path], out: str | Path) -> dict:
+    """Occupation vs gender-neutral wording: the metrics of one model on each benchmark variant."""
+    rows = {}
+    for benchmark, path in metrics_paths.items():
+        report = read_json(path, MetricsReport)
+        rows[benchmark] = {k: getattr(report, k) for k in NEUTRAL_KEYS} | {"n": report.n}
+    write_json(out, rows, NeutralReport)
+    log.info("%s: neutral wording over %s -> %s", model, ", ".join(metrics_paths), out)
+    return rows

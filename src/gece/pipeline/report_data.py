@@ -1,0 +1,124 @@
+"""The reports a page or a summary is built from, read and validated, with what is missing listed."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from gece import layout, report
+from gece.io import read_json
+from gece.params import Params
+from gece.pipeline import runs
+from gece.report import ReportData
+from gece.schemas import (
+    BinningReport,
+    BinsReport,
+    CalibrationBinsReport,
+    CalibrationReport,
+    CompareReport,
+    ExtractMeta,
+    MetricsReport,
+    NeutralReport,
+    SampleSizeReport,
+    SpecialTokensReport,
+)
+
+log = logging.getLogger("gece")
+
+
+def _missing_line(what: str, items: list[tuple[str, str]], expected: dict[str, list[str]]) -> str | None:
+    """'what: model (all benchmarks); model on b1, b2' from (benchmark, model) pairs."""
+    if not items:
+        return None
+    by_model: dict[str, list[str]] = {}
+    for b, m in items:
+        by_model.setdefault(m, []).append(b)
+    parts = []
+    for m, bs in by_model.items():
+        everywhere = [b for b, ms in expected.items() if m in ms]
+        parts.append(f"{m} (all {len(bs)} benchmarks)" if len(bs) > 1 and sorted(bs) == sorted(everywhere)
+                     else f"{m} on {', '.join(bs)}")
+    return f"{what}: " + "; ".join(parts)
+
+
+def _read_optional(path: Path, model=None) -> Any:
+    """A JSON report, validated when a schema is given; None when the file does not exist."""
+    if not path.exists():
+        return None
+    data = read_json(path)
+    if model is not None:
+        read_json(path, model)  # validation only: the tables read the raw JSON, the values as written
+    return data
+
+
+def load_report_data(params: Params, reports_dir: Path, scores_dir: Path, out_dir: Path) -> ReportData:
+    """Every JSON report the page is built from; what is missing is listed, not an error."""
+    benchmarks = list(params.benchmarks)
+    if (reports_dir / "metrics").is_dir():
+        benchmarks += sorted(d.name for d in (reports_dir / "metrics").iterdir() if d.is_dir() and d.name not in
+                             benchmarks)
+    expected = {b: runs.runs(params, b) for b in benchmarks}
+    data = report.ReportData(benchmarks=benchmarks, runs={}, special_pairs=dict(params.ablate.special_tokens))
+    lost: dict[str, list[tuple[str, str]]] = {k: [] for k in (
+        "metrics", "bins", "sample-size ablation", "binning ablation", "calibration", "calibration bins",
+        "scores (for the equal-mass diagrams)", "extract metadata")}
+    for b in benchmarks:
+        found = sorted(p.stem for p in (reports_dir / "metrics" / b).glob("*.json"))
+        data.runs[b] = [m for m in expected[b] if m in found] + [m for m in found if m not in expected[b]]
+        lost["metrics"] += [(b, m) for m in expected[b] if m not in found]
+        for m in data.runs[b]:
+            key = (b, m)
+            data.metrics[key] = _read_optional(reports_dir / report.src_metrics(b, m), MetricsReport)
+            for what, store, rel, schema in (
+                ("bins", data.bins, report.src_bins(b, m), BinsReport),
+                ("sample-size ablation", data.sample_size, report.src_sample_size(b, m), SampleSizeReport),
+                ("binning ablation", data.binning, report.src_binning(b, m), BinningReport),
+                ("calibration", data.calibration, report.src_calibration(b, m), CalibrationReport),
+                ("calibration bins", data.calibration_bins, report.src_calibration_bins(b, m),
+                 CalibrationBinsReport),
+            ):
+                value = _read_optional(reports_dir / rel, schema)
+                if value is None:
+                    lost[what].append(key)
+                else:
+                    store[key] = value
+            png = reports_dir / report.src_sample_size(b, m).replace(".json", ".png")
+            if png.exists():
+                data.sample_size_figures[key] = Path(os.path.relpath(png, out_dir)).as_posix()
+            if runs.is_reference(params, m):
+                continue  # read from data/reference; nothing extracted
+            if not (scores_dir / b / f"{m}.parquet").exists():
+                lost["scores (for the equal-mass diagrams)"].append(key)
+            meta = _read_optional(layout.meta_path(scores_dir / b / f"{m}.parquet"), ExtractMeta)
+            if meta is None:
+                lost["extract metadata"].append(key)
+            else:
+                data.meta[key] = meta
+    for m in params.models:
+        rep = _read_optional(reports_dir / report.src_neutral(m), NeutralReport)
+        if rep is not None:
+            data.neutral[m] = rep
+    for m in params.ablate.special_tokens:
+        rep = _read_optional(reports_dir / report.src_special_tokens(m), SpecialTokensReport)
+        if rep is not None:
+            data.special_tokens[m] = rep
+    for b in benchmarks:
+        rep = _read_optional(reports_dir / report.src_compare(b), CompareReport)
+        if rep is not None:
+            data.compare[b] = rep
+
+    missing = [_missing_line(what, items, expected) for what, items in lost.items()]
+    if params.models and not data.neutral:
+        missing.append(f"gender-neutral wording ablation (reports/ablation/neutral/): none of {', '.join(params.models)}")
+    else:
+        missing.append(_missing_line("gender-neutral wording ablation", [
+            ("genderlex", m) for m in params.models if m not in data.neutral], {}))
+    missing.append(_missing_line("special-token ablation", [
+        ("all benchmarks", m) for m in params.ablate.special_tokens if m not in data.special_tokens], {}))
+    lacking = [b for b in benchmarks if len(data.runs[b]) > 1 and b not in data.compare]
+    if lacking:
+        missing.append(f"model comparison (reports/compare/): {', '.join(lacking)}")
+    data.missing = [x for x in missing if x]
+    return data

@@ -1,0 +1,155 @@
+"""Runs: which (benchmark, model) runs a configuration has, and their scores whatever the source.
+
+A run's scores come from its registry source (``params.ModelSpec``): a scored model's score
+file (``artifacts/scores/<b>/<m>.parquet``, written by the extract stage), or, for a
+``reference:<name>`` source, the released per-pair scores ``data/reference/<b>/<name>.csv``,
+checked against the prepared benchmark and put in the same schema. Every stage after extract
+reads runs through :func:`load_scores`, so the authors' runs and the scored models go through
+the same code.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from gece import layout
+from gece.ablation import Run
+from gece.errors import GeceError
+from gece.files import check_unique_ids
+from gece.io import as_table, iter_table, parquet_rows, read_table, require_file, validate_records
+from gece.params import Params, check_id
+from gece.schemas import PreparedPair, ReferenceRow, ScoreRow
+
+log = logging.getLogger("gece")
+
+
+def runs(params: Params, benchmark: str) -> list[str]:
+    """The run ids of ``benchmark``: the scored models (``models``), then the references that have
+    released scores for it (``references`` whose ``data/reference/<benchmark>/<name>.csv`` exists)."""
+    return list(params.models) + [m for m in params.references
+                                  if layout.reference_csv(benchmark, params.registry[m].reference).is_file()]
+
+
+def is_reference(params: Params, model: str) -> bool:
+    """Whether ``model`` is a ``reference:`` run (released scores, nothing extracted)."""
+    spec = params.registry.get(model)
+    return spec is not None and spec.reference is not None
+
+
+def load_scores(params: Params, benchmark: str, model: str, columns: list[str] | None = None
+                ) -> tuple[pd.DataFrame, dict[str, str]]:
+    """A run's scores (``ScoreRow`` columns, or only ``columns``) and metadata, whatever its source."""
+    if is_reference(params, model):
+        scores, meta = reference_scores(layout.prepared_path(benchmark),
+                                        layout.reference_csv(benchmark, params.registry[model].reference), model)
+        return (scores if columns is None else scores[columns]), meta
+    path = layout.scores_path(benchmark, model)
+    if columns == RUN_COLUMNS:
+        return read_run(path)
+    scores, meta = read_table(path, ScoreRow)
+    return (scores if columns is None else scores[columns]), meta
+
+
+def load_run(params: Params, benchmark: str, model: str) -> tuple[Run, dict[str, str]]:
+    """A run as the arrays the metrics and ablations take."""
+    scores, meta = load_scores(params, benchmark, model, RUN_COLUMNS)
+    return as_run(scores), meta
+
+
+REFERENCE_HINT = "restore the authors' file with `dvc pull data.dvc` (see data/SOURCES.md)"
+
+
+def read_reference(csv: str | Path) -> pd.DataFrame:
+    """The authors' released scores for one benchmark and model, every row checked (``ReferenceRow``)."""
+    csv = require_file(csv, hint=f"{REFERENCE_HINT}; the file is data/reference/<benchmark>/<model>.csv",
+                       size_limit="csv_bytes")
+    try:
+        ref = pd.read_csv(csv)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
+        raise GeceError(f"{csv}: not a readable CSV ({e})", hint=REFERENCE_HINT) from e
+    missing = [c for c in ReferenceRow.model_fields if c not in ref.columns]
+    if missing:
+        raise GeceError(f"{csv}: missing column(s) {', '.join(missing)}",
+                        hint=f"the file is not one of the authors' result CSVs; {REFERENCE_HINT}")
+    validate_records(ref.to_dict(orient="records"), ReferenceRow, str(csv),
+                     hint=f"rows are numbered from 1 after the header; {REFERENCE_HINT}")
+    return ref
+
+
+def reference_scores(prepared: str | Path, csv: str | Path, model: str) -> tuple[pd.DataFrame, dict[str, str]]:
+    """The scores of a ``reference:<name>`` run: ``data/reference/<b>/<name>.csv`` in the score schema.
+
+    The released rows are matched to the prepared pairs by position and checked sentence by
+    sentence; their pronoun probabilities become the log-probabilities, their first-token
+    logits the logits and their normalized score ``p``. Returns the scores and their metadata
+    (benchmark, model, source), as a score file's.
+    """
+    check_id(model, "model")
+    ref = read_reference(csv)
+    pairs, meta = read_table(prepared, PreparedPair)
+    if len(ref) != len(pairs):
+        raise GeceError(f"{csv}: {len(ref)} rows, but {prepared} has {len(pairs)} pairs",
+                        hint="reference scores must cover the whole benchmark, in its order")
+    problems = []
+    for i, (r, q) in enumerate(zip(ref.itertuples(index=False), pairs.itertuples(index=False), strict=True)):
+        if (r.Sentence_more, r.Sentence_less) != (q.sent_more, q.sent_less):
+            problems.append(f"row {i + 1}: sentences differ from {q.pair_id} of {prepared}")
+        elif r.Pronoun_more.lower() not in {t.lower() for t in q.targets_more} or \
+                r.Pronoun_less.lower() not in {t.lower() for t in q.targets_less}:
+            problems.append(f"row {i + 1}: pronouns {r.Pronoun_more}/{r.Pronoun_less} are not the targets "
+                            f"{list(q.targets_more)}/{list(q.targets_less)}")
+        elif int(r.True_Label) != int(q.y):
+            problems.append(f"row {i + 1}: True_Label {r.True_Label} but the benchmark says y={q.y}")
+    if problems:
+        raise GeceError(f"{csv}: does not match the benchmark {prepared}", problems=problems[:20],
+                        hint="reference scores and benchmark must come from the same snapshot (dvc pull data.dvc)")
+    scores = pairs[["pair_id", "row", "sent_more", "sent_less", "y", "bias_type", "targets_more", "targets_less",
+                    "gender_more", "gender_less"]].copy()
+    scores["n_tokens_more"] = None
+    scores["n_tokens_less"] = None
+    scores["logprob_more"] = np.log(ref["Pronoun_Probability_more"].to_numpy(np.float64))
+    scores["logprob_less"] = np.log(ref["Pronoun_Probability_less"].to_numpy(np.float64))
+    scores["logit_more"] = ref["Pronoun_Logit_more"].to_numpy(np.float64)
+    scores["logit_less"] = ref["Pronoun_Logit_less"].to_numpy(np.float64)
+    scores["p"] = ref["Normalized_Score_more"].to_numpy(np.float64)
+    return as_table(scores, ScoreRow, csv), {"benchmark": meta.get("benchmark", ""), "model": model, "source": str(csv)}
+
+
+def as_run(scores: pd.DataFrame) -> Run:
+    """A score table (``ScoreRow`` columns) as the typed arrays the pure functions take."""
+    return Run(
+        scores["pair_id"].to_numpy(object),
+        scores["p"].to_numpy(np.float64),
+        scores["y"].to_numpy(np.float64),
+        scores["gender_more"].to_numpy(object),
+        scores["gender_less"].to_numpy(object),
+    )
+
+
+RUN_COLUMNS = ["pair_id", "row", "y", "gender_more", "gender_less", "p"]
+
+
+READ_ROWS = 8192  # rows validated at a time when only a run's arrays are needed
+
+
+def read_run(path: str | Path) -> tuple[pd.DataFrame, dict[str, str]]:
+    """A score file's ``RUN_COLUMNS``, every row validated, read ``READ_ROWS`` rows at a time.
+
+    Memory holds the few columns the metrics need, never the sentences of the whole file.
+    """
+    _, meta = parquet_rows(path, ScoreRow)  # within the limits of a file read whole
+    parts = [chunk[RUN_COLUMNS] for chunk in iter_table(path, ScoreRow, READ_ROWS)]
+    scores = pd.concat(parts, ignore_index=True) if parts else read_table(path, ScoreRow)[0][RUN_COLUMNS]
+    check_unique_ids(path, scores["pair_id"])
+    return scores, meta
+
+
+# ----------------------------------------------------------------------- ablations
+def load_run_file(path: str | Path) -> tuple[Run, dict[str, str]]:
+    """A score file as the arrays the ablations take."""
+    df, meta = read_run(path)
+    return as_run(df), meta

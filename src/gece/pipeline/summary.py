@@ -1,0 +1,75 @@
+"""Stage summary: ``reports/summary.json``, the one DVC metrics file, and the findings."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from pathlib import Path
+
+from rich.table import Table
+
+from gece import command, layout
+from gece.files import check_input_dir
+from gece.io import write_json
+from gece.params import Params
+from gece.pipeline import report_data
+from gece.schemas import SummaryReport
+from gece.terminal import literal, plain
+
+log = logging.getLogger("gece")
+
+
+def summary_stage(params: Params, reports_dir: str | Path = layout.REPORTS, out: str | Path | None = None):
+    """reports/** -> reports/summary.json (the DVC metrics: :func:`gece.findings.summary`); returns
+    the summary and the findings (:func:`gece.findings.findings`)."""
+    from gece import findings
+
+    reports_dir = Path(reports_dir)
+    check_input_dir(reports_dir, "--reports", "the JSON reports")
+    data = report_data.load_report_data(params, reports_dir, layout.scores_root(), reports_dir)
+    result = findings.summary(data)
+    if out:
+        write_json(out, result, SummaryReport)
+        log.info("summary: %d values -> %s", len(findings.flatten(result)), out)
+    return result, findings.findings(data)
+
+
+EXAMPLES = ("gece summary                                 # the findings as a table",
+            "gece summary --out reports/summary.json      # what the DVC stage writes",
+            "gece summary --json | jq '.runs.winobias'")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--reports", type=Path, default=layout.REPORTS, help="the JSON reports (default: %(default)s)")
+    p.add_argument("--out", type=Path, help="write the summary JSON here (default: not written)")
+    p.add_argument("--json", action="store_true", help="print the summary JSON instead of the findings")
+    p.set_defaults(outputs={"--out": "out"})
+
+
+def run(args: argparse.Namespace) -> int:
+    params = command.require_params(args)
+    result, f = summary_stage(params, args.reports, args.out)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    elif not args.quiet:
+        print_findings(f)
+    return 0
+
+
+def print_findings(f) -> None:
+    """The findings as a table (one row per benchmark and ranked metric), then one line per effect."""
+    from gece.findings import LABELS, RANKED
+
+    table = Table(title="Findings: best and worst model per benchmark (lower is better; 95% bootstrap intervals)",
+                  title_justify="left")
+    for col in ("benchmark", "pairs", "metric", "best", "worst"):
+        table.add_column(col, justify="right" if col == "pairs" else "left")
+    for b in f.benchmarks:
+        for i, k in enumerate(k for k in RANKED if k in b.best):
+            table.add_row(plain(b.benchmark) if i == 0 else "", "/".join(map(str, b.n)) if i == 0 else "",
+                          LABELS[k], plain(b.best[k].text()), plain(b.worst[k].text()) if b.models > 1 else "–",
+                          end_section=i == len(RANKED) - 1)
+    command.out.print(table)
+    for topic, text in f.effects:
+        command.out.print(f"[bold]{literal(topic)}[/]: {literal(text)}", highlight=False)
