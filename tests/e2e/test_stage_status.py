@@ -1,0 +1,127 @@
+"""A code change marks exactly the stages that run it (issue 15, item 2).
+
+In a throw-away copy of the repository (the working tree's files as they are on disk, committed
+dvc.lock; no data, no artifacts, no DVC remote), one module gets a comment line appended and
+``dvc status --json`` must report a changed code dep (the file itself, or a folder holding it) for
+exactly the stages whose import closure (tests/closure.py) contains that module, plus the stages that
+depend on the whole package on purpose (test_stage_deps.WHOLE_PACKAGE). The copy lacks data and
+artifacts, so dvc status also reports those deps deleted and the outputs missing; only deps under src/
+are read.
+
+dvc status compares the deps with dvc.lock, so the test needs a dvc.lock that matches the code on disk
+(after `dvc repro`, before further code edits): when dvc status marks a stage for the module before
+the edit, the test fails early and says so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from ..closure import Tree, command_names, commands
+from ..conftest import ROOT
+from ..test_stage_deps import WHOLE_PACKAGE, dvc_stages, expected_code
+from .conftest import git, run
+
+pytestmark = pytest.mark.slow
+
+
+def _stage_module() -> str:
+    """The file of the module that runs ``gece metrics`` (gece/stages.py before COMMANDS exists)."""
+    mapping = commands()
+    if mapping is None:
+        return "src/gece/stages.py"
+    return Tree().rel(Tree().file(mapping["metrics"]))  # type: ignore[arg-type]
+
+
+EDITED = [
+    "src/gece/gap.py",  # a leaf pure module
+    "src/gece/schemas.py",  # the file contracts
+    _stage_module(),  # the module of a stage family
+    "src/gece/scoring/engine.py",  # extract only
+]
+
+
+@pytest.fixture(scope="module")
+def code_copy(tmp_path_factory) -> Path:
+    """The working tree's tracked and unignored files (not data/ or artifacts), committed in a fresh git repo."""
+    dest = tmp_path_factory.mktemp("status") / "repo"
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, capture_output=True,
+                           check=True).stdout.decode().split("\0")
+    for f in filter(None, files):
+        if (ROOT / f).is_file():
+            (dest / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / f, dest / f)
+    git(dest, "init", "-q")
+    run(["dvc", "config", "--local", "cache.dir", str(dest.with_name("dvc-cache"))], dest)
+    git(dest, "add", "-A")
+    git(dest, "commit", "-qm", "copy")
+    return dest
+
+
+def _dvc(repo: Path, *args: str) -> str:
+    return run(["dvc", *args], repo, timeout=300, env={"DVC_NO_ANALYTICS": "1"}).stdout
+
+
+def marked_stages(repo: Path, edited: str) -> set[str]:
+    """The stages (as DVC expands them) whose changed deps include ``edited`` or a folder holding it."""
+    status = json.loads(_dvc(repo, "status", "--json") or "{}")
+    marked = set()
+    for stage, entries in status.items():
+        for entry in entries:
+            changed = entry.get("changed deps", {}) if isinstance(entry, dict) else {}
+            if any(dep == edited or edited.startswith(dep.rstrip("/") + "/") for dep in changed):
+                marked.add(stage)
+    return marked
+
+
+def closure_stages(repo: Path, edited: str) -> set[str]:
+    """The stages (as DVC expands them) whose template's code contains ``edited``."""
+    tree = Tree(root=repo, src=repo / "src")
+    known = set(command_names(tree))
+    templates = {name for name, spec in dvc_stages(repo / "dvc.yaml").items()
+                 if name in WHOLE_PACKAGE or edited in expected_code(spec, known, tree)[0]}
+    names = _dvc(repo, "stage", "list", "dvc.yaml", "--name-only").split()
+    return {n for n in names if n.split("@")[0] in templates}
+
+
+def _grouped(stages: set[str]) -> str:
+    by_template = defaultdict(list)
+    for s in sorted(stages):
+        by_template[s.split("@")[0]].append(s)
+    return "; ".join(f"{t} ({len(v)}: {', '.join(v[:3])}{', ...' if len(v) > 3 else ''})"
+                     for t, v in sorted(by_template.items())) or "none"
+
+
+@pytest.mark.parametrize("edited", EDITED)
+def test_dvc_status_marks_the_stages_that_run_the_module(code_copy, edited):
+    path = code_copy / edited
+    if not path.is_file():
+        pytest.skip(f"{edited} does not exist in this tree")
+    before = marked_stages(code_copy, edited)
+    if before:
+        pytest.fail(f"before any edit, dvc status already reports {edited} (or a folder holding it) changed for "
+                    f"{_grouped(before)}: dvc.lock does not match the code on disk (uncommitted code changes, or "
+                    "dvc.yaml deps changed without `dvc repro`/`dvc commit`), so this test cannot tell which stages "
+                    "an edit marks; bring dvc.lock up to date first", pytrace=False)
+    original = path.read_bytes()
+    try:
+        path.write_bytes(original + b"\n# an edit that changes no behaviour (tests/e2e/test_stage_status.py)\n")
+        marked = marked_stages(code_copy, edited)
+    finally:
+        path.write_bytes(original)
+        os.utime(path)
+    expected = closure_stages(code_copy, edited)
+    missed, spurious = expected - marked, marked - expected
+    if missed or spurious:
+        pytest.fail(
+            f"after editing {edited}, dvc status marks stages that differ from the closures "
+            f"(`python tests/closure.py`):\n"
+            f"  not marked, though their code contains {edited}: {_grouped(missed)}\n"
+            f"  marked, though their code does not contain it: {_grouped(spurious)}", pytrace=False)
