@@ -36,8 +36,8 @@ def score_file(path: Path, n: int, distinct: bool) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from gece.schemas import ScoreRow
     from gece.io import arrow_schema
+    from gece.schemas import ScoreRow
 
     schema = arrow_schema(ScoreRow)
     rng = np.random.default_rng(0)

@@ -5,7 +5,7 @@ same thread count, on the same model weights (the float32 transformers directory
 from the GGUF, which minicons loads by path) and the same attention numerics (gece's exact
 attention; minicons is also run with transformers' stock SDPA, the way users run it):
 
-- gece: ``stages.extract`` (shared prefix, nothing after the target, LM head at target positions,
+- gece: ``extract_stage.extract`` (shared prefix, nothing after the target, LM head at target positions,
   batches of 32 pairs sorted by length);
 - naive: each sentence alone, whole, one forward pass, full logits (``engine.score_naive``);
 - minicons: ``scorer.IncrementalLMScorer(model_dir).token_score`` over both sentences of every
@@ -47,16 +47,16 @@ REF_PAIRS = int(os.environ.get("GECE_BENCH_REF_PAIRS", "60"))  # pairs scored by
 # ------------------------------------------------------------------------ workers
 def _setup(work: Path):
     import gece  # noqa: F401  (sets MKL_CBWR and OMP_WAIT_POLICY before torch loads)
-    from gece import stages
-    from gece.params import load_params
-    from gece.schemas import PreparedPair
     from gece.io import read_table
+    from gece.params import load_params
+    from gece.pipeline import prepare as prepare_stage
+    from gece.schemas import PreparedPair
     from gece.scoring import engine
 
     params = load_params(ROOT / "params.yaml")
     prepared = work / f"{BENCHMARK}.parquet"
     if not prepared.exists():
-        stages.prepare(ROOT / "data" / "benchmarks" / f"{BENCHMARK}.csv", prepared)
+        prepare_stage.prepare(ROOT / "data" / "benchmarks" / f"{BENCHMARK}.csv", prepared)
     pairs, _ = read_table(prepared, PreparedPair)
     n = int(os.environ.get("GECE_BENCH_PAIRS", "0")) or len(pairs)
     threads = engine.set_threads()
@@ -96,10 +96,10 @@ def worker_matmul(work: Path) -> dict:
 
 
 def worker_gece(work: Path) -> dict:
-    from gece import stages
-    from gece.params import ExtractParams
-    from gece.schemas import ScoreRow
     from gece.io import read_table
+    from gece.params import ExtractParams
+    from gece.pipeline import extract as extract_stage
+    from gece.schemas import ScoreRow
     from gece.scoring import models
 
     params, prepared, pairs, threads = _setup(work)
@@ -108,7 +108,7 @@ def worker_gece(work: Path) -> dict:
     settings = ExtractParams(batch_size=32, word_prob="chain", limit=len(pairs))
     out = work / "gece" / f"{MODEL}.parquet"
     t = time.perf_counter()  # the whole stage but the model load: tokenizing, self-check, shards, writes
-    meta, _ = stages.extract(prepared, out, MODEL, spec, settings, loaded=lm)
+    meta, _ = extract_stage.extract(prepared, out, MODEL, spec, settings, loaded=lm)
     seconds = time.perf_counter() - t
     df, _ = read_table(out, ScoreRow)
     return {"pairs": meta.pairs, "seconds": seconds, "tokens": meta.tokens, "tokens_padded": meta.tokens_padded,

@@ -53,24 +53,24 @@ def _rss_mb() -> float:
 
 
 def worker_extract(prepared: Path, out: Path, n: int) -> dict:
-    from gece import stages
     from gece.params import ExtractParams, load_params
+    from gece.pipeline import extract as extract_stage
     from gece.scoring import models
 
     spec = load_params(ROOT / "params.yaml").registry[MODEL]
     lm = models.load(spec)
     loaded_mb = _rss_mb()
-    meta, timing = stages.extract(prepared, out, MODEL, spec, ExtractParams(batch_size=32, limit=n), loaded=lm)
+    meta, timing = extract_stage.extract(prepared, out, MODEL, spec, ExtractParams(batch_size=32, limit=n), loaded=lm)
     return {"pairs": meta.pairs, "seconds": timing.seconds, "pairs_per_s": timing.pairs_per_s,
             "rss_after_load_mb": round(loaded_mb, 1), "peak_rss_mb": round(_rss_mb(), 1)}
 
 
 def worker_metrics(scores: Path, out: Path, n: int) -> dict:
-    from gece import stages
     from gece.params import MetricsParams
+    from gece.pipeline import metrics as metrics_stage
 
     t = time.perf_counter()
-    report, _, _ = stages.metrics_stage(scores, out, None, MetricsParams())
+    report, _, _ = metrics_stage.metrics_stage(scores, out, None, MetricsParams())
     return {"pairs": report["n"], "seconds": round(time.perf_counter() - t, 3), "ece": report["ece"],
             "peak_rss_mb": round(_rss_mb(), 1)}
 
@@ -92,8 +92,9 @@ def main() -> dict:
     from rich.console import Console
     from rich.table import Table
 
-    from gece import stages
     from gece.io import write_json
+    from gece.pipeline import extract as extract_stage
+    from gece.pipeline import prepare as prepare_stage
 
     large = int(os.environ.get("GECE_BENCH_LARGE", "0")) or LARGE
     console = Console()
@@ -102,7 +103,7 @@ def main() -> dict:
         work = Path(tmp)
         csv, prepared = work / "synthetic.csv", work / "synthetic.parquet"
         synthetic_csv(csv, large)
-        stages.prepare(csv, prepared)
+        prepare_stage.prepare(csv, prepared)
         for n in (SMALL, large):
             scores = work / f"scores-{n}.parquet"
             console.print(f"bench memory: extract {n} pairs ...", highlight=False)
@@ -113,7 +114,7 @@ def main() -> dict:
     report = {
         "model": MODEL, "benchmark": f"synthetic ({large} WinoBias pairs behind numbered lead-ins)",
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.python_version()}",
-        "window_pairs": stages.WINDOW_PAIRS, "sizes": [SMALL, large], "stages": rows,
+        "window_pairs": extract_stage.WINDOW_PAIRS, "sizes": [SMALL, large], "stages": rows,
         "peak_rss_ratio": ratios, "target_ratio": TARGET,
         "met": {"extract": ratios["extract"] <= TARGET},
     }

@@ -28,9 +28,9 @@ def main() -> dict:
     from rich.table import Table
 
     from gece import metrics
+    from gece.io import read_table, write_json
     from gece.params import load_params
     from gece.schemas import ScoreRow
-    from gece.io import read_table, write_json
 
     params = load_params(ROOT / "params.yaml")
     runs = [(b, m) for b in params.paper.benchmarks for m in params.paper.models]

@@ -297,8 +297,9 @@ def commands(tree: Tree = Tree()) -> dict[str, str] | None:
         target = stmt.target if isinstance(stmt, ast.AnnAssign) else (
             stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None)
         if isinstance(target, ast.Name) and target.id == "COMMANDS" and stmt.value is not None:
-            try:
-                return dict(ast.literal_eval(stmt.value))
+            try:  # name -> (module, help)
+                return {name: value[0] if isinstance(value, tuple) else value
+                        for name, value in ast.literal_eval(stmt.value).items()}
             except ValueError:
                 raise ValueError(f"{tree.rel(path)}:{stmt.lineno}: COMMANDS is not a literal dict "
                                  "(tests/closure.py reads it without importing gece)") from None
@@ -309,7 +310,7 @@ def command_closure(command: str, tree: Tree = Tree()) -> set[str]:
     """The files that ``gece <command>`` may run: closure(cli.py, gece/__init__.py) | closure(its module)."""
     mapping = commands(tree)
     if mapping is None:
-        return _legacy_command_closure(command, tree)
+        raise ValueError(f"{tree.package}/cli.py has no COMMANDS")
     if command not in mapping:
         raise KeyError(f"gece {command}: not a key of COMMANDS in cli.py ({', '.join(sorted(mapping))})")
     return closure([f"{tree.package}.cli", tree.package, mapping[command]], tree)
@@ -317,31 +318,9 @@ def command_closure(command: str, tree: Tree = Tree()) -> set[str]:
 
 def command_names(tree: Tree = Tree()) -> list[str]:
     mapping = commands(tree)
-    return sorted(mapping) if mapping is not None else _legacy_command_names(tree)
+    return sorted(mapping or {})
 
 
-# --- LEGACY: the tree before cli.py has COMMANDS (issue 15). Delete this block, and its two calls above,
-# once COMMANDS exists. There every command is a function cmd_<name> of cli.py that imports what it
-# runs lazily, so a command's code is cli.py with the other cmd_* functions left out (cli.py's shared
-# helpers stay in, a slight over-approximation).
-def _legacy_functions(tree: Tree) -> list[str]:
-    path = tree.file(f"{tree.package}.cli")
-    body = ast.parse(path.read_text(encoding="utf-8")).body if path else []
-    return [s.name for s in body if isinstance(s, ast.FunctionDef) and s.name.startswith("cmd_")]
-
-
-def _legacy_command_names(tree: Tree) -> list[str]:
-    return sorted(f.removeprefix("cmd_").replace("_", "-") for f in _legacy_functions(tree))
-
-
-def _legacy_command_closure(command: str, tree: Tree) -> set[str]:
-    own = "cmd_" + command.replace("-", "_")
-    functions = _legacy_functions(tree)
-    if own not in functions:
-        raise KeyError(f"gece {command}: cli.py has no {own} (and no COMMANDS)")
-    others = {f for f in functions if f != own}
-    return closure([f"{tree.package}.cli", tree.package], tree, {f"{tree.package}.cli": others})
-# --- end LEGACY
 
 
 def main(argv: list[str]) -> int:

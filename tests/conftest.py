@@ -37,26 +37,35 @@ def data_dir() -> Path:
 @pytest.fixture(scope="session")
 def prepared_dir(tmp_path_factory, data_dir) -> Path:
     """Every shipped benchmark prepared into a temporary directory (independent of artifacts/)."""
-    from gece import stages
+    from gece.pipeline import prepare as prepare_stage
 
     out = tmp_path_factory.mktemp("prepared")
     for b in BENCHMARKS:
-        stages.prepare(data_dir / "benchmarks" / f"{b}.csv", out / f"{b}.parquet")
+        prepare_stage.prepare(data_dir / "benchmarks" / f"{b}.csv", out / f"{b}.parquet")
     return out
+
+
+def write_reference(prepared: Path, csv: Path, out: Path, model: str) -> None:
+    """Released scores (``source: reference:``) written as a score file, for the tests that take one."""
+    from gece.io import write_table
+    from gece.pipeline import runs
+    from gece.schemas import ScoreRow
+
+    scores, meta = runs.reference_scores(prepared, csv, model)
+    write_table(out, scores, ScoreRow, meta=meta)
 
 
 @pytest.fixture(scope="session")
 def reference_scores(tmp_path_factory, prepared_dir, data_dir) -> dict[tuple[str, str], Path]:
     """The authors' released scores converted to score files: {(benchmark, model): path}."""
-    from gece import stages
 
     out = tmp_path_factory.mktemp("scores")
     paths = {}
     for b in PAPER_BENCHMARKS:
         for m in PAPER_MODELS:
             path = out / b / f"paper-{m}.parquet"
-            stages.reference(prepared_dir / f"{b}.parquet", data_dir / "reference" / b / f"{m}.csv", path,
-                             f"paper-{m}")
+            write_reference(prepared_dir / f"{b}.parquet", data_dir / "reference" / b / f"{m}.csv", path,
+                            f"paper-{m}")
             paths[(b, m)] = path
     return paths
 
@@ -72,11 +81,11 @@ def full_reports(tmp_path_factory, prepared_dir, reference_scores) -> Path:
 @pytest.fixture(scope="session")
 def built_report(full_reports) -> tuple[Path, dict]:
     """``gece report`` run on ``full_reports``: (reports dir, what the stage returned)."""
-    from gece import stages
     from gece.params import load_params
+    from gece.pipeline import report as report_stage
 
     params = load_params(full_reports / "params.yaml")
-    result = stages.report_stage(params, full_reports / "reports", full_reports / "artifacts" / "scores",
+    result = report_stage.report_stage(params, full_reports / "reports", full_reports / "artifacts" / "scores", root=full_reports,
                                  data_dvc=ROOT / "data.dvc")
     return full_reports / "reports", result
 

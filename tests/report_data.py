@@ -12,16 +12,24 @@ from __future__ import annotations
 
 import html
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import yaml
 
-from gece import metrics, stages
-from gece.params import MetricsParams, load_params
-from gece.schemas import ExtractMeta, PreparedPair, ScoreRow
+from gece import metrics
 from gece.io import read_table, write_json, write_table
+from gece.params import MetricsParams, load_params
+from gece.pipeline import ablate as ablate_stage
+from gece.pipeline import compare as compare_stage
+from gece.pipeline import metrics as metrics_stage
+from gece.pipeline import neutral as neutral_stage
+from gece.pipeline import special_tokens as special_tokens_stage
+from gece.schemas import ExtractMeta, MetricsReport, PreparedPair, ScoreRow
+
+from .conftest import ROOT
 
 BENCHMARKS = ("winobias", "winogender", "genderlex", "genderlex_person", "genderlex_someone")
 PAPER_BENCHMARKS = ("winobias", "winogender", "genderlex")
@@ -31,8 +39,9 @@ MODEL, NOBOS = "tiny-lm", "tiny-lm-nobos"
 PARAMS = {
     "benchmarks": list(BENCHMARKS),
     "models": [MODEL, NOBOS],
-    "registry": {MODEL: {"source": "package:tiny-lm"}, NOBOS: {"source": "package:tiny-lm", "special_tokens": False}},
-    "paper": {"benchmarks": list(PAPER_BENCHMARKS), "models": list(PAPER_MODELS)},
+    "references": [f"paper-{m}" for m in PAPER_MODELS],
+    "registry": {MODEL: {"source": "package:tiny-lm"}, NOBOS: {"source": "package:tiny-lm", "special_tokens": False},
+                 **{f"paper-{m}": {"source": f"reference:{m}"} for m in PAPER_MODELS}},
     "ablate": {"sizes": [50, 100, 500], "draws": 10, "special_tokens": {MODEL: NOBOS}},
 }
 
@@ -87,7 +96,7 @@ def calibration_reports(scores: pd.DataFrame) -> tuple[dict, list[dict]]:
     folds = np.arange(n) % 3
 
     def summary(q, mask):
-        return stages.MetricsReport.model_validate(
+        return MetricsReport.model_validate(
             metrics.summarize(q[mask], y[mask], gm[mask], gl[mask], draws=1000, seed=0)).model_dump()
 
     def bins(q, mask, protocol, method):
@@ -142,10 +151,15 @@ def build(root: Path, prepared_dir: Path, reference_scores: dict) -> Path:
     params = load_params(root / "params.yaml")
     scores_dir, reports = root / "artifacts" / "scores", root / "reports"
     runs = []
+    for b in BENCHMARKS:  # the references' data, read through their registry source as in a repository
+        (root / "artifacts" / "prepared").mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(prepared_dir / f"{b}.parquet", root / "artifacts" / "prepared" / f"{b}.parquet")
+    paper_scores = {}
     for b in PAPER_BENCHMARKS:
         for m in PAPER_MODELS:
-            df, _ = read_table(reference_scores[(b, m)], ScoreRow)
-            write_table(scores_dir / b / f"paper-{m}.parquet", df, ScoreRow, {"benchmark": b, "model": f"paper-{m}"})
+            (root / "data" / "reference" / b).mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(ROOT / "data" / "reference" / b / f"{m}.csv", root / "data" / "reference" / b / f"{m}.csv")
+            paper_scores[(b, f"paper-{m}")] = reference_scores[(b, m)]
             runs.append((b, f"paper-{m}"))
     for i, b in enumerate(BENCHMARKS):
         for model, sharpen in ((MODEL, 1.3), (NOBOS, 4.0)):  # without BOS: much sharper, overconfident
@@ -154,10 +168,10 @@ def build(root: Path, prepared_dir: Path, reference_scores: dict) -> Path:
             write_json(scores_dir / b / f"{model}.meta.json", tiny_meta(b, model, len(df), "0" * 63 + str(i % 2)))
             runs.append((b, model))
     for b, m in runs:
-        s = scores_dir / b / f"{m}.parquet"
-        stages.metrics_stage(s, reports / "metrics" / b / f"{m}.json", reports / "bins" / b / f"{m}.json",
+        s = paper_scores.get((b, m), scores_dir / b / f"{m}.parquet")
+        metrics_stage.metrics_stage(s, reports / "metrics" / b / f"{m}.json", reports / "bins" / b / f"{m}.json",
                              params.metrics)
-        stages.ablate(s, reports / "ablation" / "sample_size" / b / f"{m}.json",
+        ablate_stage.ablate(s, reports / "ablation" / "sample_size" / b / f"{m}.json",
                       reports / "ablation" / "binning" / b / f"{m}.json",
                       reports / "ablation" / "sample_size" / b / f"{m}.png", params.metrics, params.ablate)
         scores, _ = read_table(s, ScoreRow)
@@ -165,14 +179,14 @@ def build(root: Path, prepared_dir: Path, reference_scores: dict) -> Path:
         write_json(reports / "calibration" / b / f"{m}.json", cal)
         write_json(reports / "calibration_bins" / b / f"{m}.json", cal_bins)
     for m in (MODEL, NOBOS):
-        stages.neutral(m, {b: reports / "metrics" / b / f"{m}.json" for b in params.ablate.neutral},
+        neutral_stage.neutral(m, {b: reports / "metrics" / b / f"{m}.json" for b in params.ablate.neutral},
                        reports / "ablation" / "neutral" / f"{m}.json")
-    stages.special_tokens({b: (reports / "metrics" / b / f"{MODEL}.json", scores_dir / b / f"{MODEL}.parquet",
+    special_tokens_stage.special_tokens({b: (reports / "metrics" / b / f"{MODEL}.json", scores_dir / b / f"{MODEL}.parquet",
                                reports / "metrics" / b / f"{NOBOS}.json", scores_dir / b / f"{NOBOS}.parquet")
                            for b in BENCHMARKS}, reports / "ablation" / "special_tokens" / f"{MODEL}.json")
     for b in BENCHMARKS:
         paths = [scores_dir / b / f"{m}.parquet" for bb, m in runs if bb == b]
-        stages.compare(paths, reports / "compare" / f"{b}.json", reports / "compare" / f"{b}.md", MetricsParams(),
+        compare_stage.compare_files(paths, reports / "compare" / f"{b}.json", reports / "compare" / f"{b}.md", MetricsParams(),
                        params.ablate.compare)
     return root
 

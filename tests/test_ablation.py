@@ -7,13 +7,19 @@ import json
 import numpy as np
 import pytest
 
-from gece import ablation, metrics, stages
+from gece import ablation, metrics
 from gece.ablation import Run
 from gece.bootstrap import subsample, two_sided_p
 from gece.cli import main
-from gece.params import AblateParams, CompareParams, MetricsParams
-from gece.schemas import ScoreRow
 from gece.io import write_table
+from gece.params import AblateParams, CompareParams, MetricsParams
+from gece.pipeline import ablate as ablate_stage
+from gece.pipeline import compare as compare_stage
+from gece.pipeline import metrics as metrics_stage
+from gece.pipeline import neutral as neutral_stage
+from gece.pipeline import runs
+from gece.pipeline import special_tokens as special_tokens_stage
+from gece.schemas import ScoreRow
 
 
 def synthetic_run(n, seed, sharpen=1.0, name="r"):
@@ -79,7 +85,7 @@ def test_compare_stage_uses_the_pairs_every_run_scores(reference_scores, tmp_pat
     df, meta = read_table(full, ScoreRow)
     head = tmp_path / "head.parquet"
     write_table(head, df.head(40), ScoreRow, {**meta, "model": "smoke"})
-    res = stages.compare([head, full], None, None, MetricsParams(), CompareParams())
+    res = compare_stage.compare_files([head, full], None, None, MetricsParams(), CompareParams())
     assert res["n"] == 40 and res["pairs"][0]["metrics"]["ece"]["diff"] == 0.0  # the same 40 pairs
 
     other = tmp_path / "other.parquet"
@@ -99,12 +105,12 @@ def test_two_sided_p_and_holm():
 
 def test_compare_all_pairs_of_a_benchmark(reference_scores, tmp_path):
     paths = [reference_scores[("winogender", m)] for m in ("gpt-j-6b", "llama-3.1-8b", "gemma-2-9b")]
-    res = stages.compare(paths, tmp_path / "c.json", tmp_path / "c.md", MetricsParams(), CompareParams())
+    res = compare_stage.compare_files(paths, tmp_path / "c.json", tmp_path / "c.md", MetricsParams(), CompareParams())
     assert res["benchmark"] == "winogender" and len(res["pairs"]) == 3 and res["draws"] == 2000
     md = (tmp_path / "c.md").read_text()
     assert "| paper-gpt-j-6b | paper-llama-3.1-8b |" in md and "significant at α = 0.05" in md
     on_disk = json.loads((tmp_path / "c.json").read_text())
-    run, _ = stages.load_run(paths[0])
+    run, _ = runs.load_run_file(paths[0])
     assert on_disk["pairs"][0]["metrics"]["ece"]["a"] == metrics.ece(run.p, run.y)
 
 
@@ -123,7 +129,7 @@ def test_subsets_are_without_replacement():
 
 
 def test_sample_size_means_converge_to_full_data_ece(reference_scores):
-    run, _ = stages.load_run(reference_scores[("winobias", "gpt-j-6b")])
+    run, _ = runs.load_run_file(reference_scores[("winobias", "gpt-j-6b")])
     res = ablation.sample_size(run, [50, 100, 150, 250, 500, 771, 1000], draws=100, seed=0)
     full = res["full"]["ece"]
     assert full == pytest.approx(0.15764973445164981, abs=1e-12)
@@ -137,7 +143,7 @@ def test_sample_size_means_converge_to_full_data_ece(reference_scores):
 
 
 def test_sample_size_is_seeded(reference_scores):
-    run, _ = stages.load_run(reference_scores[("winogender", "qwen2.5-7b")])
+    run, _ = runs.load_run_file(reference_scores[("winogender", "qwen2.5-7b")])
     a = ablation.sample_size(run, [50, 100, 150, 250, 500], 100, 7)
     assert a == ablation.sample_size(run, [50, 100, 150, 250, 500], 100, 7)
     assert [r["n"] for r in a["sizes"]] == [50, 100, 150]
@@ -146,7 +152,7 @@ def test_sample_size_is_seeded(reference_scores):
 
 # -------------------------------------------------------------------------- binning
 def test_binning_grid_matches_metrics(reference_scores):
-    run, _ = stages.load_run(reference_scores[("genderlex", "llama-3.1-8b")])
+    run, _ = runs.load_run_file(reference_scores[("genderlex", "llama-3.1-8b")])
     grid = ablation.binning_grid(run, [5, 10, 15, 20])
     assert set(grid) == {"equal_width", "equal_mass"} and list(grid["equal_mass"]) == ["5", "10", "15", "20"]
     ref = metrics.summarize(run.p, run.y, run.gender_more, run.gender_less)
@@ -156,7 +162,7 @@ def test_binning_grid_matches_metrics(reference_scores):
 
 
 def test_ablate_stage_writes_reports_and_figure(reference_scores, tmp_path):
-    sizes, grid = stages.ablate(reference_scores[("winogender", "gpt-j-6b")], tmp_path / "s.json",
+    sizes, grid = ablate_stage.ablate(reference_scores[("winogender", "gpt-j-6b")], tmp_path / "s.json",
                                 tmp_path / "b.json", tmp_path / "s.png", MetricsParams(), AblateParams())
     data = json.loads((tmp_path / "s.json").read_text())
     assert list(data) == ["full", "sizes"] and data["sizes"][0]["draws"] == 100
@@ -189,16 +195,16 @@ def test_special_tokens_and_neutral_reports(tmp_path):
         for model, run in (("m", calibrated), ("m-nobos", overconfident)):
             s = _score_file(tmp_path / "scores" / b / f"{model}.parquet", run, b, model)
             mpath = tmp_path / "metrics" / b / f"{model}.json"
-            stages.metrics_stage(s, mpath, None, MetricsParams())
+            metrics_stage.metrics_stage(s, mpath, None, MetricsParams())
             paths += [mpath, s]
         runs[b] = tuple(paths)
-    res = stages.special_tokens(runs, tmp_path / "st.json")
+    res = special_tokens_stage.special_tokens(runs, tmp_path / "st.json")
     with_, without = res["genderlex"]["with"], res["genderlex"]["without"]
     assert without["mean_confidence"] > with_["mean_confidence"]
     assert without["share_confidence_over_0_9"] > 0.5 > with_["share_confidence_over_0_9"]
     assert without["ece"] > 2 * with_["ece"]
     assert set(json.loads((tmp_path / "st.json").read_text())["genderlex_person"]) == {"with", "without"}
-    neutral = stages.neutral("m", {b: runs[b][0] for b in runs}, tmp_path / "n.json")
+    neutral = neutral_stage.neutral("m", {b: runs[b][0] for b in runs}, tmp_path / "n.json")
     assert list(neutral) == ["genderlex", "genderlex_person"] and neutral["genderlex"]["n"] == 300
     assert set(neutral["genderlex"]) == {"ece", "gender_ece", "ece_male", "ece_female", "macro_ce", "ice", "brier",
                                          "accuracy", "n"}

@@ -17,11 +17,11 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from gece import stages
+from gece import layout
 from gece.cli import main
 from gece.errors import GeceError
-from gece.schemas import ScoreRow
 from gece.io import arrow_schema, read_table, write_table
+from gece.schemas import ScoreRow
 
 from .conftest import ROOT
 
@@ -390,7 +390,7 @@ def test_bad_ids_on_the_command_line(tmp_path, monkeypatch, capsys, bad):
         code, err = cli(capsys, *args)
         assert code == 2 and f"{bad!r} is not a valid id" in err and "[a-z0-9][a-z0-9._-]*" in err, (args, err)
     assert files(tmp_path) == before
-    for helper in (stages.scores_path, stages.metrics_path, stages.reference_csv):
+    for helper in (layout.scores_path, layout.metrics_path, layout.reference_csv):
         with pytest.raises(GeceError, match="is not a valid id"):
             helper("winobias", bad)
         with pytest.raises(GeceError, match="is not a valid id"):

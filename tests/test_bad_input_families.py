@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from gece.cli import main
-from gece.schemas import ScoreRow
 from gece.io import write_table
+from gece.schemas import ScoreRow
 
 from .conftest import ROOT
 from .test_bad_input import GOOD, _scores, cli, files

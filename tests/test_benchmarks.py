@@ -5,12 +5,13 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from gece import benchmarks, stages
+from gece import benchmarks
 from gece.cli import main
 from gece.errors import GeceError
-from gece.params import PrepareParams
-from gece.schemas import PreparedPair
 from gece.io import read_table
+from gece.params import PrepareParams
+from gece.pipeline import prepare as prepare_stage
+from gece.schemas import PreparedPair
 
 from .conftest import BENCHMARKS
 
@@ -144,7 +145,7 @@ def test_prepare_writes_nothing_on_invalid_input(tmp_path, capsys):
     src = _csv(tmp_path, GOOD + "He ran.,He ran.,1\n")
     out = tmp_path / "out" / "bench.parquet"
     with pytest.raises(GeceError, match="nothing was written"):
-        stages.prepare(src, out)
+        prepare_stage.prepare(src, out)
     assert not (tmp_path / "out").exists()
     monkeypatch_free = main(["prepare", str(src), str(out)])
     assert monkeypatch_free == 2 and "row 3 (line 4)" in capsys.readouterr().err
@@ -163,13 +164,13 @@ def test_prepare_cli_without_params_file(tmp_path, monkeypatch):
 @pytest.mark.parametrize("policy, n", [("keep", 3), ("drop", 2)])
 def test_duplicate_policies(tmp_path, policy, n):
     src = _csv(tmp_path, GOOD + "He left.,She left.,1\n")
-    df = stages.prepare(src, tmp_path / "p.parquet", PrepareParams(duplicates=policy))
+    df = prepare_stage.prepare(src, tmp_path / "p.parquet", PrepareParams(duplicates=policy))
     assert len(df) == n
     with pytest.raises(GeceError, match="repeats row 1"):
-        stages.prepare(src, tmp_path / "q.parquet", PrepareParams(duplicates="error"))
+        prepare_stage.prepare(src, tmp_path / "q.parquet", PrepareParams(duplicates="error"))
 
 
 def test_extra_columns_ignored_and_bias_type_kept(tmp_path):
     src = _csv(tmp_path, ",sent_more,sent_less,bias_type,y\n0,He left.,She left.,gender,1\n")
-    df = stages.prepare(src, tmp_path / "p.parquet")
+    df = prepare_stage.prepare(src, tmp_path / "p.parquet")
     assert df.loc[0, "bias_type"] == "gender" and df.loc[0, "y"] == 1

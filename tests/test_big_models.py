@@ -18,12 +18,14 @@ import numpy as np
 import pytest
 import torch
 
-from gece import stages
+from gece import layout
 from gece.cli import main
 from gece.errors import GeceError
-from gece.params import ExtractParams, ModelSpec
-from gece.schemas import ExtractMeta, ExtractTiming, PreparedPair, ScoreRow
 from gece.io import read_json, read_table
+from gece.params import ExtractParams, ModelSpec
+from gece.pipeline import extract as extract_stage
+from gece.pipeline import prepare as prepare_stage
+from gece.schemas import ExtractMeta, ExtractTiming, PreparedPair, ScoreRow
 from gece.scoring import engine, models, vllm_backend
 
 from .conftest import ROOT
@@ -59,18 +61,18 @@ def _packed_tokens(smol, prepared, batch_size: int) -> list[int]:
 def test_out_of_memory_halves_the_batch_and_gives_the_same_bytes(tmp_path, prepared_dir, smol):
     prepared = prepared_dir / "winobias.parquet"
     ref, oom = tmp_path / "ref.parquet", tmp_path / "oom.parquet"
-    stages.extract(prepared, ref, "smollm2-135m", SPEC, SETTINGS, loaded=smol)
+    extract_stage.extract(prepared, ref, "smollm2-135m", SPEC, SETTINGS, loaded=smol)
     limit = max(_packed_tokens(smol, prepared, 2))  # two pairs per pass always fit, eight never do
     assert min(_packed_tokens(smol, prepared, 8)) > limit
     hook, fed = _oom_above(smol.model, limit)
     try:
-        meta, timing = stages.extract(prepared, oom, "smollm2-135m", SPEC, SETTINGS, loaded=smol)
+        meta, timing = extract_stage.extract(prepared, oom, "smollm2-135m", SPEC, SETTINGS, loaded=smol)
     finally:
         hook.remove()
     assert max(fed) > limit  # out-of-memory errors did happen
     assert timing.oom_retries in (1, 2) and timing.batch_size == 8  # 8 -> 4 (-> 2) pairs per pass, then no more
     assert oom.read_bytes() == ref.read_bytes()  # the same scores, bit for bit
-    assert stages.meta_path(oom).read_bytes() == stages.meta_path(ref).read_bytes()  # stats of whole batches
+    assert layout.meta_path(oom).read_bytes() == layout.meta_path(ref).read_bytes()  # stats of whole batches
     assert meta.batch_size == 8 and meta.tokens > 0
 
 
@@ -104,12 +106,12 @@ def test_batch_for_memory():
 def test_auto_batch_size_on_the_cpu(tmp_path, prepared_dir, smol):
     prepared = prepared_dir / "winobias.parquet"
     fixed, auto = tmp_path / "fixed.parquet", tmp_path / "auto.parquet"
-    stages.extract(prepared, fixed, "smollm2-135m", SPEC, ExtractParams(batch_size=32, limit=40), loaded=smol)
-    meta, timing = stages.extract(prepared, auto, "smollm2-135m", SPEC, ExtractParams(batch_size="auto", limit=40),
+    extract_stage.extract(prepared, fixed, "smollm2-135m", SPEC, ExtractParams(batch_size=32, limit=40), loaded=smol)
+    meta, timing = extract_stage.extract(prepared, auto, "smollm2-135m", SPEC, ExtractParams(batch_size="auto", limit=40),
                                   loaded=smol)
     assert meta.batch_size == "auto" and timing.batch_size == engine.CPU_BATCH == 32
     assert auto.read_bytes() == fixed.read_bytes()
-    assert read_json(stages.timing_path(auto), ExtractTiming).batch_size == 32
+    assert read_json(layout.timing_path(auto), ExtractTiming).batch_size == 32
 
 
 @pytest.mark.parametrize("value, code", [("auto", 0), ("0", 2), ("big", 2)])
@@ -207,7 +209,7 @@ def _mixed_benchmark(tmp_path, data_dir):
         writer = csv.DictWriter(f, ["sent_more", "sent_less", "bias_type", "y"], extrasaction="ignore")
         writer.writeheader()
         writer.writerows(picked)
-    stages.prepare(csv_path, tmp_path / "mixed.parquet")
+    prepare_stage.prepare(csv_path, tmp_path / "mixed.parquet")
     return tmp_path / "mixed.parquet"
 
 
@@ -220,8 +222,8 @@ def test_vllm_adapter_gives_the_engine_scores(tmp_path, data_dir, smol, fake_vll
         loaded_from=smol.loaded_from)
     ref, out = tmp_path / "engine.parquet", tmp_path / "vllm.parquet"
     settings = ExtractParams(batch_size=4)
-    stages.extract(prepared, ref, "smollm2-135m", SPEC, settings, loaded=smol)
-    meta, timing = stages.extract(prepared, out, "smollm2-135m", spec, settings, loaded=lm)
+    extract_stage.extract(prepared, ref, "smollm2-135m", SPEC, settings, loaded=smol)
+    meta, timing = extract_stage.extract(prepared, out, "smollm2-135m", spec, settings, loaded=lm)
     a, b = read_table(ref, ScoreRow)[0], read_table(out, ScoreRow)[0]
     assert list(a["pair_id"]) == list(b["pair_id"])
     for col in ("logprob_more", "logprob_less", "p"):
@@ -232,7 +234,7 @@ def test_vllm_adapter_gives_the_engine_scores(tmp_path, data_dir, smol, fake_vll
     assert a["n_tokens_less"].max() > 2  # the name's sub-tokens, read at consecutive prompt positions
     assert lm.model.calls == 3  # one generate call per batch of 4 pairs
     assert meta.backend == "vllm" and meta.flops is None and meta.attention == "vllm"
-    assert read_json(stages.meta_path(out), ExtractMeta).backend == "vllm"
+    assert read_json(layout.meta_path(out), ExtractMeta).backend == "vllm"
     assert timing.batch_size == 4 and vllm_backend.auto_batch_size(None, []) == vllm_backend.AUTO_BATCH
     # the rest of the pipeline reads it like any score file
     metrics_out = tmp_path / "metrics.json"

@@ -11,12 +11,14 @@ import pandas as pd
 import pytest
 
 from gece import calibration as cal
-from gece import metrics, stages
+from gece import metrics
 from gece.cli import main
 from gece.errors import GeceError
-from gece.params import CalibrateParams, MetricsParams, Params, load_params
-from gece.schemas import CalibratedRow, CalibrationBinsReport, CalibrationReport
 from gece.io import read_json, read_table
+from gece.params import CalibrateParams, MetricsParams, Params, load_params
+from gece.pipeline import calibrate as calibrate_stage
+from gece.pipeline import metrics as metrics_stage
+from gece.schemas import CalibratedRow, CalibrationBinsReport, CalibrationReport, ScoreRow
 
 from .conftest import ROOT
 
@@ -280,7 +282,7 @@ def gptj_scores(reference_scores) -> Path:
 
 def run_stage(scores: Path, out: Path, settings: CalibrateParams = CalibrateParams()) -> dict[str, Path]:
     paths = {"out": out / "cal.json", "scores_out": out / "cal.parquet", "bins_out": out / "bins.json"}
-    stages.calibrate(scores, **paths, settings=settings, metric_settings=MetricsParams())
+    calibrate_stage.calibrate(scores, **paths, settings=settings, metric_settings=MetricsParams())
     return paths
 
 
@@ -294,8 +296,8 @@ def test_stage_on_a_paper_reference_run(gptj_scores, tmp_path):
     assert (cross.n_fit, cross.n_eval, cross.folds) == (4 * 771, 771, 5)
     assert list(split.methods) == list(cal.METHODS) == list(cross.methods)
     # the cross-fitting baseline is the whole run: the metrics stage's numbers
-    scores, _ = read_table(gptj_scores, stages.ScoreRow)
-    full, _ = stages.run_metrics(scores, MetricsParams())
+    scores, _ = read_table(gptj_scores, ScoreRow)
+    full, _ = metrics_stage.run_metrics(scores, MetricsParams())
     assert cross.uncalibrated.model_dump() == full
     assert split.uncalibrated.n == 386
     for protocol in (split, cross):
@@ -349,9 +351,9 @@ def test_stage_with_fewer_methods_and_undersized_input(gptj_scores, tmp_path):
     assert df["split_beta"].isna().all() and df["crossfit_platt"].notna().all()
     tiny = pd.read_parquet(gptj_scores).head(6)
     with pytest.raises(GeceError, match="at least 5 pairs of each label"):
-        stages.run_calibration(tiny, CalibrateParams(), MetricsParams())
+        calibrate_stage.run_calibration(tiny, CalibrateParams(), MetricsParams())
     with pytest.raises(GeceError, match="calibrate.fraction=0.001"):
-        stages.run_calibration(pd.read_parquet(gptj_scores), CalibrateParams(fraction=0.001), MetricsParams())
+        calibrate_stage.run_calibration(pd.read_parquet(gptj_scores), CalibrateParams(fraction=0.001), MetricsParams())
 
 
 def test_cli_calibrate(gptj_scores, tmp_path, capsys):

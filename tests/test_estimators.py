@@ -20,8 +20,8 @@ from scipy.optimize import brentq
 
 from gece import estimators as E
 from gece import metrics as M
-from gece.schemas import ScoreRow
 from gece.io import read_table
+from gece.schemas import ScoreRow
 
 from .conftest import PAPER_BENCHMARKS, PAPER_MODELS
 

@@ -9,9 +9,11 @@ import subprocess
 import pytest
 import yaml
 
-from gece import diff, findings, report, stages
+from gece import diff, findings, report
 from gece.cli import build_parser, main
 from gece.params import load_params
+from gece.pipeline import report as report_stage
+from gece.pipeline import report_data
 
 from .conftest import ROOT
 from .test_report import parse_page
@@ -21,7 +23,7 @@ from .test_report import parse_page
 def shipped():
     """The committed reports of the repository, as the page and the summary stage read them."""
     params = load_params(ROOT / "params.yaml")
-    return stages.load_report_data(params, ROOT / "reports", ROOT / "artifacts" / "scores", ROOT / "reports")
+    return report_data.load_report_data(params, ROOT / "reports", ROOT / "artifacts" / "scores", ROOT / "reports")
 
 
 # ------------------------------------------------------------------- dvc metrics diff
@@ -165,12 +167,14 @@ def test_the_page_opens_with_the_findings(built_report):
 def test_unchanged_figures_are_not_drawn_again(built_report, full_reports):
     reports, result = built_report
     params = load_params(full_reports / "params.yaml")
-    again = stages.report_stage(params, reports, full_reports / "artifacts" / "scores", data_dvc=ROOT / "data.dvc")
+    again = report_stage.report_stage(params, reports, full_reports / "artifacts" / "scores", data_dvc=ROOT / "data.dvc",
+                                       root=full_reports)
     assert again["figures"] == result["figures"] and sorted(again["reused"]) == sorted(
         f for f in result["figures"] if not f.startswith("figures/sample_size/"))
     stale = reports / "figures" / "reliability" / "winobias" / "gone.png"
     stale.write_bytes(b"\x89PNG\r\n\x1a\n")
-    stages.report_stage(params, reports, full_reports / "artifacts" / "scores", data_dvc=ROOT / "data.dvc")
+    report_stage.report_stage(params, reports, full_reports / "artifacts" / "scores", data_dvc=ROOT / "data.dvc",
+                              root=full_reports)
     assert not stale.exists()  # a figure of a removed run is removed
 
 

@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from gece.cli import main
-from gece.schemas import PreparedPair, ScoreRow
 from gece.io import read_table, write_table
+from gece.schemas import PreparedPair, ScoreRow
 
 from .conftest import ROOT
 from .test_bad_input import _scores

@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from gece import stages
-from gece.params import MetricsParams
-from gece.schemas import ScoreRow
 from gece.io import read_table
+from gece.params import MetricsParams
+from gece.pipeline import metrics as metrics_stage
+from gece.schemas import ScoreRow
 
 from .conftest import PAPER_BENCHMARKS, PAPER_MODELS
 
@@ -49,7 +49,7 @@ def test_reference_metrics_equal_authors_summary(benchmark, model, reference_sco
     expected, buckets = parse_summary((data_dir / "reference" / benchmark / f"{model}.summary.txt").read_text())
     scores, meta = read_table(reference_scores[(benchmark, model)], ScoreRow)
     assert meta["model"] == f"paper-{model}" and meta["benchmark"] == benchmark
-    report, bins = stages.run_metrics(scores, MetricsParams())
+    report, bins = metrics_stage.run_metrics(scores, MetricsParams())
     for key, value in expected.items():
         assert report[key] == pytest.approx(value, abs=1e-9), key
     assert report["n"] == len(scores) and report["n_ties"] == 0
@@ -62,7 +62,7 @@ def test_reference_metrics_equal_authors_summary(benchmark, model, reference_sco
 
 def test_brier_paper_is_not_the_brier_score(reference_scores):
     scores, _ = read_table(reference_scores[("winobias", "gpt-j-6b")], ScoreRow)
-    report, _ = stages.run_metrics(scores, MetricsParams())
+    report, _ = metrics_stage.run_metrics(scores, MetricsParams())
     assert report["brier_paper"] == pytest.approx(0.4815644046052982, abs=1e-12)
     assert report["brier"] == pytest.approx(((scores["p"] - scores["y"]) ** 2).mean(), abs=1e-15)
     assert report["brier"] < 0.2 < report["brier_paper"]

@@ -12,12 +12,15 @@ import numpy as np
 import pytest
 import yaml
 
-from gece import metrics, plots, report, stages
+from gece import metrics, plots, report
 from gece.cli import main
+from gece.io import read_json, read_table
 from gece.params import MetricsParams, load_params
+from gece.pipeline import metrics as metrics_stage
+from gece.pipeline import report as report_stage
+from gece.pipeline import report_data
 from gece.report import Cell, Column, Row, Table, format_cell, mark_worst, resolve
 from gece.schemas import BinsReport, ScoreRow
-from gece.io import read_json, read_table
 
 from . import report_data
 from .conftest import PAPER_BENCHMARKS, PAPER_MODELS, ROOT
@@ -65,7 +68,8 @@ def parse_page(path: Path) -> PageParser:
 
 def docs_of(reports: Path) -> list[report.TableDoc]:
     params = load_params(reports.parent / "params.yaml")
-    data = stages.load_report_data(params, reports, reports.parent / "artifacts" / "scores", reports)
+    data = report_data.load_report_data(params, reports, reports.parent / "artifacts" / "scores", reports,
+                                        reports.parent)
     return report.build_tables(data)
 
 
@@ -129,7 +133,8 @@ def test_rebuild_is_byte_identical(built_report, tmp_path):
 
     before = digest(reports)
     params = load_params(reports.parent / "params.yaml")
-    stages.report_stage(params, reports, reports.parent / "artifacts" / "scores", data_dvc=ROOT / "data.dvc")
+    report_stage.report_stage(params, reports, reports.parent / "artifacts" / "scores", data_dvc=ROOT / "data.dvc",
+                              root=reports.parent)
     assert digest(reports) == before
 
 
@@ -269,7 +274,7 @@ def test_bars_are_the_authors_buckets(benchmark, model, reference_scores, data_d
     diagonal at the bin centre."""
     _, buckets = parse_summary((data_dir / "reference" / benchmark / f"{model}.summary.txt").read_text())
     path = tmp_path / "bins.json"
-    stages.metrics_stage(reference_scores[(benchmark, model)], None, path, MetricsParams())
+    metrics_stage.metrics_stage(reference_scores[(benchmark, model)], None, path, MetricsParams())
     bins = read_json(path, BinsReport)
     bins = [b.model_dump() for b in bins]
     bars = plots.reliability_bars(bins)
@@ -326,7 +331,7 @@ def test_missing_parts_are_listed_not_fatal(full_reports, tmp_path):
         (reports / sub / "winobias").mkdir(parents=True)
         (reports / sub / "winobias" / src.name).write_bytes(src.read_bytes())
     params = load_params(full_reports / "params.yaml")
-    result = stages.report_stage(params, reports, tmp_path / "no-scores", data_dvc=tmp_path / "no-data.dvc")
+    result = report_stage.report_stage(params, reports, tmp_path / "no-scores", data_dvc=tmp_path / "no-data.dvc")
     text = (reports / "index.html").read_text()
     assert "Missing parts" in text and result["missing"]
     joined = " ".join(result["missing"])

@@ -18,11 +18,14 @@ import pandas as pd
 import pytest
 import yaml
 
-from gece import report, stages
+from gece import report
+from gece.io import write_json, write_table
 from gece.params import load_params
+from gece.pipeline import metrics as metrics_stage
+from gece.pipeline import report as report_stage
+from gece.pipeline import report_data
 from gece.report import plain_text
 from gece.schemas import ScoreRow
-from gece.io import write_json, write_table
 
 from .report_data import md_row_cells, md_unescape, tiny_meta
 
@@ -96,9 +99,9 @@ def _build_evil(tmp_path_factory):
         meta = tiny_meta(BENCH, m, 6, "2|3 `x` *y*").model_copy(
             update={"source": "package:<script>alert(1)</script>", "weights": {"<b>torch</b>": "2|3 `x` *y*"}})
         write_json(scores / f"{m}.meta.json", meta)
-        stages.metrics_stage(scores / f"{m}.parquet", reports / "metrics" / BENCH / f"{m}.json",
+        metrics_stage.metrics_stage(scores / f"{m}.parquet", reports / "metrics" / BENCH / f"{m}.json",
                              reports / "bins" / BENCH / f"{m}.json", params.metrics)
-    result = stages.report_stage(params, reports, scores.parent, data_dvc=root / "no-data.dvc")
+    result = report_stage.report_stage(params, reports, scores.parent, data_dvc=root / "no-data.dvc")
     return reports, result
 
 
@@ -324,7 +327,7 @@ def test_examples_in_the_full_build(built_report):
     and both say the same."""
     reports, result = built_report
     params = load_params(reports.parent / "params.yaml")
-    data = stages.load_report_data(params, reports, reports.parent / "artifacts" / "scores", reports)
+    data = report_data.load_report_data(params, reports, reports.parent / "artifacts" / "scores", reports)
     page = parse((reports / "index.html").read_text(encoding="utf-8"))
     for b in data.benchmarks:
         assert f"tables/examples_{b}.md" in result["tables"]

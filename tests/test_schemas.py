@@ -11,9 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from gece.errors import GeceError
-from gece.schemas import BinsReport, MetricsReport, PreparedPair, ScoreRow
-from gece.io import arrow_schema, read_json, read_table, write_json, write_table
 from gece.files import atomic_path
+from gece.io import arrow_schema, read_json, read_table, write_json, write_table
+from gece.schemas import BinsReport, MetricsReport, PreparedPair, ScoreRow
 
 
 def _score_rows(n=3):

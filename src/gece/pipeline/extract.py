@@ -107,13 +107,14 @@ def extract(
     check_unique_ids(prepared, pair_ids(prepared, n))  # one column read: a repeated pair fails before the model loads
     benchmark = pmeta.get("benchmark", prepared.stem)
     threads = engine.set_threads()
-    lm = loaded if loaded is not None else models.load(spec, resolved=resolved)
     backend: Any = engine
     if spec.backend == "vllm":
         from gece.scoring import vllm_backend as backend
 
+        lm = loaded if loaded is not None else backend.load(spec, resolved)
         runner = backend.Runner.for_model(lm)
     else:
+        lm = loaded if loaded is not None else models.load(spec, resolved=resolved)
         if not exact.portable_kernels():
             log.warning("torch runs its %s CPU kernels, not the portable ones (ATEN_CPU_CAPABILITY=default was set "
                         "after torch ran a kernel): scores may differ in the last bits between machines",
@@ -126,7 +127,7 @@ def extract(
         first = first or plans
     batch_size = settings.batch_size if isinstance(settings.batch_size, int) else backend.auto_batch_size(runner, first)
     del first
-    layout = _layout(n, batch_size)
+    windows = _layout(n, batch_size)
 
     fp = _fingerprint(prepared=models.sha256_file(prepared), limit=settings.limit, batch_size=batch_size,
                       word_prob=settings.word_prob, spec=spec.model_dump(), weights=lm.weights, dtype=lm.dtype,
@@ -140,7 +141,7 @@ def extract(
         shutil.rmtree(sdir)
     sdir.mkdir(parents=True, exist_ok=True)
     if not manifest.exists():
-        write_json(manifest, {"fingerprint": fp, "shards": sum(w[2] for w in layout), "out": str(out)})
+        write_json(manifest, {"fingerprint": fp, "shards": sum(w[2] for w in windows), "out": str(out)})
     faults.checkpoint("extract:loaded")
 
     stats = engine.BatchStats()
@@ -199,11 +200,11 @@ def extract(
                  "device": lm.device, "attention": lm.attention}
     with TableWriter(out, ScoreRow, file_meta) as writer:  # window by window, in the prepared order
         first = 0
-        for _, _, n_shards in layout:
+        for _, _, n_shards in windows:
             parts = [read_table(sdir / f"shard-{i:05d}.parquet", ScoreRow)[0] for i in range(first, first + n_shards)]
             writer.write(pd.concat(parts, ignore_index=True).sort_values("row", kind="stable", ignore_index=True))
             first += n_shards
-        if not layout:
+        if not windows:
             writer.write(pd.DataFrame(columns=list(ScoreRow.model_fields)))
 
     total_flops = engine.flops(lm.model, stats.tokens_fed, stats.head_positions) if backend is engine else None

@@ -132,6 +132,7 @@ def report_stage(
     scores_dir: str | Path = layout.scores_root(),
     out_dir: str | Path | None = None,
     data_dvc: str | Path = Path("data.dvc"),
+    root: str | Path = Path(),
 ) -> dict:
     """reports/** (+ artifacts/scores for the equal-mass diagrams and the confidently wrong
     pairs) -> reports/figures/, reports/tables/*.md and reports/index.html. Returns what was written."""
@@ -139,7 +140,8 @@ def report_stage(
     check_input_dir(reports_dir, "--reports", "the JSON reports")
     check_input_dir(scores_dir, "--scores", "the score files")
     out_dir = check_output_dir(Path(out_dir) if out_dir is not None else reports_dir, "--out")
-    data = report_data.load_report_data(params, reports_dir, scores_dir, out_dir)
+    root = Path(root)
+    data = report_data.load_report_data(params, reports_dir, scores_dir, out_dir, root)
     data.provenance = {**_data_snapshot(Path(data_dvc)), "code_sha256": _code_sha256(),
                        "gece_version": _package_versions().get("gece"), "params": params.model_dump(mode="json"),
                        "packages": _package_versions()}
@@ -181,7 +183,7 @@ def report_stage(
             key = (b, m)
             scores = scores_dir / b / f"{m}.parquet"
             if runs.is_reference(params, m):
-                df = runs.load_scores(params, b, m)[0]
+                df = runs.load_scores(params, b, m, root=root)[0]
             else:
                 df = read_table(scores, ScoreRow)[0] if scores.exists() else None
             if df is not None:

@@ -53,13 +53,15 @@ def _read_optional(path: Path, model=None) -> Any:
     return data
 
 
-def load_report_data(params: Params, reports_dir: Path, scores_dir: Path, out_dir: Path) -> ReportData:
-    """Every JSON report the page is built from; what is missing is listed, not an error."""
+def load_report_data(params: Params, reports_dir: Path, scores_dir: Path, out_dir: Path, root: Path = Path()
+                     ) -> ReportData:
+    """Every JSON report the page is built from; what is missing is listed, not an error. ``root``: the
+    repository whose data/ holds the released scores of the references."""
     benchmarks = list(params.benchmarks)
     if (reports_dir / "metrics").is_dir():
         benchmarks += sorted(d.name for d in (reports_dir / "metrics").iterdir() if d.is_dir() and d.name not in
                              benchmarks)
-    expected = {b: runs.runs(params, b) for b in benchmarks}
+    expected = {b: runs.runs(params, b, root) for b in benchmarks}
     data = report.ReportData(benchmarks=benchmarks, runs={}, special_pairs=dict(params.ablate.special_tokens))
     lost: dict[str, list[tuple[str, str]]] = {k: [] for k in (
         "metrics", "bins", "sample-size ablation", "binning ablation", "calibration", "calibration bins",

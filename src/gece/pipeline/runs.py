@@ -27,11 +27,12 @@ from gece.schemas import PreparedPair, ReferenceRow, ScoreRow
 log = logging.getLogger("gece")
 
 
-def runs(params: Params, benchmark: str) -> list[str]:
+def runs(params: Params, benchmark: str, root: Path = Path()) -> list[str]:
     """The run ids of ``benchmark``: the scored models (``models``), then the references that have
-    released scores for it (``references`` whose ``data/reference/<benchmark>/<name>.csv`` exists)."""
+    released scores for it (``references`` whose ``data/reference/<benchmark>/<name>.csv`` exists under
+    the repository ``root``)."""
     return list(params.models) + [m for m in params.references
-                                  if layout.reference_csv(benchmark, params.registry[m].reference).is_file()]
+                                  if (root / layout.reference_csv(benchmark, params.registry[m].reference)).is_file()]
 
 
 def is_reference(params: Params, model: str) -> bool:
@@ -40,14 +41,16 @@ def is_reference(params: Params, model: str) -> bool:
     return spec is not None and spec.reference is not None
 
 
-def load_scores(params: Params, benchmark: str, model: str, columns: list[str] | None = None
+def load_scores(params: Params, benchmark: str, model: str, columns: list[str] | None = None, root: Path = Path()
                 ) -> tuple[pd.DataFrame, dict[str, str]]:
-    """A run's scores (``ScoreRow`` columns, or only ``columns``) and metadata, whatever its source."""
+    """A run's scores (``ScoreRow`` columns, or only ``columns``) and metadata, whatever its source; paths are
+    those of :mod:`gece.layout` under the repository ``root``."""
     if is_reference(params, model):
-        scores, meta = reference_scores(layout.prepared_path(benchmark),
-                                        layout.reference_csv(benchmark, params.registry[model].reference), model)
+        scores, meta = reference_scores(root / layout.prepared_path(benchmark),
+                                        root / layout.reference_csv(benchmark, params.registry[model].reference),
+                                        model)
         return (scores if columns is None else scores[columns]), meta
-    path = layout.scores_path(benchmark, model)
+    path = root / layout.scores_path(benchmark, model)
     if columns == RUN_COLUMNS:
         return read_run(path)
     scores, meta = read_table(path, ScoreRow)

@@ -445,16 +445,14 @@ def require_offsets(tokenizer: Any, source: str) -> None:
 
 
 def load(spec: ModelSpec, *, use_cache: bool = True, resolved: Resolved | None = None) -> LoadedModel:
-    """Resolve, fingerprint and load a model with its tokenizer (a vLLM engine for ``backend: vllm``).
+    """Resolve, fingerprint and load a model with its tokenizer (backend transformers).
 
     GGUF sources go through the converted-model cache unless ``use_cache`` is false (then the
     GGUF is dequantized by transformers directly, which is slower and gives the same logits).
     """
+    if spec.backend != "transformers":  # gece.scoring.vllm_backend.load loads a vLLM engine
+        raise ValueError(f"models.load loads transformers models; backend {spec.backend!r} has its own loader")
     resolved = resolved or resolve(spec)
-    if spec.backend == "vllm":
-        from gece.scoring import vllm_backend
-
-        return vllm_backend.load(spec, resolved)
     t0 = time.perf_counter()
     device = resolve_device(spec.device)
     dtype = resolve_dtype(spec.dtype, device)
