@@ -170,7 +170,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
 
 
 def _plural(n: int, word: str) -> str:
-    from gece.report import plural
+    from gece.report.tables import plural
 
     return plural(n, word)
 
@@ -354,7 +354,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def _print_compare(result: dict) -> None:
     """The comparison as a table (A − B per metric) and its verdicts in words."""
     from gece.findings import LABELS, verdict
-    from gece.report import _p
+    from gece.report.tables import _p
 
     keys = list(result["pairs"][0]["metrics"]) if result["pairs"] else []
     table = Table(title=plain(f"{result['benchmark']}: A − B on the same {_plural(result['n'], 'pair')}, paired "

@@ -1,7 +1,7 @@
 """Report tables for the statistics (issue 19): the within-model gender-gap test, the Brier
 ranking, the small-sample bias and RMSE of every estimator, and the power of comparisons.
 
-Pure builders like those of :mod:`gece.report` (which calls them): cells keep the JSON pointer
+Pure builders like those of :mod:`gece.report.tables` (which calls them): cells keep the JSON pointer
 of every number they show; derived numbers (ranks, Holm-adjusted p-values) are computed here
 from the values they cite.
 """
@@ -13,7 +13,7 @@ import numpy as np
 from gece.ablation import ESTIMATORS
 from gece.gap import GAPS
 from gece.intervals import holm
-from gece.report import (
+from gece.report.tables import (
     Cell,
     Column,
     ReportData,

@@ -19,7 +19,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from gece import ablation, benchmarks, calibration, faults, metrics, plots, report
+from gece import ablation, benchmarks, calibration, faults, metrics, plots
+from gece.report import html as report_html
+from gece.report import markdown as report_md
+from gece.report import tables as report_tables
 from gece.ablation import Run
 from gece.errors import GeceError
 from gece.files import check_input_dir, check_output, check_output_dir, clear_output_dir, write_bytes
@@ -34,7 +37,7 @@ from gece.params import (
     PrepareParams,
     check_id,
 )
-from gece.report import ReportData
+from gece.report.tables import ReportData
 from gece.schemas import (
     NEUTRAL_KEYS,
     BinningReport,
@@ -114,7 +117,7 @@ def scores_path(benchmark: str, model: str) -> Path:
 
 def metrics_path(benchmark: str, model: str) -> Path:
     """``reports/metrics/<benchmark>/<model>.json``; an id that is no plain name is a GeceError."""
-    return REPORTS / report.src_metrics(check_id(benchmark, "benchmark"), check_id(model, "model"))
+    return REPORTS / report_tables.src_metrics(check_id(benchmark, "benchmark"), check_id(model, "model"))
 
 
 def prepare(csv: str | Path, out: str | Path, settings: PrepareParams = PrepareParams()) -> pd.DataFrame:
@@ -345,7 +348,7 @@ def compare(
     if out:
         write_json(out, result, CompareReport)
     if markdown_out:
-        write_text(markdown_out, report.compare_markdown(result))
+        write_text(markdown_out, report_md.compare_markdown(result))
     return result
 
 
@@ -533,7 +536,7 @@ def load_report_data(params: Params, reports_dir: Path, scores_dir: Path, out_di
     paper = [f"paper-{m}" for m in params.paper.models]
     expected = {b: (list(params.models) if b in params.benchmarks else []) + (paper if b in params.paper.benchmarks
                                                                                else []) for b in benchmarks}
-    data = report.ReportData(benchmarks=benchmarks, runs={}, special_pairs=dict(params.ablate.special_tokens))
+    data = report_tables.ReportData(benchmarks=benchmarks, runs={}, special_pairs=dict(params.ablate.special_tokens))
     lost: dict[str, list[tuple[str, str]]] = {k: [] for k in (
         "metrics", "bins", "sample-size ablation", "binning ablation", "calibration", "calibration bins",
         "scores (for the equal-mass diagrams)", "extract metadata")}
@@ -543,13 +546,13 @@ def load_report_data(params: Params, reports_dir: Path, scores_dir: Path, out_di
         lost["metrics"] += [(b, m) for m in expected[b] if m not in found]
         for m in data.runs[b]:
             key = (b, m)
-            data.metrics[key] = _read_optional(reports_dir / report.src_metrics(b, m), MetricsReport)
+            data.metrics[key] = _read_optional(reports_dir / report_tables.src_metrics(b, m), MetricsReport)
             for what, store, rel, schema in (
-                ("bins", data.bins, report.src_bins(b, m), BinsReport),
-                ("sample-size ablation", data.sample_size, report.src_sample_size(b, m), SampleSizeReport),
-                ("binning ablation", data.binning, report.src_binning(b, m), BinningReport),
-                ("calibration", data.calibration, report.src_calibration(b, m), CalibrationReport),
-                ("calibration bins", data.calibration_bins, report.src_calibration_bins(b, m),
+                ("bins", data.bins, report_tables.src_bins(b, m), BinsReport),
+                ("sample-size ablation", data.sample_size, report_tables.src_sample_size(b, m), SampleSizeReport),
+                ("binning ablation", data.binning, report_tables.src_binning(b, m), BinningReport),
+                ("calibration", data.calibration, report_tables.src_calibration(b, m), CalibrationReport),
+                ("calibration bins", data.calibration_bins, report_tables.src_calibration_bins(b, m),
                  CalibrationBinsReport),
             ):
                 value = _read_optional(reports_dir / rel, schema)
@@ -557,7 +560,7 @@ def load_report_data(params: Params, reports_dir: Path, scores_dir: Path, out_di
                     lost[what].append(key)
                 else:
                     store[key] = value
-            png = reports_dir / report.src_sample_size(b, m).replace(".json", ".png")
+            png = reports_dir / report_tables.src_sample_size(b, m).replace(".json", ".png")
             if png.exists():
                 data.sample_size_figures[key] = Path(os.path.relpath(png, out_dir)).as_posix()
             if not (scores_dir / b / f"{m}.parquet").exists():
@@ -569,15 +572,15 @@ def load_report_data(params: Params, reports_dir: Path, scores_dir: Path, out_di
                 else:
                     data.meta[key] = meta
     for m in params.models:
-        rep = _read_optional(reports_dir / report.src_neutral(m), NeutralReport)
+        rep = _read_optional(reports_dir / report_tables.src_neutral(m), NeutralReport)
         if rep is not None:
             data.neutral[m] = rep
     for m in params.ablate.special_tokens:
-        rep = _read_optional(reports_dir / report.src_special_tokens(m), SpecialTokensReport)
+        rep = _read_optional(reports_dir / report_tables.src_special_tokens(m), SpecialTokensReport)
         if rep is not None:
             data.special_tokens[m] = rep
     for b in benchmarks:
-        rep = _read_optional(reports_dir / report.src_compare(b), CompareReport)
+        rep = _read_optional(reports_dir / report_tables.src_compare(b), CompareReport)
         if rep is not None:
             data.compare[b] = rep
 
@@ -693,8 +696,8 @@ def report_stage(
 
     for key, rel in list(data.sample_size_figures.items()):  # --out elsewhere: the page takes a copy along
         if rel.startswith("../") or Path(rel).is_absolute():
-            src = reports_dir / report.src_sample_size(*key).replace(".json", ".png")
-            copy = report.fig_sample_size(*key)
+            src = reports_dir / report_tables.src_sample_size(*key).replace(".json", ".png")
+            copy = report_tables.fig_sample_size(*key)
             if not (out_dir / copy).exists() or (out_dir / copy).read_bytes() != src.read_bytes():
                 write_bytes(out_dir / copy, src.read_bytes())
             written.append(copy)
@@ -708,31 +711,31 @@ def report_stage(
             scores = scores_dir / b / f"{m}.parquet"
             df = read_table(scores, ScoreRow)[0] if scores.exists() else None
             if df is not None:
-                data.examples[key] = report.confident_mistakes(df[list(report.EXAMPLE_COLUMNS)].to_dict("records"))
+                data.examples[key] = report_tables.confident_mistakes(df[list(report_tables.EXAMPLE_COLUMNS)].to_dict("records"))
             if key not in data.bins:
                 continue
             rep = data.metrics[key]
             n_bins, binning = rep["n_bins"], rep["binning"]
             label = f"{n_bins} {binning.replace('_', '-')} bins"
-            images = [(save(report.fig_reliability(b, m), plots.reliability_figure, data.bins[key], m, rep["ece"],
+            images = [(save(report_tables.fig_reliability(b, m), plots.reliability_figure, data.bins[key], m, rep["ece"],
                             subtitle=f"{b} · {label}"), label)]
             if df is not None:
                 other = "equal_mass" if binning == "equal_width" else "equal_width"
                 table = metrics.reliability_table(df["p"].to_numpy(np.float64), df["y"].to_numpy(np.float64),
                                                   n_bins, other).records() if len(df) else []
                 other_label = f"{n_bins} {other.replace('_', '-')} bins"
-                images.append((save(report.fig_reliability(b, m, other), plots.reliability_figure, table, m,
+                images.append((save(report_tables.fig_reliability(b, m, other), plots.reliability_figure, table, m,
                                     plots.bins_ece(table), subtitle=f"{b} · {other_label}"), other_label))
             if key in data.sample_size_figures:
                 images.append((data.sample_size_figures[key], "ECE against sample size"))
             entries.append((m, images))
             panels.append((m, data.bins[key], rep["ece"]))
         if panels:
-            figures["grid"][b] = save(report.fig_grid(b), plots.reliability_grid, panels, f"{b}: reliability diagrams")
+            figures["grid"][b] = save(report_tables.fig_grid(b), plots.reliability_grid, panels, f"{b}: reliability diagrams")
             figures["runs"][b] = entries
         cal_models = [m for m in data.runs[b] if (b, m) in data.calibration_bins and (b, m) in data.calibration]
         if cal_models:
-            methods = [x for x in report.CALIBRATION_METHODS
+            methods = [x for x in report_tables.CALIBRATION_METHODS
                        if any(x in data.calibration[(b, m)].get("split", {}).get("methods", {}) for m in cal_models)]
             cells = {}
             for m in cal_models:
@@ -745,16 +748,16 @@ def report_stage(
                     mrep = split.get("methods", {}).get(x, {})
                     cells[(m, x)] = ([r for r in records if r["method"] == x],
                                      (mrep.get("metrics") or {}).get("ece"), mrep.get("status", "missing"))
-            figures["calibration"][b] = save(report.fig_calibration(b), plots.calibration_grid, cal_models, methods,
+            figures["calibration"][b] = save(report_tables.fig_calibration(b), plots.calibration_grid, cal_models, methods,
                                              cells, f"{b}: before and after calibration (held-out split)")
     _draw_figures(todo)
     figures["sizes"].update({rel: png_size(out_dir / rel) for rel in written})
     clear_output_dir(out_dir / "figures", (".png",), "--out", keep=[out_dir / rel for rel in written])
 
-    docs, examples = report.build_tables(data), report.examples_docs(data)
+    docs, examples = report_tables.build_tables(data), report_tables.examples_docs(data)
     for doc in docs + examples:
-        write_text(out_dir / "tables" / f"{doc.name}.md", report.doc_markdown(doc))
-    write_text(out_dir / "index.html", report.render_html(data, docs, figures))
+        write_text(out_dir / "tables" / f"{doc.name}.md", report_md.doc_markdown(doc))
+    write_text(out_dir / "index.html", report_html.render_html(data, docs, figures))
     log.info("report: %d figures (%d unchanged, not redrawn), %d tables -> %s", len(written), len(reused),
              len(docs) + len(examples), out_dir / "index.html")
     for line in data.missing:
