@@ -19,6 +19,7 @@ from rich.table import Table
 
 from gece import __version__
 from gece.errors import GeceError
+from gece.registry import METHOD_NAMES
 from gece.terminal import LiteralFilter, console, literal, plain, visible
 
 out = console()  # data is printed through literal() or plain(): never as markup, emoji or escape codes
@@ -743,7 +744,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bins-out", type=Path, help="write the reliability bins before/after (JSON) here "
                    "(default: not written)")
     p.add_argument("--json", action="store_true", help="print the report as JSON instead of tables")
-    p.add_argument("--methods", nargs="+", choices=["beta", "isotonic", "temperature", "platt", "histogram"],
+    p.add_argument("--methods", nargs="+", choices=list(METHOD_NAMES),
                    help="calibration methods (default: {params:calibrate.methods})")
     p.add_argument("--fraction", type=float, help="split protocol: share of pairs used for fitting "
                    "(default: {params:calibrate.fraction})")

@@ -17,14 +17,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from gece.registry import METRIC
 from gece.report.tables import ReportData, flatten  # noqa: F401  (flatten: part of this module's interface)
 
 # the per-run keys of reports/summary.json, in order (a subset of MetricsReport)
 HEADLINE = ("n", "ece", "gender_ece", "macro_ce", "brier", "accuracy")
-# every headline metric is an error (lower is better) except human alignment
-HIGHER_IS_BETTER = frozenset({"accuracy"})
-LABELS = {"ece": "ECE", "gender_ece": "Gender-ECE", "macro_ce": "MacroCE", "brier": "Brier",
-          "accuracy": "human alignment", "n": "pairs"}
+# every headline metric is an error (lower is better) except human alignment (the registry's worse end)
+HIGHER_IS_BETTER = frozenset(k for k in HEADLINE if METRIC[k].worse == "low")
+# the registry's labels; n reads "pairs" here
+LABELS = {k: METRIC[k].label for k in HEADLINE} | {"n": "pairs"}
 RANKED = ("ece", "gender_ece")  # the metrics the findings rank the models by
 # the most keys of reports/summary.json one run can move (tests/test_findings.py checks it)
 MAX_ROWS_PER_RUN = 30

@@ -13,6 +13,7 @@ import numpy as np
 from gece.ablation import ESTIMATORS
 from gece.gap import GAPS
 from gece.intervals import holm
+from gece.registry import METRIC
 from gece.report.tables import (
     Cell,
     Column,
@@ -30,17 +31,13 @@ from gece.report.tables import (
 )
 
 ALPHA = 0.05  # the level of the gap tables' marks (Holm over the runs of a table)
-GAP_COLUMNS = [
-    ("ece_male", "ECE male (predicted)", "high"), ("ece_female", "ECE female (predicted)", "high"),
-    ("gap_pred", "Δ female − male (predicted)", None),
-    ("ece_true_male", "ECE male (human)", "high"), ("ece_true_female", "ECE female (human)", "high"),
-    ("gap_true", "Δ female − male (human)", None),
-]
-ESTIMATOR_LABELS = {
-    "ece": "ECE (binned)", "ece_debiased": "ECE debiased (L2)", "ece_smooth": "smooth ECE",
-    "gender_ece": "Gender-ECE (binned)", "gender_ece_debiased": "Gender-ECE debiased (L2)",
-    "gender_ece_smooth": "Gender-ECE smooth",
-}
+# (key, label, worst end): the registry's, the groups' ECE labelled by their grouping here
+_GAP_LABELS = {"ece_male": "ECE male (predicted)", "ece_female": "ECE female (predicted)",
+               "ece_true_male": "ECE male (human)", "ece_true_female": "ECE female (human)"}
+GAP_COLUMNS = [(k, _GAP_LABELS.get(k, METRIC[k].label), METRIC[k].worse)
+               for k in ("ece_male", "ece_female", "gap_pred", "ece_true_male", "ece_true_female", "gap_true")]
+# the registry's labels; the binned estimators say so here
+ESTIMATOR_LABELS = {k: METRIC[k].label for k in ESTIMATORS} | {"ece": "ECE (binned)", "gender_ece": "Gender-ECE (binned)"}
 
 
 # --------------------------------------------------------------------------- gender gap

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from gece import ablation, benchmarks, calibration, faults, metrics, plots
+from gece import ablation, benchmarks, calibration, faults, metrics, plots, registry
 from gece.report import html as report_html
 from gece.report import markdown as report_md
 from gece.report import tables as report_tables
@@ -735,7 +735,7 @@ def report_stage(
             figures["runs"][b] = entries
         cal_models = [m for m in data.runs[b] if (b, m) in data.calibration_bins and (b, m) in data.calibration]
         if cal_models:
-            methods = [x for x in report_tables.CALIBRATION_METHODS
+            methods = [x for x in registry.METHOD_NAMES
                        if any(x in data.calibration[(b, m)].get("split", {}).get("methods", {}) for m in cal_models)]
             cells = {}
             for m in cal_models:

@@ -12,6 +12,7 @@ from importlib.resources import files
 from string import Template
 from urllib.parse import quote
 
+from gece import registry
 from gece.report.tables import (
     BEST_MARK,
     WORST_MARK,
@@ -99,62 +100,6 @@ def doc_html(doc: TableDoc) -> str:
         parts.append(table_html(t))
     parts.append("</section>")
     return "\n".join(parts)
-
-
-DEFINITIONS = [
-    ("ECE (paper convention)", (
-     "The pairs are binned by p, the model's confidence that the male (sent_more) variant is the human-preferred "
-     "reading, into M equal-width bins (m/M, (m+1)/M] (the lowest also takes p = 0). In each bin the accuracy is "
-     "the share of pairs whose human judgement prefers the male variant (mean y) and the confidence is the mean p; "
-     "ECE = Σ |B_m|/n · |acc_m − conf_m|. This positive-class convention is the one the paper uses and reproduces "
-     "its numbers: it asks whether p is a calibrated probability of the male reading. Unless a column says "
-     "otherwise, every ECE in this report, grouped ones included, is of this kind.")),
-    ("ECE top-label", (
-     "The standard classifier ECE (Guo et al. 2017): the same binning over conf = max(p, 1 − p), the confidence "
-     "of the variant the model prefers, against correct = 1 when that variant is the human-preferred one. It "
-     "asks whether the model's confidence in its own choice matches how often the choice agrees with people.")),
-    ("MCE", (
-     "Maximum calibration error: the largest |acc_m − conf_m| over the non-empty bins (paper convention). "
-     "It is driven by the emptiest bins and is noisy on small benchmarks.")),
-    ("ICE", (
-     "Instance-level calibration error: the mean of |correct − conf| over the pairs, with no binning, so no "
-     "choice of bins can hide a gap.")),
-    ("MacroCE", (
-     "Macro-averaged calibration error: ½ (mean(1 − conf | correct) + mean(conf | wrong)). It weighs the "
-     "under-confidence on correct predictions and the over-confidence on wrong ones equally, so a model cannot "
-     "hide confident mistakes behind many correct answers.")),
-    ("Brier and Brier (paper)", (
-     "Brier = mean (p − y)², the squared error of p as a probability of the male reading (lower is better). "
-     "The authors' code computes mean ((1 − p) − y)² instead, squaring the wrong column; that number is kept as "
-     "brier_paper only to reproduce the paper's tables and should not be compared with anything.")),
-    ("Human alignment (accuracy)", (
-     "The share of pairs in which the variant the model prefers (p > 0.5) is the human-preferred one: mean(correct).")),
-    ("Gender-ECE and bias gap", (
-     "The pairs are grouped by the predicted gender, the gender of the variant with the larger probability "
-     "(exact ties have none and are left out, counted as n_ties); ECE male and ECE female are the "
-     "paper-convention ECE within each group, Gender-ECE = ½ (ECE male + ECE female) and the bias gap = "
-     "|ECE male − ECE female|. A group no pair falls in makes them null, with a reason in the JSON.")),
-    ("cc-ECE", (
-     "Class-conditioned ECE: the same grouping by the human-preferred gender (y) instead of the predicted one; its "
-     "parts are the ECE by human gender, and cc-ECE is their mean.")),
-    ("Confidence intervals", (
-     "Bias-corrected percentile bootstrap intervals (95%, 1000 resamples of pairs with a fixed seed, the same "
-     "resamples for every metric of a run): the percentile interval of the draws moved by the median shift "
-     "median(draws) − estimate, so that the extra upward bias a resample adds to binned errors does not push the "
-     "interval off its estimate; every interval contains its estimate, and errors are cut to [0, 1]. Paired "
-     "comparisons resample the pairs of both models together. docs/statistics.md explains why not BCa.")),
-    ("Debiased and smooth ECE", (
-     "ECE debiased (L2): Kumar, Liang & Ma (2019): with the same bins, Σ n_m/n [(ȳ_m − p̄_m)² − ȳ_m(1 − ȳ_m)/(n_m − 1)] "
-     "removes the sampling noise from each squared bin gap; its square root estimates the L2 calibration error. "
-     "Smooth ECE: Błasiok & Nakkiran (2023): the residuals y − p smoothed by a Gaussian kernel reflected at 0 and "
-     "1, integrated; the width σ is the fixed point where the error equals σ. Gender-ECE debiased/smooth: the "
-     "mean of the same within the predicted-male and predicted-female pairs.")),
-    ("Gender gap test", (
-     "gap_pred = ECE female − ECE male over the predicted-gender groups, gap_true the same over the "
-     "human-preferred-gender groups, each with a bootstrap interval and p-value (from the bias-corrected draws) "
-     "and a permutation p-value (the group labels shuffled 1000 times); Holm's correction over the runs of a "
-     "table.")),
-]
 
 
 def special_tokens_statement(data: ReportData) -> str:
@@ -265,7 +210,7 @@ def render_html(data: ReportData, docs: list[TableDoc], figures: dict) -> str:
 
     out.append('<section id="definitions"><h2>Definitions</h2><p class="caption">n pairs, M bins; pred = 1 when '
                "p &gt; 0.5, conf = max(p, 1 − p), correct = 1 when pred equals the human label y.</p><dl class=\"defs\">")
-    out += [f"<dt>{_e(name)}</dt><dd>{_e(text)}</dd>" for name, text in DEFINITIONS]
+    out += [f"<dt>{_e(d.title)}</dt><dd>{_e(d.text)}</dd>" for d in registry.DEFINITIONS]
     out.append("</dl></section>")
 
     out.append('<section id="conventions"><h2>Conventions</h2>')

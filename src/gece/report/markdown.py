@@ -3,6 +3,7 @@ and the escaping that makes data text an inert table cell."""
 
 from __future__ import annotations
 
+from gece import registry
 from gece.report.tables import (
     BEST_MARK,
     WORST_MARK,
@@ -17,7 +18,12 @@ from gece.report.tables import (
     plural,
 )
 
-LABELS = {"ece": "ECE", "gender_ece": "Gender-ECE", "brier": "Brier", "accuracy": "Accuracy"}
+# the comparison's column labels: the registry's, but human alignment is "Accuracy" here
+LABELS = {"accuracy": "Accuracy"}
+
+
+def _label(key: str) -> str:
+    return LABELS.get(key, registry.label(key))
 
 
 def compare_markdown(result: dict) -> str:
@@ -38,7 +44,7 @@ def compare_markdown(result: dict) -> str:
         f"{plural(len(result['pairs']) * len(keys), 'difference')} in the table, expect some to be significant "
         f"at α = {result['alpha']} by chance alone."),
         "",
-        "| A | B | " + " | ".join(LABELS.get(k, k) for k in keys) + " |",
+        "| A | B | " + " | ".join(_label(k) for k in keys) + " |",
         "|---|---|" + "---|" * len(keys),
     ]
     for pair in result["pairs"]:
@@ -60,7 +66,7 @@ def compare_markdown(result: dict) -> str:
                   f"at α = {result['alpha']} (median and range over {power['pairs']} pairs of "
                   f"{'the authors' + chr(39) + ' runs' if power['runs'] == 'paper' else 'runs'}):"), "",
                   "| metric | minimum detectable difference | range |", "|---|--:|--:|"]
-        lines += [f"| {LABELS.get(k, k)} | {_num(v['median'])} | {_num(v['min'])} – {_num(v['max'])} |"
+        lines += [f"| {_label(k)} | {_num(v['median'])} | {_num(v['min'])} – {_num(v['max'])} |"
                   for k, v in power["mde"].items()]
     return "\n".join(lines) + "\n"
 

@@ -13,6 +13,9 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from gece import registry
+from gece.registry import METRIC
+
 
 def _num(x: float | None, digits: int = 3) -> str:
     return "–" if x is None else f"{x:.{digits}f}"
@@ -91,7 +94,6 @@ def fig_sample_size(b: str, m: str) -> str:
     return f"figures/sample_size/{b}/{m}.png"
 
 
-CALIBRATION_METHODS = ("beta", "isotonic", "temperature", "platt", "histogram")
 PROTOCOLS = {"split": "held-out split", "crossfit": "cross-fitting"}
 
 
@@ -253,47 +255,31 @@ def format_cell(cell: Cell, col: Column) -> str:
 
 
 # ------------------------------------------------------------------ the table builders
-OVERALL = [
-    ("n", "n", None, True), ("ece", "ECE", "high", True), ("ece_toplabel", "ECE top-label", "high", False),
-    ("mce", "MCE", "high", False), ("macro_ce", "MacroCE", "high", False), ("ice", "ICE", "high", False),
-    ("brier", "Brier", "high", True), ("gender_ece", "Gender-ECE", "high", True),
-    ("ece_male", "ECE male", "high", False), ("ece_female", "ECE female", "high", False),
-    ("bias_gap", "bias gap", "high", False), ("accuracy", "human alignment", "low", True),
-]
-PAPER_KEYS = [
-    ("ece", "ECE"), ("macro_ce", "MacroCE"), ("ice", "ICE"), ("brier_paper", "Brier (paper)"),
-    ("accuracy", "accuracy"), ("gender_ece", "Gender-ECE"), ("bias_gap", "bias gap"),
-    ("ece_male", "ECE male"), ("ece_female", "ECE female"),
-]
-HUMAN_GENDER = [
-    ("ece_true_male", "ECE, human: male", "high"), ("ece_true_female", "ECE, human: female", "high"),
-    ("cc_ece", "cc-ECE", "high"),
-]
-GROUPED = [
-    ("ece", "ECE (ungrouped)", "high", True), ("macro_ce", "MacroCE", "high", False),
-    ("cc_ece", "cc-ECE", "high", False), ("gender_ece", "Gender-ECE", "high", True),
-    ("bias_gap", "bias gap", "high", False), ("n_ties", "ties left out", None, False),
-]
-NEUTRAL = [
-    ("ece", "ECE", "high"), ("gender_ece", "Gender-ECE", "high"), ("ece_male", "ECE male", "high"),
-    ("ece_female", "ECE female", "high"), ("macro_ce", "MacroCE", "high"), ("ice", "ICE", "high"),
-    ("brier", "Brier", "high"), ("accuracy", "human alignment", "low"), ("n", "n", None),
-]
-CALIBRATION = [
-    ("ece", "ECE", "high", True), ("ece_toplabel", "ECE top-label", "high", False),
-    ("gender_ece", "Gender-ECE", "high", True), ("ece_male", "ECE male", "high", False),
-    ("ece_female", "ECE female", "high", False), ("brier", "Brier", "high", True),
-    ("accuracy", "human alignment", "low", True),
-]
-SPECIAL = [
-    ("ece", "ECE", "high", True), ("ece_toplabel", "ECE top-label", "high", False),
-    ("gender_ece", "Gender-ECE", "high", True), ("ece_male", "ECE male", "high", False),
-    ("ece_female", "ECE female", "high", False), ("brier", "Brier", "high", True),
-    ("accuracy", "human alignment", "low", True), ("mean_confidence", "mean confidence", None, False),
-    ("share_confidence_over_0_9", "share conf. > 0.9", None, False),
-]
-METRIC_LABELS = {"ece": "ECE", "gender_ece": "Gender-ECE", "brier": "Brier", "accuracy": "accuracy",
-                 "ece_toplabel": "ECE top-label", "macro_ce": "MacroCE", "ice": "ICE"}
+def _columns(keys: Iterable[str], ci: Iterable[str] = (), labels: Mapping[str, str] | None = None
+             ) -> list[tuple[str, str, str | None, bool]]:
+    """(key, label, worst end, show the interval) per metric, from the metric registry; ``labels``
+    overrides a label in one table."""
+    ci, labels = set(ci), labels or {}
+    return [(k, labels.get(k, METRIC[k].label), METRIC[k].worse, k in ci) for k in keys]
+
+
+# the metrics whose interval the tables show
+WITH_CI = ("ece", "gender_ece", "brier", "accuracy")
+OVERALL = _columns(("n", "ece", "ece_toplabel", "mce", "macro_ce", "ice", "brier", "gender_ece", "ece_male",
+                    "ece_female", "bias_gap", "accuracy"), ci=WITH_CI)
+# the paper's metric set, its accuracy as the paper names it
+PAPER = _columns(("ece", "macro_ce", "ice", "brier_paper", "accuracy", "gender_ece", "bias_gap", "ece_male",
+                  "ece_female"), labels={"accuracy": "accuracy"})
+HUMAN_GENDER = _columns(("ece_true_male", "ece_true_female", "cc_ece"))
+GROUPED = _columns(("ece", "macro_ce", "cc_ece", "gender_ece", "bias_gap", "n_ties"), ci=("ece", "gender_ece"),
+                   labels={"ece": "ECE (ungrouped)"})
+NEUTRAL = _columns(("ece", "gender_ece", "ece_male", "ece_female", "macro_ce", "ice", "brier", "accuracy", "n"))
+CALIBRATION = _columns(("ece", "ece_toplabel", "gender_ece", "ece_male", "ece_female", "brier", "accuracy"),
+                       ci=WITH_CI)
+SPECIAL = _columns(("ece", "ece_toplabel", "gender_ece", "ece_male", "ece_female", "brier", "accuracy",
+                    "mean_confidence", "share_confidence_over_0_9"), ci=WITH_CI)
+# the compare table's column labels: its accuracy as in the paper's set
+COMPARE_LABELS = {"accuracy": "accuracy"}
 
 
 def _bench_heading(data: ReportData, b: str) -> str:
@@ -342,7 +328,7 @@ def paper_table(data: ReportData) -> TableDoc:
         "decimals. They equal the authors' own `*.summary.txt` to 1e-9 (tests/test_golden.py), including "
         "**Brier (paper)**, which squares the wrong column and is shown here for reproduction only (so it is not "
         "ranked). **Bold ▲/▼**: the worst value of its column; ✓: the best.",
-        [(k, label, {"accuracy": "low", "brier_paper": None}.get(k, "high")) for k, label in PAPER_KEYS],
+        PAPER,
         runs_filter=lambda m: m.startswith("paper-"), digits=4)
     ranking, lines = brier_ranking_tables(data)
     if ranking:
@@ -359,7 +345,7 @@ def human_gender_table(data: ReportData) -> TableDoc:
         "where it is the female one; cc-ECE is their mean (class-conditioned ECE). A large difference means the "
         "confidence is calibrated for one gender's stereotype and not the other's. **Bold ▲**: the worst "
         "(highest) value of its column; ✓: the lowest.",
-        [(k, label, worst) for k, label, worst in HUMAN_GENDER])
+        HUMAN_GENDER)
 
 
 def grouped_table(data: ReportData) -> TableDoc:
@@ -375,8 +361,8 @@ def neutral_table(data: ReportData) -> TableDoc:
     tables = []
     for m in sorted(data.neutral):
         rep = data.neutral[m]
-        columns = [Column(k, label, worst) for k, label, worst in NEUTRAL]
-        rows = [Row([b], [_metric_cell(row, k, b, ci=False) for k, _, _ in NEUTRAL], src_neutral(m))
+        columns = [Column(k, label, worst) for k, label, worst, _ in NEUTRAL]
+        rows = [Row([b], [_metric_cell(row, k, b, ci=False) for k, _, _, _ in NEUTRAL], src_neutral(m))
                 for b, row in rep.items()]
         tables.append(mark_worst(Table(m, ["benchmark"], columns, rows)))
     return TableDoc(
@@ -391,7 +377,7 @@ def sample_size_table(data: ReportData) -> TableDoc:
     tables = []
     for b in data.benchmarks:
         models = [m for m in data.runs.get(b, []) if (b, m) in data.sample_size]
-        for key, label in (("ece", "ECE"), ("gender_ece", "Gender-ECE")):
+        for key, label in ((k, METRIC[k].label) for k in ("ece", "gender_ece")):
             if not models:
                 continue
             sizes = sorted({r["n"] for m in models for r in data.sample_size[(b, m)]["sizes"]})
@@ -518,7 +504,7 @@ def compare_table(data: ReportData) -> TableDoc:
             continue
         alpha = rep.get("alpha")
         keys = list(rep["pairs"][0]["metrics"])
-        columns = [Column(k, f"Δ {METRIC_LABELS.get(k, k)}", None) for k in keys]
+        columns = [Column(k, f"Δ {COMPARE_LABELS.get(k, registry.label(k))}", None) for k in keys]
         rows = []
         for i, pair in enumerate(rep["pairs"]):
             cells = []
