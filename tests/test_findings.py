@@ -9,11 +9,13 @@ import subprocess
 import pytest
 import yaml
 
-from gece import diff, findings, report
+from gece import diff, findings
 from gece.cli import build_parser, main
 from gece.params import load_params
 from gece.pipeline import report as report_stage
 from gece.pipeline import report_data
+from gece.report import markdown as report_md
+from gece.report import tables as report_tables
 
 from .conftest import ROOT
 from .test_report import parse_page
@@ -46,7 +48,7 @@ def _perturb(obj, factor: float = 1.001):
     return obj
 
 
-def rescored(data: report.ReportData, b: str, m: str) -> report.ReportData:
+def rescored(data: report_tables.ReportData, b: str, m: str) -> report_tables.ReportData:
     """``data`` as if model ``m`` had been re-scored on benchmark ``b``: every report that depends on that run
     moves (metrics, calibration, binning, neutral wording, special tokens, every comparison with m, whose
     significance flips)."""
@@ -195,7 +197,7 @@ def test_verdicts_in_words():
 
 def test_compare_markdown_is_proofread(shipped):
     one = dict(shipped.compare["winobias"], pairs=shipped.compare["winobias"]["pairs"][:1])
-    text = report.compare_markdown(one)
+    text = report_md.compare_markdown(one)
     assert "with 1 model pair and 4 differences in the table" in text and "p=" not in text
     assert ", p = " in text or ", p < 0.001" in text
 

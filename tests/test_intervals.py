@@ -16,7 +16,7 @@ from scipy.stats import norm
 from gece import gap, intervals
 from gece import metrics as M
 from gece.params import load_params
-from gece.report import ReportData
+from gece.report.tables import ReportData
 from gece.report_stats import gap_agreement, mean_rmse
 
 from .conftest import ROOT

@@ -12,14 +12,17 @@ import numpy as np
 import pytest
 import yaml
 
-from gece import metrics, plots, report
+from gece import layout, metrics, plots
 from gece.cli import main
 from gece.io import read_json, read_table
 from gece.params import MetricsParams, load_params
 from gece.pipeline import metrics as metrics_stage
 from gece.pipeline import report as report_stage
-from gece.pipeline import report_data
-from gece.report import Cell, Column, Row, Table, format_cell, mark_worst, resolve
+from gece.pipeline import report_data as report_loader
+from gece.report import html as report_html
+from gece.report import markdown as report_md
+from gece.report import tables as report_tables
+from gece.report.tables import Cell, Column, Row, Table, format_cell, mark_worst, resolve
 from gece.schemas import BinsReport, ScoreRow
 
 from . import report_data
@@ -66,11 +69,11 @@ def parse_page(path: Path) -> PageParser:
     return parser
 
 
-def docs_of(reports: Path) -> list[report.TableDoc]:
+def docs_of(reports: Path) -> list[report_tables.TableDoc]:
     params = load_params(reports.parent / "params.yaml")
-    data = report_data.load_report_data(params, reports, reports.parent / "artifacts" / "scores", reports,
+    data = report_loader.load_report_data(params, reports, reports.parent / "artifacts" / "scores", reports,
                                         reports.parent)
-    return report.build_tables(data)
+    return report_tables.build_tables(data)
 
 
 # ------------------------------------------------------------------ files and links
@@ -94,10 +97,10 @@ def test_full_build_has_every_part_and_misses_nothing(built_report):
     text = (reports / "index.html").read_text()
     assert "Missing parts" not in text
     for b in report_data.BENCHMARKS:
-        assert (reports / report.fig_grid(b)).is_file() and (reports / report.fig_calibration(b)).is_file()
+        assert (reports / layout.fig_grid(b)).is_file() and (reports / layout.fig_calibration(b)).is_file()
         for m in (report_data.MODEL, report_data.NOBOS):
-            assert (reports / report.fig_reliability(b, m)).is_file()
-            assert (reports / report.fig_reliability(b, m, "equal_mass")).is_file()
+            assert (reports / layout.fig_reliability(b, m)).is_file()
+            assert (reports / layout.fig_reliability(b, m, "equal_mass")).is_file()
     docs = {d.name: d for d in docs_of(reports)}
     for name in ("overall", "paper", "human_gender", "grouped", "neutral", "sample_size", "binning", "calibration",
                  "special_tokens", "compare"):
@@ -139,7 +142,7 @@ def test_rebuild_is_byte_identical(built_report, tmp_path):
 
 
 # ------------------------------------------------------------- values equal the JSON
-def _cells(doc: report.TableDoc):
+def _cells(doc: report_tables.TableDoc):
     for table in doc.tables:
         for row in table.rows:
             for cell, col in zip(row.cells, table.columns):
@@ -196,7 +199,7 @@ def test_markdown_shows_the_json_values(built_report):
                     if not cell.ref or isinstance(cell.value, str):
                         continue
                     shown = NUMBER.findall(text.replace("**", "").replace("▲", "").replace("▼", ""))
-                    expected = [report.format_number(resolve(source, cell.ref[k]), col.digits)
+                    expected = [report_tables.format_number(resolve(source, cell.ref[k]), col.digits)
                                 for k in ("value", "low", "high", "spread") if k in cell.ref]
                     if expected[0] == "–":
                         expected = ["–"]
@@ -239,7 +242,7 @@ def test_mark_worst_marks_the_extreme_of_each_ranked_column():
     assert all(r.cells[2].worst == "" for r in table.rows)  # not ranked
     single = mark_worst(Table("t", ["m"], [Column("ece", "ECE")], [Row(["a"], [Cell(0.5)]), Row(["b"], [Cell()])]))
     assert single.rows[0].cells[0].worst == ""  # one value is nobody's worst
-    md = report.table_markdown(table)
+    md = report_md.table_markdown(table)
     assert [r.cells[0].best for r in table.rows] == ["low", "", "", ""]  # the best is marked too
     assert [r.cells[1].best for r in table.rows] == ["", "", "", "high"]
     assert "| b | **0.300** ▲ | **0.600** ▼ | 20 |" in md and "| d | – | 0.900 ✓ | 40 |" in md
@@ -339,7 +342,7 @@ def test_missing_parts_are_listed_not_fatal(full_reports, tmp_path):
                  "paper-gemma-2-9b (all 3 benchmarks)", "equal-mass"):
         assert part in joined, part
     assert "Not available: no calibration reports" in text
-    assert result["figures"] == [report.fig_reliability("winobias", "paper-gpt-j-6b"), report.fig_grid("winobias")]
+    assert result["figures"] == [layout.fig_reliability("winobias", "paper-gpt-j-6b"), layout.fig_grid("winobias")]
     page = parse_page(reports / "index.html")
     assert all((reports / src).is_file() for src in page.images)
 
@@ -360,22 +363,22 @@ def test_cli_report(full_reports, tmp_path, capsys):
 
 def test_text_is_escaped():
     table = Table("<b>", ["model"], [Column("ece", "E<C>E")], [Row(["<script>x</script>"], [Cell(0.1)])])
-    html_text = report.table_html(table)
+    html_text = report_html.table_html(table)
     assert "<script>" not in html_text and "&lt;script&gt;" in html_text and "E&lt;C&gt;E" in html_text
-    assert report.table_markdown(Table("t", ["m"], [Column("e", "e")], [Row(["a|b"], [Cell("x|y")])])).count(
+    assert report_md.table_markdown(Table("t", ["m"], [Column("e", "e")], [Row(["a|b"], [Cell("x|y")])])).count(
         "\\|") == 2
 
 
 def test_special_tokens_statement_follows_the_data():
     side = {"ece": 0.1, "accuracy": 0.6, "mean_confidence": 0.6, "share_confidence_over_0_9": 0.05}
     worse = {"ece": 0.3, "accuracy": 0.55, "mean_confidence": 0.95, "share_confidence_over_0_9": 0.8}
-    data = report.ReportData(benchmarks=["b1", "b2"], runs={}, special_pairs={"m": "m-nobos"})
+    data = report_tables.ReportData(benchmarks=["b1", "b2"], runs={}, special_pairs={"m": "m-nobos"})
     data.special_tokens = {"m": {"b1": {"with": side, "without": worse}, "b2": {"with": side, "without": worse}}}
-    assert "m looks grossly overconfident" in report.special_tokens_statement(data)
+    assert "m looks grossly overconfident" in report_html.special_tokens_statement(data)
     data.special_tokens = {"m": {"b1": {"with": side, "without": side}, "b2": {"with": side, "without": worse}}}
-    assert "does not show" in report.special_tokens_statement(data)
+    assert "does not show" in report_html.special_tokens_statement(data)
     data.special_tokens = {}
-    assert "No special-token ablation" in report.special_tokens_statement(data)
+    assert "No special-token ablation" in report_html.special_tokens_statement(data)
 
 
 def test_reliability_bars_of_empty_and_partial_bins():

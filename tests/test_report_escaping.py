@@ -18,13 +18,15 @@ import pandas as pd
 import pytest
 import yaml
 
-from gece import report
 from gece.io import write_json, write_table
 from gece.params import load_params
 from gece.pipeline import metrics as metrics_stage
 from gece.pipeline import report as report_stage
-from gece.pipeline import report_data
-from gece.report import plain_text
+from gece.pipeline import report_data as report_loader
+from gece.report import html as report_html
+from gece.report import markdown as report_md
+from gece.report import tables as report_tables
+from gece.report.tables import plain_text
 from gece.schemas import ScoreRow
 
 from .report_data import md_row_cells, md_unescape, tiny_meta
@@ -81,7 +83,7 @@ def evil_scores(model_index: int) -> pd.DataFrame:
 def evil_report(tmp_path_factory):
     """The report stage on the evil benchmark (every pair shown): (reports dir, what the stage returned)."""
     with pytest.MonkeyPatch.context() as mp:  # only while this report is built
-        mp.setattr(report, "EXAMPLES_PER_RUN", len(EVIL))
+        mp.setattr(report_tables, "EXAMPLES_PER_RUN", len(EVIL))
         return _build_evil(tmp_path_factory)
 
 
@@ -276,12 +278,12 @@ NASTY = [
 
 @pytest.mark.parametrize("text", NASTY)
 def test_md_escape_rules(text):
-    escaped = report._md_escape(text)
+    escaped = report_md._md_escape(text)
     assert "\n" not in escaped and "\r" not in escaped and "<" not in escaped and ">" not in escaped
     assert md_row_cells(f"| {escaped} |") == [escaped]  # one cell: every pipe escaped
     assert md_unescape(escaped) == plain_text(text)
-    assert report._md_escape("0.158 [0.133, 0.188]") == "0.158 [0.133, 0.188]"  # intervals stay readable
-    assert report._md_escape("genderlex_person") == "genderlex_person"
+    assert report_md._md_escape("0.158 [0.133, 0.188]") == "0.158 [0.133, 0.188]"  # intervals stay readable
+    assert report_md._md_escape("genderlex_person") == "genderlex_person"
 
 
 def test_md_escape_renders_as_the_text():
@@ -293,7 +295,7 @@ def test_md_escape_renders_as_the_text():
     rng = random.Random(0)
     for _ in range(400):
         text = "".join(rng.choice(pool) for _ in range(rng.randint(1, 12)))
-        rendered = md.render(f"| h |\n|---|\n| {report._md_escape(text)} |\n")
+        rendered = md.render(f"| h |\n|---|\n| {report_md._md_escape(text)} |\n")
         page = parse(rendered)
         assert {t for t, _ in page.tags} <= {"table", "thead", "tbody", "tr", "th", "td"}, (text, rendered)
         cells = page.tables[0][1] if len(page.tables[0]) > 1 else [""]
@@ -301,10 +303,10 @@ def test_md_escape_renders_as_the_text():
 
 
 def test_html_table_cells_are_escaped():
-    table = report.Table("<h>", ["<m>"], [report.Column("s", "<s>", None, text=True)],
-                         [report.Row(["<script>x</script>"], [report.Cell('"><img src=x onerror=alert(1)>')],
+    table = report_tables.Table("<h>", ["<m>"], [report_tables.Column("s", "<s>", None, text=True)],
+                         [report_tables.Row(["<script>x</script>"], [report_tables.Cell('"><img src=x onerror=alert(1)>')],
                                      source='x" onclick="alert(1)')])
-    page = parse(report.table_html(table))
+    page = parse(report_html.table_html(table))
     assert_inert(page, {"div", "table", "thead", "tbody", "tr", "th", "td"})
     assert page.tables[0] == [["<m>", "<s>"], ["<script>x</script>", '"><img src=x onerror=alert(1)>']]
     assert [a.get("data-source") for t, a in page.tags if t == "tr"] == [None, 'x" onclick="alert(1)']
@@ -315,11 +317,11 @@ def test_confident_mistakes_order_and_ties():
     rows = [{"pair_id": pid, "sent_more": "a", "sent_less": "b", "targets_more": ["he"], "targets_less": ["she"],
              "y": y, "p": p} for pid, y, p in (
         ("b", 1, 0.1), ("a", 0, 0.9), ("c", 1, 0.05), ("d", 1, 0.5), ("e", 0, 0.5), ("f", 1, 0.95), ("g", 0, 0.2))]
-    got = report.confident_mistakes(rows, k=10)
+    got = report_tables.confident_mistakes(rows, k=10)
     assert [r["pair_id"] for r in got] == ["c", "a", "b"]  # by confidence, ties (a, b: 0.9) by pair id
     assert got[0]["confidence"] == pytest.approx(0.95)
-    assert [r["pair_id"] for r in report.confident_mistakes(rows, k=1)] == ["c"]
-    assert report.confident_mistakes([]) == []
+    assert [r["pair_id"] for r in report_tables.confident_mistakes(rows, k=1)] == ["c"]
+    assert report_tables.confident_mistakes([]) == []
 
 
 def test_examples_in_the_full_build(built_report):
@@ -327,14 +329,14 @@ def test_examples_in_the_full_build(built_report):
     and both say the same."""
     reports, result = built_report
     params = load_params(reports.parent / "params.yaml")
-    data = report_data.load_report_data(params, reports, reports.parent / "artifacts" / "scores", reports)
+    data = report_loader.load_report_data(params, reports, reports.parent / "artifacts" / "scores", reports)
     page = parse((reports / "index.html").read_text(encoding="utf-8"))
     for b in data.benchmarks:
         assert f"tables/examples_{b}.md" in result["tables"]
         html_rows = next(t for t, d in zip(page.tables, page.details) if d == f"examples_{b}")[1:]
         md_rows = md_table_lines((reports / "tables" / f"examples_{b}.md").read_text(encoding="utf-8"))[2:]
         assert [[md_unescape(c) for c in r] for r in md_rows] == html_rows
-        assert 0 < len(html_rows) <= report.EXAMPLES_PER_RUN * len(data.runs[b])
+        assert 0 < len(html_rows) <= report_tables.EXAMPLES_PER_RUN * len(data.runs[b])
         for row in html_rows:
             y, p = int(row[5]), float(row[6])
             assert (p > 0.5) != (y == 1)  # wrong, every one

@@ -53,6 +53,7 @@ from scipy.special import expit
 
 from gece.metrics import Binning, bin_edges
 from gece.metrics import _py as _pairs
+from gece.registry import METHOD_NAMES
 
 EPS = 1e-12  # p is clipped to [EPS, 1 - EPS] before logit: |z| <= 27.6
 COLLAPSE_STD = 1e-6  # std(p') below this on the calibration part: constant output
@@ -338,12 +339,11 @@ class HistogramBinning(Calibrator):
         return self.values[self._bin(p)]
 
 
+_CLASSES = {c.name: c for c in (BetaCalibration, IsotonicCalibration, TemperatureScaling, PlattScaling,
+                                 HistogramBinning)}
+# every registered method, in the registry's order (a registered method without a class fails here)
 CALIBRATORS: dict[str, Callable[[], Calibrator]] = {
-    "beta": BetaCalibration,
-    "isotonic": IsotonicCalibration,
-    "temperature": TemperatureScaling,
-    "platt": PlattScaling,
-    "histogram": HistogramBinning,
+    name: _CLASSES[name] for name in METHOD_NAMES
 }
 METHODS: tuple[str, ...] = tuple(CALIBRATORS)
 

@@ -1,6 +1,6 @@
 """The findings: what a reviewer and a reader should see first.
 
-Two views of the same reports, both pure functions of a :class:`gece.report.ReportData`:
+Two views of the same reports, both pure functions of a :class:`gece.report.tables.ReportData`:
 
 - :func:`summary` is ``reports/summary.json`` (``SummaryReport``), the only file dvc.yaml declares as
   DVC metrics: the headline metrics of every run and a compact line per calibration, ablation and
@@ -17,14 +17,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from gece.report import ReportData, flatten  # noqa: F401  (flatten: part of this module's interface)
+from gece.registry import METRIC
+from gece.report.tables import ReportData, flatten  # noqa: F401  (flatten: part of this module's interface)
 
 # the per-run keys of reports/summary.json, in order (a subset of MetricsReport)
 HEADLINE = ("n", "ece", "gender_ece", "macro_ce", "brier", "accuracy")
-# every headline metric is an error (lower is better) except human alignment
-HIGHER_IS_BETTER = frozenset({"accuracy"})
-LABELS = {"ece": "ECE", "gender_ece": "Gender-ECE", "macro_ce": "MacroCE", "brier": "Brier",
-          "accuracy": "human alignment", "n": "pairs"}
+# every headline metric is an error (lower is better) except human alignment (the registry's worse end)
+HIGHER_IS_BETTER = frozenset(k for k in HEADLINE if METRIC[k].worse == "low")
+# the registry's labels; n reads "pairs" here
+LABELS = {k: METRIC[k].label for k in HEADLINE} | {"n": "pairs"}
 RANKED = ("ece", "gender_ece")  # the metrics the findings rank the models by
 # the most keys of reports/summary.json one run can move (tests/test_findings.py checks it)
 MAX_ROWS_PER_RUN = 30
@@ -294,7 +295,7 @@ FINDINGS_CAPTION = (
 
 def findings_html(f: Findings) -> str:
     """The section that opens the page: a table of the best and worst models, then the effects."""
-    from gece.report import _e
+    from gece.report.html import _e
 
     out = ['<section id="findings"><h2>Findings</h2>', f'<p class="caption">{_e(FINDINGS_CAPTION)}</p>']
     if not f.benchmarks:
@@ -330,7 +331,7 @@ def findings_lines(f: Findings) -> list[str]:
 def verdict(a: str, b: str, key: str, cell: dict, level: float = 0.95) -> str:
     """One compared metric of two models in words (``diff`` is a − b, as in ``reports/compare``):
     ``A is better calibrated than B on ECE by 0.045 [0.020, 0.070], p = 0.001``."""
-    from gece.report import _p
+    from gece.report.tables import _p
 
     label = LABELS.get(key, key)
     diff, lo, hi, p = (_num(cell.get(k)) for k in ("diff", "ci_low", "ci_high", "p_value"))

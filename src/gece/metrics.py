@@ -25,7 +25,7 @@ from typing import Literal
 
 import numpy as np
 
-from gece import estimators
+from gece import estimators, registry
 from gece.bootstrap import bootstrap
 from gece.gap import GAPS, permutation_p
 from gece.intervals import bias_corrected_interval, bias_corrected_p
@@ -209,32 +209,9 @@ def true_groups(y: np.ndarray, gender_more: np.ndarray, gender_less: np.ndarray)
     return np.where(np.asarray(y) == 1, group_codes(gender_more), group_codes(gender_less))
 
 
-SCALARS = (
-    "ece",
-    "ece_toplabel",
-    "mce",
-    "ice",
-    "macro_ce",
-    "brier",
-    "brier_paper",
-    "accuracy",
-    "gender_ece",
-    "ece_male",
-    "ece_female",
-    "bias_gap",
-    "cc_ece",
-    "ece_true_male",
-    "ece_true_female",
-    # estimators that small samples inflate less (gece.estimators)
-    "ece_debiased",
-    "ece_smooth",
-    "gender_ece_debiased",
-    "gender_ece_smooth",
-    # the within-model gender gaps, signed (gece.gap)
-    "gap_pred",
-    "gap_true",
-)
-SIGNED = ("gap_pred", "gap_true")  # differences; every other scalar lies in [0, 1]
+# the scalars of MetricsReport in order, and the signed ones (differences; every other scalar lies
+# in [0, 1]): the metric registry names them
+SCALARS, SIGNED = registry.SCALARS, registry.SIGNED
 
 
 def _nanmean(a: np.ndarray, mask: np.ndarray) -> np.ndarray:

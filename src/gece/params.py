@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 from gece.errors import GeceError
+from gece.registry import METHOD_NAMES, MethodName
 
 DEFAULT_PARAMS = Path("params.yaml")
 
@@ -212,9 +213,7 @@ class AblateParams(_Section):
 class CalibrateParams(_Section):
     """Post-hoc calibration (docs/metrics.md): which methods, the split and the cross-fitting."""
 
-    methods: list[Literal["beta", "isotonic", "temperature", "platt", "histogram"]] = Field(
-        default_factory=lambda: ["beta", "isotonic", "temperature", "platt", "histogram"], min_length=1
-    )
+    methods: list[MethodName] = Field(default_factory=lambda: list(METHOD_NAMES), min_length=1)
     fraction: float = Field(0.5, gt=0.0, lt=1.0, description="share of pairs for fitting (split protocol)")
     folds: int = Field(5, ge=2, le=1000, description="k of the k-fold cross-fitting")
     seed: Seed = Field(0, description="seed of the stratified split and of the fold assignment")

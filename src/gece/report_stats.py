@@ -1,7 +1,7 @@
 """Report tables for the statistics (issue 19): the within-model gender-gap test, the Brier
 ranking, the small-sample bias and RMSE of every estimator, and the power of comparisons.
 
-Pure builders like those of :mod:`gece.report` (which calls them): cells keep the JSON pointer
+Pure builders like those of :mod:`gece.report.tables` (which calls them): cells keep the JSON pointer
 of every number they show; derived numbers (ranks, Holm-adjusted p-values) are computed here
 from the values they cite.
 """
@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from gece import layout
 from gece.ablation import ESTIMATORS
 from gece.gap import GAPS
 from gece.intervals import holm
-from gece.report import (
+from gece.registry import METRIC
+from gece.report.tables import (
     Cell,
     Column,
     ReportData,
@@ -25,22 +27,16 @@ from gece.report import (
     _p,
     mark_worst,
     ptr,
-    src_metrics,
-    src_sample_size,
 )
 
 ALPHA = 0.05  # the level of the gap tables' marks (Holm over the runs of a table)
-GAP_COLUMNS = [
-    ("ece_male", "ECE male (predicted)", "high"), ("ece_female", "ECE female (predicted)", "high"),
-    ("gap_pred", "Δ female − male (predicted)", None),
-    ("ece_true_male", "ECE male (human)", "high"), ("ece_true_female", "ECE female (human)", "high"),
-    ("gap_true", "Δ female − male (human)", None),
-]
-ESTIMATOR_LABELS = {
-    "ece": "ECE (binned)", "ece_debiased": "ECE debiased (L2)", "ece_smooth": "smooth ECE",
-    "gender_ece": "Gender-ECE (binned)", "gender_ece_debiased": "Gender-ECE debiased (L2)",
-    "gender_ece_smooth": "Gender-ECE smooth",
-}
+# (key, label, worst end): the registry's, the groups' ECE labelled by their grouping here
+_GAP_LABELS = {"ece_male": "ECE male (predicted)", "ece_female": "ECE female (predicted)",
+               "ece_true_male": "ECE male (human)", "ece_true_female": "ECE female (human)"}
+GAP_COLUMNS = [(k, _GAP_LABELS.get(k, METRIC[k].label), METRIC[k].worse)
+               for k in ("ece_male", "ece_female", "gap_pred", "ece_true_male", "ece_true_female", "gap_true")]
+# the registry's labels; the binned estimators say so here
+ESTIMATOR_LABELS = {k: METRIC[k].label for k in ESTIMATORS} | {"ece": "ECE (binned)", "gender_ece": "Gender-ECE (binned)"}
 
 
 # --------------------------------------------------------------------------- gender gap
@@ -90,7 +86,7 @@ def gender_gap_table(data: ReportData) -> TableDoc:
                         cell.mark = "†"
                         survivors += 1
                 cells.append(cell)
-            rows.append(Row([m], cells, src_metrics(b, m)))
+            rows.append(Row([m], cells, layout.metrics_file(b, m)))
         note = (f"{survivors} of {2 * len(models)} gaps survive Holm's correction over the {len(models)} runs "
                 f"(per grouping) at α = {ALPHA}")
         columns = [Column(k, label, worst) for k, label, worst in GAP_COLUMNS]
@@ -148,7 +144,7 @@ def brier_ranking_tables(data: ReportData) -> tuple[list[Table], list[str]]:
             rows.append(Row([m], [
                 Cell(obj.get("brier_paper"), ref={"value": ptr("brier_paper")}), Cell(str(rp)),
                 Cell(obj.get("brier"), ref={"value": ptr("brier")}), Cell(str(rr)), Cell(change),
-            ], src_metrics(b, m)))
+            ], layout.metrics_file(b, m)))
         columns = [Column("brier_paper", "Brier (paper)", None, 4), Column("rank_paper", "rank", None),
                    Column("brier", "Brier", None, 4), Column("rank", "rank", None),
                    Column("change", "rank change", None)]
@@ -183,7 +179,7 @@ def estimator_table(data: ReportData) -> TableDoc:
                 bias, std = r.get(f"{k}_bias"), r.get(f"{k}_std")
                 note = "" if bias is None or std is None else f"(bias {bias:+.3f}, sd {std:.3f})"
                 cells.append(Cell(r.get(f"{k}_rmse"), note=note, ref={"value": ptr("sizes", i, f"{k}_rmse")}))
-            rows.append(Row([m], cells, src_sample_size(b, m)))
+            rows.append(Row([m], cells, layout.sample_size_file(b, m)))
         if rows:
             tables.append(mark_worst(Table(f"{b}: N = {n} of {rep['full']['n']} pairs", ["model"], columns, rows)))
     return TableDoc(

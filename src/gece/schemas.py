@@ -20,6 +20,8 @@ from pydantic import (
     model_validator,
 )
 
+from gece.registry import METHOD_NAMES, METRIC, SCALARS, MethodName
+
 
 class _Row(BaseModel):
     """A row of a tabular file. Floats must be finite: NaN and ±inf are errors, not values."""
@@ -146,15 +148,16 @@ class _MetricValues(BaseModel):
 
 
 def _metric_fields() -> dict[str, Any]:
-    """One nullable float per scalar of ``metrics.SCALARS``, its interval bounds, and the gaps'
-    bootstrap and permutation p-values (names written once, in gece.metrics and gece.gap)."""
+    """One nullable float per scalar with an interval in the metric registry (its definition as the
+    field's description), its interval bounds, and the gaps' bootstrap and permutation p-values
+    (names written once, in gece.registry and gece.gap)."""
     from gece.gap import GAPS
-    from gece.metrics import SCALARS
 
-    names = [*SCALARS]
-    names += [f"{k}_ci_{end}" for k in SCALARS for end in ("low", "high")]
-    names += [f"{g}_{kind}" for g in GAPS for kind in ("p", "p_perm")]
-    return {name: (Num, ...) for name in names}
+    fields: dict[str, Any] = {k: (Num, Field(..., description=METRIC[k].definition)) for k in SCALARS}
+    fields |= {f"{k}_ci_{end}": (Num, Field(..., description=f"{end} end of the bootstrap interval of {k}"))
+               for k in SCALARS for end in ("low", "high")}
+    fields |= {f"{g}_{kind}": (Num, ...) for g in GAPS for kind in ("p", "p_perm")}
+    return fields
 
 
 MetricsReport = create_model(
@@ -162,8 +165,8 @@ MetricsReport = create_model(
     __base__=_MetricValues,
     __doc__="""``reports/metrics/<benchmark>/<model>.json``: flat, what ``dvc metrics`` reads.
 
-    Every scalar of ``metrics.SCALARS``, ``<key>_ci_low``/``<key>_ci_high`` (bias-corrected
-    bootstrap interval) for each, and ``<gap>_p``/``<gap>_p_perm`` for the gender gaps. Null
+    Every metric with an interval in ``registry.SCALARS``, ``<key>_ci_low``/``<key>_ci_high``
+    (bias-corrected bootstrap interval) for each, and ``<gap>_p``/``<gap>_p_perm`` for the gender gaps. Null
     values are undefined metrics (e.g. no pair was predicted female); ``null_reasons`` then says
     why, and is absent otherwise.
     """,
@@ -375,19 +378,11 @@ class CompareReport(_Report):
 
 # -------------------------------------------------------------------- calibration
 CalibrationStatus = Literal["ok", "degenerate", "failed"]
-CalibrationMethod = Literal["beta", "isotonic", "temperature", "platt", "histogram"]
+CalibrationMethod = MethodName
+CalibrationBinMethod = Literal[("uncalibrated", *METHOD_NAMES)]  # type: ignore[valid-type]
 
 
-class CalibratedRow(_Row):
-    """Per-pair calibrated scores (``artifacts/calibrated/<benchmark>/<model>.parquet``).
-
-    ``split`` says whether the pair is in the calibration (``fit``) or the held-out (``eval``)
-    part of the split protocol; ``split_<method>`` is its held-out p' under that protocol, null
-    for ``fit`` pairs (an in-sample p' would flatter the method) and for a method that was not
-    run or whose fit failed without scores. ``fold`` is the cross-fitting fold in which the
-    pair is held out and ``crossfit_<method>`` its out-of-fold p' (null likewise).
-    """
-
+class _CalibratedRowBase(_Row):
     pair_id: str
     row: int = Field(ge=1)
     y: Literal[0, 1]
@@ -396,16 +391,22 @@ class CalibratedRow(_Row):
     p: float = Field(ge=0.0, le=1.0)
     split: Literal["fit", "eval"]
     fold: int = Field(ge=0)
-    split_beta: float | None = Field(ge=0.0, le=1.0)
-    split_isotonic: float | None = Field(ge=0.0, le=1.0)
-    split_temperature: float | None = Field(ge=0.0, le=1.0)
-    split_platt: float | None = Field(ge=0.0, le=1.0)
-    split_histogram: float | None = Field(ge=0.0, le=1.0)
-    crossfit_beta: float | None = Field(ge=0.0, le=1.0)
-    crossfit_isotonic: float | None = Field(ge=0.0, le=1.0)
-    crossfit_temperature: float | None = Field(ge=0.0, le=1.0)
-    crossfit_platt: float | None = Field(ge=0.0, le=1.0)
-    crossfit_histogram: float | None = Field(ge=0.0, le=1.0)
+
+
+CalibratedRow = create_model(
+    "CalibratedRow",
+    __base__=_CalibratedRowBase,
+    __doc__="""Per-pair calibrated scores (``artifacts/calibrated/<benchmark>/<model>.parquet``).
+
+    ``split`` says whether the pair is in the calibration (``fit``) or the held-out (``eval``)
+    part of the split protocol; ``split_<method>`` is its held-out p' under that protocol, null
+    for ``fit`` pairs (an in-sample p' would flatter the method) and for a method that was not
+    run or whose fit failed without scores. ``fold`` is the cross-fitting fold in which the
+    pair is held out and ``crossfit_<method>`` its out-of-fold p' (null likewise).
+    """,
+    **{f"{protocol}_{name}": (float | None, Field(ge=0.0, le=1.0))
+       for protocol in ("split", "crossfit") for name in METHOD_NAMES},
+)
 
 
 class MethodReport(BaseModel):
@@ -465,7 +466,7 @@ class CalibrationBinRecord(BinRecord):
     method (``uncalibrated`` for p): ``reports/calibration_bins/<benchmark>/<model>.json`` is a list."""
 
     protocol: Literal["split", "crossfit"]
-    method: Literal["uncalibrated", "beta", "isotonic", "temperature", "platt", "histogram"]
+    method: CalibrationBinMethod
 
 
 CalibrationBinsReport = TypeAdapter(list[CalibrationBinRecord])

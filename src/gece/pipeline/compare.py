@@ -9,13 +9,14 @@ from pathlib import Path
 
 from rich.table import Table
 
-from gece import ablation, command, report
+from gece import ablation, command
 from gece.ablation import Run
 from gece.errors import GeceError
 from gece.files import write_text
 from gece.io import write_json
 from gece.params import AblateParams, CompareParams, MetricsParams
 from gece.pipeline import runs
+from gece.report import markdown as report_md
 from gece.schemas import CompareReport
 from gece.terminal import literal, plain
 
@@ -60,7 +61,7 @@ def compare(
     if out:
         write_json(out, result, CompareReport)
     if markdown_out:
-        write_text(markdown_out, report.compare_markdown(result))
+        write_text(markdown_out, report_md.compare_markdown(result))
     return result
 
 
@@ -114,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
 def _print_compare(result: dict) -> None:
     """The comparison as a table (A − B per metric) and its verdicts in words."""
     from gece.findings import LABELS, verdict
-    from gece.report import _p
+    from gece.report.tables import _p
 
     keys = list(result["pairs"][0]["metrics"]) if result["pairs"] else []
     table = Table(title=plain(f"{result['benchmark']}: A − B on the same {command.plural(result['n'], 'pair')}, "

@@ -12,12 +12,15 @@ from typing import Any
 
 import numpy as np
 
-from gece import command, layout, metrics, plots, report
+from gece import command, layout, metrics, plots, registry
 from gece.errors import GeceError
 from gece.files import check_input_dir, check_output_dir, clear_output_dir, write_bytes, write_text
 from gece.io import png_size, png_text, read_table, write_figure
 from gece.params import Params
 from gece.pipeline import report_data, runs, summary
+from gece.report import html as report_html
+from gece.report import markdown as report_md
+from gece.report import tables as report_tables
 from gece.schemas import ScoreRow
 from gece.terminal import literal
 
@@ -43,7 +46,7 @@ def _package_versions() -> dict[str, str]:
 
 
 def _code_sha256() -> str:
-    """sha256 over the package's Python sources (relative path and bytes, sorted): names the code
+    """sha256 over the package's Python sources and page templates (relative path and bytes, sorted): names the code
     that built the report without the git revision, which changes with every commit."""
     import hashlib
 
@@ -51,7 +54,7 @@ def _code_sha256() -> str:
 
     root = Path(gece.__file__).parent
     h = hashlib.sha256()
-    for f in sorted(root.rglob("*.py")):
+    for f in sorted(f for f in root.rglob("*") if f.suffix in (".py", ".css", ".html")):  # code and package data
         h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()
 
@@ -169,8 +172,8 @@ def report_stage(
 
     for key, rel in list(data.sample_size_figures.items()):  # --out elsewhere: the page takes a copy along
         if rel.startswith("../") or Path(rel).is_absolute():
-            src = reports_dir / report.src_sample_size(*key).replace(".json", ".png")
-            copy = report.fig_sample_size(*key)
+            src = reports_dir / layout.sample_size_file(*key).replace(".json", ".png")
+            copy = layout.fig_sample_size(*key)
             if not (out_dir / copy).exists() or (out_dir / copy).read_bytes() != src.read_bytes():
                 write_bytes(out_dir / copy, src.read_bytes())
             written.append(copy)
@@ -187,31 +190,31 @@ def report_stage(
             else:
                 df = read_table(scores, ScoreRow)[0] if scores.exists() else None
             if df is not None:
-                data.examples[key] = report.confident_mistakes(df[list(report.EXAMPLE_COLUMNS)].to_dict("records"))
+                data.examples[key] = report_tables.confident_mistakes(df[list(report_tables.EXAMPLE_COLUMNS)].to_dict("records"))
             if key not in data.bins:
                 continue
             rep = data.metrics[key]
             n_bins, binning = rep["n_bins"], rep["binning"]
             label = f"{n_bins} {binning.replace('_', '-')} bins"
-            images = [(save(report.fig_reliability(b, m), plots.reliability_figure, data.bins[key], m, rep["ece"],
+            images = [(save(layout.fig_reliability(b, m), plots.reliability_figure, data.bins[key], m, rep["ece"],
                             subtitle=f"{b} · {label}"), label)]
             if df is not None:
                 other = "equal_mass" if binning == "equal_width" else "equal_width"
                 table = metrics.reliability_table(df["p"].to_numpy(np.float64), df["y"].to_numpy(np.float64),
                                                   n_bins, other).records() if len(df) else []
                 other_label = f"{n_bins} {other.replace('_', '-')} bins"
-                images.append((save(report.fig_reliability(b, m, other), plots.reliability_figure, table, m,
+                images.append((save(layout.fig_reliability(b, m, other), plots.reliability_figure, table, m,
                                     plots.bins_ece(table), subtitle=f"{b} · {other_label}"), other_label))
             if key in data.sample_size_figures:
                 images.append((data.sample_size_figures[key], "ECE against sample size"))
             entries.append((m, images))
             panels.append((m, data.bins[key], rep["ece"]))
         if panels:
-            figures["grid"][b] = save(report.fig_grid(b), plots.reliability_grid, panels, f"{b}: reliability diagrams")
+            figures["grid"][b] = save(layout.fig_grid(b), plots.reliability_grid, panels, f"{b}: reliability diagrams")
             figures["runs"][b] = entries
         cal_models = [m for m in data.runs[b] if (b, m) in data.calibration_bins and (b, m) in data.calibration]
         if cal_models:
-            methods = [x for x in report.CALIBRATION_METHODS
+            methods = [x for x in registry.METHOD_NAMES
                        if any(x in data.calibration[(b, m)].get("split", {}).get("methods", {}) for m in cal_models)]
             cells = {}
             for m in cal_models:
@@ -224,16 +227,16 @@ def report_stage(
                     mrep = split.get("methods", {}).get(x, {})
                     cells[(m, x)] = ([r for r in records if r["method"] == x],
                                      (mrep.get("metrics") or {}).get("ece"), mrep.get("status", "missing"))
-            figures["calibration"][b] = save(report.fig_calibration(b), plots.calibration_grid, cal_models, methods,
+            figures["calibration"][b] = save(layout.fig_calibration(b), plots.calibration_grid, cal_models, methods,
                                              cells, f"{b}: before and after calibration (held-out split)")
     _draw_figures(todo)
     figures["sizes"].update({rel: png_size(out_dir / rel) for rel in written})
     clear_output_dir(out_dir / "figures", (".png",), "--out", keep=[out_dir / rel for rel in written])
 
-    docs, examples = report.build_tables(data), report.examples_docs(data)
+    docs, examples = report_tables.build_tables(data), report_tables.examples_docs(data)
     for doc in docs + examples:
-        write_text(out_dir / "tables" / f"{doc.name}.md", report.doc_markdown(doc))
-    write_text(out_dir / "index.html", report.render_html(data, docs, figures))
+        write_text(out_dir / "tables" / f"{doc.name}.md", report_md.doc_markdown(doc))
+    write_text(out_dir / "index.html", report_html.render_html(data, docs, figures))
     log.info("report: %d figures (%d unchanged, not redrawn), %d tables -> %s", len(written), len(reused),
              len(docs) + len(examples), out_dir / "index.html")
     for line in data.missing:

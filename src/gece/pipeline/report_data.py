@@ -7,11 +7,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-from gece import layout, report
+from gece import layout
 from gece.io import read_json
 from gece.params import Params
 from gece.pipeline import runs
-from gece.report import ReportData
+from gece.report import tables as report_tables
+from gece.report.tables import ReportData
 from gece.schemas import (
     BinningReport,
     BinsReport,
@@ -62,7 +63,7 @@ def load_report_data(params: Params, reports_dir: Path, scores_dir: Path, out_di
         benchmarks += sorted(d.name for d in (reports_dir / "metrics").iterdir() if d.is_dir() and d.name not in
                              benchmarks)
     expected = {b: runs.runs(params, b, root) for b in benchmarks}
-    data = report.ReportData(benchmarks=benchmarks, runs={}, special_pairs=dict(params.ablate.special_tokens))
+    data = report_tables.ReportData(benchmarks=benchmarks, runs={}, special_pairs=dict(params.ablate.special_tokens))
     lost: dict[str, list[tuple[str, str]]] = {k: [] for k in (
         "metrics", "bins", "sample-size ablation", "binning ablation", "calibration", "calibration bins",
         "scores (for the equal-mass diagrams)", "extract metadata")}
@@ -72,13 +73,13 @@ def load_report_data(params: Params, reports_dir: Path, scores_dir: Path, out_di
         lost["metrics"] += [(b, m) for m in expected[b] if m not in found]
         for m in data.runs[b]:
             key = (b, m)
-            data.metrics[key] = _read_optional(reports_dir / report.src_metrics(b, m), MetricsReport)
+            data.metrics[key] = _read_optional(reports_dir / layout.metrics_file(b, m), MetricsReport)
             for what, store, rel, schema in (
-                ("bins", data.bins, report.src_bins(b, m), BinsReport),
-                ("sample-size ablation", data.sample_size, report.src_sample_size(b, m), SampleSizeReport),
-                ("binning ablation", data.binning, report.src_binning(b, m), BinningReport),
-                ("calibration", data.calibration, report.src_calibration(b, m), CalibrationReport),
-                ("calibration bins", data.calibration_bins, report.src_calibration_bins(b, m),
+                ("bins", data.bins, layout.bins_file(b, m), BinsReport),
+                ("sample-size ablation", data.sample_size, layout.sample_size_file(b, m), SampleSizeReport),
+                ("binning ablation", data.binning, layout.binning_file(b, m), BinningReport),
+                ("calibration", data.calibration, layout.calibration_file(b, m), CalibrationReport),
+                ("calibration bins", data.calibration_bins, layout.calibration_bins_file(b, m),
                  CalibrationBinsReport),
             ):
                 value = _read_optional(reports_dir / rel, schema)
@@ -86,7 +87,7 @@ def load_report_data(params: Params, reports_dir: Path, scores_dir: Path, out_di
                     lost[what].append(key)
                 else:
                     store[key] = value
-            png = reports_dir / report.src_sample_size(b, m).replace(".json", ".png")
+            png = reports_dir / layout.sample_size_file(b, m).replace(".json", ".png")
             if png.exists():
                 data.sample_size_figures[key] = Path(os.path.relpath(png, out_dir)).as_posix()
             if runs.is_reference(params, m):
@@ -99,15 +100,15 @@ def load_report_data(params: Params, reports_dir: Path, scores_dir: Path, out_di
             else:
                 data.meta[key] = meta
     for m in params.models:
-        rep = _read_optional(reports_dir / report.src_neutral(m), NeutralReport)
+        rep = _read_optional(reports_dir / layout.neutral_file(m), NeutralReport)
         if rep is not None:
             data.neutral[m] = rep
     for m in params.ablate.special_tokens:
-        rep = _read_optional(reports_dir / report.src_special_tokens(m), SpecialTokensReport)
+        rep = _read_optional(reports_dir / layout.special_tokens_file(m), SpecialTokensReport)
         if rep is not None:
             data.special_tokens[m] = rep
     for b in benchmarks:
-        rep = _read_optional(reports_dir / report.src_compare(b), CompareReport)
+        rep = _read_optional(reports_dir / layout.compare_file(b), CompareReport)
         if rep is not None:
             data.compare[b] = rep
 

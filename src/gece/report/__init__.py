@@ -1,0 +1,2 @@
+"""The report: tables (:mod:`gece.report.tables`), their markdown (:mod:`gece.report.markdown`) and
+the HTML page (:mod:`gece.report.html`, with its package data ``page.css`` and ``page.html``)."""

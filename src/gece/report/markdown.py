@@ -1,0 +1,156 @@
+"""The report as markdown: ``reports/tables/*.md``, the comparison table ``reports/compare/<b>.md``,
+and the escaping that makes data text an inert table cell."""
+
+from __future__ import annotations
+
+from gece import registry
+from gece.report.tables import (
+    BEST_MARK,
+    WORST_MARK,
+    Cell,
+    Column,
+    Table,
+    TableDoc,
+    _num,
+    _p,
+    format_cell,
+    plain_text,
+    plural,
+)
+
+# the comparison's column labels: the registry's, but human alignment is "Accuracy" here
+LABELS = {"accuracy": "Accuracy"}
+
+
+def _label(key: str) -> str:
+    return LABELS.get(key, registry.label(key))
+
+
+def compare_markdown(result: dict) -> str:
+    """One row per model pair: A − B with its interval and p-value per metric; significant
+    differences in bold (p < alpha), † where they survive Holm's correction over the pair's metrics.
+    Names (benchmark, models) are escaped; the numbers are written here (``<0.001`` is no tag)."""
+    keys = list(result["pairs"][0]["metrics"]) if result["pairs"] else []
+    level = f"{result['level']:.0%}"
+    lines = [
+        f"# Paired model comparison: {_md_escape(result['benchmark'])}",
+        "",
+        (f"Difference A − B on the same {result['n']} pairs, paired bootstrap with {result['draws']} resamples "
+        f"(seed {result['seed']}): point difference, {level} bias-corrected percentile interval and two-sided "
+        "p-value. "
+        f"**Bold**: significant at α = {result['alpha']}; †: still significant after Holm's correction "
+        f"over the {len(keys)} metrics of the pair. The smallest p-value {result['draws']} resamples can give "
+        f"is {2 / (result['draws'] + 1):.4f}; with {plural(len(result['pairs']), 'model pair')} and "
+        f"{plural(len(result['pairs']) * len(keys), 'difference')} in the table, expect some to be significant "
+        f"at α = {result['alpha']} by chance alone."),
+        "",
+        "| A | B | " + " | ".join(_label(k) for k in keys) + " |",
+        "|---|---|" + "---|" * len(keys),
+    ]
+    for pair in result["pairs"]:
+        cells = []
+        for k in keys:
+            c = pair["metrics"][k]
+            text = f"{_num(c['diff'], 3)} [{_num(c['ci_low'])}, {_num(c['ci_high'])}], {_p(c['p_value'])}"
+            if c["significant"]:
+                text = f"**{text}**" + (" †" if c["significant_holm"] else "")
+            cells.append(text)
+        lines.append(f"| {_md_escape(pair['a'])} | {_md_escape(pair['b'])} | " + " | ".join(cells) + " |")
+    n_sig = sum(c["significant"] for pair in result["pairs"] for c in pair["metrics"].values())
+    total = len(result["pairs"]) * len(keys)
+    lines += ["", (f"{n_sig} of {plural(total, 'difference')} {'is' if total == 1 else 'are'} significant at "
+              f"α = {result['alpha']}.")]
+    power = result.get("power")
+    if power:
+        lines += ["", (f"Power: the smallest true difference the paired test detects with {power['level']:.0%} power "
+                  f"at α = {result['alpha']} (median and range over {power['pairs']} pairs of "
+                  f"{'the authors' + chr(39) + ' runs' if power['runs'] == 'paper' else 'runs'}):"), "",
+                  "| metric | minimum detectable difference | range |", "|---|--:|--:|"]
+        lines += [f"| {_label(k)} | {_num(v['median'])} | {_num(v['min'])} – {_num(v['max'])} |"
+                  for k, v in power["mde"].items()]
+    return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------------- markdown
+_MD_BACKSLASH = set("\\`*~|$")  # active anywhere in a line (code, emphasis, strike-through, cells, math)
+_MD_AT_START = set("#+=")  # active at the start of a line (headings, list items, setext underlines)
+_MD_ENTITY = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_BIDI_CONTROLS = set("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def _md_escape(text: object) -> str:
+    """Text as an inert markdown table cell (GitHub-flavoured markdown) that renders as the text.
+
+    - control characters and line breaks (\\n, \\r, tab, U+2028/2029, ...) become a space and the
+      ends are stripped (:func:`plain_text`): a row stays on one line, and a table cell trims
+      its ends anyway;
+    - ``&``, ``<`` and ``>`` become ``&amp;``, ``&lt;`` and ``&gt;``: markdown passes raw HTML
+      through, so ``<script>`` must reach the renderer as text, and ``&amp;`` in the data shows
+      as ``&amp;``, not ``&``;
+    - a backslash, ``|`` (the cell separator), a backtick (code spans), ``*`` (emphasis), ``~``
+      (strike-through) and ``$`` (math on GitHub) get a backslash, wherever they are; so does
+      ``_`` unless it is inside a word (``genderlex_person``: intraword ``_`` emphasises
+      nothing), ``]`` before ``(`` or ``[`` (links, images) and ``[`` before ``^`` (footnotes);
+      other brackets stay (a table cell cannot hold the reference definition a bare ``[x]``
+      would need), so an interval reads ``0.158 [0.133, 0.188]``;
+    - ``#``, ``+`` and ``=`` at the start get a backslash (headings, list items, setext lines
+      where the text starts a line);
+    - bidirectional control characters (U+202A–U+202E, U+2066–U+2069, U+200E/200F, U+061C)
+      become numeric character references: they still render, but cannot reorder the other
+      cells of the row in the markdown source.
+
+    Everything else, non-ASCII included (accents, CJK, emoji, right-to-left letters, combining
+    marks), is kept unchanged. Undoing the backslashes and the character references gives
+    back ``plain_text(text)``. Not made inert: bare URLs (GitHub links them) and ``:name:``
+    emoji codes; neither can add markup.
+    """
+    text = plain_text(text)
+    out = []
+    for i, ch in enumerate(text):
+        before, after = text[i - 1 : i], text[i + 1 : i + 2]
+        if ch in _MD_ENTITY:
+            out.append(_MD_ENTITY[ch])
+        elif ch in _BIDI_CONTROLS:
+            out.append(f"&#x{ord(ch):04X};")
+        elif (ch in _MD_BACKSLASH or (i == 0 and ch in _MD_AT_START) or (ch == "[" and after == "^")
+              or (ch == "]" and after in ("(", "[")) or (ch == "_" and not (before.isalnum() and after.isalnum()))):
+            out.append("\\" + ch)
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _md_cell(cell: Cell, col: Column) -> str:
+    text = _md_escape(format_cell(cell, col))
+    if cell.worst:
+        text = f"**{text}** {WORST_MARK[cell.worst]}"
+    elif cell.best:
+        text = f"{text} {BEST_MARK}"
+    elif cell.strong:
+        text = f"**{text}**"
+    if cell.mark:
+        text += f" {cell.mark}"
+    return text
+
+
+def table_markdown(table: Table) -> str:
+    head = [*table.label_columns, *(c.label for c in table.columns)]
+    align = ["---"] * len(table.label_columns) + ["---" if c.text else "--:" for c in table.columns]
+    lines = ["| " + " | ".join(map(_md_escape, head)) + " |", "|" + "|".join(align) + "|"]
+    for row in table.rows:
+        cells = [_md_escape(x) for x in row.label] + [_md_cell(c, col) for c, col in zip(row.cells, table.columns)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def doc_markdown(doc: TableDoc) -> str:
+    parts = [f"# {_md_escape(doc.title)}", "", doc.caption, ""]  # captions are markdown written here
+    if not doc.tables:
+        parts += [f"_Not available: {_md_escape(doc.empty)}._", ""]
+    for t in doc.tables:
+        parts += [f"## {_md_escape(t.heading)}", ""]
+        if t.note:
+            parts += [_md_escape(t.note), ""]
+        parts += [table_markdown(t), ""]
+    parts.append("_Generated by `gece report` from the JSON reports; do not edit._")
+    return "\n".join(parts) + "\n"
