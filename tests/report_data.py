@@ -27,6 +27,7 @@ from gece.pipeline import compare as compare_stage
 from gece.pipeline import metrics as metrics_stage
 from gece.pipeline import neutral as neutral_stage
 from gece.pipeline import special_tokens as special_tokens_stage
+from gece.pipeline.runs import load_run_file
 from gece.schemas import ExtractMeta, MetricsReport, PreparedPair, ScoreRow
 
 from .conftest import ROOT
@@ -185,9 +186,9 @@ def build(root: Path, prepared_dir: Path, reference_scores: dict) -> Path:
                                reports / "metrics" / b / f"{NOBOS}.json", scores_dir / b / f"{NOBOS}.parquet")
                            for b in BENCHMARKS}, reports / "ablation" / "special_tokens" / f"{MODEL}.json")
     for b in BENCHMARKS:
-        paths = [scores_dir / b / f"{m}.parquet" for bb, m in runs if bb == b]
-        compare_stage.compare_files(paths, reports / "compare" / f"{b}.json", reports / "compare" / f"{b}.md", MetricsParams(),
-                       params.ablate.compare)
+        loaded = [load_run_file(paper_scores.get((bb, m), scores_dir / bb / f"{m}.parquet")) for bb, m in runs if bb == b]
+        compare_stage.compare(loaded, reports / "compare" / f"{b}.json", reports / "compare" / f"{b}.md", MetricsParams(),
+                              params.ablate.compare, power_runs=[m for bb, m in runs if bb == b and m in params.references])
     return root
 
 

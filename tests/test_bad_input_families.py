@@ -319,7 +319,7 @@ def test_log_lines_are_literal_text(work, capsys, label):
     assert f"-> o{shown}.parquet" in err and "\x1b" not in err and "\u202e" not in err and "❌" not in err
 
 
-@pytest.mark.parametrize("command", ["extract", "reference"])
+@pytest.mark.parametrize("command", ["extract"])
 def test_repeated_pair_id_in_a_prepared_file(work, capsys, command):
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -330,13 +330,7 @@ def test_repeated_pair_id_in_a_prepared_file(work, capsys, command):
     pq.write_table(table.set_column(i, "pair_id", pa.array(["bench-0001"] * len(table))), work / "dup.parquet")
     (work / "ref.csv").write_text("never read")
     before = files(work)
-    args = {"extract": ["extract", "dup.parquet", "o.parquet", "--model", "smollm2-135m"],
-            "reference": ["reference", "dup.parquet", "ref.csv", "o.parquet", "--model", "paper-x"]}[command]
-    if command == "reference":  # the reference CSV is read first: make it valid for two rows
-        from .test_bad_input import _reference
-
-        (work / "ref.csv").write_text(_reference("0.2"))
-        before = files(work)
+    args = {"extract": ["extract", "dup.parquet", "o.parquet", "--model", "smollm2-135m"]}[command]
     _refused(capsys, args, "dup.parquet: 1 pair_id(s) appear more than once", "pair_id 'bench-0001' appears 2 times: "
              "rows 1, 2")
     assert files(work) == before

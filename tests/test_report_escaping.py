@@ -92,7 +92,7 @@ def _build_evil(tmp_path_factory):
     (root / "params.yaml").write_text(yaml.safe_dump({
         "benchmarks": [BENCH], "models": list(MODELS),
         "registry": {m: {"source": "package:tiny-lm"} for m in MODELS},
-        "paper": {"benchmarks": [], "models": []}, "ablate": {"special_tokens": {}},
+        "references": [], "ablate": {"special_tokens": {}},
     }), encoding="utf-8")
     params = load_params(root / "params.yaml")
     scores, reports = root / "artifacts" / "scores" / BENCH, root / "reports"

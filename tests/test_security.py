@@ -80,6 +80,7 @@ def test_model_needing_remote_code_is_refused_not_run(tmp_path, monkeypatch, cap
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     params["models"] = ["evil"]
     params["registry"] = {"evil": {"source": str(src), "device": "cpu"}}
+    params["references"] = []
     params["ablate"]["special_tokens"] = {}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     monkeypatch.chdir(tmp_path)

@@ -75,6 +75,9 @@ def benchmark_of(args: argparse.Namespace, params) -> str:
     if args.benchmark not in params.benchmarks:
         raise GeceError(f"--benchmark {args.benchmark!r} is not in benchmarks of {args.params}",
                         hint=f"known: {', '.join(params.benchmarks)}")
+    from gece import layout
+
+    layout.check_data(params, args.params)
     return args.benchmark
 
 

@@ -69,7 +69,10 @@ def check_data(params: Params, source: str | Path) -> None:
     if not missing:
         return
     if not DATA.exists():
-        raise GeceError(f"{DATA}/ not found (it holds the benchmarks and the released scores)", hint=DATA_HINT)
+        raise GeceError(f"{source}: data/ is missing: run `dvc pull data.dvc` (or make data)",
+                        problems=[f"{DATA.absolute()} does not exist"],
+                        hint="the data snapshot is tracked by DVC (data.dvc), not git; `gece pull` checks "
+                        "the DVC remote and pulls it")
     raise GeceError(f"{source}: names {len(missing)} data file(s) that do not exist", problems=missing[:MAX_SHOWN],
                     hint=DATA_HINT)
 

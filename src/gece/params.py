@@ -141,8 +141,8 @@ class ModelSpec(_Section):
     def _consistent(self) -> ModelSpec:
         if self.reference is not None:
             if not is_id(self.reference):
-                raise ValueError(f"source {self.source!r}: the name after {REFERENCE_PREFIX!r} is a file name of "
-                                 f"data/reference/<benchmark>/; {ID_HELP}")
+                raise ValueError(f"source {self.source!r}: {self.reference!r} is not a valid id (the name after "
+                                 f"{REFERENCE_PREFIX!r} is a file name of data/reference/<benchmark>/); {ID_HELP}")
             loading = sorted(k for k in self.model_fields_set if k != "source")
             if loading:
                 raise ValueError(f"{', '.join(loading)}: settings of a model that is loaded and scored, but source "

@@ -30,6 +30,7 @@ def compare(
     m: MetricsParams,
     c: CompareParams,
     power_runs: list[str] = (),
+    sources: list[str] | None = None,
 ) -> dict:
     """Paired bootstrap between every two of the ``loaded`` runs (one benchmark's: run and metadata).
 
@@ -50,7 +51,7 @@ def compare(
         result = ablation.compare(shared, c.draws, c.seed, c.ci, c.alpha, m.n_bins, m.binning, power=c.power,
                                   power_runs=[name for name in shared if name in power_runs])
     except ValueError as e:
-        raise GeceError(f"cannot compare {', '.join(runs)}: {e}",
+        raise GeceError(f"cannot compare {', '.join(sources or runs)}: {e}",
                         hint="compare score files of the same benchmark (same pairs, same labels)") from e
     partial = {name: len(r.pair_id) for name, r in runs.items() if len(r.pair_id) != result["n"]}
     if partial:
@@ -68,7 +69,8 @@ def compare(
 def compare_files(score_paths: list[Path], out: str | Path | None, markdown_out: str | Path | None,
                   m: MetricsParams, c: CompareParams) -> dict:
     """:func:`compare` of score files (each run named by its metadata)."""
-    return compare([runs.load_run_file(path) for path in score_paths], out, markdown_out, m, c)
+    return compare([runs.load_run_file(path) for path in score_paths], out, markdown_out, m, c,
+                   sources=[str(path) for path in score_paths])
 
 
 EXAMPLES = ("gece compare --benchmark winogender     # every run of winogender (the DVC stage writes --out, --markdown-out)",

@@ -11,6 +11,7 @@ from gece.errors import GeceError
 from gece.io import read_json, write_json
 from gece.schemas import MetricsReport, SpecialTokensReport
 
+from gece.pipeline import runs
 log = logging.getLogger("gece")
 
 
@@ -47,14 +48,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def special_tokens(
-    runs: dict[str, tuple[Path, Path, Path, Path]], out: str | Path
+    pairs: dict[str, tuple[Path, Path, Path, Path]], out: str | Path
 ) -> dict:
     """The same model with and without special tokens, per benchmark.
 
-    ``runs``: {benchmark: (metrics with, scores with, metrics without, scores without)}.
+    ``pairs``: {benchmark: (metrics with, scores with, metrics without, scores without)}.
     """
     result = {}
-    for benchmark, (m_with, s_with, m_without, s_without) in runs.items():
+    for benchmark, (m_with, s_with, m_without, s_without) in pairs.items():
         sides = {}
         for side, mpath, spath in (("with", m_with, s_with), ("without", m_without, s_without)):
             report = read_json(mpath, MetricsReport).model_dump()
