@@ -616,6 +616,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("targets", nargs="*", default=["data.dvc"], help=".dvc files to pull (default: %(default)s)")
     p.set_defaults(func=cmd_pull)
 
+    from gece import repro  # a command module (add_arguments, run); imports nothing heavy
+
+    p = _sub(sub, "repro", repro.HELP, repro.EXAMPLES)
+    repro.add_arguments(p)
+    p.set_defaults(func=repro.run)
+
     p = _sub(sub, "prepare", "validate and align a benchmark -> prepared Parquet (DVC stage prepare)",
              ("gece prepare data/benchmarks/winobias.csv artifacts/prepared/winobias.parquet",))
     p.add_argument("csv", type=Path, help="data/benchmarks/<name>.csv")
