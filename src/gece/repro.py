@@ -22,6 +22,7 @@ This module is a command module: :func:`add_arguments` and :func:`run`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
@@ -77,11 +78,13 @@ class Account:
         return f"pulled {self.n_pulled}, ran {len(self.ran)}"
 
     def detail(self) -> str:
-        source = f"from DVC remote {self.remote}" if self.remote else "nothing pulled: no remote"
         kept = self.stages - self.n_pulled - len(self.ran)
-        parts = [f"{self.stages} stages: {len(set(self.pulled) - set(self.ran))} pulled {source}",
-                 f"{len(set(self.restored) - set(self.ran))} restored from its run cache by dvc repro",
-                 f"{len(self.ran)} ran", f"{max(kept, 0)} already in place"]
+        if self.remote:
+            parts = [f"{self.stages} stages: {len(set(self.pulled) - set(self.ran))} pulled from DVC remote "
+                     f"{self.remote}", f"{len(set(self.restored) - set(self.ran))} restored from its run cache"]
+        else:
+            parts = [f"{self.stages} stages: nothing pulled (no usable remote)"]
+        parts += [f"{len(self.ran)} ran", f"{max(kept, 0)} already in place"]
         if self.lacked:
             parts.append(f"the remote lacked {self.lacked} cache files")
         return "; ".join(parts)
@@ -92,8 +95,8 @@ def stages(root: Path) -> list[Stage]:
     from dvc.exceptions import DvcException
     from dvc.repo import Repo
 
-    try:
-        with Repo(str(root)) as repo:
+    try:  # in root: DVC names a stage relative to the working directory (`dvc.yaml:a` elsewhere)
+        with contextlib.chdir(root), Repo(".") as repo:
             found = []
             for stage in repo.index.stages:
                 outs = [o for o in stage.outs if o.use_cache]
@@ -109,6 +112,7 @@ def _dvc(root: Path) -> tuple[list[str], dict[str, str]]:
     """DVC of this Python environment, with this environment's bin/ first on PATH (stages call `gece`)."""
     env = dict(os.environ)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env["PYTHONUNBUFFERED"] = "1"  # DVC's lines as they come, not in blocks (its stdout is our pipe)
     return [sys.executable, "-m", "dvc"], env
 
 
@@ -201,8 +205,7 @@ def repro(root: Path = Path("."), targets: tuple[str, ...] = (), *, use_remote: 
     if not quiet:
         print(f"  ({account.detail()})", flush=True)
     if status != 0:
-        failed = f" after running {len(account.ran) - 1} stages" if account.ran else ""
-        raise GeceError(f"dvc repro failed (exit {status}){failed}",
+        raise GeceError(f"dvc repro failed (exit {status})",
                         problems=[f"the last stage started: {account.ran[-1]}"] if account.ran else [],
                         hint="DVC's lines above say why; fix it and run gece repro (or make repro) again: "
                         "what finished is kept")
