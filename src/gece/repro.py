@@ -42,7 +42,9 @@ PULLING = re.compile(r"^Pulling data for stage: '([^']+)'")
 UNABLE = re.compile(r"^Unable to pull data for stage: '([^']+)'")
 MISSING_HEAD = "Some of the cache files do not exist neither locally nor on remote"
 MISSING_LINE = re.compile(r"^(md5|etag|checksum): [0-9a-f]+$")
-CHANGE_LINE = re.compile(r"^[AMD]\s+\S")  # dvc pull's per-output lines
+# dvc pull's totals ("131 files fetched and 130 files added"); its per-output lines ("A  path",
+# wrapped at the terminal's width) are left out: the account says it shorter
+PULL_TOTALS = re.compile(r"^(\d+ files? \w+|Everything is up to date)")
 UNCHANGED = re.compile(r"^(Stage )?'[^']+' didn't change, skipping$")  # one per stage: the account counts them
 
 
@@ -146,9 +148,8 @@ def pull(root: Path, account: Account, targets: list[str], quiet: bool) -> bool:
     cmd, env = _dvc(root)
     res = subprocess.run([*cmd, "pull", "--run-cache", "--allow-missing", *targets], cwd=root, env=env,
                          capture_output=True, text=True, check=False)
-    for line in res.stdout.splitlines() + res.stderr.splitlines():
-        if not CHANGE_LINE.match(line):  # one line per output: the account says it shorter
-            _echo(line, quiet, account)
+    for line in [x for x in res.stdout.splitlines() if PULL_TOTALS.match(x)] + res.stderr.splitlines():
+        _echo(line, quiet, account)
     if res.returncode != 0:
         account.remote = None
         _warn(f"dvc pull from DVC remote {rem.name!r} ({rem.url}) failed (exit {res.returncode}); going on "
