@@ -47,6 +47,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("gece.pipeline.report", "figures, tables and reports/index.html from every report (DVC stage report)"),
     "validate": ("gece.validate", "check a benchmark CSV as gece prepare does; exit 2 and list bad rows if invalid"),
     "pull": ("gece.remote", "the data snapshot from the DVC remote (dvc pull data.dvc), remote checked first"),
+    "repro": ("gece.repro", "pull what the default DVC remote holds for dvc.lock, then dvc repro what is missing; "
+              "print the account (make repro)"),
     "try": ("gece.try_model", "a cheap first try: score a model (registry id, local path, hub id or package:) on "
             "the first pairs of one benchmark and print its metrics; params.yaml is not changed"),
     "diff": ("gece.diff", "JSON values that moved by more than a tolerance between two revisions: a dvc metrics "
