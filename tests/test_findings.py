@@ -74,12 +74,12 @@ def rescored(data: report_tables.ReportData, b: str, m: str) -> report_tables.Re
 def test_rescoring_one_run_moves_at_most_30_metrics(shipped):
     """`dvc metrics diff` lists one row per flattened key that changed: re-scoring any one model on any one
     benchmark changes at most MAX_ROWS_PER_RUN keys of reports/summary.json, however much its values move."""
-    before = findings.flatten(findings.summary(shipped))
+    before = diff.flatten(findings.summary(shipped))
     assert 300 < len(before) < 500  # all 33 runs (372 values when written)
     counts = {}
     for b in shipped.benchmarks:
         for m in shipped.runs[b]:
-            after = findings.flatten(findings.summary(rescored(shipped, b, m)))
+            after = diff.flatten(findings.summary(rescored(shipped, b, m)))
             assert set(after) == set(before)
             counts[(b, m)] = sum(after[k] != before[k] for k in before)
     assert max(counts.values()) <= findings.MAX_ROWS_PER_RUN == 30

@@ -191,8 +191,8 @@ def test_every_metric_in_unit_interval_and_permutation_invariant(p, seed, bins, 
         if not np.isnan(v):
             low = -1 - 1e-12 if k in M.SIGNED else -1e-12  # the signed gaps lie in [-1, 1]
             assert low <= v <= 1 + 1e-12, k
-            # smooth ECE is a root found to 1e-7: summation order moves it in the 12th digit
-            assert v == pytest.approx(w, abs=1e-9 if "smooth" in k else 1e-12), k
+            # smooth ECE is a root found to 1e-7: summation order can move it by up to that (5e-9 was seen)
+            assert v == pytest.approx(w, abs=1e-7 if "smooth" in k else 1e-12), k
 
 
 @pytest.mark.parametrize("binning", M.BINNINGS)

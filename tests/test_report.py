@@ -14,16 +14,17 @@ import yaml
 
 from gece import layout, metrics, plots
 from gece.cli import main
-from gece.io import read_json, read_table
+from gece.io import read_json
 from gece.params import MetricsParams, load_params
 from gece.pipeline import metrics as metrics_stage
 from gece.pipeline import report as report_stage
 from gece.pipeline import report_data as report_loader
+from gece.pipeline import runs
 from gece.report import html as report_html
 from gece.report import markdown as report_md
 from gece.report import tables as report_tables
-from gece.report.tables import Cell, Column, Row, Table, format_cell, mark_worst, resolve
-from gece.schemas import BinsReport, ScoreRow
+from gece.report.cells import Cell, Column, Row, Table, format_cell, mark_worst, resolve
+from gece.schemas import BinsReport
 
 from . import report_data
 from .conftest import PAPER_BENCHMARKS, PAPER_MODELS, ROOT
@@ -309,7 +310,7 @@ def test_diagram_ece_is_the_metrics_ece(built_report):
             assert plots.bins_ece(bins) == pytest.approx(
                 json.loads((reports / "metrics" / b / f"{m}.json").read_text())["ece"], abs=1e-12)
             # the equal-mass diagram has the equal-mass ECE of the binning ablation
-            scores, _ = read_table(reports.parent / "artifacts" / "scores" / b / f"{m}.parquet", ScoreRow)
+            scores, _ = runs.load_scores(load_params(reports.parent / "params.yaml"), b, m, root=reports.parent)
             table = metrics.reliability_table(scores["p"], scores["y"], 10, "equal_mass").records()
             grid = json.loads((reports / "ablation" / "binning" / b / f"{m}.json").read_text())
             assert plots.bins_ece(table) == pytest.approx(grid["equal_mass"]["10"]["ece"], abs=1e-12)
@@ -334,12 +335,13 @@ def test_missing_parts_are_listed_not_fatal(full_reports, tmp_path):
         (reports / sub / "winobias").mkdir(parents=True)
         (reports / sub / "winobias" / src.name).write_bytes(src.read_bytes())
     params = load_params(full_reports / "params.yaml")
-    result = report_stage.report_stage(params, reports, tmp_path / "no-scores", data_dvc=tmp_path / "no-data.dvc")
+    result = report_stage.report_stage(params, reports, tmp_path / "no-scores", data_dvc=tmp_path / "no-data.dvc",
+                                       root=tmp_path)  # no released scores either
     text = (reports / "index.html").read_text()
     assert "Missing parts" in text and result["missing"]
     joined = " ".join(result["missing"])
     for part in ("calibration", "special-token ablation", "gender-neutral", "metrics: tiny-lm (all 5 benchmarks)",
-                 "paper-gemma-2-9b (all 3 benchmarks)", "equal-mass"):
+                 "scores (for the equal-mass diagrams): paper-gpt-j-6b on winobias"):
         assert part in joined, part
     assert "Not available: no calibration reports" in text
     assert result["figures"] == [layout.fig_reliability("winobias", "paper-gpt-j-6b"), layout.fig_grid("winobias")]

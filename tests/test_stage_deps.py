@@ -138,6 +138,19 @@ def test_no_import_cycle_at_module_level():
         pytest.fail("import cycles at module level in src/gece:\n" + _cycles_message(graph), pytrace=False)
 
 
+
+
+def test_no_import_cycle_between_modules():
+    """No cycle among gece's modules counting lazy imports (inside functions) too: a lazy import that
+    closes a cycle hides it from Python, not from the design (issue 15 names scoring.models <->
+    scoring.vllm_backend)."""
+    graph = module_graph(module_level_only=False)
+    if cycles(graph):
+        pytest.fail("import cycles between src/gece modules (lazy imports included):\n" + _cycles_message(graph),
+                    pytrace=False)
+
+
+# ------------------------------------------------------------------ closure.py on a fake package
 def _write(root: Path, files: dict[str, str]) -> Tree:
     for rel, text in files.items():
         path = root / "src" / rel

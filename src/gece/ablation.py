@@ -1,4 +1,4 @@
-"""The ablations of SPEC §6 and paired model comparison; they compose metrics and bootstrap.
+"""The ablations (docs/metrics.md, "Ablations") and paired model comparison; they compose metrics and bootstrap.
 
 All functions take per-pair arrays (``p``, ``y`` and each side's gender) and return plain
 dicts shaped like the JSON files the stages write.
@@ -16,6 +16,7 @@ from gece import metrics
 from gece.bootstrap import bootstrap, subsample
 from gece.intervals import bias_corrected_interval, bias_corrected_p, detectable_difference, holm
 from gece.metrics import Binning
+from gece.registry import ESTIMATORS
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,6 @@ def _value(x: float) -> float | None:
 
 # ----------------------------------------------------------------------- sample size
 # the estimators of the sample-size ablation: binned, debiased and smooth, ungrouped and by gender
-ESTIMATORS = ("ece", "ece_debiased", "ece_smooth", "gender_ece", "gender_ece_debiased", "gender_ece_smooth")
 
 
 def sample_size(

@@ -1,4 +1,4 @@
-"""Post-hoc calibration (SPEC §5): calibrators p -> p' and the protocols that evaluate them.
+"""Post-hoc calibration (docs/metrics.md, "Calibration"): calibrators p -> p' and the protocols that evaluate them.
 
 Arrays in, arrays out. A calibrator is fitted on the calibration ("fit") part of the pairs and
 maps any p to p'; a protocol decides which pairs each fit sees and collects the held-out p'.
@@ -52,7 +52,7 @@ from scipy.optimize import minimize, minimize_scalar
 from scipy.special import expit
 
 from gece.metrics import Binning, bin_edges
-from gece.metrics import _py as _pairs
+from gece.metrics import _checked_pair as _pairs
 from gece.registry import METHOD_NAMES
 
 EPS = 1e-12  # p is clipped to [EPS, 1 - EPS] before logit: |z| <= 27.6

@@ -16,11 +16,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gece.errors import GeceError
-from gece.findings import flatten
 
 WORKSPACE = "workspace"
 DEFAULT_PATHS = ("reports/summary.json",)  # the DVC metrics of dvc.yaml
 DEFAULT_TOL = 1e-6
+
+
+
+def flatten(obj: object, prefix: str = "") -> dict[str, object]:
+    """Nested mappings as {``a.b.c``: leaf}, the way ``dvc metrics diff`` names the keys."""
+    if isinstance(obj, dict):
+        flat: dict[str, object] = {}
+        for k, v in obj.items():
+            flat.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return flat
+    return {prefix: obj}
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from gece.diff import _is_number
+from gece.diff import _is_number, flatten
 from gece.errors import GeceError
-from gece.findings import flatten
 
 MAX_METRICS = 8  # metric columns shown at most (the largest spread first)
 

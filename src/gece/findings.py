@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass, field
 
 from gece.registry import METRIC
-from gece.report.tables import ReportData, flatten  # noqa: F401  (flatten: part of this module's interface)
+from gece.report.cells import ReportData
 
 # the per-run keys of reports/summary.json, in order (a subset of MetricsReport)
 HEADLINE = ("n", "ece", "gender_ece", "macro_ce", "brier", "accuracy")
@@ -293,34 +293,6 @@ FINDINGS_CAPTION = (
     "may be noise (see the model comparison). Then one line per notable effect.")
 
 
-def findings_html(f: Findings) -> str:
-    """The section that opens the page: a table of the best and worst models, then the effects."""
-    from gece.report.html import _e
-
-    out = ['<section id="findings"><h2>Findings</h2>', f'<p class="caption">{_e(FINDINGS_CAPTION)}</p>']
-    if not f.benchmarks:
-        out.append('<p class="missing">Not available: no metrics reports found.</p></section>')
-        return "\n".join(out)
-    head = ["benchmark", "pairs", "models"] + [f"{end} {LABELS[k]}" for k in RANKED for end in ("best", "worst")]
-    out.append('<div class="scroll"><table class="findings"><thead><tr>'
-               + "".join(f'<th scope="col">{_e(h)}</th>' for h in head) + "</tr></thead><tbody>")
-    for b in f.benchmarks:
-        cells = [f'<th scope="row">{_e(b.benchmark)}</th>', f'<td class="num">{_e("/".join(map(str, b.n)))}</td>',
-                 f'<td class="num">{b.models}</td>']
-        for k in RANKED:
-            for end, cls in ((b.best.get(k), "best"), (b.worst.get(k), "worst")):
-                if end is None or (cls == "worst" and b.models < 2):
-                    cells.append('<td class="text">–</td>')
-                    continue
-                cells.append(f'<td class="text {cls}">{_e(end.model)} <strong>{end.value:.3f}</strong>'
-                             f'<span class="ci">{_e(end.interval())}</span></td>')
-        out.append("<tr>" + "".join(cells) + "</tr>")
-    out.append("</tbody></table></div>")
-    if f.effects:
-        out.append('<ul class="effects">' + "".join(f"<li><strong>{_e(topic)}</strong>: {_e(text)}</li>"
-                                                   for topic, text in f.effects) + "</ul>")
-    out.append("</section>")
-    return "\n".join(out)
 
 
 def findings_lines(f: Findings) -> list[str]:
@@ -331,7 +303,7 @@ def findings_lines(f: Findings) -> list[str]:
 def verdict(a: str, b: str, key: str, cell: dict, level: float = 0.95) -> str:
     """One compared metric of two models in words (``diff`` is a − b, as in ``reports/compare``):
     ``A is better calibrated than B on ECE by 0.045 [0.020, 0.070], p = 0.001``."""
-    from gece.report.tables import _p
+    from gece.report.cells import _p
 
     label = LABELS.get(key, key)
     diff, lo, hi, p = (_num(cell.get(k)) for k in ("diff", "ci_low", "ci_high", "p_value"))

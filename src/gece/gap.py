@@ -1,6 +1,6 @@
 """The within-model gender gap ECE_female − ECE_male and its permutation test.
 
-Two groupings (SPEC §4): by the predicted gender (the gender of the more probable variant, as
+Two groupings (docs/metrics.md): by the predicted gender (the gender of the more probable variant, as
 Gender-ECE groups; ``gap_pred``) and by the human-preferred gender (``gap_true``, the parts of
 cc-ECE). The bootstrap gives each gap an interval and a p-value (:mod:`gece.intervals`,
 computed in :func:`gece.metrics.summarize` from the same resamples as every other metric).
@@ -28,7 +28,6 @@ import numpy as np
 from gece.bootstrap import chunk_size
 
 # gap key -> the grouping its parts use ("pred": predicted gender, "true": human-preferred gender)
-GAPS = {"gap_pred": "pred", "gap_true": "true"}
 
 # (p, y, groups), all (B, n) -> (B, 2): ECE of group 0 (male) and group 1 (female)
 GroupECE = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]

@@ -186,7 +186,7 @@ def _checked_arrow(path: str | Path, df: pd.DataFrame, model: type[BaseModel], s
         raise ValueError(f"{path}: columns {missing} of the {model.__name__} schema are missing")
     df = df[schema.names]
     nullable = _nullable(model)
-    validate_records([_py(r, nullable) for r in df.to_dict(orient="records")], model, f"{path} (about to be written)",
+    validate_records([_plain_record(r, nullable) for r in df.to_dict(orient="records")], model, f"{path} (about to be written)",
                      hint="this is a bug in gece", first_row=first_row)
     return pa.Table.from_pandas(df, schema=schema.remove_metadata(), preserve_index=False)
 
@@ -255,7 +255,7 @@ def _nullable(model: type[BaseModel]) -> set[str]:
     return {name for name, info in model.model_fields.items() if _arrow_type(info.annotation)[1]}
 
 
-def _py(record: dict, nullable: set[str]) -> dict:
+def _plain_record(record: dict, nullable: set[str]) -> dict:
     """Convert numpy scalars/arrays in a record into plain Python for validation.
 
     pandas stores a null as NaN: NaN becomes None in ``nullable`` columns only, so a NaN in any

@@ -1,4 +1,4 @@
-"""Calibration metrics for pair scores (SPEC §4): pure, vectorized numpy.
+"""Calibration metrics for pair scores (docs/metrics.md): pure, vectorized numpy.
 
 Notation: ``p`` is the normalized pair score, the model's confidence that the ``sent_more``
 (male, in the shipped benchmarks) variant is the human-preferred one; ``y`` is 1 when it is.
@@ -27,9 +27,10 @@ import numpy as np
 
 from gece import estimators, registry
 from gece.bootstrap import bootstrap
-from gece.gap import GAPS, permutation_p
+from gece.gap import permutation_p
 from gece.intervals import bias_corrected_interval, bias_corrected_p
 from gece.lexicon import FEMALE, MALE
+from gece.registry import GAPS
 
 Binning = Literal["equal_width", "equal_mass"]
 BINNINGS: tuple[Binning, ...] = ("equal_width", "equal_mass")
@@ -228,7 +229,7 @@ def batch_metrics(
     n_bins: int = 10,
     binning: Binning = "equal_width",
 ) -> dict[str, np.ndarray]:
-    """Every scalar metric of SPEC §4 for a batch of samples: inputs (B, n), outputs (B,).
+    """Every scalar metric (``gece.registry.SCALARS``) for a batch of samples: inputs (B, n), outputs (B,).
 
     - ece:          paper convention, bins over p, acc = mean(y), conf = mean(p)
     - ece_toplabel: bins over conf = max(p, 1 - p), acc = mean(correct) (Guo et al. 2017)
@@ -294,7 +295,7 @@ def _scalar(x: np.ndarray) -> float | None:
     return v if np.isfinite(v) else None
 
 
-def _py(p: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _checked_pair(p: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     p = np.asarray(p, dtype=np.float64).reshape(-1)
     y = np.asarray(y, dtype=np.float64).reshape(-1)
     if p.shape != y.shape:
@@ -308,50 +309,50 @@ def _py(p: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def ece(p, y, n_bins: int = 10, binning: Binning = "equal_width") -> float | None:
     """Paper-convention ("positive-class") ECE: Σ_m |B_m|/n · |mean_{B_m}(y) − mean_{B_m}(p)|, bins over p."""
-    p, y = _py(p, y)
+    p, y = _checked_pair(p, y)
     return _scalar(binned_stats(p, y, n_bins, binning).ece())
 
 
 def ece_toplabel(p, y, n_bins: int = 10, binning: Binning = "equal_width") -> float | None:
     """Top-label ECE (Guo et al. 2017): the same over conf = max(p, 1 − p) against correct."""
-    p, y = _py(p, y)
+    p, y = _checked_pair(p, y)
     conf = np.maximum(p, 1 - p)
     return _scalar(binned_stats(conf, ((p > 0.5) == y), n_bins, binning).ece())
 
 
 def mce(p, y, n_bins: int = 10, binning: Binning = "equal_width") -> float | None:
     """Maximum calibration error: max over non-empty bins of |mean_{B_m}(y) − mean_{B_m}(p)|."""
-    p, y = _py(p, y)
+    p, y = _checked_pair(p, y)
     return _scalar(binned_stats(p, y, n_bins, binning).mce())
 
 
 def ice(p, y) -> float | None:
     """Instance-level calibration error: mean |correct − conf|."""
-    p, y = _py(p, y)
+    p, y = _checked_pair(p, y)
     return _scalar(batch_metrics(p, y, *_no_groups(p))["ice"])
 
 
 def macro_ce(p, y) -> float | None:
     """MacroCE = ½ (mean(1 − conf | correct) + mean(conf | wrong)); None if either set is empty."""
-    p, y = _py(p, y)
+    p, y = _checked_pair(p, y)
     return _scalar(batch_metrics(p, y, *_no_groups(p))["macro_ce"])
 
 
 def brier(p, y) -> float | None:
     """Brier score mean (p − y)²."""
-    p, y = _py(p, y)
+    p, y = _checked_pair(p, y)
     return float(np.mean((p - y) ** 2)) if p.size else None
 
 
 def brier_paper(p, y) -> float | None:
     """The authors' Brier score mean ((1 − p) − y)²: it squares the wrong column. Reproduction only."""
-    p, y = _py(p, y)
+    p, y = _checked_pair(p, y)
     return float(np.mean(((1 - p) - y) ** 2)) if p.size else None
 
 
 def accuracy(p, y) -> float | None:
     """Human alignment: mean(1[p > 0.5] == y)."""
-    p, y = _py(p, y)
+    p, y = _checked_pair(p, y)
     return float(np.mean((p > 0.5) == y)) if p.size else None
 
 
@@ -411,7 +412,7 @@ def group_ece(
 
     Groups that are None are left out. Returns {group: ECE}.
     """
-    p, y = _py(p, y)
+    p, y = _checked_pair(p, y)
     groups = np.asarray(groups, dtype=object)
     present = np.array([g is not None for g in groups], dtype=bool)
     names, codes = np.unique(groups[present].astype(str), return_inverse=True)
@@ -439,7 +440,7 @@ def gender_ece(
 ) -> GenderECE:
     """Group pairs by the predicted gender (the gender of the more probable variant; exact ties
     are left out and counted) and compute the paper-convention ECE inside each group."""
-    p, y = _py(p, y)
+    p, y = _checked_pair(p, y)
     pg = predicted_groups(p, gender_more, gender_less)
     m = batch_metrics(p, y, pg, np.full(p.shape, G_OTHER), n_bins, binning)
     return GenderECE(
@@ -455,7 +456,7 @@ def gender_ece(
 
 def cc_ece(p, y, gender_more, gender_less, n_bins: int = 10, binning: Binning = "equal_width") -> dict:
     """Class-conditioned ECE: the same grouped by the human-preferred (true) gender."""
-    p, y = _py(p, y)
+    p, y = _checked_pair(p, y)
     tg = true_groups(y, gender_more, gender_less)
     m = batch_metrics(p, y, np.full(p.shape, G_OTHER), tg, n_bins, binning)
     return {k: _scalar(m[k]) for k in ("cc_ece", "ece_true_male", "ece_true_female")}
@@ -514,7 +515,7 @@ def summarize(
     ``draws`` shuffles of the gender groups). Plus ``n``, ``n_ties`` and, when some value is
     null, ``null_reasons``.
     """
-    p, y = _py(p, y)
+    p, y = _checked_pair(p, y)
     gender_more, gender_less = np.asarray(gender_more, dtype=object), np.asarray(gender_less, dtype=object)
     pg = predicted_groups(p, gender_more, gender_less)
     tg = true_groups(y, gender_more, gender_less)

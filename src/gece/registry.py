@@ -91,6 +91,13 @@ SCALARS: tuple[str, ...] = tuple(m.key for m in METRICS if m.interval)  # what M
 SIGNED: tuple[str, ...] = tuple(m.key for m in METRICS if m.signed)
 
 
+# the within-model gender gaps: metric key -> the grouping it compares (gece.gap)
+GAPS: dict[str, str] = {"gap_pred": "pred", "gap_true": "true"}
+# what the sample-size ablation follows against n (gece.ablation.sample_size)
+ESTIMATORS: tuple[str, ...] = ("ece", "ece_debiased", "ece_smooth", "gender_ece", "gender_ece_debiased",
+                               "gender_ece_smooth")
+
+
 def label(key: str) -> str:
     """A metric's label; the key itself for a name that is not registered."""
     return METRIC[key].label if key in METRIC else key

@@ -11,11 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from gece import layout
-from gece.ablation import ESTIMATORS
-from gece.gap import GAPS
 from gece.intervals import holm
-from gece.registry import METRIC
-from gece.report.tables import (
+from gece.registry import ESTIMATORS, GAPS, METRIC
+from gece.report.cells import (
     Cell,
     Column,
     ReportData,

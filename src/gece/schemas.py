@@ -20,7 +20,7 @@ from pydantic import (
     model_validator,
 )
 
-from gece.registry import METHOD_NAMES, METRIC, SCALARS, MethodName
+from gece.registry import ESTIMATORS, GAPS, METHOD_NAMES, METRIC, SCALARS, MethodName
 
 
 class _Row(BaseModel):
@@ -43,7 +43,7 @@ class BenchmarkRow(_Row):
 class PreparedPair(_Row):
     """One pair after validation and word-level alignment (``artifacts/prepared/<b>.parquet``).
 
-    ``targets_*`` are the words in which the two sentences differ (SPEC §3), with their
+    ``targets_*`` are the words in which the two sentences differ (docs/metrics.md), with their
     character spans ``[start, end)``; ``gender_*`` is the lexicon group of the side's
     target words (``male``/``female`` for pronouns, else the word itself).
     """
@@ -151,8 +151,6 @@ def _metric_fields() -> dict[str, Any]:
     """One nullable float per scalar with an interval in the metric registry (its definition as the
     field's description), its interval bounds, and the gaps' bootstrap and permutation p-values
     (names written once, in gece.registry and gece.gap)."""
-    from gece.gap import GAPS
-
     fields: dict[str, Any] = {k: (Num, Field(..., description=METRIC[k].definition)) for k in SCALARS}
     fields |= {f"{k}_ci_{end}": (Num, Field(..., description=f"{end} end of the bootstrap interval of {k}"))
                for k in SCALARS for end in ("low", "high")}
@@ -263,9 +261,7 @@ class _Report(BaseModel):
 
 
 def _sample_size_models() -> tuple[type[BaseModel], type[BaseModel]]:
-    """The full-data values and the per-size statistics of every ``ablation.ESTIMATORS``."""
-    from gece.ablation import ESTIMATORS
-
+    """The full-data values and the per-size statistics of every ``registry.ESTIMATORS``."""
     full = create_model("SampleSizeFull", __base__=_Report, n=(int, Field(ge=0)),
                         **{k: (Num, ...) for k in ESTIMATORS})
     stats: dict[str, Any] = {"n": (int, Field(ge=1)), "draws": (int, Field(ge=1))}

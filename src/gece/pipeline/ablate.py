@@ -26,12 +26,12 @@ def ablate(
     sample_size_out: str | Path,
     binning_out: str | Path,
     figure_out: str | Path | None,
-    m: MetricsParams,
-    a: AblateParams,
+    metric_settings: MetricsParams,
+    ablate_settings: AblateParams,
 ) -> tuple[dict, dict]:
     """One score file's sample-size and binning ablations (+ the sample-size figure)."""
     run, meta = runs.load_run_file(scores_path)
-    return ablate_run(run, meta, sample_size_out, binning_out, figure_out, m, a)
+    return ablate_run(run, meta, sample_size_out, binning_out, figure_out, metric_settings, ablate_settings)
 
 
 def ablate_run(
@@ -40,13 +40,14 @@ def ablate_run(
     sample_size_out: str | Path,
     binning_out: str | Path,
     figure_out: str | Path | None,
-    m: MetricsParams,
-    a: AblateParams,
+    metric_settings: MetricsParams,
+    ablate_settings: AblateParams,
 ) -> tuple[dict, dict]:
     """One run's sample-size and binning ablations (+ the sample-size figure)."""
-    sizes = ablation.sample_size(run, a.sizes, a.draws, a.seed, m.n_bins, m.binning)
+    sizes = ablation.sample_size(run, ablate_settings.sizes, ablate_settings.draws, ablate_settings.seed,
+                                 metric_settings.n_bins, metric_settings.binning)
     write_json(sample_size_out, SampleSizeReport.model_validate(sizes))
-    grid = ablation.binning_grid(run, a.bins)
+    grid = ablation.binning_grid(run, ablate_settings.bins)
     write_json(binning_out, grid, BinningReport)
     if figure_out:
         title = f"{meta.get('benchmark', '')} / {meta.get('model', '')}: ECE vs sample size"

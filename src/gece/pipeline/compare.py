@@ -27,8 +27,8 @@ def compare(
     loaded: list[tuple[Run, dict[str, str]]],
     out: str | Path | None,
     markdown_out: str | Path | None,
-    m: MetricsParams,
-    c: CompareParams,
+    metric_settings: MetricsParams,
+    compare_settings: CompareParams,
     power_runs: list[str] = (),
     sources: list[str] | None = None,
 ) -> dict:
@@ -37,23 +37,25 @@ def compare(
     The minimum detectable differences are summarized over the pairs of ``power_runs`` (the
     released reference runs, when the benchmark has them) or over every pair.
     """
-    runs: dict[str, Run] = {}
+    named: dict[str, Run] = {}
     benchmarks_seen = set()
     for i, (run, meta) in enumerate(loaded):
         name = meta.get("model") or f"run{i + 1}"
-        while name in runs:  # the same model twice (e.g. two revisions): keep both apart
+        while name in named:  # the same model twice (e.g. two revisions): keep both apart
             name = f"{name}'"
-        runs[name] = run
+        named[name] = run
         benchmarks_seen.add(meta.get("benchmark") or "?")
     benchmark = " / ".join(sorted(benchmarks_seen))
     try:
-        shared = ablation.shared_pairs(runs)
-        result = ablation.compare(shared, c.draws, c.seed, c.ci, c.alpha, m.n_bins, m.binning, power=c.power,
+        shared = ablation.shared_pairs(named)
+        c = compare_settings
+        result = ablation.compare(shared, c.draws, c.seed, c.ci, c.alpha, metric_settings.n_bins,
+                                  metric_settings.binning, power=c.power,
                                   power_runs=[name for name in shared if name in power_runs])
     except ValueError as e:
-        raise GeceError(f"cannot compare {', '.join(sources or runs)}: {e}",
+        raise GeceError(f"cannot compare {', '.join(sources or named)}: {e}",
                         hint="compare score files of the same benchmark (same pairs, same labels)") from e
-    partial = {name: len(r.pair_id) for name, r in runs.items() if len(r.pair_id) != result["n"]}
+    partial = {name: len(r.pair_id) for name, r in named.items() if len(r.pair_id) != result["n"]}
     if partial:
         log.warning("compare %s: only the %d pairs every run scores are compared (%s)", benchmark, result["n"],
                     ", ".join(f"{k} has {v}" for k, v in partial.items()))
@@ -67,9 +69,10 @@ def compare(
 
 
 def compare_files(score_paths: list[Path], out: str | Path | None, markdown_out: str | Path | None,
-                  m: MetricsParams, c: CompareParams) -> dict:
+                  metric_settings: MetricsParams, compare_settings: CompareParams) -> dict:
     """:func:`compare` of score files (each run named by its metadata)."""
-    return compare([runs.load_run_file(path) for path in score_paths], out, markdown_out, m, c,
+    return compare([runs.load_run_file(path) for path in score_paths], out, markdown_out, metric_settings,
+                   compare_settings,
                    sources=[str(path) for path in score_paths])
 
 
@@ -92,8 +95,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     params = command.params_or_defaults(args)
-    m = params.metrics if params else MetricsParams()
-    c = command.override(params.ablate.compare if params else AblateParams().compare, draws=args.draws)
+    metric_settings = params.metrics if params else MetricsParams()
+    compare_settings = command.override(params.ablate.compare if params else AblateParams().compare, draws=args.draws)
     if args.benchmark is not None:
         if args.scores:
             raise GeceError(f"compare got score files ({', '.join(map(str, args.scores))}) and --benchmark "
@@ -101,9 +104,10 @@ def run(args: argparse.Namespace) -> int:
         benchmark = command.benchmark_of(args, params)
         loaded = {name: runs.load_run(params, benchmark, name) for name in runs.runs(params, benchmark)}
         references = [name for name in loaded if runs.is_reference(params, name)]
-        result = compare(list(loaded.values()), args.out, args.markdown_out, m, c, power_runs=references)
+        result = compare(list(loaded.values()), args.out, args.markdown_out, metric_settings, compare_settings,
+                         power_runs=references)
     elif len(args.scores) == 2:
-        result = compare_files(args.scores, args.out, args.markdown_out, m, c)
+        result = compare_files(args.scores, args.out, args.markdown_out, metric_settings, compare_settings)
     else:
         raise GeceError(f"compare needs two score files, got {len(args.scores)}",
                         hint="pass two score files, or --benchmark NAME for every run of a benchmark")
@@ -117,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
 def _print_compare(result: dict) -> None:
     """The comparison as a table (A − B per metric) and its verdicts in words."""
     from gece.findings import LABELS, verdict
-    from gece.report.tables import _p
+    from gece.report.cells import _p
 
     keys = list(result["pairs"][0]["metrics"]) if result["pairs"] else []
     table = Table(title=plain(f"{result['benchmark']}: A − B on the same {command.plural(result['n'], 'pair')}, "

@@ -70,7 +70,7 @@ def extract(
 ) -> tuple[ExtractMeta, ExtractTiming]:
     """artifacts/prepared/<b>.parquet -> artifacts/scores/<b>/<m>.parquet, <m>.meta.json and <m>.timing.json.
 
-    Scores every pair with the model (SPEC §3; :mod:`gece.scoring.engine`), streaming: pairs are
+    Scores every pair with the model (docs/models.md; :mod:`gece.scoring.engine`), streaming: pairs are
     read, tokenized, ordered and batched ``WINDOW_PAIRS`` at a time, so memory does not grow
     with the benchmark. Work is written in shards of ``SHARD_BATCHES`` batches under
     :func:`shards_dir`; a run that is killed and started again reuses the finished shards (when

@@ -186,7 +186,7 @@ def report_stage(
             key = (b, m)
             scores = scores_dir / b / f"{m}.parquet"
             if runs.is_reference(params, m):
-                df = runs.load_scores(params, b, m, root=root)[0]
+                df = runs.load_scores(params, b, m, root=root)[0] if runs.has_scores(params, b, m, root) else None
             else:
                 df = read_table(scores, ScoreRow)[0] if scores.exists() else None
             if df is not None:

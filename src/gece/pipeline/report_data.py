@@ -12,7 +12,7 @@ from gece.io import read_json
 from gece.params import Params
 from gece.pipeline import runs
 from gece.report import tables as report_tables
-from gece.report.tables import ReportData
+from gece.report.cells import ReportData
 from gece.schemas import (
     BinningReport,
     BinsReport,
@@ -90,8 +90,10 @@ def load_report_data(params: Params, reports_dir: Path, scores_dir: Path, out_di
             png = reports_dir / layout.sample_size_file(b, m).replace(".json", ".png")
             if png.exists():
                 data.sample_size_figures[key] = Path(os.path.relpath(png, out_dir)).as_posix()
-            if runs.is_reference(params, m):
-                continue  # read from data/reference; nothing extracted
+            if runs.is_reference(params, m):  # read from data/reference; nothing extracted
+                if not runs.has_scores(params, b, m, root):
+                    lost["scores (for the equal-mass diagrams)"].append(key)
+                continue
             if not (scores_dir / b / f"{m}.parquet").exists():
                 lost["scores (for the equal-mass diagrams)"].append(key)
             meta = _read_optional(layout.meta_path(scores_dir / b / f"{m}.parquet"), ExtractMeta)

@@ -41,6 +41,15 @@ def is_reference(params: Params, model: str) -> bool:
     return spec is not None and spec.reference is not None
 
 
+def has_scores(params: Params, benchmark: str, model: str, root: Path = Path()) -> bool:
+    """Whether the files a run's scores are read from exist under ``root`` (the score file; for a reference,
+    the prepared benchmark and the released CSV)."""
+    if is_reference(params, model):
+        return ((root / layout.prepared_path(benchmark)).is_file()
+                and (root / layout.reference_csv(benchmark, params.registry[model].reference)).is_file())
+    return (root / layout.scores_path(benchmark, model)).is_file()
+
+
 def load_scores(params: Params, benchmark: str, model: str, columns: list[str] | None = None, root: Path = Path()
                 ) -> tuple[pd.DataFrame, dict[str, str]]:
     """A run's scores (``ScoreRow`` columns, or only ``columns``) and metadata, whatever its source; paths are

@@ -9,9 +9,9 @@ from pathlib import Path
 from gece import ablation, command, layout
 from gece.errors import GeceError
 from gece.io import read_json, write_json
+from gece.pipeline import runs
 from gece.schemas import MetricsReport, SpecialTokensReport
 
-from gece.pipeline import runs
 log = logging.getLogger("gece")
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from rich.table import Table
 
 from gece import command, layout
+from gece.diff import flatten
 from gece.files import check_input_dir
 from gece.io import write_json
 from gece.params import Params
@@ -31,7 +32,7 @@ def summary_stage(params: Params, reports_dir: str | Path = layout.REPORTS, out:
     result = findings.summary(data)
     if out:
         write_json(out, result, SummaryReport)
-        log.info("summary: %d values -> %s", len(findings.flatten(result)), out)
+        log.info("summary: %d values -> %s", len(flatten(result)), out)
     return result, findings.findings(data)
 
 

@@ -13,7 +13,8 @@ from string import Template
 from urllib.parse import quote
 
 from gece import registry
-from gece.report.tables import (
+from gece.findings import FINDINGS_CAPTION, LABELS, RANKED, Findings, findings
+from gece.report.cells import (
     BEST_MARK,
     WORST_MARK,
     Cell,
@@ -21,11 +22,10 @@ from gece.report.tables import (
     ReportData,
     Table,
     TableDoc,
-    examples_docs,
     format_cell,
     format_number,
-    model_provenance,
 )
+from gece.report.tables import examples_docs, model_provenance
 
 
 # ----------------------------------------------------------------------------- HTML
@@ -162,7 +162,6 @@ def render_html(data: ReportData, docs: list[TableDoc], figures: dict) -> str:
                    "<code>dvc repro</code> to build them.</p><ul>"
                    + "".join(f"<li>{_e(x)}</li>" for x in data.missing) + "</ul></div></section>")
 
-    from gece.findings import findings, findings_html
 
     out.append(findings_html(findings(data)))
 
@@ -310,4 +309,32 @@ def _provenance_html(data: ReportData) -> str:
     out.append("<h3>Packages</h3><table class=\"kv\"><tbody>")
     out += [f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in prov.get("packages", {}).items()]
     out.append("</tbody></table></section>")
+    return "\n".join(out)
+
+
+def findings_html(f: Findings) -> str:
+    """The section that opens the page: a table of the best and worst models, then the effects."""
+    out = ['<section id="findings"><h2>Findings</h2>', f'<p class="caption">{_e(FINDINGS_CAPTION)}</p>']
+    if not f.benchmarks:
+        out.append('<p class="missing">Not available: no metrics reports found.</p></section>')
+        return "\n".join(out)
+    head = ["benchmark", "pairs", "models"] + [f"{end} {LABELS[k]}" for k in RANKED for end in ("best", "worst")]
+    out.append('<div class="scroll"><table class="findings"><thead><tr>'
+               + "".join(f'<th scope="col">{_e(h)}</th>' for h in head) + "</tr></thead><tbody>")
+    for b in f.benchmarks:
+        cells = [f'<th scope="row">{_e(b.benchmark)}</th>', f'<td class="num">{_e("/".join(map(str, b.n)))}</td>',
+                 f'<td class="num">{b.models}</td>']
+        for k in RANKED:
+            for end, cls in ((b.best.get(k), "best"), (b.worst.get(k), "worst")):
+                if end is None or (cls == "worst" and b.models < 2):
+                    cells.append('<td class="text">–</td>')
+                    continue
+                cells.append(f'<td class="text {cls}">{_e(end.model)} <strong>{end.value:.3f}</strong>'
+                             f'<span class="ci">{_e(end.interval())}</span></td>')
+        out.append("<tr>" + "".join(cells) + "</tr>")
+    out.append("</tbody></table></div>")
+    if f.effects:
+        out.append('<ul class="effects">' + "".join(f"<li><strong>{_e(topic)}</strong>: {_e(text)}</li>"
+                                                   for topic, text in f.effects) + "</ul>")
+    out.append("</section>")
     return "\n".join(out)

@@ -4,7 +4,7 @@ and the escaping that makes data text an inert table cell."""
 from __future__ import annotations
 
 from gece import registry
-from gece.report.tables import (
+from gece.report.cells import (
     BEST_MARK,
     WORST_MARK,
     Cell,
@@ -14,9 +14,9 @@ from gece.report.tables import (
     _num,
     _p,
     format_cell,
-    plain_text,
     plural,
 )
+from gece.report.tables import plain_text
 
 # the comparison's column labels: the registry's, but human alignment is "Accuracy" here
 LABELS = {"accuracy": "Accuracy"}

@@ -74,10 +74,6 @@ class SideTokens:
     ids: tuple[int, ...]
     words: tuple[tuple[int, ...], ...]
 
-    @property
-    def n_target_tokens(self) -> int:
-        return sum(len(w) for w in self.words)
-
 
 NO_TOKEN_HINT = ("the word is made of characters the tokenizer drops (zero-width or control characters?): "
                  "fix that row of the benchmark CSV or remove the pair")
@@ -287,7 +283,6 @@ class Runner:
             exact.make_exact(model)
         self.head_device = execution_device(self.head)
         self.pad_id = int(pad_id if pad_id is not None else (getattr(cfg, "pad_token_id", None) or 0))
-        self.vocab = int(self.head.weight.shape[0])
         # sliding-window attention: layer types (Gemma-3's interleaved layers) get a mask each;
         # a model without layer types but with a window (Mistral) slides in every layer
         types = getattr(cfg, "layer_types", None) or []
