@@ -14,8 +14,8 @@ from gece.cli import build_parser, main
 from gece.params import load_params
 from gece.pipeline import report as report_stage
 from gece.pipeline import report_data
+from gece.report import cells as report_cells
 from gece.report import markdown as report_md
-from gece.report import tables as report_tables
 
 from .conftest import ROOT
 from .test_report import parse_page
@@ -48,7 +48,7 @@ def _perturb(obj, factor: float = 1.001):
     return obj
 
 
-def rescored(data: report_tables.ReportData, b: str, m: str) -> report_tables.ReportData:
+def rescored(data: report_cells.ReportData, b: str, m: str) -> report_cells.ReportData:
     """``data`` as if model ``m`` had been re-scored on benchmark ``b``: every report that depends on that run
     moves (metrics, calibration, binning, neutral wording, special tokens, every comparison with m, whose
     significance flips)."""

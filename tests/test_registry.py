@@ -12,6 +12,7 @@ import typing
 from gece import calibration, findings, metrics, registry, report_stats, schemas
 from gece.params import CalibrateParams
 from gece.registry import METHOD_NAMES, METRIC, METRICS
+from gece.report import cells as report_cells
 from gece.report import html as report_html
 from gece.report import markdown as report_md
 from gece.report import tables as report_tables
@@ -89,7 +90,7 @@ def test_the_page_defines_every_metric_with_an_interval_in_the_registry_order():
     covered = [k for d in registry.DEFINITIONS for k in d.keys]
     assert all(k in METRIC for k in covered)
     assert {m.key for m in METRICS if m.interval} <= set(covered)
-    page = report_html.render_html(report_tables.ReportData(benchmarks=[], runs={}), [], {})
+    page = report_html.render_html(report_cells.ReportData(benchmarks=[], runs={}), [], {})
     section = page[page.index('<section id="definitions">'):page.index('<section id="conventions">')]
     titles = [html.unescape(t) for t in re.findall(r"<dt>(.*?)</dt>", section)]
     assert titles == [d.title for d in registry.DEFINITIONS]

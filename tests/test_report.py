@@ -20,6 +20,7 @@ from gece.pipeline import metrics as metrics_stage
 from gece.pipeline import report as report_stage
 from gece.pipeline import report_data as report_loader
 from gece.pipeline import runs
+from gece.report import cells as report_cells
 from gece.report import html as report_html
 from gece.report import markdown as report_md
 from gece.report import tables as report_tables
@@ -70,7 +71,7 @@ def parse_page(path: Path) -> PageParser:
     return parser
 
 
-def docs_of(reports: Path) -> list[report_tables.TableDoc]:
+def docs_of(reports: Path) -> list[report_cells.TableDoc]:
     params = load_params(reports.parent / "params.yaml")
     data = report_loader.load_report_data(params, reports, reports.parent / "artifacts" / "scores", reports,
                                         reports.parent)
@@ -143,7 +144,7 @@ def test_rebuild_is_byte_identical(built_report, tmp_path):
 
 
 # ------------------------------------------------------------- values equal the JSON
-def _cells(doc: report_tables.TableDoc):
+def _cells(doc: report_cells.TableDoc):
     for table in doc.tables:
         for row in table.rows:
             for cell, col in zip(row.cells, table.columns):
@@ -200,7 +201,7 @@ def test_markdown_shows_the_json_values(built_report):
                     if not cell.ref or isinstance(cell.value, str):
                         continue
                     shown = NUMBER.findall(text.replace("**", "").replace("▲", "").replace("▼", ""))
-                    expected = [report_tables.format_number(resolve(source, cell.ref[k]), col.digits)
+                    expected = [report_cells.format_number(resolve(source, cell.ref[k]), col.digits)
                                 for k in ("value", "low", "high", "spread") if k in cell.ref]
                     if expected[0] == "–":
                         expected = ["–"]
@@ -374,7 +375,7 @@ def test_text_is_escaped():
 def test_special_tokens_statement_follows_the_data():
     side = {"ece": 0.1, "accuracy": 0.6, "mean_confidence": 0.6, "share_confidence_over_0_9": 0.05}
     worse = {"ece": 0.3, "accuracy": 0.55, "mean_confidence": 0.95, "share_confidence_over_0_9": 0.8}
-    data = report_tables.ReportData(benchmarks=["b1", "b2"], runs={}, special_pairs={"m": "m-nobos"})
+    data = report_cells.ReportData(benchmarks=["b1", "b2"], runs={}, special_pairs={"m": "m-nobos"})
     data.special_tokens = {"m": {"b1": {"with": side, "without": worse}, "b2": {"with": side, "without": worse}}}
     assert "m looks grossly overconfident" in report_html.special_tokens_statement(data)
     data.special_tokens = {"m": {"b1": {"with": side, "without": side}, "b2": {"with": side, "without": worse}}}

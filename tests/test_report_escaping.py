@@ -23,6 +23,7 @@ from gece.params import load_params
 from gece.pipeline import metrics as metrics_stage
 from gece.pipeline import report as report_stage
 from gece.pipeline import report_data as report_loader
+from gece.report import cells as report_cells
 from gece.report import html as report_html
 from gece.report import markdown as report_md
 from gece.report import tables as report_tables
@@ -303,8 +304,8 @@ def test_md_escape_renders_as_the_text():
 
 
 def test_html_table_cells_are_escaped():
-    table = report_tables.Table("<h>", ["<m>"], [report_tables.Column("s", "<s>", None, text=True)],
-                         [report_tables.Row(["<script>x</script>"], [report_tables.Cell('"><img src=x onerror=alert(1)>')],
+    table = report_cells.Table("<h>", ["<m>"], [report_cells.Column("s", "<s>", None, text=True)],
+                         [report_cells.Row(["<script>x</script>"], [report_cells.Cell('"><img src=x onerror=alert(1)>')],
                                      source='x" onclick="alert(1)')])
     page = parse(report_html.table_html(table))
     assert_inert(page, {"div", "table", "thead", "tbody", "tr", "th", "td"})

@@ -11,7 +11,7 @@ from gece import layout
 from gece.io import read_json
 from gece.params import Params
 from gece.pipeline import runs
-from gece.report import tables as report_tables
+from gece.report import cells as report_cells
 from gece.report.cells import ReportData
 from gece.schemas import (
     BinningReport,
@@ -63,7 +63,7 @@ def load_report_data(params: Params, reports_dir: Path, scores_dir: Path, out_di
         benchmarks += sorted(d.name for d in (reports_dir / "metrics").iterdir() if d.is_dir() and d.name not in
                              benchmarks)
     expected = {b: runs.runs(params, b, root) for b in benchmarks}
-    data = report_tables.ReportData(benchmarks=benchmarks, runs={}, special_pairs=dict(params.ablate.special_tokens))
+    data = report_cells.ReportData(benchmarks=benchmarks, runs={}, special_pairs=dict(params.ablate.special_tokens))
     lost: dict[str, list[tuple[str, str]]] = {k: [] for k in (
         "metrics", "bins", "sample-size ablation", "binning ablation", "calibration", "calibration bins",
         "scores (for the equal-mass diagrams)", "extract metadata")}
