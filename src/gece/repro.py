@@ -41,7 +41,7 @@ RESTORED = re.compile(r"^Stage '([^']+)' is cached - skipping run")
 PULLING = re.compile(r"^Pulling data for stage: '([^']+)'")
 UNABLE = re.compile(r"^Unable to pull data for stage: '([^']+)'")
 MISSING_HEAD = "Some of the cache files do not exist neither locally nor on remote"
-MISSING_LINE = re.compile(r"^(md5|etag|checksum): [0-9a-f]+$")
+MISSING_LINE = re.compile(r"^(md5|etag|checksum): [0-9a-f]+(\.dir)?$")  # a folder output's hash ends in .dir
 # dvc pull's totals ("131 files fetched and 130 files added"); its per-output lines ("A  path",
 # wrapped at the terminal's width) are left out: the account says it shorter
 PULL_TOTALS = re.compile(r"^(\d+ files? \w+|Everything is up to date)")

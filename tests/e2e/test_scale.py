@@ -188,7 +188,7 @@ def test_a_clone_without_lock_restores_the_scores_from_the_run_cache(origin, poi
     for mod in STACK:
         res = run([sys.executable, "-c", f"import {mod}"], b, check=False, env=poison)
         assert res.returncode == 1 and f"import of {mod} refused" in res.stderr, res.stderr
-    run([sys.executable, "-c", "import gece.cli, gece.stages, gece.report, gece.calibration"], b, env=poison)
+    run([sys.executable, "-c", "import gece.cli, gece.pipeline.metrics, gece.report.html, gece.calibration"], b, env=poison)
     res = run(["gece", "extract", str(origin.repo / "artifacts/prepared/winobias.parquet"), str(tmp_path / "x.parquet"),
                "--model", MODEL], origin.repo, check=False, env=poison)
     assert res.returncode != 0 and "refused: no model may load here" in res.stderr, res.stderr[-2000:]
