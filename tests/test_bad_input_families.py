@@ -3,6 +3,8 @@ column, key or option) and a ``hint:``, no traceback, and nothing written or rep
 
 from __future__ import annotations
 
+import json
+
 import os
 import stat
 from pathlib import Path
@@ -260,14 +262,28 @@ def test_csv_size_limit(work, capsys, monkeypatch):
     assert not (work / "p.parquet").exists()
 
 
-@pytest.mark.parametrize("y, fix", [(1, "s1.parquet has no pair with y=0, so no setting can calibrate it"),
-                                    (None, "lower calibrate.folds (or --folds) to at most 3 for s1.parquet")])
-def test_calibration_hint_names_the_file(work, capsys, y, fix):
+def test_calibration_hint_names_the_file(work, capsys):
     df = _scores(40)
-    df["y"] = y if y is not None else [1] * 37 + [0] * 3
+    df["y"] = [1] * 37 + [0] * 3
     write_table(work / "s1.parquet", df, ScoreRow, meta={"benchmark": "b", "model": "m"})
-    _refused(capsys, ["calibrate", "s1.parquet", "--out", "c.json"], "s1.parquet: calibration needs at least 5", fix)
+    _refused(capsys, ["calibrate", "s1.parquet", "--out", "c.json"], "s1.parquet: calibration needs at least 5",
+             "lower calibrate.folds (or --folds) to at most 3 for s1.parquet")
     assert not (work / "c.json").exists()
+
+
+def test_one_label_is_reported_not_refused(work, capsys):
+    """Identity labels (y = 1 for every pair): each method is failed with the reason, the uncalibrated
+    metrics stay."""
+    df = _scores(40)
+    df["y"] = 1
+    write_table(work / "s1.parquet", df, ScoreRow, meta={"benchmark": "b", "model": "m"})
+    assert cli(capsys, "calibrate", "s1.parquet", "--out", "c.json")[0] == 0
+    report = json.loads((work / "c.json").read_text())
+    for protocol in ("split", "crossfit"):
+        assert report[protocol]["uncalibrated"]["ece"] is not None
+        for m in report[protocol]["methods"].values():
+            assert m["status"] == "failed" and m["metrics"] is None
+            assert "every fit pair has y=1: a calibration map needs both labels" in m["reason"]
 
 
 # ------------------------------------------------------------------ what is valid

@@ -23,8 +23,11 @@ Every fit reports a status:
   platt: a ≤ 0; beta: a < 0
   or b < 0 (p' no longer non-decreasing in p; platt and beta then ignore or reverse the model's
   ranking); isotonic and histogram: only the common rule (a single level);
-- ``failed``: the fit raised (the error is the reason; there is no p') or the optimizer did not
-  converge (there is a p', reported with its metrics and marked failed).
+- ``failed``: the fit raised (the error is the reason; there is no p'), the optimizer did not
+  converge (there is a p', reported with its metrics and marked failed), or the fit pairs carry
+  one label only (no fit is tried: a map fitted to one label sends every score to it). That is
+  every fit of a benchmark read under the identity protocol (y = 1 for every pair, as for the
+  imported CrowS-Pairs-format benchmarks): post-hoc calibration needs both labels.
 
 Protocols:
 
@@ -381,6 +384,14 @@ def crossfit_folds(y: np.ndarray, folds: int, seed: int) -> np.ndarray:
     return out
 
 
+def one_label_reason(labels: np.ndarray) -> str:
+    """Why no calibrator is fitted to pairs whose labels are ``labels`` (fewer than two values)."""
+    if labels.size == 0:
+        return "no pair to fit"
+    return (f"every fit pair has y={int(labels[0])}: a calibration map needs both labels (a map fitted "
+            "to one label sends every score to it)")
+
+
 def fit_predict(
     make: Callable[[], Calibrator], p: np.ndarray, y: np.ndarray, fit_idx: np.ndarray, eval_idx: np.ndarray
 ) -> tuple[FitResult, np.ndarray | None]:
@@ -390,6 +401,9 @@ def fit_predict(
     rows reaches the fit. A fit that raises is ``failed`` with no predictions (None);
     predictions that are not finite also make it failed.
     """
+    labels = np.unique(y[fit_idx])
+    if labels.size < 2:
+        return FitResult("failed", {}, one_label_reason(labels)), None
     cal = make()
     try:
         res = cal.fit(p[fit_idx].copy(), y[fit_idx].copy())

@@ -38,14 +38,14 @@ def run_calibration(
     r = runs.as_run(scores)
     p, y, gm, gl = r.p, r.y, r.gender_more, r.gender_less
     counts = {int(c): int((y == c).sum()) for c in (0, 1)}
-    if min(counts.values()) < settings.folds:
-        missing = [c for c in (1, 0) if counts[c] < 2]
+    if min(counts.values()) == 0:
+        log.warning("%s: every pair has y=%d, so no calibration map can be fitted (each method is reported "
+                    "failed; the uncalibrated metrics are kept)", source, int(y[0]) if len(y) else 1)
+    elif min(counts.values()) < settings.folds:
         raise GeceError(
             f"{source}: calibration needs at least {settings.folds} pairs of each label "
             f"(calibrate.folds), got {counts[1]} with y=1 and {counts[0]} with y=0",
-            hint=(f"{source} has {'no' if not counts[missing[0]] else 'one'} pair with y={missing[0]}, so no setting "
-                  "can calibrate it: calibrate the score file of a benchmark with both labels") if missing else
-            f"lower calibrate.folds (or --folds) to at most {min(counts.values())} for {source}, or calibrate "
+            hint=f"lower calibrate.folds (or --folds) to at most {min(counts.values())} for {source}, or calibrate "
             "a larger benchmark",
         )
     makers = calibration.factories(settings.histogram_bins)
