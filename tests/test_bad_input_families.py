@@ -4,7 +4,6 @@ column, key or option) and a ``hint:``, no traceback, and nothing written or rep
 from __future__ import annotations
 
 import json
-
 import os
 import stat
 from pathlib import Path

@@ -175,8 +175,16 @@ def test_failures_are_reported_not_raised():
     p = np.linspace(0.1, 0.9, 50)
     y = np.ones(50)
     res, pred = cal.fit_predict(cal.BetaCalibration, p, y, np.arange(40), np.arange(40, 50))
-    assert res.status == "failed" and res.reason.startswith("ValueError")
+    assert res.status == "failed" and res.reason.startswith("every fit pair has y=1")
     assert pred is None
+
+    class Raises(cal.PlattScaling):
+        def fit(self, p, y):
+            raise ValueError("bad data")
+
+    y2 = (np.arange(50) % 2).astype(float)
+    res, pred = cal.fit_predict(Raises, p, y2, np.arange(40), np.arange(40, 50))
+    assert res.status == "failed" and res.reason == "ValueError: bad data" and pred is None
     sep = cal.PlattScaling().fit(p, (p > 0.5).astype(float))
     assert sep.status == "failed" and "separable" in sep.reason
 
