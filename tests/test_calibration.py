@@ -261,7 +261,7 @@ def test_crossfit_status_is_the_worst_fold():
     out = cal.run_crossfit(p, y, ["temperature"], folds=5, seed=0)
     m = out.methods["temperature"]
     assert m.status == "degenerate" and m.fold_status == ["degenerate"] * 5
-    assert m.reason.startswith("fold 0: T ran to its upper bound")
+    assert m.reason.startswith("folds 0, 1, 2, 3, 4: T ran to its upper bound")
 
 
 # ------------------------------------------------------------------------ params

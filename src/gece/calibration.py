@@ -470,6 +470,16 @@ def worst(statuses: Sequence[Status]) -> Status:
     return max(statuses, key=STATUSES.index)
 
 
+def fold_reasons(results: Sequence[FitResult]) -> str | None:
+    """The reasons of the folds that are not ok, each reason once with its folds ("folds 0, 2: ...")."""
+    folds: dict[str, list[int]] = {}
+    for k, r in enumerate(results):
+        if r.status != "ok":
+            folds.setdefault(str(r.reason), []).append(k)
+    return "; ".join(f"fold{'s' if len(ks) > 1 else ''} {', '.join(map(str, ks))}: {why}"
+                     for why, ks in folds.items()) or None
+
+
 def run_crossfit(
     p: np.ndarray, y: np.ndarray, methods: Sequence[str], folds: int = 5, seed: int = 0,
     makers: Mapping[str, Callable[[], Calibrator]] | None = None,
@@ -495,7 +505,7 @@ def run_crossfit(
             elif scores is not None:
                 scores[held_out] = pred
         statuses = [r.status for r in results]
-        reason = "; ".join(f"fold {k}: {r.reason}" for k, r in enumerate(results) if r.status != "ok") or None
+        reason = fold_reasons(results)
         out.methods[name] = MethodOutcome(worst(statuses), reason, [r.params for r in results], scores,
                                           statuses)
     return out

@@ -128,9 +128,10 @@ def calibrate_scores(
     ``artifacts/calibrated/<b>/<m>.parquet`` and ``reports/calibration_bins/<b>/<m>.json`` (each where given)."""
     report, calibrated, bins = run_calibration(scores, settings, metric_settings, source)
     run = f"{meta.get('benchmark', '?')}/{meta.get('model', source)}"
+    one_label = scores["y"].nunique() < 2  # said once by run_calibration
     for protocol in ("split", "crossfit"):
         for name, m in report[protocol]["methods"].items():
-            if m["status"] != "ok":
+            if m["status"] != "ok" and not one_label:
                 log.warning("%s, %s: %s is %s: %s", run, protocol, name, m["status"], m["reason"])
     if out:
         write_json(out, report, CalibrationReport)
