@@ -56,7 +56,7 @@ from scipy.special import expit
 
 from gece.metrics import Binning, bin_edges
 from gece.metrics import _checked_pair as _pairs
-from gece.registry import METHOD_NAMES
+from gece.registry import METHOD_NAMES, ONE_LABEL
 
 EPS = 1e-12  # p is clipped to [EPS, 1 - EPS] before logit: |z| <= 27.6
 COLLAPSE_STD = 1e-6  # std(p') below this on the calibration part: constant output
@@ -388,8 +388,7 @@ def one_label_reason(labels: np.ndarray) -> str:
     """Why no calibrator is fitted to pairs whose labels are ``labels`` (fewer than two values)."""
     if labels.size == 0:
         return "no pair to fit"
-    return (f"every fit pair has y={int(labels[0])}: a calibration map needs both labels (a map fitted "
-            "to one label sends every score to it)")
+    return f"every fit pair has y={int(labels[0])}: {ONE_LABEL} (a map fitted to one label sends every score to it)"
 
 
 def fit_predict(

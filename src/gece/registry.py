@@ -124,6 +124,8 @@ CALIBRATION_METHODS: tuple[CalibrationMethod, ...] = (
 METHOD_NAMES: tuple[str, ...] = tuple(m.name for m in CALIBRATION_METHODS)
 # Literal[METHOD_NAMES] is Literal["beta", "isotonic", ...] (a tuple subscript spreads)
 MethodName = Literal[METHOD_NAMES]  # type: ignore[valid-type]
+# the reason of a fit to pairs of one label (calibration.one_label_reason); the report recognises it
+ONE_LABEL = "a calibration map needs both labels"
 
 
 class Definition(NamedTuple):

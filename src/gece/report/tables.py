@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 
 from gece import layout, registry
 from gece.diff import flatten
-from gece.registry import METRIC
+from gece.registry import METRIC, ONE_LABEL
 from gece.report.cells import (
     Cell,
     Column,
@@ -297,6 +297,11 @@ def calibration_table(data: ReportData) -> TableDoc:
                 (f"{k} folds, " if k else "") + f"fitted on {f} and evaluated on {e} pairs"
                 + (" (summed over the folds)" if k else "")
                 for f, e, k in sorted(sizes, key=str))
+            reasons = {mr.get("reason") or "" for m in present
+                       for mr in data.calibration[(b, m)][protocol].get("methods", {}).values()}
+            if reasons and all(ONE_LABEL in r for r in reasons):
+                note += ("; every pair has one label (y = 1 under the identity protocol), so no method can be "
+                         "fitted: only the uncalibrated scores are evaluated")
             tables.append(mark_worst(Table(f"{b}: {protocol_label}", ["model", "method"], columns, rows, note)))
     return TableDoc(
         "calibration", "Calibration before and after",
