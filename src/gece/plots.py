@@ -164,7 +164,7 @@ def reliability_figure(bins: list[dict], model: str, ece: float | None, subtitle
     hist = fig.add_subplot(gs[1], sharex=ax)
     n = sum(r["count"] for r in bins)
     draw_reliability(ax, bins, title=reliability_title(model, ece, n), hist_ax=hist, fontsize=10, count_labels=True)
-    ax.set_ylabel("Accuracy (share of male-preferred pairs)", fontsize=8.5)
+    ax.set_ylabel("Accuracy (share of pairs with y = 1)", fontsize=8.5)
     if subtitle:
         fig.suptitle(subtitle, fontsize=8, color="#555555")
     return fig

@@ -139,8 +139,9 @@ class Definition(NamedTuple):
 # the page's definitions section, in order (gece.report.html)
 DEFINITIONS: tuple[Definition, ...] = (
     Definition("ECE (paper convention)", ('ece',), (
-     "The pairs are binned by p, the model's confidence that the male (sent_more) variant is the human-preferred "
-     "reading, into M equal-width bins (m/M, (m+1)/M] (the lowest also takes p = 0). In each bin the accuracy is "
+     "The pairs are binned by p, the model's confidence that sent_more is the human-preferred reading (in the "
+     "gender benchmarks sent_more is the male variant; in the CrowS-Pairs-format ones it is the stereotypical "
+     "sentence and y = 1 for every pair, the identity protocol), into M equal-width bins (m/M, (m+1)/M] (the lowest also takes p = 0). In each bin the accuracy is "
      "the share of pairs whose human judgement prefers the male variant (mean y) and the confidence is the mean p; "
      "ECE = Σ |B_m|/n · |acc_m − conf_m|. This positive-class convention is the one the paper uses and reproduces "
      "its numbers: it asks whether p is a calibrated probability of the male reading. Unless a column says "

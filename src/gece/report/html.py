@@ -214,7 +214,8 @@ def render_html(data: ReportData, docs: list[TableDoc], figures: dict) -> str:
 
     out.append('<section id="conventions"><h2>Conventions</h2>')
     out.append("<p><strong>Paper-convention ECE.</strong> The ECE, MCE and every grouped ECE here bin p, the "
-               "confidence in the male variant, against the human label (the paper's positive-class convention, "
+               "confidence in sent_more (the male variant in the gender benchmarks, the stereotypical sentence in the "
+               "CrowS-Pairs-format ones), against the human label (the paper's positive-class convention, "
                "which reproduces its numbers); the standard top-label ECE is reported next to it as "
                "<code>ece_toplabel</code>. The two answer different questions and are not interchangeable. The "
                "diagrams draw the gap to the diagonal at the bin centre as the paper does, while the ECE uses the "

@@ -390,8 +390,7 @@ EXAMPLE_COLUMNS = ("pair_id", "sent_more", "sent_less", "targets_more", "targets
 
 def confident_mistakes(rows: Iterable[Mapping], k: int | None = None) -> list[dict]:
     """The ``k`` pairs (default ``EXAMPLES_PER_RUN``) of one run where the model is most confident
-    in the variant people did not prefer: the prediction (``p > 0.5``: the male variant,
-    ``sent_more``) disagrees with ``y``; ranked by the confidence in it, max(p, 1 − p), highest
+    in the variant people did not prefer: the prediction (``p > 0.5``: ``sent_more``) disagrees with ``y``; ranked by the confidence in it, max(p, 1 − p), highest
     first, ties by ``pair_id``. Exact ties (p = 0.5) predict nothing and are left out.
     ``rows``: score rows (at least ``EXAMPLE_COLUMNS``)."""
     wrong = []
@@ -425,7 +424,7 @@ def examples_docs(data: ReportData) -> list[TableDoc]:
         models = [m for m in data.runs.get(b, []) if data.examples.get((b, m))]
         if not models:
             continue
-        columns = [Column("sent_more", "sent_more (male)", None, text=True),
+        columns = [Column("sent_more", "sent_more", None, text=True),
                    Column("sent_less", "sent_less", None, text=True),
                    Column("targets", "targets", None, text=True), Column("y", "y", None),
                    Column("p", "p", None, digits=4)]
@@ -446,7 +445,8 @@ def examples_docs(data: ReportData) -> list[TableDoc]:
             f"examples_{b}", f"Confidently wrong pairs: {b}",
             f"For each model, the {EXAMPLES_PER_RUN} pairs where it is most confident in the variant people "
             "did not prefer (from `artifacts/scores/<benchmark>/<model>.parquet`): y = 1 when people prefer "
-            "sent_more, the male variant, and p is the model's confidence in it, so each row's model prefers the "
+            "sent_more (the male variant in the gender benchmarks, the stereotypical sentence in the CrowS-Pairs-format "
+            "ones) and p is the model's confidence in it, so each row's model prefers the "
             "other variant with confidence max(p, 1 − p). Ranked by that confidence, ties by pair; exact ties "
             "(p = 0.5) are left out. A pair that many models get confidently wrong is worth checking for a "
             "doubtful human label before reading it as model bias. Sentences are shown as one line.",
