@@ -28,6 +28,8 @@ from gece.terminal import LiteralFilter, console, literal, visible
 # subcommand -> (its module, one line of help); the DVC stages first, in pipeline order
 COMMANDS: dict[str, tuple[str, str]] = {
     "prepare": ("gece.pipeline.prepare", "validate and align a benchmark -> prepared Parquet (DVC stage prepare)"),
+    "annotate": ("gece.pipeline.annotate", "per-pair soft and hard labels and the annotators' agreement from a "
+                 "benchmark's annotations (DVC stage annotate)"),
     "extract": ("gece.pipeline.extract", "score a prepared benchmark with a registered model -> per-pair score "
                 "Parquet (DVC stage extract)"),
     "metrics": ("gece.pipeline.metrics", "calibration metrics of a benchmark's runs or of a score file "
