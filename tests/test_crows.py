@@ -264,3 +264,55 @@ def test_annotations_naming_pairs_the_benchmark_lacks(repo, capsys):
     assert "prepare the benchmark and its annotations together" in err
     assert not Path("artifacts/annotated/crows_pairs.parquet").exists()
     assert not Path("reports/annotations/crows_pairs.json").exists()
+
+
+# ------------------------------------------------------------------------------ annotations of any benchmark
+NATIVE = "sent_more,sent_less,y,bias_type\nHe left.,She left.,1,gender\nThe nurse met him.,The nurse met her.,0,gender\n"
+
+
+def test_annotations_file_of_a_native_benchmark(tmp_path, monkeypatch, capsys, data_dir):
+    """data/annotations/<b>.csv (the format gece import --annotations writes) for a benchmark of data/benchmarks."""
+    monkeypatch.chdir(tmp_path)
+    data = tmp_path / "data"
+    data.mkdir()
+    for child in (ROOT / "data").iterdir():
+        (data / child.name).symlink_to(child)
+    (data / "annotations").mkdir()
+    (data / "annotations" / "winobias.csv").write_text(
+        'row,annotator,labels\n2,x,"[""gender""]"\n1,x,[]\n1,y,"[""gender""]"\n2,y,"[\'gender\']"\n')
+    shutil.copy(ROOT / "params.yaml", tmp_path / "params.yaml")
+    assert cli(capsys, "prepare", "--benchmark", "winobias")[0] == 0
+    labels = pd.read_parquet("artifacts/annotations/winobias.parquet")
+    assert labels[["pair_id", "annotator"]].values.tolist() == [["winobias-0001", "x"], ["winobias-0001", "y"],
+                                                               ["winobias-0002", "x"], ["winobias-0002", "y"]]
+    assert [list(x) for x in labels["labels"]] == [[], ["gender"], ["gender"], ["gender"]]
+    assert cli(capsys, "annotate", "--benchmark", "winobias")[0] == 0
+    annotated = pd.read_parquet("artifacts/annotated/winobias.parquet")
+    assert annotated["n_annotators"].iloc[:3].tolist() == [2, 2, 0]
+    assert annotated["y_soft"].iloc[:2].tolist() == [0.5, 1.0]
+    y = pd.read_parquet("artifacts/prepared/winobias.parquet")["y"]
+    assert annotated["y_hard"].iloc[0] == y.iloc[0]  # a 1-1 tie takes the benchmark's (the writer's) label
+    assert annotated["y_hard"].iloc[1] == 1
+
+
+BAD_LABELS = [  # (annotations CSV body, what the message says, the fix)
+    ('3,x,"[""gender""]"\n', "row 1 (line 2): row '3' is not a pair of the benchmark (data rows 1 to 2)",
+     "name the data row"),
+    ('0,x,"[""gender""]"\n', "row '0' is not a pair of the benchmark", "or remove the line"),
+    ('1,x,"[""gender"""\n', "is not a valid Python list literal", "brackets balanced"),
+    ('1,x,"""gender"""\n', "is not a list of bias types", "or [] when the annotator saw no stereotype"),
+    ('1,x,"[""genedr""]"\n', "labels name 'genedr', not a bias type", "fix the label"),
+    ('1,x,[]\n1,x,[]\n', "row 2 (line 3): annotator 'x' labels row 1 again (first on row 1)", "keep one line"),
+]
+
+
+@pytest.mark.parametrize(("body", "message", "fix"), BAD_LABELS)
+def test_bad_annotations_file(tmp_path, monkeypatch, capsys, body, message, fix):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bench.csv").write_text(NATIVE)
+    labels = tmp_path / "labels.csv"
+    labels.write_text("row,annotator,labels\n" + body)
+    before = set(tmp_path.iterdir())
+    code, err = cli(capsys, "prepare", "bench.csv", "p.parquet", "--annotations", "a.parquet", "--labels", labels)
+    assert code == 2 and str(labels) in err and message in err and fix in err and "nothing was written" in err
+    assert set(tmp_path.iterdir()) == before

@@ -295,7 +295,9 @@ def load_benchmark(path: str | Path, duplicates: DuplicatePolicy = "error") -> t
         rows["bias_type"] = rows["bias_type"].replace("", None)
     else:
         rows["bias_type"] = None
-    return rows[["row", *REQUIRED, "bias_type"]].reset_index(drop=True), warnings
+    out = rows[["row", *REQUIRED, "bias_type"]].reset_index(drop=True)
+    out.attrs["rows_read"] = n
+    return out, warnings
 
 
 def prepare_pairs(rows: pd.DataFrame, name: str) -> pd.DataFrame:

@@ -186,3 +186,66 @@ def read_crows(path: str | Path) -> Imported:
     annotations = pd.DataFrame({"row": pd.array(rows, dtype="int64"), "annotator": pd.array(who_, dtype=object),
                                 "labels": pd.array(what, dtype=object)})
     return Imported(path, pairs, annotations, has)
+
+
+ANNOTATIONS_HINT = ("an annotations file has columns row (the 1-based data row of the benchmark), annotator and labels "
+                    "(a list of bias types such as [\"gender\"], [] = saw no stereotype), one line per pair and annotator")
+
+
+def read_annotations(path: str | Path, n_rows: int, bias_types: set[str]) -> pd.DataFrame:
+    """A per-annotator annotations CSV for any benchmark (``data/annotations/<b>.csv``; ``gece import
+    --annotations`` writes the same format): columns ``row``, ``annotator``, ``labels`` (a JSON or Python
+    list of strings). Every row must name a data row ``1..n_rows`` of the benchmark, every label one of
+    ``bias_types`` or a CrowS-Pairs type, and no annotator may label a row twice. Returns ``row``,
+    ``annotator``, ``labels``; a GeceError lists every bad line (the first 20)."""
+    path, header, records = read_records(path, hint="pass the path of an annotations CSV")
+    header = [h.strip() for h in header]
+    missing = [c for c in ("row", "annotator", "labels") if c not in header]
+    if missing or len(set(header)) != len(header):
+        raise GeceError(f"{path}: " + (f"missing column(s) {', '.join(missing)}" if missing else
+                                       "a column appears more than once") + "; nothing was written",
+                        problems=[f"columns found: {', '.join(repr(c) for c in header)}"], hint=ANNOTATIONS_HINT)
+    col = {c: header.index(c) for c in ("row", "annotator", "labels")}
+    known = set(CROWS_BIAS_TYPES) | bias_types
+    problems: list[str] = []
+    rows, who, what = [], [], []
+    seen: dict[tuple[int, str], int] = {}
+    for i, (line, f) in enumerate(records, start=1):
+        at = f"{path}: row {i} (line {line})"
+        if len(f) != len(header):
+            problems.append(f"{at}: {len(f)} field(s), but the header has {len(header)}; quote fields with commas")
+            continue
+        row, annotator, text = (f[col[c]].strip() for c in ("row", "annotator", "labels"))
+        bad = []
+        if not row.isdigit() or not 1 <= int(row) <= n_rows:
+            bad.append(f"row {row!r} is not a pair of the benchmark (data rows 1 to {n_rows}); name the data row "
+                       "of the pair (1 = the first line after the header), or remove the line")
+        if not annotator:
+            bad.append("annotator is empty; name the annotator")
+        try:
+            value = _literal(text, "labels") if text else None
+            if not isinstance(value, list | tuple) or not all(isinstance(s, str) for s in value):
+                raise _Bad(f"labels {text[:80]!r} is not a list of bias types; write [\"gender\"], or [] when the "
+                           "annotator saw no stereotype")
+            labels = [s.strip() for s in value]
+            unknown = sorted({s for s in labels if s not in known})
+            if unknown:
+                bad.append(f"labels name {', '.join(repr(u) for u in unknown)}, not a bias type of the benchmark or "
+                           f"of CrowS-Pairs ({', '.join(sorted(known))}); fix the label")
+        except _Bad as e:
+            bad.append(str(e))
+        if not bad and (first := seen.setdefault((int(row), annotator), i)) != i:
+            bad.append(f"annotator {annotator!r} labels row {row} again (first on row {first}); keep one line")
+        if bad:
+            problems += [f"{at}: {b}" for b in bad]
+            continue
+        rows.append(int(row))
+        who.append(annotator)
+        what.append(labels)
+    if problems:
+        raise GeceError(f"{path}: {len(problems)} problem(s) in {len(records)} row(s); nothing was written",
+                        problems=problems[:MAX_SHOWN] + more_shown(len(problems)), hint=ANNOTATIONS_HINT)
+    order = sorted(range(len(rows)), key=lambda k: rows[k])  # by benchmark row, file order within a row
+    return pd.DataFrame({"row": pd.array([rows[k] for k in order], dtype="int64"),
+                         "annotator": pd.array([who[k] for k in order], dtype=object),
+                         "labels": pd.array([what[k] for k in order], dtype=object)})

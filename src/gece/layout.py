@@ -46,6 +46,11 @@ def benchmark_source(params: Params, benchmark: str) -> Path:
     return Path(params.imports[benchmark]) if benchmark in params.imports else benchmark_csv(benchmark)
 
 
+def annotations_csv(benchmark: str) -> Path:
+    """``data/annotations/<benchmark>.csv``: per-annotator labels of any benchmark (optional; docs/annotations.md)."""
+    return DATA / "annotations" / f"{_b(benchmark)}.csv"
+
+
 def reference_dir() -> Path:
     """``data/reference``: the authors' released scores, one folder per benchmark."""
     return DATA / "reference"

@@ -42,11 +42,12 @@ def annotation_rows(annotations: pd.DataFrame, prepared: pd.DataFrame) -> pd.Dat
 
 def prepare(csv: str | Path, out: str | Path, settings: PrepareParams = PrepareParams(), *,
             name: str | None = None, imported: bool = False,
-            annotations_out: str | Path | None = None) -> pd.DataFrame:
+            annotations_out: str | Path | None = None, annotations_csv: str | Path | None = None) -> pd.DataFrame:
     """A benchmark file -> prepared pairs at ``out`` (and the annotations at ``annotations_out`` when given).
 
     ``imported``: ``csv`` is a CrowS-Pairs-format file (:mod:`gece.crows`); ``name`` is the benchmark id
-    (default: the gece CSV's file name). Nothing is written unless both files can be.
+    (default: the gece CSV's file name). ``annotations_csv``: a per-annotator annotations CSV of the
+    benchmark (:func:`gece.crows.read_annotations`). Nothing is written unless both files can be.
     """
     csv = Path(csv)
     name = name or benchmarks.benchmark_id(csv)
@@ -66,13 +67,23 @@ def prepare(csv: str | Path, out: str | Path, settings: PrepareParams = PrepareP
                  "dropped_rows": ",".join(map(str, dropped)), "protocol": "identity (y = 1)"}
         if not data.has_annotations:
             log.info("%s: no annotations (every annotation list is empty): 0 annotation rows", csv)
+        n_rows, found = len(data.pairs), data.annotations
     else:
         rows, warnings = benchmarks.load_benchmark(csv, settings.duplicates)
-        data = None
+        n_rows, found = rows.attrs["rows_read"], None
+    if annotations_csv is not None:
+        from gece import crows
+
+        if found is not None and not found.empty:
+            raise GeceError(f"{annotations_csv}: {csv} has annotations of its own; a benchmark's annotations come "
+                            "from one place", hint=f"remove {annotations_csv}, or the annotations column of {csv}")
+        types = {t for t in rows["bias_type"] if isinstance(t, str) and t}
+        found = crows.read_annotations(annotations_csv, n_rows, types)
+        meta["annotations"] = str(annotations_csv)
     for w in warnings:
         log.warning(w)
     prepared = benchmarks.prepare_pairs(rows, name)
-    labels = annotation_rows(data.annotations, prepared) if data is not None else _empty_annotations()
+    labels = annotation_rows(found, prepared) if found is not None else _empty_annotations()
     if annotations_out is not None:
         write_table(annotations_out, labels, AnnotationRow, meta={"benchmark": name, "source": str(csv)})
     write_table(out, prepared, PreparedPair, meta=meta)
@@ -100,26 +111,31 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--crows", action="store_true", help="CSV is in CrowS-Pairs format (the benchmark id is OUT's "
                    "file name)")
     p.add_argument("--annotations", type=Path, help="also write the per-annotator labels here (Parquet)")
+    p.add_argument("--labels", type=Path, help="a per-annotator annotations CSV of the benchmark (row, annotator, "
+                   "labels); with --benchmark, data/annotations/<b>.csv is read when it exists")
     p.add_argument("--duplicates", choices=["keep", "drop", "error"],
                    help="repeated pairs: keep, drop or reject (default: {params:prepare.duplicates})")
-    p.set_defaults(outputs={"OUT": "out", "--annotations": "annotations"}, inputs=("csv",))
+    p.set_defaults(outputs={"OUT": "out", "--annotations": "annotations"}, inputs=("csv", "labels"))
 
 
 def run(args: argparse.Namespace) -> int:
     params = command.params_or_defaults(args)
     settings = command.override(params.prepare if params else PrepareParams(), duplicates=args.duplicates)
     if args.benchmark is not None:
-        if args.csv is not None or args.out is not None or args.crows or args.annotations is not None:
+        if args.csv is not None or args.out is not None or args.crows or args.annotations or args.labels:
             raise GeceError("--benchmark names the input and both outputs; give either --benchmark B or CSV OUT",
                             hint="gece prepare --benchmark crows_pairs, or gece prepare IN.csv OUT.parquet")
         b = command.benchmark_of(args, params)
+        extra = layout.annotations_csv(b)
         prepare(layout.benchmark_source(params, b), layout.prepared_path(b), settings, name=b,
-                imported=b in params.imports, annotations_out=layout.annotations(b))
+                imported=b in params.imports, annotations_out=layout.annotations(b),
+                annotations_csv=extra if extra.is_file() else None)
         return 0
     if args.csv is None or args.out is None:
         raise GeceError("gece prepare needs --benchmark B, or CSV and OUT", hint="see `gece prepare --help`")
     if params:
         layout.check_data(params, args.params)
     name = benchmarks.benchmark_id(args.out.name.removesuffix(".parquet")) if args.crows else None
-    prepare(args.csv, args.out, settings, name=name, imported=args.crows, annotations_out=args.annotations)
+    prepare(args.csv, args.out, settings, name=name, imported=args.crows, annotations_out=args.annotations,
+            annotations_csv=args.labels)
     return 0
