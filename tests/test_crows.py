@@ -174,8 +174,8 @@ def test_import_command(tmp_path, capsys, data_dir):
 def test_params_imports(tmp_path):
     raw = yaml.safe_load((ROOT / "params.yaml").read_text())
     assert load_params(ROOT / "params.yaml").imports["winoqueer"] == "data/winoqueer/winoqueer_benchmark.csv"
-    for change, message in ((lambda r: r["imports"].update(other="x.csv"), "imports names ['other'], which are "
-                             "not in benchmarks"),
+    for change, message in ((lambda r: r["imports"].update(other="x.csv"), ("imports names ['other'], which are "
+                                                                                "not in benchmarks")),
                             (lambda r: r["imports"].update(crows_pairs=""), "imports.crows_pairs"),
                             (lambda r: r["imports"].update({"Bad/Name": "x.csv"}), "not a valid id"),
                             (lambda r: r["annotate"].update(tie="coin"), "annotate.tie")):

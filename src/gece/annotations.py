@@ -196,7 +196,7 @@ def derive(pair_ids: Sequence[str], bias_type: Sequence[str | None], writer: np.
     share, _ = annotator_agreement(who, support, hard[item], len(names))
     report: dict = {
         "n_pairs": len(pair_ids), "n_annotated": int((n > 0).sum()), "n_annotators": len(names),
-        "n_labels": int(len(item)), "support_rate": float(support.mean()) if len(item) else None,
+        "n_labels": len(item), "support_rate": float(support.mean()) if len(item) else None,
         "n_hard": {"1": int((hard == 1).sum()), "0": int((hard == 0).sum()), "tie": int(ties(k, n).sum()),
                    "none": int((n == 0).sum())},
         "annotator_agreement": quantiles(share), "vote_shares": vote_shares(k, n),

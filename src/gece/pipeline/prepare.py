@@ -97,8 +97,8 @@ def prepare(csv: str | Path, out: str | Path, settings: PrepareParams = PrepareP
 
 EXAMPLES = ("gece prepare --benchmark crows_pairs          # params.yaml: imports, else data/benchmarks/<b>.csv",
             "gece prepare data/benchmarks/winobias.csv artifacts/prepared/winobias.parquet",
-            "gece prepare --crows data/winoqueer/winoqueer_benchmark.csv artifacts/prepared/winoqueer.parquet "
-            "--annotations artifacts/annotations/winoqueer.parquet")
+            ("gece prepare --crows data/winoqueer/winoqueer_benchmark.csv artifacts/prepared/winoqueer.parquet "
+             "--annotations artifacts/annotations/winoqueer.parquet"))
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
