@@ -136,14 +136,25 @@ def _records(path: Path, text: str) -> tuple[list[str], list[tuple[int, list[str
     return header, rows
 
 
+def read_records(path: str | Path, hint: str) -> tuple[Path, list[str], list[tuple[int, list[str]]]]:
+    """A CSV read strictly (size limit, UTF-8, quoting): (path, header, data records with their line)."""
+    path = require_file(path, hint=hint, size_limit="csv_bytes")
+    header, rows = _records(path, _decode(path))
+    return path, header, rows
+
+
+def more_shown(n: int) -> list[str]:
+    """``... and N more`` after the first :data:`MAX_SHOWN` problems of ``n``."""
+    return _more(n)
+
+
 def read_csv(path: str | Path) -> pd.DataFrame:
     """Read a benchmark CSV as strings, checking encoding, quoting and the required columns.
 
     Returns the columns gece uses (``sent_more``, ``sent_less``, ``y``, and ``bias_type`` when
     present), indexed by the line each row starts on; other columns are ignored.
     """
-    path = require_file(path, hint="pass the path of a benchmark CSV", size_limit="csv_bytes")
-    header, rows = _records(path, _decode(path))
+    path, header, rows = read_records(path, hint="pass the path of a benchmark CSV")
     used = [c for c in (*REQUIRED, *OPTIONAL) if c in header]
     missing = [c for c in REQUIRED if c not in header]
     twice = [c for c in used if header.count(c) > 1]
@@ -168,12 +179,16 @@ def read_csv(path: str | Path) -> pd.DataFrame:
 
 
 def check_rows(
-    df: pd.DataFrame, source: str, duplicates: DuplicatePolicy = "error"
+    df: pd.DataFrame, source: str, duplicates: DuplicatePolicy = "error", imported: bool = False
 ) -> tuple[pd.DataFrame, list[str], list[str]]:
     """Validate every row of :func:`read_csv`'s frame (indexed by line). Returns (valid rows with a
     1-based ``row`` column, problems, warnings).
 
     Problems make the file invalid; the warning (one line on kept or dropped repeats) does not.
+    ``imported``: a benchmark read from another format (:mod:`gece.crows`), whose group is its
+    ``bias_type``: the differing words need not name two gender groups, and a row that cannot form
+    a scorable pair (empty or identical sentences, a side with no word of its own) is dropped with
+    one warning instead of invalidating the file; its 1-based row is listed in ``out.attrs["dropped"]``.
     """
     problems: list[str] = []
     if df.empty:
@@ -181,6 +196,8 @@ def check_rows(
     warnings: list[str] = []
     seen: dict[tuple[str, str], tuple[int, str]] = {}
     keep: list[int] = []
+    unscorable: list[str] = []
+    dropped: list[int] = []
     for i, (line, more, less, y) in enumerate(zip(df.index, df["sent_more"], df["sent_less"], df["y"], strict=True)):
         row = i + 1
         at = f"{source}: row {row} (line {line})"
@@ -204,11 +221,15 @@ def check_rows(
                         else f"{side} has no word of its own (the other sentence only adds words)"
                     )
                     bad.append(f"{what}; make the two sentences differ in at least one word on each side")
-                elif (group := side_group([w.text for w in al.more])) == side_group([w.text for w in al.less]):
+                elif not imported and (group := side_group([w.text for w in al.more])) == side_group([w.text for w in al.less]):
                     shown = f"{' '.join(w.text for w in al.more)!r} vs {' '.join(w.text for w in al.less)!r}"
                     bad.append(f"the sentences differ only in words of one group ({shown}: both {group!r}), so "
                                "the pair contrasts nothing; make the differing words name two groups (he/she, "
                                "man/woman)")
+        if bad and imported and not any(b.startswith("y is") for b in bad):
+            unscorable.append(f"row {row} (line {line}): {bad[0].split(';')[0]}")
+            dropped.append(row)
+            continue
         if not bad:
             key = (more, less)
             if key in seen:
@@ -237,8 +258,13 @@ def check_rows(
         action = "kept" if duplicates == "keep" else "dropped"
         shown = ", ".join(warnings[:5]) + (f", ... ({len(warnings) - 5} more)" if len(warnings) > 5 else "")
         warnings = [f"{source}: {len(warnings)} repeated pair(s) {action} (prepare.duplicates={duplicates}): {shown}"]
+    if unscorable:
+        warnings.append(f"{source}: {len(unscorable)} row(s) dropped: they cannot form a scorable pair: "
+                        + "; ".join(unscorable[:MAX_SHOWN]) + (f"; ... ({len(unscorable) - MAX_SHOWN} more)"
+                                                               if len(unscorable) > MAX_SHOWN else ""))
     out = df.iloc[keep].copy()
     out.insert(0, "row", [i + 1 for i in keep])
+    out.attrs["dropped"] = dropped
     return out, problems, warnings
 
 
@@ -269,7 +295,9 @@ def load_benchmark(path: str | Path, duplicates: DuplicatePolicy = "error") -> t
         rows["bias_type"] = rows["bias_type"].replace("", None)
     else:
         rows["bias_type"] = None
-    return rows[["row", *REQUIRED, "bias_type"]].reset_index(drop=True), warnings
+    out = rows[["row", *REQUIRED, "bias_type"]].reset_index(drop=True)
+    out.attrs["rows_read"] = n
+    return out, warnings
 
 
 def prepare_pairs(rows: pd.DataFrame, name: str) -> pd.DataFrame:

@@ -28,6 +28,8 @@ from gece.terminal import LiteralFilter, console, literal, visible
 # subcommand -> (its module, one line of help); the DVC stages first, in pipeline order
 COMMANDS: dict[str, tuple[str, str]] = {
     "prepare": ("gece.pipeline.prepare", "validate and align a benchmark -> prepared Parquet (DVC stage prepare)"),
+    "annotate": ("gece.pipeline.annotate", "per-pair soft and hard labels and the annotators' agreement from a "
+                 "benchmark's annotations (DVC stage annotate)"),
     "extract": ("gece.pipeline.extract", "score a prepared benchmark with a registered model -> per-pair score "
                 "Parquet (DVC stage extract)"),
     "metrics": ("gece.pipeline.metrics", "calibration metrics of a benchmark's runs or of a score file "
@@ -45,6 +47,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "summary": ("gece.pipeline.summary", "the findings (best and worst models, notable effects) and "
                 "reports/summary.json, the one DVC metrics file (DVC stage summary)"),
     "report": ("gece.pipeline.report", "figures, tables and reports/index.html from every report (DVC stage report)"),
+    "import": ("gece.import_pairs", "a CrowS-Pairs-format file (CrowS-Pairs, WinoQueer) -> a gece benchmark CSV and "
+               "its annotations CSV, to read or edit"),
     "validate": ("gece.validate", "check a benchmark CSV as gece prepare does; exit 2 and list bad rows if invalid"),
     "pull": ("gece.remote", "the data snapshot from the DVC remote (dvc pull data.dvc), remote checked first"),
     "repro": ("gece.repro", "pull what the default DVC remote holds for dvc.lock, then dvc repro what is missing; "

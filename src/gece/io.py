@@ -408,7 +408,7 @@ def read_table(path: str | Path, model: type[BaseModel]) -> tuple[pd.DataFrame, 
     pf, meta, want = _open_parquet(path, model)
     columns = None if model.model_config.get("extra") == "allow" else want.names
     df = _frame(path, _read_all(pf, path, columns), model, want, 1)
-    if "pair_id" in df.columns:
+    if "pair_id" in df.columns and getattr(model, "one_row_per_pair", True):
         check_unique_ids(path, df["pair_id"])
     return df, meta
 

@@ -40,6 +40,17 @@ def benchmark_csv(benchmark: str) -> Path:
     return DATA / "benchmarks" / f"{_b(benchmark)}.csv"
 
 
+def benchmark_source(params: Params, benchmark: str) -> Path:
+    """The file a benchmark is read from: its ``imports`` entry (a CrowS-Pairs-format CSV) when it has
+    one, else ``data/benchmarks/<benchmark>.csv``."""
+    return Path(params.imports[benchmark]) if benchmark in params.imports else benchmark_csv(benchmark)
+
+
+def annotations_csv(benchmark: str) -> Path:
+    """``data/annotations/<benchmark>.csv``: per-annotator labels of any benchmark (optional; docs/annotations.md)."""
+    return DATA / "annotations" / f"{_b(benchmark)}.csv"
+
+
 def reference_dir() -> Path:
     """``data/reference``: the authors' released scores, one folder per benchmark."""
     return DATA / "reference"
@@ -59,8 +70,9 @@ def check_data(params: Params, source: str | Path) -> None:
 
     A GeceError names each params key and its missing file (or says that data/ itself is missing).
     """
-    missing = [f"benchmarks[{i}] {b!r}: {benchmark_csv(b)} not found" for i, b in enumerate(params.benchmarks)
-               if not benchmark_csv(b).is_file()]
+    missing = [f"benchmarks[{i}] {b!r}: {benchmark_source(params, b)} not found"
+               + (f" (imports.{b})" if b in params.imports else "")
+               for i, b in enumerate(params.benchmarks) if not benchmark_source(params, b).is_file()]
     for j, m in enumerate(params.references):
         name = params.registry[m].reference
         if not any(reference_csv(b, name).is_file() for b in params.benchmarks):
@@ -81,6 +93,16 @@ def check_data(params: Params, source: str | Path) -> None:
 def prepared_path(benchmark: str) -> Path:
     """``artifacts/prepared/<benchmark>.parquet``: the validated, aligned pairs."""
     return ARTIFACTS / "prepared" / f"{_b(benchmark)}.parquet"
+
+
+def annotations(benchmark: str) -> Path:
+    """``artifacts/annotations/<benchmark>.parquet``: one row per pair and annotator (zero rows: none)."""
+    return ARTIFACTS / "annotations" / f"{_b(benchmark)}.parquet"
+
+
+def annotated(benchmark: str) -> Path:
+    """``artifacts/annotated/<benchmark>.parquet``: per-pair labels derived from the annotators."""
+    return ARTIFACTS / "annotated" / f"{_b(benchmark)}.parquet"
 
 
 def scores_root() -> Path:
@@ -174,6 +196,12 @@ def compare_file(b: str) -> str:
     return f"compare/{b}.json"
 
 
+def annotation_file(b: str) -> str:
+    """Agreement of the annotators of one benchmark."""
+    return f"annotations/{b}.json"
+
+
+ANNOTATIONS_TABLE = "tables/annotations.md"  # agreement and vote-share tables (gece.report.annotations)
 SUMMARY_FILE = "summary.json"  # the one DVC metrics file
 TABLES_DIR = "tables"
 FIGURES_DIR = "figures"
@@ -186,6 +214,11 @@ RUN_FOLDERS = ("metrics", "bins", "ablation/sample_size", "ablation/binning", "c
 def report_path(rel: str, reports: str | Path = REPORTS) -> Path:
     """A report file (one of the names above) under the reports directory."""
     return Path(reports) / rel
+
+
+def annotation_report(benchmark: str) -> Path:
+    """``reports/annotations/<benchmark>.json``."""
+    return REPORTS / annotation_file(_b(benchmark))
 
 
 def metrics_path(benchmark: str, model: str) -> Path:

@@ -226,6 +226,20 @@ class CalibrateParams(_Section):
         return self
 
 
+class AnnotateParams(_Section):
+    """How the annotators' labels become a hard label (gece.annotations): a strict majority of the
+    annotators decides; a tie goes to the writer's label (writer) or leaves the pair unlabelled (drop)."""
+
+    rule: Literal["majority"] = "majority"
+    tie: Literal["writer", "drop"] = "writer"
+
+
+def _import_path(value: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("must be the path of a CrowS-Pairs-format CSV, e.g. data/crows_pairs/crows_pairs_anonymized.csv")
+    return value
+
+
 class Params(_Section):
     benchmarks: list[Id] = Field(min_length=1)
     models: list[Id]
@@ -236,6 +250,9 @@ class Params(_Section):
     metrics: MetricsParams = MetricsParams()
     ablate: AblateParams = AblateParams()
     calibrate: CalibrateParams = CalibrateParams()
+    imports: dict[Id, Annotated[str, PlainValidator(_import_path)]] = Field(
+        {}, description="benchmarks read from a CrowS-Pairs-format file instead of data/benchmarks/<name>.csv")
+    annotate: AnnotateParams = AnnotateParams()
 
     @model_validator(mode="after")
     def _models_registered(self) -> Params:
@@ -259,6 +276,10 @@ class Params(_Section):
         if pairs:
             raise ValueError(f"ablate.special_tokens names {pairs}, which are not in models; add them to models "
                              "(and registry) or fix the names")
+        outside = [b for b in self.imports if b not in self.benchmarks]
+        if outside:
+            raise ValueError(f"imports names {outside}, which are not in benchmarks; add them to benchmarks or "
+                             "remove them from imports")
         checked = []
         if "neutral" in self.ablate.model_fields_set:  # the default applies only where those benchmarks are
             checked.append(("ablate.neutral", self.ablate.neutral))

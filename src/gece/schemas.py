@@ -8,7 +8,7 @@ valid file holds; ``gece.io`` reads and writes the files against them.
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -64,6 +64,30 @@ class PreparedPair(_Row):
     gender_less: str
     position: Literal["last", "mid"]
     n_targets: int = Field(ge=1, description="number of differing word blocks")
+
+
+class AnnotationRow(_Row):
+    """One annotator's label of one pair (``artifacts/annotations/<b>.parquet``): the bias types the
+    annotator saw in the pair; ``[]`` = saw no stereotype (CrowS-Pairs' validation, :mod:`gece.crows`)."""
+
+    one_row_per_pair: ClassVar[bool] = False  # a long table: a pair has one row per annotator
+
+    pair_id: str
+    row: int = Field(ge=1, description="1-based data row in the source CSV")
+    annotator: str = Field(min_length=1)
+    labels: list[str]
+
+
+class AnnotatedPair(_Row):
+    """Labels derived from the annotators (``artifacts/annotated/<b>.parquet``, :mod:`gece.annotations`):
+    ``n_support`` of ``n_annotators`` recognised the writer's bias type; ``y_soft`` = their share and
+    ``y_hard`` the rule's label (null: no annotations, or a tie the rule drops)."""
+
+    pair_id: str
+    n_annotators: int = Field(ge=0)
+    n_support: int = Field(ge=0)
+    y_soft: float | None = Field(None, ge=0.0, le=1.0)
+    y_hard: Literal[0, 1] | None = None
 
 
 class ScoreRow(_Row):
@@ -482,3 +506,46 @@ class SummaryReport(_Report):
     neutral: Section = {}
     special_tokens: Section = {}
     compare: dict[str, dict[str, int]] = {}
+
+
+# -------------------------------------------------------------------- annotations
+class Quantiles(_Report):
+    """Quantiles of one number over annotators (each annotator's agreement with the majority)."""
+
+    n: int = Field(ge=0, description="annotators")
+    min: float
+    q25: float
+    median: float
+    q75: float
+    max: float
+    mean: float
+
+
+class Agreement(_Report):
+    """Chance-corrected agreement over the items: null with a reason when it is undefined."""
+
+    binary: float | None = Field(description="on 'supports the writer's bias type' (1) or not (0)")
+    nominal: float | None = Field(description="on the label set as one category ('none', a type, 'a+b')")
+    items: int = Field(ge=0, description="items with at least two labels (Fleiss: the items used)")
+    reason: str | None = None
+
+
+class AnnotationReport(_Report):
+    """``reports/annotations/<benchmark>.json`` (:mod:`gece.pipeline.annotate`)."""
+
+    benchmark: str
+    n_pairs: int = Field(ge=0)
+    n_annotated: int = Field(ge=0, description="pairs with at least one annotator")
+    n_annotators: int = Field(ge=0, description="distinct annotators")
+    n_labels: int = Field(ge=0, description="annotation rows (pair x annotator)")
+    rule: str
+    tie: str
+    support_rate: float | None = Field(description="share of labels that name the writer's bias type")
+    n_hard: dict[str, int] = Field(description="pairs by y_hard: '1', '0', 'tie' (ties the rule dropped or "
+                                   "settled), 'none' (no annotations)")
+    alpha: Agreement = Field(description="Krippendorff's alpha (nominal metric)")
+    kappa: Agreement = Field(description="Fleiss' kappa")
+    annotator_agreement: Quantiles | None = Field(description="each annotator's share of items where their "
+                                                  "binary label equals y_hard")
+    vote_shares: dict[str, int] = Field(description="pairs by 'n_support/n_annotators'")
+    reason: str | None = Field(None, description="why the agreement values are null")

@@ -62,7 +62,9 @@ def try_model(model: str, benchmark: str, params: Params | None, limit: int | No
         prepared = layout.prepared_path(benchmark)
         if not prepared.exists():
             prepared = Path(tmp) / f"{benchmark}.parquet"
-            prepare(layout.benchmark_csv(benchmark), prepared, params.prepare if params else PrepareParams())
+            imported = params is not None and benchmark in params.imports
+            prepare(layout.benchmark_source(params, benchmark) if imported else layout.benchmark_csv(benchmark),
+                    prepared, params.prepare if params else PrepareParams(), name=benchmark, imported=imported)
         scores = Path(out) if out else Path(tmp) / benchmark / f"{model_id}.parquet"
         meta, timing = extract(prepared, scores, model_id, spec, settings)
         df, _ = read_run(scores)

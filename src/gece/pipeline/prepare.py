@@ -1,4 +1,11 @@
-"""Stage prepare: a benchmark CSV -> the validated, aligned pairs (``artifacts/prepared/<b>.parquet``)."""
+"""Stage prepare: a benchmark -> the validated, aligned pairs (``artifacts/prepared/<b>.parquet``) and its
+per-annotator labels (``artifacts/annotations/<b>.parquet``, zero rows when it has none).
+
+A benchmark is a gece CSV (``data/benchmarks/<b>.csv``) or, when params.yaml lists it under
+``imports``, a CrowS-Pairs-format file read by :mod:`gece.crows` (identity protocol: y = 1; the
+group is the CrowS ``bias_type``, so the gender-lexicon check is skipped; pairs that cannot be
+scored are dropped with one warning).
+"""
 
 from __future__ import annotations
 
@@ -9,45 +16,126 @@ from pathlib import Path
 import pandas as pd
 
 from gece import benchmarks, command, layout
+from gece.errors import GeceError
 from gece.io import write_table
 from gece.params import PrepareParams
-from gece.schemas import PreparedPair
+from gece.schemas import AnnotationRow, PreparedPair
 
 log = logging.getLogger("gece")
 
 
-def prepare(csv: str | Path, out: str | Path, settings: PrepareParams = PrepareParams()) -> pd.DataFrame:
-    """data/benchmarks/<b>.csv -> artifacts/prepared/<b>.parquet (validated, aligned pairs)."""
+def _empty_annotations() -> pd.DataFrame:
+    return pd.DataFrame({"pair_id": pd.array([], dtype=object), "row": pd.array([], dtype="int64"),
+                         "annotator": pd.array([], dtype=object), "labels": pd.array([], dtype=object)})
+
+
+def annotation_rows(annotations: pd.DataFrame, prepared: pd.DataFrame) -> pd.DataFrame:
+    """The long annotation table (``row``, ``annotator``, ``labels``) of the pairs that were prepared, with
+    their ``pair_id`` (rows of dropped pairs go with them), in (row, file) order."""
+    if annotations.empty:
+        return _empty_annotations()
+    ids = pd.Series(prepared["pair_id"].to_numpy(), index=prepared["row"].to_numpy())
+    kept = annotations[annotations["row"].isin(ids.index)]
+    out = kept.assign(pair_id=ids.loc[kept["row"]].to_numpy())[["pair_id", "row", "annotator", "labels"]]
+    return out.reset_index(drop=True)
+
+
+def prepare(csv: str | Path, out: str | Path, settings: PrepareParams = PrepareParams(), *,
+            name: str | None = None, imported: bool = False,
+            annotations_out: str | Path | None = None, annotations_csv: str | Path | None = None) -> pd.DataFrame:
+    """A benchmark file -> prepared pairs at ``out`` (and the annotations at ``annotations_out`` when given).
+
+    ``imported``: ``csv`` is a CrowS-Pairs-format file (:mod:`gece.crows`); ``name`` is the benchmark id
+    (default: the gece CSV's file name). ``annotations_csv``: a per-annotator annotations CSV of the
+    benchmark (:func:`gece.crows.read_annotations`). Nothing is written unless both files can be.
+    """
     csv = Path(csv)
-    name = benchmarks.benchmark_id(csv)
-    rows, warnings = benchmarks.load_benchmark(csv, settings.duplicates)
+    name = name or benchmarks.benchmark_id(csv)
+    meta = {"benchmark": name, "source": str(csv)}
+    if imported:
+        from gece import crows
+
+        data = crows.read_crows(csv)
+        rows, problems, warnings = benchmarks.check_rows(data.pairs, str(csv), settings.duplicates, imported=True)
+        if problems:
+            raise GeceError(f"{csv}: {len(problems)} problem(s) in {len(data.pairs)} row(s); nothing was written",
+                            problems=problems[:benchmarks.MAX_SHOWN] + benchmarks.more_shown(len(problems)),
+                            hint="rows are numbered from 1 after the header line; fix them and run again")
+        dropped = rows.attrs.get("dropped", [])
+        rows = rows.assign(y=1)[["row", *benchmarks.REQUIRED, "bias_type"]].reset_index(drop=True)
+        meta |= {"format": "crows-pairs", "rows_read": str(len(data.pairs)),
+                 "dropped_rows": ",".join(map(str, dropped)), "protocol": "identity (y = 1)"}
+        if not data.has_annotations:
+            log.info("%s: no annotations (every annotation list is empty): 0 annotation rows", csv)
+        n_rows, found = len(data.pairs), data.annotations
+    else:
+        rows, warnings = benchmarks.load_benchmark(csv, settings.duplicates)
+        n_rows, found = rows.attrs["rows_read"], None
+    if annotations_csv is not None:
+        from gece import crows
+
+        if found is not None and not found.empty:
+            raise GeceError(f"{annotations_csv}: {csv} has annotations of its own; a benchmark's annotations come "
+                            "from one place", hint=f"remove {annotations_csv}, or the annotations column of {csv}")
+        types = {t for t in rows["bias_type"] if isinstance(t, str) and t}
+        found = crows.read_annotations(annotations_csv, n_rows, types)
+        meta["annotations"] = str(annotations_csv)
     for w in warnings:
         log.warning(w)
     prepared = benchmarks.prepare_pairs(rows, name)
-    write_table(out, prepared, PreparedPair, meta={"benchmark": name, "source": str(csv)})
+    labels = annotation_rows(found, prepared) if found is not None else _empty_annotations()
+    if annotations_out is not None:
+        write_table(annotations_out, labels, AnnotationRow, meta={"benchmark": name, "source": str(csv)})
+    write_table(out, prepared, PreparedPair, meta=meta)
     multi = int((prepared["n_targets"] > 1).sum())
     log.info(
-        "%s: %d pairs (%d with several differing words, %d cloze-last) -> %s",
-        name, len(prepared), multi, int((prepared["position"] == "last").sum()), out,
+        "%s: %d pairs (%d with several differing words, %d cloze-last), %d annotation rows -> %s",
+        name, len(prepared), multi, int((prepared["position"] == "last").sum()), len(labels), out,
     )
     return prepared
 
 
-EXAMPLES = ("gece prepare data/benchmarks/winobias.csv artifacts/prepared/winobias.parquet",)
+EXAMPLES = ("gece prepare --benchmark crows_pairs          # params.yaml: imports, else data/benchmarks/<b>.csv",
+            "gece prepare data/benchmarks/winobias.csv artifacts/prepared/winobias.parquet",
+            ("gece prepare --crows data/winoqueer/winoqueer_benchmark.csv artifacts/prepared/winoqueer.parquet "
+             "--annotations artifacts/annotations/winoqueer.parquet"))
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("csv", type=Path, help="data/benchmarks/<name>.csv")
-    p.add_argument("out", type=Path, help="artifacts/prepared/<name>.parquet")
+    p.add_argument("csv", type=Path, nargs="?", help="data/benchmarks/<name>.csv (or a CrowS-Pairs-format file "
+                   "with --crows); not with --benchmark")
+    p.add_argument("out", type=Path, nargs="?", help="artifacts/prepared/<name>.parquet")
+    p.add_argument("--benchmark", help="a benchmark of params.yaml: read from its imports entry or "
+                   "data/benchmarks/<b>.csv, written to artifacts/prepared/<b>.parquet and "
+                   "artifacts/annotations/<b>.parquet")
+    p.add_argument("--crows", action="store_true", help="CSV is in CrowS-Pairs format (the benchmark id is OUT's "
+                   "file name)")
+    p.add_argument("--annotations", type=Path, help="also write the per-annotator labels here (Parquet)")
+    p.add_argument("--labels", type=Path, help="a per-annotator annotations CSV of the benchmark (row, annotator, "
+                   "labels); with --benchmark, data/annotations/<b>.csv is read when it exists")
     p.add_argument("--duplicates", choices=["keep", "drop", "error"],
                    help="repeated pairs: keep, drop or reject (default: {params:prepare.duplicates})")
-    p.set_defaults(outputs={"OUT": "out"}, inputs=("csv",))
+    p.set_defaults(outputs={"OUT": "out", "--annotations": "annotations"}, inputs=("csv", "labels"))
 
 
 def run(args: argparse.Namespace) -> int:
     params = command.params_or_defaults(args)
     settings = command.override(params.prepare if params else PrepareParams(), duplicates=args.duplicates)
+    if args.benchmark is not None:
+        if args.csv is not None or args.out is not None or args.crows or args.annotations or args.labels:
+            raise GeceError("--benchmark names the input and both outputs; give either --benchmark B or CSV OUT",
+                            hint="gece prepare --benchmark crows_pairs, or gece prepare IN.csv OUT.parquet")
+        b = command.benchmark_of(args, params)
+        extra = layout.annotations_csv(b)
+        prepare(layout.benchmark_source(params, b), layout.prepared_path(b), settings, name=b,
+                imported=b in params.imports, annotations_out=layout.annotations(b),
+                annotations_csv=extra if extra.is_file() else None)
+        return 0
+    if args.csv is None or args.out is None:
+        raise GeceError("gece prepare needs --benchmark B, or CSV and OUT", hint="see `gece prepare --help`")
     if params:
         layout.check_data(params, args.params)
-    prepare(args.csv, args.out, settings)
+    name = benchmarks.benchmark_id(args.out.name.removesuffix(".parquet")) if args.crows else None
+    prepare(args.csv, args.out, settings, name=name, imported=args.crows, annotations_out=args.annotations,
+            annotations_csv=args.labels)
     return 0
