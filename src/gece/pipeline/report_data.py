@@ -14,6 +14,7 @@ from gece.pipeline import runs
 from gece.report import cells as report_cells
 from gece.report.cells import ReportData
 from gece.schemas import (
+    AnnotationReport,
     BinningReport,
     BinsReport,
     CalibrationBinsReport,
@@ -113,6 +114,9 @@ def load_report_data(params: Params, reports_dir: Path, scores_dir: Path, out_di
         rep = _read_optional(reports_dir / layout.compare_file(b), CompareReport)
         if rep is not None:
             data.compare[b] = rep
+        rep = _read_optional(reports_dir / layout.annotation_file(b), AnnotationReport)
+        if rep is not None and rep.get("n_annotated"):
+            data.annotations[b] = rep
 
     missing = [_missing_line(what, items, expected) for what, items in lost.items()]
     if params.models and not data.neutral:

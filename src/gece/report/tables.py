@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from gece import layout, registry
 from gece.diff import flatten
 from gece.registry import METRIC, ONE_LABEL
+from gece.report.annotations import annotations_doc
 from gece.report.cells import (
     Cell,
     Column,
@@ -380,6 +381,7 @@ def build_tables(data: ReportData) -> list[TableDoc]:
         overall_table(data), paper_table(data), gender_gap_table(data), human_gender_table(data),
         grouped_table(data), neutral_table(data), sample_size_table(data), estimator_table(data),
         binning_table(data), calibration_table(data), special_tokens_table(data), compare_table(data),
+        annotations_doc(data.annotations),
     ]
 
 
