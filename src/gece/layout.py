@@ -118,6 +118,11 @@ def shards_dir(scores: str | Path) -> Path:
     return _beside(scores, ".shards")
 
 
+def annotated(benchmark: str) -> Path:
+    """``artifacts/annotated/<benchmark>.parquet``: each pair's hard and soft label from its annotators."""
+    return ARTIFACTS / "annotated" / f"{_b(benchmark)}.parquet"
+
+
 def calibrated_dir(benchmark: str) -> Path:
     """``artifacts/calibrated/<benchmark>``."""
     return ARTIFACTS / "calibrated" / _b(benchmark)
@@ -172,6 +177,11 @@ def calibration_bins_file(b: str, m: str) -> str:
 def compare_file(b: str) -> str:
     """Paired comparison of every two runs of a benchmark (its markdown: the same name with ``.md``)."""
     return f"compare/{b}.json"
+
+
+def groups_file(b: str) -> str:
+    """Calibration by group of every run of a benchmark (its markdown tables: the same name with ``.md``)."""
+    return f"groups/{b}.json"
 
 
 SUMMARY_FILE = "summary.json"  # the one DVC metrics file
