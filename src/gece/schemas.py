@@ -20,7 +20,16 @@ from pydantic import (
     model_validator,
 )
 
-from gece.registry import ESTIMATORS, GAPS, METHOD_NAMES, METRIC, SCALARS, GroupingName, GroupProtocol, MethodName
+from gece.registry import (
+    ESTIMATORS,
+    GAPS,
+    METHOD_NAMES,
+    METRIC,
+    SCALARS,
+    GroupingName,
+    GroupProtocol,
+    MethodName,
+)
 
 
 class _Row(BaseModel):
