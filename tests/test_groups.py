@@ -304,3 +304,34 @@ def test_stage_refuses_stale_annotations_and_writes_nothing(crowslike):
                                root=crowslike)
     assert "crowslike-99999" in " ".join(e.value.problems) and "gece annotate" in e.value.hint
     assert not (crowslike / "r").exists()
+
+
+# -------------------------------------------------------------- permutation test
+def test_permutation_p_equals_a_loop_over_the_same_shuffles():
+    from gece.bootstrap import chunk_size
+    from gece.gap import shuffled_groups
+
+    p, y, g = _random(10, n=300, k=3)
+    r = groups.calibration_by_group(p, y, g, min_size=1, draws=60, seed=5)
+    names, seg = groups.encode(g)
+    rng = np.random.default_rng(5)
+    null = []
+    for start in range(0, 60, chunk_size(300)):
+        for row in shuffled_groups(seg, min(chunk_size(300), 60 - start), rng):
+            e = metrics.group_ece(p, y, np.array(names, dtype=object)[row])
+            null.append(max(e.values()) - min(e.values()))
+    want = (1 + sum(d >= r.gap.gap - 1e-12 for d in null)) / 61
+    assert r.gap.p_perm == pytest.approx(want, abs=1e-15)
+
+
+def test_permutation_p_sees_a_real_difference_and_not_a_random_split():
+    rng = np.random.default_rng(11)
+    n = 1000
+    p = rng.random(n)
+    g = np.array(["a", "b"], dtype=object)[rng.integers(0, 2, n)]
+    y = (rng.random(n) < p).astype(float)  # calibrated everywhere: labels say nothing
+    assert groups.calibration_by_group(p, y, g, draws=200).gap.p_perm > 0.05
+    y_bad = np.where(g == "a", y, (rng.random(n) < 0.5).astype(float))  # group b: y ignores p
+    assert groups.calibration_by_group(p, y_bad, g, draws=200).gap.p_perm == pytest.approx(1 / 201)
+    one = groups.calibration_by_group(p, y, np.full(n, "a", dtype=object), draws=200)
+    assert one.gap.p_perm is None

@@ -44,7 +44,11 @@ with the two groups that attain it (ties: the first name in sorted order). Its i
 the max − min over the same eligible groups on each resample (a resample where one of them is
 empty is undefined and left out). With one eligible group the gap is 0; with two it is
 |ECE_a − ECE_b| (Gender-ECE's bias gap). Being a maximum over groups, it grows with the number of
-groups and the noise of the smallest one even when calibration does not differ.
+groups and the noise of the smallest one even when calibration does not differ. The
+**permutation test** accounts for that (as :mod:`gece.gap` does for the gender gap): under the null
+hypothesis that the group says nothing about calibration, the labels of the grouped pairs are
+exchangeable; shuffling them ``draws`` times (sizes kept, seeded) gives null gaps d*_b and the
+one-sided p-value ``p_perm = (1 + #{d*_b >= gap}) / (draws + 1)``.
 """
 
 from __future__ import annotations
@@ -53,7 +57,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gece.bootstrap import bootstrap
+from gece.bootstrap import bootstrap, chunk_size
+from gece.gap import shuffled_groups
 from gece.intervals import bias_corrected_interval
 from gece.lexicon import FEMALE, MALE
 from gece.metrics import G_FEMALE, G_MALE, G_TIE, Binning, binned_stats, predicted_groups, true_groups
@@ -84,6 +89,7 @@ class GroupGap:
     low: str | None  # the group with the smallest ECE
     n_groups: int  # groups compared
     reason: str | None = None
+    p_perm: float | None = None  # permutation p-value of "the groups are calibrated alike"
 
 
 @dataclass(frozen=True)
@@ -200,6 +206,9 @@ def calibration_by_group(
         lo, hi = bias_corrected_interval(samples["ece"][:, i], est, level, (0.0, 1.0))
         stats.append(GroupStat(name, int(counts[i]), est, lo, hi))
     gap = _largest_gap(names, eligible, point, samples, level, min_size)
+    if gap.n_groups > 1:
+        gap = GroupGap(**{**vars(gap), "p_perm": permutation_gap_p(p, target, seg, k, eligible, gap.gap, draws, seed,
+                                                                    n_bins, binning)})
     why = [left_out] if left_out and n_no_group else ([f"{n_no_group} pairs have no value"] if n_no_group else [])
     if n_no_target:
         why.append(f"{n_no_target} pairs have no soft label (no annotations)")
@@ -218,3 +227,25 @@ def _largest_gap(names: list[str], eligible: np.ndarray, point: dict, samples: d
     lo, hi = bias_corrected_interval(samples["gap"], est, level, (0.0, 1.0))
     return GroupGap(est, lo, hi, names[high], names[low], int(idx.size),
                     None if idx.size > 1 else "one group: nothing to compare")
+
+
+def permutation_gap_p(p: np.ndarray, target: np.ndarray, seg: np.ndarray, n_groups: int, eligible: np.ndarray,
+                      estimate: float | None, draws: int, seed: int, n_bins: int = 10,
+                      binning: Binning = "equal_width") -> float | None:
+    """One-sided permutation p-value of the largest gap: the group labels shuffled ``draws`` times among the
+    pairs (group sizes kept), (1 + #{null gap >= gap}) / (draws + 1). None when the gap is undefined."""
+    if estimate is None or draws < 1:
+        return None
+    n = len(p)
+    rng = np.random.default_rng(seed)
+    null = []
+    step = chunk_size(n)
+    for start in range(0, draws, step):
+        size = min(step, draws - start)
+        g = shuffled_groups(seg, size, rng)
+        null.append(group_stats(np.broadcast_to(p, (size, n)), np.broadcast_to(target, (size, n)), g, n_groups,
+                                eligible, n_bins, binning)["gap"])
+    d = np.concatenate(null)
+    d = d[np.isfinite(d)]
+    # a null gap equal to the estimate up to rounding counts as reaching it
+    return float((1 + int((d >= estimate - 1e-12).sum())) / (d.size + 1))

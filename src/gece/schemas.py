@@ -512,6 +512,7 @@ class GroupGapReport(_Report):
     low: str | None = Field(description="the group with the smallest ECE")
     n_groups: int = Field(ge=0, description="groups compared")
     reason: str | None
+    p_perm: Num = Field(ge=0.0, le=1.0, description="one-sided permutation p-value (group labels shuffled)")
 
 
 class GroupingReport(_Report):

@@ -190,8 +190,9 @@ def _gap_cell(result: dict | None) -> str:
     gap = None if result is None else result["gap"]
     if gap is None or gap["gap"] is None:
         return "–"
-    return (f"{_num(gap['gap'])} [{_num(gap['ci_low'])}, {_num(gap['ci_high'])}] "
+    text = (f"{_num(gap['gap'])} [{_num(gap['ci_low'])}, {_num(gap['ci_high'])}] "
             f"({_md_escape(gap['high'])} − {_md_escape(gap['low'])})")
+    return text + (f", permutation {_p(gap['p_perm'])}" if gap.get("p_perm") is not None else "")
 
 
 def groups_markdown(report: dict) -> str:
@@ -204,7 +205,8 @@ def groups_markdown(report: dict) -> str:
               f"{level} bias-corrected bootstrap interval ({report['draws']} resamples of pairs, seed "
               f"{report['seed']}, the same for every group of a run) and the group's number of pairs. Groups with "
               f"fewer than {report['min_size']} pairs get no ECE and stay out of the largest gap, max ECE − min ECE "
-              "over the other groups (the two groups in brackets)."), ""]
+              "over the other groups (the two groups in brackets), with a one-sided permutation p-value (the group "
+              f"labels shuffled {report['draws']} times): a maximum over groups is above 0 by chance alone."), ""]
     for protocol in dict.fromkeys(r["protocol"] for results in report["runs"].values() for r in results):
         groupings = varying_groupings(report, protocol)
         lines += [f"## {protocol.capitalize()} protocol", "", GROUP_PROTOCOL_TEXT[protocol], ""]
