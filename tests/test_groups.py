@@ -284,8 +284,15 @@ def test_stage_writes_the_report_and_table(crowslike):
         (crowslike / "reports" / "groups" / "crowslike.json").read_bytes()
 
 
-def test_stage_without_annotations_says_so(crowslike):
-    (crowslike / "artifacts" / "annotated" / "crowslike.parquet").unlink()
+@pytest.mark.parametrize("how", ["no file", "no labels"])
+def test_stage_without_annotations_says_so(crowslike, how):
+    path = crowslike / "artifacts" / "annotated" / "crowslike.parquet"
+    if how == "no file":
+        path.unlink()
+    else:  # WinoQueer: the annotate stage writes every pair, none with a soft label
+        ann, _ = read_table(path, AnnotatedPair)
+        ann["y_soft"], ann["y_hard"], ann["n_annotators"], ann["n_support"] = None, None, 0, 0
+        write_table(path, ann, AnnotatedPair)
     report = stage.groups_benchmark(Params.model_validate(_params()), "crowslike", reports=crowslike / "r",
                                     root=crowslike)
     soft = [r for r in report["runs"]["m2"] if r["protocol"] == "soft"]
@@ -335,3 +342,15 @@ def test_permutation_p_sees_a_real_difference_and_not_a_random_split():
     assert groups.calibration_by_group(p, y_bad, g, draws=200).gap.p_perm == pytest.approx(1 / 201)
     one = groups.calibration_by_group(p, y, np.full(n, "a", dtype=object), draws=200)
     assert one.gap.p_perm is None
+
+
+def test_stage_refuses_scores_of_other_pairs(crowslike):
+    path = crowslike / "artifacts" / "scores" / "crowslike" / "m2.parquet"
+    scores, meta = read_table(path, ScoreRow)
+    scores.loc[3, "pair_id"] = "crowslike-77777"
+    write_table(path, scores, ScoreRow, meta=meta)
+    with pytest.raises(GeceError, match="crowslike / m2: 1 scored pair") as e:
+        stage.groups_benchmark(Params.model_validate(_params()), "crowslike", reports=crowslike / "r",
+                               root=crowslike)
+    assert "crowslike-77777" in e.value.problems[0]
+    assert not (crowslike / "r").exists()
