@@ -22,7 +22,7 @@ edges are the quantiles of each group's own p). It is :func:`gece.metrics.group_
 - ``soft``: calibration against the annotators' soft labels. ``y_soft`` is the share of the
   annotators who support the pair's label (``artifacts/annotated/<b>.parquet``); the share that
   supports ``sent_more`` is t = y_soft where y = 1 and 1 − y_soft where y = 0 (for CrowS-Pairs,
-  y = 1: t is the share of annotators who recognise the stereotype). ECE_soft compares, bin by
+  y = 1: t is the share of annotators who recognised the writer's bias type, the stereotype). ECE_soft compares, bin by
   bin of p, the model's mean confidence in the stereotype with how strongly people recognise it:
   0 when the model is as sure of the stereotype as the share of annotators who see it. Pairs
   without annotations (null ``y_soft``) are left out.

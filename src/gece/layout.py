@@ -83,6 +83,16 @@ def prepared_path(benchmark: str) -> Path:
     return ARTIFACTS / "prepared" / f"{_b(benchmark)}.parquet"
 
 
+def annotations(benchmark: str) -> Path:
+    """``artifacts/annotations/<benchmark>.parquet``: one row per pair and annotator (zero rows: none)."""
+    return ARTIFACTS / "annotations" / f"{_b(benchmark)}.parquet"
+
+
+def annotated(benchmark: str) -> Path:
+    """``artifacts/annotated/<benchmark>.parquet``: per-pair labels derived from the annotators."""
+    return ARTIFACTS / "annotated" / f"{_b(benchmark)}.parquet"
+
+
 def scores_root() -> Path:
     """``artifacts/scores``: every score file, one folder per benchmark."""
     return ARTIFACTS / "scores"
@@ -116,11 +126,6 @@ def timing_path(scores: str | Path) -> Path:
 def shards_dir(scores: str | Path) -> Path:
     """``<scores without .parquet>.shards/``: the finished shards of an interrupted extract run."""
     return _beside(scores, ".shards")
-
-
-def annotated(benchmark: str) -> Path:
-    """``artifacts/annotated/<benchmark>.parquet``: each pair's hard and soft label from its annotators."""
-    return ARTIFACTS / "annotated" / f"{_b(benchmark)}.parquet"
 
 
 def calibrated_dir(benchmark: str) -> Path:

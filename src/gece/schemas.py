@@ -75,6 +75,18 @@ class PreparedPair(_Row):
     n_targets: int = Field(ge=1, description="number of differing word blocks")
 
 
+class AnnotatedPair(_Row):
+    """Labels derived from the annotators (``artifacts/annotated/<b>.parquet``, :mod:`gece.annotations`):
+    ``n_support`` of ``n_annotators`` recognised the writer's bias type; ``y_soft`` = their share and
+    ``y_hard`` the rule's label (null: no annotations, or a tie the rule drops)."""
+
+    pair_id: str
+    n_annotators: int = Field(ge=0)
+    n_support: int = Field(ge=0)
+    y_soft: float | None = Field(None, ge=0.0, le=1.0)
+    y_hard: Literal[0, 1] | None = None
+
+
 class ScoreRow(_Row):
     """Per-pair model score: the contract between scoring and everything downstream.
 
@@ -134,16 +146,6 @@ class ReferenceRow(_Row):
     Normalized_Score_less: float = Field(ge=0.0, le=1.0)
     Predicted_Label: Literal[0, 1]
     True_Label: Literal[0, 1]
-
-
-class AnnotatedPair(_Row):
-    """One pair's labels from its annotators (``artifacts/annotated/<b>.parquet``, the annotate stage)."""
-
-    pair_id: str
-    n_annotators: int = Field(ge=0)
-    n_support: int = Field(ge=0)
-    y_soft: float | None = Field(ge=0.0, le=1.0)
-    y_hard: Literal[0, 1] | None
 
 
 # ------------------------------------------------------------------------ reports
