@@ -354,3 +354,16 @@ def test_stage_refuses_scores_of_other_pairs(crowslike):
                                root=crowslike)
     assert "crowslike-77777" in e.value.problems[0]
     assert not (crowslike / "r").exists()
+
+
+def test_cli_refuses_a_bad_grouping_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    from gece.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    text = (ROOT / "params.yaml").read_text(encoding="utf-8").replace("  - bias_type\n  - pred_gender",
+                                                                      "  - identity_group\n  - pred_gender")
+    (tmp_path / "params.yaml").write_text(text, encoding="utf-8")
+    assert main(["groups", "--benchmark", "winobias"]) == 2
+    err = capsys.readouterr().err
+    assert "params.yaml: invalid parameters" in err and "groups.by[0]" in err and "'true_gender'" in err
+    assert "Traceback" not in err and sorted(p.name for p in tmp_path.iterdir()) == ["params.yaml"]
