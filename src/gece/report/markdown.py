@@ -190,6 +190,8 @@ def _gap_cell(result: dict | None) -> str:
     gap = None if result is None else result["gap"]
     if gap is None or gap["gap"] is None:
         return "–"
+    if gap["n_groups"] < 2:
+        return f"– (only {_md_escape(gap['high'])} is large enough)"
     text = (f"{_num(gap['gap'])} [{_num(gap['ci_low'])}, {_num(gap['ci_high'])}] "
             f"({_md_escape(gap['high'])} − {_md_escape(gap['low'])})")
     return text + (f", permutation {_p(gap['p_perm'])}" if gap.get("p_perm") is not None else "")
