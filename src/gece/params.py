@@ -210,22 +210,6 @@ class AblateParams(_Section):
         return self
 
 
-class CalibrateParams(_Section):
-    """Post-hoc calibration (docs/metrics.md): which methods, the split and the cross-fitting."""
-
-    methods: list[MethodName] = Field(default_factory=lambda: list(METHOD_NAMES), min_length=1)
-    fraction: float = Field(0.5, gt=0.0, lt=1.0, description="share of pairs for fitting (split protocol)")
-    folds: int = Field(5, ge=2, le=1000, description="k of the k-fold cross-fitting")
-    seed: Seed = Field(0, description="seed of the stratified split and of the fold assignment")
-    histogram_bins: int = Field(10, ge=1, le=1000, description="equal-mass bins of histogram binning")
-
-    @model_validator(mode="after")
-    def _unique_methods(self) -> CalibrateParams:
-        if len(set(self.methods)) != len(self.methods):
-            raise ValueError(f"methods {self.methods} lists a method twice")
-        return self
-
-
 class GroupsParams(_Section):
     """Calibration by group (docs/metrics.md, gece.groups): what to group by, the protocols, the smallest group."""
 
@@ -245,6 +229,22 @@ class GroupsParams(_Section):
         return self
 
 
+class CalibrateParams(_Section):
+    """Post-hoc calibration (docs/metrics.md): which methods, the split and the cross-fitting."""
+
+    methods: list[MethodName] = Field(default_factory=lambda: list(METHOD_NAMES), min_length=1)
+    fraction: float = Field(0.5, gt=0.0, lt=1.0, description="share of pairs for fitting (split protocol)")
+    folds: int = Field(5, ge=2, le=1000, description="k of the k-fold cross-fitting")
+    seed: Seed = Field(0, description="seed of the stratified split and of the fold assignment")
+    histogram_bins: int = Field(10, ge=1, le=1000, description="equal-mass bins of histogram binning")
+
+    @model_validator(mode="after")
+    def _unique_methods(self) -> CalibrateParams:
+        if len(set(self.methods)) != len(self.methods):
+            raise ValueError(f"methods {self.methods} lists a method twice")
+        return self
+
+
 class Params(_Section):
     benchmarks: list[Id] = Field(min_length=1)
     models: list[Id]
@@ -253,9 +253,9 @@ class Params(_Section):
     prepare: PrepareParams = PrepareParams()
     extract: ExtractParams = ExtractParams()
     metrics: MetricsParams = MetricsParams()
+    groups: GroupsParams = GroupsParams()
     ablate: AblateParams = AblateParams()
     calibrate: CalibrateParams = CalibrateParams()
-    groups: GroupsParams = GroupsParams()
 
     @model_validator(mode="after")
     def _models_registered(self) -> Params:
