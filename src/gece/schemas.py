@@ -8,7 +8,7 @@ valid file holds; ``gece.io`` reads and writes the files against them.
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -73,6 +73,18 @@ class PreparedPair(_Row):
     gender_less: str
     position: Literal["last", "mid"]
     n_targets: int = Field(ge=1, description="number of differing word blocks")
+
+
+class AnnotationRow(_Row):
+    """One annotator's label of one pair (``artifacts/annotations/<b>.parquet``): the bias types the
+    annotator saw in the pair; ``[]`` = saw no stereotype (CrowS-Pairs' validation, :mod:`gece.crows`)."""
+
+    one_row_per_pair: ClassVar[bool] = False  # a long table: a pair has one row per annotator
+
+    pair_id: str
+    row: int = Field(ge=1, description="1-based data row in the source CSV")
+    annotator: str = Field(min_length=1)
+    labels: list[str]
 
 
 class AnnotatedPair(_Row):
