@@ -367,3 +367,20 @@ def test_cli_refuses_a_bad_grouping_and_writes_nothing(tmp_path, monkeypatch, ca
     err = capsys.readouterr().err
     assert "params.yaml: invalid parameters" in err and "groups.by[0]" in err and "'true_gender'" in err
     assert "Traceback" not in err and sorted(p.name for p in tmp_path.iterdir()) == ["params.yaml"]
+
+
+def test_table_escapes_group_and_run_names():
+    from gece.report.markdown import groups_markdown
+
+    evil = "<script>x</script>|# *a*"
+    p, y, _ = _random(12, n=100)
+    g = np.where(np.arange(100) < 50, evil, "b").astype(object)
+    r = groups.calibration_by_group(p, y, g, draws=10)
+    result = {"grouping": "bias_type", "protocol": "identity", "n": r.n, "n_left_out": 0, "left_out": None,
+              "groups": [vars(c) for c in r.groups], "gap": vars(r.gap), "reason": None}
+    md = groups_markdown({"benchmark": "b", "n_bins": 10, "binning": "equal_width", "draws": 10, "seed": 0,
+                          "level": 0.95, "min_size": 20, "runs": {"m|<b>": [result]}})
+    assert "<script>" not in md and "&lt;script&gt;x&lt;/script&gt;\\|# \\*a\\*" in md
+    assert "| m\\|&lt;b&gt; |" in md
+    rows = [line for line in md.splitlines() if line.startswith("| ")]
+    assert all(line.count(" | ") == rows[0].count(" | ") for line in rows)  # no cell split by a '|' in a name
