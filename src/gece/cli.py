@@ -44,6 +44,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                        "(DVC stage special-tokens)"),
     "compare": ("gece.pipeline.compare", "paired bootstrap between two score files, or every run of a benchmark, "
                 "with its verdict in words (DVC stage compare)"),
+    "groups": ("gece.pipeline.groups", "calibration by group (Gender-ECE generalised, the paper's Table 4): per-group "
+               "ECE with intervals and the largest gap, every run of a benchmark (DVC stage groups)"),
     "summary": ("gece.pipeline.summary", "the findings (best and worst models, notable effects) and "
                 "reports/summary.json, the one DVC metrics file (DVC stage summary)"),
     "report": ("gece.pipeline.report", "figures, tables and reports/index.html from every report (DVC stage report)"),

@@ -191,6 +191,11 @@ def calibration_bins_file(b: str, m: str) -> str:
     return f"calibration_bins/{b}/{m}.json"
 
 
+def groups_file(b: str) -> str:
+    """Calibration by group of every run of a benchmark (its markdown tables: the same name with ``.md``)."""
+    return f"groups/{b}.json"
+
+
 def compare_file(b: str) -> str:
     """Paired comparison of every two runs of a benchmark (its markdown: the same name with ``.md``)."""
     return f"compare/{b}.json"

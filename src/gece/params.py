@@ -25,7 +25,7 @@ from pydantic import (
 )
 
 from gece.errors import GeceError
-from gece.registry import METHOD_NAMES, MethodName
+from gece.registry import GROUP_PROTOCOLS, GROUPINGS, METHOD_NAMES, GroupingName, GroupProtocol, MethodName
 
 DEFAULT_PARAMS = Path("params.yaml")
 
@@ -210,6 +210,25 @@ class AblateParams(_Section):
         return self
 
 
+class GroupsParams(_Section):
+    """Calibration by group (docs/metrics.md, gece.groups): what to group by, the protocols, the smallest group."""
+
+    by: list[GroupingName] = Field(  # type: ignore[valid-type]
+        default_factory=lambda: ["bias_type", "pred_gender", "true_gender"], min_length=1,
+        description=f"attributes to group the pairs by, each one of {', '.join(GROUPINGS)}; the stage's markdown "
+        "table shows the first that splits the benchmark into two or more groups")
+    protocols: list[GroupProtocol] = Field(default_factory=lambda: list(GROUP_PROTOCOLS), min_length=1,
+                                           description="identity (the paper's: y), soft (annotators' soft labels)")
+    min_size: int = Field(20, ge=1, description="groups with fewer pairs get no ECE and are left out of the gap")
+
+    @model_validator(mode="after")
+    def _unique(self) -> GroupsParams:
+        for key, values in (("by", self.by), ("protocols", self.protocols)):
+            if len(set(values)) != len(values):
+                raise ValueError(f"{key} {values} lists a value twice")
+        return self
+
+
 class CalibrateParams(_Section):
     """Post-hoc calibration (docs/metrics.md): which methods, the split and the cross-fitting."""
 
@@ -248,6 +267,7 @@ class Params(_Section):
     prepare: PrepareParams = PrepareParams()
     extract: ExtractParams = ExtractParams()
     metrics: MetricsParams = MetricsParams()
+    groups: GroupsParams = GroupsParams()
     ablate: AblateParams = AblateParams()
     calibrate: CalibrateParams = CalibrateParams()
     imports: dict[Id, Annotated[str, PlainValidator(_import_path)]] = Field(

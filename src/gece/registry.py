@@ -192,3 +192,16 @@ DEFINITIONS: tuple[Definition, ...] = (
      "and a permutation p-value (the group labels shuffled 1000 times); Holm's correction over the runs of a "
      "table.")),
 )
+
+
+# ------------------------------------------------------------------ calibration by group
+# what the groups stage (params.yaml groups.by) may group the pairs by: the predicted or the human-preferred
+# gender (gece.metrics.predicted_groups / true_groups), or a column of the prepared pairs (schemas.PreparedPair)
+# that holds one plain value per pair
+DERIVED_GROUPINGS = ("pred_gender", "true_gender")
+GROUPING_COLUMNS = ("bias_type", "position", "n_targets", "y", "gender_more", "gender_less")
+GROUPINGS = DERIVED_GROUPINGS + GROUPING_COLUMNS
+GroupingName = Literal[GROUPINGS]  # type: ignore[valid-type]
+# the two protocols of the groups stage (gece.groups): the paper's identity protocol and the annotators' soft labels
+GROUP_PROTOCOLS = ("identity", "soft")
+GroupProtocol = Literal["identity", "soft"]

@@ -1,0 +1,251 @@
+"""Calibration by any group (Gender-ECE generalised; the paper's Table 4): pure, vectorized numpy.
+
+The pairs are split by one attribute ``g`` (the predicted gender, the human-preferred gender, a
+benchmark's ``bias_type`` such as WinoQueer's identity contrast, or any column of the prepared
+pairs); inside each group G the binned calibration error of the model's scores ``p`` against a
+target ``t`` is::
+
+    ECE_G = Σ_m (n_{G,m} / n_G) · |mean_{G,m}(t) − mean_{G,m}(p)|
+
+with the bins of :mod:`gece.metrics` over ``p`` (``metrics.n_bins``, ``metrics.binning``; equal-mass
+edges are the quantiles of each group's own p). It is :func:`gece.metrics.group_ece`, batched.
+
+**Protocols** (the target ``t``):
+
+- ``identity``: the paper's identity protocol (the authors' ``ECE_identity.py``): t = y, the
+  paper-convention ECE of :mod:`gece.metrics` (bins over p, mean y against mean p). For a
+  benchmark imported from a CrowS-Pairs-format file, y = 1 for every pair (``sent_more`` is the
+  stereotypical sentence and p the model's confidence in it), so ECE_G = 1 − mean_G(p) exactly
+  (every bin's gap is 1 − mean(p) ≥ 0): how far the model is from always picking the stereotype.
+  For a native benchmark, y is the benchmark's own label and ECE_G is the paper's grouped ECE
+  (by ``pred_gender`` it is ``ece_male``/``ece_female`` of the metrics report).
+- ``soft``: calibration against the annotators' soft labels. ``y_soft`` is the share of the
+  annotators who support the pair's label (``artifacts/annotated/<b>.parquet``); the share that
+  supports ``sent_more`` is t = y_soft where y = 1 and 1 − y_soft where y = 0 (for CrowS-Pairs,
+  y = 1: t is the share of annotators who recognised the writer's bias type, the stereotype). ECE_soft compares, bin by
+  bin of p, the model's mean confidence in the stereotype with how strongly people recognise it:
+  0 when the model is as sure of the stereotype as the share of annotators who see it. Pairs
+  without annotations (null ``y_soft``) are left out.
+
+**Intervals.** One percentile bootstrap over pairs (:func:`gece.bootstrap.bootstrap`, ``draws``
+resamples, seeded): every group's ECE and the gap are computed on the same resamples (one batched
+call, no loop over pairs or groups), and each interval is the bias-corrected percentile interval of
+:func:`gece.intervals.bias_corrected_interval`, cut to [0, 1]. With the seed and draws of the
+metrics stage, the resamples are those of ``gece.metrics.summarize``: by ``pred_gender`` under the
+identity protocol the intervals are those of ``ece_male``/``ece_female``/``bias_gap``.
+
+**Largest gap.** Over the groups with at least ``min_size`` pairs (smaller groups are reported
+with their n, no ECE and a reason: a binned ECE of a handful of pairs is mostly noise, biased
+upwards; Kumar, Liang & Ma 2019)::
+
+    gap = max_G ECE_G − min_G ECE_G
+
+with the two groups that attain it (ties: the first name in sorted order). Its interval re-computes
+the max − min over the same eligible groups on each resample (a resample where one of them is
+empty is undefined and left out). With one eligible group the gap is 0; with two it is
+|ECE_a − ECE_b| (Gender-ECE's bias gap). Being a maximum over groups, it grows with the number of
+groups and the noise of the smallest one even when calibration does not differ. The
+**permutation test** accounts for that (as :mod:`gece.gap` does for the gender gap): under the null
+hypothesis that the group says nothing about calibration, the labels of the grouped pairs are
+exchangeable; shuffling them ``draws`` times (sizes kept, seeded) gives null gaps d*_b and the
+one-sided p-value ``p_perm = (1 + #{d*_b >= gap}) / (draws + 1)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gece.bootstrap import bootstrap, chunk_size
+from gece.gap import shuffled_groups
+from gece.intervals import bias_corrected_interval
+from gece.lexicon import FEMALE, MALE
+from gece.metrics import G_FEMALE, G_MALE, G_TIE, Binning, binned_stats, predicted_groups, true_groups
+
+NO_GROUP = -1  # code of a pair that belongs to no group (left out)
+
+
+@dataclass(frozen=True)
+class GroupStat:
+    """One group: its size, its ECE and interval (None below ``min_size``, with the reason)."""
+
+    group: str
+    n: int
+    ece: float | None
+    ci_low: float | None
+    ci_high: float | None
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class GroupGap:
+    """max ECE − min ECE over the groups with at least ``min_size`` pairs, and which two groups."""
+
+    gap: float | None
+    ci_low: float | None
+    ci_high: float | None
+    high: str | None  # the group with the largest ECE
+    low: str | None  # the group with the smallest ECE
+    n_groups: int  # groups compared
+    reason: str | None = None
+    p_perm: float | None = None  # permutation p-value of "the groups are calibrated alike"
+
+
+@dataclass(frozen=True)
+class GroupResult:
+    """Calibration by one grouping: ``n`` pairs in some group, ``n_left_out`` in none (with why)."""
+
+    groups: list[GroupStat]
+    gap: GroupGap
+    n: int
+    n_left_out: int
+    left_out: str | None = None
+
+
+# ----------------------------------------------------------------------- groupings
+def encode(labels) -> tuple[list[str], np.ndarray]:
+    """Group names (sorted) and each pair's code; None or NaN is ``NO_GROUP``. Values become strings."""
+    labels = np.asarray(labels, dtype=object)
+    present = np.array([v is not None and not (isinstance(v, float) and np.isnan(v)) for v in labels], dtype=bool)
+    names, codes = np.unique(labels[present].astype(str), return_inverse=True) if present.any() else \
+        (np.array([], dtype=str), np.array([], dtype=np.int64))
+    out = np.full(labels.shape, NO_GROUP, dtype=np.int64)
+    out[present] = codes
+    return [str(n) for n in names], out
+
+
+def gender_labels(codes: np.ndarray) -> np.ndarray:
+    """Gender codes of :mod:`gece.metrics` as labels: male, female, None for other words and ties."""
+    codes = np.asarray(codes)
+    return np.where(codes == G_MALE, MALE, np.where(codes == G_FEMALE, FEMALE, None)).astype(object)
+
+
+def gender_grouping(kind: str, p, y, gender_more, gender_less) -> tuple[np.ndarray, str | None]:
+    """``pred_gender`` (the gender of the more probable side; ties have none) or ``true_gender`` (the
+    gender of the side y points to) as labels, and why pairs are left out (None if none is)."""
+    if kind == "pred_gender":
+        codes = predicted_groups(p, gender_more, gender_less)
+    elif kind == "true_gender":
+        codes = true_groups(y, gender_more, gender_less)
+    else:
+        raise ValueError(f"not a gender grouping: {kind!r}")
+    ties = int((codes == G_TIE).sum())
+    other = int(((codes != G_MALE) & (codes != G_FEMALE) & (codes != G_TIE)).sum())
+    why = ([f"{ties} exact ties (p = 0.5) have no predicted gender"] if ties else []) + \
+          ([f"{other} pairs' side is neither male nor female"] if other else [])
+    return gender_labels(codes), "; ".join(why) or None
+
+
+def soft_target(y, y_soft) -> np.ndarray:
+    """The annotators' share supporting ``sent_more``: y_soft where y = 1, 1 − y_soft where y = 0 (NaN stays)."""
+    y = np.asarray(y, dtype=np.float64)
+    s = np.asarray(y_soft, dtype=np.float64)
+    return np.where(y == 1, s, 1.0 - s)
+
+
+# ------------------------------------------------------------------------- kernels
+def group_stats(p: np.ndarray, target: np.ndarray, seg: np.ndarray, n_groups: int, eligible: np.ndarray,
+                n_bins: int = 10, binning: Binning = "equal_width") -> dict[str, np.ndarray]:
+    """Per-group ECE (B, G) and the gap max − min over the ``eligible`` groups (B,), for a batch (B, n).
+
+    The gap is NaN where an eligible group is empty, or when no group is eligible.
+    """
+    e = binned_stats(p, target, n_bins, binning, seg=seg, n_seg=max(n_groups, 1)).ece()[:, :n_groups]
+    chosen = e[:, eligible]
+    if chosen.shape[1] == 0:
+        gap = np.full(e.shape[0], np.nan)
+    else:
+        with np.errstate(invalid="ignore"):
+            gap = chosen.max(axis=1) - chosen.min(axis=1)  # NaN propagates: an empty group makes it undefined
+    return {"ece": e, "gap": gap}
+
+
+def _defined(x: float) -> float | None:
+    return float(x) if np.isfinite(x) else None
+
+
+def calibration_by_group(
+    p, target, groups, min_size: int = 20, n_bins: int = 10, binning: Binning = "equal_width",
+    draws: int = 1000, seed: int = 0, level: float = 0.95, left_out: str | None = None,
+) -> GroupResult:
+    """Per-group ECE of ``p`` against ``target`` with intervals, and the largest gap (module docstring).
+
+    ``groups``: one label per pair (None/NaN: in no group). Pairs whose target is NaN (no soft
+    label) are left out too. ``left_out``: why pairs without a group have none (said in the result).
+    """
+    p = np.asarray(p, dtype=np.float64).reshape(-1)
+    target = np.asarray(target, dtype=np.float64).reshape(-1)
+    if p.shape != target.shape or len(groups) != p.size:
+        raise ValueError(f"p, target and groups differ in length ({p.size}, {target.size}, {len(groups)})")
+    if p.size and (np.isnan(p).any() or p.min() < 0 or p.max() > 1):
+        raise ValueError("p must lie in [0, 1] and contain no NaN")
+    if min_size < 1:
+        raise ValueError(f"min_size must be at least 1, got {min_size}")
+    names, seg = encode(groups)
+    no_target = np.isnan(target)
+    if ((target[~no_target] < 0) | (target[~no_target] > 1)).any():
+        raise ValueError("target must lie in [0, 1]")
+    n_no_group = int((seg == NO_GROUP).sum())
+    n_no_target = int((no_target & (seg != NO_GROUP)).sum())
+    keep = (seg != NO_GROUP) & ~no_target
+    p, target, seg = p[keep], target[keep], seg[keep]
+    k = len(names)
+    counts = np.bincount(seg, minlength=k)
+    eligible = counts >= min_size
+    point = group_stats(p[None, :], target[None, :], seg[None, :], k, eligible, n_bins, binning)
+    samples = bootstrap(group_stats, {"p": p, "target": target, "seg": seg}, draws, seed, n_groups=k,
+                        eligible=eligible, n_bins=n_bins, binning=binning) if p.size and eligible.any() else {}
+    stats = []
+    for i, name in enumerate(names):
+        if not eligible[i]:
+            stats.append(GroupStat(name, int(counts[i]), None, None, None,
+                                   f"{counts[i]} pairs, fewer than min_size = {min_size}"))
+            continue
+        est = _defined(point["ece"][0, i])
+        lo, hi = bias_corrected_interval(samples["ece"][:, i], est, level, (0.0, 1.0))
+        stats.append(GroupStat(name, int(counts[i]), est, lo, hi))
+    gap = _largest_gap(names, eligible, point, samples, level, min_size)
+    if gap.n_groups > 1:
+        gap = GroupGap(**{**vars(gap), "p_perm": permutation_gap_p(p, target, seg, k, eligible, gap.gap, draws, seed,
+                                                                    n_bins, binning)})
+    why = [left_out] if left_out and n_no_group else ([f"{n_no_group} pairs have no value"] if n_no_group else [])
+    if n_no_target:
+        why.append(f"{n_no_target} pairs have no soft label (no annotations)")
+    return GroupResult(stats, gap, int(keep.sum()), n_no_group + n_no_target, "; ".join(why) or None)
+
+
+def _largest_gap(names: list[str], eligible: np.ndarray, point: dict, samples: dict, level: float,
+                 min_size: int) -> GroupGap:
+    idx = np.flatnonzero(eligible)
+    if idx.size == 0:
+        reason = "no groups" if not names else f"no group has at least min_size = {min_size} pairs"
+        return GroupGap(None, None, None, None, None, 0, reason)
+    e = point["ece"][0, idx]
+    high, low = idx[int(np.argmax(e))], idx[int(np.argmin(e))]
+    est = _defined(point["gap"][0])
+    lo, hi = bias_corrected_interval(samples["gap"], est, level, (0.0, 1.0))
+    return GroupGap(est, lo, hi, names[high], names[low], int(idx.size),
+                    None if idx.size > 1 else "one group: nothing to compare")
+
+
+def permutation_gap_p(p: np.ndarray, target: np.ndarray, seg: np.ndarray, n_groups: int, eligible: np.ndarray,
+                      estimate: float | None, draws: int, seed: int, n_bins: int = 10,
+                      binning: Binning = "equal_width") -> float | None:
+    """One-sided permutation p-value of the largest gap: the group labels shuffled ``draws`` times among the
+    pairs (group sizes kept), (1 + #{null gap >= gap}) / (draws + 1). None when the gap is undefined."""
+    if estimate is None or draws < 1:
+        return None
+    n = len(p)
+    rng = np.random.default_rng(seed)
+    null = []
+    step = chunk_size(n)
+    for start in range(0, draws, step):
+        size = min(step, draws - start)
+        g = shuffled_groups(seg, size, rng)
+        null.append(group_stats(np.broadcast_to(p, (size, n)), np.broadcast_to(target, (size, n)), g, n_groups,
+                                eligible, n_bins, binning)["gap"])
+    d = np.concatenate(null)
+    d = d[np.isfinite(d)]
+    # a null gap equal to the estimate up to rounding counts as reaching it
+    return float((1 + int((d >= estimate - 1e-12).sum())) / (d.size + 1))

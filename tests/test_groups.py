@@ -1,0 +1,386 @@
+"""Calibration by group (gece.groups, the groups stage): real values, cross-checks and properties."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gece import groups, metrics
+from gece.errors import GeceError
+from gece.io import read_json, read_table, write_table
+from gece.params import Params, load_params
+from gece.pipeline import groups as stage
+from gece.pipeline import runs
+from gece.schemas import AnnotatedPair, GroupsReport, PreparedPair, ScoreRow
+
+from .conftest import PAPER_MODELS, ROOT
+
+
+# ------------------------------------------------------------------ real values
+@pytest.fixture(scope="module")
+def winobias_runs(prepared_dir, data_dir) -> dict[str, pd.DataFrame]:
+    """The authors' six runs of WinoBias as score tables."""
+    return {m: runs.reference_scores(prepared_dir / "winobias.parquet", data_dir / "reference" / "winobias" / f"{m}.csv",
+                                     f"paper-{m}")[0] for m in PAPER_MODELS}
+
+
+def _by(scores: pd.DataFrame, kind: str) -> groups.GroupResult:
+    p, y = scores["p"].to_numpy(np.float64), scores["y"].to_numpy(np.float64)
+    labels, why = groups.gender_grouping(kind, p, y, scores["gender_more"].to_numpy(object),
+                                         scores["gender_less"].to_numpy(object))
+    return groups.calibration_by_group(p, y, labels, left_out=why)
+
+
+@pytest.mark.parametrize("model", PAPER_MODELS)
+def test_gender_groupings_are_the_metrics_reports_parts(winobias_runs, model):
+    """By predicted gender: ece_male, ece_female and bias_gap of the committed metrics report, intervals included
+    (same seed and draws: the same resamples); by human gender: ece_true_male and ece_true_female."""
+    report = read_json(ROOT / "reports" / "metrics" / "winobias" / f"paper-{model}.json")
+    pred = _by(winobias_runs[model], "pred_gender")
+    cells = {g.group: g for g in pred.groups}
+    for gender in ("male", "female"):
+        assert cells[gender].ece == report[f"ece_{gender}"]
+        assert (cells[gender].ci_low, cells[gender].ci_high) == (report[f"ece_{gender}_ci_low"],
+                                                                report[f"ece_{gender}_ci_high"])
+    assert pred.gap.gap == pytest.approx(report["bias_gap"], abs=1e-15)
+    assert pred.gap.ci_low == pytest.approx(report["bias_gap_ci_low"], abs=1e-15)
+    assert pred.gap.ci_high == pytest.approx(report["bias_gap_ci_high"], abs=1e-15)
+    assert pred.n + pred.n_left_out == report["n"] and pred.n_left_out == report["n_ties"]
+    true = {g.group: g for g in _by(winobias_runs[model], "true_gender").groups}
+    assert true["male"].ece == report["ece_true_male"] and true["female"].ece == report["ece_true_female"]
+
+
+def test_golden_gpt_j(winobias_runs):
+    """GPT-J on WinoBias by human gender: female pairs are far worse calibrated (the numbers of reports/)."""
+    r = _by(winobias_runs["gpt-j-6b"], "true_gender")
+    cells = {g.group: g for g in r.groups}
+    assert cells["female"].ece == pytest.approx(0.5074359163304606, abs=1e-12)
+    assert cells["male"].ece == pytest.approx(0.20420065186461192, abs=1e-12)
+    assert (cells["female"].n, cells["male"].n) == (386, 385)
+    assert (r.gap.high, r.gap.low) == ("female", "male")
+    assert r.gap.gap == pytest.approx(0.3032352644658487, abs=1e-12)
+    assert r.gap.ci_low <= r.gap.gap <= r.gap.ci_high and r.gap.ci_low > 0.25
+
+
+# ------------------------------------------------------------------ cross-checks
+def _random(seed: int, n: int = 600, k: int = 4):
+    rng = np.random.default_rng(seed)
+    p = rng.beta(2, 2, n)
+    y = (rng.random(n) < p ** 1.5).astype(float)
+    g = np.array([f"g{i}" for i in rng.integers(0, k, n)], dtype=object)
+    return p, y, g
+
+
+@pytest.mark.parametrize("binning", ["equal_width", "equal_mass"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_identity_equals_metrics_group_ece(seed, binning):
+    p, y, g = _random(seed)
+    g[::37] = None  # pairs without a group are left out of both
+    r = groups.calibration_by_group(p, y, g, min_size=1, binning=binning, draws=10)
+    assert {c.group: c.ece for c in r.groups} == metrics.group_ece(p, y, g, binning=binning)
+    assert r.n_left_out == int(sum(v is None for v in g)) and r.left_out
+
+
+def _brute_soft_ece(p, t, n_bins=10):
+    """Σ_m n_m/n |mean_m(p) − mean_m(t)|, one pair at a time, bins (m/M, (m+1)/M] with 0 in the first."""
+    sums = {}
+    for pi, ti in zip(p, t):
+        m = max(0, math.ceil(pi * n_bins) - 1)
+        c, sp, st = sums.get(m, (0, 0.0, 0.0))
+        sums[m] = (c + 1, sp + pi, st + ti)
+    n = sum(c for c, _, _ in sums.values())
+    return sum(c / n * abs(sp / c - st / c) for c, sp, st in sums.values())
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_soft_ece_equals_a_loop(seed):
+    rng = np.random.default_rng(seed)
+    n = 400
+    p = rng.random(n)
+    y_soft = rng.integers(0, 6, n) / 5  # shares of 5 annotators
+    y = np.ones(n)
+    y[: n // 4] = 0  # y = 0: the share supporting sent_more is 1 − y_soft
+    y_soft[::11] = np.nan  # no annotations: left out
+    g = np.array(["a", "b", "c"], dtype=object)[rng.integers(0, 3, n)]
+    t = groups.soft_target(y, y_soft)
+    r = groups.calibration_by_group(p, t, g, min_size=1, draws=10)
+    for cell in r.groups:
+        keep = (g == cell.group) & ~np.isnan(y_soft)
+        want_t = np.where(y[keep] == 1, y_soft[keep], 1 - y_soft[keep])
+        assert cell.ece == pytest.approx(_brute_soft_ece(p[keep], want_t), abs=1e-12)
+        assert cell.n == keep.sum()
+    assert r.n_left_out == int(np.isnan(y_soft).sum()) and "no soft label" in r.left_out
+
+
+# --------------------------------------------------------------------- properties
+def test_permuting_within_a_group_changes_nothing():
+    p, y, g = _random(3)
+    r1 = groups.calibration_by_group(p, y, g, draws=200)
+    rng = np.random.default_rng(9)
+    order = np.arange(len(p))
+    for name in set(g):  # shuffle the pairs of each group among that group's positions
+        where = np.flatnonzero(g == name)
+        order[where] = rng.permutation(where)
+    r2 = groups.calibration_by_group(p[order], y[order], g[order], draws=200)
+    for a, b in zip(r1.groups, r2.groups):
+        assert a.group == b.group and a.n == b.n and a.ece == pytest.approx(b.ece, abs=1e-12)
+    assert r1.gap.gap == pytest.approx(r2.gap.gap, abs=1e-12)
+
+
+def test_renaming_groups_changes_nothing_but_names():
+    p, y, g = _random(4)
+    renamed = np.array([{"g0": "z", "g1": "y", "g2": "x", "g3": "w"}[v] for v in g], dtype=object)
+    a, b = groups.calibration_by_group(p, y, g, draws=100), groups.calibration_by_group(p, y, renamed, draws=100)
+    assert sorted(c.ece for c in a.groups) == sorted(c.ece for c in b.groups)
+    assert a.gap.gap == b.gap.gap
+
+
+def test_one_group_gap_is_zero():
+    p, y, _ = _random(5)
+    r = groups.calibration_by_group(p, y, np.full(len(p), "all", dtype=object), draws=100)
+    assert r.gap.gap == 0.0 and (r.gap.ci_low, r.gap.ci_high) == (0.0, 0.0)
+    assert r.gap.high == r.gap.low == "all" and r.gap.n_groups == 1
+    assert r.groups[0].ece == metrics.ece(p, y)
+
+
+def test_gap_is_max_minus_min_of_the_large_groups():
+    p, y, g = _random(6, n=800, k=5)
+    g[:15] = "tiny"  # 15 pairs < min_size 20
+    r = groups.calibration_by_group(p, y, g, min_size=20, draws=300)
+    cells = {c.group: c for c in r.groups}
+    assert cells["tiny"].n == 15 and cells["tiny"].ece is None and cells["tiny"].ci_low is None
+    assert "fewer than min_size = 20" in cells["tiny"].reason
+    large = {k: c.ece for k, c in cells.items() if k != "tiny"}
+    assert r.gap.gap == pytest.approx(max(large.values()) - min(large.values()), abs=1e-15)
+    assert r.gap.high == max(large, key=large.get) and r.gap.low == min(large, key=large.get)
+    assert r.gap.n_groups == 5 and r.gap.ci_low <= r.gap.gap <= r.gap.ci_high
+    for c in large:
+        assert cells[c].ci_low <= cells[c].ece <= cells[c].ci_high
+    # the tiny group counts once min_size lets it in
+    assert groups.calibration_by_group(p, y, g, min_size=15, draws=10).gap.n_groups == 6
+
+
+def test_no_group_large_enough():
+    p, y, g = _random(7, n=30)
+    r = groups.calibration_by_group(p, y, g, min_size=100, draws=10)
+    assert r.gap.gap is None and "min_size = 100" in r.gap.reason
+    assert all(c.ece is None for c in r.groups)
+
+
+def test_identity_with_y_one_is_one_minus_mean_p():
+    """CrowS-format benchmarks: y = 1 everywhere, so every bin's gap is 1 − mean p and ECE = 1 − mean p."""
+    p, _, g = _random(8)
+    r = groups.calibration_by_group(p, np.ones(len(p)), g, draws=10)
+    for c in r.groups:
+        assert c.ece == pytest.approx(1 - p[g == c.group].mean(), abs=1e-12)
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="differ in length"):
+        groups.calibration_by_group([0.5], [1, 0], ["a"])
+    with pytest.raises(ValueError, match="min_size"):
+        groups.calibration_by_group([0.5], [1], ["a"], min_size=0)
+    with pytest.raises(ValueError, match="target"):
+        groups.calibration_by_group([0.5], [1.5], ["a"])
+
+
+# ---------------------------------------------------------------------- params
+def test_params_unknown_grouping_names_the_file_and_the_choices(tmp_path):
+    text = (ROOT / "params.yaml").read_text(encoding="utf-8").replace("  - true_gender", "  - identity_group")
+    path = tmp_path / "params.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(GeceError) as e:
+        load_params(path)
+    shown = str(e.value) + " ".join(e.value.problems)
+    assert str(path) in shown and "groups.by[2]" in shown
+    for choice in ("pred_gender", "true_gender", "bias_type", "position", "n_targets"):
+        assert choice in shown
+
+
+def test_params_defaults_and_repeats():
+    assert load_params(ROOT / "params.yaml").groups.by == ["bias_type", "pred_gender", "true_gender"]
+    with pytest.raises(ValueError, match="twice"):
+        Params.model_validate({**_params(), "groups": {"by": ["position", "position"]}})
+    with pytest.raises(ValueError):
+        Params.model_validate({**_params(), "groups": {"min_size": 0}})
+
+
+# ----------------------------------------------------------------------- stage
+def _params(**groups_settings) -> dict:
+    return {"benchmarks": ["crowslike"], "models": ["m1", "m2"],
+            "registry": {"m1": {"source": "x"}, "m2": {"source": "y"}}, "ablate": {"special_tokens": {}},
+            "groups": {"by": ["bias_type", "pred_gender", "position"], "min_size": 20, **groups_settings}}
+
+
+@pytest.fixture
+def crowslike(tmp_path, prepared_dir) -> Path:
+    """A CrowS-Pairs-like benchmark from WinoBias's prepared pairs: y = 1, fabricated bias types (one with 12
+    pairs), two runs with random scores, soft labels for all pairs but every 7th."""
+    pairs, _ = read_table(prepared_dir / "winobias.parquet", PreparedPair)
+    pairs = pairs.iloc[:300].copy()
+    pairs["pair_id"] = [f"crowslike-{r}" for r in pairs["row"]]
+    pairs["y"] = 1
+    kinds = np.array(["race-color", "gender", "religion"], dtype=object)[np.arange(300) % 3]
+    kinds[:12] = "disability"
+    pairs["bias_type"] = kinds
+    write_table(tmp_path / "artifacts" / "prepared" / "crowslike.parquet", pairs, PreparedPair,
+                meta={"benchmark": "crowslike"})
+    rng = np.random.default_rng(0)
+    for i, m in enumerate(("m1", "m2")):
+        p = np.clip(rng.beta(2 + i, 2, 300), 1e-6, 1 - 1e-6)
+        s = pairs[["pair_id", "row", "sent_more", "sent_less", "y", "bias_type", "targets_more", "targets_less",
+                   "gender_more", "gender_less"]].copy()
+        s["n_tokens_more"], s["n_tokens_less"] = 1, 1
+        s["logprob_more"], s["logprob_less"] = np.log(p), np.log1p(-p)
+        s["logit_more"], s["logit_less"] = None, None
+        s["p"] = p
+        write_table(tmp_path / "artifacts" / "scores" / "crowslike" / f"{m}.parquet", s, ScoreRow,
+                    meta={"benchmark": "crowslike", "model": m})
+    support = rng.integers(0, 6, 300)
+    ann = pd.DataFrame({"pair_id": pairs["pair_id"], "n_annotators": 5, "n_support": support,
+                        "y_soft": support / 5, "y_hard": (support >= 3).astype(int)})
+    ann["y_soft"] = ann["y_soft"].astype(object)
+    ann["y_hard"] = ann["y_hard"].astype(object)
+    ann.loc[::7, ["y_soft", "y_hard"]] = None
+    ann.loc[::7, "n_annotators"] = 0
+    ann.loc[::7, "n_support"] = 0
+    write_table(tmp_path / "artifacts" / "annotated" / "crowslike.parquet", ann, AnnotatedPair)
+    return tmp_path
+
+
+def test_stage_writes_the_report_and_table(crowslike):
+    params = Params.model_validate(_params())
+    report = stage.groups_benchmark(params, "crowslike", reports=crowslike / "reports", root=crowslike)
+    on_disk = json.loads((crowslike / "reports" / "groups" / "crowslike.json").read_text(encoding="utf-8"))
+    assert on_disk == json.loads(json.dumps(report)) and GroupsReport.model_validate(on_disk)
+    m1 = {(r["grouping"], r["protocol"]): r for r in report["runs"]["m1"]}
+    assert set(m1) == {(g, p) for g in ("bias_type", "pred_gender", "position") for p in ("identity", "soft")}
+    cells = {c["group"]: c for c in m1["bias_type", "identity"]["groups"]}
+    assert cells["disability"]["n"] == 12 and cells["disability"]["ece"] is None
+    scores, _ = read_table(crowslike / "artifacts" / "scores" / "crowslike" / "m1.parquet", ScoreRow)
+    for kind in ("race-color", "gender", "religion"):  # identity protocol, y = 1: ECE = 1 − mean p
+        p = scores["p"][scores["bias_type"] == kind].to_numpy()
+        assert cells[kind]["ece"] == pytest.approx(1 - p.mean(), abs=1e-12)
+    # soft: against the share of annotators, pairs without annotations left out (a loop computes the same)
+    ann, _ = read_table(crowslike / "artifacts" / "annotated" / "crowslike.parquet", AnnotatedPair)
+    soft = {c["group"]: c for c in m1["bias_type", "soft"]["groups"]}
+    for kind in ("race-color", "gender", "religion"):
+        keep = (scores["bias_type"] == kind).to_numpy() & ann["y_soft"].notna().to_numpy()
+        want = _brute_soft_ece(scores["p"].to_numpy()[keep], ann["y_soft"].to_numpy(float)[keep])
+        assert soft[kind]["ece"] == pytest.approx(want, abs=1e-12) and soft[kind]["n"] == keep.sum()
+    assert m1["bias_type", "soft"]["n_left_out"] == 300 // 7 + 1
+    md = (crowslike / "reports" / "groups" / "crowslike.md").read_text(encoding="utf-8")
+    assert "### By bias_type" in md and "| disability | – (n = 12 < 20) | – (n = 12 < 20) |" in md
+    assert md.count("| largest gap |") == 2 * 3  # two protocols, three groupings that split the pairs
+    assert md.index("### By bias_type") < md.index("### By pred_gender") < md.index("### By position")
+    # byte-reproducible
+    stage.groups_benchmark(params, "crowslike", reports=crowslike / "again", root=crowslike)
+    assert (crowslike / "again" / "groups" / "crowslike.json").read_bytes() == \
+        (crowslike / "reports" / "groups" / "crowslike.json").read_bytes()
+
+
+@pytest.mark.parametrize("how", ["no file", "no labels"])
+def test_stage_without_annotations_says_so(crowslike, how):
+    path = crowslike / "artifacts" / "annotated" / "crowslike.parquet"
+    if how == "no file":
+        path.unlink()
+    else:  # WinoQueer: the annotate stage writes every pair, none with a soft label
+        ann, _ = read_table(path, AnnotatedPair)
+        ann["y_soft"], ann["y_hard"], ann["n_annotators"], ann["n_support"] = None, None, 0, 0
+        write_table(path, ann, AnnotatedPair)
+    report = stage.groups_benchmark(Params.model_validate(_params()), "crowslike", reports=crowslike / "r",
+                                    root=crowslike)
+    soft = [r for r in report["runs"]["m2"] if r["protocol"] == "soft"]
+    assert soft and all(r["groups"] == [] and r["gap"] is None and r["reason"].startswith("no annotations")
+                        for r in soft)
+    assert "_Not available: no annotations" in (crowslike / "r" / "groups" / "crowslike.md").read_text()
+
+
+def test_stage_refuses_stale_annotations_and_writes_nothing(crowslike):
+    path = crowslike / "artifacts" / "annotated" / "crowslike.parquet"
+    ann, _ = read_table(path, AnnotatedPair)
+    ann.loc[0, "pair_id"] = "crowslike-99999"
+    write_table(path, ann, AnnotatedPair)
+    with pytest.raises(GeceError, match="names 1 pair") as e:
+        stage.groups_benchmark(Params.model_validate(_params()), "crowslike", reports=crowslike / "r",
+                               root=crowslike)
+    assert "crowslike-99999" in " ".join(e.value.problems) and "gece annotate" in e.value.hint
+    assert not (crowslike / "r").exists()
+
+
+# -------------------------------------------------------------- permutation test
+def test_permutation_p_equals_a_loop_over_the_same_shuffles():
+    from gece.bootstrap import chunk_size
+    from gece.gap import shuffled_groups
+
+    p, y, g = _random(10, n=300, k=3)
+    r = groups.calibration_by_group(p, y, g, min_size=1, draws=60, seed=5)
+    names, seg = groups.encode(g)
+    rng = np.random.default_rng(5)
+    null = []
+    for start in range(0, 60, chunk_size(300)):
+        for row in shuffled_groups(seg, min(chunk_size(300), 60 - start), rng):
+            e = metrics.group_ece(p, y, np.array(names, dtype=object)[row])
+            null.append(max(e.values()) - min(e.values()))
+    want = (1 + sum(d >= r.gap.gap - 1e-12 for d in null)) / 61
+    assert r.gap.p_perm == pytest.approx(want, abs=1e-15)
+
+
+def test_permutation_p_sees_a_real_difference_and_not_a_random_split():
+    rng = np.random.default_rng(11)
+    n = 1000
+    p = rng.random(n)
+    g = np.array(["a", "b"], dtype=object)[rng.integers(0, 2, n)]
+    y = (rng.random(n) < p).astype(float)  # calibrated everywhere: labels say nothing
+    assert groups.calibration_by_group(p, y, g, draws=200).gap.p_perm > 0.05
+    y_bad = np.where(g == "a", y, (rng.random(n) < 0.5).astype(float))  # group b: y ignores p
+    assert groups.calibration_by_group(p, y_bad, g, draws=200).gap.p_perm == pytest.approx(1 / 201)
+    one = groups.calibration_by_group(p, y, np.full(n, "a", dtype=object), draws=200)
+    assert one.gap.p_perm is None
+
+
+def test_stage_refuses_scores_of_other_pairs(crowslike):
+    path = crowslike / "artifacts" / "scores" / "crowslike" / "m2.parquet"
+    scores, meta = read_table(path, ScoreRow)
+    scores.loc[3, "pair_id"] = "crowslike-77777"
+    write_table(path, scores, ScoreRow, meta=meta)
+    with pytest.raises(GeceError, match="crowslike / m2: 1 scored pair") as e:
+        stage.groups_benchmark(Params.model_validate(_params()), "crowslike", reports=crowslike / "r",
+                               root=crowslike)
+    assert "crowslike-77777" in e.value.problems[0]
+    assert not (crowslike / "r").exists()
+
+
+def test_cli_refuses_a_bad_grouping_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    from gece.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    text = (ROOT / "params.yaml").read_text(encoding="utf-8").replace("  - bias_type\n  - pred_gender",
+                                                                      "  - identity_group\n  - pred_gender")
+    (tmp_path / "params.yaml").write_text(text, encoding="utf-8")
+    assert main(["groups", "--benchmark", "winobias"]) == 2
+    err = capsys.readouterr().err
+    assert "params.yaml: invalid parameters" in err and "groups.by[0]" in err and "'true_gender'" in err
+    assert "Traceback" not in err and sorted(p.name for p in tmp_path.iterdir()) == ["params.yaml"]
+
+
+def test_table_escapes_group_and_run_names():
+    from gece.report.markdown import groups_markdown
+
+    evil = "<script>x</script>|# *a*"
+    p, y, _ = _random(12, n=100)
+    g = np.where(np.arange(100) < 50, evil, "b").astype(object)
+    r = groups.calibration_by_group(p, y, g, draws=10)
+    result = {"grouping": "bias_type", "protocol": "identity", "n": r.n, "n_left_out": 0, "left_out": None,
+              "groups": [vars(c) for c in r.groups], "gap": vars(r.gap), "reason": None}
+    md = groups_markdown({"benchmark": "b", "n_bins": 10, "binning": "equal_width", "draws": 10, "seed": 0,
+                          "level": 0.95, "min_size": 20, "runs": {"m|<b>": [result]}})
+    assert "<script>" not in md and "&lt;script&gt;x&lt;/script&gt;\\|# \\*a\\*" in md
+    assert "| m\\|&lt;b&gt; |" in md
+    rows = [line for line in md.splitlines() if line.startswith("| ")]
+    assert all(line.count(" | ") == rows[0].count(" | ") for line in rows)  # no cell split by a '|' in a name
