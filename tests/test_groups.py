@@ -16,6 +16,8 @@ from gece.io import read_json, read_table, write_table
 from gece.params import Params, load_params
 from gece.pipeline import groups as stage
 from gece.pipeline import runs
+from gece.report.groups import groups_doc
+from gece.report.markdown import doc_markdown
 from gece.schemas import AnnotatedPair, GroupsReport, PreparedPair, ScoreRow
 
 from .conftest import PAPER_MODELS, ROOT
@@ -274,10 +276,12 @@ def test_stage_writes_the_report_and_table(crowslike):
         want = _brute_soft_ece(scores["p"].to_numpy()[keep], ann["y_soft"].to_numpy(float)[keep])
         assert soft[kind]["ece"] == pytest.approx(want, abs=1e-12) and soft[kind]["n"] == keep.sum()
     assert m1["bias_type", "soft"]["n_left_out"] == 300 // 7 + 1
-    md = (crowslike / "reports" / "groups" / "crowslike.md").read_text(encoding="utf-8")
-    assert "### By bias_type" in md and "| disability | – (n = 12 < 20) | – (n = 12 < 20) |" in md
+    report = json.loads((crowslike / "reports" / "groups" / "crowslike.json").read_text())
+    md = doc_markdown(groups_doc({"crowslike": report}))
+    assert "## crowslike: identity protocol, by bias_type" in md
+    assert "| disability | – n = 12 &lt; 20 | – n = 12 &lt; 20 |" in md
     assert md.count("| largest gap |") == 2 * 3  # two protocols, three groupings that split the pairs
-    assert md.index("### By bias_type") < md.index("### By pred_gender") < md.index("### By position")
+    assert md.index("by bias_type") < md.index("by pred_gender") < md.index("by position")
     # byte-reproducible
     stage.groups_benchmark(params, "crowslike", reports=crowslike / "again", root=crowslike)
     assert (crowslike / "again" / "groups" / "crowslike.json").read_bytes() == \
@@ -298,7 +302,8 @@ def test_stage_without_annotations_says_so(crowslike, how):
     soft = [r for r in report["runs"]["m2"] if r["protocol"] == "soft"]
     assert soft and all(r["groups"] == [] and r["gap"] is None and r["reason"].startswith("no annotations")
                         for r in soft)
-    assert "_Not available: no annotations" in (crowslike / "r" / "groups" / "crowslike.md").read_text()
+    md = doc_markdown(groups_doc({"crowslike": report}))
+    assert "## crowslike: soft protocol\n" in md and "| – | no annotations" in md
 
 
 def test_stage_refuses_stale_annotations_and_writes_nothing(crowslike):
@@ -370,16 +375,14 @@ def test_cli_refuses_a_bad_grouping_and_writes_nothing(tmp_path, monkeypatch, ca
 
 
 def test_table_escapes_group_and_run_names():
-    from gece.report.markdown import groups_markdown
-
     evil = "<script>x</script>|# *a*"
     p, y, _ = _random(12, n=100)
     g = np.where(np.arange(100) < 50, evil, "b").astype(object)
     r = groups.calibration_by_group(p, y, g, draws=10)
     result = {"grouping": "bias_type", "protocol": "identity", "n": r.n, "n_left_out": 0, "left_out": None,
               "groups": [vars(c) for c in r.groups], "gap": vars(r.gap), "reason": None}
-    md = groups_markdown({"benchmark": "b", "n_bins": 10, "binning": "equal_width", "draws": 10, "seed": 0,
-                          "level": 0.95, "min_size": 20, "runs": {"m|<b>": [result]}})
+    md = doc_markdown(groups_doc({"b": {"benchmark": "b", "n_bins": 10, "binning": "equal_width", "draws": 10,
+                                        "seed": 0, "level": 0.95, "min_size": 20, "runs": {"m|<b>": [result]}}}))
     assert "<script>" not in md and "&lt;script&gt;x&lt;/script&gt;\\|# \\*a\\*" in md
     assert "| m\\|&lt;b&gt; |" in md
     rows = [line for line in md.splitlines() if line.startswith("| ")]

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from gece.report.annotations import annotations_doc, annotations_markdown
+from gece.report.annotations import annotations_doc
 from gece.report.cells import resolve
+from gece.report.markdown import doc_markdown
 
 CROWS = {"benchmark": "crows_pairs", "rule": "majority", "tie": "writer", "n_pairs": 1505, "n_annotated": 1505,
          "n_annotators": 287, "n_labels": 7525, "support_rate": 0.8027906976744186,
@@ -31,11 +32,11 @@ def test_cells_are_their_json_values():
                 continue
             assert cell.value == resolve(reports[row.label[0]], cell.ref["value"])
     assert [r.label[0] for r in votes.rows] == ["crows_pairs"]  # no vote shares without annotations
-    md = annotations_markdown(reports)
+    md = doc_markdown(annotations_doc(reports))
     assert "| crows_pairs | 1505 | 1505 | 287 | 0.803 | 0.125 | 0.634 | 0.125 | 0.634 | 0.895 |" in md
     assert "| crows_pairs | 10 | 31 | 120 | 236 | 478 | 630 |" in md
     assert "| a\\|b | 10 | 0 | 0 | – (no annotations) |" in md
 
 
 def test_no_reports():
-    assert "Not available: no annotation reports" in annotations_markdown({})
+    assert "Not available: no annotation reports" in doc_markdown(annotations_doc({}))

@@ -2,7 +2,7 @@
 
 For every run (:func:`gece.pipeline.runs.runs`), every grouping of ``groups.by`` and every protocol of
 ``groups.protocols`` (:mod:`gece.groups`): each group's ECE with its interval, and the largest gap
-between groups -> ``reports/groups/<b>.json`` (``GroupsReport``) and ``reports/groups/<b>.md``
+between groups -> ``reports/groups/<b>.json`` (``GroupsReport``) and the tables of ``reports/tables/groups.md``
 (Table-4-style tables). The groupings other than the genders are columns of the prepared pairs;
 the soft protocol reads the annotators' soft labels from ``artifacts/annotated/<b>.parquet``.
 """
@@ -19,12 +19,10 @@ import pandas as pd
 
 from gece import command, groups, layout
 from gece.errors import GeceError
-from gece.files import write_text
 from gece.io import read_table, write_json
 from gece.params import GroupsParams, MetricsParams, Params
 from gece.pipeline import runs
 from gece.registry import DERIVED_GROUPINGS
-from gece.report import markdown as report_md
 from gece.schemas import AnnotatedPair, GroupsReport, PreparedPair
 from gece.terminal import plain
 
@@ -98,8 +96,8 @@ def run_groups(scores: pd.DataFrame, pairs: pd.DataFrame, y_soft: pd.Series | No
 
 def groups_benchmark(params: Params, benchmark: str, reports: str | Path = layout.REPORTS, root: Path = Path()
                      ) -> dict:
-    """Every run of ``benchmark`` -> ``reports/groups/<b>.json`` and ``reports/groups/<b>.md``. Everything is
-    computed before anything is written."""
+    """Every run of ``benchmark`` -> ``reports/groups/<b>.json`` (the report stage renders its tables). Everything
+    is computed before anything is written."""
     pairs, _ = read_table(root / layout.prepared_path(benchmark), PreparedPair)
     y_soft, soft_reason = soft_labels(benchmark, pairs, root) if "soft" in params.groups.protocols else (None, None)
     indexed = pairs.set_index("pair_id", drop=False)
@@ -113,12 +111,11 @@ def groups_benchmark(params: Params, benchmark: str, reports: str | Path = layou
     GroupsReport.model_validate(report)
     out = layout.report_path(layout.groups_file(benchmark), reports)
     write_json(out, report, GroupsReport)
-    write_text(out.with_suffix(".md"), report_md.groups_markdown(report))
     log.info("%s: calibration by group of %d runs -> %s", benchmark, len(report["runs"]), out)
     return report
 
 
-EXAMPLES = ("gece groups --benchmark winobias     # every run -> reports/groups/winobias.json and .md (the DVC stage)",
+EXAMPLES = ("gece groups --benchmark winobias     # every run -> reports/groups/winobias.json (the DVC stage)",
             "gece groups --benchmark winobias --json | jq '.runs[\"paper-gpt-j-6b\"][0].gap'")
 DESCRIPTION = ("Groupings, protocols and the smallest group come from the groups section of params.yaml; bins, "
                "resamples, seed and level from its metrics section. docs/metrics.md#calibration-by-group.")
@@ -126,7 +123,7 @@ DESCRIPTION = ("Groupings, protocols and the smallest group come from the groups
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--benchmark", required=True, help="every run of this benchmark (models and references of "
-                   "params.yaml) -> reports/groups/<benchmark>.json and .md")
+                   "params.yaml) -> reports/groups/<benchmark>.json")
     p.add_argument("--json", action="store_true", help="print the report as JSON instead of tables")
 
 

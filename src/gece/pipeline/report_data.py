@@ -21,6 +21,7 @@ from gece.schemas import (
     CalibrationReport,
     CompareReport,
     ExtractMeta,
+    GroupsReport,
     MetricsReport,
     NeutralReport,
     SampleSizeReport,
@@ -117,6 +118,9 @@ def load_report_data(params: Params, reports_dir: Path, scores_dir: Path, out_di
         rep = _read_optional(reports_dir / layout.annotation_file(b), AnnotationReport)
         if rep is not None and rep.get("n_annotated"):
             data.annotations[b] = rep
+        rep = _read_optional(reports_dir / layout.groups_file(b), GroupsReport)
+        if rep is not None:
+            data.groups[b] = rep
 
     missing = [_missing_line(what, items, expected) for what, items in lost.items()]
     if params.models and not data.neutral:

@@ -13,7 +13,6 @@ from collections.abc import Mapping
 
 from gece import layout
 from gece.report.cells import Cell, Column, Row, Table, TableDoc, ptr
-from gece.report.markdown import doc_markdown
 
 AGREEMENT = (  # (label, JSON pointer parts, digits)
     ("pairs", ("n_pairs",), 0),
@@ -72,8 +71,3 @@ def annotations_doc(reports: Mapping[str, Mapping]) -> TableDoc:
         "annotators of the share of their pairs where their binary label equals the majority's "
         "(`reports/annotations/<benchmark>.json`; docs/annotations.md).",
         tables, "" if tables else "no annotation reports (reports/annotations/) found")
-
-
-def annotations_markdown(reports: Mapping[str, Mapping]) -> str:
-    """``reports/tables/annotations.md``: :func:`annotations_doc` as markdown."""
-    return doc_markdown(annotations_doc(reports))

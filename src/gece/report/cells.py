@@ -43,6 +43,7 @@ class ReportData:
     calibration_bins: dict[tuple[str, str], list[dict]] = field(default_factory=dict)
     compare: dict[str, dict] = field(default_factory=dict)
     annotations: dict[str, dict] = field(default_factory=dict)  # benchmark -> AnnotationReport (annotated ones)
+    groups: dict[str, dict] = field(default_factory=dict)  # benchmark -> GroupsReport
     meta: dict[tuple[str, str], dict] = field(default_factory=dict)  # extract metadata per run
     examples: dict[tuple[str, str], list[dict]] = field(default_factory=dict)  # confident_mistakes per run
     missing: list[str] = field(default_factory=list)

@@ -29,6 +29,7 @@ from gece.report.cells import (
     mark_worst,
     ptr,
 )
+from gece.report.groups import groups_doc
 from gece.report_stats import brier_ranking_tables, estimator_table, gender_gap_table, power_note
 
 # ============================================================================ the report
@@ -381,7 +382,7 @@ def build_tables(data: ReportData) -> list[TableDoc]:
         overall_table(data), paper_table(data), gender_gap_table(data), human_gender_table(data),
         grouped_table(data), neutral_table(data), sample_size_table(data), estimator_table(data),
         binning_table(data), calibration_table(data), special_tokens_table(data), compare_table(data),
-        annotations_doc(data.annotations),
+        groups_doc(data.groups), annotations_doc(data.annotations),
     ]
 
 
