@@ -278,3 +278,26 @@ def test_exp_summary_keeps_what_differs():
     assert experiments.table(rows, tol=0.0)[1] == ["runs.winobias.m.ece", "runs.winobias.m.brier"]
     assert experiments.table(rows, tol=0.0, max_metrics=1) == (["metrics.n_bins"], ["runs.winobias.m.ece"], 1)
     assert experiments.table(rows, keep="brier$")[1] == []
+
+
+def test_findings_name_the_group_gaps_and_the_annotators():
+    from gece.report.cells import ReportData
+
+    def grouping(name, gap, p):
+        return {"grouping": name, "protocol": "identity", "n": 100, "n_left_out": 0, "left_out": None,
+                "groups": [{"group": "a"}, {"group": "b"}], "reason": None,
+                "gap": {"gap": gap, "ci_low": gap / 2, "ci_high": gap * 2, "high": "a", "low": "b", "n_groups": 2,
+                        "reason": None, "p_perm": p}}
+
+    data = ReportData(benchmarks=["wq"], runs={"wq": ["m1", "m2"]})
+    data.groups["wq"] = {"runs": {"m1": [grouping("bias_type", 0.2, 0.001), grouping("pred_gender", 0.5, 0.001)],
+                                  "m2": [grouping("bias_type", 0.1, 0.3)]}}
+    data.annotations["wq"] = {"alpha": {"binary": 0.12463, "nominal": 0.63394}, "kappa": {"binary": 0.12452},
+                              "n_annotated": 1505, "n_annotators": 287}
+    effects = dict(findings.findings(data).effects)
+    assert effects["calibration by group"] == ("wq by bias_type: 1 of 2 runs with a gap at p < 0.05 (permutation); "
+                                               "largest m1 0.200 [0.100, 0.400], a vs b.")
+    assert effects["annotators"].startswith("wq: Krippendorff's α 0.12 on whether the writer's bias type is "
+                                            "recognised (0.63 on the label itself), Fleiss' κ 0.12; 1505 pairs")
+    assert findings.summary(data)["groups"] == {"wq": {"m1": {"gap_identity": 0.2, "gap_soft": None},
+                                                       "m2": {"gap_identity": 0.1, "gap_soft": None}}}

@@ -59,10 +59,12 @@ def summary(data: ReportData) -> dict:
     - ``neutral.<m>.<variant>``: ECE and Gender-ECE of each gender-neutral rewrite minus the occupation
       wording (the first benchmark of ``ablate.neutral``);
     - ``special_tokens.<m>.<b>``: ECE and mean confidence without the special tokens minus with them;
-    - ``compare.<b>``: per metric, how many model pairs differ significantly after Holm's correction.
+    - ``compare.<b>``: per metric, how many model pairs differ significantly after Holm's correction;
+    - ``groups.<b>.<m>``: per protocol, the largest gap between groups of the first grouping that splits the
+      benchmark (:func:`first_gap`).
     """
     out: dict[str, dict] = {"runs": {}, "calibration": {}, "binning": {}, "neutral": {}, "special_tokens": {},
-                            "compare": {}}
+                            "compare": {}, "groups": {}}
     for b in data.benchmarks:
         for m in data.runs.get(b, []):
             rep = data.metrics.get((b, m))
@@ -95,7 +97,22 @@ def summary(data: ReportData) -> dict:
                 "mean_confidence_change": _diff(sides.get("without", {}).get("mean_confidence"),
                                                 sides.get("with", {}).get("mean_confidence"))}
             for b, sides in rep.items()}
+    for b, rep in data.groups.items():
+        for m in rep.get("runs", {}):
+            gaps = {f"gap_{protocol}": (g or {}).get("gap") for protocol in ("identity", "soft")
+                    for g in [first_gap(rep, m, protocol)[1]]}
+            if any(v is not None for v in gaps.values()):
+                out["groups"].setdefault(b, {})[m] = gaps
     return {k: v for k, v in out.items() if v}
+
+
+def first_gap(report: dict, model: str, protocol: str) -> tuple[str | None, dict | None]:
+    """(grouping, gap) of the first grouping of a groups report that splits the benchmark under ``protocol``
+    (params.yaml's order: the identity contrast or bias type first for the CrowS-Pairs-format benchmarks)."""
+    for r in report.get("runs", {}).get(model, []):
+        if r["protocol"] == protocol and len(r["groups"]) >= 2 and r.get("gap"):
+            return r["grouping"], r["gap"]
+    return None, None
 
 
 # ------------------------------------------------------------------------------ findings
@@ -263,9 +280,41 @@ def _neutral_effect(data: ReportData) -> str | None:
     return "ECE with gender-neutral wording instead of the occupation: " + "; ".join(parts) + "."
 
 
+def _groups_effect(data: ReportData) -> str | None:
+    """Per benchmark with a grouping other than gender: how many runs have a largest gap with a permutation
+    p-value below 0.05 (identity protocol), and the largest gap."""
+    parts = []
+    for b, rep in data.groups.items():
+        found = [(m, *first_gap(rep, m, "identity")) for m in rep.get("runs", {})]
+        found = [(m, g, gap) for m, g, gap in found if g not in (None, "pred_gender", "true_gender")
+                 and _num(gap.get("gap")) is not None]
+        if not found:
+            continue
+        sig = sum(_num(gap.get("p_perm")) is not None and gap["p_perm"] < 0.05 for _, _, gap in found)
+        m, grouping, gap = max(found, key=lambda x: (x[2]["gap"], x[0]))
+        parts.append(f"{b} by {grouping}: {sig} of {_plural(len(found), 'run')} with a gap at p < 0.05 "
+                     f"(permutation); largest {m} {gap['gap']:.3f} [{gap['ci_low']:.3f}, {gap['ci_high']:.3f}], "
+                     f"{gap['high']} vs {gap['low']}")
+    return "; ".join(parts) + "." if parts else None
+
+
+def _annotators_effect(data: ReportData) -> str | None:
+    parts = []
+    for b, rep in data.annotations.items():
+        alpha, kappa = (rep.get("alpha") or {}), (rep.get("kappa") or {})
+        if _num(alpha.get("binary")) is None:
+            continue
+        parts.append(f"{b}: Krippendorff's α {alpha['binary']:.2f} on whether the writer's bias type is recognised "
+                     f"({alpha.get('nominal', float('nan')):.2f} on the label itself), Fleiss' κ "
+                     f"{kappa.get('binary', float('nan')):.2f}; {rep['n_annotated']} pairs by "
+                     f"{rep['n_annotators']} annotators")
+    return "; ".join(parts) + "." if parts else None
+
+
 EFFECTS = (("special tokens", _special_tokens_effect), ("Brier ranking", _brier_effect),
            ("calibration", _calibration_effect), ("comparisons", _compare_effect),
-           ("neutral wording", _neutral_effect))
+           ("neutral wording", _neutral_effect), ("calibration by group", _groups_effect),
+           ("annotators", _annotators_effect))
 
 
 def findings(data: ReportData) -> Findings:

@@ -569,6 +569,7 @@ class SummaryReport(_Report):
     neutral: Section = {}
     special_tokens: Section = {}
     compare: dict[str, dict[str, int]] = {}
+    groups: Section = {}
 
 
 # -------------------------------------------------------------------- annotations
