@@ -95,6 +95,9 @@ NO_TOKEN_HINT = ("the word is made of characters the tokenizer drops (zero-width
                  "fix that row of the benchmark CSV or remove the pair")
 
 
+NO_TARGET_HINT = "score whole sentences (extract.rule: sentence), or remove the pair from the benchmark"
+
+
 def tokenize(
     tokenizer: Any, sentences: Sequence[str], starts: Sequence[Sequence[int]], ends: Sequence[Sequence[int]],
     special_tokens: bool, names: Sequence[str] | None = None, rule: Rule = "target",
@@ -104,29 +107,34 @@ def tokenize(
     Under the sentence rule each sentence has one word, every token from its first to its last
     that covers a character (``starts``/``ends`` are not read). A word may start at the first
     token; :func:`prefix_pairs` puts the prefix token in front of such pairs. Raises one
-    GeceError listing every target word that has no token, each named by ``names[k]`` (file,
-    pair and row).
+    GeceError listing every target word that covers no token and every sentence without a
+    target word (target rule), each named by ``names[k]`` (file, pair and row).
     """
     enc = tokenizer(list(sentences), add_special_tokens=special_tokens, return_offsets_mapping=True)
-    out, problems = [], []
+    out, problems, hints = [], [], []
     for k, (ids, offs) in enumerate(zip(enc["input_ids"], enc["offset_mapping"], strict=True)):
-        spans = [(0, len(sentences[k]))] if rule == "sentence" else zip(starts[k], ends[k], strict=True)
+        where = f"{names[k]}: " if names is not None else ""
+        spans = [(0, len(sentences[k]))] if rule == "sentence" else list(zip(starts[k], ends[k], strict=True))
+        if not spans:
+            problems.append(f"{where}{sentences[k]!r} has no target word (the other sentence of the pair only adds "
+                            "words, or the two are the same)")
+            hints.append(NO_TARGET_HINT)
         words = []
         for s, e in spans:
             toks = word_tokens(offs, s, e)
             if not toks:
-                where = f"{names[k]}: " if names is not None else ""
                 what = "the sentence" if rule == "sentence" else f"target word {sentences[k][s:e]!r} of"
                 problems.append(f"{where}{what} {sentences[k]!r} covers no token")
+                hints.append(NO_TOKEN_HINT)
             elif rule == "sentence":  # contiguous, whatever zero-width tokens lie inside
                 toks = list(range(toks[0], toks[-1] + 1))
             words.append(tuple(toks))
         out.append(SideTokens(tuple(int(i) for i in ids), tuple(words)))
     if problems:
         raise GeceError(
-            f"{len(problems)} target word(s) cannot be scored with this tokenizer; nothing was scored",
+            f"{len(problems)} sentence(s) or target word(s) cannot be scored with this tokenizer; nothing was scored",
             problems=problems[:20] + ([f"... and {len(problems) - 20} more"] if len(problems) > 20 else []),
-            hint=NO_TOKEN_HINT,
+            hint="; or ".join(dict.fromkeys(hints)),
         )
     return out
 
@@ -742,11 +750,10 @@ def plans_for(tokenizer: Any, pairs: Any, special_tokens: bool, source: str | No
     rows = list(pairs["row"]) if "row" in pairs else [None] * len(ids)
     names = [f"{source + ': ' if source else ''}pair {pid}" + (f" (row {r} of the benchmark CSV)" if r else "")
              for pid, r in zip(ids, rows, strict=True)]
-    more = tokenize(tokenizer, list(pairs["sent_more"]), list(pairs["starts_more"]), list(pairs["ends_more"]),
-                    special_tokens, names, rule)
-    less = tokenize(tokenizer, list(pairs["sent_less"]), list(pairs["starts_less"]), list(pairs["ends_less"]),
-                    special_tokens, names, rule)
-    sides = prefix_pairs(list(zip(more, less, strict=True)), lambda: prefix_token(tokenizer))
+    both = tokenize(tokenizer, [*pairs["sent_more"], *pairs["sent_less"]],  # both sides: one error lists all
+                    [*pairs["starts_more"], *pairs["starts_less"]], [*pairs["ends_more"], *pairs["ends_less"]],
+                    special_tokens, names + names, rule)
+    sides = prefix_pairs(list(zip(both[: len(ids)], both[len(ids) :], strict=True)), lambda: prefix_token(tokenizer))
     return sides, [plan_pair(i, m, l) for i, (m, l) in enumerate(sides)]
 
 
