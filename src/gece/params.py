@@ -181,8 +181,8 @@ class ExtractParams(_Section):
     @model_validator(mode="after")
     def _sentence_sums(self) -> ExtractParams:
         if self.rule == "sentence" and self.word_prob != "chain":
-            raise ValueError("rule: sentence sums the log-probabilities of every token of the sentence; "
-                             "word_prob: max (the largest sub-token) applies to target words only: set word_prob: chain")
+            raise ValueError("rule: sentence sums the log-probabilities of every token of the sentence; word_prob: "
+                             "max (the largest sub-token) applies to target words only: set word_prob: chain")
         return self
 
 

@@ -82,7 +82,8 @@ def extract(
     (``sentence``); a pair with a word at its sentence's first token is fed with the prefix
     token (BOS, else EOS) in front (:func:`gece.scoring.engine.prefix_pairs`; counted in the
     meta's ``prefixed_sentences``). Every pair is tokenized and aligned before any is scored: a
-    target word that covers no token fails the run at once, listing every such pair with its row. A pair whose score is NaN or infinite (the model's logits overflowed, e.g. in float16) is
+    target word that covers no token fails the run at once, listing every such pair with its row.
+    A pair whose score is NaN or infinite (the model's logits overflowed, e.g. in float16) is
     never written: the run scores every pair, then fails listing the affected pairs, and
     writes no output. ``on_shard(i)`` is called after shard i is written, and ``loaded`` is an
     already loaded :class:`gece.scoring.models.LoadedModel` of ``spec`` (tests, benchmarks).
@@ -133,7 +134,8 @@ def extract(
     windows = _layout(n, batch_size)
 
     fp = _fingerprint(prepared=models.sha256_file(prepared), limit=settings.limit, batch_size=batch_size,
-                      word_prob=settings.word_prob, rule=settings.rule, spec=spec.model_dump(), weights=lm.weights, dtype=lm.dtype,
+                      word_prob=settings.word_prob, rule=settings.rule, spec=spec.model_dump(), weights=lm.weights,
+                      dtype=lm.dtype,
                       device=lm.device, attention=lm.attention, torch=torch.__version__,
                       transformers=transformers.__version__, shards=SHARD_BATCHES, window=WINDOW_PAIRS,
                       engine=engine.ENGINE_VERSION)
