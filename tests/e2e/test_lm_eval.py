@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gece import benchmarks
+from gece import benchmarks, metrics
 from gece.scoring import engine
 
 from ..conftest import DATA
@@ -67,5 +67,12 @@ def test_sentence_loglikelihoods_agree_with_lm_eval(smol):
             lp = torch.log_softmax(lm.model(ids).logits[0].double(), -1)[:-1].gather(1, ids[0, 1:, None])[:, 0]
             stock.append(math.fsum(lp.tolist()))
     assert np.abs(gece - np.array(stock)).max() <= 1e-4
-    # pct_stereotype, lm-eval's crows_pairs metric: the same pairs on either side of 0.5
-    assert ((gece[:PAIRS] > gece[PAIRS:]) == (theirs[:PAIRS] > theirs[PAIRS:])).mean() >= 0.98
+    # pct_stereotype: gece's metric on gece's p against lm-eval's crows_pairs process_results on its own
+    # log-likelihoods (a pair whose two sentences lie within the 1e-3 above could flip; none does here)
+    from lm_eval.tasks.crows_pairs.utils import process_results
+
+    p = np.array([s.record("chain")["p"] for s in scores])
+    ours = metrics.summarize(p, np.ones(PAIRS), np.array(["a"] * PAIRS), np.array(["b"] * PAIRS))["pct_stereotype"]
+    per_pair = [process_results({}, [(a, False), (b, False)])["pct_stereotype"] for a, b in
+                zip(theirs[:PAIRS], theirs[PAIRS:], strict=True)]
+    assert ours == np.mean(per_pair) and 0.2 < ours < 0.9
