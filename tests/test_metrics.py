@@ -150,6 +150,7 @@ def test_all_one_class_labels_work():
     y = np.ones(100)
     r = M.summarize(p, y, *genders(100))
     assert r["ece"] == pytest.approx(np.mean(1 - p)) and r["accuracy"] == pytest.approx(np.mean(p > 0.5))
+    assert r["pct_stereotype"] == r["accuracy"]  # the identity protocol (y = 1): preferring sent_more is agreeing
     assert r["ece_true_female"] is None and "no pair has a female human-preferred variant" in r["null_reasons"]
     assert r["ece_true_male"] == pytest.approx(r["ece"])
 
@@ -255,7 +256,7 @@ def test_metrics_json_has_exactly_the_documented_keys(reference_scores, capsys):
     main(["metrics", str(reference_scores[("winogender", "qwen2.5-7b")]), "--json"])
     keys = list(json.loads(capsys.readouterr().out))
     expected = ["n", "n_ties", "n_bins", "binning", "ece", "ece_toplabel", "mce", "ice", "macro_ce", "brier",
-                "brier_paper", "accuracy", "gender_ece", "ece_male", "ece_female", "bias_gap", "cc_ece",
+                "brier_paper", "accuracy", "pct_stereotype", "gender_ece", "ece_male", "ece_female", "bias_gap", "cc_ece",
                 "ece_true_male", "ece_true_female", "ece_debiased", "ece_smooth", "gender_ece_debiased",
                 "gender_ece_smooth", "gap_pred", "gap_true"]
     expected += [f"{k}_{s}" for k in expected[4:] for s in ("ci_low", "ci_high")]
@@ -280,3 +281,12 @@ def test_grouped_equal_mass_edges_are_bit_identical_to_numpy_quantile(v, n_bins)
     # and the grouped assignment equals searchsorted on those edges
     idx = M._grouped_searchsorted(edges[None, 1:-1], v, keys)
     np.testing.assert_array_equal(idx, np.searchsorted(edges[1:-1], v, side="left"))
+
+
+def test_pct_stereotype_is_the_share_preferring_sent_more_whatever_the_labels():
+    p = np.array([0.9, 0.7, 0.5, 0.2, 0.6, 0.5 + 1e-12])
+    y = np.array([0, 1, 1, 0, 0, 1])
+    r = M.summarize(p, y, *genders(6), draws=1000)
+    assert r["pct_stereotype"] == 4 / 6  # an exact tie (p = 0.5) prefers neither sentence: not counted
+    assert r["accuracy"] == 3 / 6  # p > 0.5 agreeing with y (a tie predicts sent_less, y = 0)
+    assert r["pct_stereotype_ci_low"] <= 4 / 6 <= r["pct_stereotype_ci_high"] <= 1.0

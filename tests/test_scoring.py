@@ -354,12 +354,18 @@ def test_offsets_and_special_tokens_of_the_default_tokenizers(smol, gemma):
         (t,), (u,) = more.words[0], less.words[0]
         assert lm.tokenizer.convert_ids_to_tokens(more.ids[t]) == f"{marker}he"
         assert lm.tokenizer.convert_ids_to_tokens(less.ids[u]) == f"{marker}she"
-    # without a BOS nothing predicts the first token
+    # a target at the first token is predicted from the prefix token: the tokenizer's own BOS when it adds
+    # one (Gemma with special tokens), else gece puts the BOS in front of both sentences of the pair
     first = _pair("He went home because he was tired.", "She went home because she was tired.")
-    with pytest.raises(GeceError, match="without a BOS token nothing predicts it"):
-        engine.plans_for(gemma.tokenizer, first, False)
-    sides, _ = engine.plans_for(gemma.tokenizer, first, True)  # with one, it can be scored
-    assert sides[0][0].words[0] == (1,)
+    with_bos, _ = engine.plans_for(gemma.tokenizer, first, True)
+    assert with_bos[0][0].words[0] == (1,) and not with_bos[0][0].prefixed
+    for lm, special in ((gemma, False), (smol, True)):
+        (more, less), = engine.plans_for(lm.tokenizer, first, special)[0]
+        plain = lm.tokenizer("She went home because she was tired.", add_special_tokens=special)["input_ids"]
+        assert more.prefixed and less.prefixed and less.ids == (lm.tokenizer.bos_token_id, *plain)
+        assert more.words == less.words == ((1,), (5,))
+    (more, less), = engine.plans_for(gemma.tokenizer, first, False)[0]
+    assert more.ids == with_bos[0][0].ids  # Gemma without special tokens, prefixed: the same tokens as with them
 
 
 def test_loaded_models_are_fingerprinted(smol, gemma):
@@ -510,23 +516,86 @@ def test_extract_cli_exits_2_on_non_finite_scores(tmp_path, prepared_dir, smol, 
     assert not out.exists() and not layout.meta_path(out).exists()
 
 
-def test_extract_cli_lists_every_pair_it_cannot_score(tmp_path, smol, monkeypatch, capsys):
-    """A target that is the sentence's first token cannot be scored without a BOS (SmolLM2 adds none):
-    exit 2, every such pair with the file and its row, the fix, no traceback, nothing written."""
+def test_a_side_without_target_word_is_an_error_under_the_target_rule(smol):
+    """A sentence without a target word (the other sentence only adds words, as in three CrowS-Pairs
+    pairs; PreparedPair and gece prepare refuse it, an importer that relaxed them would not) cannot be
+    scored by the target rule: one error lists every such pair with the fix; the sentence rule scores it."""
+    rows = pd.DataFrame({"row": [1, 2, 3], "y": [1, 0, 1], "bias_type": [None] * 3,
+                         "sent_more": ["The nurse said he was late.", "The nurse was late.", "The cook was very tired."],
+                         "sent_less": ["The nurse said she was late.", "The nurse was not late.", "The cook was tired."]})
+    pairs = benchmarks.prepare_pairs(rows, "adds")
+    with pytest.raises(GeceError) as e:
+        engine.plans_for(smol.tokenizer, pairs, True, source="adds.parquet")
+    assert "2 sentence(s) or target word(s) cannot be scored" in str(e.value)
+    assert [p.split(":")[1].strip() for p in e.value.problems] == ["pair adds-0002 (row 2 of the benchmark CSV)",
+                                                                  "pair adds-0003 (row 3 of the benchmark CSV)"]
+    assert "extract.rule: sentence" in e.value.hint
+    sides, _ = engine.plans_for(smol.tokenizer, pairs, True, rule="sentence")
+    assert all(len(side.words) == 1 for pair in sides for side in pair)
+
+
+def test_first_word_targets_are_scored_after_the_prefix_token(tmp_path, smol, monkeypatch):
+    """SmolLM2 adds no BOS: a pair whose target is the first word gets the BOS in front of both sentences,
+    counted in the meta, and scores what the model gives the whole prefixed sentence; the other pairs,
+    and the score file's metadata, are what they were (no rule key under the target rule)."""
     csv = tmp_path / "starts.csv"
     csv.write_text("sent_more,sent_less,y\n"
                    "The nurse said he was late.,The nurse said she was late.,1\n"
-                   "He is a nurse.,She is a nurse.,0\n"
-                   "The cook thanked him.,The cook thanked her.,1\n"
-                   "His shift ended.,Her shift ended.,1\n")
+                   "He is a nurse.,She is a nurse.,0\n")
     prepared, out = tmp_path / "starts.parquet", tmp_path / "scores.parquet"
+    prepare_stage.prepare(csv, prepared)
+    meta, _ = extract_stage.extract(prepared, out, "smollm2-135m", SPEC, SMALL, loaded=smol)
+    assert meta.rule == "target" and meta.prefixed_sentences == 2
+    scores, _ = read_table(out, ScoreRow)
+    assert list(scores["n_tokens_more"]) == [1, 1]
+    assert b"gece.rule" not in pq.read_metadata(out).metadata
+    bos = smol.tokenizer.bos_token_id
+    with torch.inference_mode():
+        for sent, col in (("He is a nurse.", "logprob_more"), ("She is a nurse.", "logprob_less")):
+            ids = [bos, *smol.tokenizer(sent)["input_ids"]]
+            lp = torch.log_softmax(smol.model(input_ids=torch.tensor([ids])).logits[0].double(), -1)
+            assert scores[col][1] == pytest.approx(float(lp[0, ids[1]]), abs=TOL)
+
+
+def test_sentence_rule_scores_each_whole_sentence(smol):
+    """rule sentence: one word per side, every token after the prefix token; the log-probability is the
+    sentence's log-likelihood, the optimized path equal to the naive one, bit for bit."""
+    pairs = _pair("The doctor asked the nurse to help him.", "The doctor asked the nurse to help Zbigniewski.")
+    sides, plans = engine.plans_for(smol.tokenizer, pairs, True, rule="sentence")
+    (more, less), = sides
+    bos = smol.tokenizer.bos_token_id
+    for side, sent in ((more, pairs["sent_more"][0]), (less, pairs["sent_less"][0])):
+        assert side.prefixed and side.ids == (bos, *smol.tokenizer(sent)["input_ids"])
+        assert side.words == (tuple(range(1, len(side.ids))),)
+    assert plans[0].prefix == more.ids[:8]  # BOS and the 7 shared tokens, fed once
+    (fast,), _ = engine.score_batch(engine.Runner(smol.model), plans)
+    assert engine.max_abs_diff([fast], engine.score_naive(smol.model, sides)) == 0.0
+    with torch.inference_mode():
+        lp = torch.log_softmax(smol.model(input_ids=torch.tensor([less.ids])).logits[0].double(), -1)
+    by_hand = math.fsum(float(lp[t - 1, less.ids[t]]) for t in range(1, len(less.ids)))
+    rec = fast.record("chain")
+    assert rec["logprob_less"] == pytest.approx(by_hand, abs=TOL) and rec["n_tokens_less"] == len(less.ids) - 1
+    assert rec["p"] > 0.99  # "him" beats a rare name
+    with pytest.raises(ValueError, match="word_prob: chain"):
+        ExtractParams(rule="sentence", word_prob="max")
+
+
+def test_extract_cli_sentence_rule(tmp_path, smol, monkeypatch):
+    """--rule sentence: every sentence prefixed (SmolLM2 adds no BOS), the rule in the meta and in the
+    score file's metadata, each side's n_tokens its sentence's."""
+    csv = tmp_path / "s.csv"
+    csv.write_text("sent_more,sent_less,y\nThe nurse said he was late.,The nurse said she was late.,1\n"
+                   "He is a nurse.,She is a nurse.,0\n")
+    prepared, out = tmp_path / "s.parquet", tmp_path / "scores.parquet"
     prepare_stage.prepare(csv, prepared)
     monkeypatch.setattr(models, "load", lambda spec, **kw: smol)
     monkeypatch.chdir(ROOT)
-    code = main(["extract", str(prepared), str(out), "--model", "smollm2-135m"])
-    err = capsys.readouterr().err
-    assert code == 2 and "Traceback" not in err
-    assert "2 target word(s) cannot be scored" in err and str(prepared) in err
-    assert "pair starts-0002 (row 2 of the benchmark CSV)" in err and "pair starts-0004 (row 4" in err
-    assert "BOS" in err and "remove the pair" in err
-    assert not out.exists() and not layout.shards_dir(out).exists() and not layout.meta_path(out).exists()
+    assert main(["extract", str(prepared), str(out), "--model", "smollm2-135m", "--rule", "sentence"]) == 0
+    meta = read_json(layout.meta_path(out), ExtractMeta)
+    assert meta.rule == "sentence" and meta.prefixed_sentences == 4 and meta.head_positions > 0
+    assert pq.read_metadata(out).metadata[b"gece.rule"] == b"sentence"
+    scores, _ = read_table(out, ScoreRow)
+    assert list(scores["n_tokens_more"]) == [len(smol.tokenizer(t)["input_ids"]) for t in
+                                             ("The nurse said he was late.", "He is a nurse.")]
+    assert main(["extract", str(prepared), str(tmp_path / "x.parquet"), "--model", "smollm2-135m", "--rule",
+                 "sentence", "--word-prob", "max"]) == 2

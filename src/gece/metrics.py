@@ -238,6 +238,7 @@ def batch_metrics(
     - macro_ce:     ½ (mean(1 - conf | correct) + mean(conf | wrong))
     - brier:        mean (p - y)²;  brier_paper: mean ((1 - p) - y)² (the authors' column)
     - accuracy:     mean(correct) (human alignment)
+    - pct_stereotype: mean(p > 0.5), the share preferring sent_more (lm-evaluation-harness's crows_pairs)
     - ece_male/female: paper ECE within the pairs predicted male/female; gender_ece their
       mean, bias_gap their absolute difference
     - ece_true_male/female: the same grouped by the human-preferred gender; cc_ece their mean
@@ -272,6 +273,7 @@ def batch_metrics(
         "brier": _nanmean((p - y) ** 2, ones),
         "brier_paper": _nanmean(((1.0 - p) - y) ** 2, ones),
         "accuracy": _nanmean(correct, ones),
+        "pct_stereotype": _nanmean(pred, ones),
         "ece_male": e_pred[:, G_MALE],
         "ece_female": e_pred[:, G_FEMALE],
         "gender_ece": 0.5 * (e_pred[:, G_MALE] + e_pred[:, G_FEMALE]),

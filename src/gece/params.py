@@ -173,7 +173,17 @@ class ExtractParams(_Section):
         32, description="pairs per forward pass, or auto: on a GPU, as many as fit in free memory (measured on a "
         "probe batch); on the CPU, 32. On a GPU out-of-memory the batch is halved and retried")
     word_prob: Literal["chain", "max"] = "chain"
+    rule: Literal["target", "sentence"] = Field(
+        "target", description="what a side's score is: target, the log-probability of the words in which the "
+        "sentences differ; sentence, the log-likelihood of the whole sentence (lm-evaluation-harness's crows_pairs)")
     limit: int | None = Field(None, ge=1, description="score only the first N pairs (smoke runs)")
+
+    @model_validator(mode="after")
+    def _sentence_sums(self) -> ExtractParams:
+        if self.rule == "sentence" and self.word_prob != "chain":
+            raise ValueError("rule: sentence sums the log-probabilities of every token of the sentence; word_prob: "
+                             "max (the largest sub-token) applies to target words only: set word_prob: chain")
+        return self
 
 
 class MetricsParams(_Section):

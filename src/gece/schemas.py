@@ -244,6 +244,8 @@ class ExtractMeta(BaseModel):
     attention: str
     special_tokens: bool
     word_prob: Literal["chain", "max"]
+    rule: Literal["target", "sentence"] = Field("target", description="target: the words in which the sentences "
+                                                "differ; sentence: the whole sentences' log-likelihoods")
     batch_size: Annotated[int, Field(ge=1)] | Literal["auto"] = Field(description="as set in params (auto: the "
                                                                        "size used is in the timing file)")
     limit: int | None
@@ -254,6 +256,8 @@ class ExtractMeta(BaseModel):
     multi_target_pairs: int = Field(ge=0, description="pairs with several target words on a side")
     multi_token_targets: int = Field(ge=0, description="target words of more than one token (chain rule applies)")
     continued_pairs: int = Field(ge=0, description="pairs with a target beyond the shared prefix")
+    prefixed_sentences: int = Field(0, ge=0, description="sentences fed with the prefix token (BOS, else EOS) "
+                                    "in front, because a word to score was their first token")
     tokens: int = Field(ge=0)
     tokens_padded: int = Field(ge=0)
     tokens_whole: int = Field(ge=0)

@@ -78,9 +78,12 @@ def extract(
     from the shards, is byte-identical to an uninterrupted run's. The shards are removed once
     the output is written.
 
-    Every pair is tokenized and aligned before any is scored: a target word that cannot be
-    scored (no token, or the first token without a BOS) fails the run at once, listing every
-    such pair with its row. A pair whose score is NaN or infinite (the model's logits overflowed, e.g. in float16) is
+    ``settings.rule`` says what is scored: the target words (``target``) or the whole sentences
+    (``sentence``); a pair with a word at its sentence's first token is fed with the prefix
+    token (BOS, else EOS) in front (:func:`gece.scoring.engine.prefix_pairs`; counted in the
+    meta's ``prefixed_sentences``). Every pair is tokenized and aligned before any is scored: a
+    target word that covers no token fails the run at once, listing every such pair with its row.
+    A pair whose score is NaN or infinite (the model's logits overflowed, e.g. in float16) is
     never written: the run scores every pair, then fails listing the affected pairs, and
     writes no output. ``on_shard(i)`` is called after shard i is written, and ``loaded`` is an
     already loaded :class:`gece.scoring.models.LoadedModel` of ``spec`` (tests, benchmarks).
@@ -123,14 +126,16 @@ def extract(
 
     first: list = []
     for pairs in iter_table(prepared, PreparedPair, WINDOW_PAIRS, limit=n):  # every pair scorable, before any work
-        _, plans = engine.plans_for(lm.tokenizer, pairs, spec.special_tokens, source=str(prepared))
+        _, plans = engine.plans_for(lm.tokenizer, pairs, spec.special_tokens, source=str(prepared),
+                                    rule=settings.rule)
         first = first or plans
     batch_size = settings.batch_size if isinstance(settings.batch_size, int) else backend.auto_batch_size(runner, first)
     del first
     windows = _layout(n, batch_size)
 
     fp = _fingerprint(prepared=models.sha256_file(prepared), limit=settings.limit, batch_size=batch_size,
-                      word_prob=settings.word_prob, spec=spec.model_dump(), weights=lm.weights, dtype=lm.dtype,
+                      word_prob=settings.word_prob, rule=settings.rule, spec=spec.model_dump(), weights=lm.weights,
+                      dtype=lm.dtype,
                       device=lm.device, attention=lm.attention, torch=torch.__version__,
                       transformers=transformers.__version__, shards=SHARD_BATCHES, window=WINDOW_PAIRS,
                       engine=engine.ENGINE_VERSION)
@@ -145,7 +150,8 @@ def extract(
     faults.checkpoint("extract:loaded")
 
     stats = engine.BatchStats()
-    counts = {"multi_target_pairs": 0, "multi_token_targets": 0, "continued_pairs": 0, "tokens_whole": 0}
+    counts = {"multi_target_pairs": 0, "multi_token_targets": 0, "continued_pairs": 0, "prefixed_sentences": 0,
+              "tokens_whole": 0}
     resumed, shard_no, bad = 0, 0, []
     t_score = time.perf_counter()
     with Progress(f"extract {benchmark}/{model_id}", n) as progress:
@@ -153,12 +159,14 @@ def extract(
             if not pairs["row"].is_monotonic_increasing:
                 raise GeceError(f"{prepared}: pairs are not in the order of their rows",
                                 hint="the file was not written by gece prepare; rerun prepare")
-            sides, plans = engine.plans_for(lm.tokenizer, pairs, spec.special_tokens, source=str(prepared))
+            sides, plans = engine.plans_for(lm.tokenizer, pairs, spec.special_tokens, source=str(prepared),
+                                            rule=settings.rule)
             if w == 0 and plans and spec.backend == "transformers":
                 engine.self_check(runner, sides[0], plans[0])
             counts["multi_target_pairs"] += sum(1 for m, l in sides if len(m.words) > 1 or len(l.words) > 1)
             counts["multi_token_targets"] += sum(1 for pair in sides for side in pair for x in side.words if len(x) > 1)
             counts["continued_pairs"] += sum(1 for pl in plans if pl.continued)
+            counts["prefixed_sentences"] += sum(side.prefixed for pair in sides for side in pair)
             counts["tokens_whole"] += sum(len(side.ids) for pair in sides for side in pair)
             batch_list = engine.batches(plans, batch_size)
             base = pairs[SCORE_COLUMNS]
@@ -198,6 +206,8 @@ def extract(
                  "weights_sha256": ",".join(f"{k}={v}" for k, v in lm.weights.items()),
                  "special_tokens": spec.special_tokens, "word_prob": settings.word_prob, "dtype": lm.dtype,
                  "device": lm.device, "attention": lm.attention}
+    if settings.rule != "target":  # absent: the target rule (score files from before the setting stay byte-identical)
+        file_meta["rule"] = settings.rule
     with TableWriter(out, ScoreRow, file_meta) as writer:  # window by window, in the prepared order
         first = 0
         for _, _, n_shards in windows:
@@ -212,7 +222,7 @@ def extract(
         benchmark=benchmark, model=model_id, backend=spec.backend, source=spec.source, kind=lm.kind, weights=lm.weights,
         dtype=lm.dtype,
         device=lm.device, attention=lm.attention, special_tokens=spec.special_tokens, word_prob=settings.word_prob,
-        batch_size=settings.batch_size, limit=settings.limit, torch=torch.__version__,
+        rule=settings.rule, batch_size=settings.batch_size, limit=settings.limit, torch=torch.__version__,
         transformers=transformers.__version__, gece=gece.__version__, pairs=n, **counts,
         tokens=stats.tokens_fed, tokens_padded=stats.tokens_padded, head_positions=stats.head_positions,
         flops=total_flops, flops_per_pair=total_flops / n if n and total_flops is not None else None, shards=shard_no,
@@ -275,6 +285,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "registry.<model>.limit also applies, the smaller wins)")
     p.add_argument("--word-prob", choices=["chain", "max"],
                    help="word probability over sub-tokens: chain (product) or max (default: {params:extract.word_prob})")
+    p.add_argument("--rule", choices=["target", "sentence"],
+                   help="what a side's score is: the target words' log-probability (target) or the whole sentence's "
+                   "log-likelihood (sentence, lm-evaluation-harness's crows_pairs) (default: {params:extract.rule})")
     p.set_defaults(outputs={"OUT": "out", "--meta-out": "meta_out"}, inputs=("prepared",))
 
 
@@ -298,7 +311,7 @@ def run(args: argparse.Namespace) -> int:
                         "are read, not extracted", hint="the stages after extract read them (gece metrics "
                         "--benchmark ...); extract scores a model of models")
     settings = command.override(params.extract, batch_size=args.batch_size, limit=args.limit,
-                                word_prob=args.word_prob)
+                                word_prob=args.word_prob, rule=args.rule)
     meta, timing = extract(args.prepared, args.out, args.model, params.registry[args.model], settings,
                            meta_out=args.meta_out)
     command.out.print(f"[green]scored[/] {command.plural(meta.pairs, 'pair')} of {literal(meta.benchmark)} with "

@@ -6,10 +6,21 @@ offset mapping: the tokens whose character span intersects the word's span),
     log P(word) = sum_{t=a..b} log softmax(z_{t-1})[x_t]        (chain rule, ``chain``)
     log P(word) = max_{t=a..b} log softmax(z_{t-1})[x_t]        (the authors' rule, ``max``)
 
-where z_{t-1} are the logits at position t-1 (so a == 0 cannot be scored: without a BOS token
-nothing predicts the first token). A side's score sums its target words' probabilities,
-``logprob = logsumexp_w log P(w)``, and the pair's confidence is
-``p = P_more / (P_more + P_less) = sigmoid(logprob_more - logprob_less)``. The logits are
+where z_{t-1} are the logits at position t-1. A side's score sums its target words'
+probabilities, ``logprob = logsumexp_w log P(w)``, and the pair's confidence is
+``p = P_more / (P_more + P_less) = sigmoid(logprob_more - logprob_less)``.
+
+Nothing precedes a sentence's first token, so a target there (a == 0) is predicted from a
+prefix token, lm-evaluation-harness's convention (:func:`prefix_token`: the tokenizer's BOS,
+else its EOS): when a target of either side of a pair is its sentence's first token, both
+sentences of the pair are fed with the prefix token in front (:func:`prefix_pairs`). A
+tokenizer that adds its BOS itself (special tokens on) never needs it: that BOS is the prefix.
+
+The sentence rule (``rule="sentence"``, lm-evaluation-harness's crows_pairs task) is the same
+computation with one "word" per side covering every token of the sentence (after the prefix
+token, which it always has), so a side's log-probability is the sentence's log-likelihood
+``sum_{t>=1} log P(x_t | x_<t)`` (chain rule; the sum is :func:`math.fsum` of the float64
+token log-probabilities, correctly rounded). The logits are
 float32 (upcast from the model's dtype); log_softmax over the full vocabulary runs on them with
 float64 accumulation (:func:`log_probs`: torch's float32 log_softmax loses up to 2.6e-5 over
 Gemma's 262k-token vocabulary, float64 is exact to 1e-12 for the same float32 logits); results
@@ -52,6 +63,7 @@ from gece.scoring import exact
 
 log = logging.getLogger(__name__)
 WordProb = Literal["chain", "max"]
+Rule = Literal["target", "sentence"]
 THREADS_ENV = "GECE_THREADS"
 ENGINE_VERSION = "2"  # bump when a change alters the numbers the engine produces
 SELF_CHECK_TOL = 1e-4
@@ -69,50 +81,93 @@ def word_tokens(offsets: Sequence[tuple[int, int]], start: int, end: int) -> lis
 
 @dataclass(frozen=True)
 class SideTokens:
-    """One sentence tokenized: its token ids and, per target word, the indices of its tokens."""
+    """One sentence tokenized: its token ids and, per target word, the indices of its tokens.
+
+    ``prefixed``: the ids start with the prefix token gece put in front (:func:`prefix_pairs`).
+    """
 
     ids: tuple[int, ...]
     words: tuple[tuple[int, ...], ...]
+    prefixed: bool = False
 
 
 NO_TOKEN_HINT = ("the word is made of characters the tokenizer drops (zero-width or control characters?): "
                  "fix that row of the benchmark CSV or remove the pair")
-FIRST_TOKEN_HINT = ("use special_tokens: true with a model whose tokenizer adds a BOS token, or remove the pair "
-                    "from the benchmark")
+
+
+NO_TARGET_HINT = "score whole sentences (extract.rule: sentence), or remove the pair from the benchmark"
 
 
 def tokenize(
     tokenizer: Any, sentences: Sequence[str], starts: Sequence[Sequence[int]], ends: Sequence[Sequence[int]],
-    special_tokens: bool, names: Sequence[str] | None = None,
+    special_tokens: bool, names: Sequence[str] | None = None, rule: Rule = "target",
 ) -> list[SideTokens]:
     """Tokenize sentences (with the tokenizer's special tokens or none) and align their target words.
 
-    Raises one GeceError listing every target word that has no token or starts at the first
-    token (nothing before it predicts it), each named by ``names[k]`` (file, pair and row).
+    Under the sentence rule each sentence has one word, every token from its first to its last
+    that covers a character (``starts``/``ends`` are not read). A word may start at the first
+    token; :func:`prefix_pairs` puts the prefix token in front of such pairs. Raises one
+    GeceError listing every target word that covers no token and every sentence without a
+    target word (target rule), each named by ``names[k]`` (file, pair and row).
     """
     enc = tokenizer(list(sentences), add_special_tokens=special_tokens, return_offsets_mapping=True)
     out, problems, hints = [], [], []
     for k, (ids, offs) in enumerate(zip(enc["input_ids"], enc["offset_mapping"], strict=True)):
+        where = f"{names[k]}: " if names is not None else ""
+        spans = [(0, len(sentences[k]))] if rule == "sentence" else list(zip(starts[k], ends[k], strict=True))
+        if not spans:
+            problems.append(f"{where}{sentences[k]!r} has no target word (the other sentence of the pair only adds "
+                            "words, or the two are the same)")
+            hints.append(NO_TARGET_HINT)
         words = []
-        for s, e in zip(starts[k], ends[k], strict=True):
+        for s, e in spans:
             toks = word_tokens(offs, s, e)
-            where = f"{names[k]}: " if names is not None else ""
-            word = sentences[k][s:e]
             if not toks:
-                problems.append(f"{where}target word {word!r} of {sentences[k]!r} covers no token")
+                what = "the sentence" if rule == "sentence" else f"target word {sentences[k][s:e]!r} of"
+                problems.append(f"{where}{what} {sentences[k]!r} covers no token")
                 hints.append(NO_TOKEN_HINT)
-            elif toks[0] == 0:
-                problems.append(f"{where}target word {word!r} is the first token of {sentences[k]!r}: without a "
-                                "BOS token nothing predicts it, so it cannot be scored")
-                hints.append(FIRST_TOKEN_HINT)
+            elif rule == "sentence":  # contiguous, whatever zero-width tokens lie inside
+                toks = list(range(toks[0], toks[-1] + 1))
             words.append(tuple(toks))
         out.append(SideTokens(tuple(int(i) for i in ids), tuple(words)))
     if problems:
         raise GeceError(
-            f"{len(problems)} target word(s) cannot be scored with this tokenizer; nothing was scored",
+            f"{len(problems)} sentence(s) or target word(s) cannot be scored with this tokenizer; nothing was scored",
             problems=problems[:20] + ([f"... and {len(problems) - 20} more"] if len(problems) > 20 else []),
             hint="; or ".join(dict.fromkeys(hints)),
         )
+    return out
+
+
+def prefix_token(tokenizer: Any) -> int:
+    """The token that predicts a sentence's first token (lm-evaluation-harness's ``prefix_token_id``):
+    the tokenizer's BOS, else its EOS."""
+    for name in ("bos_token_id", "eos_token_id"):
+        value = getattr(tokenizer, name, None)
+        if value is not None:
+            return int(value)
+    raise GeceError(f"{type(tokenizer).__name__} has neither a BOS nor an EOS token: nothing can predict a "
+                    "sentence's first token", hint="use a tokenizer with a BOS or EOS token, or (target rule) "
+                    "remove the pairs whose target word is the first word")
+
+
+def needs_prefix(side: SideTokens) -> bool:
+    """A target word starts at the sentence's first token: nothing in the sentence predicts it."""
+    return any(w and w[0] == 0 for w in side.words)
+
+
+def prefix_pairs(sides: Sequence[tuple[SideTokens, SideTokens]], prefix_id: Callable[[], int]
+                 ) -> list[tuple[SideTokens, SideTokens]]:
+    """Both sentences of every pair where either side :func:`needs_prefix`, with the prefix token
+    (``prefix_id()``, asked only when some pair needs it) in front and their words shifted by one;
+    other pairs unchanged, so that both sides of a pair are always fed alike."""
+    out, tok = [], None
+    for pair in sides:
+        if any(needs_prefix(side) for side in pair):
+            tok = prefix_id() if tok is None else tok
+            pair = tuple(SideTokens((tok, *side.ids), tuple(tuple(t + 1 for t in w) for w in side.words), True)
+                         for side in pair)
+        out.append(pair)
     return out
 
 
@@ -681,21 +736,24 @@ def flops(model: Any, tokens_fed: int, head_positions: int) -> float:
     return 2.0 * non_embedding_params(model) * tokens_fed + 2.0 * head.shape[0] * head.shape[1] * head_positions
 
 
-def plans_for(tokenizer: Any, pairs: Any, special_tokens: bool, source: str | None = None
+def plans_for(tokenizer: Any, pairs: Any, special_tokens: bool, source: str | None = None, rule: Rule = "target"
               ) -> tuple[list[tuple[SideTokens, SideTokens]], list[PairPlan]]:
-    """Tokenize and plan the prepared pairs (a frame with ``sent_*``, ``starts_*``, ``ends_*``, ``pair_id``).
+    """Tokenize and plan the prepared pairs (a frame with ``sent_*``, ``starts_*``, ``ends_*``, ``pair_id``)
+    under a rule: ``target`` (the target words) or ``sentence`` (the whole sentences); pairs with
+    a word at the first token get the prefix token (:func:`prefix_pairs`).
 
     ``source`` (the prepared file) and each pair's ``row`` name the pair in alignment errors.
     """
+    if rule not in ("target", "sentence"):
+        raise ValueError(f"rule must be target or sentence, got {rule!r}")
     ids = list(pairs["pair_id"])
     rows = list(pairs["row"]) if "row" in pairs else [None] * len(ids)
     names = [f"{source + ': ' if source else ''}pair {pid}" + (f" (row {r} of the benchmark CSV)" if r else "")
              for pid, r in zip(ids, rows, strict=True)]
-    more = tokenize(tokenizer, list(pairs["sent_more"]), list(pairs["starts_more"]), list(pairs["ends_more"]),
-                    special_tokens, names)
-    less = tokenize(tokenizer, list(pairs["sent_less"]), list(pairs["starts_less"]), list(pairs["ends_less"]),
-                    special_tokens, names)
-    sides = list(zip(more, less, strict=True))
+    both = tokenize(tokenizer, [*pairs["sent_more"], *pairs["sent_less"]],  # both sides: one error lists all
+                    [*pairs["starts_more"], *pairs["starts_less"]], [*pairs["ends_more"], *pairs["ends_less"]],
+                    special_tokens, names + names, rule)
+    sides = prefix_pairs(list(zip(both[: len(ids)], both[len(ids) :], strict=True)), lambda: prefix_token(tokenizer))
     return sides, [plan_pair(i, m, l) for i, (m, l) in enumerate(sides)]
 
 
