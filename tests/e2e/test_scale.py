@@ -35,22 +35,23 @@ MODEL = "smollm2-135m"
 PAPER = "paper-gpt-j-6b"  # the slice's one reference run (read from data/reference, every benchmark it has)
 ENV = {"DVC_NO_ANALYTICS": "1"}
 
-# every stage of the slice (33): metrics, calibrate, ablate and compare run per benchmark, over every run
-PER_BENCHMARK = ("metrics", "calibrate", "ablate", "compare")
+# every stage of the slice: metrics, calibrate, ablate, compare and groups run per benchmark, over every run;
+# annotate per benchmark, over its annotators' labels
+PER_BENCHMARK = ("metrics", "calibrate", "ablate", "compare", "groups")
 ALL = (
     {f"prepare@{b}" for b in BENCHMARKS} | {f"extract@{b}-{MODEL}" for b in BENCHMARKS}
-    | {f"{s}@{b}" for s in PER_BENCHMARK for b in BENCHMARKS}
+    | {f"{s}@{b}" for s in (*PER_BENCHMARK, "annotate") for b in BENCHMARKS}
     | {f"neutral@{MODEL}", "summary", "report"}
 )
 # what a clone without dvc.lock restores from the pulled run cache: the models never run
 RESTORED = {f"prepare@{b}" for b in BENCHMARKS} | {f"extract@{b}-{MODEL}" for b in BENCHMARKS}
 # DVC (3.x) writes no run-cache entry for a stage with a plain `outs:` entry that has `cache: false`
 # (dvc.stage.Stage.run: no_cache_outs), nor for one with a `persist: true` output (report)
-NO_RUN_CACHE = {f"{s}@{b}" for s in PER_BENCHMARK for b in BENCHMARKS} | {f"neutral@{MODEL}", "report"}
+NO_RUN_CACHE = {f"{s}@{b}" for s in (*PER_BENCHMARK, "annotate") for b in BENCHMARKS} | {f"neutral@{MODEL}", "report"}
 # this has an entry, but its `cache: false` metrics file is an object of the local cache only:
 # `dvc push --run-cache` sends the entry, `dvc push` only the cached outputs, so it re-runs
 UNPUSHED = {"summary"}
-assert RESTORED | NO_RUN_CACHE | UNPUSHED == ALL and len(ALL) == 33
+assert RESTORED | NO_RUN_CACHE | UNPUSHED == ALL and len(ALL) == 8 * len(BENCHMARKS) + 3
 
 # A sitecustomize.py that makes the model stack unimportable in every Python process it reaches
 # (dvc and each `gece` stage it runs): a stage that loaded a model would fail.

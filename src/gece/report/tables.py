@@ -108,7 +108,7 @@ def _columns(keys: Iterable[str], ci: Iterable[str] = (), labels: Mapping[str, s
 # the metrics whose interval the tables show
 WITH_CI = ("ece", "gender_ece", "brier", "accuracy")
 OVERALL = _columns(("n", "ece", "ece_toplabel", "mce", "macro_ce", "ice", "brier", "gender_ece", "ece_male",
-                    "ece_female", "bias_gap", "accuracy"), ci=WITH_CI)
+                    "ece_female", "bias_gap", "accuracy", "pct_stereotype"), ci=(*WITH_CI, "pct_stereotype"))
 # the paper's metric set, its accuracy as the paper names it
 PAPER = _columns(("ece", "macro_ce", "ice", "brier_paper", "accuracy", "gender_ece", "bias_gap", "ece_male",
                   "ece_female"), labels={"accuracy": "accuracy"})
@@ -153,7 +153,7 @@ CI_NOTE = ("Values with a 95% bias-corrected bootstrap interval in brackets (100
 def overall_table(data: ReportData) -> TableDoc:
     return _metrics_doc(
         data, "overall", "Overall metrics per benchmark and model",
-        "Calibration of the male-variant confidence p against the human judgement, per benchmark and model "
+        "Calibration of the confidence p in sent_more against the human judgement, per benchmark and model "
         f"(`reports/metrics/<benchmark>/<model>.json`). ECE, MCE: paper convention; see the definitions. {CI_NOTE}",
         OVERALL)
 
