@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 
 from ..conftest import ROOT
 
@@ -50,3 +55,72 @@ def copy_repo(dest: Path, data_dir: Path) -> Path:
 def repo_copy(tmp_path, data_dir) -> Path:
     """A throw-away copy of the repository (see :func:`copy_repo`)."""
     return copy_repo(tmp_path / "repo", data_dir)
+
+
+# ------------------------------------------------------------------------------ the slice
+BENCHMARKS = tuple(yaml.safe_load((ROOT / "params.yaml").read_text())["benchmarks"])  # native and imported
+DVC_ENV = {"DVC_NO_ANALYTICS": "1"}
+
+
+def slice_params(repo: Path) -> None:
+    """The slice: smollm2-135m and the authors' GPT-J scores, 40 pairs per benchmark, small ablations."""
+    params = yaml.safe_load((repo / "params.yaml").read_text())
+    params["models"] = ["smollm2-135m"]
+    params["ablate"]["special_tokens"] = {}  # its models must be in models
+    params["ablate"]["sizes"] = [10, 20]
+    params["ablate"]["draws"] = 20
+    params["references"] = ["paper-gpt-j-6b"]  # the released scores of one model (every benchmark it has)
+    params["extract"]["limit"] = 40
+    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+
+
+def outputs(repo: Path) -> dict[str, str]:
+    """sha256 of every file under artifacts/ and reports/ (run timings are no DVC output)."""
+    files = [p for d in ("artifacts", "reports") for p in (repo / d).rglob("*") if p.is_file()]
+    return {str(p.relative_to(repo)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(files)
+            if not p.name.endswith(".timing.json")}
+
+
+def ran(out: str) -> list[str]:
+    """The stages a `dvc repro` output says it ran."""
+    return re.findall(r"Running stage '([^']+)'", out)
+
+
+@dataclass
+class Origin:
+    repo: Path  # A: the sliced pipeline, run once
+    cache: Path  # A's DVC cache
+    remote: Path  # the temporary default remote A pushed to (with --run-cache)
+    no_lock: str  # commit with the sliced params.yaml and the remote, no dvc.lock, no results
+    with_lock: str  # the next commit: dvc.lock and reports/ added
+    outputs: dict[str, str]  # sha256 of every file under artifacts/ and reports/
+    lock: bytes
+    seconds: float  # A's dvc repro
+    ran: list[str]  # the stages it ran
+
+
+@pytest.fixture(scope="session")
+def slice_origin(tmp_path_factory, data_dir) -> Origin:
+    """Repository A, shared by the e2e tests that start from a run slice (test_scale, test_repro): the slice
+    committed without results, `dvc repro` from scratch, `dvc push --run-cache` to a temporary default
+    remote, then dvc.lock and reports/ committed. Tests may add remotes to it, not change its files."""
+    root = tmp_path_factory.mktemp("slice")
+    a = copy_repo(root / "a", data_dir)
+    slice_params(a)
+    for p in ("artifacts", "reports", "dvc.lock"):
+        run(["git", "rm", "-rq", "--ignore-unmatch", p], a)
+    remote = root / "remote"
+    run(["dvc", "remote", "add", "-d", "tmp", str(remote)], a)
+    git(a, "commit", "-qam", "slice, temporary remote")
+    no_lock = git(a, "rev-parse", "HEAD").stdout.strip()
+
+    t0 = time.perf_counter()
+    res = run(["dvc", "repro"], a, env=DVC_ENV)
+    seconds = time.perf_counter() - t0
+    pushed = run(["dvc", "push", "--run-cache"], a, env=DVC_ENV)
+    assert re.search(r"\d+ files pushed", pushed.stdout), pushed.stdout
+    git(a, "add", "-A")
+    git(a, "commit", "-qm", "results")
+    print(f"\n[timing] A: dvc repro of the slice from scratch {seconds:.1f} s")
+    return Origin(a, root / "a-dvc-cache", remote, no_lock, git(a, "rev-parse", "HEAD").stdout.strip(),
+                  outputs(a), (a / "dvc.lock").read_bytes(), seconds, ran(res.stdout))

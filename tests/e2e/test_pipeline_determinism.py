@@ -9,25 +9,13 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
 
-from .conftest import ROOT, copy_repo, run
+from .conftest import BENCHMARKS, copy_repo, run
+from .conftest import slice_params as _slice
 
 pytestmark = pytest.mark.slow
 
-BENCHMARKS = tuple(yaml.safe_load((ROOT / "params.yaml").read_text())["benchmarks"])  # native and imported
 SMOL_SHA = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
-
-
-def _slice(repo: Path) -> None:
-    params = yaml.safe_load((repo / "params.yaml").read_text())
-    params["models"] = ["smollm2-135m"]
-    params["ablate"]["special_tokens"] = {}  # its models must be in models
-    params["ablate"]["sizes"] = [10, 20]
-    params["ablate"]["draws"] = 20
-    params["references"] = ["paper-gpt-j-6b"]  # the released scores of one model (every benchmark it has)
-    params["extract"]["limit"] = 40
-    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
 
 
 def _hashes(repo: Path) -> dict[str, str]:
@@ -38,13 +26,11 @@ def _hashes(repo: Path) -> dict[str, str]:
             if not p.name.endswith(".timing.json")}  # run timings: not outputs (see .dvcignore)
 
 
-def test_pipeline_twice_from_clean_gives_identical_bytes(tmp_path, data_dir):
-    a = copy_repo(tmp_path / "a", data_dir)
-    _slice(a)
-    for p in ("artifacts", "reports", "dvc.lock"):  # clean: nothing from the committed runs
-        run(["git", "rm", "-rq", "--ignore-unmatch", p], a)
-    res = run(["dvc", "repro"], a)
-    assert res.stdout.count("Running stage 'extract@") == len(BENCHMARKS)
+def test_pipeline_twice_from_clean_gives_identical_bytes(tmp_path, data_dir, slice_origin):
+    """A is the shared slice run (tests/e2e/conftest.py: slice_origin, run from scratch in its own copy);
+    B runs the same slice from scratch in another copy with another DVC cache."""
+    a = slice_origin.repo
+    assert sum(s.startswith("extract@") for s in slice_origin.ran) == len(BENCHMARKS)
     for b in BENCHMARKS:
         report = json.loads((a / f"reports/metrics/{b}/smollm2-135m.json").read_text())
         assert report["n"] == 40 and 0.0 <= report["ece"] <= 1.0 and report["accuracy"] is not None

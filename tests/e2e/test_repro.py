@@ -12,9 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import copy_repo, git, run
-from .test_pipeline_determinism import BENCHMARKS, _slice
-from .test_scale import _outputs
+from .conftest import BENCHMARKS, outputs, run
 
 pytestmark = pytest.mark.slow
 
@@ -29,17 +27,11 @@ def _cached_stages(repo: Path) -> set[str]:
     return set(run(["python", "-c", code], repo, env=ENV).stdout.split())
 
 
-@pytest.fixture(scope="module")
-def origin(tmp_path_factory, data_dir) -> Path:
-    """The slice run from scratch and committed with its dvc.lock (its own DVC cache, run cache included)."""
-    a = copy_repo(tmp_path_factory.mktemp("repro") / "a", data_dir)
-    _slice(a)
-    for p in ("artifacts", "reports", "dvc.lock"):
-        run(["git", "rm", "-rq", "--ignore-unmatch", p], a)
-    run(["dvc", "repro"], a, env=ENV)
-    git(a, "add", "-A")
-    git(a, "commit", "-qm", "slice and its results")
-    return a
+@pytest.fixture
+def origin(slice_origin) -> Path:
+    """The slice run from scratch and committed with its dvc.lock (its own DVC cache, run cache included):
+    the shared slice of tests/e2e/conftest.py; this test pushes part of it to a remote of its own."""
+    return slice_origin.repo
 
 
 def test_a_fresh_clone_pulls_what_the_remote_holds_and_runs_the_rest(origin, tmp_path):
@@ -67,6 +59,6 @@ def test_a_fresh_clone_pulls_what_the_remote_holds_and_runs_the_rest(origin, tmp
     assert f"pulled from DVC remote 'part' ({remote})" in res.stdout
     assert "md5:" not in res.stdout  # the remote's missing files are counted, not listed
 
-    assert _outputs(c) == _outputs(origin)
+    assert outputs(c) == outputs(origin)
     assert (c / "dvc.lock").read_text() == lock
     assert "gece repro: pulled 0, ran 0" in run(["gece", "repro"], c, env=ENV).stdout  # idempotent

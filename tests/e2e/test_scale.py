@@ -19,15 +19,13 @@ import os
 import re
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
 
-from .conftest import copy_repo, git, run
-from .test_pipeline_determinism import BENCHMARKS, _slice
+from .conftest import BENCHMARKS, Origin, git, outputs, ran, run
 
 pytestmark = pytest.mark.slow
 
@@ -75,31 +73,12 @@ sys.meta_path.insert(0, _Refuse())
 '''
 
 
-@dataclass
-class Origin:
-    repo: Path  # A: the sliced pipeline, run once
-    cache: Path  # A's DVC cache
-    remote: Path  # the temporary default remote A pushed to (with --run-cache)
-    no_lock: str  # commit with the sliced params.yaml and the remote, no dvc.lock, no results
-    with_lock: str  # the next commit: dvc.lock and reports/ added
-    outputs: dict[str, str]  # sha256 of every file under artifacts/ and reports/
-    lock: bytes
-    seconds: float  # A's dvc repro
-
-
-def _outputs(repo: Path) -> dict[str, str]:
-    """sha256 of every file under artifacts/ and reports/ (run timings are no DVC output)."""
-    files = [p for d in ("artifacts", "reports") for p in (repo / d).rglob("*") if p.is_file()]
-    return {str(p.relative_to(repo)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(files)
-            if not p.name.endswith(".timing.json")}
-
-
 def _stages(out: str, pattern: str) -> list[str]:
     return re.findall(pattern, out)
 
 
 def _ran(out: str) -> list[str]:
-    return _stages(out, r"Running stage '([^']+)'")
+    return ran(out)
 
 
 def _restored(out: str) -> list[str]:
@@ -123,31 +102,14 @@ def _clone(origin: Origin, dest: Path, cache: Path, rev: str | None = None) -> P
     return dest
 
 
-@pytest.fixture(scope="module")
-def origin(tmp_path_factory, data_dir) -> Origin:
-    """Repository A: the slice committed without results, `dvc repro`, `dvc push --run-cache` to a
-    temporary default remote, then dvc.lock and reports/ committed."""
-    root = tmp_path_factory.mktemp("scale")
-    a = copy_repo(root / "a", data_dir)
-    _slice(a)
-    for p in ("artifacts", "reports", "dvc.lock"):
-        run(["git", "rm", "-rq", "--ignore-unmatch", p], a)
-    remote = root / "remote"
-    run(["dvc", "remote", "add", "-d", "tmp", str(remote)], a)
-    git(a, "commit", "-qam", "slice, temporary remote")
-    no_lock = git(a, "rev-parse", "HEAD").stdout.strip()
+@pytest.fixture
+def origin(slice_origin) -> Origin:
+    """Repository A: the shared slice run (tests/e2e/conftest.py)."""
+    return slice_origin
 
-    t0 = time.perf_counter()
-    res = run(["dvc", "repro"], a, env=ENV)
-    seconds = time.perf_counter() - t0
-    assert sorted(_ran(res.stdout)) == sorted(ALL)
-    pushed = run(["dvc", "push", "--run-cache"], a, env=ENV)
-    assert re.search(r"\d+ files pushed", pushed.stdout), pushed.stdout
-    git(a, "add", "-A")
-    git(a, "commit", "-qm", "results")
-    print(f"\n[timing] A: dvc repro of the slice from scratch {seconds:.1f} s")
-    return Origin(a, root / "a-dvc-cache", remote, no_lock, git(a, "rev-parse", "HEAD").stdout.strip(),
-                  _outputs(a), (a / "dvc.lock").read_bytes(), seconds)
+
+def test_the_slice_runs_every_stage(origin):
+    assert sorted(origin.ran) == sorted(ALL)
 
 
 @pytest.fixture
@@ -216,7 +178,7 @@ def test_a_clone_without_lock_restores_the_scores_from_the_run_cache(origin, poi
     assert list(Path(poison["GECE_CACHE"]).iterdir()) == []  # no model was converted or read
     assert not list((b / "artifacts/scores").rglob("*.timing.json"))  # extract never ran here
 
-    assert _outputs(b) == origin.outputs
+    assert outputs(b) == origin.outputs
     assert (b / "dvc.lock").read_bytes() == origin.lock
     assert "Data and pipelines are up to date" in run(["dvc", "status"], b, env=poison).stdout
 
@@ -230,7 +192,7 @@ def test_a_clone_with_lock_pulls_and_runs_nothing(origin, poison, tmp_path):
     print(f"\n[timing] D (lock committed): dvc pull + dvc repro {time.perf_counter() - t0:.1f} s")
     assert _ran(res.stdout) == [] and _restored(res.stdout) == []
     assert "Data and pipelines are up to date" in run(["dvc", "status"], d, env=poison).stdout
-    assert _outputs(d) == origin.outputs
+    assert outputs(d) == origin.outputs
     assert list(Path(poison["GECE_CACHE"]).iterdir()) == []
 
 
