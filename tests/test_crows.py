@@ -173,12 +173,17 @@ def test_import_command(tmp_path, capsys, data_dir):
 # ------------------------------------------------------------------------------ params
 def test_params_imports(tmp_path):
     raw = yaml.safe_load((ROOT / "params.yaml").read_text())
-    assert load_params(ROOT / "params.yaml").imports["winoqueer"] == "data/winoqueer/winoqueer_benchmark.csv"
+    params = load_params(ROOT / "params.yaml")
+    assert params.imports["winoqueer"] == "data/winoqueer/winoqueer_benchmark.csv"
+    assert [params.extract.rule_for(b) for b in params.benchmarks] == ["target"] * 5 + ["sentence"] * 2
     for change, message in ((lambda r: r["imports"].update(other="x.csv"), ("imports names ['other'], which are "
                                                                                 "not in benchmarks")),
                             (lambda r: r["imports"].update(crows_pairs=""), "imports.crows_pairs"),
                             (lambda r: r["imports"].update({"Bad/Name": "x.csv"}), "not a valid id"),
-                            (lambda r: r["annotate"].update(tie="coin"), "annotate.tie")):
+                            (lambda r: r["annotate"].update(tie="coin"), "annotate.tie"),
+                            (lambda r: r["extract"]["rules"].update(crows="sentence"),
+                             "extract.rules names ['crows'], which are not in benchmarks"),
+                            (lambda r: r["extract"]["rules"].update(winoqueer="words"), "extract.rules.winoqueer")):
         bad = json.loads(json.dumps(raw))
         change(bad)
         path = tmp_path / "params.yaml"

@@ -177,6 +177,23 @@ def test_optimized_equals_naive_on_tiny_models(kind, batch_size):
         assert [len(w) for w in f.more.token_logprobs] == [len(w) for w in s[0].words]
 
 
+def test_lm_head_in_chunks_gives_the_same_bits():
+    """The LM head runs HEAD_ROWS rows at a time (its float64 arrays bounded under the sentence rule): one row
+    at a time, or all at once, the same values (soft-capped Gemma-3 head)."""
+    model = _tiny("gemma3")
+    runner = engine.Runner(model)
+    rng = np.random.default_rng(2)
+    states = torch.randn(37, 48, generator=torch.Generator().manual_seed(0))
+    asked = np.stack([rng.integers(0, 37, 200), rng.integers(0, 97, 200)], axis=1)
+    with torch.inference_mode():
+        lp1, lg1 = engine.head_values(runner, states, asked, asked[:50], rows=1)
+        lp_all, lg_all = engine.head_values(runner, states, asked, asked[:50], rows=1000)
+        z = runner.logits(states)
+    assert lp1.tobytes() == lp_all.tobytes() and lg1.tobytes() == lg_all.tobytes()
+    assert lg_all.tolist() == z.numpy()[asked[:50, 0], asked[:50, 1]].astype(np.float64).tolist()
+    assert lp_all.tolist() == engine.log_probs(z).numpy()[asked[:, 0], asked[:, 1]].tolist()
+
+
 def test_stats_count_fed_tokens_and_head_positions():
     model = _tiny("llama")
     more, less = _side([5, 6, 7, 10, 11], [3]), _side([5, 6, 7, 20, 11], [3])
@@ -578,6 +595,24 @@ def test_sentence_rule_scores_each_whole_sentence(smol):
     assert rec["p"] > 0.99  # "him" beats a rare name
     with pytest.raises(ValueError, match="word_prob: chain"):
         ExtractParams(rule="sentence", word_prob="max")
+
+
+def test_rules_choose_the_rule_per_benchmark(tmp_path, smol):
+    """extract.rules names a benchmark's rule in place of extract.rule; a name outside benchmarks, or
+    word_prob: max with a sentence rule anywhere, is refused."""
+    settings = ExtractParams(rules={"s": "sentence"})
+    assert settings.rule_for("s") == "sentence" and settings.rule_for("winobias") == "target"
+    with pytest.raises(ValueError, match="word_prob: chain"):
+        ExtractParams(rules={"s": "sentence"}, word_prob="max")
+    csv = tmp_path / "s.csv"
+    csv.write_text("sent_more,sent_less,y\nThe nurse said he was late.,The nurse said she was late.,1\n")
+    prepared = tmp_path / "s.parquet"
+    prepare_stage.prepare(csv, prepared)
+    meta, _ = extract_stage.extract(prepared, tmp_path / "a.parquet", "smollm2-135m", SPEC, settings, loaded=smol)
+    assert meta.rule == "sentence" and meta.prefixed_sentences == 2
+    meta, _ = extract_stage.extract(prepared, tmp_path / "b.parquet", "smollm2-135m", SPEC,
+                                    ExtractParams(rules={"other": "sentence"}), loaded=smol)
+    assert meta.rule == "target"
 
 
 def test_extract_cli_sentence_rule(tmp_path, smol, monkeypatch):

@@ -98,7 +98,8 @@ def _param_text(key: str, values: dict) -> str:
     value: object = values
     for part in key.split("."):
         value = value.get(part) if isinstance(value, dict) else None
-    shown = "null" if value is None else ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+    shown = ("null" if value is None else ", ".join(map(str, value)) if isinstance(value, list)
+             else ", ".join(f"{k}: {v}" for k, v in value.items()) or "{}" if isinstance(value, dict) else str(value))
     return f"{shown} from {values.get('_source', 'params.yaml')} {key}"
 
 

@@ -27,8 +27,6 @@ import numpy as np
 
 from gece.bootstrap import chunk_size
 
-# gap key -> the grouping its parts use ("pred": predicted gender, "true": human-preferred gender)
-
 # (p, y, groups), all (B, n) -> (B, 2): ECE of group 0 (male) and group 1 (female)
 GroupECE = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
@@ -45,6 +43,27 @@ def shuffled_groups(groups: np.ndarray, size: int, rng: np.random.Generator) -> 
     return out
 
 
+def null_statistics(
+    p: np.ndarray, y: np.ndarray, groups: np.ndarray, draws: int, seed: int,
+    statistic: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
+) -> np.ndarray:
+    """The permutation null: ``statistic(p, y, g)`` for ``draws`` shufflings ``g`` of ``groups``.
+
+    ``statistic`` takes (size, n) arrays and returns one value per row. The shufflings come from one
+    random stream seeded with ``seed``, in chunks that bound the memory (:func:`gece.bootstrap.chunk_size`);
+    the chunking does not change the stream, so the null is the same for every chunk size. Shape (draws,).
+    """
+    n = len(p)
+    rng = np.random.default_rng(seed)
+    null = []
+    step = chunk_size(n)
+    for start in range(0, draws, step):
+        size = min(step, draws - start)
+        g = shuffled_groups(groups, size, rng)
+        null.append(statistic(np.broadcast_to(p, (size, n)), np.broadcast_to(y, (size, n)), g))
+    return np.concatenate(null)
+
+
 def permutation_p(
     p: np.ndarray, y: np.ndarray, groups: np.ndarray, estimate: float | None, draws: int, seed: int,
     group_ece: GroupECE,
@@ -55,15 +74,11 @@ def permutation_p(
     """
     if estimate is None or not np.isfinite(estimate) or draws < 1:
         return None
-    n = len(p)
-    rng = np.random.default_rng(seed)
-    null = []
-    step = chunk_size(n)
-    for start in range(0, draws, step):
-        size = min(step, draws - start)
-        g = shuffled_groups(groups, size, rng)
-        e = group_ece(np.broadcast_to(p, (size, n)), np.broadcast_to(y, (size, n)), g)
-        null.append(e[:, 1] - e[:, 0])
-    d = np.concatenate(null)
+
+    def gap(pp: np.ndarray, yy: np.ndarray, g: np.ndarray) -> np.ndarray:
+        e = group_ece(pp, yy, g)
+        return e[:, 1] - e[:, 0]
+
+    d = null_statistics(p, y, groups, draws, seed, gap)
     tail = min(int((d <= estimate).sum()), int((d >= estimate).sum()))
     return float(min(1.0, 2.0 * (tail + 1) / (d.size + 1)))

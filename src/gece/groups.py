@@ -57,8 +57,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gece.bootstrap import bootstrap, chunk_size
-from gece.gap import shuffled_groups
+from gece.bootstrap import bootstrap
+from gece.gap import null_statistics
 from gece.intervals import bias_corrected_interval
 from gece.lexicon import FEMALE, MALE
 from gece.metrics import G_FEMALE, G_MALE, G_TIE, Binning, binned_stats, predicted_groups, true_groups
@@ -236,16 +236,8 @@ def permutation_gap_p(p: np.ndarray, target: np.ndarray, seg: np.ndarray, n_grou
     pairs (group sizes kept), (1 + #{null gap >= gap}) / (draws + 1). None when the gap is undefined."""
     if estimate is None or draws < 1:
         return None
-    n = len(p)
-    rng = np.random.default_rng(seed)
-    null = []
-    step = chunk_size(n)
-    for start in range(0, draws, step):
-        size = min(step, draws - start)
-        g = shuffled_groups(seg, size, rng)
-        null.append(group_stats(np.broadcast_to(p, (size, n)), np.broadcast_to(target, (size, n)), g, n_groups,
-                                eligible, n_bins, binning)["gap"])
-    d = np.concatenate(null)
+    d = null_statistics(p, target, seg, draws, seed,
+                        lambda pp, tt, g: group_stats(pp, tt, g, n_groups, eligible, n_bins, binning)["gap"])
     d = d[np.isfinite(d)]
     # a null gap equal to the estimate up to rounding counts as reaching it
     return float((1 + int((d >= estimate - 1e-12).sum())) / (d.size + 1))

@@ -176,11 +176,17 @@ class ExtractParams(_Section):
     rule: Literal["target", "sentence"] = Field(
         "target", description="what a side's score is: target, the log-probability of the words in which the "
         "sentences differ; sentence, the log-likelihood of the whole sentence (lm-evaluation-harness's crows_pairs)")
+    rules: dict[Id, Literal["target", "sentence"]] = Field(
+        {}, description="the rule for some benchmarks, in place of rule (benchmark: target | sentence)")
     limit: int | None = Field(None, ge=1, description="score only the first N pairs (smoke runs)")
+
+    def rule_for(self, benchmark: str) -> Literal["target", "sentence"]:
+        """The rule that scores ``benchmark``: its entry under ``rules``, else ``rule``."""
+        return self.rules.get(benchmark, self.rule)
 
     @model_validator(mode="after")
     def _sentence_sums(self) -> ExtractParams:
-        if self.rule == "sentence" and self.word_prob != "chain":
+        if "sentence" in (self.rule, *self.rules.values()) and self.word_prob != "chain":
             raise ValueError("rule: sentence sums the log-probabilities of every token of the sentence; word_prob: "
                              "max (the largest sub-token) applies to target words only: set word_prob: chain")
         return self
@@ -313,6 +319,7 @@ class Params(_Section):
         checked = []
         if "neutral" in self.ablate.model_fields_set:  # the default applies only where those benchmarks are
             checked.append(("ablate.neutral", self.ablate.neutral))
+        checked.append(("extract.rules", list(self.extract.rules)))
         for key, names in checked:
             outside = [b for b in names if b not in self.benchmarks]
             if outside:

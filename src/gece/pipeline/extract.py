@@ -78,8 +78,8 @@ def extract(
     from the shards, is byte-identical to an uninterrupted run's. The shards are removed once
     the output is written.
 
-    ``settings.rule`` says what is scored: the target words (``target``) or the whole sentences
-    (``sentence``); a pair with a word at its sentence's first token is fed with the prefix
+    ``settings.rule_for(benchmark)`` says what is scored: the target words (``target``) or the whole
+    sentences (``sentence``); a pair with a word at its sentence's first token is fed with the prefix
     token (BOS, else EOS) in front (:func:`gece.scoring.engine.prefix_pairs`; counted in the
     meta's ``prefixed_sentences``). Every pair is tokenized and aligned before any is scored: a
     target word that covers no token fails the run at once, listing every such pair with its row.
@@ -109,6 +109,7 @@ def extract(
     n = n_rows if settings.limit is None else min(n_rows, settings.limit)
     check_unique_ids(prepared, pair_ids(prepared, n))  # one column read: a repeated pair fails before the model loads
     benchmark = pmeta.get("benchmark", prepared.stem)
+    settings = settings.model_copy(update={"rule": settings.rule_for(benchmark), "rules": {}})
     threads = engine.set_threads()
     backend: Any = engine
     if spec.backend == "vllm":
@@ -287,7 +288,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="word probability over sub-tokens: chain (product) or max (default: {params:extract.word_prob})")
     p.add_argument("--rule", choices=["target", "sentence"],
                    help="what a side's score is: the target words' log-probability (target) or the whole sentence's "
-                   "log-likelihood (sentence, lm-evaluation-harness's crows_pairs) (default: {params:extract.rule})")
+                   "log-likelihood (sentence, lm-evaluation-harness's crows_pairs) (default: the benchmark's entry under "
+                   "{params:extract.rules}, else {params:extract.rule})")
     p.set_defaults(outputs={"OUT": "out", "--meta-out": "meta_out"}, inputs=("prepared",))
 
 
@@ -312,6 +314,8 @@ def run(args: argparse.Namespace) -> int:
                         "--benchmark ...); extract scores a model of models")
     settings = command.override(params.extract, batch_size=args.batch_size, limit=args.limit,
                                 word_prob=args.word_prob, rule=args.rule)
+    if args.rule is not None:  # --rule scores this benchmark with it, whatever extract.rules says
+        settings = settings.model_copy(update={"rules": {}})
     meta, timing = extract(args.prepared, args.out, args.model, params.registry[args.model], settings,
                            meta_out=args.meta_out)
     command.out.print(f"[green]scored[/] {command.plural(meta.pairs, 'pair')} of {literal(meta.benchmark)} with "

@@ -501,6 +501,7 @@ class BatchStats:
 
 
 ROW_TOKENS = 256  # packed row length (attention is quadratic in it, the matrix products are not)
+HEAD_ROWS = 64  # LM-head rows at a time: with a 262,144-word vocabulary, about 200 MB of float64 per array
 
 
 def score_batch(runner: Runner, plans: Sequence[PairPlan]) -> tuple[list[PairScore], BatchStats]:
@@ -556,19 +557,42 @@ def _score_batch(runner: Runner, plans: Sequence[PairPlan]) -> tuple[list[PairSc
     packed, reads, where = lay.packed, lay.reads, lay.where
     hidden = runner.hidden(packed)
     rc = torch.tensor([packed.place[n] for n in where], dtype=torch.long, device=hidden.device)
-    logits = runner.logits(hidden[rc[:, 0], rc[:, 1]])  # (K, V), float32
-    lp = log_probs(logits).cpu().numpy()
-    lg = logits.cpu().numpy()
-    stats = lay.stats
-    out = []
+    states = hidden[rc[:, 0], rc[:, 1]]  # (K, H): the LM head's inputs
+    asked_lp: list[tuple[int, int]] = []  # (head row, token): every target token's log-probability
+    asked_lg: list[tuple[int, int]] = []  # and each side's first target token's logit
     for pl, (nm, nl) in zip(plans, reads, strict=True):
-        scores = []
         for sp, nodes in ((pl.more, nm), (pl.less, nl)):
-            words = tuple(tuple(float(lp[where[nodes[pos]], tok]) for pos, tok in w) for w in sp.targets)
+            asked_lp.extend((where[nodes[pos]], tok) for w in sp.targets for pos, tok in w)
             pos, tok = sp.targets[0][0]
-            scores.append(SideScore(words, float(lg[where[nodes[pos]], tok])))
+            asked_lg.append((where[nodes[pos]], tok))
+    lp, lg = head_values(runner, states, np.array(asked_lp, dtype=np.int64).reshape(-1, 2),
+                         np.array(asked_lg, dtype=np.int64).reshape(-1, 2))
+    lp_it, lg_it = iter(lp.tolist()), iter(lg.tolist())
+    out = []
+    for pl in plans:
+        scores = [SideScore(tuple(tuple(next(lp_it) for _ in w) for w in sp.targets), next(lg_it))
+                  for sp in (pl.more, pl.less)]
         out.append(PairScore(pl.index, scores[0], scores[1]))
-    return out, stats
+    return out, lay.stats
+
+
+def head_values(runner: Runner, states: Any, asked_lp: np.ndarray, asked_lg: np.ndarray,
+                rows: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The log-probabilities at ``asked_lp`` and the logits at ``asked_lg`` ((row, token) arrays) of the LM
+    head over ``states`` (K, H), computed ``rows`` (:data:`HEAD_ROWS`) rows at a time: the (rows, vocabulary) logits and their
+    float64 log-softmax are the largest arrays of a batch, and under the sentence rule K is every position.
+    Each row's values do not depend on the other rows (exact products, row-wise softmax), so the chunking
+    changes no bit."""
+    rows = rows or HEAD_ROWS
+    lp = np.empty(len(asked_lp))
+    lg = np.empty(len(asked_lg))
+    for start in range(0, states.shape[0], rows):
+        logits = runner.logits(states[start:start + rows])  # (rows, V), float32
+        for asked, values, table in ((asked_lp, lp, log_probs(logits).cpu().numpy()),
+                                     (asked_lg, lg, logits.cpu().numpy())):
+            here = np.flatnonzero((asked[:, 0] >= start) & (asked[:, 0] < start + rows))
+            values[here] = table[asked[here, 0] - start, asked[here, 1]]
+    return lp, lg
 
 
 def order_plans(plans: Sequence[PairPlan]) -> list[PairPlan]:
