@@ -185,10 +185,18 @@ def _special_tokens_effect(data: ReportData) -> str | None:
                 and _num(s["with"].get("ece")) is not None and _num(s["without"].get("ece")) is not None]
         if not rows:
             continue
-        worse = [b for b, w, wo in rows if wo["ece"] > w["ece"]]
-        span = ", ".join(f"{b} {w['ece']:.3f} → {wo['ece']:.3f}" for b, w, wo in rows)
-        parts.append(f"without its special tokens ({without}), {m} has a higher ECE on {len(worse)} of "
-                     f"{_plural(len(rows), 'benchmark')} ({span})")
+        same = [b for b, w, wo in rows if wo["ece"] == w["ece"]]
+        differ = [r for r in rows if r[0] not in same]
+        worse = [b for b, w, wo in differ if wo["ece"] > w["ece"]]
+        span = ", ".join(f"{b} {w['ece']:.3f} → {wo['ece']:.3f}" for b, w, wo in differ)
+        text = (f"without its special tokens ({without}), {m} has a higher ECE on {len(worse)} of "
+                f"{_plural(len(differ), 'benchmark')} ({span})" if differ else
+                f"without its special tokens ({without}), {m} scores alike")
+        if same:  # the sentence rule puts the prefix token (the BOS) in front of every sentence either way
+            why = (" (the sentence rule: the BOS opens every sentence either way)"
+                   if all(data.meta.get((b, m), {}).get("rule") == "sentence" for b in same) else "")
+            text += f"; the same ECE on {', '.join(same)}{why}"
+        parts.append(text)
     return "; ".join(parts) + "." if parts else None
 
 
