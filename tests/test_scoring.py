@@ -68,6 +68,12 @@ def test_plan_shares_the_prefix_and_feeds_nothing_after_the_last_target():
     assert pl.prefix == () and pl.more.suffix == (1, 2) and pl.less.suffix == (4, 2)
 
 
+def _sees(packed, r: int, col: int) -> list[int]:
+    """The nodes that the token in row r, column col attends to, by their columns in that row."""
+    return sorted(packed.nodes[r][k] for rr, q, k in zip(packed.mask_rows, packed.mask_q, packed.mask_k, strict=True)
+                  if rr == r and q == col)
+
+
 def test_forest_shares_beginnings_and_packs_ancestors_first():
     f = engine.Forest()
     a = f.add([5, 6, 7, 10])
@@ -75,16 +81,22 @@ def test_forest_shares_beginnings_and_packs_ancestors_first():
     c = f.add([5, 6, 8])  # another pair sharing "5 6"
     d = f.add([9, 1])  # a second tree
     assert a[:3] == b[:3] and c[:2] == a[:2] and len(f) == 8 and d[0] not in a
-    packed = f.pack(row_tokens=4, pad_id=0)  # the 6-token tree gets a row of its own
-    assert len(packed.ids) == 2 and [len(r) for r in packed.ids] == [6, 6]
-    allowed = {(r, q, k) for r, q, k in zip(packed.mask_rows, packed.mask_q, packed.mask_k, strict=True)}
+    packed = f.pack(row_tokens=8, pad_id=0)  # 8 nodes: one row, each once, trees in depth-first order
+    assert packed.nodes == [[*a, b[3], c[2], *d]] and packed.ids == [[5, 6, 7, 10, 20, 8, 9, 1]]
+    packed = f.pack(row_tokens=3, pad_id=0)  # three rows of 3 own nodes at most; a row repeats the path above it
+    assert packed.nodes == [a[:3], [*a, b[3], c[2]], d]
+    assert packed.ids[0] == [5, 6, 7, 0, 0, 0] and [len(r) for r in packed.ids] == [6, 6, 6]
     for seq in (a, b, c, d):
         for i, n in enumerate(seq):
-            r, col = packed.place[n]
-            assert packed.positions[r][col] == i and packed.ids[r][col] == f.token[n]
-            seen = {k for (rr, q, k) in allowed if rr == r and q == col}
-            assert seen == {packed.place[m][1] for m in seq[: i + 1]}  # itself and its ancestors, nothing else
-    assert (1, 3, 3) in allowed and packed.ids[1][2:] == [0] * 4  # padding attends to itself
+            r, col = packed.place[n]  # the first placement
+            assert packed.nodes[r][col] == n and packed.positions[r][col] == i and packed.ids[r][col] == f.token[n]
+            assert _sees(packed, r, col) == sorted(seq[: i + 1])  # itself and its ancestors, nothing else
+    assert packed.place[a[2]] == (0, 2) and _sees(packed, 1, 4) == sorted(b)  # 20 sees the repeated 5 6 7
+    assert (0, 5, 5) in set(zip(packed.mask_rows, packed.mask_q, packed.mask_k, strict=True))  # padding sees itself
+    one = engine.Forest()
+    long = one.add(list(range(10, 30)))
+    packed = one.pack(row_tokens=8, pad_id=0)  # a single path longer than a row: its rows repeat what is above
+    assert [len(r) for r in packed.nodes] == [7, 14, 20] and packed.place[long[-1]] == (2, 19)
 
 
 def test_word_side_and_pair_arithmetic():
@@ -175,6 +187,22 @@ def test_optimized_equals_naive_on_tiny_models(kind, batch_size):
     assert max(abs(a.more.first_logit - b.more.first_logit) for a, b in zip(fast, naive, strict=True)) == 0.0
     for f, s in zip(fast, sides, strict=True):
         assert [len(w) for w in f.more.token_logprobs] == [len(w) for w in s[0].words]
+
+
+@pytest.mark.parametrize("kind", ["llama", "gemma3", "mistral"])
+def test_rows_cut_inside_trees_give_the_same_bits(kind, monkeypatch):
+    """Rows of 16 tokens: most trees are cut, and a row that starts inside one repeats the path above it.
+    The scores are still the naive path's, bit for bit (sliding windows and soft-capping included)."""
+    monkeypatch.setattr(engine, "ROW_TOKENS", 16)
+    model = _tiny(kind)
+    sides = _random_pairs(np.random.default_rng(1), 60)
+    plans = [engine.plan_pair(i, m, l) for i, (m, l) in enumerate(sides)]
+    runner = engine.Runner(model)
+    lay = engine.lay_out(plans, 0)
+    assert sum(map(len, lay.packed.nodes)) > len(lay.forest) and len(lay.packed.nodes) > 1  # nodes repeated
+    (fast, stats), = engine.score(runner, [plans])
+    assert stats.tokens_fed == sum(map(len, lay.packed.nodes))
+    assert engine.max_abs_diff(sorted(fast, key=lambda s: s.index), engine.score_naive(model, sides)) == 0.0
 
 
 def test_lm_head_in_chunks_gives_the_same_bits():

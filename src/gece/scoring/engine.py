@@ -411,7 +411,8 @@ class Packed:
     mask_rows: list[int]
     mask_q: list[int]
     mask_k: list[int]
-    place: list[tuple[int, int]]  # node -> (row, column)
+    place: list[tuple[int, int]]  # node -> (row, column) of its first placement
+    nodes: list[list[int]]  # row -> the node in each column (padding excluded); a node may recur in other rows
 
 
 class Forest:
@@ -444,38 +445,56 @@ class Forest:
             level = self.children[node]
         return nodes
 
-    def pack(self, row_tokens: int, pad_id: int) -> Packed:
-        """Place whole trees into rows (first fit, largest first; a row holds ``row_tokens`` or the
-        largest tree), each in depth-first order so ancestors come first; pad rows to one length."""
-        trees = []
+    def _rows(self, row_tokens: int) -> list[list[int]]:
+        """Cut the forest, in depth-first order, into ceil(nodes / ``row_tokens``) rows of nearly equal
+        length. Each row is closed under ancestors: one that starts inside a tree repeats the path
+        above its first node, so every token sees its ancestors in its own row. (Whole trees per row
+        would let one tree of a thousand nodes, every pair of a batch starting with "The", make a row
+        of a thousand, and attention is quadratic in a row's length.) A repeated node computes the
+        same bits again; it is read from its first row."""
+        order: list[int] = []
         for root in self.roots.values():
-            order, stack = [], [root]
+            stack = [root]
             while stack:
                 n = stack.pop()
                 order.append(n)
                 stack.extend(reversed(list(self.children[n].values())))
-            trees.append(order)
-        cap = max([row_tokens] + [len(t) for t in trees])
+        share = -(-len(order) // max(1, -(-len(order) // row_tokens)))  # own nodes per row
         rows: list[list[int]] = []
-        for tree in sorted(trees, key=len, reverse=True):
-            for row in rows:
-                if len(row) + len(tree) <= cap:
-                    row.extend(tree)
-                    break
-            else:
-                rows.append(list(tree))
+        row: list[int] = []
+        inside: set[int] = set()
+        own = 0  # nodes placed in this row for the first time
+        for n in order:
+            if own == share:
+                rows.append(row)
+                row, inside, own = [], set(), 0
+            path, a = [], n
+            while a >= 0 and a not in inside:
+                path.append(a)
+                a = self.parent[a]
+            row.extend(reversed(path))
+            inside.update(path)
+            own += 1
+        rows.append(row)
+        return rows
+
+    def pack(self, row_tokens: int, pad_id: int) -> Packed:
+        """Place the forest into rows (:meth:`_rows`), each in depth-first order so ancestors come
+        first, padded to one length; a node placed in several rows is read from the first (``place``)."""
+        rows = self._rows(row_tokens)
         width = max(len(r) for r in rows)
-        place = [(0, 0)] * len(self.token)
+        place: dict[int, tuple[int, int]] = {}
         ids, positions, mr, mq, mk = [], [], [], [], []
         for r, row in enumerate(rows):
+            col: dict[int, int] = {}  # node -> its column in this row (a row holds its nodes' ancestors)
             for c, n in enumerate(row):
-                place[n] = (r, c)
-            for c, n in enumerate(row):
+                col[n] = c
+                place.setdefault(n, (r, c))
                 a = n
                 while a >= 0:  # the node and its ancestors
                     mr.append(r)
                     mq.append(c)
-                    mk.append(place[a][1])
+                    mk.append(col[a])
                     a = self.parent[a]
             for c in range(len(row), width):  # padding attends to itself only (no empty softmax rows)
                 mr.append(r)
@@ -483,7 +502,8 @@ class Forest:
                 mk.append(c)
             ids.append([self.token[n] for n in row] + [pad_id] * (width - len(row)))
             positions.append([self.depth[n] for n in row] + [0] * (width - len(row)))
-        return Packed(ids, positions, mr, mq, mk, place)
+        return Packed(ids, positions, mr, mq, mk, [place[n] for n in range(len(self.token))],
+                      [list(r) for r in rows])
 
 
 @dataclass
@@ -521,7 +541,7 @@ class BatchLayout:
 
     @property
     def stats(self) -> BatchStats:
-        return BatchStats(tokens_fed=len(self.forest), tokens_padded=len(self.packed.ids) * len(self.packed.ids[0]),
+        return BatchStats(tokens_fed=sum(map(len, self.packed.nodes)), tokens_padded=len(self.packed.ids) * len(self.packed.ids[0]),
                           head_positions=len(self.where), forward_calls=1)
 
 
