@@ -8,7 +8,7 @@ STAMP := $(VENV)/.gece-installed
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_NO_ADVISORY_WARNINGS ?= 1
 
-.PHONY: install data repro test test-fast bench clean
+.PHONY: install data repro test test-fast bench bench-gpu clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -42,6 +42,12 @@ test-fast: data
 
 bench: data
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python benchmarks/run.py
+
+# extract on one CUDA GPU (reports/bench/gpu.json); GPU_PYTHON: an interpreter with torch and transformers,
+# e.g. a GPU image's python3 (docs/models.md, "Measuring on a GPU"); GECE_GPU_DRY=1 rehearses it on the CPU
+GPU_PYTHON ?= $(BIN)/python
+bench-gpu:
+	$(GPU_PYTHON) benchmarks/gpu.py
 
 clean:
 	rm -rf artifacts .pytest_cache .hypothesis

@@ -21,7 +21,7 @@ from gece.params import ExtractParams, ModelSpec
 from gece.pipeline import extract as extract_stage
 from gece.pipeline import prepare as prepare_stage
 from gece.schemas import ExtractMeta, ExtractTiming, PreparedPair, ScoreRow
-from gece.scoring import engine, exact, models
+from gece.scoring import engine, exact, models, selfcheck
 
 from .conftest import BENCHMARKS, ROOT
 
@@ -247,14 +247,48 @@ def test_torch_runs_its_portable_kernels():
 
 
 def test_self_check_catches_a_head_the_engine_does_not_know():
+    """On the CPU with exact numerics the two paths must give the same bits, on a sample spread over the pairs."""
     model = _tiny("llama")
-    sides = _random_pairs(np.random.default_rng(2), 1)[0]
+    sides = _random_pairs(np.random.default_rng(2), 9)
+    plans = [engine.plan_pair(i, m, l) for i, (m, l) in enumerate(sides)]
     runner = engine.Runner(model)
-    plan = engine.plan_pair(0, *sides)
-    assert engine.self_check(runner, sides, plan) == 0.0
+    assert selfcheck.sample(9) == [0, 3, 5, 8] and selfcheck.sample(2) == [0, 1] and selfcheck.sample(0) == []
+    checked = selfcheck.run(runner, sides, plans)
+    assert checked.model_dump() == {"pairs": 4, "rule": "exact", "max_abs_diff": 0.0, "reference_dtype": None,
+                                    "reference_diff": None, "allowed": 0.0, "p_diff_median": None, "p_diff_max": None}
     runner.softcap = 1.0  # pretend the architecture caps logits when the model does not
-    with pytest.raises(RuntimeError, match="disagrees with the model's own forward pass"):
-        engine.self_check(runner, sides, plan)
+    with pytest.raises(RuntimeError, match=r"disagrees with the model's own forward pass by .* more than float32 "
+                                           r"rounding explains \(allowed 0, rule exact\)"):
+        selfcheck.run(runner, sides, plans)
+
+
+def test_self_check_allows_what_the_dtype_explains():
+    """Elsewhere than the exact CPU path: 8 times the naive pass's distance to a pass one precision up, plus a
+    floor; a fixed tolerance per dtype where no reference can be had."""
+    assert selfcheck.allowed_difference(True, "float32", None) == ("exact", 0.0)
+    assert selfcheck.allowed_difference(False, "bfloat16", 0.02) == ("reference", 8 * 0.02 + 2.0**-6)
+    assert selfcheck.allowed_difference(False, "float32", 0.0) == ("reference", 1e-5)
+    assert selfcheck.allowed_difference(False, "float32", None) == ("fallback", 1e-4)
+    assert selfcheck.allowed_difference(False, "bfloat16", math.nan) == ("fallback", 0.5)
+    model = _tiny("gemma3")
+    model.set_attn_implementation("sdpa")  # stock attention on the CPU: rounding differs, no float64 pass
+    sides = _random_pairs(np.random.default_rng(3), 5)
+    plans = [engine.plan_pair(i, m, l) for i, (m, l) in enumerate(sides)]
+    checked = selfcheck.run(engine.Runner(model), sides, plans)
+    assert checked.rule == "fallback" and checked.allowed == 1e-4 and 0 < checked.max_abs_diff < 1e-5
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="the reference pass casts a GPU model: CUDA only")
+def test_self_check_measures_bfloat16_against_float32_on_a_gpu():
+    model = _tiny("llama").to("cuda", torch.bfloat16)
+    model.set_attn_implementation("sdpa")
+    sides = _random_pairs(np.random.default_rng(4), 8)
+    plans = [engine.plan_pair(i, m, l) for i, (m, l) in enumerate(sides)]
+    before = [p.clone() for p in model.parameters()]
+    checked = selfcheck.run(engine.Runner(model), sides, plans)
+    assert checked.rule == "reference" and checked.reference_dtype == "float32" and checked.reference_diff > 0
+    assert checked.p_diff_max >= checked.p_diff_median >= 0 and checked.max_abs_diff <= checked.allowed
+    assert model.dtype == torch.bfloat16 and all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
 
 
 def test_exact_attention_matches_stock_attention():

@@ -221,6 +221,22 @@ class BinRecord(BaseModel):
 BinsReport = TypeAdapter(list[BinRecord])
 
 
+class SelfCheck(BaseModel):
+    """The extract meta's ``self_check``: what scoring a few pairs both ways measured (the rule is in
+    :mod:`gece.scoring.selfcheck`); differences are in log-probability."""
+
+    model_config = ConfigDict(extra="forbid")
+    pairs: int = Field(ge=1, description="pairs scored both ways")
+    rule: Literal["exact", "reference", "fallback"] = Field(
+        description="exact: the same bits required; reference: allowed from the reference pass; fallback: fixed")
+    max_abs_diff: float = Field(description="d_fast: optimized vs naive path, same dtype")
+    reference_dtype: str | None = Field(description="the dtype of the reference pass (null: none)")
+    reference_diff: float | None = Field(description="d_ref: the naive path vs the reference pass")
+    allowed: float = Field(ge=0.0)
+    p_diff_median: float | None = Field(None, description="median |p - p_float32| over the pairs (bfloat16, float16)")
+    p_diff_max: float | None = Field(None, description="largest |p - p_float32| over the pairs (bfloat16, float16)")
+
+
 class ExtractMeta(BaseModel):
     """``artifacts/scores/<benchmark>/<model>.meta.json``: what scored the pairs, and how much work it was.
 
@@ -265,6 +281,8 @@ class ExtractMeta(BaseModel):
     flops: float | None = Field(description="null for backend vllm, which does not expose its forward pass")
     flops_per_pair: float | None
     shards: int = Field(ge=0)
+    self_check: SelfCheck | None = Field(None, description="null: not run (backend vllm, no pairs, or the model's "
+                                         "own forward pass overflows on the sample)")
 
 
 class ExtractTiming(BaseModel):

@@ -95,7 +95,7 @@ def extract(
 
     import gece
     from gece.progress import Progress
-    from gece.scoring import engine, exact, models
+    from gece.scoring import engine, exact, models, selfcheck
 
     prepared, out = Path(prepared), Path(out)
     if spec.limit is not None:  # registry.<model>.limit: the smaller of it and extract.limit applies
@@ -154,6 +154,7 @@ def extract(
     counts = {"multi_target_pairs": 0, "multi_token_targets": 0, "continued_pairs": 0, "prefixed_sentences": 0,
               "tokens_whole": 0}
     resumed, shard_no, bad = 0, 0, []
+    checked = None
     t_score = time.perf_counter()
     with Progress(f"extract {benchmark}/{model_id}", n) as progress:
         for w, pairs in enumerate(iter_table(prepared, PreparedPair, WINDOW_PAIRS, limit=n)):
@@ -163,7 +164,7 @@ def extract(
             sides, plans = engine.plans_for(lm.tokenizer, pairs, spec.special_tokens, source=str(prepared),
                                             rule=settings.rule)
             if w == 0 and plans and spec.backend == "transformers":
-                engine.self_check(runner, sides[0], plans[0])
+                checked = selfcheck.run(runner, sides, plans)
             counts["multi_target_pairs"] += sum(1 for m, l in sides if len(m.words) > 1 or len(l.words) > 1)
             counts["multi_token_targets"] += sum(1 for pair in sides for side in pair for x in side.words if len(x) > 1)
             counts["continued_pairs"] += sum(1 for pl in plans if pl.continued)
@@ -227,6 +228,7 @@ def extract(
         transformers=transformers.__version__, gece=gece.__version__, pairs=n, **counts,
         tokens=stats.tokens_fed, tokens_padded=stats.tokens_padded, head_positions=stats.head_positions,
         flops=total_flops, flops_per_pair=total_flops / n if n and total_flops is not None else None, shards=shard_no,
+        self_check=checked,
     )
     timing = ExtractTiming(
         benchmark=benchmark, model=model_id, pairs=n, threads=threads, shards_resumed=resumed, batch_size=batch_size,

@@ -66,7 +66,6 @@ WordProb = Literal["chain", "max"]
 Rule = Literal["target", "sentence"]
 THREADS_ENV = "GECE_THREADS"
 ENGINE_VERSION = "2"  # bump when a change alters the numbers the engine produces
-SELF_CHECK_TOL = 1e-4
 
 
 # ------------------------------------------------------------------------ alignment
@@ -710,33 +709,6 @@ def auto_batch_size(runner: Runner, plans: Sequence[PairPlan], probe: int = PROB
     log.info("batch_size auto: %d pairs (peak %s MB per pair, %s MB free)", size,
              "/".join(f"{v / 2**20:.1f}" for v in per_pair), "/".join(f"{v / 2**20:.0f}" for v in free))
     return size
-
-
-def self_check(runner: Runner, sides: tuple[SideTokens, SideTokens], plan: PairPlan,
-               tol: float = SELF_CHECK_TOL) -> float:
-    """Score one pair both ways (optimized, naive) and fail if they disagree by more than ``tol``.
-
-    Guards against architectures whose logits are not ``head(decoder(x))`` (plus soft-capping),
-    which the optimized path assumes. Returns the largest difference.
-    """
-    (fast,), _ = _score_fitting(runner, [plan])
-    try:
-        (ref,) = score_naive(runner.model, [sides])
-    except runner.torch.OutOfMemoryError:
-        ref = None
-    if ref is None:
-        runner.out_of_memory(1)
-    diff = max_abs_diff([fast], [ref])
-    if math.isnan(diff) and not all(math.isfinite(v) for side in (ref.more, ref.less)
-                                    for w in side.token_logprobs for v in w):
-        return diff  # the model's own forward pass overflows on this pair: extract reports such pairs
-    if not diff <= tol:
-        raise RuntimeError(
-            f"{type(runner.model).__name__}: the optimized scoring path disagrees with the model's own "
-            f"forward pass by {diff:.3g} in log-probability (tolerance {tol}); this architecture needs "
-            "support in gece.scoring.engine.Runner.logits"
-        )
-    return diff
 
 
 # ------------------------------------------------------------------ naive reference

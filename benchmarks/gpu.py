@@ -1,0 +1,266 @@
+"""`make bench-gpu`: gece extract on one GPU, measured in one run -> reports/bench/gpu.json.
+
+Random-weight models of two real shapes, SmolLM2-135M and Llama-3.1-8B, with SmolLM2's tokenizer,
+score WinoBias (771 pairs) in float32 and in bfloat16. Random weights say nothing about calibration;
+they do fix the work, the memory and the numerics. For each shape and dtype:
+
+- ``gece extract`` (``pipeline.extract.extract``, the DVC stage's code) at batch 7, 64 and auto: pairs/s,
+  peak GPU memory, the batch size auto chose, and whether the three score files hold the same bits
+  (the largest |difference| of their log-probabilities when they do not);
+- the extract meta's ``self_check`` (the optimized path against the naive one, and the naive one against
+  a pass one precision up; for bfloat16 also |p - p_float32|);
+- the naive path (each sentence alone, the model's own logits) on the first :data:`NAIVE` pairs: pairs/s
+  and the largest |difference| from gece's batch-auto scores;
+- minicons ``IncrementalLMScorer.token_score`` in batches of 32 and 128 sentences: pairs/s, and gece's
+  speed-up over each.
+
+The models are built on the GPU and saved once, in bfloat16 (a float32 load of the same directory holds
+the same values, so both dtypes score the same weights). ``GECE_GPU_DRY=1`` rehearses the whole run on
+the CPU with tiny shapes, float32 only, on 40 pairs (the CPU refuses bfloat16), writing
+reports/bench/gpu-dry.json. ``GECE_TOKENIZER`` names a tokenizer directory (default: smollm2-135m's, from
+the registry); ``GECE_GPU_SHAPES`` (``smol,l8b``) and ``GECE_GPU_DTYPES`` (``float32,bfloat16``) narrow the
+run. On a GPU machine that gets only a copy of the repository, see docs/models.md ("Measuring on a GPU")
+for what to carry (``--save-tokenizer DIR`` writes the tokenizer there).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+import gece  # noqa: E402,F401  (pins the CPU numerics before torch loads)
+
+BENCHMARK = "winobias"
+NAIVE = 100  # pairs scored by the naive path
+BATCHES: tuple[int | str, ...] = (7, 64, "auto")
+MINICONS_BATCHES = (32, 128)
+SHAPES = {
+    "smollm2-135m-shape": dict(vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
+                               num_attention_heads=9, num_key_value_heads=3, rope_theta=100000.0,
+                               tie_word_embeddings=True),
+    "llama-3.1-8b-shape": dict(vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
+                               num_attention_heads=32, num_key_value_heads=8, rope_theta=500000.0,
+                               tie_word_embeddings=False),
+}
+TINY = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2)
+TARGETS = {"l8b_bf16_pairs_per_s": 2500.0, "l8b_bf16_vs_minicons_128": 5.0, "smol_fp32_vs_minicons_128": 3.0}
+
+
+def _say(*args) -> None:
+    print("bench-gpu:", *args, flush=True)
+
+
+def _tokenizer():
+    from transformers import AutoTokenizer
+
+    if os.environ.get("GECE_TOKENIZER"):
+        return AutoTokenizer.from_pretrained(os.environ["GECE_TOKENIZER"])
+    from gece.params import load_params
+    from gece.scoring import models
+
+    spec = load_params(ROOT / "params.yaml").registry["smollm2-135m"]
+    resolved = models.resolve(spec)
+    (sha,) = models.weight_hashes(resolved).values()
+    return AutoTokenizer.from_pretrained(str(models.converted_dir(resolved.path, sha)))
+
+
+def _build(name: str, tok, work: Path, device: str, dry: bool) -> Path:
+    import torch
+    import transformers
+
+    shape = {**SHAPES[name], **(TINY if dry else {})}
+    out = work / name
+    t = time.perf_counter()
+    torch.manual_seed(0)
+    with torch.device(device):
+        cfg = transformers.LlamaConfig(max_position_embeddings=4096, dtype="bfloat16", **shape)
+        model = transformers.LlamaForCausalLM(cfg).to(torch.bfloat16)
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    del model
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    _say(f"built {name} in {time.perf_counter() - t:.1f} s")
+    return out
+
+
+def _peak_reset(device: str) -> None:
+    import torch
+
+    if device == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+
+
+def _peak_mb(device: str) -> float | None:
+    import torch
+
+    if device != "cuda":
+        return None
+    torch.cuda.synchronize()
+    return round(torch.cuda.max_memory_allocated() / 2**20, 1)
+
+
+def _logprobs(path: Path):
+    import numpy as np
+
+    from gece.io import read_table
+    from gece.schemas import ScoreRow
+
+    df, _ = read_table(path, ScoreRow)
+    return np.ascontiguousarray(df[["logprob_more", "logprob_less"]].to_numpy(dtype=np.float64))
+
+
+def _gece(model_dir: Path, dtype: str, prepared: Path, n: int, work: Path, device: str) -> tuple[dict, object]:
+    """gece extract at each of BATCHES on one load; returns the record and the loaded model."""
+    import numpy as np
+
+    from gece import layout
+    from gece.io import read_json
+    from gece.params import ExtractParams, ModelSpec
+    from gece.pipeline import extract as extract_stage
+    from gece.scoring import models
+
+    spec = ModelSpec(source=str(model_dir), device=device, dtype=dtype)
+    t = time.perf_counter()
+    lm = models.load(spec)
+    rec: dict = {"load_seconds": round(time.perf_counter() - t, 1), "batches": {}}
+    scores = {}
+    for bs in BATCHES:
+        out = work / f"{model_dir.name}-{dtype}-{bs}.parquet"
+        _peak_reset(device)
+        t = time.perf_counter()
+        meta, _ = extract_stage.extract(prepared, out, model_dir.name, spec,
+                                        ExtractParams(batch_size=bs, limit=n), loaded=lm)
+        seconds = time.perf_counter() - t
+        timing = read_json(layout.timing_path(out))
+        scores[bs] = _logprobs(out)
+        rec["batches"][str(bs)] = {"batch_size": timing["batch_size"], "seconds": round(seconds, 2),
+                                   "pairs_per_s": round(n / seconds, 1), "peak_gpu_mb": _peak_mb(device)}
+        rec["self_check"] = meta.self_check.model_dump() if meta.self_check else None
+        _say(f"{model_dir.name} {dtype} gece batch {bs}: {n / seconds:.1f} pairs/s")
+    first = scores[BATCHES[0]]
+    rec["same_bits_at_every_batch"] = all(s.tobytes() == first.tobytes() for s in scores.values())
+    rec["max_abs_diff_between_batches"] = max(float(np.max(np.abs(s - first))) for s in scores.values())
+    rec["scores"] = scores["auto"]
+    return rec, lm
+
+
+def _naive(lm, prepared: Path, n: int, ref, device: str) -> dict:
+    import numpy as np
+
+    from gece.io import read_table
+    from gece.schemas import PreparedPair
+    from gece.scoring import engine
+
+    pairs, _ = read_table(prepared, PreparedPair)
+    sides, _ = engine.plans_for(lm.tokenizer, pairs.head(n), True)
+    t = time.perf_counter()
+    scores = engine.score_naive(lm.model, sides)
+    if device == "cuda":
+        import torch
+
+        torch.cuda.synchronize()
+    seconds = time.perf_counter() - t
+    got = np.array([[s.more.logprob("chain"), s.less.logprob("chain")] for s in scores])
+    d = np.abs(got - ref[:n])
+    return {"pairs": n, "pairs_per_s": round(n / seconds, 1), "max_abs_diff_vs_gece": float(d.max()),
+            "median_abs_diff_vs_gece": float(np.median(d))}
+
+
+def _minicons(model_dir: Path, dtype: str, prepared: Path, n: int, device: str) -> dict:
+    import torch
+    from minicons import scorer
+
+    from gece.io import read_table
+    from gece.schemas import PreparedPair
+
+    pairs, _ = read_table(prepared, PreparedPair)
+    pairs = pairs.head(n)
+    sents = [s for m, l in zip(pairs["sent_more"], pairs["sent_less"], strict=True) for s in (m, l)]
+    lm = scorer.IncrementalLMScorer(str(model_dir), device=device, dtype=getattr(torch, dtype),
+                                    attn_implementation="sdpa")
+    out = {}
+    for bs in MINICONS_BATCHES:
+        _peak_reset(device)
+        t = time.perf_counter()
+        for i in range(0, len(sents), bs):
+            lm.token_score(sents[i : i + bs])
+        if device == "cuda":
+            torch.cuda.synchronize()
+        seconds = time.perf_counter() - t
+        out[str(bs)] = {"pairs_per_s": round(n / seconds, 1), "peak_gpu_mb": _peak_mb(device)}
+        _say(f"{model_dir.name} {dtype} minicons batch {bs}: {n / seconds:.1f} pairs/s")
+    del lm
+    return out
+
+
+def main() -> dict:
+    import torch
+    import transformers
+
+    from gece.io import write_json
+    from gece.pipeline import prepare as prepare_stage
+
+    dry = os.environ.get("GECE_GPU_DRY") == "1"
+    device = "cpu" if dry else "cuda"
+    if not dry and not torch.cuda.is_available():
+        raise SystemExit("bench-gpu: no CUDA GPU is visible (GECE_GPU_DRY=1 rehearses the run on the CPU)")
+    shapes = os.environ.get("GECE_GPU_SHAPES", "smol,l8b").split(",")
+    dtypes = ["float32"] if dry else os.environ.get("GECE_GPU_DTYPES", "float32,bfloat16").split(",")
+    names = [n for n in SHAPES if any(n.startswith({"smol": "smollm2", "l8b": "llama"}[s]) for s in shapes)]
+    started = time.perf_counter()
+    report: dict = {"device": torch.cuda.get_device_name() if not dry else f"cpu (dry run, {platform.machine()})",
+                    "torch": torch.__version__, "transformers": transformers.__version__, "benchmark": BENCHMARK,
+                    "dry": dry, "runs": {}}
+    with tempfile.TemporaryDirectory(prefix="gece-bench-gpu-") as tmp:
+        work = Path(tmp)
+        prepared = work / f"{BENCHMARK}.parquet"
+        prepare_stage.prepare(ROOT / "data" / "benchmarks" / f"{BENCHMARK}.csv", prepared)
+        from gece.io import read_table
+        from gece.schemas import PreparedPair
+
+        n = 40 if dry else len(read_table(prepared, PreparedPair)[0])
+        tok = _tokenizer()
+        for name in names:
+            model_dir = _build(name, tok, work, device, dry)
+            for dtype in dtypes:
+                rec, lm = _gece(model_dir, dtype, prepared, n, work, device)
+                rec["naive"] = _naive(lm, prepared, min(n, 10 if dry else NAIVE), rec.pop("scores"), device)
+                del lm
+                if device == "cuda":
+                    torch.cuda.empty_cache()
+                rec["minicons"] = _minicons(model_dir, dtype, prepared, n, device)
+                best = rec["batches"]["auto"]["pairs_per_s"]
+                rec["gece_vs_minicons"] = {bs: round(best / m["pairs_per_s"], 2) for bs, m in rec["minicons"].items()}
+                report["runs"][f"{name}/{dtype}"] = rec
+                write_json(ROOT / "reports" / "bench" / ("gpu-dry.json" if dry else "gpu.json"), report)
+    runs = report["runs"]
+    met = {}
+    if "llama-3.1-8b-shape/bfloat16" in runs:
+        r = runs["llama-3.1-8b-shape/bfloat16"]
+        met["l8b_bf16_pairs_per_s"] = r["batches"]["auto"]["pairs_per_s"] >= TARGETS["l8b_bf16_pairs_per_s"]
+        met["l8b_bf16_vs_minicons_128"] = r["gece_vs_minicons"]["128"] >= TARGETS["l8b_bf16_vs_minicons_128"]
+    if "smollm2-135m-shape/float32" in runs:
+        met["smol_fp32_vs_minicons_128"] = (runs["smollm2-135m-shape/float32"]["gece_vs_minicons"]["128"]
+                                            >= TARGETS["smol_fp32_vs_minicons_128"])
+    met["same_bits_at_every_batch"] = all(r["same_bits_at_every_batch"] for r in runs.values())
+    report.update(targets=TARGETS, met=met, seconds=round(time.perf_counter() - started, 1))
+    write_json(ROOT / "reports" / "bench" / ("gpu-dry.json" if dry else "gpu.json"), report)
+    _say(json.dumps(met))
+    return report
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--save-tokenizer"]:  # for a GPU machine without the model packages
+        _tokenizer().save_pretrained(sys.argv[2])
+    else:
+        main()

@@ -1,0 +1,146 @@
+"""The self-check: a few pairs scored both ways before a model scores a benchmark.
+
+The optimized path (pairs packed into a token trie, the LM head only where a target token is
+predicted) assumes that a model's log-probabilities are ``log_softmax(head(decoder(x)))`` (plus
+soft-capping where the model caps). An architecture that computes them otherwise would give wrong
+scores silently, so extract first scores :data:`SAMPLE` pairs of the benchmark (spread over its
+first window) with both the optimized path and the model's own forward pass, each sentence alone
+(:func:`gece.scoring.engine.score_naive`), and refuses the model when they differ by more than the
+model's numbers can explain. Over the target tokens of the sample:
+
+    d_fast = max |lp_optimized - lp_naive|          (the same model, dtype and device)
+
+1. **The CPU with gece's exact numerics** (the default ``attention: exact``): every product is
+   correctly rounded and attention is laid out the same in every batch (:mod:`gece.scoring.exact`),
+   so the two paths compute the same bits. Allowed: d_fast = 0.
+2. **Elsewhere** (a GPU, or stock attention), two correct computations differ by their rounding,
+   and how much depends on the dtype and the model. The sample's naive path is scored again one
+   precision up (:data:`REFERENCE`: float32 for bfloat16 and float16, float64 for float32), by
+   casting the model in place and back (both casts are exact), and
+
+       d_ref   = max |lp_naive - lp_reference|      (what the dtype's rounding costs the model's own pass)
+       allowed = FACTOR * d_ref + FLOOR[dtype]
+
+   The optimized path rounds differently from the naive one, but not by more than a few times what
+   rounding costs either of them, so FACTOR = 8 leaves room without admitting a wrong
+   architecture, whose errors are of order 0.1 to 10 in log-probability. FLOOR keeps a sample whose
+   reference happened to agree closely from refusing on one unlucky rounding.
+3. **No reference**: on the CPU with stock attention (gece's CPU products are float32 whatever
+   the input, so a float64 pass cannot be had), with a model spread over devices (``device:
+   multi``), or when the cast model does not fit in memory, allowed = :data:`FALLBACK` [dtype]:
+   1e-4 in float32, 0.1 in float16, 0.5 in bfloat16 (the differences measured on an H200 with the
+   Llama-3.1-8B shape were 6.6e-5 in float32 and up to 0.15 in bfloat16).
+
+The result (:class:`SelfCheck`) goes into the extract meta: d_fast, d_ref, the reference's dtype,
+the allowed difference, and for bfloat16 and float16 the median and largest |p_dtype - p_float32|
+of the sample's pairs (what the cheaper dtype costs the score itself, under the chain rule).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from gece.schemas import SelfCheck
+from gece.scoring import attention as exact_attention
+from gece.scoring import engine
+
+log = logging.getLogger(__name__)
+
+SAMPLE = 4  # pairs scored both ways
+FACTOR = 8.0
+REFERENCE = {"float32": "float64", "bfloat16": "float32", "float16": "float32"}
+FLOOR = {"float64": 0.0, "float32": 1e-5, "float16": 2.0**-9, "bfloat16": 2.0**-6}
+FALLBACK = {"float64": 1e-8, "float32": 1e-4, "float16": 0.1, "bfloat16": 0.5}
+
+
+def sample(n: int, k: int = SAMPLE) -> list[int]:
+    """k indices spread evenly over range(n), first and last included (fewer when n < k)."""
+    return sorted({int(round(i)) for i in np.linspace(0, n - 1, min(k, n))}) if n else []
+
+
+def _sig(x: float | None, digits: int = 3) -> float | None:
+    """x to a few significant digits: the meta records magnitudes, not the last bits of a GPU's sums."""
+    return x if x is None or not math.isfinite(x) else float(f"{x:.{digits - 1}e}")
+
+
+def allowed_difference(exact: bool, dtype: str, reference_diff: float | None) -> tuple[str, float]:
+    """The rule that applies and the largest d_fast it allows (see the module docstring)."""
+    if exact:
+        return "exact", 0.0
+    if reference_diff is None or not math.isfinite(reference_diff):
+        return "fallback", FALLBACK[dtype]
+    return "reference", FACTOR * reference_diff + FLOOR[dtype]
+
+
+def _cast_reference(model: Any, sides: Sequence, dtype: str) -> list[engine.PairScore] | None:
+    """The naive path with the model cast to ``dtype`` and back (None when it does not fit in memory)."""
+    import torch
+
+    current = model.dtype
+    scores = None
+    try:
+        model.to(getattr(torch, dtype))
+        scores = engine.score_naive(model, sides)
+    except torch.OutOfMemoryError:
+        log.warning("the self-check's %s reference pass does not fit in memory: using the fixed tolerance", dtype)
+    finally:
+        model.to(current)
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    return scores
+
+
+def _p(score: engine.PairScore) -> float:
+    return engine.pair_p(score.more.logprob("chain"), score.less.logprob("chain"))
+
+
+def run(runner: engine.Runner, sides: Sequence, plans: Sequence[engine.PairPlan]) -> SelfCheck | None:
+    """Score the :func:`sample` of ``plans`` (with their ``sides``) both ways, measure, and raise
+    RuntimeError when the optimized path disagrees with the model's own forward pass by more than
+    :func:`allowed_difference`. None when there is nothing to check (no pairs) or the model's own
+    pass overflows on the sample (extract reports such pairs itself)."""
+    picked = sample(len(plans))
+    if not picked:
+        return None
+    model = runner.model
+    dtype = str(model.dtype).removeprefix("torch.")
+    fast, _ = engine._score_fitting(runner, [plans[i] for i in picked])
+    fast = sorted(fast, key=lambda s: s.index)  # the plans' order, as the naive path's
+    try:
+        naive = engine.score_naive(model, [sides[i] for i in picked])
+    except runner.torch.OutOfMemoryError:
+        naive = None
+    if naive is None:
+        runner.out_of_memory(1)
+    d_fast = engine.max_abs_diff(fast, naive)
+    if math.isnan(d_fast) and not all(math.isfinite(v) for s in naive for side in (s.more, s.less)
+                                      for w in side.token_logprobs for v in w):
+        return None
+    exact = runner.device.type == "cpu" and model.config._attn_implementation == exact_attention.NAME
+    ref_dtype = ref_diff = None
+    ref = None
+    if not exact and runner.device.type != "cpu" and not getattr(model, "hf_device_map", None):
+        ref_dtype = REFERENCE.get(dtype)
+        ref = _cast_reference(model, [sides[i] for i in picked], ref_dtype) if ref_dtype else None
+        ref_diff = engine.max_abs_diff(naive, ref) if ref is not None else None
+    rule, allowed = allowed_difference(exact, dtype, ref_diff)
+    p_med = p_max = None
+    if ref is not None and dtype in ("bfloat16", "float16"):
+        dp = np.abs(np.array([_p(a) for a in naive]) - np.array([_p(b) for b in ref]))
+        p_med, p_max = float(np.median(dp)), float(dp.max())
+    if not d_fast <= allowed:
+        raise RuntimeError(
+            f"{type(model).__name__}: the optimized scoring path disagrees with the model's own forward pass by "
+            f"{d_fast:.3g} in log-probability on {len(picked)} pairs, more than {dtype} rounding explains "
+            f"(allowed {allowed:.3g}, rule {rule}"
+            + (f": the {ref_dtype} reference differs from the {dtype} pass by {ref_diff:.3g}" if rule == "reference" else "")
+            + "); this architecture needs support in gece.scoring.engine.Runner.logits"
+        )
+    return SelfCheck(pairs=len(picked), rule=rule, max_abs_diff=_sig(d_fast),
+                     reference_dtype=ref_dtype if ref is not None else None, reference_diff=_sig(ref_diff),
+                     allowed=_sig(allowed), p_diff_median=_sig(p_med), p_diff_max=_sig(p_max))
