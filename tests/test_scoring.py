@@ -301,6 +301,18 @@ def test_exact_attention_matches_stock_attention():
     assert (exact - stock).abs().max().item() < 1e-5
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="gece_exact attention on a GPU: CUDA only")
+def test_exact_attention_runs_on_a_gpu():
+    """On a GPU the attention's products are torch's (CUDA), its softmax layout gece's: close to stock attention."""
+    model = _tiny("gemma3").to("cuda")
+    ids = torch.tensor([[3, 14, 15, 92, 65, 35, 89, 79, 32, 38]], device="cuda")
+    with torch.inference_mode():
+        exact = model(input_ids=ids).logits
+        model.set_attn_implementation("eager")
+        stock = model(input_ids=ids).logits
+    assert exact.device.type == "cuda" and (exact - stock).abs().max().item() < 1e-4
+
+
 # ------------------------------------------------------------------ model sources
 def test_missing_package_says_what_to_install():
     with pytest.raises(GeceError) as e:

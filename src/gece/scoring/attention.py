@@ -35,12 +35,12 @@ NAME = "gece_exact"
 ROW = 128  # the softmax row length: a query seeing more keys uses the next multiple of it
 
 
-def _visible(attention_mask, t: int, s: int):
+def _visible(attention_mask, t: int, s: int, device=None):
     """(B, 1|H, T, S) boolean: which keys each query may see (a causal mask when none is given)."""
     import torch
 
     if attention_mask is None:
-        return torch.ones(t, s, dtype=torch.bool).tril(s - t)[None, None]
+        return torch.ones(t, s, dtype=torch.bool, device=device).tril(s - t)[None, None]
     m = attention_mask[..., :s]
     return m if m.dtype == torch.bool else m == 0
 
@@ -58,7 +58,8 @@ def _layout(visible, b: int, t: int, s: int) -> list:
     out = []
     for n in torch.unique(length).tolist():
         k = min(n, s)
-        out.append((n, k, order[..., :k], (torch.arange(n) < count[..., None]) & (length == n)[..., None]))
+        out.append((n, k, order[..., :k], (torch.arange(n, device=count.device) < count[..., None])
+                    & (length == n)[..., None]))
     return out
 
 
@@ -74,7 +75,7 @@ def _canonical_softmax(w, attention_mask):
     b, h, t, s = w.shape
     key = (attention_mask, b, t, s)
     if _LAST[0] is None or _LAST[0][0] is not attention_mask or _LAST[0][1:] != key[1:]:
-        _LAST[:] = [key, _layout(_visible(attention_mask, t, s), b, t, s)]
+        _LAST[:] = [key, _layout(_visible(attention_mask, t, s, w.device), b, t, s)]
     out = torch.zeros_like(w)
     for n, k, take, keep in _LAST[1]:
         take = take.expand(b, h, t, k)

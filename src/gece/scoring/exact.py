@@ -137,13 +137,16 @@ def matmul(a, b):
     """Correctly rounded float32 product: a (..., M, K) @ b (..., K, N) -> (..., M, N) float32.
 
     ``a`` holds float32 values (any float dtype); ``b`` is a tensor of float32 values or an
-    :class:`Operand`, 2-D (a weight) or with ``a``'s batch dimensions. The stages rely on exact
+    :class:`Operand`, 2-D (a weight) or with ``a``'s batch dimensions. Tensors on another device than
+    the CPU (attention on a GPU) are multiplied by torch in float32, not correctly rounded. The stages rely on exact
     float64 products, so inputs must be float32 values. The float64 product runs in torch's BLAS
     (all threads); the checks run in numpy, whose additions, multiplications and conversions are
     IEEE operations on any CPU.
     """
     import torch
 
+    if a.device.type != "cpu":  # on a GPU, torch's own kernels: these stages are CPU code (docs/numerics.md)
+        return torch.matmul(a.float(), b.float())
     op = b if isinstance(b, Operand) else Operand.of(b)
     a64 = a.detach().float().numpy().astype(np.float64)
     k = a64.shape[-1]
