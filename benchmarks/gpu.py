@@ -36,21 +36,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-import gece  # noqa: E402,F401  (pins the CPU numerics before torch loads)
+import gece  # noqa: F401  (pins the CPU numerics before torch loads)
 
 BENCHMARK = "winobias"
 NAIVE = 100  # pairs scored by the naive path
 BATCHES: tuple[int | str, ...] = (7, 64, "auto")
 MINICONS_BATCHES = (32, 128)
 SHAPES = {
-    "smollm2-135m-shape": dict(vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
-                               num_attention_heads=9, num_key_value_heads=3, rope_theta=100000.0,
-                               tie_word_embeddings=True),
-    "llama-3.1-8b-shape": dict(vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
-                               num_attention_heads=32, num_key_value_heads=8, rope_theta=500000.0,
-                               tie_word_embeddings=False),
+    "smollm2-135m-shape": {"vocab_size": 49152, "hidden_size": 576, "intermediate_size": 1536, "num_hidden_layers": 30,
+                           "num_attention_heads": 9, "num_key_value_heads": 3, "rope_theta": 100000.0,
+                           "tie_word_embeddings": True},
+    "llama-3.1-8b-shape": {"vocab_size": 128256, "hidden_size": 4096, "intermediate_size": 14336,
+                           "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+                           "rope_theta": 500000.0, "tie_word_embeddings": False},
 }
-TINY = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2)
+TINY = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+        "num_key_value_heads": 2}
 TARGETS = {"l8b_bf16_pairs_per_s": 2500.0, "l8b_bf16_vs_minicons_128": 5.0, "smol_fp32_vs_minicons_128": 3.0}
 
 

@@ -189,9 +189,8 @@ def _special_tokens_effect(data: ReportData) -> str | None:
         differ = [r for r in rows if r[0] not in same]
         worse = [b for b, w, wo in differ if wo["ece"] > w["ece"]]
         span = ", ".join(f"{b} {w['ece']:.3f} → {wo['ece']:.3f}" for b, w, wo in differ)
-        text = (f"without its special tokens ({without}), {m} has a higher ECE on {len(worse)} of "
-                f"{_plural(len(differ), 'benchmark')} ({span})" if differ else
-                f"without its special tokens ({without}), {m} scores alike")
+        text = f"without its special tokens ({without}), {m} " + (
+            f"has a higher ECE on {len(worse)} of {_plural(len(differ), 'benchmark')} ({span})" if differ else "scores alike")
         if same:  # the sentence rule puts the prefix token (the BOS) in front of every sentence either way
             why = (" (the sentence rule: the BOS opens every sentence either way)"
                    if all(data.meta.get((b, m), {}).get("rule") == "sentence" for b in same) else "")

@@ -60,7 +60,7 @@ FALLBACK = {"float64": 1e-8, "float32": 1e-4, "float16": 0.1, "bfloat16": 0.5}
 
 def sample(n: int, k: int = SAMPLE) -> list[int]:
     """k indices spread evenly over range(n), first and last included (fewer when n < k)."""
-    return sorted({int(round(i)) for i in np.linspace(0, n - 1, min(k, n))}) if n else []
+    return sorted({round(float(i)) for i in np.linspace(0, n - 1, min(k, n))}) if n else []
 
 
 def _sig(x: float | None, digits: int = 3) -> float | None:
