@@ -67,10 +67,7 @@ def _tokenizer():
     from gece.params import load_params
     from gece.scoring import models
 
-    spec = load_params(ROOT / "params.yaml").registry["smollm2-135m"]
-    resolved = models.resolve(spec)
-    (sha,) = models.weight_hashes(resolved).values()
-    return AutoTokenizer.from_pretrained(str(models.converted_dir(resolved.path, sha)))
+    return models.load(load_params(ROOT / "params.yaml").registry["smollm2-135m"]).tokenizer  # converts once if needed
 
 
 def _build(name: str, tok, work: Path, device: str, dry: bool) -> Path:
