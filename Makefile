@@ -34,11 +34,11 @@ data: install
 repro: install
 	$(BIN)/gece repro
 
-# pytest in TEST_WORKERS processes (pytest-xdist; 0: one process); tests that share one pipeline run (the
-# e2e slice) stay in one worker (--dist loadgroup). 2 by default: more is faster only with more free cores
-# and memory (each worker may load models and run dvc repro)
+# pytest in TEST_WORKERS processes (pytest-xdist; 0: one process); the tests that share one pipeline run
+# (the e2e slice) stay in one worker (tests/conftest.py). 2 by default: more is faster only with more free
+# cores and memory (each worker may load models and run dvc repro)
 TEST_WORKERS ?= 2
-PYTEST = PATH="$(abspath $(BIN)):$$PATH" $(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup
+PYTEST = PATH="$(abspath $(BIN)):$$PATH" $(BIN)/pytest -n $(TEST_WORKERS)
 
 test: data
 	$(PYTEST)

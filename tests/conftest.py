@@ -27,6 +27,26 @@ PAPER_MODELS = (
 )
 
 
+# the modules whose tests start from the e2e slice (tests/e2e/conftest.py: slice_origin, one sliced dvc repro
+# per test process): run in one pytest-xdist worker (pytest_xdist_make_scheduler), so that the slice is run once
+SLICE_MODULES = ("tests/e2e/test_scale.py", "tests/e2e/test_repro.py", "tests/e2e/test_pipeline_determinism.py")
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``make test`` (``pytest -n 2``): tests are spread one by one over the workers, except the
+    :data:`SLICE_MODULES`, which go to one worker together. (xdist's own ``--dist loadgroup`` does not
+    group with pytest 9: it renames items through an attribute pytest 9 no longer reads.)"""
+    if config.getvalue("dist") != "load":  # another --dist asked for explicitly
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SliceTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "slice" if nodeid.split("::")[0] in SLICE_MODULES else nodeid
+
+    return SliceTogether(config, log)
+
+
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     if not (DATA / "benchmarks").is_dir():

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ..conftest import ROOT
+from ..conftest import ROOT, SLICE_MODULES
 
 BIN = Path(sys.executable).parent
 
@@ -23,7 +23,7 @@ BIN = Path(sys.executable).parent
 def run(cmd: list[str], cwd: Path, check: bool = True, timeout: int = 1800,
         env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     full = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "HF_HUB_OFFLINE": "1", **(env or {})}
-    res = subprocess.run(cmd, cwd=cwd, env=full, capture_output=True, text=True, timeout=timeout)
+    res = subprocess.run(cmd, check=False, cwd=cwd, env=full, capture_output=True, text=True, timeout=timeout)
     if check and res.returncode != 0:
         raise AssertionError(f"{' '.join(cmd)} failed ({res.returncode}):\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}")
     return res
@@ -104,6 +104,14 @@ class Origin:
     lock: bytes
     seconds: float  # A's dvc repro
     ran: list[str]  # the stages it ran
+
+
+def pytest_collection_modifyitems(config, items):
+    """A test that uses the slice outside :data:`SLICE_MODULES` would run it again in another worker."""
+    stray = sorted({it.nodeid.split("::")[0] for it in items if "slice_origin" in it.fixturenames}
+                   - set(SLICE_MODULES))
+    if stray:
+        raise pytest.UsageError(f"{', '.join(stray)} use slice_origin: add them to SLICE_MODULES in tests/conftest.py")
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,7 @@ import pytest
 from .conftest import BENCHMARKS, copy_repo, run
 from .conftest import slice_params as _slice
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slice")]  # one worker builds and uses the slice (make test)
+pytestmark = pytest.mark.slow
 
 SMOL_SHA = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 

@@ -14,7 +14,7 @@ import pytest
 
 from .conftest import BENCHMARKS, outputs, run
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slice")]  # one worker builds and uses the slice (make test)
+pytestmark = pytest.mark.slow
 
 ENV = {"DVC_NO_ANALYTICS": "1"}
 

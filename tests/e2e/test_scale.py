@@ -27,7 +27,7 @@ import yaml
 
 from .conftest import BENCHMARKS, Origin, git, outputs, ran, run
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slice")]  # one worker builds and uses the slice (make test)
+pytestmark = pytest.mark.slow
 
 MODEL = "smollm2-135m"
 PAPER = "paper-gpt-j-6b"  # the slice's one reference run (read from data/reference, every benchmark it has)
