@@ -118,12 +118,12 @@ def worker_gece(work: Path) -> dict:
 
 
 def worker_naive(work: Path) -> dict:
-    from gece.scoring import engine, models
+    from gece.scoring import engine, models, planning
 
     params, prepared, pairs, threads = _setup(work)
     spec = params.registry[MODEL]
     lm = models.load(spec)
-    sides, _ = engine.plans_for(lm.tokenizer, pairs, spec.special_tokens)
+    sides, _ = planning.plans_for(lm.tokenizer, pairs, spec.special_tokens)
     t = time.perf_counter()
     scores = engine.score_naive(lm.model, sides)
     seconds = time.perf_counter() - t
@@ -141,7 +141,7 @@ def worker_minicons(work: Path, attention: str) -> dict:
     # ones, as its users run it, although importing gece below asks for the portable ones
     from minicons import scorer
 
-    from gece.scoring import engine, models
+    from gece.scoring import engine, models, planning
 
     params, prepared, pairs, threads = _setup(work)
     spec = params.registry[MODEL]
@@ -150,7 +150,7 @@ def worker_minicons(work: Path, attention: str) -> dict:
     model_dir = models.converted_dir(resolved.path, sha)  # the plain transformers directory built from the GGUF
     lm = scorer.IncrementalLMScorer(str(model_dir), device="cpu",
                                     attn_implementation=models.attn_implementation(attention))
-    sides, _ = engine.plans_for(lm.tokenizer, pairs, spec.special_tokens)
+    sides, _ = planning.plans_for(lm.tokenizer, pairs, spec.special_tokens)
     sents = [s for m, l in zip(pairs["sent_more"], pairs["sent_less"], strict=True) for s in (m, l)]
     t = time.perf_counter()
     out = []
@@ -185,7 +185,7 @@ def worker_float64(work: Path) -> dict:
     torch.zeros(1).exp()  # native kernels: this reference needs no portability
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from gece.scoring import engine, models
+    from gece.scoring import engine, models, planning
 
     params, prepared, pairs, threads = _setup(work)
     pairs = pairs.head(REF_PAIRS)
@@ -195,7 +195,7 @@ def worker_float64(work: Path) -> dict:
     model_dir = models.converted_dir(resolved.path, sha)
     model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float64, attn_implementation="eager").eval()
     tok = AutoTokenizer.from_pretrained(str(model_dir))
-    sides, _ = engine.plans_for(tok, pairs, spec.special_tokens)
+    sides, _ = planning.plans_for(tok, pairs, spec.special_tokens)
     t = time.perf_counter()
     token_lps = []
     with torch.inference_mode():

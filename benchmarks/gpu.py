@@ -157,10 +157,10 @@ def _naive(lm, prepared: Path, n: int, ref, device: str) -> dict:
 
     from gece.io import read_table
     from gece.schemas import PreparedPair
-    from gece.scoring import engine
+    from gece.scoring import engine, planning
 
     pairs, _ = read_table(prepared, PreparedPair)
-    sides, _ = engine.plans_for(lm.tokenizer, pairs.head(n), True)
+    sides, _ = planning.plans_for(lm.tokenizer, pairs.head(n), True)
     t = time.perf_counter()
     scores = engine.score_naive(lm.model, sides)
     if device == "cuda":

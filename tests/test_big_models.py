@@ -26,7 +26,7 @@ from gece.params import ExtractParams, ModelSpec
 from gece.pipeline import extract as extract_stage
 from gece.pipeline import prepare as prepare_stage
 from gece.schemas import ExtractMeta, ExtractTiming, PreparedPair, ScoreRow
-from gece.scoring import engine, models, vllm_backend
+from gece.scoring import engine, models, planning, vllm_backend
 
 from .conftest import ROOT
 
@@ -50,7 +50,7 @@ def _oom_above(model, max_tokens: int):
 def _packed_tokens(smol, prepared, batch_size: int) -> list[int]:
     """Tokens (padding included) of each forward pass of the first 40 pairs in batches of ``batch_size``."""
     pairs = read_table(prepared, PreparedPair)[0].head(40)
-    _, plans = engine.plans_for(smol.tokenizer, pairs, True)
+    _, plans = planning.plans_for(smol.tokenizer, pairs, True)
     out = []
     for b in engine.batches(plans, batch_size):
         packed = engine.lay_out(b, smol.tokenizer.pad_token_id or 0).packed
@@ -149,7 +149,7 @@ def test_device_map_auto_through_accelerate_gives_the_same_scores(prepared_dir, 
     placed = list(model.hf_device_map.values())
     assert placed[0] == "cpu" and placed.count("disk") > 10
     pairs = read_table(prepared_dir / "winogender.parquet", PreparedPair)[0].head(24)
-    _, plans = engine.plans_for(tok, pairs, True)
+    _, plans = planning.plans_for(tok, pairs, True)
     a = [s for res, _ in engine.score(engine.Runner(model, tok.pad_token_id), engine.batches(plans, 8)) for s in res]
     b = [s for res, _ in engine.score(engine.Runner(smol.model, smol.tokenizer.pad_token_id),
                                       engine.batches(plans, 8)) for s in res]
@@ -245,7 +245,7 @@ def test_vllm_adapter_gives_the_engine_scores(tmp_path, data_dir, smol, fake_vll
 
 
 def test_vllm_side_prompt_ends_with_the_last_target():
-    side = engine.SidePlan(suffix=(7, 8), targets=(((2, 8),), ((3, 9),)))
+    side = planning.SidePlan(suffix=(7, 8), targets=(((2, 8),), ((3, 9),)))
     assert vllm_backend.side_prompt((5, 6), side) == [5, 6, 7, 8, 9]
     with pytest.raises(AssertionError):
         vllm_backend.side_prompt((5,), side)
@@ -265,7 +265,7 @@ def test_vllm_missing_or_without_gpu_is_a_clear_error(monkeypatch, smol):
 
 
 def test_vllm_prompt_logprobs_without_the_token_is_a_clear_error():
-    plan = engine.PairPlan(0, (1, 2), engine.SidePlan((), (((1, 3),),)), engine.SidePlan((), (((1, 4),),)))
+    plan = planning.PairPlan(0, (1, 2), planning.SidePlan((), (((1, 3),),)), planning.SidePlan((), (((1, 4),),)))
     good = SimpleNamespace(prompt_token_ids=[1, 2, 4], prompt_logprobs=[None, {2: -1.0}, {4: -2.0}])
     bad = SimpleNamespace(prompt_token_ids=[1, 2, 3], prompt_logprobs=[None, {2: -1.0}, {5: -0.5}])
     score = vllm_backend.read_pair(plan, (SimpleNamespace(prompt_token_ids=[1, 2, 3],

@@ -89,6 +89,33 @@ def test_matmul_rows_do_not_depend_on_the_other_rows():
     assert torch.equal(exact.linear(x.flip(0).clone(), w), full.flip(0))
 
 
+def test_the_check_gives_the_same_bits_in_any_number_of_threads():
+    g = torch.Generator().manual_seed(2)
+    x = torch.randn(300, 576, generator=g) * torch.exp2(torch.randint(-8, 9, (300, 576), generator=g).float())
+    w = torch.randn(1536, 576, generator=g)
+    before = torch.get_num_threads()
+    try:
+        outs = []
+        for n in (1, 2, 3):
+            torch.set_num_threads(n)
+            outs.append(exact.linear(x, w))
+    finally:
+        torch.set_num_threads(before)
+    assert all(torch.equal(o, outs[0]) for o in outs)
+
+
+def test_matmul_checks_only_the_entries_kept_and_rounds_them_correctly():
+    g = torch.Generator().manual_seed(3)
+    a, b = torch.randn(2, 3, 6, 40, generator=g) * 30, torch.randn(2, 3, 40, 7, generator=g)
+    keep = (torch.rand(6, 6, 7, generator=g) < 0.3).nonzero(as_tuple=True)  # (p, i, j), p over 2 x 3
+    got = exact.matmul(a, b, keep=tuple(t.numpy() for t in keep)).reshape(6, 6, 7)
+    full = exact.matmul(a, b).reshape(6, 6, 7)
+    assert torch.equal(got[keep], full[keep]) and keep[0].numel() > 20
+    a3, b3 = a.reshape(6, 6, 40), b.reshape(6, 40, 7)
+    for p, i, j in zip(*(t.tolist() for t in keep), strict=True):
+        assert got[p, i, j].item() == _exact(a3[p, i : i + 1], b3[p, :, j : j + 1])[0, 0]
+
+
 def test_batched_matmul_matches_the_exact_product():
     g = torch.Generator().manual_seed(1)
     a, b = torch.randn(2, 3, 5, 33, generator=g), torch.randn(2, 3, 33, 4, generator=g)

@@ -21,7 +21,7 @@ from gece.params import ExtractParams, ModelSpec
 from gece.pipeline import extract as extract_stage
 from gece.pipeline import prepare as prepare_stage
 from gece.schemas import ExtractMeta, ExtractTiming, PreparedPair, ScoreRow
-from gece.scoring import engine, exact, models, selfcheck
+from gece.scoring import engine, exact, models, planning, selfcheck
 
 from .conftest import BENCHMARKS, ROOT
 
@@ -34,37 +34,37 @@ GEMMA_SHA = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
 def test_word_tokens_uses_offsets_with_leading_space_and_skips_special_tokens():
     # "<bos>The man hit him." with a BOS at (0, 0) and " him" at (11, 15) for the word at [12, 15)
     offsets = [(0, 0), (0, 3), (3, 7), (7, 11), (11, 15), (15, 16)]
-    assert engine.word_tokens(offsets, 12, 15) == [4]
-    assert engine.word_tokens(offsets, 0, 3) == [1]  # the BOS, zero-width at 0, is not part of "The"
+    assert planning.word_tokens(offsets, 12, 15) == [4]
+    assert planning.word_tokens(offsets, 0, 3) == [1]  # the BOS, zero-width at 0, is not part of "The"
     # a word split into sub-tokens: " Zbig" "nie" "wski"
-    assert engine.word_tokens([(0, 3), (3, 8), (8, 11), (11, 15), (15, 16)], 4, 15) == [1, 2, 3]
-    assert engine.word_tokens(offsets, 16, 20) == []
+    assert planning.word_tokens([(0, 3), (3, 8), (8, 11), (11, 15), (15, 16)], 4, 15) == [1, 2, 3]
+    assert planning.word_tokens(offsets, 16, 20) == []
 
 
 def _side(ids, *words):
-    return engine.SideTokens(tuple(ids), tuple(tuple(w) for w in words))
+    return planning.SideTokens(tuple(ids), tuple(tuple(w) for w in words))
 
 
 def test_plan_shares_the_prefix_and_feeds_nothing_after_the_last_target():
     # the common case: the pronoun is the first difference and one token: both sides read position 3
     more = _side([5, 6, 7, 8, 10, 11, 12], [4])
     less = _side([5, 6, 7, 8, 20, 11, 12], [4])
-    pl = engine.plan_pair(0, more, less)
+    pl = planning.plan_pair(0, more, less)
     assert pl.prefix == (5, 6, 7, 8) and not pl.continued
     assert pl.more.targets == (((3, 10),),) and pl.less.targets == (((3, 20),),)
     # a two-token target on one side: its second token is predicted from position 4 (token 30)
     more = _side([5, 6, 7, 8, 30, 31, 12], [4, 5])
-    pl = engine.plan_pair(1, more, less)
+    pl = planning.plan_pair(1, more, less)
     assert pl.prefix == (5, 6, 7, 8) and pl.more.suffix == (30,) and pl.less.suffix == ()
     assert pl.more.targets == (((3, 30), (4, 31)),)
     assert pl.n_fed == 5
     # two target words: the side feeds up to (not including) its last target token
     more = _side([5, 10, 7, 8, 10, 12], [1], [4])
     less = _side([5, 20, 7, 8, 20, 12], [1], [4])
-    pl = engine.plan_pair(2, more, less)
+    pl = planning.plan_pair(2, more, less)
     assert pl.prefix == (5,) and pl.more.suffix == (10, 7, 8) and pl.less.suffix == (20, 7, 8)
     # nothing shared (the sentences differ from their first token)
-    pl = engine.plan_pair(3, _side([1, 2, 3], [2]), _side([4, 2, 3], [2]))
+    pl = planning.plan_pair(3, _side([1, 2, 3], [2]), _side([4, 2, 3], [2]))
     assert pl.prefix == () and pl.more.suffix == (1, 2) and pl.less.suffix == (4, 2)
 
 
@@ -174,7 +174,7 @@ def _random_pairs(rng, n):
 def test_optimized_equals_naive_on_tiny_models(kind, batch_size):
     model = _tiny(kind)
     sides = _random_pairs(np.random.default_rng(1), 60)
-    plans = [engine.plan_pair(i, m, l) for i, (m, l) in enumerate(sides)]
+    plans = [planning.plan_pair(i, m, l) for i, (m, l) in enumerate(sides)]
     assert any(p.continued for p in plans) and any(not p.continued for p in plans) and any(not p.prefix for p in plans)
     runner = engine.Runner(model)
     results = list(engine.score(runner, engine.batches(plans, batch_size)))
@@ -196,7 +196,7 @@ def test_rows_cut_inside_trees_give_the_same_bits(kind, monkeypatch):
     monkeypatch.setattr(engine, "ROW_TOKENS", 16)
     model = _tiny(kind)
     sides = _random_pairs(np.random.default_rng(1), 60)
-    plans = [engine.plan_pair(i, m, l) for i, (m, l) in enumerate(sides)]
+    plans = [planning.plan_pair(i, m, l) for i, (m, l) in enumerate(sides)]
     runner = engine.Runner(model)
     lay = engine.lay_out(plans, 0)
     assert sum(map(len, lay.packed.nodes)) > len(lay.forest) and len(lay.packed.nodes) > 1  # nodes repeated
@@ -226,7 +226,7 @@ def test_stats_count_fed_tokens_and_head_positions():
     model = _tiny("llama")
     more, less = _side([5, 6, 7, 10, 11], [3]), _side([5, 6, 7, 20, 11], [3])
     twin = (_side([5, 6, 7, 10, 12], [3]), _side([5, 6, 7, 20, 12], [3]))  # same prefix: fed once
-    plans = [engine.plan_pair(0, more, less), engine.plan_pair(1, *twin)]
+    plans = [planning.plan_pair(0, more, less), planning.plan_pair(1, *twin)]
     (scores, stats), = list(engine.score(engine.Runner(model), [plans]))
     assert stats.tokens_fed == 3 and stats.head_positions == 1 and stats.forward_calls == 1
     assert scores[0].more.token_logprobs == scores[1].more.token_logprobs
@@ -250,7 +250,7 @@ def test_self_check_catches_a_head_the_engine_does_not_know():
     """On the CPU with exact numerics the two paths must give the same bits, on a sample spread over the pairs."""
     model = _tiny("llama")
     sides = _random_pairs(np.random.default_rng(2), 9)
-    plans = [engine.plan_pair(i, m, l) for i, (m, l) in enumerate(sides)]
+    plans = [planning.plan_pair(i, m, l) for i, (m, l) in enumerate(sides)]
     runner = engine.Runner(model)
     assert selfcheck.sample(9) == [0, 3, 5, 8] and selfcheck.sample(2) == [0, 1] and selfcheck.sample(0) == []
     checked = selfcheck.run(runner, sides, plans)
@@ -273,7 +273,7 @@ def test_self_check_allows_what_the_dtype_explains():
     model = _tiny("gemma3")
     model.set_attn_implementation("sdpa")  # stock attention on the CPU: rounding differs, no float64 pass
     sides = _random_pairs(np.random.default_rng(3), 5)
-    plans = [engine.plan_pair(i, m, l) for i, (m, l) in enumerate(sides)]
+    plans = [planning.plan_pair(i, m, l) for i, (m, l) in enumerate(sides)]
     checked = selfcheck.run(engine.Runner(model), sides, plans)
     assert checked.rule == "fallback" and checked.allowed == 1e-4 and 0 < checked.max_abs_diff < 1e-5
 
@@ -283,7 +283,7 @@ def test_self_check_measures_bfloat16_against_float32_on_a_gpu():
     model = _tiny("llama").to("cuda", torch.bfloat16)
     model.set_attn_implementation("sdpa")
     sides = _random_pairs(np.random.default_rng(4), 8)
-    plans = [engine.plan_pair(i, m, l) for i, (m, l) in enumerate(sides)]
+    plans = [planning.plan_pair(i, m, l) for i, (m, l) in enumerate(sides)]
     before = [p.clone() for p in model.parameters()]
     checked = selfcheck.run(engine.Runner(model), sides, plans)
     assert checked.rule == "reference" and checked.reference_dtype == "float32" and checked.reference_diff > 0
@@ -391,7 +391,7 @@ def test_optimized_equals_naive_on_real_pairs(which, request, params, prepared_d
     lm = request.getfixturevalue("smol" if which.startswith("smol") else "gemma")
     special = params.registry[which].special_tokens
     pairs = _sample(prepared_dir)
-    sides, plans = engine.plans_for(lm.tokenizer, pairs, special)
+    sides, plans = planning.plans_for(lm.tokenizer, pairs, special)
     assert sum(len(m.words) > 1 for m, _ in sides) == 3  # winobias' three two-target pairs
     runner = engine.Runner(lm.model, lm.tokenizer.pad_token_id)
     fast = sorted((s for res, _ in engine.score(runner, engine.batches(plans, 8)) for s in res), key=lambda s: s.index)
@@ -416,7 +416,7 @@ def _pair(sent_more, sent_less):
 
 def test_multi_token_target_follows_the_chain_rule(smol):
     pairs = _pair("The doctor asked the nurse to help him.", "The doctor asked the nurse to help Zbigniewski.")
-    sides, plans = engine.plans_for(smol.tokenizer, pairs, True)
+    sides, plans = planning.plans_for(smol.tokenizer, pairs, True)
     more, less = sides[0]
     assert len(more.words[0]) == 1 and len(less.words[0]) >= 3  # the rare name splits into sub-tokens
     assert plans[0].continued
@@ -439,7 +439,7 @@ def test_offsets_and_special_tokens_of_the_default_tokenizers(smol, gemma):
     pairs = _pair("The developer argued with the designer because he did not like the design.",
                   "The developer argued with the designer because she did not like the design.")
     for lm, special, bos, marker in ((smol, True, False, "Ġ"), (gemma, True, True, "▁"), (gemma, False, False, "▁")):
-        sides, _ = engine.plans_for(lm.tokenizer, pairs, special)
+        sides, _ = planning.plans_for(lm.tokenizer, pairs, special)
         more, less = sides[0]
         assert (more.ids[0] == lm.tokenizer.bos_token_id) is bos
         (t,), (u,) = more.words[0], less.words[0]
@@ -448,14 +448,14 @@ def test_offsets_and_special_tokens_of_the_default_tokenizers(smol, gemma):
     # a target at the first token is predicted from the prefix token: the tokenizer's own BOS when it adds
     # one (Gemma with special tokens), else gece puts the BOS in front of both sentences of the pair
     first = _pair("He went home because he was tired.", "She went home because she was tired.")
-    with_bos, _ = engine.plans_for(gemma.tokenizer, first, True)
+    with_bos, _ = planning.plans_for(gemma.tokenizer, first, True)
     assert with_bos[0][0].words[0] == (1,) and not with_bos[0][0].prefixed
     for lm, special in ((gemma, False), (smol, True)):
-        (more, less), = engine.plans_for(lm.tokenizer, first, special)[0]
+        (more, less), = planning.plans_for(lm.tokenizer, first, special)[0]
         plain = lm.tokenizer("She went home because she was tired.", add_special_tokens=special)["input_ids"]
         assert more.prefixed and less.prefixed and less.ids == (lm.tokenizer.bos_token_id, *plain)
         assert more.words == less.words == ((1,), (5,))
-    (more, less), = engine.plans_for(gemma.tokenizer, first, False)[0]
+    (more, less), = planning.plans_for(gemma.tokenizer, first, False)[0]
     assert more.ids == with_bos[0][0].ids  # Gemma without special tokens, prefixed: the same tokens as with them
 
 
@@ -558,7 +558,7 @@ def test_extract_reports_pairs_with_non_finite_scores_and_writes_nothing(tmp_pat
     affected pair is listed, none is averaged in, and no output appears."""
     prepared = prepared_dir / "winobias.parquet"
     pairs = read_table(prepared, PreparedPair)[0].head(24)
-    sides, plans = engine.plans_for(smol.tokenizer, pairs, True)
+    sides, plans = planning.plans_for(smol.tokenizer, pairs, True)
     poison = sides[3][0].ids[2]  # a word early in pair 4 (its occupation)
     hit = {pairs["pair_id"][pl.index] for pl in plans if poison in pl.prefix + pl.more.suffix + pl.less.suffix}
     assert 0 < len(hit) < 24
@@ -616,12 +616,12 @@ def test_a_side_without_target_word_is_an_error_under_the_target_rule(smol):
                          "sent_less": ["The nurse said she was late.", "The nurse was not late.", "The cook was tired."]})
     pairs = benchmarks.prepare_pairs(rows, "adds")
     with pytest.raises(GeceError) as e:
-        engine.plans_for(smol.tokenizer, pairs, True, source="adds.parquet")
+        planning.plans_for(smol.tokenizer, pairs, True, source="adds.parquet")
     assert "2 sentence(s) or target word(s) cannot be scored" in str(e.value)
     assert [p.split(":")[1].strip() for p in e.value.problems] == ["pair adds-0002 (row 2 of the benchmark CSV)",
                                                                   "pair adds-0003 (row 3 of the benchmark CSV)"]
     assert "extract.rule: sentence" in e.value.hint
-    sides, _ = engine.plans_for(smol.tokenizer, pairs, True, rule="sentence")
+    sides, _ = planning.plans_for(smol.tokenizer, pairs, True, rule="sentence")
     assert all(len(side.words) == 1 for pair in sides for side in pair)
 
 
@@ -652,7 +652,7 @@ def test_sentence_rule_scores_each_whole_sentence(smol):
     """rule sentence: one word per side, every token after the prefix token; the log-probability is the
     sentence's log-likelihood, the optimized path equal to the naive one, bit for bit."""
     pairs = _pair("The doctor asked the nurse to help him.", "The doctor asked the nurse to help Zbigniewski.")
-    sides, plans = engine.plans_for(smol.tokenizer, pairs, True, rule="sentence")
+    sides, plans = planning.plans_for(smol.tokenizer, pairs, True, rule="sentence")
     (more, less), = sides
     bos = smol.tokenizer.bos_token_id
     for side, sent in ((more, pairs["sent_more"][0]), (less, pairs["sent_less"][0])):

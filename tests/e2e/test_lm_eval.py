@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 
 from gece import benchmarks, metrics
-from gece.scoring import engine
+from gece.scoring import engine, planning
 
 from ..conftest import DATA
 
@@ -39,7 +39,7 @@ def test_sentence_loglikelihoods_agree_with_lm_eval(smol):
     rows = pd.DataFrame({"row": range(1, PAIRS + 1), "sent_more": df["sent_more"], "sent_less": df["sent_less"],
                          "y": 1, "bias_type": df["bias_type"]})
     pairs = benchmarks.prepare_pairs(rows, "crows_pairs")
-    sides, plans = engine.plans_for(smol.tokenizer, pairs, True, rule="sentence")
+    sides, plans = planning.plans_for(smol.tokenizer, pairs, True, rule="sentence")
     assert all(s.prefixed and s.ids[0] == smol.tokenizer.bos_token_id for pair in sides for s in pair)
     runner = engine.Runner(smol.model, smol.tokenizer.pad_token_id)
     scores = sorted((s for res, _ in engine.score(runner, engine.batches(plans, 16)) for s in res),

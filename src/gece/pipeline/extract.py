@@ -80,7 +80,7 @@ def extract(
 
     ``settings.rule_for(benchmark)`` says what is scored: the target words (``target``) or the whole
     sentences (``sentence``); a pair with a word at its sentence's first token is fed with the prefix
-    token (BOS, else EOS) in front (:func:`gece.scoring.engine.prefix_pairs`; counted in the
+    token (BOS, else EOS) in front (:func:`gece.scoring.planning.prefix_pairs`; counted in the
     meta's ``prefixed_sentences``). Every pair is tokenized and aligned before any is scored: a
     target word that covers no token fails the run at once, listing every such pair with its row.
     A pair whose score is NaN or infinite (the model's logits overflowed, e.g. in float16) is
@@ -95,7 +95,7 @@ def extract(
 
     import gece
     from gece.progress import Progress
-    from gece.scoring import engine, exact, models, selfcheck
+    from gece.scoring import engine, exact, models, planning, selfcheck
 
     prepared, out = Path(prepared), Path(out)
     if spec.limit is not None:  # registry.<model>.limit: the smaller of it and extract.limit applies
@@ -127,7 +127,7 @@ def extract(
 
     first: list = []
     for pairs in iter_table(prepared, PreparedPair, WINDOW_PAIRS, limit=n):  # every pair scorable, before any work
-        _, plans = engine.plans_for(lm.tokenizer, pairs, spec.special_tokens, source=str(prepared),
+        _, plans = planning.plans_for(lm.tokenizer, pairs, spec.special_tokens, source=str(prepared),
                                     rule=settings.rule)
         first = first or plans
     batch_size = settings.batch_size if isinstance(settings.batch_size, int) else backend.auto_batch_size(runner, first)
@@ -161,7 +161,7 @@ def extract(
             if not pairs["row"].is_monotonic_increasing:
                 raise GeceError(f"{prepared}: pairs are not in the order of their rows",
                                 hint="the file was not written by gece prepare; rerun prepare")
-            sides, plans = engine.plans_for(lm.tokenizer, pairs, spec.special_tokens, source=str(prepared),
+            sides, plans = planning.plans_for(lm.tokenizer, pairs, spec.special_tokens, source=str(prepared),
                                             rule=settings.rule)
             if w == 0 and plans and spec.backend == "transformers":
                 checked = selfcheck.run(runner, sides, plans)

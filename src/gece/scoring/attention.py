@@ -8,7 +8,8 @@ whose grouping depends on the row's length and on where the visible keys sit in 
 token's hidden state differs in its last bits between layouts. This implementation computes, per
 query token,
 
-    s_j  = round_f32(q . k_j)                 for the keys j it may see   (:func:`exact.matmul`)
+    s_j  = round_f32(q . k_j)                 for the keys j it may see   (:func:`exact.matmul`; the
+                                              others are never read, so never checked)
     w_j  = s_j * scale  (float64, soft-capped with :func:`exact.tanh` if the model caps)
     a    = softmax(w)   over a row of fixed length holding the visible keys in order, then
                         padding (-inf): the same row, so the same bits, in every layout
@@ -63,21 +64,42 @@ def _layout(visible, b: int, t: int, s: int) -> list:
     return out
 
 
-_LAST: list = [None, None]  # (the mask object and shape, its layout): every layer of a forward pass shares one
+class _Mask:
+    """What every layer of a forward pass derives from one attention mask: the canonical rows'
+    layout (:func:`_layout`) and the visible (query, key) entries of the grouped score products."""
+
+    def __init__(self, attention_mask, b: int, hq: int, hkv: int, t: int, s: int, device):
+        visible = _visible(attention_mask, t, s, device)
+        self.layout = _layout(visible, b, t, s)
+        self.keep = None
+        if device is None or device.type == "cpu":  # (p, i, j) of the (b hkv, g t, s) scores: query heads
+            grouped = visible.expand(b, hq, t, s).reshape(b * hkv, (hq // hkv) * t, s)  # sharing a key head
+            self.keep = tuple(x.numpy() for x in grouped.nonzero(as_tuple=True))
 
 
-def _canonical_softmax(w, attention_mask):
+_MASKS: dict = {}  # (id of the mask object, shapes) -> (the mask object, its _Mask): the layers of a forward pass
+_MASKS_KEPT = 4  # share them; models with sliding-window layers alternate between two masks
+
+
+def _mask(attention_mask, b: int, hq: int, hkv: int, t: int, s: int, device) -> _Mask:
+    key = (id(attention_mask), b, hq, hkv, t, s)
+    hit = _MASKS.get(key)
+    if hit is None or hit[0] is not attention_mask:
+        if len(_MASKS) >= _MASKS_KEPT:
+            _MASKS.clear()
+        hit = _MASKS[key] = (attention_mask, _Mask(attention_mask, b, hq, hkv, t, s, device))
+    return hit[1]
+
+
+def _canonical_softmax(w, layout):
     """softmax over each query's visible keys, computed on rows laid out the same in every batch:
     the visible keys in order, then -inf up to a multiple of :data:`ROW` (a query's row length
     depends on its own key count only). Returns w's shape, with zeros where a key is not visible."""
     import torch
 
-    b, h, t, s = w.shape
-    key = (attention_mask, b, t, s)
-    if _LAST[0] is None or _LAST[0][0] is not attention_mask or _LAST[0][1:] != key[1:]:
-        _LAST[:] = [key, _layout(_visible(attention_mask, t, s, w.device), b, t, s)]
+    b, h, t, _ = w.shape
     out = torch.zeros_like(w)
-    for n, k, take, keep in _LAST[1]:
+    for n, k, take, keep in layout:
         take = take.expand(b, h, t, k)
         rows = torch.gather(w, -1, take)
         if n > k:
@@ -98,12 +120,13 @@ def exact_attention(
     b, hq, t, d = query.shape
     hkv, s = key.shape[1], key.shape[2]
     g = hq // hkv  # query heads per key/value head (grouped-query attention), without copying K and V
+    mask = _mask(attention_mask, b, hq, hkv, t, s, query.device)
     q = query.float().reshape(b, hkv, g * t, d)
-    scores = exact.matmul(q, key.float().transpose(2, 3)).reshape(b, hq, t, s)
+    scores = exact.matmul(q, key.float().transpose(2, 3), keep=mask.keep).reshape(b, hq, t, s)
     w = scores.double() * scaling
     if softcap is not None:
         w = exact.tanh(w / softcap) * softcap
-    probs = _canonical_softmax(w, attention_mask).float()
+    probs = _canonical_softmax(w, mask.layout).float()
     out = exact.matmul(probs.reshape(b, hkv, g * t, s), value.float()).reshape(b, hq, t, d).to(query.dtype)
     return out.transpose(1, 2).contiguous(), None
 

@@ -133,7 +133,7 @@ class Operand:
         return cls(torch.from_numpy(b.detach().float().transpose(-1, -2).numpy().astype(np.float64)))
 
 
-def matmul(a, b):
+def matmul(a, b, keep=None):
     """Correctly rounded float32 product: a (..., M, K) @ b (..., K, N) -> (..., M, N) float32.
 
     ``a`` holds float32 values (any float dtype); ``b`` is a tensor of float32 values or an
@@ -142,6 +142,10 @@ def matmul(a, b):
     float64 products, so inputs must be float32 values. The float64 product runs in torch's BLAS
     (all threads); the checks run in numpy, whose additions, multiplications and conversions are
     IEEE operations on any CPU.
+
+    ``keep``: the indices (p, i, j) of the only entries the caller reads, p over the batch dimensions
+    flattened (attention's visible keys, a few in a hundred): only they are correctly rounded; the
+    others hold the float64 product rounded to float32, whose bits may depend on the CPU.
     """
     import torch
 
@@ -157,35 +161,80 @@ def matmul(a, b):
     a3, y3 = a64.reshape(-1, m, k), y.reshape(-1, m, n)
     bt3, nb = op.bt.numpy().reshape(-1, n, k), op.norms.reshape(-1, n)
     na = np.sqrt(np.einsum("pmk,pmk->pm", a3, a3))  # (P, M)
-    lo, idx = _check(y3, _gamma(k) * na, nb)
+    lo, idx = _check(y3, _gamma(k) * na, nb) if keep is None else _check_some(y3, _gamma(k) * na, nb, keep)
     if idx[0].size:  # NaN entries compare equal or go to stage 2, which keeps them
         _resolve(lo, idx, a3, bt3, na, nb)
     return torch.from_numpy(lo.reshape(y.shape))
 
 
 def _check(y, ea, nb):
-    """Stage 1 (see the module docstring), in cache-sized blocks: y (P, M, N) the float64 product,
-    ea (P, M) gamma_K ||a_i||, nb (P|1, N) the column norms. Returns y rounded down by the bound
-    (float32, the answer wherever it is decided) and the undecided entries' indices (p, i, j)."""
+    """Stage 1 (see the module docstring), in cache-sized blocks spread over :func:`_threads` threads
+    (numpy releases the GIL in its loops; each block's entries are computed the same way in any thread):
+    y (P, M, N) the float64 product, ea (P, M) gamma_K ||a_i||, nb (P|1, N) the column norms. Returns y
+    rounded down by the bound (float32, the answer wherever it is decided) and the undecided entries'
+    indices (p, i, j)."""
     p_all, m, n = y.shape
     lo = np.empty(y.shape, np.float32)
     flags = np.zeros(-(-y.size // 8) * 8, bool)  # whole 8-byte words, so that they can be scanned as such
     amb = flags[: y.size].reshape(y.shape)
     rows = max(1, _BLOCK // n)
     mats = 1 if rows < m else max(1, _BLOCK // (m * n))  # whole matrices per block when they are small
-    err = np.empty((mats, min(rows, m), n))
-    hi = np.empty(err.shape, np.float32)
-    for p0 in range(0, p_all, mats):
-        p1 = min(p_all, p0 + mats)
-        nbp = nb[p0:p1, None, :] if nb.shape[0] > 1 else nb[None]
-        for i0 in range(0, m, rows):
-            i1 = min(m, i0 + rows)
+    blocks = [(p0, min(p_all, p0 + mats), i0, min(m, i0 + rows))
+              for p0 in range(0, p_all, mats) for i0 in range(0, m, rows)]
+
+    def run(part: list) -> None:
+        err = np.empty((mats, min(rows, m), n))  # this thread's temporaries
+        hi = np.empty(err.shape, np.float32)
+        for p0, p1, i0, i1 in part:
+            nbp = nb[p0:p1, None, :] if nb.shape[0] > 1 else nb[None]
             e, h, yb, lb = err[: p1 - p0, : i1 - i0], hi[: p1 - p0, : i1 - i0], y[p0:p1, i0:i1], lo[p0:p1, i0:i1]
             np.multiply(ea[p0:p1, i0:i1, None], nbp, out=e)
             np.subtract(yb, e, out=lb, casting="unsafe")  # float64 difference, then rounded to float32
             np.add(yb, e, out=h, casting="unsafe")
             np.not_equal(lb.view(np.int32), h.view(np.int32), out=amb[p0:p1, i0:i1])
+
+    workers = min(_threads(), len(blocks))
+    if workers <= 1:
+        run(blocks)
+    else:
+        step = -(-len(blocks) // workers)
+        list(_pool().map(run, [blocks[i : i + step] for i in range(0, len(blocks), step)]))
     return lo, np.unravel_index(_flagged(flags), y.shape)
+
+
+def _check_some(y, ea, nb, keep):
+    """Stage 1 for the entries ``keep`` = (p, i, j) of y only (see :func:`_check`); the others are y
+    rounded to float32."""
+    p, i, j = keep
+    lo = y.astype(np.float32)
+    yk = y[p, i, j]
+    e = ea[p, i] * nb[p if nb.shape[0] > 1 else 0, j]
+    lk = (yk - e).astype(np.float32)
+    hk = (yk + e).astype(np.float32)
+    lo[p, i, j] = lk
+    und = np.flatnonzero(_undecided(lk, hk))
+    return lo, (p[und], i[und], j[und])
+
+
+_POOL: list = []  # (threads, the executor), made on first use
+
+
+def _threads() -> int:
+    """Threads for the stage-1 check: torch's (``gece.scoring.engine.set_threads``: all the cores)."""
+    import torch
+
+    return max(1, torch.get_num_threads())
+
+
+def _pool():
+    from concurrent.futures import ThreadPoolExecutor
+
+    n = _threads()
+    if not _POOL or _POOL[0] != n:
+        if _POOL:
+            _POOL[1].shutdown(wait=False)
+        _POOL[:] = [n, ThreadPoolExecutor(n, thread_name_prefix="gece-check")]
+    return _POOL[1]
 
 
 def _flagged(flags: np.ndarray) -> np.ndarray:
@@ -366,6 +415,16 @@ def _release(weight) -> None:
         weight.data = torch.zeros(1, dtype=weight.dtype, device=weight.device).expand(weight.shape)
 
 
+def _weight_of(module: Any):
+    """A layer's current weight, read at each call (accelerate may swap it in and out)."""
+    return lambda: module.weight
+
+
+def _forward_of(prod: Product, part: int, module: Any):
+    """A linear layer's forward through its share of a :class:`Product`."""
+    return lambda x: prod(x, part, module.bias)
+
+
 def make_exact(model: Any) -> Any:
     """Route a CPU model's CPU-dependent numerics through this module (idempotent):
 
@@ -400,10 +459,10 @@ def make_exact(model: Any) -> Any:
         grouped = {n for g in groups for n in g}
         groups += [[n] for n in linears if n not in grouped]
         for g in groups:
-            prod = Product([(lambda m: lambda: m.weight)(linears[n]) for n in g], cached=not offloaded)
+            prod = Product([_weight_of(linears[n]) for n in g], cached=not offloaded)
             for part, n in enumerate(g):
                 mod = linears[n]
-                fwd = (lambda p, k, m: (lambda x: p(x, k, m.bias)))(prod, part, mod)
+                fwd = _forward_of(prod, part, mod)
                 setattr(mod, "_old_forward" if hasattr(mod, "_hf_hook") else "forward", fwd)  # behind accelerate's hook
                 if not offloaded and mod.weight.data_ptr() not in embedded:
                     _release(mod.weight)

@@ -47,7 +47,7 @@ import numpy as np
 
 from gece.schemas import SelfCheck
 from gece.scoring import attention as exact_attention
-from gece.scoring import engine
+from gece.scoring import engine, planning
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ def _p(score: engine.PairScore) -> float:
     return engine.pair_p(score.more.logprob("chain"), score.less.logprob("chain"))
 
 
-def run(runner: engine.Runner, sides: Sequence, plans: Sequence[engine.PairPlan]) -> SelfCheck | None:
+def run(runner: engine.Runner, sides: Sequence, plans: Sequence[planning.PairPlan]) -> SelfCheck | None:
     """Score the :func:`sample` of ``plans`` (with their ``sides``) both ways, measure, and raise
     RuntimeError when the optimized path disagrees with the model's own forward pass by more than
     :func:`allowed_difference`. None when there is nothing to check (no pairs) or the model's own
@@ -109,7 +109,7 @@ def run(runner: engine.Runner, sides: Sequence, plans: Sequence[engine.PairPlan]
         return None
     model = runner.model
     dtype = str(model.dtype).removeprefix("torch.")
-    fast, _ = engine._score_fitting(runner, [plans[i] for i in picked])
+    ((fast, _),) = engine.score(runner, [[plans[i] for i in picked]])  # one batch, halved on out-of-memory
     fast = sorted(fast, key=lambda s: s.index)  # the plans' order, as the naive path's
     try:
         naive = engine.score_naive(model, [sides[i] for i in picked])

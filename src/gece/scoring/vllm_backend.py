@@ -2,7 +2,7 @@
 
 The same quantities as :mod:`gece.scoring.engine`, computed by vLLM's batched, paged-attention
 prefill with the model split over ``tensor_parallel`` GPUs. Tokenization and word alignment
-are gece's own (:func:`gece.scoring.engine.tokenize` with the model's Hugging Face tokenizer,
+are gece's own (:func:`gece.scoring.planning.tokenize` with the model's Hugging Face tokenizer,
 prompts passed as token ids), so both backends score exactly the same tokens. For a side whose
 fed tokens are x_0..x_{F-1} (everything before its last target token x_F), the prompt is
 x_0..x_F and, with ``prompt_logprobs``, vLLM returns for every prompt position t >= 1
@@ -32,7 +32,8 @@ from typing import Any
 from gece.errors import GeceError
 from gece.params import ModelSpec
 from gece.scoring import models
-from gece.scoring.engine import BatchStats, PairPlan, PairScore, SidePlan, SideScore
+from gece.scoring.engine import BatchStats, PairScore, SideScore
+from gece.scoring.planning import PairPlan, SidePlan
 
 MAX_MODEL_LEN = 4096  # benchmark sentences are short; a smaller context leaves vLLM more KV-cache blocks
 AUTO_BATCH = 1024  # batch_size auto: vLLM schedules the prompts of one call itself
