@@ -32,6 +32,7 @@ PAPER_MODELS = (
 SLICE_MODULES = ("tests/e2e/test_scale.py", "tests/e2e/test_repro.py", "tests/e2e/test_pipeline_determinism.py")
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: without it installed, never called
 def pytest_xdist_make_scheduler(config, log):
     """``make test`` (``pytest -n 2``): tests are spread one by one over the workers, except the
     :data:`SLICE_MODULES`, which go to one worker together. (xdist's own ``--dist loadgroup`` does not
