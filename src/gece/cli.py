@@ -30,8 +30,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "prepare": ("gece.pipeline.prepare", "validate and align a benchmark -> prepared Parquet (DVC stage prepare)"),
     "annotate": ("gece.pipeline.annotate", "per-pair soft and hard labels and the annotators' agreement from a "
                  "benchmark's annotations (DVC stage annotate)"),
-    "extract": ("gece.pipeline.extract", "score a prepared benchmark with a registered model -> per-pair score "
-                "Parquet (DVC stage extract)"),
+    "extract": ("gece.pipeline.extract", "score every prepared benchmark with a registered model, loaded once -> "
+                "every target token's log-probability and logit (DVC stage extract)"),
+    "score": ("gece.pipeline.score", "apply the word rule to a model's token scores of a benchmark -> per-pair "
+              "score Parquet (DVC stage score)"),
     "metrics": ("gece.pipeline.metrics", "calibration metrics of a benchmark's runs or of a score file "
                 "(DVC stage metrics)"),
     "calibrate": ("gece.pipeline.calibrate", "post-hoc calibration of a benchmark's runs or of a score file, "

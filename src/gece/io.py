@@ -29,6 +29,7 @@ from gece.errors import GeceError
 from gece.files import atomic_path, check_input, check_unique_ids, over_limit, write_text
 
 SCHEMA_VERSION = "1"
+ROW_GROUP_ROWS = 2048  # rows per row group of a file written in chunks (extract's window of pairs)
 META_PREFIX = "gece."
 
 
@@ -255,6 +256,11 @@ def _nullable(model: type[BaseModel]) -> set[str]:
     return {name for name, info in model.model_fields.items() if _arrow_type(info.annotation)[1]}
 
 
+def _plain_list(v: np.ndarray) -> list:
+    """A numpy array as nested lists; pandas reads a list-of-lists column as arrays of arrays."""
+    return [_plain_list(x) if isinstance(x, np.ndarray) else x for x in v.tolist()]
+
+
 def _plain_record(record: dict, nullable: set[str]) -> dict:
     """Convert numpy scalars/arrays in a record into plain Python for validation.
 
@@ -264,7 +270,7 @@ def _plain_record(record: dict, nullable: set[str]) -> dict:
     out = {}
     for k, v in record.items():
         if isinstance(v, np.ndarray):
-            v = v.tolist()
+            v = _plain_list(v)
         elif isinstance(v, np.generic):
             v = v.item()
         if k in nullable and isinstance(v, float) and math.isnan(v):

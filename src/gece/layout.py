@@ -105,6 +105,16 @@ def annotated(benchmark: str) -> Path:
     return ARTIFACTS / "annotated" / f"{_b(benchmark)}.parquet"
 
 
+def tokens_dir(model: str) -> Path:
+    """``artifacts/tokens/<model>``: a model's token scores of every benchmark (one extract stage per model)."""
+    return ARTIFACTS / "tokens" / _m(model)
+
+
+def tokens_path(model: str, benchmark: str) -> Path:
+    """``artifacts/tokens/<model>/<benchmark>.parquet``: every target token's log-probability and logit."""
+    return tokens_dir(model) / f"{_b(benchmark)}.parquet"
+
+
 def scores_root() -> Path:
     """``artifacts/scores``: every score file, one folder per benchmark."""
     return ARTIFACTS / "scores"
@@ -126,17 +136,17 @@ def _beside(out: str | Path, suffix: str) -> Path:
 
 
 def meta_path(scores: str | Path) -> Path:
-    """``<scores without .parquet>.meta.json``: what scored the pairs (a DVC output)."""
+    """``<tokens or scores without .parquet>.meta.json``: what scored the pairs (a DVC output)."""
     return _beside(scores, ".meta.json")
 
 
 def timing_path(scores: str | Path) -> Path:
-    """``<scores without .parquet>.timing.json``: how the run went on this machine (ignored by DVC)."""
+    """``<tokens without .parquet>.timing.json``: how the extract run went on this machine (ignored by DVC)."""
     return _beside(scores, ".timing.json")
 
 
 def shards_dir(scores: str | Path) -> Path:
-    """``<scores without .parquet>.shards/``: the finished shards of an interrupted extract run."""
+    """``<tokens without .parquet>.shards/``: the finished shards of an interrupted extract run."""
     return _beside(scores, ".shards")
 
 

@@ -172,7 +172,10 @@ class ExtractParams(_Section):
     batch_size: Annotated[int | str, PlainValidator(_batch_size)] = Field(
         32, description="pairs per forward pass, or auto: on a GPU, as many as fit in free memory (measured on a "
         "probe batch); on the CPU, 32. On a GPU out-of-memory the batch is halved and retried")
-    word_prob: Literal["chain", "max"] = "chain"
+    word_prob: Literal["chain", "max"] = Field(
+        "chain", description="word probability over sub-tokens: chain (their product) or max (the authors' rule). "
+        "Applied by the score stage to the token scores extract stored: changing it runs no model. Benchmarks scored "
+        "by the sentence rule sum every token of the sentence (chain) whatever it says")
     rule: Literal["target", "sentence"] = Field(
         "target", description="what a side's score is: target, the log-probability of the words in which the "
         "sentences differ; sentence, the log-likelihood of the whole sentence (lm-evaluation-harness's crows_pairs)")
@@ -183,13 +186,6 @@ class ExtractParams(_Section):
     def rule_for(self, benchmark: str) -> Literal["target", "sentence"]:
         """The rule that scores ``benchmark``: its entry under ``rules``, else ``rule``."""
         return self.rules.get(benchmark, self.rule)
-
-    @model_validator(mode="after")
-    def _sentence_sums(self) -> ExtractParams:
-        if "sentence" in (self.rule, *self.rules.values()) and self.word_prob != "chain":
-            raise ValueError("rule: sentence sums the log-probabilities of every token of the sentence; word_prob: "
-                             "max (the largest sub-token) applies to target words only: set word_prob: chain")
-        return self
 
 
 class MetricsParams(_Section):

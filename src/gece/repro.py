@@ -33,7 +33,7 @@ from pathlib import Path
 from gece.errors import GeceError
 
 HELP = "pull what the default DVC remote holds for dvc.lock, then dvc repro what is missing; print the account"
-EXAMPLES = ("gece repro", "gece repro --no-pull", "gece repro extract@winobias-smollm2-135m")
+EXAMPLES = ("gece repro", "gece repro --no-pull", "gece repro score@winobias-smollm2-135m")
 
 # DVC 3's log lines (dvc/stage/run.py, dvc/stage/cache.py, dvc/stage/__init__.py)
 RAN = re.compile(r"^Running stage '([^']+)'")
@@ -53,7 +53,7 @@ UNCHANGED = re.compile(r"^(Stage )?'[^']+' didn't change, skipping$")  # one per
 class Stage:
     """A stage of the pipeline as this step needs it: its name and its cached outputs."""
 
-    name: str  # DVC's address: `extract@winobias-smollm2-135m`, `data.dvc`
+    name: str  # DVC's address: `extract@smollm2-135m`, `data.dvc`
     outs: tuple[Path, ...]  # cached outputs (`cache: false` ones live in git)
     locked: bool  # every cached output has a hash in dvc.lock (or the .dvc file)
 

@@ -140,6 +140,35 @@ class ScoreRow(_Row):
         return self
 
 
+class TokenRow(_Row):
+    """Per-pair token scores from a model: extract's output, before any word rule applies.
+
+    ``logprobs_*`` holds log P(x_t | x_<t) of every target token of a side, per target word, per token
+    (under the sentence rule: one "word" holding every token of the sentence after the first);
+    ``logits_*`` the raw logits of the same tokens (null where the backend gives log-probabilities
+    only). The score stage applies the word rule and the side rule (:mod:`gece.scoring.rules`) to
+    give a :class:`ScoreRow`. The pair's sentences and labels are in the prepared file, joined by
+    ``pair_id`` and ``row``.
+    """
+
+    pair_id: str
+    row: int = Field(ge=1)
+    logprobs_more: list[list[float]] = Field(min_length=1)
+    logprobs_less: list[list[float]] = Field(min_length=1)
+    logits_more: list[list[float]] | None
+    logits_less: list[list[float]] | None
+
+    @model_validator(mode="after")
+    def _words_have_tokens(self) -> TokenRow:
+        for side in ("more", "less"):
+            lp, lg = getattr(self, f"logprobs_{side}"), getattr(self, f"logits_{side}")
+            if not all(lp):
+                raise ValueError(f"logprobs_{side}: a target word without tokens")
+            if lg is not None and [len(w) for w in lg] != [len(w) for w in lp]:
+                raise ValueError(f"logits_{side} and logprobs_{side} differ in shape")
+        return self
+
+
 class ReferenceRow(_Row):
     """One row of the authors' released scores (``data/reference/<benchmark>/<model>.csv``)."""
 
@@ -238,7 +267,8 @@ class SelfCheck(BaseModel):
 
 
 class ExtractMeta(BaseModel):
-    """``artifacts/scores/<benchmark>/<model>.meta.json``: what scored the pairs, and how much work it was.
+    """``artifacts/tokens/<model>/<benchmark>.meta.json`` (extract) and ``artifacts/scores/<benchmark>/<model>.meta.json``
+    (the same, with the word rule the score stage applied): what scored the pairs, and how much work it was.
 
     Every value is a function of the inputs (pairs, model, settings, library versions), so two
     runs write the same bytes and ``dvc.lock`` does not move; how long this run took is in
@@ -259,7 +289,8 @@ class ExtractMeta(BaseModel):
     device: str
     attention: str
     special_tokens: bool
-    word_prob: Literal["chain", "max"]
+    word_prob: Literal["chain", "max"] | None = Field(description="the word rule the score stage applied; null "
+                                                      "in the token meta of extract, which applies none")
     rule: Literal["target", "sentence"] = Field("target", description="target: the words in which the sentences "
                                                 "differ; sentence: the whole sentences' log-likelihoods")
     batch_size: Annotated[int, Field(ge=1)] | Literal["auto"] = Field(description="as set in params (auto: the "
@@ -286,7 +317,7 @@ class ExtractMeta(BaseModel):
 
 
 class ExtractTiming(BaseModel):
-    """``artifacts/scores/<benchmark>/<model>.timing.json``: how one extract run went on this machine.
+    """``artifacts/tokens/<model>/<benchmark>.timing.json``: how one extract run went on this machine.
 
     Not a DVC output (it differs between runs, so it would change ``dvc.lock`` on every run);
     ``make bench`` and the extract log report the same figures.

@@ -11,6 +11,7 @@ from gece import command, layout
 from gece.errors import GeceError
 from gece.params import ExtractParams, MetricsParams, ModelSpec, Params, PrepareParams, check_id
 from gece.pipeline.extract import extract
+from gece.pipeline.score import score
 from gece.pipeline.metrics import run_metrics
 from gece.pipeline.prepare import prepare
 from gece.pipeline.runs import read_run
@@ -66,7 +67,9 @@ def try_model(model: str, benchmark: str, params: Params | None, limit: int | No
             prepare(layout.benchmark_source(params, benchmark) if imported else layout.benchmark_csv(benchmark),
                     prepared, params.prepare if params else PrepareParams(), name=benchmark, imported=imported)
         scores = Path(out) if out else Path(tmp) / benchmark / f"{model_id}.parquet"
-        meta, timing = extract(prepared, scores, model_id, spec, settings)
+        tokens = Path(tmp) / "tokens" / f"{benchmark}.parquet"
+        _, timing = extract(prepared, tokens, model_id, spec, settings)
+        meta = score(prepared, tokens, scores, settings.word_prob)
         df, _ = read_run(scores)
         report, _ = run_metrics(df, params.metrics if params else MetricsParams())
     return report, meta, timing

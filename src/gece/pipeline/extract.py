@@ -1,9 +1,17 @@
-"""Stage extract: score every prepared pair with a model -> ``artifacts/scores/<b>/<m>.parquet`` and its metadata."""
+"""Stage extract: score every prepared pair of every benchmark with a model, loaded once ->
+``artifacts/tokens/<m>/<b>.parquet`` (every target token's log-probability and logit) and its metadata.
+
+The word rule and the side rule are not applied here but by the score stage (:mod:`gece.pipeline.score`),
+so changing ``extract.word_prob`` runs no model. When the stage runs again because a benchmark was
+added or changed, the benchmarks whose token files still fit (same prepared pairs, model, settings and
+code) are taken from the last run (:mod:`gece.pipeline.reuse`) and only the others are scored.
+"""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import json
 import logging
 import shutil
@@ -16,8 +24,9 @@ import pandas as pd
 
 from gece import command, faults, layout
 from gece.errors import GeceError
-from gece.files import check_output, check_output_dir, check_unique_ids
+from gece.files import atomic_path, check_output, check_output_dir, check_unique_ids
 from gece.io import (
+    ROW_GROUP_ROWS,
     TableWriter,
     iter_table,
     pair_ids,
@@ -28,29 +37,61 @@ from gece.io import (
     write_table,
 )
 from gece.params import ExtractParams, ModelSpec
-from gece.schemas import ExtractMeta, ExtractTiming, PreparedPair, ScoreRow
+from gece.pipeline import reuse
+from gece.schemas import ExtractMeta, ExtractTiming, PreparedPair, TokenRow
 from gece.terminal import literal
 
 log = logging.getLogger("gece")
 
 
 # ---------------------------------------------------------------------------- extract
-SCORE_COLUMNS = ["pair_id", "row", "sent_more", "sent_less", "y", "bias_type", "targets_more", "targets_less",
-                 "gender_more", "gender_less"]
+KEY_COLUMNS = ["pair_id", "row"]  # what a token file keeps of the prepared pair (the score stage joins the rest)
 
 
+FINGERPRINT = "fingerprint"  # the token file's metadata key holding :func:`fingerprint`
 SHARD_BATCHES = 4  # batches per resumable shard
 
 
-WINDOW_PAIRS = 2048  # pairs read, tokenized, planned and ordered together: memory does not grow with n
+WINDOW_PAIRS = ROW_GROUP_ROWS  # pairs read, tokenized, planned and ordered together: memory does not grow with n
 
 
 def _fingerprint(**parts: object) -> str:
-    """sha256 of the JSON of everything a shard's content depends on."""
-    import hashlib
-    import json
-
+    """sha256 of the JSON of everything a file's content depends on."""
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def effective(settings: ExtractParams, spec: ModelSpec, benchmark: str) -> ExtractParams:
+    """The settings that score ``benchmark`` with ``spec``: its rule (``rules``, else ``rule``), and the smaller of
+    ``extract.limit`` and ``registry.<model>.limit``."""
+    limit = min((x for x in (settings.limit, spec.limit) if x is not None), default=None)
+    return settings.model_copy(update={"rule": settings.rule_for(benchmark), "rules": {}, "limit": limit})
+
+
+def fingerprint(prepared: Path, model_id: str, spec: ModelSpec, settings: ExtractParams) -> str:
+    """What a token file's numbers depend on, known before the model loads: the prepared pairs' bytes, the
+    model's registry entry, the settings that reach the model (not ``word_prob``), and the versions of torch,
+    transformers and the engine. Stored in the file; a later run reuses the file only when it is unchanged."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from gece.scoring import engine
+
+    def installed(name: str) -> str | None:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return None
+
+    return _fingerprint(prepared=_sha256(prepared), model=model_id, spec=spec.model_dump(), rule=settings.rule,
+                        limit=settings.limit, batch_size=settings.batch_size, torch=installed("torch"),
+                        transformers=installed("transformers"), engine=engine.ENGINE_VERSION)
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 22):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def _layout(n: int, batch_size: int) -> list[tuple[int, int, int]]:
@@ -64,11 +105,11 @@ def _layout(n: int, batch_size: int) -> list[tuple[int, int, int]]:
 
 
 def extract(
-    prepared: str | Path, out: str | Path, model_id: str, spec: ModelSpec, settings: ExtractParams = ExtractParams(),
+    prepared: str | Path, out: str | Path, model_id: str, spec: ModelSpec, settings: ExtractParams | None = None,
     *, meta_out: str | Path | None = None, on_shard: Callable[[int], None] | None = None,
     loaded: object | None = None,
 ) -> tuple[ExtractMeta, ExtractTiming]:
-    """artifacts/prepared/<b>.parquet -> artifacts/scores/<b>/<m>.parquet, <m>.meta.json and <m>.timing.json.
+    """artifacts/prepared/<b>.parquet -> artifacts/tokens/<m>/<b>.parquet, <b>.meta.json and <b>.timing.json.
 
     Scores every pair with the model (docs/models.md; :mod:`gece.scoring.engine`), streaming: pairs are
     read, tokenized, ordered and batched ``WINDOW_PAIRS`` at a time, so memory does not grow
@@ -97,28 +138,26 @@ def extract(
     from gece.progress import Progress
     from gece.scoring import engine, exact, models, planning, selfcheck
 
-    prepared, out = Path(prepared), Path(out)
-    if spec.limit is not None:  # registry.<model>.limit: the smaller of it and extract.limit applies
-        settings = settings.model_copy(update={"limit": min(x for x in (settings.limit, spec.limit) if x is not None)})
+    prepared, out, settings = Path(prepared), Path(out), settings or ExtractParams()
     meta_out = Path(meta_out) if meta_out else layout.meta_path(out)
     beside = f"remove it, or give OUT another name (the timing file and the shards directory are named after {out})"
     check_output(layout.timing_path(out), "the timing file", beside)
     check_output_dir(layout.shards_dir(out), "the shards directory", beside)
     resolved = models.resolve(spec)  # a missing package/file/hub id fails before any work
     n_rows, pmeta = parquet_rows(prepared, PreparedPair, whole=False)  # streamed
+    benchmark = pmeta.get("benchmark", prepared.stem)
+    settings = effective(settings, spec, benchmark)
     n = n_rows if settings.limit is None else min(n_rows, settings.limit)
     check_unique_ids(prepared, pair_ids(prepared, n))  # one column read: a repeated pair fails before the model loads
-    benchmark = pmeta.get("benchmark", prepared.stem)
-    settings = settings.model_copy(update={"rule": settings.rule_for(benchmark), "rules": {}})
+    key = fingerprint(prepared, model_id, spec, settings)
     threads = engine.set_threads()
     backend: Any = engine
+    lm: Any = loaded if loaded is not None else _load(spec, resolved)
     if spec.backend == "vllm":
         from gece.scoring import vllm_backend as backend
 
-        lm = loaded if loaded is not None else backend.load(spec, resolved)
         runner = backend.Runner.for_model(lm)
     else:
-        lm = loaded if loaded is not None else models.load(spec, resolved=resolved)
         if not exact.portable_kernels():
             log.warning("torch runs its %s CPU kernels, not the portable ones (ATEN_CPU_CAPABILITY=default was set "
                         "after torch ran a kernel): scores may differ in the last bits between machines",
@@ -134,12 +173,8 @@ def extract(
     del first
     windows = _layout(n, batch_size)
 
-    fp = _fingerprint(prepared=models.sha256_file(prepared), limit=settings.limit, batch_size=batch_size,
-                      word_prob=settings.word_prob, rule=settings.rule, spec=spec.model_dump(), weights=lm.weights,
-                      dtype=lm.dtype,
-                      device=lm.device, attention=lm.attention, torch=torch.__version__,
-                      transformers=transformers.__version__, shards=SHARD_BATCHES, window=WINDOW_PAIRS,
-                      engine=engine.ENGINE_VERSION)
+    fp = _fingerprint(key=key, batch_size=batch_size, weights=lm.weights, dtype=lm.dtype, device=lm.device,
+                      attention=lm.attention, shards=SHARD_BATCHES, window=WINDOW_PAIRS)
     sdir = layout.shards_dir(out)
     manifest = sdir / "manifest.json"
     if sdir.exists() and (not manifest.exists() or read_json(manifest).get("fingerprint") != fp):
@@ -171,17 +206,17 @@ def extract(
             counts["prefixed_sentences"] += sum(side.prefixed for pair in sides for side in pair)
             counts["tokens_whole"] += sum(len(side.ids) for pair in sides for side in pair)
             batch_list = engine.batches(plans, batch_size)
-            base = pairs[SCORE_COLUMNS]
+            base = pairs[KEY_COLUMNS]
             for k in range(0, len(batch_list), SHARD_BATCHES):
                 shard = batch_list[k : k + SHARD_BATCHES]
                 path = sdir / f"shard-{shard_no:05d}.parquet"
                 if path.exists():
-                    _, smeta = read_table(path, ScoreRow)
+                    _, smeta = read_table(path, TokenRow)
                     stats.add(engine.BatchStats(**json.loads(smeta["stats"])))
                     resumed += 1
                     progress.advance(sum(len(b) for b in shard))
                 else:
-                    recs, shard_stats = _score_shard(backend, runner, shard, settings.word_prob, progress.advance)
+                    recs, shard_stats = _score_shard(backend, runner, shard, progress.advance)
                     idx = [r.pop("_index") for r in recs]
                     frame = pd.concat([base.iloc[idx].reset_index(drop=True), pd.DataFrame(recs)], axis=1)
                     broken = [f"pair {pid} (row {row}): {', '.join(fields)}" for pid, row, fields in
@@ -190,7 +225,7 @@ def extract(
                     if broken:  # never written, so a rerun scores them again
                         bad += broken
                     else:
-                        write_table(path, frame, ScoreRow, meta={"stats": json.dumps(dataclasses.asdict(shard_stats))})
+                        write_table(path, frame, TokenRow, meta={"stats": json.dumps(dataclasses.asdict(shard_stats))})
                         faults.checkpoint(f"extract:shard:{shard_no}")
                         if on_shard:
                             on_shard(shard_no)
@@ -206,24 +241,22 @@ def extract(
 
     file_meta = {"benchmark": benchmark, "model": model_id, "source": spec.source,
                  "weights_sha256": ",".join(f"{k}={v}" for k, v in lm.weights.items()),
-                 "special_tokens": spec.special_tokens, "word_prob": settings.word_prob, "dtype": lm.dtype,
-                 "device": lm.device, "attention": lm.attention}
-    if settings.rule != "target":  # absent: the target rule (score files from before the setting stay byte-identical)
-        file_meta["rule"] = settings.rule
-    with TableWriter(out, ScoreRow, file_meta) as writer:  # window by window, in the prepared order
+                 "special_tokens": spec.special_tokens, "dtype": lm.dtype, "device": lm.device,
+                 "attention": lm.attention, "rule": settings.rule, FINGERPRINT: key}
+    with TableWriter(out, TokenRow, file_meta) as writer:  # window by window, in the prepared order
         first = 0
         for _, _, n_shards in windows:
-            parts = [read_table(sdir / f"shard-{i:05d}.parquet", ScoreRow)[0] for i in range(first, first + n_shards)]
+            parts = [read_table(sdir / f"shard-{i:05d}.parquet", TokenRow)[0] for i in range(first, first + n_shards)]
             writer.write(pd.concat(parts, ignore_index=True).sort_values("row", kind="stable", ignore_index=True))
             first += n_shards
         if not windows:
-            writer.write(pd.DataFrame(columns=list(ScoreRow.model_fields)))
+            writer.write(pd.DataFrame(columns=list(TokenRow.model_fields)))
 
     total_flops = engine.flops(lm.model, stats.tokens_fed, stats.head_positions) if backend is engine else None
     meta = ExtractMeta(
         benchmark=benchmark, model=model_id, backend=spec.backend, source=spec.source, kind=lm.kind, weights=lm.weights,
         dtype=lm.dtype,
-        device=lm.device, attention=lm.attention, special_tokens=spec.special_tokens, word_prob=settings.word_prob,
+        device=lm.device, attention=lm.attention, special_tokens=spec.special_tokens, word_prob=None,
         rule=settings.rule, batch_size=settings.batch_size, limit=settings.limit, torch=torch.__version__,
         transformers=transformers.__version__, gece=gece.__version__, pairs=n, **counts,
         tokens=stats.tokens_fed, tokens_padded=stats.tokens_padded, head_positions=stats.head_positions,
@@ -246,7 +279,7 @@ def extract(
     return meta, timing
 
 
-def _score_shard(backend, runner, shard, word_prob: str, on_batch: Callable[[int], None]) -> tuple[list[dict], Any]:
+def _score_shard(backend, runner, shard, on_batch: Callable[[int], None]) -> tuple[list[dict], Any]:
     """Score one shard's batches with a backend module (:mod:`gece.scoring.engine` or
     :mod:`gece.scoring.vllm_backend`): records (with ``_index``, the pair's place in its window) sorted by index."""
     from gece.scoring import engine
@@ -255,14 +288,64 @@ def _score_shard(backend, runner, shard, word_prob: str, on_batch: Callable[[int
     shard_stats = engine.BatchStats()
     for scores, st in backend.score(runner, shard, on_batch=on_batch):
         shard_stats.add(st)
-        recs += [{"_index": sc.index, **sc.record(word_prob)} for sc in scores]
+        recs += [{"_index": sc.index, **sc.tokens()} for sc in scores]
     recs.sort(key=lambda r: r["_index"])
     return recs, shard_stats
 
 
-EXAMPLES = ("gece extract artifacts/prepared/winobias.parquet artifacts/scores/winobias/smollm2-135m.parquet "
-            "--model smollm2-135m",
-            "gece extract artifacts/prepared/winobias.parquet /tmp/s.parquet --model smollm2-135m --limit 50",
+def _load(spec: ModelSpec, resolved: object | None = None) -> object:
+    """The model of ``spec``, loaded by its backend."""
+    from gece.scoring import models
+
+    resolved = resolved or models.resolve(spec)
+    if spec.backend == "vllm":
+        from gece.scoring import vllm_backend
+
+        return vllm_backend.load(spec, resolved)
+    return models.load(spec, resolved=resolved)
+
+
+@dataclasses.dataclass
+class ModelRun:
+    """What ``gece extract --model`` did: the benchmarks it scored (with their timings) and those it reused."""
+
+    scored: dict[str, ExtractTiming]
+    reused: list[str]
+
+
+def extract_model(model_id: str, spec: ModelSpec, benchmarks: list[str], settings: ExtractParams, *,
+                  loaded: object | None = None, lock: str | Path = reuse.LOCK) -> ModelRun:
+    """The extract stage of one model: every benchmark's prepared pairs -> ``artifacts/tokens/<model>/``.
+
+    The model is loaded once, and only when a benchmark needs scoring: a benchmark whose token file the last
+    recorded run wrote (:func:`gece.pipeline.reuse.previous_outputs`: ``dvc.lock`` and DVC's cache, with the
+    stage's code unchanged) with the same :func:`fingerprint` is copied from there instead.
+    """
+    missing = [f"{b}: {layout.prepared_path(b)}" for b in benchmarks if not layout.prepared_path(b).is_file()]
+    if missing:
+        raise GeceError(f"{len(missing)} prepared benchmark(s) of {model_id} are missing", problems=missing,
+                        hint="run the prepare stages first: dvc repro prepare (or gece prepare --benchmark <b>)")
+    previous = reuse.previous_outputs(layout.tokens_dir(model_id), lock)
+    run = ModelRun({}, [])
+    lm = loaded
+    for b in benchmarks:
+        prepared, out = layout.prepared_path(b), layout.tokens_path(model_id, b)
+        key = fingerprint(prepared, model_id, spec, effective(settings, spec, b))
+        old, old_meta = previous.get(out.name), previous.get(layout.meta_path(out).name)
+        if old and old_meta and parquet_rows(old, TokenRow)[1].get(FINGERPRINT) == key:
+            for src, dest in ((old, out), (old_meta, layout.meta_path(out))):
+                with atomic_path(dest) as tmp:
+                    shutil.copyfile(src, tmp)
+            log.info("%s/%s: unchanged since the recorded run, reused -> %s", b, model_id, out)
+            run.reused.append(b)
+            continue
+        lm = lm or _load(spec)
+        run.scored[b] = extract(prepared, out, model_id, spec, settings, loaded=lm)[1]
+    return run
+
+
+EXAMPLES = ("gece extract --model smollm2-135m   # the DVC stage: every benchmark of params.yaml",
+            "gece extract artifacts/prepared/winobias.parquet /tmp/t.parquet --model smollm2-135m --limit 50",
             "gece try ./my-model --benchmark winobias --limit 100   # a model not in params.yaml")
 
 
@@ -277,20 +360,20 @@ def _batch_size(value: str) -> int | str:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("prepared", type=Path, help="artifacts/prepared/<benchmark>.parquet")
-    p.add_argument("out", type=Path, help="artifacts/scores/<benchmark>/<model>.parquet")
+    p.add_argument("prepared", type=Path, nargs="?", help="artifacts/prepared/<benchmark>.parquet: score this one "
+                   "file (default: every benchmark of {params:benchmarks}, to artifacts/tokens/<model>/)")
+    p.add_argument("out", type=Path, nargs="?", help="the token file to write, with PREPARED")
     p.add_argument("--model", required=True, help="model id, an entry of registry in params.yaml (a path or hub "
                    "id: use gece try, or add it under registry)")
-    p.add_argument("--meta-out", type=Path, help="run metadata JSON (default: <out>.meta.json beside the output)")
+    p.add_argument("--meta-out", type=Path, help="run metadata JSON, with PREPARED (default: <out>.meta.json beside "
+                   "the output)")
     p.add_argument("--batch-size", type=_batch_size,
                    help="pairs per forward pass, a number or auto (default: {params:extract.batch_size})")
     p.add_argument("--limit", type=int, help="score only the first N pairs (default: {params:extract.limit}; "
                    "registry.<model>.limit also applies, the smaller wins)")
-    p.add_argument("--word-prob", choices=["chain", "max"],
-                   help="word probability over sub-tokens: chain (product) or max (default: {params:extract.word_prob})")
     p.add_argument("--rule", choices=["target", "sentence"],
-                   help="what a side's score is: the target words' log-probability (target) or the whole sentence's "
-                   "log-likelihood (sentence, lm-evaluation-harness's crows_pairs) (default: the benchmark's entry under "
+                   help="what a side's tokens are, with PREPARED: the target words' (target) or the whole sentence's "
+                   "(sentence, lm-evaluation-harness's crows_pairs) (default: the benchmark's entry under "
                    "{params:extract.rules}, else {params:extract.rule})")
     p.set_defaults(outputs={"OUT": "out", "--meta-out": "meta_out"}, inputs=("prepared",))
 
@@ -306,20 +389,30 @@ def run(args: argparse.Namespace) -> int:
     if not is_id(args.model):  # a path or a hub id, most likely: say where it goes
         raise GeceError(f"--model {args.model!r} is not a valid id", hint=f"{ID_HELP}. A path or hub id names a "
                         f"model's source: {model_hint(args.model)}")
+    if (args.prepared is None) != (args.out is None) or (args.prepared is None and (args.meta_out or args.rule)):
+        raise GeceError("give PREPARED and OUT together (one benchmark), or neither (every benchmark of params.yaml; "
+                        "then --meta-out and --rule do not apply)", hint=f"for example: {EXAMPLES[1]}")
     params = command.require_params(args)
     if args.model not in params.registry:
         raise GeceError(f"--model {args.model!r} has no entry under registry in {args.params}",
                         hint=f"registered models: {', '.join(params.registry) or '(none)'}; {model_hint(args.model)}")
-    if params.registry[args.model].reference is not None:
-        raise GeceError(f"--model {args.model!r} has source {params.registry[args.model].source}: released scores "
+    spec = params.registry[args.model]
+    if spec.reference is not None:
+        raise GeceError(f"--model {args.model!r} has source {spec.source}: released scores "
                         "are read, not extracted", hint="the stages after extract read them (gece metrics "
                         "--benchmark ...); extract scores a model of models")
-    settings = command.override(params.extract, batch_size=args.batch_size, limit=args.limit,
-                                word_prob=args.word_prob, rule=args.rule)
+    settings = command.override(params.extract, batch_size=args.batch_size, limit=args.limit, rule=args.rule)
     if args.rule is not None:  # --rule scores this benchmark with it, whatever extract.rules says
         settings = settings.model_copy(update={"rules": {}})
-    meta, timing = extract(args.prepared, args.out, args.model, params.registry[args.model], settings,
-                           meta_out=args.meta_out)
+    if args.prepared is None:
+        done = extract_model(args.model, spec, params.benchmarks, settings)
+        pairs = sum(t.pairs for t in done.scored.values())
+        seconds = sum(t.seconds for t in done.scored.values())
+        command.out.print(f"[green]scored[/] {command.plural(len(done.scored), 'benchmark')} with "
+                          f"{literal(args.model)} ({command.plural(pairs, 'pair')} in {seconds:.1f} s), reused "
+                          f"{len(done.reused)} -> {literal(str(layout.tokens_dir(args.model)))}", highlight=False)
+        return 0
+    meta, timing = extract(args.prepared, args.out, args.model, spec, settings, meta_out=args.meta_out)
     command.out.print(f"[green]scored[/] {command.plural(meta.pairs, 'pair')} of {literal(meta.benchmark)} with "
                       f"{literal(meta.model)} in {timing.seconds:.1f} s ({timing.pairs_per_s or 0:.1f} pairs/s) -> "
                       f"{literal(str(args.out))}", highlight=False)

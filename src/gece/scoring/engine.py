@@ -8,7 +8,9 @@ offset mapping: the tokens whose character span intersects the word's span),
 
 where z_{t-1} are the logits at position t-1. A side's score sums its target words'
 probabilities, ``logprob = logsumexp_w log P(w)``, and the pair's confidence is
-``p = P_more / (P_more + P_less) = sigmoid(logprob_more - logprob_less)``.
+``p = P_more / (P_more + P_less) = sigmoid(logprob_more - logprob_less)``. The engine computes every
+target token's log-probability and raw logit (:meth:`PairScore.tokens`, what extract stores); the
+rules from there to p are :mod:`gece.scoring.rules`, applied by the score stage.
 
 Nothing precedes a sentence's first token, so a target there (a == 0) is predicted from a
 prefix token, lm-evaluation-harness's convention (:func:`gece.scoring.planning.prefix_token`: the tokenizer's BOS,
@@ -54,58 +56,32 @@ import math
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from gece.errors import GeceError
-from gece.scoring import exact
+from gece.scoring import exact, rules
 from gece.scoring.planning import PairPlan, SideTokens
+from gece.scoring.rules import WordProb
 
 log = logging.getLogger(__name__)
-WordProb = Literal["chain", "max"]
 THREADS_ENV = "GECE_THREADS"
 ENGINE_VERSION = "2"  # bump when a change alters the numbers the engine produces
-
-
-# ------------------------------------------------------------------------ arithmetic
-def word_logprob(token_logprobs: Sequence[float], rule: WordProb = "chain") -> float:
-    """log P(word) from its tokens' log-probabilities: their sum (chain rule) or their max."""
-    if rule == "chain":
-        return float(math.fsum(token_logprobs))
-    if rule == "max":
-        return float(max(token_logprobs))
-    raise ValueError(f"word_prob must be chain or max, got {rule!r}")
-
-
-def side_logprob(word_logprobs: Sequence[float]) -> float:
-    """log sum_w P(w) = logsumexp of the words' log-probabilities (exact for one word)."""
-    if len(word_logprobs) == 1:
-        return float(word_logprobs[0])
-    m = max(word_logprobs)
-    if m == -math.inf:
-        return -math.inf
-    return float(m + math.log(math.fsum(math.exp(v - m) for v in word_logprobs)))
-
-
-def pair_p(logprob_more: float, logprob_less: float) -> float:
-    """p = P_more / (P_more + P_less) = sigmoid(logprob_more - logprob_less), computed stably."""
-    d = logprob_more - logprob_less
-    if math.isnan(d):
-        return 0.5 if logprob_more == logprob_less else float("nan")
-    if d >= 0:
-        return 1.0 / (1.0 + math.exp(-d))
-    e = math.exp(d)
-    return e / (1.0 + e)
 
 
 @dataclass(frozen=True)
 class SideScore:
     token_logprobs: tuple[tuple[float, ...], ...]  # per word, per token
-    first_logit: float | None  # raw logit of the first target token (None: the backend gives log-probabilities only)
+    token_logits: tuple[tuple[float, ...], ...] | None  # the raw logits, likewise (None: the backend gives
+    # log-probabilities only)
 
     def logprob(self, rule: WordProb) -> float:
-        return side_logprob([word_logprob(w, rule) for w in self.token_logprobs])
+        return rules.side_score(self.token_logprobs, rule)
+
+    @property
+    def first_logit(self) -> float | None:
+        return None if self.token_logits is None else self.token_logits[0][0]
 
     @property
     def n_tokens(self) -> int:
@@ -118,14 +94,14 @@ class PairScore:
     more: SideScore
     less: SideScore
 
+    def tokens(self) -> dict[str, Any]:
+        """The pair's columns of a token file (:class:`gece.schemas.TokenRow`)."""
+        return {"logprobs_more": self.more.token_logprobs, "logprobs_less": self.less.token_logprobs,
+                "logits_more": self.more.token_logits, "logits_less": self.less.token_logits}
+
     def record(self, rule: WordProb) -> dict[str, Any]:
-        lm, ll = self.more.logprob(rule), self.less.logprob(rule)
-        return {
-            "n_tokens_more": self.more.n_tokens, "n_tokens_less": self.less.n_tokens,
-            "logprob_more": lm, "logprob_less": ll,
-            "logit_more": self.more.first_logit, "logit_less": self.less.first_logit,
-            "p": pair_p(lm, ll),
-        }
+        """The pair's score columns (:class:`gece.schemas.ScoreRow`) under a word rule."""
+        return rules.score_record(*self.tokens().values(), rule)
 
 
 def log_probs(logits):
@@ -421,40 +397,39 @@ def _score_batch(runner: Runner, plans: Sequence[PairPlan]) -> tuple[list[PairSc
     hidden = runner.hidden(packed)
     rc = torch.tensor([packed.place[n] for n in where], dtype=torch.long, device=hidden.device)
     states = hidden[rc[:, 0], rc[:, 1]]  # (K, H): the LM head's inputs
-    asked_lp: list[tuple[int, int]] = []  # (head row, token): every target token's log-probability
-    asked_lg: list[tuple[int, int]] = []  # and each side's first target token's logit
+    asked: list[tuple[int, int]] = []  # (head row, token): every target token
     for pl, (nm, nl) in zip(plans, reads, strict=True):
         for sp, nodes in ((pl.more, nm), (pl.less, nl)):
-            asked_lp.extend((where[nodes[pos]], tok) for w in sp.targets for pos, tok in w)
-            pos, tok = sp.targets[0][0]
-            asked_lg.append((where[nodes[pos]], tok))
-    lp, lg = head_values(runner, states, np.array(asked_lp, dtype=np.int64).reshape(-1, 2),
-                         np.array(asked_lg, dtype=np.int64).reshape(-1, 2))
+            asked.extend((where[nodes[pos]], tok) for w in sp.targets for pos, tok in w)
+    lp, lg = head_values(runner, states, np.array(asked, dtype=np.int64).reshape(-1, 2))
     lp_it, lg_it = iter(lp.tolist()), iter(lg.tolist())
     out = []
     for pl in plans:
-        scores = [SideScore(tuple(tuple(next(lp_it) for _ in w) for w in sp.targets), next(lg_it))
-                  for sp in (pl.more, pl.less)]
+        scores = []
+        for sp in (pl.more, pl.less):
+            shape = [len(w) for w in sp.targets]
+            scores.append(SideScore(tuple(tuple(next(lp_it) for _ in range(k)) for k in shape),
+                                    tuple(tuple(next(lg_it) for _ in range(k)) for k in shape)))
         out.append(PairScore(pl.index, scores[0], scores[1]))
     return out, lay.stats
 
 
-def head_values(runner: Runner, states: Any, asked_lp: np.ndarray, asked_lg: np.ndarray,
-                rows: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The log-probabilities at ``asked_lp`` and the logits at ``asked_lg`` ((row, token) arrays) of the LM
-    head over ``states`` (K, H), computed ``rows`` (:data:`HEAD_ROWS`) rows at a time: the (rows, vocabulary) logits and their
-    float64 log-softmax are the largest arrays of a batch, and under the sentence rule K is every position.
-    Each row's values do not depend on the other rows (exact products, row-wise softmax), so the chunking
-    changes no bit."""
+def head_values(runner: Runner, states: Any, asked: np.ndarray, rows: int | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """The log-probabilities and the logits at ``asked`` ((head row, token) pairs) of the LM head over
+    ``states`` (K, H), computed ``rows`` (:data:`HEAD_ROWS`) rows at a time: the (rows, vocabulary) logits and
+    their float64 log-softmax are the largest arrays of a batch, and under the sentence rule K is every
+    position. Each row's values do not depend on the other rows (exact products, row-wise softmax), so the
+    chunking changes no bit."""
     rows = rows or HEAD_ROWS
-    lp = np.empty(len(asked_lp))
-    lg = np.empty(len(asked_lg))
+    lp = np.empty(len(asked))
+    lg = np.empty(len(asked))
     for start in range(0, states.shape[0], rows):
         logits = runner.logits(states[start:start + rows])  # (rows, V), float32
-        for asked, values, table in ((asked_lp, lp, log_probs(logits).cpu().numpy()),
-                                     (asked_lg, lg, logits.cpu().numpy())):
-            here = np.flatnonzero((asked[:, 0] >= start) & (asked[:, 0] < start + rows))
-            values[here] = table[asked[here, 0] - start, asked[here, 1]]
+        here = np.flatnonzero((asked[:, 0] >= start) & (asked[:, 0] < start + rows))
+        r, tok = asked[here, 0] - start, asked[here, 1]
+        lp[here] = log_probs(logits).cpu().numpy()[r, tok]
+        lg[here] = logits.cpu().numpy()[r, tok]
     return lp, lg
 
 
@@ -575,8 +550,8 @@ def score_naive(model: Any, sides: Sequence[tuple[SideTokens, SideTokens]]) -> l
                 logits = model(input_ids=ids).logits[0].float()
                 lp = log_probs(logits)
                 words = tuple(tuple(float(lp[t - 1, side.ids[t]]) for t in w) for w in side.words)
-                first = side.words[0][0]
-                scores.append(SideScore(words, float(logits[first - 1, side.ids[first]])))
+                raw = tuple(tuple(float(logits[t - 1, side.ids[t]]) for t in w) for w in side.words)
+                scores.append(SideScore(words, raw))
             out.append(PairScore(i, scores[0], scores[1]))
     return out
 
@@ -596,12 +571,11 @@ def flops(model: Any, tokens_fed: int, head_positions: int) -> float:
     return 2.0 * non_embedding_params(model) * tokens_fed + 2.0 * head.shape[0] * head.shape[1] * head_positions
 
 
-NON_FINITE_FIELDS = ("logprob_more", "logprob_less", "logit_more", "logit_less", "p")
-
-
-def non_finite(record: dict[str, Any]) -> list[str]:
-    """The fields of a pair's score record that are NaN or infinite (a model overflow, e.g. in float16)."""
-    return [f"{k}={record[k]}" for k in NON_FINITE_FIELDS if record[k] is not None and not math.isfinite(record[k])]
+def non_finite(tokens: dict[str, Any]) -> list[str]:
+    """The columns of a pair's token record (:meth:`PairScore.tokens`) that hold a NaN or an infinity (a
+    model overflow, e.g. in float16)."""
+    return [f"{k}={[list(w) for w in v]}" for k, v in tokens.items()
+            if v is not None and not all(math.isfinite(x) for w in v for x in w)]
 
 
 def max_abs_diff(a: Sequence[PairScore], b: Sequence[PairScore]) -> float:

@@ -202,13 +202,19 @@ def _check(y, ea, nb):
     return lo, np.unravel_index(_flagged(flags), y.shape)
 
 
+def _right(p: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """The right operand's matrix for left matrices ``p``: the same one, or its only one (one right matrix shared
+    by every left one: a weight)."""
+    return p if right.shape[0] > 1 else np.zeros_like(p)
+
+
 def _check_some(y, ea, nb, keep):
     """Stage 1 for the entries ``keep`` = (p, i, j) of y only (see :func:`_check`); the others are y
     rounded to float32."""
     p, i, j = keep
     lo = y.astype(np.float32)
     yk = y[p, i, j]
-    e = ea[p, i] * nb[p if nb.shape[0] > 1 else 0, j]
+    e = ea[p, i] * nb[_right(p, nb), j]
     lk = (yk - e).astype(np.float32)
     hk = (yk + e).astype(np.float32)
     lo[p, i, j] = lk
@@ -248,7 +254,7 @@ def _flagged(flags: np.ndarray) -> np.ndarray:
 def _resolve(out, idx, a3, bt3, na, nb) -> None:
     """Stages 2 and 3 for the undecided entries idx = (p, i, j) of ``out`` (P, M, N), in place."""
     p, i, j = idx
-    pb = p if bt3.shape[0] > 1 else np.zeros_like(p)
+    pb = _right(p, bt3)
     prods = a3[p, i] * bt3[pb, j]  # (u, K): exact in float64
     v, err = _split_sum(prods, na[p, i] * nb[pb, j])
     with np.errstate(over="ignore", invalid="ignore"):

@@ -47,7 +47,7 @@ import numpy as np
 
 from gece.schemas import SelfCheck
 from gece.scoring import attention as exact_attention
-from gece.scoring import engine, planning
+from gece.scoring import engine, planning, rules
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +96,7 @@ def _cast_reference(model: Any, sides: Sequence, dtype: str) -> list[engine.Pair
 
 
 def _p(score: engine.PairScore) -> float:
-    return engine.pair_p(score.more.logprob("chain"), score.less.logprob("chain"))
+    return rules.pair_p(score.more.logprob("chain"), score.less.logprob("chain"))
 
 
 def run(runner: engine.Runner, sides: Sequence, plans: Sequence[planning.PairPlan]) -> SelfCheck | None:
