@@ -115,6 +115,12 @@ def tokens_path(model: str, benchmark: str) -> Path:
     return tokens_dir(model) / f"{_b(benchmark)}.parquet"
 
 
+def tokens_shards_dir(model: str, benchmark: str) -> Path:
+    """``artifacts/tokens/<model>.shards/<benchmark>``: the finished shards of an interrupted extract stage, beside
+    the stage's output folder, not in it (DVC removes the folder before it runs the stage again)."""
+    return tokens_dir(model).with_name(f"{_m(model)}.shards") / _b(benchmark)
+
+
 def scores_root() -> Path:
     """``artifacts/scores``: every score file, one folder per benchmark."""
     return ARTIFACTS / "scores"

@@ -10,6 +10,7 @@ code) are taken from the last run (:mod:`gece.pipeline.reuse`) and only the othe
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -107,14 +108,15 @@ def _layout(n: int, batch_size: int) -> list[tuple[int, int, int]]:
 def extract(
     prepared: str | Path, out: str | Path, model_id: str, spec: ModelSpec, settings: ExtractParams | None = None,
     *, meta_out: str | Path | None = None, on_shard: Callable[[int], None] | None = None,
-    loaded: object | None = None,
+    loaded: object | None = None, shards: str | Path | None = None,
 ) -> tuple[ExtractMeta, ExtractTiming]:
     """artifacts/prepared/<b>.parquet -> artifacts/tokens/<m>/<b>.parquet, <b>.meta.json and <b>.timing.json.
 
     Scores every pair with the model (docs/models.md; :mod:`gece.scoring.engine`), streaming: pairs are
     read, tokenized, ordered and batched ``WINDOW_PAIRS`` at a time, so memory does not grow
-    with the benchmark. Work is written in shards of ``SHARD_BATCHES`` batches under
-    :func:`shards_dir`; a run that is killed and started again reuses the finished shards (when
+    with the benchmark. Work is written in shards of ``SHARD_BATCHES`` batches under ``shards`` (default
+    :func:`gece.layout.shards_dir`, beside ``out``; the stage's are :func:`gece.layout.tokens_shards_dir`, outside
+    the folder DVC removes before a run); a run that is killed and started again reuses the finished shards (when
     inputs, model and settings are unchanged), and the final file, assembled window by window
     from the shards, is byte-identical to an uninterrupted run's. The shards are removed once
     the output is written.
@@ -142,7 +144,8 @@ def extract(
     meta_out = Path(meta_out) if meta_out else layout.meta_path(out)
     beside = f"remove it, or give OUT another name (the timing file and the shards directory are named after {out})"
     check_output(layout.timing_path(out), "the timing file", beside)
-    check_output_dir(layout.shards_dir(out), "the shards directory", beside)
+    sdir = Path(shards) if shards else layout.shards_dir(out)
+    check_output_dir(sdir, "the shards directory", beside)
     resolved = models.resolve(spec)  # a missing package/file/hub id fails before any work
     n_rows, pmeta = parquet_rows(prepared, PreparedPair, whole=False)  # streamed
     benchmark = pmeta.get("benchmark", prepared.stem)
@@ -175,7 +178,6 @@ def extract(
 
     fp = _fingerprint(key=key, batch_size=batch_size, weights=lm.weights, dtype=lm.dtype, device=lm.device,
                       attention=lm.attention, shards=SHARD_BATCHES, window=WINDOW_PAIRS)
-    sdir = layout.shards_dir(out)
     manifest = sdir / "manifest.json"
     if sdir.exists() and (not manifest.exists() or read_json(manifest).get("fingerprint") != fp):
         log.info("%s: discarding shards of a run with other inputs", sdir)
@@ -340,7 +342,11 @@ def extract_model(model_id: str, spec: ModelSpec, benchmarks: list[str], setting
             run.reused.append(b)
             continue
         lm = lm or _load(spec)
-        run.scored[b] = extract(prepared, out, model_id, spec, settings, loaded=lm)[1]
+        run.scored[b] = extract(prepared, out, model_id, spec, settings, loaded=lm,
+                                shards=layout.tokens_shards_dir(model_id, b))[1]
+    if benchmarks:
+        with contextlib.suppress(OSError):  # the shards' folder, once no benchmark has shards left in it
+            layout.tokens_shards_dir(model_id, benchmarks[0]).parent.rmdir()
     return run
 
 
