@@ -44,10 +44,11 @@ def _md5(path: Path) -> str | None:
 def _recorded(out_dir: Path, lock: Path) -> tuple[str, dict] | None:
     """The stage of ``lock`` that has ``out_dir`` as an output, and its entry."""
     try:
-        stages = (yaml.safe_load(lock.read_text()) or {}).get("stages", {})
+        data = yaml.safe_load(lock.read_text())
     except (OSError, yaml.YAMLError):
         return None
-    for name, entry in stages.items():
+    stages = data.get("stages") if isinstance(data, dict) else None
+    for name, entry in (stages if isinstance(stages, dict) else {}).items():
         if any(Path(o.get("path", "")) == out_dir for o in entry.get("outs", [])):
             return name, entry
     return None
