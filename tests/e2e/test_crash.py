@@ -1,10 +1,10 @@
 """SIGKILL during `gece extract` loses nothing: before the first shard, mid-run and during the
 final write (GECE_KILL_AT, see gece.faults), a rerun completes, reuses the finished shards and
-writes the same bytes as an uninterrupted run; DVC never records a partial output."""
+writes the same bytes as an uninterrupted run; under `dvc repro` too (the stage's shards lie beside
+the output folder DVC removes), and DVC never records a partial output."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import signal
 
@@ -15,8 +15,10 @@ from .conftest import run
 
 pytestmark = pytest.mark.slow
 
-OUT = "artifacts/scores/winobias/smollm2-135m.parquet"
-STAGE = "extract@winobias-smollm2-135m"
+OUT = "out/winobias.parquet"  # one benchmark, its shards beside it
+STAGE = "extract@smollm2-135m"
+STAGE_OUT = "artifacts/tokens/smollm2-135m"
+STAGE_SHARDS = "artifacts/tokens/smollm2-135m.shards/winobias"
 ARGS = ["--limit", "48", "--batch-size", "4"]  # 12 batches: 3 shards of 4 batches
 
 
@@ -25,9 +27,11 @@ def _extract(repo, out, kill=None, check=True):
     return run(cmd, repo, check=check, env={"GECE_KILL_AT": kill} if kill else None)
 
 
-def _shards(repo):
-    d = repo / OUT.replace(".parquet", ".shards")
-    return sorted(p.name for p in d.glob("shard-*.parquet"))
+SHARDS = OUT.replace(".parquet", ".shards")
+
+
+def _shards(repo, d=SHARDS):
+    return sorted(p.name for p in (repo / d).glob("shard-*.parquet"))
 
 
 def _leftovers(repo):
@@ -54,7 +58,7 @@ def test_killed_extract_resumes_to_the_same_bytes(prepared):
     assert res.returncode == -signal.SIGKILL
     assert not (repo / OUT).exists() and _shards(repo) == ["shard-00000.parquet", "shard-00001.parquet"]
 
-    res = _extract(repo, OUT, kill="rename:smollm2-135m.parquet", check=False)  # during the final write
+    res = _extract(repo, OUT, kill="rename:winobias.parquet", check=False)  # during the final write
     assert res.returncode == -signal.SIGKILL
     assert not (repo / OUT).exists() and len(_shards(repo)) == 3
     assert len(_leftovers(repo)) == 1  # the killed writer's temporary file, never renamed
@@ -70,26 +74,30 @@ def test_killed_extract_resumes_to_the_same_bytes(prepared):
 def test_dvc_never_records_a_partial_output(prepared):
     repo = prepared
     params = yaml.safe_load((repo / "params.yaml").read_text())
-    params["extract"].update(limit=48, batch_size=4)
+    params["extract"].update(limit=48, batch_size=4, rules={})
+    params.update(benchmarks=["winobias", "winogender"], imports={}, models=["smollm2-135m"])
+    params["ablate"].update(special_tokens={}, neutral=["winobias", "winogender"])
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    run(["dvc", "repro", "-s", "prepare@winobias"], repo)
+    run(["dvc", "repro", "-s", "prepare@winobias", "prepare@winogender"], repo)
     (repo / "dvc.lock").unlink(missing_ok=True)
-    run(["dvc", "commit", "-f", "prepare@winobias"], repo)
+    run(["dvc", "commit", "-f", "prepare@winobias", "prepare@winogender"], repo)
 
     def lock_entry():
         lock = yaml.safe_load((repo / "dvc.lock").read_text())
         return lock["stages"].get(STAGE)
 
-    for kill in ("extract:shard:1", "rename:smollm2-135m.parquet"):
+    for kill, shards in (("extract:shard:1", 2), ("rename:winobias.parquet", 3)):
         res = run(["dvc", "repro", "-s", STAGE], repo, check=False, env={"GECE_KILL_AT": kill})
         assert res.returncode != 0
-        assert lock_entry() is None and not (repo / OUT).exists()
+        assert lock_entry() is None and not (repo / STAGE_OUT / "winobias.parquet").exists()
+        assert len(_shards(repo, STAGE_SHARDS)) == shards  # kept for the next run, whatever DVC removed
         assert STAGE in run(["dvc", "status", STAGE], repo).stdout  # still to be run
 
     run(["dvc", "repro", "-s", STAGE], repo)
-    entry = lock_entry()
-    outs = {o["path"]: o["md5"] for o in entry["outs"]}
-    assert outs[OUT] == hashlib.md5((repo / OUT).read_bytes()).hexdigest()
+    timing = json.loads((repo / STAGE_OUT / "winobias.timing.json").read_text())
+    assert timing["shards_resumed"] == 3 and not (repo / STAGE_SHARDS).parent.exists()
+    (out,) = lock_entry()["outs"]
+    assert out["path"] == STAGE_OUT and out["md5"].endswith(".dir")
     assert "up to date" in run(["dvc", "status", STAGE], repo).stdout
     _extract(repo, "artifacts/reference/m.parquet")  # the same settings, never interrupted
-    assert (repo / OUT).read_bytes() == (repo / "artifacts/reference/m.parquet").read_bytes()
+    assert (repo / STAGE_OUT / "winobias.parquet").read_bytes() == (repo / "artifacts/reference/m.parquet").read_bytes()

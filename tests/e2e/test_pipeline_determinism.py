@@ -30,15 +30,18 @@ def test_pipeline_twice_from_clean_gives_identical_bytes(tmp_path, data_dir, sli
     """A is the shared slice run (tests/e2e/conftest.py: slice_origin, run from scratch in its own copy);
     B runs the same slice from scratch in another copy with another DVC cache."""
     a = slice_origin.repo
-    assert sum(s.startswith("extract@") for s in slice_origin.ran) == len(BENCHMARKS)
+    assert [s for s in slice_origin.ran if s.startswith("extract@")] == ["extract@smollm2-135m"]  # one model load
+    assert sum(s.startswith("score@") for s in slice_origin.ran) == len(BENCHMARKS)
     for b in BENCHMARKS:
         report = json.loads((a / f"reports/metrics/{b}/smollm2-135m.json").read_text())
         assert report["n"] == 40 and 0.0 <= report["ece"] <= 1.0 and report["accuracy"] is not None
         meta = json.loads((a / f"artifacts/scores/{b}/smollm2-135m.meta.json").read_text())
         assert meta["pairs"] == 40 and meta["limit"] == 40 and meta["weights"] == {
             "SmolLM2-135M-Instruct.Q4_1.gguf": SMOL_SHA}
-        assert (a / f"artifacts/scores/{b}/smollm2-135m.timing.json").exists()
-        assert not (a / f"artifacts/scores/{b}/smollm2-135m.shards").exists()
+        assert meta["word_prob"] == "chain" and meta == {
+            **json.loads((a / f"artifacts/tokens/smollm2-135m/{b}.meta.json").read_text()), "word_prob": "chain"}
+        assert (a / f"artifacts/tokens/smollm2-135m/{b}.timing.json").exists()
+    assert not (a / "artifacts/tokens/smollm2-135m.shards").exists()
     assert "up to date" in run(["dvc", "status"], a).stdout
     assert "Running stage" not in run(["dvc", "repro"], a).stdout
 

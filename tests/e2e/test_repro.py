@@ -36,8 +36,8 @@ def origin(slice_origin) -> Path:
 
 def test_a_fresh_clone_pulls_what_the_remote_holds_and_runs_the_rest(origin, tmp_path):
     lock = (origin / "dvc.lock").read_text()
-    pushed = ["data.dvc"] + sorted(set(re.findall(r"^  ((?:prepare|extract)@[^:]+):$", lock, re.M)))
-    assert len(pushed) == 1 + 2 * len(BENCHMARKS)  # the snapshot, the prepared benchmarks, their score files
+    pushed = ["data.dvc"] + sorted(set(re.findall(r"^  ((?:prepare|extract|score)@[^:]+):$", lock, re.M)))
+    assert len(pushed) == 1 + 1 + 2 * len(BENCHMARKS)  # the snapshot, the model's tokens, prepared and scores
     remote = tmp_path / "remote"
     run(["dvc", "remote", "add", "--local", "part", str(remote)], origin)
     run(["dvc", "push", "-r", "part", "--run-cache", *pushed], origin, env=ENV)
@@ -48,7 +48,7 @@ def test_a_fresh_clone_pulls_what_the_remote_holds_and_runs_the_rest(origin, tmp
     run(["dvc", "remote", "add", "-d", "--local", "part", str(remote)], c)
     assert not (c / "data").exists() and not (c / "artifacts").exists()
     lacked = _cached_stages(c) - set(pushed)  # cached outputs not on the remote: calibrate@<b> (artifacts/calibrated)
-    assert lacked and not any(s.startswith("extract@") for s in lacked)
+    assert lacked and not any(s.startswith(("extract@", "score@")) for s in lacked)
 
     t0 = time.perf_counter()
     res = run(["gece", "repro"], c, env=ENV)

@@ -1,8 +1,10 @@
 """Working as a team, on the 40-pair slice of tests/e2e/test_pipeline_determinism.py:
 
 - scores are shared through a DVC remote and its run cache: a clone without `dvc.lock` restores
-  every `extract` stage with `dvc repro --pull`, with the model stack unimportable, and ends with
-  the same bytes as the run that scored them; a clone with the lock `dvc pull`s and runs nothing;
+  the `extract` and `score` stages with `dvc repro --pull`, with the model stack unimportable, and ends
+  with the same bytes as the run that scored them; a clone with the lock `dvc pull`s and runs nothing;
+- the word rule is applied downstream: `dvc exp run -S extract.word_prob=max` loads no model;
+- a benchmark added later is the only one the model scores (the others are reused from the last run);
 - queued experiments (`dvc exp run --queue`, `dvc queue start -j 2`) reuse the scores and are
   compared with `dvc exp show`, `dvc metrics diff` and `dvc exp diff`;
 - a model is added by editing params.yaml only (a local model directory saved from smollm2-135m),
@@ -36,20 +38,21 @@ ENV = {"DVC_NO_ANALYTICS": "1"}
 # every stage of the slice: metrics, calibrate, ablate, compare and groups run per benchmark, over every run;
 # annotate per benchmark, over its annotators' labels
 PER_BENCHMARK = ("metrics", "calibrate", "ablate", "compare", "groups")
+SCORED = {f"extract@{MODEL}"} | {f"score@{b}-{MODEL}" for b in BENCHMARKS}  # one model load, then the word rule
 ALL = (
-    {f"prepare@{b}" for b in BENCHMARKS} | {f"extract@{b}-{MODEL}" for b in BENCHMARKS}
+    {f"prepare@{b}" for b in BENCHMARKS} | SCORED
     | {f"{s}@{b}" for s in (*PER_BENCHMARK, "annotate") for b in BENCHMARKS}
     | {f"neutral@{MODEL}", "summary", "report"}
 )
 # what a clone without dvc.lock restores from the pulled run cache: the models never run
-RESTORED = {f"prepare@{b}" for b in BENCHMARKS} | {f"extract@{b}-{MODEL}" for b in BENCHMARKS}
+RESTORED = {f"prepare@{b}" for b in BENCHMARKS} | SCORED
 # DVC (3.x) writes no run-cache entry for a stage with a plain `outs:` entry that has `cache: false`
 # (dvc.stage.Stage.run: no_cache_outs), nor for one with a `persist: true` output (report)
 NO_RUN_CACHE = {f"{s}@{b}" for s in (*PER_BENCHMARK, "annotate") for b in BENCHMARKS} | {f"neutral@{MODEL}", "report"}
 # this has an entry, but its `cache: false` metrics file is an object of the local cache only:
 # `dvc push --run-cache` sends the entry, `dvc push` only the cached outputs, so it re-runs
 UNPUSHED = {"summary"}
-assert RESTORED | NO_RUN_CACHE | UNPUSHED == ALL and len(ALL) == 8 * len(BENCHMARKS) + 3
+assert RESTORED | NO_RUN_CACHE | UNPUSHED == ALL and len(ALL) == 8 * len(BENCHMARKS) + 4
 
 # A sitecustomize.py that makes the model stack unimportable in every Python process it reaches
 # (dvc and each `gece` stage it runs): a stage that loaded a model would fail.
@@ -136,8 +139,8 @@ def test_the_run_cache_names_what_dvc_can_restore(origin):
     for e in entries:  # the missing objects are in A's cache: committed by the run cache, never pushed
         assert all(_obj(origin.cache, out["md5"]).exists() for out in e["outs"])
     # the scores themselves are on the remote
-    for b in BENCHMARKS:
-        for out in lock[f"extract@{b}-{MODEL}"]["outs"]:
+    for stage in sorted(SCORED):
+        for out in lock[stage]["outs"]:
             assert _obj(origin.remote, out["md5"]).exists()
 
 
@@ -162,7 +165,7 @@ def test_a_clone_without_lock_restores_the_scores_from_the_run_cache(origin, poi
     # without hashes (no lock), which a plain pull reports as failed checkouts (exit 1).
     run(["dvc", "pull", "--run-cache", "--allow-missing"], b, env=poison)
     assert len(_run_cache(tmp_path / "b-dvc-cache")) == len(_run_cache(origin.remote))
-    scores = yaml.safe_load(origin.lock)["stages"][f"extract@winobias-{MODEL}"]["outs"][0]
+    scores = yaml.safe_load(origin.lock)["stages"][f"score@winobias-{MODEL}"]["outs"][0]
     assert not _obj(tmp_path / "b-dvc-cache", scores["md5"]).exists()
     assert (b / "data/benchmarks/winobias.csv").is_file()  # from the temporary remote
 
@@ -176,7 +179,7 @@ def test_a_clone_without_lock_restores_the_scores_from_the_run_cache(origin, poi
     assert sorted(_ran(res.stdout)) == sorted(ALL - RESTORED)  # NO_RUN_CACHE and UNPUSHED
     assert not any(s.startswith("extract@") for s in _ran(res.stdout))
     assert list(Path(poison["GECE_CACHE"]).iterdir()) == []  # no model was converted or read
-    assert not list((b / "artifacts/scores").rglob("*.timing.json"))  # extract never ran here
+    assert not list((b / "artifacts/tokens").rglob("*.timing.json"))  # extract never ran here
 
     assert outputs(b) == origin.outputs
     assert (b / "dvc.lock").read_bytes() == origin.lock
@@ -231,8 +234,7 @@ def test_queued_experiments_reuse_the_scores(origin, tmp_path):
 
     for log in logs.values():  # in a temporary workspace made from the commit, on A's cache
         assert sorted(_ran(log)) == sorted(f"metrics@{b}" for b in BENCHMARKS), log
-        assert sorted(_stages(log, r"Stage '(extract@[^']+)' didn't change")) == sorted(
-            f"extract@{b}-{MODEL}" for b in BENCHMARKS)
+        assert sorted(_stages(log, r"Stage '((?:extract|score)@[^']+)' didn't change")) == sorted(SCORED)
 
     exps = _experiments(json.loads(run(["dvc", "exp", "show", "--json"], e, env=ENV).stdout))
     assert set(names.values()) <= exps.keys()
@@ -297,7 +299,8 @@ def test_adding_a_model_is_editing_params_yaml_only(origin, tmp_path):
     t0 = time.perf_counter()
     res = run(["dvc", "repro"], f, env=ENV)
     print(f"\n[timing] F: dvc repro after adding a model {time.perf_counter() - t0:.1f} s")
-    new = {f"extract@{b}-my-local" for b in BENCHMARKS} | {f"{s}@{b}" for s in PER_BENCHMARK for b in BENCHMARKS}
+    new = ({"extract@my-local"} | {f"score@{b}-my-local" for b in BENCHMARKS}
+           | {f"{s}@{b}" for s in PER_BENCHMARK for b in BENCHMARKS})
     assert sorted(_ran(res.stdout)) == sorted(new | {"neutral@my-local", "summary", "report"})
 
     weights = hashlib.sha256((model_dir / "model.safetensors").read_bytes()).hexdigest()
@@ -322,3 +325,36 @@ def test_adding_a_model_is_editing_params_yaml_only(origin, tmp_path):
     added = diff["reports/summary.json"]["runs.winobias.my-local.ece"]
     assert added["old"] is None
     assert added["new"] == json.loads((f / f"reports/metrics/winobias/{MODEL}.json").read_text())["ece"]
+
+
+def test_the_word_rule_runs_no_model(origin, poison, tmp_path):
+    """`dvc exp run -S extract.word_prob=max`: the score stages apply it to the stored token scores; with the
+    model stack unimportable, nothing loads a model. A benchmark scored by the sentence rule keeps the chain."""
+    g = _clone(origin, tmp_path / "g", origin.cache)
+    run(["dvc", "checkout"], g, env=ENV)
+    res = run(["dvc", "exp", "run", "-S", "extract.word_prob=max"], g, env=poison)
+    assert {f"score@{b}-{MODEL}" for b in BENCHMARKS} <= set(_ran(res.stdout))
+    assert not any(s.startswith(("extract@", "prepare@")) for s in _ran(res.stdout))
+    assert _stages(res.stdout, r"Stage '(extract@[^']+)' didn't change") == [f"extract@{MODEL}"]
+    meta = {b: json.loads((g / f"artifacts/scores/{b}/{MODEL}.meta.json").read_text()) for b in BENCHMARKS}
+    assert meta["winobias"]["word_prob"] == "max" and meta["crows_pairs"]["word_prob"] == "chain"
+    assert list(Path(poison["GECE_CACHE"]).iterdir()) == []
+
+
+def test_a_benchmark_added_later_is_the_only_one_scored(origin, tmp_path):
+    """Adding a benchmark to params.yaml re-runs the model's extract stage, which loads the model once, scores
+    the new benchmark only and takes the others from the last run (dvc.lock and the DVC cache), byte for byte."""
+    h = _clone(origin, tmp_path / "h", origin.cache)
+    run(["dvc", "checkout"], h, env=ENV)
+    params = yaml.safe_load((h / "params.yaml").read_text())
+    params["benchmarks"].append("winogender")
+    (h / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    res = run(["dvc", "repro", f"extract@{MODEL}"], h, env=ENV)
+    assert sorted(_ran(res.stdout)) == sorted(["prepare@winogender", f"extract@{MODEL}"])
+    assert f"scored 1 benchmark with {MODEL}" in res.stdout and f"reused {len(BENCHMARKS)}" in res.stdout
+    tokens = h / "artifacts/tokens" / MODEL
+    assert sorted(p.name for p in tokens.glob("*.timing.json")) == ["winogender.timing.json"]  # the one scored
+    for b in BENCHMARKS:
+        for name in (f"{b}.parquet", f"{b}.meta.json"):
+            assert (tokens / name).read_bytes() == (origin.repo / "artifacts/tokens" / MODEL / name).read_bytes()
+    assert len(pd.read_parquet(tokens / "winogender.parquet")) == 40

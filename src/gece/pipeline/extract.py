@@ -70,8 +70,9 @@ def effective(settings: ExtractParams, spec: ModelSpec, benchmark: str) -> Extra
 
 def fingerprint(prepared: Path, model_id: str, spec: ModelSpec, settings: ExtractParams) -> str:
     """What a token file's numbers depend on, known before the model loads: the prepared pairs' bytes, the
-    model's registry entry, the settings that reach the model (not ``word_prob``), and the versions of torch,
-    transformers and the engine. Stored in the file; a later run reuses the file only when it is unchanged."""
+    model's registry entry, the settings that choose the scored tokens (the rule, the limit; not ``word_prob``,
+    nor the batch size, which changes no bit), and the versions of torch, transformers and the engine. Stored in
+    the file; a later run reuses the file only when it is unchanged."""
     from importlib.metadata import PackageNotFoundError, version
 
     from gece.scoring import engine
@@ -83,8 +84,8 @@ def fingerprint(prepared: Path, model_id: str, spec: ModelSpec, settings: Extrac
             return None
 
     return _fingerprint(prepared=_sha256(prepared), model=model_id, spec=spec.model_dump(), rule=settings.rule,
-                        limit=settings.limit, batch_size=settings.batch_size, torch=installed("torch"),
-                        transformers=installed("transformers"), engine=engine.ENGINE_VERSION)
+                        limit=settings.limit, torch=installed("torch"), transformers=installed("transformers"),
+                        engine=engine.ENGINE_VERSION)
 
 
 def _sha256(path: Path) -> str:
