@@ -71,9 +71,9 @@ def _rss_mb() -> float:
 
 def _side_logprobs(token_lps) -> list[list[float]]:
     """Per pair [logprob_more, logprob_less] (chain rule, logsumexp over target words)."""
-    from gece.scoring import engine
+    from gece.scoring import rules
 
-    return [[engine.side_logprob([engine.word_logprob(w) for w in side]) for side in lps] for lps in token_lps]
+    return [[rules.side_score(side, "chain") for side in lps] for lps in token_lps]
 
 
 def worker_matmul(work: Path) -> dict:
@@ -99,22 +99,22 @@ def worker_gece(work: Path) -> dict:
     from gece.io import read_table
     from gece.params import ExtractParams
     from gece.pipeline import extract as extract_stage
-    from gece.schemas import ScoreRow
+    from gece.schemas import TokenRow
     from gece.scoring import models
 
     params, prepared, pairs, threads = _setup(work)
     spec = params.registry[MODEL]
     lm = models.load(spec)
-    settings = ExtractParams(batch_size=32, word_prob="chain", limit=len(pairs))
+    settings = ExtractParams(batch_size=32, limit=len(pairs))
     out = work / "gece" / f"{MODEL}.parquet"
     t = time.perf_counter()  # the whole stage but the model load: tokenizing, self-check, shards, writes
     meta, _ = extract_stage.extract(prepared, out, MODEL, spec, settings, loaded=lm)
     seconds = time.perf_counter() - t
-    df, _ = read_table(out, ScoreRow)
+    df, _ = read_table(out, TokenRow)
     return {"pairs": meta.pairs, "seconds": seconds, "tokens": meta.tokens, "tokens_padded": meta.tokens_padded,
             "head_positions": meta.head_positions, "flops": meta.flops, "threads": threads,
             "load_seconds": lm.load_seconds, "model_dir": lm.loaded_from, "peak_rss_mb": _rss_mb(),
-            "logprobs": df[["logprob_more", "logprob_less"]].to_numpy().tolist()}
+            "logprobs": _side_logprobs(zip(df["logprobs_more"], df["logprobs_less"], strict=True))}
 
 
 def worker_naive(work: Path) -> dict:

@@ -111,10 +111,12 @@ def _logprobs(path: Path):
     import numpy as np
 
     from gece.io import read_table
-    from gece.schemas import ScoreRow
+    from gece.schemas import TokenRow
+    from gece.scoring import rules
 
-    df, _ = read_table(path, ScoreRow)
-    return np.ascontiguousarray(df[["logprob_more", "logprob_less"]].to_numpy(dtype=np.float64))
+    df, _ = read_table(path, TokenRow)  # each side's log-probability under the chain rule
+    return np.array([[rules.side_score(m, "chain"), rules.side_score(l, "chain")]
+                     for m, l in zip(df["logprobs_more"], df["logprobs_less"], strict=True)], dtype=np.float64)
 
 
 def _gece(model_dir: Path, dtype: str, prepared: Path, n: int, work: Path, device: str) -> tuple[dict, object]:

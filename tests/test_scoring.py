@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -630,16 +631,48 @@ def test_a_side_without_target_word_is_an_error_under_the_target_rule(smol):
     assert all(len(side.words) == 1 for pair in sides for side in pair)
 
 
+def _prepared(tmp_path: Path, name: str, *rows: str) -> Path:
+    """``<name>.parquet``: a benchmark of CSV rows ``sent_more,sent_less,y``, prepared."""
+    csv = tmp_path / f"{name}.csv"
+    csv.write_text("sent_more,sent_less,y\n" + "".join(f"{r}\n" for r in rows))
+    prepare_stage.prepare(csv, tmp_path / f"{name}.parquet")
+    return tmp_path / f"{name}.parquet"
+
+
+def test_the_score_stage_applies_the_word_rule_to_the_stored_tokens(tmp_path, smol):
+    """extract stores every target token; the score stage's chain and max give what the engine's own record
+    gives under each rule, bit for bit, and refuses token scores of other pairs."""
+    prepared, tokens = _prepared(tmp_path, "names", "The doctor asked the nurse to help him.,The doctor asked the "
+                                 "nurse to help Zbigniewski.,1", "The nurse said he was late.,The nurse said she was "
+                                 "late.,0"), tmp_path / "tokens.parquet"
+    extract_stage.extract(prepared, tokens, "smollm2-135m", SPEC, SMALL, loaded=smol)
+    stored, _ = read_table(tokens, TokenRow)
+    assert [len(w) for w in stored["logprobs_less"][0]] == [len(smol.tokenizer(" Zbigniewski")["input_ids"])]
+    pairs = read_table(prepared, PreparedPair)[0]
+    _, plans = planning.plans_for(smol.tokenizer, pairs, True)
+    (fast, _), = engine.score(engine.Runner(smol.model), [plans])
+    fast.sort(key=lambda x: x.index)
+    for rule in ("chain", "max"):
+        out = tmp_path / f"{rule}.parquet"
+        assert score_stage.score(prepared, tokens, out, rule).word_prob == rule
+        scores, fmeta = read_table(out, ScoreRow)
+        assert fmeta["word_prob"] == rule
+        for col in ("n_tokens_more", "n_tokens_less", "logprob_more", "logprob_less", "logit_more", "logit_less", "p"):
+            assert scores[col].tolist() == [f.record(rule)[col] for f in fast], (rule, col)
+    chain, most = (read_table(tmp_path / f"{r}.parquet", ScoreRow)[0] for r in ("chain", "max"))
+    assert most["logprob_less"][0] > chain["logprob_less"][0]  # max of the name's sub-tokens beats their sum
+    other = _prepared(tmp_path, "other", "He is a nurse.,She is a nurse.,0")
+    with pytest.raises(GeceError, match="not scored from"):
+        score_stage.score(other, tokens, tmp_path / "x.parquet", "chain")
+
+
 def test_first_word_targets_are_scored_after_the_prefix_token(tmp_path, smol, monkeypatch):
     """SmolLM2 adds no BOS: a pair whose target is the first word gets the BOS in front of both sentences,
     counted in the meta, and scores what the model gives the whole prefixed sentence; the other pairs,
     and the score file's metadata, are what they were (no rule key under the target rule)."""
-    csv = tmp_path / "starts.csv"
-    csv.write_text("sent_more,sent_less,y\n"
-                   "The nurse said he was late.,The nurse said she was late.,1\n"
-                   "He is a nurse.,She is a nurse.,0\n")
-    prepared, out = tmp_path / "starts.parquet", tmp_path / "scores.parquet"
-    prepare_stage.prepare(csv, prepared)
+    prepared = _prepared(tmp_path, "starts", "The nurse said he was late.,The nurse said she was late.,1",
+                         "He is a nurse.,She is a nurse.,0")
+    out = tmp_path / "tokens.parquet"
     meta, _ = extract_stage.extract(prepared, out, "smollm2-135m", SPEC, SMALL, loaded=smol)
     assert meta.rule == "target" and meta.prefixed_sentences == 2
     scored = tmp_path / "scored.parquet"
