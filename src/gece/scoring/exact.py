@@ -23,10 +23,10 @@ same bits. It is computed in three stages (:func:`matmul`):
    If both ends y_ij -/+ err round to the same float32, so does the exact sum s_ij (rounding is
    monotonic): that float32 is the answer. Here err is twice the bound (a margin for the rounding
    of the norms and of y -/+ err). On real models about 1 entry in 2,000 is left undecided.
-2. The undecided entries' products are summed again by Rump's extraction (:func:`_split_sum`):
-   each product is split into a high part on a common grid, whose sum is exact in any order, and
-   a small remainder, so the sum is known to within u |s| + about 2^-75 max_k |A_ik B_kj|, and
-   checked the same way.
+2. The undecided entries' products are summed again by Rump's extraction
+   (:func:`gece.scoring.kernels.split_sums`): each product is split into a high part on a common
+   grid, whose sum is exact in any order, and a small remainder, so the sum is known to within
+   u |s| + about 2^-75 max_k |A_ik B_kj|, and checked the same way.
 3. An entry still undecided (its exact sum within about 2^-53 of a float32 rounding boundary, so
    about one in 10^8 of stage 2's, or an exact zero) is summed exactly by ``math.fsum``
    (Shewchuk's algorithm, correctly rounded to float64); when that float64 lies exactly halfway
@@ -67,9 +67,6 @@ def _gamma(k: int) -> float:
     return 1.01 * (k + 1) * U / (1.0 - k * U)
 
 
-_BLOCK = 1 << 15  # entries per block of the stage-1 check: its temporaries stay in the CPU's cache
-
-
 def _sum_f32(p: np.ndarray) -> np.float32:
     """round_f32 of the exact sum of the float64 values p (stage 3). ``math.fsum`` gives the exact sum
     rounded to float64 (Shewchuk's algorithm); rounding that again to float32 is right unless it lands
@@ -88,24 +85,6 @@ def _sum_f32(p: np.ndarray) -> np.float32:
     if r == 0.0:
         return c  # a true tie: numpy rounded it to the even one
     return n if (r > 0) == (float(n) > s) else c
-
-
-def _split_sum(p: np.ndarray, bound: np.ndarray):
-    """Sum the rows of p (n, K) of exact products nearly exactly, in any order (Rump's extraction:
-    Rump, Ogita and Oishi, "Accurate floating-point summation part I", SIAM J. Sci. Comput. 31, 2008).
-
-    ``bound`` (n,) is at least max_k |p_k| (here ||a|| ||b||). With sigma a power of two at least
-    4 K bound, q = (sigma + p) - sigma is p rounded to a multiple of ulp(sigma), exactly, and
-    r = p - q is exact. The q are integers in units of ulp(sigma) whose every partial sum stays
-    below 2^53, so sum(q) is exact whatever the order; sum(r) is off by at most
-    gamma_K sum |r| <= gamma_K K ulp(sigma) / 2. Returns (sum, error bound), both (n,).
-    """
-    k = p.shape[1]
-    _, e = np.frexp(bound)  # bound < 2^e
-    sigma = np.ldexp(1.0, e + (max(1, k - 1).bit_length() + 2))[:, None]
-    q = (sigma + p) - sigma
-    total = q.sum(axis=1) + (p - q).sum(axis=1)
-    return total, 2.0 * (U * np.abs(total) + _gamma(k) * k * (sigma[:, 0] * U))
 
 
 def _undecided(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -140,8 +119,8 @@ def matmul(a, b, keep=None):
     :class:`Operand`, 2-D (a weight) or with ``a``'s batch dimensions. Tensors on another device than
     the CPU (attention on a GPU) are multiplied by torch in float32, not correctly rounded. The stages rely on exact
     float64 products, so inputs must be float32 values. The float64 product runs in torch's BLAS
-    (all threads); the checks run in numpy, whose additions, multiplications and conversions are
-    IEEE operations on any CPU.
+    (all threads); the checks are compiled loops (:mod:`gece.scoring.kernels`) of IEEE operations, the same
+    on any CPU.
 
     ``keep``: the indices (p, i, j) of the only entries the caller reads, p over the batch dimensions
     flattened (attention's visible keys, a few in a hundred): only they are correctly rounded; the
@@ -162,44 +141,23 @@ def matmul(a, b, keep=None):
     bt3, nb = op.bt.numpy().reshape(-1, n, k), op.norms.reshape(-1, n)
     na = np.sqrt(np.einsum("pmk,pmk->pm", a3, a3))  # (P, M)
     lo, idx = _check(y3, _gamma(k) * na, nb) if keep is None else _check_some(y3, _gamma(k) * na, nb, keep)
-    if idx[0].size:  # NaN entries compare equal or go to stage 2, which keeps them
+    if idx[0].size:  # NaN entries go to stage 2, which keeps them
         _resolve(lo, idx, a3, bt3, na, nb)
     return torch.from_numpy(lo.reshape(y.shape))
 
 
 def _check(y, ea, nb):
-    """Stage 1 (see the module docstring), in cache-sized blocks spread over :func:`_threads` threads
-    (numpy releases the GIL in its loops; each block's entries are computed the same way in any thread):
-    y (P, M, N) the float64 product, ea (P, M) gamma_K ||a_i||, nb (P|1, N) the column norms. Returns y
-    rounded down by the bound (float32, the answer wherever it is decided) and the undecided entries'
-    indices (p, i, j)."""
+    """Stage 1 (see the module docstring): y (P, M, N) the float64 product, ea (P, M) gamma_K ||a_i||, nb (P|1, N)
+    the column norms. Returns y rounded down by the bound (float32, the answer wherever it is decided) and the
+    undecided entries' indices (p, i, j), from one compiled pass (:func:`gece.scoring.kernels.check_rows`)."""
+    from gece.scoring import kernels
+
     p_all, m, n = y.shape
-    lo = np.empty(y.shape, np.float32)
-    flags = np.zeros(-(-y.size // 8) * 8, bool)  # whole 8-byte words, so that they can be scanned as such
-    amb = flags[: y.size].reshape(y.shape)
-    rows = max(1, _BLOCK // n)
-    mats = 1 if rows < m else max(1, _BLOCK // (m * n))  # whole matrices per block when they are small
-    blocks = [(p0, min(p_all, p0 + mats), i0, min(m, i0 + rows))
-              for p0 in range(0, p_all, mats) for i0 in range(0, m, rows)]
-
-    def run(part: list) -> None:
-        err = np.empty((mats, min(rows, m), n))  # this thread's temporaries
-        hi = np.empty(err.shape, np.float32)
-        for p0, p1, i0, i1 in part:
-            nbp = nb[p0:p1, None, :] if nb.shape[0] > 1 else nb[None]
-            e, h, yb, lb = err[: p1 - p0, : i1 - i0], hi[: p1 - p0, : i1 - i0], y[p0:p1, i0:i1], lo[p0:p1, i0:i1]
-            np.multiply(ea[p0:p1, i0:i1, None], nbp, out=e)
-            np.subtract(yb, e, out=lb, casting="unsafe")  # float64 difference, then rounded to float32
-            np.add(yb, e, out=h, casting="unsafe")
-            np.not_equal(lb.view(np.int32), h.view(np.int32), out=amb[p0:p1, i0:i1])
-
-    workers = min(_threads(), len(blocks))
-    if workers <= 1:
-        run(blocks)
-    else:
-        step = -(-len(blocks) // workers)
-        list(_pool().map(run, [blocks[i : i + step] for i in range(0, len(blocks), step)]))
-    return lo, np.unravel_index(_flagged(flags), y.shape)
+    lo = np.empty((p_all * m, n), np.float32)
+    flat = np.empty(y.size, np.int64)  # room for every entry; the pages of the few written are the only ones touched
+    count = kernels.check_rows(y.reshape(p_all * m, n), np.ascontiguousarray(ea.reshape(p_all * m)),
+                               np.ascontiguousarray(nb), m, lo, np.zeros(-(-y.size // 8) * 8, bool), flat)
+    return lo.reshape(y.shape), np.unravel_index(flat[:count], y.shape)
 
 
 def _right(p: np.ndarray, right: np.ndarray) -> np.ndarray:
@@ -222,47 +180,29 @@ def _check_some(y, ea, nb, keep):
     return lo, (p[und], i[und], j[und])
 
 
-_POOL: list = []  # (threads, the executor), made on first use
+def _split_sums(a3, bt3, at, bound):
+    """Stage 2's sums of the entries at = (p, pb, i, j) (rows a3[p, i], columns bt3[pb, j]) and their error
+    bounds: u |s| for the last rounding plus the remainders' gamma_K K ulp(sigma) / 2, doubled
+    (:func:`gece.scoring.kernels.split_sums`; ``bound`` is at least each entry's largest product)."""
+    from gece.scoring import kernels
 
-
-def _threads() -> int:
-    """Threads for the stage-1 check: torch's (``gece.scoring.engine.set_threads``: all the cores)."""
-    import torch
-
-    return max(1, torch.get_num_threads())
-
-
-def _pool():
-    from concurrent.futures import ThreadPoolExecutor
-
-    n = _threads()
-    if not _POOL or _POOL[0] != n:
-        if _POOL:
-            _POOL[1].shutdown(wait=False)
-        _POOL[:] = [n, ThreadPoolExecutor(n, thread_name_prefix="gece-check")]
-    return _POOL[1]
-
-
-def _flagged(flags: np.ndarray) -> np.ndarray:
-    """np.flatnonzero of a bool array of whole 8-byte words, scanning it 8 entries at a time
-    (undecided entries are rare)."""
-    words = np.flatnonzero(flags.view(np.uint64))
-    r, c = np.nonzero(flags.reshape(-1, 8)[words])
-    return words[r] * 8 + c
+    k = a3.shape[-1]
+    v, sigma = kernels.split_sums(a3, bt3, *at, bound)
+    return v, 2.0 * (U * np.abs(v) + _gamma(k) * k * (sigma * U))
 
 
 def _resolve(out, idx, a3, bt3, na, nb) -> None:
-    """Stages 2 and 3 for the undecided entries idx = (p, i, j) of ``out`` (P, M, N), in place."""
+    """Stages 2 and 3 for the undecided entries idx = (p, i, j) of ``out`` (P, M, N), in place: stage 2 in one
+    compiled pass (:func:`gece.scoring.kernels.split_sums`), stage 3 for what it leaves undecided."""
     p, i, j = idx
     pb = _right(p, bt3)
-    prods = a3[p, i] * bt3[pb, j]  # (u, K): exact in float64
-    v, err = _split_sum(prods, na[p, i] * nb[pb, j])
+    v, err = _split_sums(a3, bt3, (p, pb, i, j), na[p, i] * nb[pb, j])
     with np.errstate(over="ignore", invalid="ignore"):
         vals = v.astype(np.float32)
         still = np.nonzero(_undecided((v - err).astype(np.float32), (v + err).astype(np.float32))
                            & np.isfinite(v))[0]
     for t in still.tolist():  # about one entry in 10^5 of stage 2's
-        vals[t] = _sum_f32(prods[t])
+        vals[t] = _sum_f32(a3[p[t], i[t]] * bt3[pb[t], j[t]])  # K exact products
     out[p, i, j] = vals
 
 
