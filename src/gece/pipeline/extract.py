@@ -75,7 +75,7 @@ def fingerprint(prepared: Path, model_id: str, spec: ModelSpec, settings: Extrac
     the file; a later run reuses the file only when it is unchanged."""
     from importlib.metadata import PackageNotFoundError, version
 
-    from gece.scoring import engine
+    from gece.scoring import engine, models
 
     def installed(name: str) -> str | None:
         try:
@@ -83,17 +83,9 @@ def fingerprint(prepared: Path, model_id: str, spec: ModelSpec, settings: Extrac
         except PackageNotFoundError:
             return None
 
-    return _fingerprint(prepared=_sha256(prepared), model=model_id, spec=spec.model_dump(), rule=settings.rule,
+    return _fingerprint(prepared=models.sha256_file(prepared), model=model_id, spec=spec.model_dump(), rule=settings.rule,
                         limit=settings.limit, torch=installed("torch"), transformers=installed("transformers"),
                         engine=engine.ENGINE_VERSION)
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(1 << 22):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _layout(n: int, batch_size: int) -> list[tuple[int, int, int]]:
@@ -109,7 +101,7 @@ def _layout(n: int, batch_size: int) -> list[tuple[int, int, int]]:
 def extract(
     prepared: str | Path, out: str | Path, model_id: str, spec: ModelSpec, settings: ExtractParams | None = None,
     *, meta_out: str | Path | None = None, on_shard: Callable[[int], None] | None = None,
-    loaded: object | None = None, shards: str | Path | None = None,
+    loaded: object | None = None, shards: str | Path | None = None, key: str | None = None,
 ) -> tuple[ExtractMeta, ExtractTiming]:
     """artifacts/prepared/<b>.parquet -> artifacts/tokens/<m>/<b>.parquet, <b>.meta.json and <b>.timing.json.
 
@@ -129,8 +121,9 @@ def extract(
     target word that covers no token fails the run at once, listing every such pair with its row.
     A pair whose score is NaN or infinite (the model's logits overflowed, e.g. in float16) is
     never written: the run scores every pair, then fails listing the affected pairs, and
-    writes no output. ``on_shard(i)`` is called after shard i is written, and ``loaded`` is an
-    already loaded :class:`gece.scoring.models.LoadedModel` of ``spec`` (tests, benchmarks).
+    writes no output. ``on_shard(i)`` is called after shard i is written, ``loaded`` is an
+    already loaded :class:`gece.scoring.models.LoadedModel` of ``spec`` (tests, benchmarks), and ``key`` the
+    :func:`fingerprint` of these arguments when the caller has it already (:func:`extract_model`).
     """
     import resource
 
@@ -153,7 +146,7 @@ def extract(
     settings = effective(settings, spec, benchmark)
     n = n_rows if settings.limit is None else min(n_rows, settings.limit)
     check_unique_ids(prepared, pair_ids(prepared, n))  # one column read: a repeated pair fails before the model loads
-    key = fingerprint(prepared, model_id, spec, settings)
+    key = key or fingerprint(prepared, model_id, spec, settings)
     threads = engine.set_threads()
     backend: Any = engine
     lm: Any = loaded if loaded is not None else _load(spec, resolved)
@@ -344,7 +337,7 @@ def extract_model(model_id: str, spec: ModelSpec, benchmarks: list[str], setting
             continue
         lm = lm or _load(spec)
         run.scored[b] = extract(prepared, out, model_id, spec, settings, loaded=lm,
-                                shards=layout.tokens_shards_dir(model_id, b))[1]
+                                shards=layout.tokens_shards_dir(model_id, b), key=key)[1]
     if benchmarks:
         with contextlib.suppress(OSError):  # the shards' folder, once no benchmark has shards left in it
             layout.tokens_shards_dir(model_id, benchmarks[0]).parent.rmdir()

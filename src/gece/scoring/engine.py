@@ -101,7 +101,7 @@ class PairScore:
 
     def record(self, rule: WordProb) -> dict[str, Any]:
         """The pair's score columns (:class:`gece.schemas.ScoreRow`) under a word rule."""
-        return rules.score_record(*self.tokens().values(), rule)
+        return rules.score_record(**self.tokens(), rule=rule)
 
 
 def log_probs(logits):
