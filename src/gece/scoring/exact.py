@@ -32,10 +32,9 @@ same bits. It is computed in three stages (:func:`matmul`):
    (Shewchuk's algorithm, correctly rounded to float64); when that float64 lies exactly halfway
    between two float32 values, the sign of the exact remainder decides (:func:`_sum_f32`).
 
-Cost (measured, ``benchmarks/bench_extract.py``): the float64 product runs at about half the
-float32 rate; the check adds about half of that again, in numpy, in cache-sized blocks (numpy's
-additions, multiplications and float64-to-float32 conversions are IEEE operations on any CPU,
-whatever SIMD code runs them); stages 2 and 3 cost about a tenth.
+Cost (measured with ``cProfile``, smollm2-135m on 300 WinoBias pairs, 2 cores): the float64 products
+take about 45% of the time; the stage-1 check, one compiled pass of IEEE operations
+(:mod:`gece.scoring.kernels`, about 1 ns per entry), about 6%; stages 2 and 3 about 5%.
 
 The same idea covers the model's other CPU-dependent steps (see :func:`make_exact`):
 
