@@ -120,7 +120,7 @@ def worker_gece(work: Path) -> dict:
 def worker_naive(work: Path) -> dict:
     from gece.scoring import engine, models, planning
 
-    params, prepared, pairs, threads = _setup(work)
+    params, _prepared, pairs, threads = _setup(work)
     spec = params.registry[MODEL]
     lm = models.load(spec)
     sides, _ = planning.plans_for(lm.tokenizer, pairs, spec.special_tokens)
@@ -143,7 +143,7 @@ def worker_minicons(work: Path, attention: str) -> dict:
 
     from gece.scoring import engine, models, planning
 
-    params, prepared, pairs, threads = _setup(work)
+    params, _prepared, pairs, threads = _setup(work)
     spec = params.registry[MODEL]
     resolved = models.resolve(spec)
     (sha,) = models.weight_hashes(resolved).values()
@@ -187,7 +187,7 @@ def worker_float64(work: Path) -> dict:
 
     from gece.scoring import engine, models, planning
 
-    params, prepared, pairs, threads = _setup(work)
+    params, _prepared, pairs, threads = _setup(work)
     pairs = pairs.head(REF_PAIRS)
     spec = params.registry[MODEL]
     resolved = models.resolve(spec)
@@ -228,7 +228,7 @@ def _run_worker(name: str, work: Path) -> dict:
     env = {k: v for k, v in os.environ.items()  # other benchmarks pin threads: every worker uses all cores
            if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
     env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_NO_ADVISORY_WARNINGS="1")
-    res = subprocess.run([sys.executable, __file__, "--worker", name, str(work), str(out)], env=env,
+    res = subprocess.run([sys.executable, __file__, "--worker", name, str(work), str(out)], check=False, env=env,
                          capture_output=True, text=True)
     if res.returncode != 0:
         raise SystemExit(f"bench worker {name} failed:\n{res.stderr[-4000:]}")
@@ -316,8 +316,8 @@ LABELS = {
 def markdown_table(report: dict) -> str:
     """The measured table of reports/bench/extract.json as Markdown."""
     lines = [
-        "| method | pairs/s | gece speed-up | tokens fed | LM-head rows | GFLOP/pair | of matmul peak "
-        "| peak RSS | max \\|Δ log p\\| vs gece | vs float64 |",
+        ("| method | pairs/s | gece speed-up | tokens fed | LM-head rows | GFLOP/pair | of matmul peak "
+        "| peak RSS | max \\|Δ log p\\| vs gece | vs float64 |"),
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, r in report["methods"].items():

@@ -82,7 +82,7 @@ def _run(name: str, a: Path, b: Path, n: int, work: Path) -> dict:
     result = work / f"{name}-{n}.json"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1"}
     res = subprocess.run([sys.executable, __file__, "--worker", name, str(a), str(b), str(n), str(result)],
-                         env=env, capture_output=True, text=True)
+                         check=False, env=env, capture_output=True, text=True)
     if res.returncode != 0:
         raise SystemExit(f"bench worker {name} ({n} pairs) failed:\n{res.stderr[-4000:]}")
     return json.loads(result.read_text())

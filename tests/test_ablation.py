@@ -62,7 +62,7 @@ def test_clearly_different_models_are_significant():
 
 def test_pairs_are_resampled_together():
     """The paired interval is much narrower than an unpaired one for nearly equal models."""
-    run, q = synthetic_run(600, 4)
+    run, _q = synthetic_run(600, 4)
     shifted = same_pairs(run, np.clip(run.p + 0.01, 0, 1))
     res = ablation.compare({"a": run, "b": shifted}, draws=2000, seed=5)
     brier = res["pairs"][0]["metrics"]["brier"]
@@ -162,7 +162,7 @@ def test_binning_grid_matches_metrics(reference_scores):
 
 
 def test_ablate_stage_writes_reports_and_figure(reference_scores, tmp_path):
-    sizes, grid = ablate_stage.ablate(reference_scores[("winogender", "gpt-j-6b")], tmp_path / "s.json",
+    _sizes, _grid = ablate_stage.ablate(reference_scores[("winogender", "gpt-j-6b")], tmp_path / "s.json",
                                 tmp_path / "b.json", tmp_path / "s.png", MetricsParams(), AblateParams())
     data = json.loads((tmp_path / "s.json").read_text())
     assert list(data) == ["full", "sizes"] and data["sizes"][0]["draws"] == 100

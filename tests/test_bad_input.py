@@ -73,8 +73,8 @@ BAD_CSVS = [  # (content, what the message says, the fix it gives)
     (GOOD.encode() + "Er schl\xe4ft.,Sie schl\xe4ft.,1\n".encode("latin-1"),
      "row 3 (line 4): undecodable text (byte 0xe4", UTF8_FIX),
     (b"sent_more,sent_less,\xff\n", "the header (line 1): undecodable text (byte 0xff", UTF8_FIX),
-    (GOOD.encode("utf-16"), "the header (line 1): undecodable text (byte 0xff", "the file is UTF-16; re-save the "
-     "file as UTF-8 (e.g. iconv -f utf-16 -t utf-8"),
+    (GOOD.encode("utf-16"), "the header (line 1): undecodable text (byte 0xff", ("the file is UTF-16; re-save the "
+     "file as UTF-8 (e.g. iconv -f utf-16 -t utf-8")),
 ]
 
 

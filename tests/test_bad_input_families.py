@@ -159,8 +159,8 @@ SETTINGS = [  # (bytes of the settings file, what the message says, what the hin
     (_params_text().encode("utf-16"), "not valid UTF-8 text: line 1, column 1: byte 0xff",
      "the file is UTF-16; re-save the file as UTF-8 (e.g. iconv -f utf-16 -t utf-8"),
     (b"metrics: [\n", "not valid YAML", "fix the line shown"),
-    (_params_text(lambda r: r["metrics"].update(seed=-1)).encode(), "metrics.seed: Input should be greater than or "
-     "equal to 0", "Parameters section"),
+    (_params_text(lambda r: r["metrics"].update(seed=-1)).encode(), ("metrics.seed: Input should be greater than or "
+     "equal to 0"), "Parameters section"),
     (_params_text(lambda r: r["calibrate"].update(seed=2**40)).encode(), "calibrate.seed: Input should be less than",
      "Parameters section"),
     (_params_text(lambda r: r["metrics"].update(bootstrap=10**9)).encode(), "metrics.bootstrap: Input should be less",

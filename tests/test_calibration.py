@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import warnings
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -43,7 +44,7 @@ class Recorder(cal.Calibrator):
     """Identity calibrator that records every array it is given."""
 
     name = "recorder"
-    calls: list[tuple[str, np.ndarray, np.ndarray | None]] = []
+    calls: ClassVar[list[tuple[str, np.ndarray, np.ndarray | None]]] = []
 
     def fit(self, p, y):
         Recorder.calls.append(("fit", np.array(p), np.array(y)))
@@ -288,7 +289,8 @@ def gptj_scores(reference_scores) -> Path:
     return reference_scores[("winobias", "gpt-j-6b")]
 
 
-def run_stage(scores: Path, out: Path, settings: CalibrateParams = CalibrateParams()) -> dict[str, Path]:
+def run_stage(scores: Path, out: Path, settings: CalibrateParams | None = None) -> dict[str, Path]:
+    settings = settings or CalibrateParams()
     paths = {"out": out / "cal.json", "scores_out": out / "cal.parquet", "bins_out": out / "bins.json"}
     calibrate_stage.calibrate(scores, **paths, settings=settings, metric_settings=MetricsParams())
     return paths

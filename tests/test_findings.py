@@ -113,7 +113,7 @@ def test_moved_hides_changes_within_the_tolerance():
 
 def test_gece_diff_against_a_git_revision(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    git = lambda *a: subprocess.run(["git", *a], check=True, capture_output=True)  # noqa: E731
+    git = lambda *a: subprocess.run(["git", *a], check=True, capture_output=True)
     git("init", "-q")
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "root")
     (tmp_path / "reports").mkdir()
@@ -160,7 +160,7 @@ def test_kendall_tau():
 
 
 def test_the_page_opens_with_the_findings(built_report):
-    reports, result = built_report
+    reports, _result = built_report
     text = (reports / "index.html").read_text(encoding="utf-8")
     assert text.index('id="findings"') < text.index('id="tables"') < text.index('id="diagrams"')
     assert 'class="text best"' in text and 'class="num best"' in text  # the findings and the tables mark the best
@@ -237,10 +237,10 @@ def test_help_shows_the_defaults_of_params_yaml(capsys, monkeypatch):
 # ------------------------------------------------------------------ dvc exp run -S
 @pytest.mark.parametrize("overrides, changed", [
     (["metrics.n_bins=15"], ["-  n_bins: 10", "+  n_bins: 15"]),
-    (["extract.limit=20"], ["-  limit:                # (empty: none) score only the first N pairs of each "
-                            "benchmark (smoke runs)",
-                            "+  limit: 20             # (empty: none) score only the first N pairs of each "
-                            "benchmark (smoke runs)"]),
+    (["extract.limit=20"], [("-  limit:                # (empty: none) score only the first N pairs of each "
+                            "benchmark (smoke runs)"),
+                            ("+  limit: 20             # (empty: none) score only the first N pairs of each "
+                            "benchmark (smoke runs)")]),
     (["+registry.smollm2-135m.limit=50"], ["+    limit: 50"]),
 ])
 def test_params_yaml_survives_dvc_exp_run_set_param(overrides, changed, tmp_path):

@@ -130,10 +130,9 @@ def test_bins_json_nan_becomes_null(tmp_path):
 def test_atomic_path_leaves_nothing_on_failure(tmp_path):
     target = tmp_path / "x.txt"
     target.write_text("old")
-    with pytest.raises(RuntimeError):
-        with atomic_path(target) as tmp:
-            tmp.write_text("half")
-            raise RuntimeError("killed")
+    with pytest.raises(RuntimeError), atomic_path(target) as tmp:
+        tmp.write_text("half")
+        raise RuntimeError("killed")
     assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["x.txt"]
 
 

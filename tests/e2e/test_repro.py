@@ -36,7 +36,7 @@ def origin(slice_origin) -> Path:
 
 def test_a_fresh_clone_pulls_what_the_remote_holds_and_runs_the_rest(origin, tmp_path):
     lock = (origin / "dvc.lock").read_text()
-    pushed = ["data.dvc"] + sorted(set(re.findall(r"^  ((?:prepare|extract|score)@[^:]+):$", lock, re.M)))
+    pushed = ["data.dvc"] + sorted(set(re.findall(r"^  ((?:prepare|extract|score)@[^:]+):$", lock, re.MULTILINE)))
     assert len(pushed) == 1 + 1 + 2 * len(BENCHMARKS)  # the snapshot, the model's tokens, prepared and scores
     remote = tmp_path / "remote"
     run(["dvc", "remote", "add", "--local", "part", str(remote)], origin)
@@ -53,7 +53,7 @@ def test_a_fresh_clone_pulls_what_the_remote_holds_and_runs_the_rest(origin, tmp
     t0 = time.perf_counter()
     res = run(["gece", "repro"], c, env=ENV)
     print(f"\n[timing] gece repro on the clone: {time.perf_counter() - t0:.1f} s")
-    ran = re.findall(r"^Running stage '([^']+)'", res.stdout, re.M)
+    ran = re.findall(r"^Running stage '([^']+)'", res.stdout, re.MULTILINE)
     assert sorted(ran) == sorted(lacked)  # only what the remote lacked; no model ran
     assert f"gece repro: pulled {len(pushed)}, ran {len(lacked)}\n" in res.stdout
     assert f"pulled from DVC remote 'part' ({remote})" in res.stdout
