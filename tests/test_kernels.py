@@ -1,11 +1,12 @@
-"""The compiled loops of the exact products' checks (gece.scoring.kernels) against numpy and exact sums."""
+"""The compiled loops of the exact products' checks (gece.scoring.kernels, called as gece.scoring.exact calls them)
+against numpy and exact sums."""
 
 import math
 
 import numpy as np
 import pytest
 
-from gece.scoring import exact, kernels
+from gece.scoring import exact
 
 
 def _check_numpy(y, ea, nb, m):
@@ -26,13 +27,12 @@ def test_the_stage_1_loop_equals_numpy_bit_for_bit(shared):
     y[1, :2] = [-1e-50, 1e-50]  # y - err and y + err round to -0 and +0: undecided
     ea = np.abs(rng.standard_normal(p * m)) * 1e-7  # loose bounds: many undecided entries
     nb = np.abs(rng.standard_normal((1 if shared else p, n)))
-    lo = np.empty((p * m, n), np.float32)
-    flat = np.empty(y.size, np.int64)
-    count = kernels.check_rows(y, ea, nb, m, lo, np.zeros(-(-y.size // 8) * 8, bool), flat)
+    lo, idx = exact._check(y.reshape(p, m, n), ea.reshape(p, m), nb)  # kernels.check_rows with its scratch arrays
+    flat = np.ravel_multi_index(idx, (p, m, n))
     want_lo, want_idx = _check_numpy(y, ea, nb, m)
-    assert np.array_equal(lo.view(np.int32), want_lo.view(np.int32))
-    assert np.array_equal(flat[:count], want_idx) and 50 < count < y.size
-    assert {1 * n, 1 * n + 1} <= set(flat[:count].tolist())
+    assert np.array_equal(lo.reshape(p * m, n).view(np.int32), want_lo.view(np.int32))
+    assert np.array_equal(flat, want_idx) and 50 < flat.size < y.size
+    assert {1 * n, 1 * n + 1} <= set(flat.tolist())
 
 
 def test_the_stage_1_loop_does_not_fuse_multiply_and_subtract():
@@ -41,8 +41,7 @@ def test_the_stage_1_loop_does_not_fuse_multiply_and_subtract():
     rng = np.random.default_rng(5)
     ea, nb = rng.standard_normal(64), rng.standard_normal((1, 64))
     y = ea[:, None] * nb
-    lo = np.empty(y.shape, np.float32)
-    kernels.check_rows(y, ea, nb, 64, lo, np.zeros(y.size, bool), np.empty(y.size, np.int64))
+    lo, _ = exact._check(y[None], ea[None], nb)
     assert not lo.any()
 
 
