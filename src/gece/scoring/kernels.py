@@ -89,7 +89,7 @@ def split_sums(a, bt, p, pb, i, j, bound):  # pragma: no cover - compiled; cover
     max_k |p_k| (here ||a|| ||b||). With sigma a power of two at least 4 K bound, q_k = (sigma + p_k) - sigma
     is p_k rounded to a multiple of ulp(sigma), exactly, and r_k = p_k - q_k is exact. The q_k are integers
     in units of ulp(sigma) whose partial sums stay below 2^53, so their sum is exact; the sum of the r_k is
-    off by at most gamma_K K ulp(sigma) / 2 (the error bound is :func:`gece.scoring.exact._resolve`'s).
+    off by at most gamma_K K ulp(sigma) / 2 (the error bound is written in :func:`gece.scoring.exact._split_sums`).
     """
     k = a.shape[2]
     shift = 2
