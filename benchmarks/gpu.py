@@ -19,7 +19,8 @@ they do fix the work, the memory and the numerics. For each shape and dtype:
 
 The models are built on the GPU and saved once, in bfloat16 (a float32 load of the same directory holds
 the same values, so both dtypes score the same weights). ``GECE_GPU_DRY=1`` rehearses the whole run on
-the CPU with tiny shapes, float32 only, on 40 pairs (the CPU refuses bfloat16), writing
+the CPU with tiny shapes, float32 only, on 40 pairs (the CPU refuses bfloat16), on the GPU's code path
+(``exact.EXACT_DEVICES`` emptied: torch's own kernels, forward passes of fixed shapes), writing
 reports/bench/gpu-dry.json. ``GECE_TOKENIZER`` names a tokenizer directory (default: smollm2-135m's, from
 the registry); ``GECE_GPU_SHAPES`` (``smol,l8b``) and ``GECE_GPU_DTYPES`` (``float32,bfloat16``) narrow the
 run. On a GPU machine that gets only a copy of the repository, see docs/models.md ("Measuring on a GPU")
@@ -248,18 +249,21 @@ def main() -> dict:
 
     from gece.io import write_json
     from gece.pipeline import prepare as prepare_stage
+    from gece.scoring import exact, packing
 
     dry = os.environ.get("GECE_GPU_DRY") == "1"
     device = "cpu" if dry else "cuda"
     if not dry and not torch.cuda.is_available():
         raise SystemExit("bench-gpu: no CUDA GPU is visible (GECE_GPU_DRY=1 rehearses the run on the CPU)")
+    if dry:  # the CPU takes the GPU's path: torch's own kernels, forward passes of fixed shapes
+        exact.EXACT_DEVICES = frozenset()
     shapes = os.environ.get("GECE_GPU_SHAPES", "smol,l8b").split(",")
     dtypes = ["float32"] if dry else os.environ.get("GECE_GPU_DTYPES", "float32,bfloat16").split(",")
     names = [n for n in SHAPES if any(n.startswith({"smol": "smollm2", "l8b": "llama"}[s]) for s in shapes)]
     started = time.perf_counter()
     report: dict = {"device": torch.cuda.get_device_name() if not dry else f"cpu (dry run, {platform.machine()})",
                     "torch": torch.__version__, "transformers": transformers.__version__, "benchmark": BENCHMARK,
-                    "dry": dry, "runs": {}}
+                    "dry": dry, "pass_shape": [packing.PASS_ROWS, packing.ROW_TOKENS], "runs": {}}
     with tempfile.TemporaryDirectory(prefix="gece-bench-gpu-") as tmp:
         work = Path(tmp)
         prepared = work / f"{BENCHMARK}.parquet"

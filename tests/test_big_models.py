@@ -27,7 +27,7 @@ from gece.pipeline import extract as extract_stage
 from gece.pipeline import prepare as prepare_stage
 from gece.pipeline import score as score_stage
 from gece.schemas import ExtractMeta, ExtractTiming, PreparedPair, ScoreRow, TokenRow
-from gece.scoring import engine, models, planning, vllm_backend
+from gece.scoring import engine, models, packing, planning, vllm_backend
 
 from .conftest import ROOT
 
@@ -54,7 +54,7 @@ def _packed_tokens(smol, prepared, batch_size: int) -> list[int]:
     _, plans = planning.plans_for(smol.tokenizer, pairs, True)
     out = []
     for b in engine.batches(plans, batch_size):
-        packed = engine.lay_out(b, smol.tokenizer.pad_token_id or 0).packed
+        packed = packing.lay_out(b, smol.tokenizer.pad_token_id or 0).packed
         out.append(len(packed.ids) * len(packed.ids[0]))
     return out
 
@@ -91,17 +91,6 @@ def test_out_of_memory_on_a_single_pair_is_a_clear_error(tmp_path, prepared_dir,
     assert code == 2 and "Traceback" not in err
     assert "one pair does not fit in device memory" in err and "device: multi" in err and "max_memory" in err
     assert not out.exists()
-
-
-def test_batch_for_memory():
-    gib, mib = 2**30, 2**20
-    assert engine.batch_for_memory([10 * gib], [100 * mib]) == 81  # floor(0.8 * 10240 / 100)
-    assert engine.batch_for_memory([10 * gib, 2 * gib], [100 * mib, 10 * mib]) == 81  # the tightest device
-    assert engine.batch_for_memory([10 * gib, 2 * gib], [10 * mib, 100 * mib]) == 16
-    assert engine.batch_for_memory([80 * gib], [1 * mib]) == engine.MAX_AUTO_BATCH
-    assert engine.batch_for_memory([50 * mib], [100 * mib]) == 1  # never zero: out-of-memory halving takes over
-    assert engine.batch_for_memory([gib], [0]) == engine.MAX_AUTO_BATCH
-    assert engine.batch_for_memory([gib], [mib], fraction=0.5, cap=100000) == 512
 
 
 def test_auto_batch_size_on_the_cpu(tmp_path, prepared_dir, smol):

@@ -23,9 +23,12 @@ from gece.pipeline import extract as extract_stage
 from gece.pipeline import prepare as prepare_stage
 from gece.pipeline import score as score_stage
 from gece.schemas import ExtractMeta, ExtractTiming, PreparedPair, ScoreRow, TokenRow
-from gece.scoring import engine, exact, models, planning, rules, selfcheck
+from gece.scoring import engine, exact, models, packing, planning, rules, selfcheck
 
 from .conftest import BENCHMARKS, ROOT
+from .tiny import random_pairs as _random_pairs
+from .tiny import side as _side
+from .tiny import tiny_model as _tiny
 
 TOL = 1e-5
 SMOL_SHA = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
@@ -41,10 +44,6 @@ def test_word_tokens_uses_offsets_with_leading_space_and_skips_special_tokens():
     # a word split into sub-tokens: " Zbig" "nie" "wski"
     assert planning.word_tokens([(0, 3), (3, 8), (8, 11), (11, 15), (15, 16)], 4, 15) == [1, 2, 3]
     assert planning.word_tokens(offsets, 16, 20) == []
-
-
-def _side(ids, *words):
-    return planning.SideTokens(tuple(ids), tuple(tuple(w) for w in words))
 
 
 def test_plan_shares_the_prefix_and_feeds_nothing_after_the_last_target():
@@ -77,7 +76,7 @@ def _sees(packed, r: int, col: int) -> list[int]:
 
 
 def test_forest_shares_beginnings_and_packs_ancestors_first():
-    f = engine.Forest()
+    f = packing.Forest()
     a = f.add([5, 6, 7, 10])
     b = f.add([5, 6, 7, 20])  # the other side of the pair: shares 5 6 7
     c = f.add([5, 6, 8])  # another pair sharing "5 6"
@@ -95,7 +94,7 @@ def test_forest_shares_beginnings_and_packs_ancestors_first():
             assert _sees(packed, r, col) == sorted(seq[: i + 1])  # itself and its ancestors, nothing else
     assert packed.place[a[2]] == (0, 2) and _sees(packed, 1, 4) == sorted(b)  # 20 sees the repeated 5 6 7
     assert (0, 5, 5) in set(zip(packed.mask_rows, packed.mask_q, packed.mask_k, strict=True))  # padding sees itself
-    one = engine.Forest()
+    one = packing.Forest()
     long = one.add(list(range(10, 30)))
     packed = one.pack(row_tokens=8, pad_id=0)  # a single path longer than a row: its rows repeat what is above
     assert [len(r) for r in packed.nodes] == [7, 14, 20] and packed.place[long[-1]] == (2, 19)
@@ -114,63 +113,6 @@ def test_word_side_and_pair_arithmetic():
 
 
 # ------------------------------------------------------------ tiny random models
-def _tiny(kind: str):
-    from transformers import (
-        Gemma3ForCausalLM,
-        Gemma3TextConfig,
-        LlamaConfig,
-        LlamaForCausalLM,
-        MistralConfig,
-        MistralForCausalLM,
-    )
-
-    torch.manual_seed(0)
-    if kind == "llama":
-        cfg = LlamaConfig(vocab_size=97, hidden_size=48, intermediate_size=96, num_hidden_layers=3,
-                          num_attention_heads=6, num_key_value_heads=2, max_position_embeddings=128)
-        model = LlamaForCausalLM(cfg)
-    elif kind == "mistral":  # a sliding window in every layer
-        cfg = MistralConfig(vocab_size=97, hidden_size=48, intermediate_size=96, num_hidden_layers=3,
-                            num_attention_heads=6, num_key_value_heads=2, sliding_window=4,
-                            max_position_embeddings=128)
-        model = MistralForCausalLM(cfg)
-    else:  # sliding-window layers and final logit soft-capping
-        cfg = Gemma3TextConfig(vocab_size=97, hidden_size=48, intermediate_size=96, num_hidden_layers=3,
-                               num_attention_heads=4, num_key_value_heads=1, head_dim=16, sliding_window=4,
-                               final_logit_softcapping=5.0, max_position_embeddings=128)
-        model = Gemma3ForCausalLM(cfg)
-    model.set_attn_implementation(models.attn_implementation("exact"))
-    return model.eval()
-
-
-def _random_pairs(rng, n):
-    """Pairs of random sentences differing in one or two target words of 1-3 tokens."""
-    out = []
-    stems = [list(rng.integers(1, 97, k)) for k in (2, 3, 5)]  # beginnings shared by several pairs
-    for _ in range(n):
-        pre = list(rng.integers(1, 97, rng.integers(0, 6)))
-        if rng.random() < 0.5:
-            pre = stems[rng.integers(3)] + pre[:2]
-        if not pre and rng.random() < 0.5:
-            pre = [int(rng.integers(1, 97))]
-        mid = list(rng.integers(1, 97, rng.integers(0, 4)))
-        post = list(rng.integers(1, 97, rng.integers(0, 4)))
-        sides = []
-        for _s in range(2):
-            w1 = list(rng.integers(1, 97, rng.integers(1, 4)))
-            two = rng.random() < 0.3
-            w2 = list(rng.integers(1, 97, rng.integers(1, 3))) if two else []
-            start = pre or [int(rng.integers(1, 97))]
-            ids = start + w1 + (mid + w2 if two else []) + post
-            words = [list(range(len(start), len(start) + len(w1)))]
-            if two:
-                s2 = len(start) + len(w1) + len(mid)
-                words.append(list(range(s2, s2 + len(w2))))
-            sides.append(_side([int(i) for i in ids], *words))
-        out.append((sides[0], sides[1]))
-    return out
-
-
 @pytest.mark.parametrize("kind", ["llama", "gemma3", "mistral"])
 @pytest.mark.parametrize("batch_size", [1, 5, 64])
 def test_optimized_equals_naive_on_tiny_models(kind, batch_size):
@@ -196,12 +138,12 @@ def test_optimized_equals_naive_on_tiny_models(kind, batch_size):
 def test_rows_cut_inside_trees_give_the_same_bits(kind, monkeypatch):
     """Rows of 16 tokens: most trees are cut, and a row that starts inside one repeats the path above it.
     The scores are still the naive path's, bit for bit (sliding windows and soft-capping included)."""
-    monkeypatch.setattr(engine, "ROW_TOKENS", 16)
+    monkeypatch.setattr(packing, "ROW_TOKENS", 16)
     model = _tiny(kind)
     sides = _random_pairs(np.random.default_rng(1), 60)
     plans = [planning.plan_pair(i, m, l) for i, (m, l) in enumerate(sides)]
     runner = engine.Runner(model)
-    lay = engine.lay_out(plans, 0)
+    lay = packing.lay_out(plans, 0)
     assert sum(map(len, lay.packed.nodes)) > len(lay.forest) and len(lay.packed.nodes) > 1  # nodes repeated
     (fast, stats), = engine.score(runner, [plans])
     assert stats.tokens_fed == sum(map(len, lay.packed.nodes))

@@ -132,7 +132,7 @@ def extract(
 
     import gece
     from gece.progress import Progress
-    from gece.scoring import engine, exact, models, planning, selfcheck
+    from gece.scoring import engine, exact, models, packing, planning, selfcheck
 
     prepared, out, settings = Path(prepared), Path(out), settings or ExtractParams()
     meta_out = Path(meta_out) if meta_out else layout.meta_path(out)
@@ -181,7 +181,7 @@ def extract(
         write_json(manifest, {"fingerprint": fp, "shards": sum(w[2] for w in windows), "out": str(out)})
     faults.checkpoint("extract:loaded")
 
-    stats = engine.BatchStats()
+    stats = packing.BatchStats()
     counts = {"multi_target_pairs": 0, "multi_token_targets": 0, "continued_pairs": 0, "prefixed_sentences": 0,
               "tokens_whole": 0}
     resumed, shard_no, bad = 0, 0, []
@@ -208,7 +208,7 @@ def extract(
                 path = sdir / f"shard-{shard_no:05d}.parquet"
                 if path.exists():
                     _, smeta = read_table(path, TokenRow)
-                    stats.add(engine.BatchStats(**json.loads(smeta["stats"])))
+                    stats.add(packing.BatchStats(**json.loads(smeta["stats"])))
                     resumed += 1
                     progress.advance(sum(len(b) for b in shard))
                 else:
@@ -278,10 +278,10 @@ def extract(
 def _score_shard(backend, runner, shard, on_batch: Callable[[int], None]) -> tuple[list[dict], Any]:
     """Score one shard's batches with a backend module (:mod:`gece.scoring.engine` or
     :mod:`gece.scoring.vllm_backend`): records (with ``_index``, the pair's place in its window) sorted by index."""
-    from gece.scoring import engine
+    from gece.scoring import packing
 
     recs: list[dict] = []
-    shard_stats = engine.BatchStats()
+    shard_stats = packing.BatchStats()
     for scores, st in backend.score(runner, shard, on_batch=on_batch):
         shard_stats.add(st)
         recs += [{"_index": sc.index, **sc.tokens()} for sc in scores]

@@ -21,6 +21,19 @@ change them either), and the softmax runs in float64 on torch's portable kernels
 attention. Attention is a small part of the work for sentence-length inputs; the projections and
 MLPs dominate.
 
+On a GPU (any device outside :data:`gece.scoring.exact.EXACT_DEVICES`) the products are torch's
+float32 kernels, not correctly rounded, so where a visible key sits in the row would change how
+the second product groups its terms (a tensor-core or split-K product sums blocks of keys). There
+the second product reads canonical rows too: each query's visible values are gathered in order
+into a row of the same fixed length,
+
+    out  = sum_i a_(j_i) v_(j_i)   over the canonical row i = 0..n-1  (one batched float32 product)
+
+so a query's output depends on its own keys and values and on the shapes of the product only,
+which the engine fixes (forward passes of a fixed shape: :mod:`gece.scoring.packing`). The gathered
+values take ``tokens x heads_kv x n x head_dim`` float32 per layer (1.1 GB for a pass of 2,048 tokens
+of the Llama-3.1-8B shape, n = 128), freed after the layer.
+
 Registered with transformers' attention and mask interfaces under the name ``gece_exact``
 (masks in the eager, additive format); ``ModelSpec.attention`` selects it (the default) or a
 stock implementation.
@@ -72,7 +85,7 @@ class _Mask:
         visible = _visible(attention_mask, t, s, device)
         self.layout = _layout(visible, b, t, s)
         self.keep = None
-        if device is None or device.type == "cpu":  # (p, i, j) of the (b hkv, g t, s) scores: query heads
+        if device is None or exact.rounded(device):  # (p, i, j) of the (b hkv, g t, s) scores: query heads
             grouped = visible.expand(b, hq, t, s).reshape(b * hkv, (hq // hkv) * t, s)  # sharing a key head
             self.keep = tuple(x.numpy() for x in grouped.nonzero(as_tuple=True))
 
@@ -109,6 +122,36 @@ def _canonical_softmax(w, layout):
     return out
 
 
+def _canonical_output(w, value, layout):
+    """Attention's output on a device without correctly rounded products: softmax over each query's canonical
+    row (as :func:`_canonical_softmax`), then the weighted sum of the values gathered into the same row, as one
+    batched product of a shape set by the pass. w (B, H, T, S) float64 scores, value (B, Hkv, S, d) float32.
+    Returns (B, H, T, d) float32."""
+    import torch
+
+    b, h, t, _ = w.shape
+    hkv, s, d = value.shape[1:]
+    g = h // hkv
+    out = torch.zeros((b, h, t, d), dtype=torch.float32, device=w.device)
+    for n, k, take, keep in layout:
+        rows = torch.gather(w, -1, take.expand(b, h, t, k))
+        if n > k:
+            rows = torch.nn.functional.pad(rows, (0, n - k), value=float("-inf"))
+        probs = torch.softmax(rows.masked_fill(~keep, float("-inf")), dim=-1)[..., :k]
+        probs = torch.where(keep[..., :k], probs, 0.0).float()  # (B, H, T, k); other groups' rows are NaN
+        if take.shape[1] == 1:  # every head sees the same keys: gather each key/value head once
+            idx = take.expand(b, hkv, t, k)[..., None].expand(b, hkv, t, k, d)
+            vals = torch.gather(value[:, :, None].expand(b, hkv, t, s, d), 3, idx)  # (B, Hkv, T, k, d)
+            grouped = probs.reshape(b, hkv, g, t, k).transpose(2, 3)  # (B, Hkv, T, g, k)
+            res = torch.matmul(grouped, vals).transpose(2, 3).reshape(b, h, t, d)
+        else:  # a mask per head
+            idx = take.expand(b, h, t, k)[..., None].expand(b, h, t, k, d)
+            per_head = value.repeat_interleave(g, dim=1)[:, :, None].expand(b, h, t, s, d)
+            res = torch.matmul(probs[..., None, :], torch.gather(per_head, 3, idx))[..., 0, :]
+        out = torch.where(keep[..., :1], res, out)  # the queries of this row length
+    return out
+
+
 def exact_attention(
     module: Any, query, key, value, attention_mask, dropout: float = 0.0, scaling: float | None = None,
     softcap: float | None = None, **kwargs: Any,
@@ -126,9 +169,12 @@ def exact_attention(
     w = scores.double() * scaling
     if softcap is not None:
         w = exact.tanh(w / softcap) * softcap
-    probs = _canonical_softmax(w, mask.layout).float()
-    out = exact.matmul(probs.reshape(b, hkv, g * t, s), value.float()).reshape(b, hq, t, d).to(query.dtype)
-    return out.transpose(1, 2).contiguous(), None
+    if exact.rounded(query.device):
+        probs = _canonical_softmax(w, mask.layout).float()
+        out = exact.matmul(probs.reshape(b, hkv, g * t, s), value.float()).reshape(b, hq, t, d)
+    else:
+        out = _canonical_output(w, value.float(), mask.layout)
+    return out.to(query.dtype).transpose(1, 2).contiguous(), None
 
 
 def register() -> str:

@@ -38,10 +38,14 @@ The optimized path computes exactly these numbers with much less work:
   one distribution. Pairs that share a beginning with other pairs ("The developer argued with
   the designer because ...") share its computation too: a batch's sequences form a trie, packed
   into rows with a 4-D attention mask (each token sees only its ancestors) and position ids
-  equal to each token's depth (:class:`Forest`).
+  equal to each token's depth (:mod:`gece.scoring.packing`).
 - The decoder runs without its LM head; the head (and any final logit soft-capping) is applied
   only to the hidden states at positions that predict a target token.
 - Pairs are sorted by their tokens (so shared beginnings fall in one batch) and batched.
+- On a GPU, where kernels' bits depend on shapes, a batch is fed in forward passes of a shape fixed
+  by the code (:mod:`gece.scoring.packing`: a fixed number of rows of a fixed length) and
+  the LM head runs on :data:`HEAD_ROWS` states at a time, so the batch size changes no bit there
+  either (docs/numerics.md, "On GPUs").
 
 The naive reference (:func:`score_naive`) feeds each whole sentence alone and reads the
 model's own full logits. On the CPU, with gece's numerics (correctly rounded matrix products,
@@ -61,13 +65,13 @@ from typing import Any
 import numpy as np
 
 from gece.errors import GeceError
-from gece.scoring import exact, rules
+from gece.scoring import exact, packing, rules
 from gece.scoring.planning import PairPlan, SideTokens
 from gece.scoring.rules import WordProb
 
 log = logging.getLogger(__name__)
 THREADS_ENV = "GECE_THREADS"
-ENGINE_VERSION = "2"  # bump when a change alters the numbers the engine produces
+ENGINE_VERSION = "3"  # bump when a change alters the numbers the engine produces (3: fixed pass shapes on GPUs)
 
 
 @dataclass(frozen=True)
@@ -150,8 +154,11 @@ class Runner:
         cfg = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
         self.softcap = getattr(cfg, "final_logit_softcapping", None)
         self.device = execution_device(model.get_input_embeddings())
-        if self.device.type == "cpu":
+        self.exact = exact.rounded(self.device)  # gece's numerics: any layout gives the same bits
+        if self.exact:
             exact.make_exact(model)
+        # elsewhere (a GPU) every forward pass and LM-head call has a shape set by the code alone
+        self.pass_rows = None if self.exact else packing.PASS_ROWS
         self.head_device = execution_device(self.head)
         self.pad_id = int(pad_id if pad_id is not None else (getattr(cfg, "pad_token_id", None) or 0))
         # sliding-window attention: layer types (Gemma-3's interleaved layers) get a mask each;
@@ -170,7 +177,8 @@ class Runner:
         for the rest of the run, or fail when a single pair does not fit."""
         if size <= 1:
             raise GeceError(
-                "one pair does not fit in device memory",
+                "one pair does not fit in device memory" + (
+                    f" (forward passes of {self.pass_rows} rows of {packing.ROW_TOKENS} tokens)" if self.pass_rows else ""),
                 hint="spread the model over several GPUs (device: multi, with max_memory), use dtype: bfloat16, "
                 "or backend: vllm with tensor_parallel",
             )
@@ -193,7 +201,7 @@ class Runner:
         dtype = self.model.dtype
         return self.torch.zeros(allowed.shape, dtype=dtype).masked_fill(~allowed, self.torch.finfo(dtype).min)
 
-    def hidden(self, packed: Packed):
+    def hidden(self, packed: packing.Packed):
         """Final hidden states of the packed token forest, (rows, L, H).
 
         Each token attends to itself and its ancestors only (a 4-D mask) and sits at position
@@ -218,170 +226,16 @@ class Runner:
         return out.last_hidden_state
 
 
-@dataclass
-class Packed:
-    """A forest of token sequences packed into rows: ids, positions (depth) and the ancestor mask."""
-
-    ids: list[list[int]]
-    positions: list[list[int]]
-    mask_rows: list[int]
-    mask_q: list[int]
-    mask_k: list[int]
-    place: list[tuple[int, int]]  # node -> (row, column) of its first placement
-    nodes: list[list[int]]  # row -> the node in each column (padding excluded); a node may recur in other rows
-
-
-class Forest:
-    """A trie of token sequences: a sequence shared by several others (a prefix) is one path."""
-
-    def __init__(self) -> None:
-        self.token: list[int] = []
-        self.parent: list[int] = []
-        self.depth: list[int] = []
-        self.children: list[dict[int, int]] = []
-        self.roots: dict[int, int] = {}
-
-    def __len__(self) -> int:
-        return len(self.token)
-
-    def add(self, seq: Sequence[int]) -> list[int]:
-        """Insert a sequence; returns the node of each of its tokens."""
-        nodes: list[int] = []
-        level = self.roots
-        for tok in seq:
-            node = level.get(tok)
-            if node is None:
-                node = len(self.token)
-                self.token.append(tok)
-                self.parent.append(nodes[-1] if nodes else -1)
-                self.depth.append(len(nodes))
-                self.children.append({})
-                level[tok] = node
-            nodes.append(node)
-            level = self.children[node]
-        return nodes
-
-    def ancestors(self, node: int, stop: Callable[[int], bool] = lambda a: False) -> list[int]:
-        """The node and its ancestors, nearest first, up to the root or the first for which ``stop`` is true."""
-        path = []
-        while node >= 0 and not stop(node):
-            path.append(node)
-            node = self.parent[node]
-        return path
-
-    def _rows(self, row_tokens: int) -> list[list[int]]:
-        """Cut the forest, in depth-first order, into ceil(nodes / ``row_tokens``) rows of nearly equal
-        length. Each row is closed under ancestors: one that starts inside a tree repeats the path
-        above its first node, so every token sees its ancestors in its own row. (Whole trees per row
-        would let one tree of a thousand nodes, every pair of a batch starting with "The", make a row
-        of a thousand, and attention is quadratic in a row's length.) A repeated node computes the
-        same bits again; it is read from its first row."""
-        order: list[int] = []
-        for root in self.roots.values():
-            stack = [root]
-            while stack:
-                n = stack.pop()
-                order.append(n)
-                stack.extend(reversed(list(self.children[n].values())))
-        share = -(-len(order) // max(1, -(-len(order) // row_tokens)))  # own nodes per row
-        rows: list[list[int]] = []
-        row: list[int] = []
-        inside: set[int] = set()
-        own = 0  # nodes placed in this row for the first time
-        for n in order:
-            if own == share:
-                rows.append(row)
-                row, inside, own = [], set(), 0
-            path = self.ancestors(n, stop=inside.__contains__)
-            row.extend(reversed(path))
-            inside.update(path)
-            own += 1
-        rows.append(row)
-        return rows
-
-    def pack(self, row_tokens: int, pad_id: int) -> Packed:
-        """Place the forest into rows (:meth:`_rows`), each in depth-first order so ancestors come
-        first, padded to one length; a node placed in several rows is read from the first (``place``)."""
-        rows = self._rows(row_tokens)
-        width = max(len(r) for r in rows)
-        place: dict[int, tuple[int, int]] = {}
-        ids, positions, mr, mq, mk = [], [], [], [], []
-        for r, row in enumerate(rows):
-            col: dict[int, int] = {}  # node -> its column in this row (a row holds its nodes' ancestors)
-            for c, n in enumerate(row):
-                col[n] = c
-                place.setdefault(n, (r, c))
-                seen = [col[a] for a in self.ancestors(n)]  # the node and its ancestors
-                mr += [r] * len(seen)
-                mq += [c] * len(seen)
-                mk += seen
-            for c in range(len(row), width):  # padding attends to itself only (no empty softmax rows)
-                mr.append(r)
-                mq.append(c)
-                mk.append(c)
-            ids.append([self.token[n] for n in row] + [pad_id] * (width - len(row)))
-            positions.append([self.depth[n] for n in row] + [0] * (width - len(row)))
-        return Packed(ids, positions, mr, mq, mk, [place[n] for n in range(len(self.token))],
-                      [list(r) for r in rows])
-
-
-@dataclass
-class BatchStats:
-    tokens_fed: int = 0  # real tokens through the decoder
-    tokens_padded: int = 0  # including padding
-    head_positions: int = 0  # hidden states sent through the LM head
-    forward_calls: int = 0
-
-    def add(self, other: BatchStats) -> None:
-        self.tokens_fed += other.tokens_fed
-        self.tokens_padded += other.tokens_padded
-        self.head_positions += other.head_positions
-        self.forward_calls += other.forward_calls
-
-
-ROW_TOKENS = 256  # packed row length (attention is quadratic in it, the matrix products are not)
 HEAD_ROWS = 64  # LM-head rows at a time: with a 262,144-word vocabulary, about 200 MB of float64 per array
 
 
-def score_batch(runner: Runner, plans: Sequence[PairPlan]) -> tuple[list[PairScore], BatchStats]:
+def score_batch(runner: Runner, plans: Sequence[PairPlan]) -> tuple[list[PairScore], packing.BatchStats]:
     """Score a batch of planned pairs under ``torch.inference_mode`` (see :func:`_score_batch`)."""
     with runner.torch.inference_mode():
         return _score_batch(runner, plans)
 
 
-@dataclass
-class BatchLayout:
-    """A batch's token forest packed into rows, each pair side's nodes, and the LM-head inputs."""
-
-    forest: Forest
-    reads: list[tuple[list[int], list[int]]]  # per pair: the nodes of its more and less sequences
-    packed: Packed
-    where: dict[int, int]  # node -> row of the LM-head input
-
-    @property
-    def stats(self) -> BatchStats:
-        return BatchStats(tokens_fed=sum(map(len, self.packed.nodes)), tokens_padded=len(self.packed.ids) * len(self.packed.ids[0]),
-                          head_positions=len(self.where), forward_calls=1)
-
-
-def lay_out(plans: Sequence[PairPlan], pad_id: int) -> BatchLayout:
-    """Every side's fed sequence (shared prefix + its own suffix) in one trie, packed into rows,
-    and the trie nodes whose hidden state predicts a target token (each once)."""
-    forest = Forest()
-    reads: list[tuple[list[int], list[int]]] = []
-    for pl in plans:
-        reads.append((forest.add(pl.prefix + pl.more.suffix), forest.add(pl.prefix + pl.less.suffix)))
-    packed = forest.pack(ROW_TOKENS, pad_id)
-    where: dict[int, int] = {}
-    for pl, (nm, nl) in zip(plans, reads, strict=True):
-        for sp, nodes in ((pl.more, nm), (pl.less, nl)):
-            for w in sp.targets:
-                for pos, _tok in w:
-                    where.setdefault(nodes[pos], len(where))
-    return BatchLayout(forest, reads, packed, where)
-
-
-def _score_batch(runner: Runner, plans: Sequence[PairPlan]) -> tuple[list[PairScore], BatchStats]:
+def _score_batch(runner: Runner, plans: Sequence[PairPlan]) -> tuple[list[PairScore], packing.BatchStats]:
     """Score a batch of planned pairs in one forward pass.
 
     Every side's fed sequence (shared prefix + its own suffix) goes into a trie, so a token
@@ -392,11 +246,17 @@ def _score_batch(runner: Runner, plans: Sequence[PairPlan]) -> tuple[list[PairSc
     whose hidden state predicts a target token.
     """
     torch = runner.torch
-    lay = lay_out(plans, runner.pad_id)
-    packed, reads, where = lay.packed, lay.reads, lay.where
-    hidden = runner.hidden(packed)
-    rc = torch.tensor([packed.place[n] for n in where], dtype=torch.long, device=hidden.device)
-    states = hidden[rc[:, 0], rc[:, 1]]  # (K, H): the LM head's inputs
+    lay = packing.lay_out(plans, runner.pad_id, runner.pass_rows)
+    reads, where = lay.reads, lay.where
+    states = None  # (K, H): the LM head's inputs, in the order of ``where``
+    for packed in lay.passes:
+        hidden = runner.hidden(packed)
+        read = [(k, *packed.place[n]) for k, n in enumerate(where) if n in packed.place]
+        if states is None:
+            states = hidden.new_empty((len(where), hidden.shape[-1]))
+        if read:
+            krc = torch.tensor(read, dtype=torch.long, device=hidden.device)
+            states[krc[:, 0]] = hidden[krc[:, 1], krc[:, 2]]
     asked: list[tuple[int, int]] = []  # (head row, token): every target token
     for pl, (nm, nl) in zip(plans, reads, strict=True):
         for sp, nodes in ((pl.more, nm), (pl.less, nl)):
@@ -425,7 +285,10 @@ def head_values(runner: Runner, states: Any, asked: np.ndarray, rows: int | None
     lp = np.empty(len(asked))
     lg = np.empty(len(asked))
     for start in range(0, states.shape[0], rows):
-        logits = runner.logits(states[start:start + rows])  # (rows, V), float32
+        chunk = states[start:start + rows]
+        if runner.pass_rows and chunk.shape[0] < rows:  # a fixed shape (see Runner.pass_rows)
+            chunk = runner.torch.cat([chunk, chunk.new_zeros((rows - chunk.shape[0], chunk.shape[1]))])
+        logits = runner.logits(chunk)  # (rows, V), float32
         here = np.flatnonzero((asked[:, 0] >= start) & (asked[:, 0] < start + rows))
         r, tok = asked[here, 0] - start, asked[here, 1]
         lp[here] = log_probs(logits).cpu().numpy()[r, tok]
@@ -446,7 +309,7 @@ def batches(plans: Sequence[PairPlan], batch_size: int) -> list[list[PairPlan]]:
 
 def score(
     runner: Runner, batch_list: Sequence[Sequence[PairPlan]], on_batch: Callable[[int], None] | None = None
-) -> Iterator[tuple[list[PairScore], BatchStats]]:
+) -> Iterator[tuple[list[PairScore], packing.BatchStats]]:
     """Score batches in order; yields each batch's scores and stats.
 
     A forward pass that runs out of device memory is retried with half the pairs
@@ -462,7 +325,7 @@ def score(
         yield res
 
 
-def _score_fitting(runner: Runner, plans: Sequence[PairPlan]) -> tuple[list[PairScore], BatchStats]:
+def _score_fitting(runner: Runner, plans: Sequence[PairPlan]) -> tuple[list[PairScore], packing.BatchStats]:
     """One batch in forward passes of at most ``runner.cap`` pairs (all of them while no pass has
     run out of memory), halving the cap on out-of-memory and retrying from the failed pass."""
     oom = runner.torch.OutOfMemoryError  # torch.cuda.OutOfMemoryError is the same class
@@ -481,53 +344,25 @@ def _score_fitting(runner: Runner, plans: Sequence[PairPlan]) -> tuple[list[Pair
             return res, stats
         out += res
         i += len(chunk)
-    return out, lay_out(plans, runner.pad_id).stats
+    return out, packing.lay_out(plans, runner.pad_id, runner.pass_rows).stats
 
 
 MAX_AUTO_BATCH = 1024
 CPU_BATCH = 32  # batch_size auto on the CPU: compute-bound, larger batches gain nothing
-PROBE_PAIRS = 8
 
 
-def batch_for_memory(free: Sequence[float], per_pair: Sequence[float], fraction: float = 0.8,
-                     cap: int = MAX_AUTO_BATCH) -> int:
-    """Pairs per batch that fill at most ``fraction`` of every device's free memory:
+def auto_batch_size(runner: Runner, plans: Sequence[PairPlan]) -> int:
+    """``batch_size: auto``: :data:`CPU_BATCH` pairs where gece's numerics apply (the CPU), else
+    :data:`MAX_AUTO_BATCH` (or every pair, if fewer).
 
-        batch = min_d floor(fraction * free_d / per_pair_d),  clipped to [1, cap]
-
-    where ``per_pair_d`` is device d's peak memory per pair measured on a probe batch."""
-    free_a, per_a = np.asarray(free, dtype=float), np.maximum(np.asarray(per_pair, dtype=float), 1.0)
-    if free_a.size == 0:
-        return cap
-    return int(np.clip(np.floor(np.min(fraction * free_a / per_a)), 1, cap))
-
-
-def auto_batch_size(runner: Runner, plans: Sequence[PairPlan], probe: int = PROBE_PAIRS) -> int:
-    """``batch_size: auto``: on CUDA, measured; elsewhere :data:`CPU_BATCH`.
-
-    Scores the ``probe`` pairs that feed the most tokens, reads each GPU's peak allocated
-    memory over that pass and its free memory, and sizes batches by :func:`batch_for_memory`.
-    """
-    torch = runner.torch
-    devices = sorted({p.device for p in runner.model.parameters() if p.device.type == "cuda"}, key=str)
-    if not devices or not plans:
+    On a GPU the memory a batch takes does not grow with its pairs: they are fed in forward passes of a
+    fixed shape (:data:`gece.scoring.packing.PASS_ROWS` rows of ``ROW_TOKENS`` tokens), one at a time, and only the LM head's
+    inputs (one hidden state per predicting token) are kept between passes. A larger batch shares more
+    beginnings between pairs and pads its last pass less, so the largest is the fastest; nothing is probed,
+    so the choice, like the scores, does not depend on the memory a device has free."""
+    if runner.exact:
         return CPU_BATCH
-    sample = sorted(plans, key=lambda pl: pl.n_fed, reverse=True)[:probe]
-    base = {}
-    for d in devices:
-        torch.cuda.synchronize(d)
-        torch.cuda.reset_peak_memory_stats(d)
-        base[d] = torch.cuda.memory_allocated(d)
-    score_batch(runner, sample)
-    per_pair, free = [], []
-    for d in devices:
-        torch.cuda.synchronize(d)
-        per_pair.append((torch.cuda.max_memory_allocated(d) - base[d]) / len(sample))
-        free.append(torch.cuda.mem_get_info(d)[0] + torch.cuda.memory_reserved(d) - torch.cuda.memory_allocated(d))
-    size = batch_for_memory(free, per_pair)
-    log.info("batch_size auto: %d pairs (peak %s MB per pair, %s MB free)", size,
-             "/".join(f"{v / 2**20:.1f}" for v in per_pair), "/".join(f"{v / 2**20:.0f}" for v in free))
-    return size
+    return max(1, min(MAX_AUTO_BATCH, len(plans)))
 
 
 # ------------------------------------------------------------------ naive reference
@@ -539,7 +374,7 @@ def score_naive(model: Any, sides: Sequence[tuple[SideTokens, SideTokens]]) -> l
     import torch
 
     device = model.get_input_embeddings().weight.device
-    if device.type == "cpu":
+    if exact.rounded(device):
         exact.make_exact(model)
     out = []
     with torch.inference_mode():

@@ -58,6 +58,14 @@ from typing import Any
 import numpy as np
 
 U = 2.0**-53  # unit roundoff of float64
+EXACT_DEVICES = frozenset({"cpu"})  # where products are correctly rounded; elsewhere (GPUs) torch's own kernels
+
+
+def rounded(device) -> bool:
+    """True where gece's numerics apply (:data:`EXACT_DEVICES`): correctly rounded products, portable kernels,
+    the same bits in every layout. Elsewhere the model runs on the device's own kernels, and batch invariance
+    comes from forward passes of fixed shapes (:mod:`gece.scoring.engine`)."""
+    return device.type in EXACT_DEVICES
 
 
 def _gamma(k: int) -> float:
@@ -127,7 +135,7 @@ def matmul(a, b, keep=None):
     """
     import torch
 
-    if a.device.type != "cpu":  # on a GPU, torch's own kernels: these stages are CPU code (docs/numerics.md)
+    if not rounded(a.device):  # on a GPU, torch's own kernels: these stages are CPU code (docs/numerics.md)
         return torch.matmul(a.float(), b.float())
     op = b if isinstance(b, Operand) else Operand.of(b)
     a64 = a.detach().float().numpy().astype(np.float64)

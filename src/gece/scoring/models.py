@@ -471,7 +471,7 @@ def load(spec: ModelSpec, *, use_cache: bool = True, resolved: Resolved | None =
         path = resolved.path
         model, tok = _load_directory(path, dtype, device, spec.attention, spec.max_memory)
     require_offsets(tok, spec.source)
-    if device == "cpu":  # the float64 weights are made here, so that their cost counts as loading
+    if device in exact.EXACT_DEVICES:  # the float64 weights are made here, so that their cost counts as loading
         try:
             exact.make_exact(model)
         except ValueError as e:

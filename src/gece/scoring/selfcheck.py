@@ -121,10 +121,10 @@ def run(runner: engine.Runner, sides: Sequence, plans: Sequence[planning.PairPla
     if math.isnan(d_fast) and not all(math.isfinite(v) for s in naive for side in (s.more, s.less)
                                       for w in side.token_logprobs for v in w):
         return None
-    exact = runner.device.type == "cpu" and model.config._attn_implementation == exact_attention.NAME
+    exact = runner.exact and model.config._attn_implementation == exact_attention.NAME
     ref_dtype = ref_diff = None
     ref = None
-    if not exact and runner.device.type != "cpu" and not getattr(model, "hf_device_map", None):
+    if not runner.exact and not getattr(model, "hf_device_map", None):
         ref_dtype = REFERENCE.get(dtype)
         ref = _cast_reference(model, [sides[i] for i in picked], ref_dtype) if ref_dtype else None
         ref_diff = engine.max_abs_diff(naive, ref) if ref is not None else None

@@ -32,7 +32,8 @@ from typing import Any
 from gece.errors import GeceError
 from gece.params import ModelSpec
 from gece.scoring import models
-from gece.scoring.engine import BatchStats, PairScore, SideScore
+from gece.scoring.engine import PairScore, SideScore
+from gece.scoring.packing import BatchStats
 from gece.scoring.planning import PairPlan, SidePlan
 
 MAX_MODEL_LEN = 4096  # benchmark sentences are short; a smaller context leaves vLLM more KV-cache blocks
