@@ -99,3 +99,26 @@ def test_canonical_output_matches_a_dense_softmax(device_path):
         out = attention._canonical_output(w, v, layout)
         dense = torch.softmax(w.masked_fill(~vis, float("-inf")), dim=-1) @ v.double().repeat_interleave(grp, dim=1)
         assert out.dtype == torch.float32 and torch.allclose(out.double(), dense, atol=1e-6)
+
+
+def test_out_of_memory_halving_gives_the_same_bits(device_path):
+    """On the GPU's path an out-of-memory error halves the pairs per forward pass (61 -> 30 -> 15 here): each
+    part is its own trie, laid out anew, and still the same bits as the unhindered run."""
+    model = tiny_model("llama")
+    _, plans = _pairs(2, 60)
+    ref = [s.tokens() for r, _ in engine.score(engine.Runner(model), engine.batches(plans, 64)) for s in r]
+    failures = {"left": 2}
+
+    def hook(_module, _args):
+        if failures["left"]:
+            failures["left"] -= 1
+            raise torch.OutOfMemoryError("CUDA out of memory (test)")
+
+    runner = engine.Runner(model)
+    handle = model.get_input_embeddings().register_forward_pre_hook(hook)
+    try:
+        got = [s.tokens() for r, _ in engine.score(runner, engine.batches(plans, 64)) for s in r]
+    finally:
+        handle.remove()
+    assert runner.oom_retries == 2 and runner.cap == 15  # the batch of 61 pairs -> 30 -> 15 per pass
+    assert sorted(got, key=str) == sorted(ref, key=str) and len(got) == len(plans)
