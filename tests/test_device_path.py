@@ -33,7 +33,7 @@ def _pairs(seed: int, n: int):
     return sides, [planning.plan_pair(i, m, l) for i, (m, l) in enumerate(sides)]
 
 
-def test_fixed_passes_read_each_node_once_in_a_pass_of_its_depth_s_shape():
+def test_fixed_passes_read_each_node_once_in_a_pass_of_its_depth_s_shape(device_path):
     _, plans = _pairs(1, 60)
     f = packing.lay_out(plans, 0).forest  # the batch's trie
     passes = f.pack_fixed(ROWS, WIDTH, pad_id=0)
@@ -52,6 +52,9 @@ def test_fixed_passes_read_each_node_once_in_a_pass_of_its_depth_s_shape():
             assert sees == sorted(f.ancestors(n))  # itself and its ancestors, nothing else
     assert sorted(read) == list(range(len(f)))  # every node read exactly once
     assert {len(pk.ids[0]) for pk in passes} == {8, 16, 24}
+    lay = packing.lay_out(plans, 0, ROWS)  # each LM-head input is taken once, from the pass that reads it
+    heads = sorted((k, lay.passes[p].nodes[r][c]) for p, read in enumerate(lay.heads) for k, r, c in read)
+    assert heads == sorted((k, n) for n, k in lay.where.items())
 
 
 @pytest.mark.parametrize("kind", ["llama", "gemma3", "mistral"])

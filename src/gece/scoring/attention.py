@@ -1,7 +1,7 @@
 """``gece_exact``: attention whose result is the same bits on every CPU and in every batch layout.
 
 A token's attention output must not depend on what else is in its forward pass: the optimized
-path packs many pairs' tokens into 128-token rows (each token sees only its ancestors), the naive
+path packs many pairs' tokens into rows (:mod:`gece.scoring.packing`; each token sees only its ancestors), the naive
 path feeds one sentence alone, and out-of-memory halving or another batch size moves a token to
 another row and column. Stock attention (eager or SDPA) sums each softmax row with vectorized code
 whose grouping depends on the row's length and on where the visible keys sit in it, so the same
@@ -104,28 +104,38 @@ def _mask(attention_mask, b: int, hq: int, hkv: int, t: int, s: int, device) -> 
     return hit[1]
 
 
+def _row_probs(w, n: int, k: int, take, keep):
+    """The softmax of the queries whose canonical row is ``n`` long (one entry of :func:`_layout`): each
+    query's visible keys gathered in order from w (B, H, T, S), then -inf up to ``n`` (a query's row length
+    depends on its own key count only). Returns (B, H, T, k), the probabilities of the row's first k entries,
+    zeros for the queries of other row lengths (whose rows here are NaN)."""
+    import torch
+
+    b, h, t, _ = w.shape
+    rows = torch.gather(w, -1, take.expand(b, h, t, k))
+    if n > k:
+        rows = torch.nn.functional.pad(rows, (0, n - k), value=float("-inf"))
+    probs = torch.softmax(rows.masked_fill(~keep, float("-inf")), dim=-1)[..., :k]
+    return torch.where(keep[..., :k], probs, 0.0)
+
+
 def _canonical_softmax(w, layout):
-    """softmax over each query's visible keys, computed on rows laid out the same in every batch:
-    the visible keys in order, then -inf up to a multiple of :data:`ROW` (a query's row length
-    depends on its own key count only). Returns w's shape, with zeros where a key is not visible."""
+    """softmax over each query's visible keys, computed on rows laid out the same in every batch
+    (:func:`_row_probs`) and put back where the keys sit. Returns w's shape, with zeros where a key is not
+    visible."""
     import torch
 
     b, h, t, _ = w.shape
     out = torch.zeros_like(w)
     for n, k, take, keep in layout:
-        take = take.expand(b, h, t, k)
-        rows = torch.gather(w, -1, take)
-        if n > k:
-            rows = torch.nn.functional.pad(rows, (0, n - k), value=float("-inf"))
-        probs = torch.softmax(rows.masked_fill(~keep, float("-inf")), dim=-1)[..., :k]
-        out.scatter_add_(-1, take, torch.where(keep[..., :k], probs, 0.0))  # other groups' rows are NaN
+        out.scatter_add_(-1, take.expand(b, h, t, k), _row_probs(w, n, k, take, keep))
     return out
 
 
 def _canonical_output(w, value, layout):
     """Attention's output on a device without correctly rounded products: softmax over each query's canonical
-    row (as :func:`_canonical_softmax`), then the weighted sum of the values gathered into the same row, as one
-    batched product of a shape set by the pass. w (B, H, T, S) float64 scores, value (B, Hkv, S, d) float32.
+    row (:func:`_row_probs`), then the weighted sum of the values gathered into the same row, as one batched
+    product of a shape set by the pass. w (B, H, T, S) float64 scores, value (B, Hkv, S, d) float32.
     Returns (B, H, T, d) float32."""
     import torch
 
@@ -134,11 +144,7 @@ def _canonical_output(w, value, layout):
     g = h // hkv
     out = torch.zeros((b, h, t, d), dtype=torch.float32, device=w.device)
     for n, k, take, keep in layout:
-        rows = torch.gather(w, -1, take.expand(b, h, t, k))
-        if n > k:
-            rows = torch.nn.functional.pad(rows, (0, n - k), value=float("-inf"))
-        probs = torch.softmax(rows.masked_fill(~keep, float("-inf")), dim=-1)[..., :k]
-        probs = torch.where(keep[..., :k], probs, 0.0).float()  # (B, H, T, k); other groups' rows are NaN
+        probs = _row_probs(w, n, k, take, keep).float()  # (B, H, T, k)
         if take.shape[1] == 1:  # every head sees the same keys: gather each key/value head once
             idx = take.expand(b, hkv, t, k)[..., None].expand(b, hkv, t, k, d)
             vals = torch.gather(value[:, :, None].expand(b, hkv, t, s, d), 3, idx)  # (B, Hkv, T, k, d)

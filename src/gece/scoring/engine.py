@@ -229,29 +229,30 @@ class Runner:
 HEAD_ROWS = 64  # LM-head rows at a time: with a 262,144-word vocabulary, about 200 MB of float64 per array
 
 
-def score_batch(runner: Runner, plans: Sequence[PairPlan]) -> tuple[list[PairScore], packing.BatchStats]:
+def score_batch(runner: Runner, plans: Sequence[PairPlan], lay: packing.BatchLayout | None = None
+                ) -> tuple[list[PairScore], packing.BatchStats]:
     """Score a batch of planned pairs under ``torch.inference_mode`` (see :func:`_score_batch`)."""
     with runner.torch.inference_mode():
-        return _score_batch(runner, plans)
+        return _score_batch(runner, plans, lay or packing.lay_out(plans, runner.pad_id, runner.pass_rows))
 
 
-def _score_batch(runner: Runner, plans: Sequence[PairPlan]) -> tuple[list[PairScore], packing.BatchStats]:
-    """Score a batch of planned pairs in one forward pass.
+def _score_batch(runner: Runner, plans: Sequence[PairPlan], lay: packing.BatchLayout
+                 ) -> tuple[list[PairScore], packing.BatchStats]:
+    """Score a batch of planned pairs laid out as ``lay`` (:func:`gece.scoring.packing.lay_out`).
 
     Every side's fed sequence (shared prefix + its own suffix) goes into a trie, so a token
     sequence shared by both sides of a pair, or by several pairs, is fed once. The trie is
     packed into rows with a 4-D attention mask (each token sees only its ancestors) and
     position ids equal to its depth, so each token's hidden state is what the model computes
-    for it at the end of its own sequence. The LM head then runs once over the unique tokens
-    whose hidden state predicts a target token.
+    for it at the end of its own sequence: one forward pass on the CPU, passes of fixed shapes
+    on a GPU. The LM head then runs once over the unique tokens whose hidden state predicts a
+    target token.
     """
     torch = runner.torch
-    lay = packing.lay_out(plans, runner.pad_id, runner.pass_rows)
     reads, where = lay.reads, lay.where
     states = None  # (K, H): the LM head's inputs, in the order of ``where``
-    for packed in lay.passes:
+    for packed, read in zip(lay.passes, lay.heads, strict=True):
         hidden = runner.hidden(packed)
-        read = [(k, *packed.place[n]) for k, n in enumerate(where) if n in packed.place]
         if states is None:
             states = hidden.new_empty((len(where), hidden.shape[-1]))
         if read:
@@ -329,22 +330,21 @@ def _score_fitting(runner: Runner, plans: Sequence[PairPlan]) -> tuple[list[Pair
     """One batch in forward passes of at most ``runner.cap`` pairs (all of them while no pass has
     run out of memory), halving the cap on out-of-memory and retrying from the failed pass."""
     oom = runner.torch.OutOfMemoryError  # torch.cuda.OutOfMemoryError is the same class
+    whole = packing.lay_out(plans, runner.pad_id, runner.pass_rows)  # its stats are the batch's, however split
     out: list[PairScore] = []
     i = 0
     while i < len(plans):
         chunk = plans[i : i + (runner.cap or len(plans))]
         try:
-            res, stats = score_batch(runner, chunk)
+            res, _ = score_batch(runner, chunk, whole if len(chunk) == len(plans) else None)
         except oom:
             res = None  # handled outside the except block, which still holds the failed pass's tensors
         if res is None:
             runner.out_of_memory(len(chunk))
             continue
-        if len(chunk) == len(plans):
-            return res, stats
         out += res
         i += len(chunk)
-    return out, packing.lay_out(plans, runner.pad_id, runner.pass_rows).stats
+    return out, whole.stats
 
 
 MAX_AUTO_BATCH = 1024

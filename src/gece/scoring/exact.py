@@ -64,7 +64,7 @@ EXACT_DEVICES = frozenset({"cpu"})  # where products are correctly rounded; else
 def rounded(device) -> bool:
     """True where gece's numerics apply (:data:`EXACT_DEVICES`): correctly rounded products, portable kernels,
     the same bits in every layout. Elsewhere the model runs on the device's own kernels, and batch invariance
-    comes from forward passes of fixed shapes (:mod:`gece.scoring.engine`)."""
+    comes from forward passes of fixed shapes (:mod:`gece.scoring.packing`)."""
     return device.type in EXACT_DEVICES
 
 

@@ -198,6 +198,7 @@ class BatchLayout:
     reads: list[tuple[list[int], list[int]]]  # per pair: the nodes of its more and less sequences
     passes: list[Packed]
     where: dict[int, int]  # node -> row of the LM-head input
+    heads: list[list[tuple[int, int, int]]]  # per pass: (LM-head input row, row, column) of the nodes read there
 
     @property
     def packed(self) -> Packed:
@@ -214,8 +215,8 @@ class BatchLayout:
 
 def lay_out(plans: Sequence[PairPlan], pad_id: int, pass_rows: int | None = None) -> BatchLayout:
     """Every side's fed sequence (shared prefix + its own suffix) in one trie, packed into rows (one forward
-    pass; with ``pass_rows``, passes of fixed shapes: :meth:`Forest.pack_fixed`), and the trie nodes whose
-    hidden state predicts a target token (each once)."""
+    pass; with ``pass_rows``, passes of fixed shapes: :meth:`Forest.pack_fixed`), the trie nodes whose
+    hidden state predicts a target token (each once), and where each pass holds them."""
     forest = Forest()
     reads: list[tuple[list[int], list[int]]] = []
     for pl in plans:
@@ -228,4 +229,8 @@ def lay_out(plans: Sequence[PairPlan], pad_id: int, pass_rows: int | None = None
             for w in sp.targets:
                 for pos, _tok in w:
                     where.setdefault(nodes[pos], len(where))
-    return BatchLayout(forest, reads, passes, where)
+    heads: list[list[tuple[int, int, int]]] = [[] for _ in passes]
+    read_in = {n: i for i, p in enumerate(passes) for n in p.place}  # every node is read in one pass
+    for n, k in where.items():
+        heads[read_in[n]].append((k, *passes[read_in[n]].place[n]))
+    return BatchLayout(forest, reads, passes, where, heads)
