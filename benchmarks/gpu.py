@@ -8,6 +8,9 @@ they do fix the work, the memory and the numerics. For each shape and dtype:
   one untimed warm-up run: pairs/s, peak GPU memory, the batch size auto chose, auto's speed against the
   best fixed size (``auto_vs_best_fixed``, target >= 0.9), and whether the four score files hold the same
   bits (the largest |difference| of their log-probabilities when they do not);
+- one more run (batch auto, :data:`PROFILE_PAIRS` pairs) under torch's profiler (``profile``): the share of the
+  wall time the GPU spends in kernels, the kernel launches, and the operations taking the most device and host
+  time, so that one run also says where the time goes;
 - the extract meta's ``self_check`` (the optimized path against the naive one, and the naive one against
   a pass one precision up; for bfloat16 also |p - p_float32|);
 - the naive path (each sentence alone, the model's own logits) on the first :data:`NAIVE` pairs: pairs/s
@@ -47,6 +50,8 @@ BENCHMARK = "winobias"
 NAIVE = 100  # pairs scored by the naive path
 BATCHES: tuple[int | str, ...] = (7, 64, 256, "auto")
 WARM_PAIRS = 20  # scored once before the timed runs (CUDA context, kernel selection, caches)
+PROFILE_PAIRS = 200  # pairs of the run under torch's profiler (batch auto), after the timed ones
+PROFILE_TOP = 12  # operations listed, by device time (GPU) and by host time
 MINICONS_BATCHES = (32, 128)
 SHAPES = {
     "smollm2-135m-shape": {"vocab_size": 49152, "hidden_size": 576, "intermediate_size": 1536, "num_hidden_layers": 30,
@@ -163,8 +168,46 @@ def _gece(model_dir: Path, dtype: str, prepared: Path, n: int, work: Path, devic
     rec["max_abs_diff_between_batches"] = max(float(np.max(np.abs(s - first))) for s in scores.values())
     speed = {bs: r["pairs_per_s"] for bs, r in rec["batches"].items()}
     rec["auto_vs_best_fixed"] = round(speed["auto"] / max(v for bs, v in speed.items() if bs != "auto"), 3)
+    m = min(n, PROFILE_PAIRS)
+    rec["profile"] = _profile(lambda: extract_stage.extract(
+        prepared, work / f"{model_dir.name}-{dtype}-profiled.parquet", model_dir.name, spec,
+        ExtractParams(batch_size="auto", limit=m), loaded=lm), m, device)
     rec["scores"] = scores["auto"]
     return rec, lm
+
+
+def _profile(run, pairs: int, device: str) -> dict:
+    """One more gece run under torch's profiler: where its time goes. ``device_busy`` is the GPU's kernel time
+    over the wall time: near 1 the kernels are the limit; far below it the host (Python, the trie, kernel
+    launches) keeps the GPU waiting, which is what CUDA graphs of the fixed pass shapes would remove."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    cuda = device == "cuda"
+    with profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])) as prof:
+        t = time.perf_counter()
+        run()
+        if cuda:
+            torch.cuda.synchronize()
+        wall = time.perf_counter() - t
+    events = prof.key_averages()
+
+    def on_device(e) -> float:  # microseconds; kernels carry it, the operations that launch them do not
+        return float(getattr(e, "self_device_time_total", 0.0) or 0.0)
+
+    def top(key) -> list[dict]:
+        return [{"op": e.key[:100], "calls": e.count, "ms": round(key(e) / 1e3, 2)}
+                for e in sorted(events, key=key, reverse=True)[:PROFILE_TOP] if key(e) > 0]
+
+    kernel_s = sum(on_device(e) for e in events) / 1e6
+    rec = {"pairs": pairs, "wall_seconds": round(wall, 2), "pairs_per_s_profiled": round(pairs / wall, 1),
+           "device_busy": round(kernel_s / wall, 3) if cuda else None,
+           "kernel_launches": sum(e.count for e in events if e.key.startswith(("cudaLaunchKernel", "cuLaunchKernel"))),
+           "top_device": top(on_device) if cuda else [],
+           "top_host": top(lambda e: float(e.self_cpu_time_total))}
+    _say(f"profile: {pairs} pairs in {wall:.1f} s under the profiler"
+         + (f", GPU busy {rec['device_busy']:.0%}, {rec['kernel_launches']} kernel launches" if cuda else ""))
+    return rec
 
 
 def _naive(lm, prepared: Path, n: int, ref, device: str) -> dict:
