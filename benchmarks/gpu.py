@@ -147,15 +147,20 @@ def _gece(model_dir: Path, dtype: str, prepared: Path, n: int, work: Path, devic
     t = time.perf_counter()
     lm = models.load(spec)
     rec: dict = {"load_seconds": round(time.perf_counter() - t, 1), "batches": {}}
-    extract_stage.extract(prepared, work / f"{model_dir.name}-{dtype}-warm.parquet", model_dir.name, spec,
-                          ExtractParams(batch_size="auto", limit=min(n, WARM_PAIRS)), loaded=lm)
+
+    def run(tag, batch_size, limit: int):
+        """The extract stage's code on the loaded model: the first ``limit`` pairs -> (meta, score file)."""
+        out = work / f"{model_dir.name}-{dtype}-{tag}.parquet"
+        meta, _ = extract_stage.extract(prepared, out, model_dir.name, spec,
+                                        ExtractParams(batch_size=batch_size, limit=limit), loaded=lm)
+        return meta, out
+
+    run("warm", "auto", min(n, WARM_PAIRS))
     scores = {}
     for bs in BATCHES:
-        out = work / f"{model_dir.name}-{dtype}-{bs}.parquet"
         _peak_reset(device)
         t = time.perf_counter()
-        meta, _ = extract_stage.extract(prepared, out, model_dir.name, spec,
-                                        ExtractParams(batch_size=bs, limit=n), loaded=lm)
+        meta, out = run(bs, bs, n)
         seconds = time.perf_counter() - t
         timing = read_json(layout.timing_path(out))
         scores[bs] = _logprobs(out)
@@ -169,9 +174,7 @@ def _gece(model_dir: Path, dtype: str, prepared: Path, n: int, work: Path, devic
     speed = {bs: r["pairs_per_s"] for bs, r in rec["batches"].items()}
     rec["auto_vs_best_fixed"] = round(speed["auto"] / max(v for bs, v in speed.items() if bs != "auto"), 3)
     m = min(n, PROFILE_PAIRS)
-    rec["profile"] = _profile(lambda: extract_stage.extract(
-        prepared, work / f"{model_dir.name}-{dtype}-profiled.parquet", model_dir.name, spec,
-        ExtractParams(batch_size="auto", limit=m), loaded=lm), m, device)
+    rec["profile"] = _profile(lambda: run("profiled", "auto", m), m, device)
     rec["scores"] = scores["auto"]
     return rec, lm
 
@@ -203,7 +206,7 @@ def _profile(run, pairs: int, device: str) -> dict:
     rec = {"pairs": pairs, "wall_seconds": round(wall, 2), "pairs_per_s_profiled": round(pairs / wall, 1),
            "device_busy": round(kernel_s / wall, 3) if cuda else None,
            "kernel_launches": sum(e.count for e in events if e.key.startswith(("cudaLaunchKernel", "cuLaunchKernel"))),
-           "top_device": top(on_device) if cuda else [],
+           "top_device": top(on_device),  # empty on the CPU: no event carries device time
            "top_host": top(lambda e: float(e.self_cpu_time_total))}
     _say(f"profile: {pairs} pairs in {wall:.1f} s under the profiler"
          + (f", GPU busy {rec['device_busy']:.0%}, {rec['kernel_launches']} kernel launches" if cuda else ""))
