@@ -150,6 +150,29 @@ def test_rows_cut_inside_trees_give_the_same_bits(kind, monkeypatch):
     assert engine.max_abs_diff(sorted(fast, key=lambda s: s.index), engine.score_naive(model, sides)) == 0.0
 
 
+@pytest.mark.parametrize("kind", ["llama", "gemma3"])
+def test_batches_scored_at_once_give_the_same_bits(kind):
+    """On the CPU, engine.score runs ``runner.workers`` batches at once, one thread each: the same scores and
+    stats as one batch after the other, yielded in order, progress reported per batch in that order, and
+    torch's thread count restored afterwards (Gemma-3: sliding-window masks and soft-capping)."""
+    model = _tiny(kind)
+    sides = _random_pairs(np.random.default_rng(3), 60)
+    plans = [planning.plan_pair(i, m, l) for i, (m, l) in enumerate(sides)]
+    batch_list = engine.batches(plans, 5)
+    runner = engine.Runner(model)
+    assert runner.workers == torch.get_num_threads()  # the CPU: one batch per torch thread
+    threads = torch.get_num_threads()
+    out = {}
+    for workers in (1, 3):
+        runner.workers = workers
+        seen: list[int] = []
+        out[workers] = list(engine.score(runner, batch_list, on_batch=seen.append))
+        assert seen == [len(b) for b in batch_list]
+        assert torch.get_num_threads() == threads
+    assert out[1] == out[3]
+    assert [[s.index for s in res] for res, _ in out[3]] == [[p.index for p in b] for b in batch_list]
+
+
 def test_lm_head_in_chunks_gives_the_same_bits():
     """The LM head runs HEAD_ROWS rows at a time (its float64 arrays bounded under the sentence rule): one row
     at a time, or all at once, the same values (soft-capped Gemma-3 head)."""

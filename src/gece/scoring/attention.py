@@ -41,6 +41,7 @@ stock implementation.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from gece.scoring import exact
@@ -90,17 +91,19 @@ class _Mask:
             self.keep = tuple(x.numpy() for x in grouped.nonzero(as_tuple=True))
 
 
-_MASKS: dict = {}  # (id of the mask object, shapes) -> (the mask object, its _Mask): the layers of a forward pass
-_MASKS_KEPT = 4  # share them; models with sliding-window layers alternate between two masks
+_MASKS_KEPT = 4  # masks kept per thread; models with sliding-window layers alternate between two
+_MASKS = threading.local()  # .kept: (id of the mask object, shapes) -> (the mask object, its _Mask), shared by the
+# layers of a forward pass; one dict per thread, since engine.score runs forward passes in several at once
 
 
 def _mask(attention_mask, b: int, hq: int, hkv: int, t: int, s: int, device) -> _Mask:
     key = (id(attention_mask), b, hq, hkv, t, s)
-    hit = _MASKS.get(key)
+    kept = _MASKS.__dict__.setdefault("kept", {})
+    hit = kept.get(key)
     if hit is None or hit[0] is not attention_mask:
-        if len(_MASKS) >= _MASKS_KEPT:
-            _MASKS.clear()
-        hit = _MASKS[key] = (attention_mask, _Mask(attention_mask, b, hq, hkv, t, s, device))
+        if len(kept) >= _MASKS_KEPT:
+            kept.clear()
+        hit = kept[key] = (attention_mask, _Mask(attention_mask, b, hq, hkv, t, s, device))
     return hit[1]
 
 

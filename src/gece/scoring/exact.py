@@ -53,6 +53,7 @@ The same idea covers the model's other CPU-dependent steps (see :func:`make_exac
 from __future__ import annotations
 
 import math
+import threading
 from typing import Any
 
 import numpy as np
@@ -126,7 +127,7 @@ def matmul(a, b, keep=None):
     :class:`Operand`, 2-D (a weight) or with ``a``'s batch dimensions. Tensors on another device than
     the CPU (attention on a GPU) are multiplied by torch in float32, not correctly rounded. The stages rely on exact
     float64 products, so inputs must be float32 values. The float64 product runs in torch's BLAS
-    (all threads); the checks are compiled loops (:mod:`gece.scoring.kernels`) of IEEE operations, the same
+    (torch's threads: one when :func:`gece.scoring.engine.score` runs batches side by side); the checks are compiled loops (:mod:`gece.scoring.kernels`) of IEEE operations, the same
     on any CPU.
 
     ``keep``: the indices (p, i, j) of the only entries the caller reads, p over the batch dimensions
@@ -221,15 +222,16 @@ class Product:
 
     ``cached``: the stacked float64 weights are made once; otherwise (weights that accelerate
     offloads and moves in for each forward pass) on every call.
+
+    The last input and its product are kept per thread: forward passes of several batches run at once
+    on the CPU (:func:`gece.scoring.engine.score`), each in its own thread.
     """
 
     def __init__(self, weights, cached: bool = True):
         self.weights = weights  # callables returning each layer's current weight (N_i, K)
         self.offsets = np.cumsum([0] + [int(w().shape[0]) for w in weights]).tolist()
         self.op = self._operand() if cached else None
-        self.key: tuple = ()
-        self.x = None  # held, so that its storage cannot be reused by another tensor while cached
-        self.out = None
+        self.last = threading.local()  # .x (held, so that its storage cannot be reused while cached), .key, .out
 
     def _operand(self) -> Operand:
         import torch
@@ -238,12 +240,13 @@ class Product:
         return Operand(torch.from_numpy(stacked.astype(np.float64)))
 
     def __call__(self, x, part: int, bias=None):
+        last = self.last
         key = (x.data_ptr(), tuple(x.shape), x.stride())
-        if self.x is not x or self.key != key:
-            self.out = matmul(x.reshape(-1, x.shape[-1]), self.op or self._operand())
-            self.x, self.key = x, key
+        if getattr(last, "x", None) is not x or last.key != key:
+            last.out = matmul(x.reshape(-1, x.shape[-1]), self.op or self._operand())
+            last.x, last.key = x, key
         lo, hi = self.offsets[part], self.offsets[part + 1]
-        y = self.out[:, lo:hi] if len(self.offsets) > 2 else self.out
+        y = last.out[:, lo:hi] if len(self.offsets) > 2 else last.out
         if bias is not None:
             y = y + bias
         return y.contiguous().reshape(*x.shape[:-1], hi - lo)
