@@ -46,7 +46,7 @@ REF_PAIRS = int(os.environ.get("GECE_BENCH_REF_PAIRS", "60"))  # pairs scored by
 
 # ------------------------------------------------------------------------ workers
 def _setup(work: Path):
-    import gece  # noqa: F401  (sets MKL_CBWR and OMP_WAIT_POLICY before torch loads)
+    import gece  # noqa: F401  (pins torch's kernels and OpenBLAS's threads before torch and numpy load)
     from gece.io import read_table
     from gece.params import load_params
     from gece.pipeline import prepare as prepare_stage
@@ -212,6 +212,7 @@ def worker_float64(work: Path) -> dict:
             "peak_rss_mb": _rss_mb(), "logprobs": _side_logprobs(token_lps)}
 
 
+NATIVE_BLAS = ("gece", "naive")  # gece's engine, in the kernels `gece extract` gives OpenBLAS (gece.native_blas)
 WORKERS = {
     "matmul": worker_matmul,
     "float64": worker_float64,
@@ -339,6 +340,10 @@ def markdown_table(report: dict) -> str:
 
 if __name__ == "__main__":
     if len(sys.argv) == 5 and sys.argv[1] == "--worker":
+        if sys.argv[2] in NATIVE_BLAS:  # as `gece extract` runs (before numpy loads)
+            import gece
+
+            gece.native_blas()
         if hasattr(os, "sched_setaffinity"):  # undo a CPU pinning inherited from another benchmark
             try:
                 os.sched_setaffinity(0, range(os.cpu_count() or 1))

@@ -2,13 +2,14 @@
 
 The products are checked against exact rational arithmetic (including entries built to fall next to
 a float32 rounding boundary, which exercise every stage), for independence of the number of rows,
-and against what MKL's other code paths give (subprocesses with other MKL settings stand in for
-other CPUs). The end-to-end version, a model's score file under varied CPU settings, is in
+and against what other BLAS code paths give (subprocesses with other MKL settings, or OpenBLAS's
+other kernels, stand in for other CPUs). The end-to-end version, a model's score file under varied CPU settings, is in
 tests/e2e/test_cpu_invariance.py.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import subprocess
 import sys
@@ -45,17 +46,34 @@ def _exact(a: torch.Tensor, b: torch.Tensor) -> np.ndarray:
                      for r in fa], dtype=np.float32)
 
 
+@contextlib.contextmanager
+def torch_threads(n: int):
+    """torch on n threads: with one, the float64 products run in numpy's OpenBLAS, else in torch's BLAS."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+BLAS_PATHS = pytest.mark.parametrize("threads", [1, 2], ids=["numpy-openblas", "torch-blas"])
+
+
+@BLAS_PATHS
 @settings(max_examples=40, deadline=None)
 @given(m=st.integers(1, 6), k=st.integers(1, 40), n=st.integers(1, 6), seed=st.integers(0, 2**31 - 1),
        spread=st.integers(0, 60))
-def test_matmul_is_correctly_rounded(m, k, n, seed, spread):
+def test_matmul_is_correctly_rounded(threads, m, k, n, seed, spread):
     g = torch.Generator().manual_seed(seed)
     a = torch.randn(m, k, generator=g) * torch.exp2(torch.randint(-spread, spread + 1, (m, k), generator=g).float())
     b = torch.randn(k, n, generator=g)
-    assert np.array_equal(exact.matmul(a, b).numpy(), _exact(a, b))
+    with torch_threads(threads):
+        assert np.array_equal(exact.matmul(a, b).numpy(), _exact(a, b))
 
 
-def test_matmul_decides_entries_next_to_a_rounding_boundary():
+@BLAS_PATHS
+def test_matmul_decides_entries_next_to_a_rounding_boundary(threads):
     # 1 + 2^-24 is halfway between two float32 values: tiny terms decide which way the sum rounds,
     # and cancelling terms hide them from the float64 product's own rounding
     big = 2.0**30
@@ -65,7 +83,8 @@ def test_matmul_decides_entries_next_to_a_rounding_boundary():
             [1.0, 3 * 2.0**-25, -(2.0**-70), 0.0, 0.0]]
     a = torch.tensor(rows, dtype=torch.float32)
     b = torch.ones(5, 1)
-    got = exact.matmul(a, b).flatten().tolist()
+    with torch_threads(threads):
+        got = exact.matmul(a, b).flatten().tolist()
     assert got == _exact(a, b).flatten().tolist()
     assert got[0] == 1 + 2.0**-23 and got[1] == 1.0 and got[2] == 1.0
 
@@ -93,14 +112,10 @@ def test_the_check_gives_the_same_bits_in_any_number_of_threads():
     g = torch.Generator().manual_seed(2)
     x = torch.randn(300, 576, generator=g) * torch.exp2(torch.randint(-8, 9, (300, 576), generator=g).float())
     w = torch.randn(1536, 576, generator=g)
-    before = torch.get_num_threads()
-    try:
-        outs = []
-        for n in (1, 2, 3):
-            torch.set_num_threads(n)
+    outs = []
+    for n in (1, 2, 3):  # numpy's OpenBLAS, then torch's BLAS on 2 and 3 threads
+        with torch_threads(n):
             outs.append(exact.linear(x, w))
-    finally:
-        torch.set_num_threads(before)
     assert all(torch.equal(o, outs[0]) for o in outs)
 
 
@@ -116,41 +131,56 @@ def test_matmul_checks_only_the_entries_kept_and_rounds_them_correctly():
         assert got[p, i, j].item() == _exact(a3[p, i : i + 1], b3[p, :, j : j + 1])[0, 0]
 
 
-def test_batched_matmul_matches_the_exact_product():
+@BLAS_PATHS
+def test_batched_matmul_matches_the_exact_product(threads):
     g = torch.Generator().manual_seed(1)
     a, b = torch.randn(2, 3, 5, 33, generator=g), torch.randn(2, 3, 33, 4, generator=g)
-    got = exact.matmul(a, b)
+    with torch_threads(threads):
+        got = exact.matmul(a, b)
     for i in range(2):
         for j in range(3):
             assert np.array_equal(got[i, j].numpy(), _exact(a[i, j], b[i, j]))
 
 
 SCRIPT = """
-import gece, hashlib, torch
+import sys
+import gece
+if "--native-blas" in sys.argv:
+    assert gece.native_blas()
+import hashlib, threadpoolctl, torch
 from gece.scoring import exact
 g = torch.Generator().manual_seed(0)
 w = torch.randn(1536, 576, generator=g)
 x = torch.randn(300, 576, generator=g) * 3
 x[:, 7] *= 200
-print(hashlib.md5(exact.linear(x, w).numpy().tobytes()).hexdigest(), exact.cpu_kernels(), torch.get_num_threads())
+blas = [i.get("architecture") for i in threadpoolctl.threadpool_info() if i["internal_api"] == "openblas"]
+print(hashlib.md5(exact.linear(x, w).numpy().tobytes()).hexdigest(), exact.cpu_kernels(), torch.get_num_threads(),
+      *blas)
 """
 
 
-def test_matmul_is_the_same_whatever_mkl_does():
-    """Other MKL settings pick other kernels (those of other CPUs); the bits must not move."""
-    envs = [{}, {"MKL_CBWR": "COMPATIBLE"}, {"MKL_CBWR": "AVX2"}, {"MKL_CBWR": "AUTO"},
-            {"MKL_ENABLE_INSTRUCTIONS": "AVX2"}, {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
-            {"ATEN_CPU_CAPABILITY": "avx512"}]
+def test_matmul_is_the_same_whatever_the_blas_does():
+    """Other MKL settings pick other kernels (those of other CPUs), and with one torch thread the float64
+    product runs in numpy's OpenBLAS, with the Haswell kernels gece pins or those OpenBLAS picks for this
+    CPU (``gece extract``); the bits must not move."""
+    one = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    runs = [({}, []), ({"MKL_CBWR": "COMPATIBLE"}, []), ({"MKL_CBWR": "AVX2"}, []), ({"MKL_CBWR": "AUTO"}, []),
+            ({"MKL_ENABLE_INSTRUCTIONS": "AVX2"}, []), ({"ATEN_CPU_CAPABILITY": "avx512"}, []),
+            (one, []), (one, ["--native-blas"])]
     import os
 
-    out = set()
-    for env in envs:
-        res = subprocess.run([sys.executable, "-c", SCRIPT], env={**os.environ, **env}, capture_output=True, text=True,
-                             check=True)
-        digest, kernels, _ = res.stdout.split()
+    out, cores = set(), set()
+    for env, args in runs:
+        res = subprocess.run([sys.executable, "-c", SCRIPT, *args], env={**os.environ, **env}, capture_output=True,
+                             text=True, check=True)
+        digest, kernels, threads, *blas = res.stdout.split()
         assert kernels == "DEFAULT", env
+        if env is one:
+            assert threads == "1"
+            cores.update(blas)
         out.add(digest)
     assert len(out) == 1
+    assert "Haswell" in cores  # and on a CPU with AVX-512, OpenBLAS's own choice too (SkylakeX, ...)
 
 
 def test_exp_and_tanh_are_accurate():

@@ -154,7 +154,8 @@ def test_rows_cut_inside_trees_give_the_same_bits(kind, monkeypatch):
 def test_batches_scored_at_once_give_the_same_bits(kind):
     """On the CPU, engine.score runs ``runner.workers`` batches at once, one thread each: the same scores and
     stats as one batch after the other, yielded in order, progress reported per batch in that order, and
-    torch's thread count restored afterwards (Gemma-3: sliding-window masks and soft-capping)."""
+    torch's thread count restored afterwards (Gemma-3: sliding-window masks and soft-capping); the same for
+    the naive path's sentences."""
     model = _tiny(kind)
     sides = _random_pairs(np.random.default_rng(3), 60)
     plans = [planning.plan_pair(i, m, l) for i, (m, l) in enumerate(sides)]
@@ -171,6 +172,11 @@ def test_batches_scored_at_once_give_the_same_bits(kind):
         assert torch.get_num_threads() == threads
     assert out[1] == out[3]
     assert [[s.index for s in res] for res, _ in out[3]] == [[p.index for p in b] for b in batch_list]
+    naive = {w: engine.score_naive(model, sides[:7], workers=w) for w in (1, 3)}  # the self-check's path, too
+    assert naive[1] == naive[3] and [s.index for s in naive[3]] == list(range(7))
+    assert torch.get_num_threads() == threads
+    fast = sorted((s for res, _ in out[3] for s in res), key=lambda s: s.index)[:7]
+    assert engine.max_abs_diff(fast, naive[3]) == 0.0
 
 
 def test_lm_head_in_chunks_gives_the_same_bits():

@@ -1,6 +1,7 @@
 """gece: calibration of language-model confidence against human judgements of gender bias."""
 
 import os
+import sys
 
 __version__ = "0.1.0"
 
@@ -23,3 +24,15 @@ os.environ["OPENBLAS_NUM_THREADS"] = "1"  # numpy/scipy's BLAS sums in one order
 if _cpu_has("avx2", "fma"):  # every x86-64 CPU since 2013 (Intel) and 2015 (AMD)
     os.environ.setdefault("OPENBLAS_CORETYPE", "Haswell")  # the same BLAS kernels on Intel and AMD
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # no spinning threads on a shared machine
+
+
+def native_blas() -> bool:
+    """Let OpenBLAS pick its kernels for this CPU (``OPENBLAS_CORETYPE`` dropped), in a process whose only
+    OpenBLAS work is the float64 products of :mod:`gece.scoring.exact` (``gece extract``). Those are
+    correctly rounded, so no kernel changes a bit of them, and on a CPU with AVX-512 OpenBLAS's own choice
+    (SkylakeX) computes them about 1.7x faster than the Haswell kernels the other commands pin
+    (docs/numerics.md). OpenBLAS reads the variable when numpy loads: True if it was not loaded yet."""
+    if "numpy" in sys.modules:
+        return False
+    os.environ.pop("OPENBLAS_CORETYPE", None)
+    return True

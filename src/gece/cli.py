@@ -21,7 +21,7 @@ from pathlib import Path
 
 from rich.logging import RichHandler
 
-from gece import __version__
+from gece import __version__, native_blas
 from gece.errors import GeceError
 from gece.terminal import LiteralFilter, console, literal, visible
 
@@ -64,6 +64,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "exp-summary": ("gece.experiments", "DVC experiments as one readable table: the parameters that differ and "
                     "the summary metrics that moved (a readable dvc exp show)"),
 }
+
+NATIVE_BLAS = {"extract"}  # commands whose only OpenBLAS work is correctly rounded products (gece.native_blas)
 
 err = console(stderr=True)
 
@@ -189,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
     if hasattr(signal, "SIGPIPE"):  # `gece ... | head` ends quietly
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     argv = sys.argv[1:] if argv is None else argv
+    if _command(argv) in NATIVE_BLAS:
+        native_blas()  # before the command's module loads numpy
     args = build_parser(argv).parse_args(argv)
     if err.is_terminal:
         handler: logging.Handler = RichHandler(console=err, show_time=False, show_path=False, markup=False)

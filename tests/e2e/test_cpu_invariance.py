@@ -25,17 +25,25 @@ pytestmark = pytest.mark.slow
 GECE = str(Path(sys.executable).with_name("gece"))
 PAIRS = "40"
 NO_AVX512 = "AVX512F,AVX512CD,AVX512_SKX,AVX512_CLX,AVX512_CNL,AVX512_ICL,AVX512_SPR"
-CPU_VARIANTS = {  # name: (environment, extra arguments); factors are paired to keep the test short
-    "as is": ({}, []),
-    "MKL default mode (as on AMD), batch of 7": ({"MKL_CBWR": "AUTO"}, ["--batch-size", "7"]),
-    "MKL compatible code, one thread": ({"MKL_CBWR": "COMPATIBLE", "GECE_THREADS": "1"}, []),
-    "MKL AVX2 code, batch of 1": ({"MKL_ENABLE_INSTRUCTIONS": "AVX2", "MKL_CBWR": "AUTO"}, ["--batch-size", "1"]),
-    "torch AVX-512 kernels asked for": ({"ATEN_CPU_CAPABILITY": "avx512"}, []),
+# name: (environment, extra arguments, numpy loaded before gece's command); factors are paired to keep the test
+# short. The float64 products run in numpy's OpenBLAS when batches run side by side or on one thread (with
+# the kernels OpenBLAS picks for this CPU under `gece extract`, or Haswell's when numpy loaded first), and
+# in torch's MKL when one batch has all the threads
+CPU_VARIANTS = {
+    "as is": ({}, [], False),
+    "OpenBLAS's Haswell kernels, batch of 7": ({"OPENBLAS_CORETYPE": "Haswell"}, ["--batch-size", "7"], True),
+    "one thread, batch of 1": ({"GECE_THREADS": "1"}, ["--batch-size", "1"], False),
+    "MKL default mode (as on AMD), one batch on all threads": ({"MKL_CBWR": "AUTO"}, ["--batch-size", "64"], False),
+    "MKL AVX2 code, one batch on all threads": ({"MKL_ENABLE_INSTRUCTIONS": "AVX2", "MKL_CBWR": "AUTO"},
+                                                ["--batch-size", "64"], False),
+    "torch AVX-512 kernels asked for": ({"ATEN_CPU_CAPABILITY": "avx512"}, [], False),
 }
+NUMPY_FIRST = "import sys, numpy; from gece.cli import main; sys.exit(main())"
 
 
-def _gece(args: list[str], env: dict[str, str]) -> None:
-    res = subprocess.run([GECE, "-q", *args], env={**os.environ, "HF_HUB_OFFLINE": "1", **env},
+def _gece(args: list[str], env: dict[str, str], numpy_first: bool = False) -> None:
+    cmd = [sys.executable, "-c", NUMPY_FIRST] if numpy_first else [GECE]
+    res = subprocess.run([*cmd, "-q", *args], env={**os.environ, "HF_HUB_OFFLINE": "1", **env},
                          capture_output=True, text=True, check=False)
     assert res.returncode == 0, res.stderr[-3000:]
 
@@ -53,14 +61,14 @@ def prepared(tmp_path_factory) -> Path:
 
 @pytest.mark.parametrize("model,variants", [
     ("smollm2-135m", list(CPU_VARIANTS)),
-    ("gemma-3-270m", ["as is", "MKL default mode (as on AMD), batch of 7"]),  # sliding window, 262k vocabulary
+    ("gemma-3-270m", ["as is", "MKL default mode (as on AMD), one batch on all threads"]),  # sliding window, 262k vocab
 ])
 def test_score_files_are_the_same_bytes_whatever_the_cpu_settings(prepared, tmp_path, model, variants):
     digests = {}
     for name in variants:
-        env, extra = CPU_VARIANTS[name]
-        out = tmp_path / name.replace(" ", "_") / f"{model}.parquet"
-        _gece(["extract", "--model", model, "--limit", PAIRS, *extra, str(prepared), str(out)], env)
+        env, extra, numpy_first = CPU_VARIANTS[name]
+        out = tmp_path / name.replace(" ", "_").replace("'", "") / f"{model}.parquet"
+        _gece(["extract", "--model", model, "--limit", PAIRS, *extra, str(prepared), str(out)], env, numpy_first)
         digests[name] = _digest(out)
     assert len(set(digests.values())) == 1, digests
 
@@ -96,3 +104,32 @@ def test_gece_pins_the_cpu_paths_it_can():
                          env={k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "ATEN_CPU_CAPABILITY")})
     assert res.stdout.split()[0] == "DEFAULT"
     assert "('openblas', 'Haswell', 1)" in res.stdout
+
+
+def test_extract_lets_openblas_pick_its_kernels_and_no_other_command_does(monkeypatch):
+    probe = ("import gece, sys; took = gece.native_blas() if sys.argv[1:] == ['native'] else None; "
+             "import numpy, threadpoolctl; "
+             "print(took, *sorted({i.get('architecture') for i in threadpoolctl.threadpool_info() "
+             "if i['internal_api'] == 'openblas'}))")
+    bare = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+
+    def core(*args: str, env: dict[str, str]) -> list[str]:
+        return subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, check=True,
+                              env=env).stdout.split()
+
+    own = subprocess.run([sys.executable, "-c", "import numpy, threadpoolctl; print(*sorted({i.get('architecture') "
+                          "for i in threadpoolctl.threadpool_info() if i['internal_api'] == 'openblas'}))"],
+                         capture_output=True, text=True, check=True, env=bare).stdout.split()
+    assert core("native", env={**bare, "OPENBLAS_CORETYPE": "Haswell"}) == ["True", *own]  # OpenBLAS's own choice
+    assert core(env=bare) == ["None", "Haswell"]  # what every other command runs
+
+    import gece.cli
+
+    called = []
+    monkeypatch.setattr(gece.cli, "native_blas", lambda: called.append(True))
+    for command in gece.cli.COMMANDS:
+        with pytest.raises(SystemExit):
+            gece.cli.main([command, "--help"])
+        assert called == ([True] if command in gece.cli.NATIVE_BLAS else []), command
+        called.clear()
+    assert gece.cli.NATIVE_BLAS == {"extract"}

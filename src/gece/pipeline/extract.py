@@ -13,11 +13,12 @@ import argparse
 import contextlib
 import dataclasses
 import hashlib
+import itertools
 import json
 import logging
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -203,29 +204,28 @@ def extract(
             counts["tokens_whole"] += sum(len(side.ids) for pair in sides for side in pair)
             batch_list = engine.batches(plans, batch_size)
             base = pairs[KEY_COLUMNS]
-            for k in range(0, len(batch_list), SHARD_BATCHES):
-                shard = batch_list[k : k + SHARD_BATCHES]
-                path = sdir / f"shard-{shard_no:05d}.parquet"
-                if path.exists():
-                    _, smeta = read_table(path, TokenRow)
-                    stats.add(packing.BatchStats(**json.loads(smeta["stats"])))
-                    resumed += 1
-                    progress.advance(sum(len(b) for b in shard))
-                else:
-                    recs, shard_stats = _score_shard(backend, runner, shard, progress.advance)
-                    idx = [r.pop("_index") for r in recs]
-                    frame = pd.concat([base.iloc[idx].reset_index(drop=True), pd.DataFrame(recs)], axis=1)
-                    broken = [f"pair {pid} (row {row}): {', '.join(fields)}" for pid, row, fields in
-                              zip(frame["pair_id"], frame["row"], map(engine.non_finite, recs), strict=True) if fields]
-                    stats.add(shard_stats)
-                    if broken:  # never written, so a rerun scores them again
-                        bad += broken
+            shards = [batch_list[k : k + SHARD_BATCHES] for k in range(0, len(batch_list), SHARD_BATCHES)]
+            paths = [sdir / f"shard-{shard_no + i:05d}.parquet" for i in range(len(shards))]
+            done = [p.exists() for p in paths]
+            # the window's batches still to score, in one stream: the backend runs ahead across shards
+            scored = contextlib.closing(backend.score(runner, [b for shard, d in zip(shards, done, strict=True)
+                                                               if not d for b in shard], on_batch=progress.advance))
+            with scored as results:
+                for shard, path, d in zip(shards, paths, done, strict=True):
+                    if d:
+                        _, smeta = read_table(path, TokenRow)
+                        stats.add(packing.BatchStats(**json.loads(smeta["stats"])))
+                        resumed += 1
+                        progress.advance(sum(len(b) for b in shard))
                     else:
-                        write_table(path, frame, TokenRow, meta={"stats": json.dumps(dataclasses.asdict(shard_stats))})
-                        faults.checkpoint(f"extract:shard:{shard_no}")
-                        if on_shard:
-                            on_shard(shard_no)
-                shard_no += 1
+                        broken, shard_stats = _write_shard(itertools.islice(results, len(shard)), base, path)
+                        stats.add(shard_stats)
+                        bad += broken
+                        if not broken:
+                            faults.checkpoint(f"extract:shard:{shard_no}")
+                            if on_shard:
+                                on_shard(shard_no)
+                    shard_no += 1
     seconds = time.perf_counter() - t_score
     if bad:
         raise GeceError(
@@ -275,18 +275,26 @@ def extract(
     return meta, timing
 
 
-def _score_shard(backend, runner, shard, on_batch: Callable[[int], None]) -> tuple[list[dict], Any]:
-    """Score one shard's batches with a backend module (:mod:`gece.scoring.engine` or
-    :mod:`gece.scoring.vllm_backend`): records (with ``_index``, the pair's place in its window) sorted by index."""
-    from gece.scoring import packing
+def _write_shard(results: Iterable[tuple[list, Any]], base: pd.DataFrame, path: Path) -> tuple[list[str], Any]:
+    """Write one shard from its batches' results (a backend's ``score``: :mod:`gece.scoring.engine` or
+    :mod:`gece.scoring.vllm_backend`), its pairs in their window's order, the key columns from ``base`` (the
+    window's pairs). Returns the pairs with non-finite scores (then nothing is written, so a rerun scores them
+    again) and the shard's stats."""
+    from gece.scoring import engine, packing
 
     recs: list[dict] = []
     shard_stats = packing.BatchStats()
-    for scores, st in backend.score(runner, shard, on_batch=on_batch):
+    for scores, st in results:
         shard_stats.add(st)
         recs += [{"_index": sc.index, **sc.tokens()} for sc in scores]
     recs.sort(key=lambda r: r["_index"])
-    return recs, shard_stats
+    idx = [r.pop("_index") for r in recs]
+    frame = pd.concat([base.iloc[idx].reset_index(drop=True), pd.DataFrame(recs)], axis=1)
+    broken = [f"pair {pid} (row {row}): {', '.join(fields)}" for pid, row, fields in
+              zip(frame["pair_id"], frame["row"], map(engine.non_finite, recs), strict=True) if fields]
+    if not broken:
+        write_table(path, frame, TokenRow, meta={"stats": json.dumps(dataclasses.asdict(shard_stats))})
+    return broken, shard_stats
 
 
 def _load(spec: ModelSpec, resolved: object | None = None) -> object:

@@ -55,12 +55,13 @@ agree bit for bit, and so do any batch size, thread count and x86-64 CPU.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -68,6 +69,9 @@ from gece.errors import GeceError
 from gece.scoring import exact, packing, rules
 from gece.scoring.planning import PairPlan, SideTokens
 from gece.scoring.rules import WordProb
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 log = logging.getLogger(__name__)
 THREADS_ENV = "GECE_THREADS"
@@ -317,43 +321,42 @@ def score(
     """Score batches; yields each batch's scores and stats, in order.
 
     On the CPU, ``runner.workers`` batches are scored at once, each in its own thread with
-    single-threaded torch operations (:func:`_score_concurrently`). A forward pass that runs out of
+    single-threaded torch operations (:func:`side_by_side`). A forward pass that runs out of
     device memory (a GPU) is retried with half the pairs (:meth:`Runner.out_of_memory`; the smaller
     size holds for the rest of the run). The scores do not depend on how a batch is split or on the
     threads (gece's numerics are batch-invariant), and the stats are always those of the whole batch,
     so neither the score file nor the meta depends on the memory a device had free or on its cores.
     """
-    if runner.workers > 1 and len(batch_list) > 1:
-        yield from _score_concurrently(runner, batch_list, on_batch)
-        return
-    for b in batch_list:
-        res = _score_fitting(runner, b)
+    results = side_by_side(runner.workers, functools.partial(_score_fitting, runner), batch_list)
+    for b, res in zip(batch_list, results, strict=True):
         if on_batch:
             on_batch(len(b))
         yield res
 
 
-def _score_concurrently(runner: Runner, batch_list: Sequence[Sequence[PairPlan]],
-                        on_batch: Callable[[int], None] | None) -> Iterator[tuple[list[PairScore], packing.BatchStats]]:
-    """:func:`score` with ``runner.workers`` batches at once, each in one thread, torch's operations in one
-    thread each (restored after). Several small forward passes side by side use two cores better than one
-    pass whose float64 products are split over both: between its products a pass runs elementwise kernels,
-    attention's gathers and the checks of :mod:`gece.scoring.exact`, mostly in one thread, which the other
-    batch's work then overlaps (smollm2-135m on 300 WinoBias pairs, 2 cores: about 1.25x; docs/numerics.md).
-    """
+def side_by_side(workers: int, fn: Callable[[T], R], items: Sequence[T]) -> Iterator[R]:
+    """``fn(item)`` for each item, in order, ``workers`` at once (where there are several items), each in its
+    own thread with torch's operations on one thread (restored after; the float64 products then run in
+    numpy's OpenBLAS, :func:`gece.scoring.exact.matmul`). On the CPU several small forward passes side by
+    side use two cores better than one pass whose float64 products are split over both: between its
+    products a pass runs elementwise kernels, attention's gathers and the checks of
+    :mod:`gece.scoring.exact`, mostly in one thread, which the other pass's work then overlaps
+    (smollm2-135m on 2 cores: 1.33x on 300 WinoBias pairs, 1.25x on all 771; docs/numerics.md). The
+    items are submitted at once and run ahead of the caller, ``workers`` at a time."""
+    if workers <= 1 or len(items) <= 1:
+        yield from map(fn, items)
+        return
     from concurrent.futures import ThreadPoolExecutor
 
-    torch = runner.torch
+    import torch
+
     threads = torch.get_num_threads()
-    pool = ThreadPoolExecutor(runner.workers, thread_name_prefix="gece-score")
+    pool = ThreadPoolExecutor(workers, thread_name_prefix="gece-score")
     torch.set_num_threads(1)
     try:
-        futures = [pool.submit(_score_fitting, runner, b) for b in batch_list]
-        for b, fut in zip(batch_list, futures, strict=True):
-            res = fut.result()
-            if on_batch:
-                on_batch(len(b))
-            yield res
+        futures = [pool.submit(fn, item) for item in items]
+        for fut in futures:
+            yield fut.result()
     finally:
         pool.shutdown(cancel_futures=True)
         torch.set_num_threads(threads)
@@ -399,29 +402,30 @@ def auto_batch_size(runner: Runner, plans: Sequence[PairPlan]) -> int:
 
 
 # ------------------------------------------------------------------ naive reference
-def score_naive(model: Any, sides: Sequence[tuple[SideTokens, SideTokens]]) -> list[PairScore]:
+def score_naive(model: Any, sides: Sequence[tuple[SideTokens, SideTokens]], workers: int = 1) -> list[PairScore]:
     """The reference path: each sentence alone, whole, one forward pass, the model's own logits.
 
     log P(x_t) = log_softmax(model(x).logits[t-1])[x_t] (:func:`log_probs`), for every target token t.
+    ``workers`` sentences at once (:func:`side_by_side`; a CPU model's :attr:`Runner.workers`).
     """
-    import torch
-
     device = model.get_input_embeddings().weight.device
     if exact.rounded(device):
         exact.make_exact(model)
-    out = []
+    flat = [side for pair in sides for side in pair]
+    scores = list(side_by_side(workers, functools.partial(_naive_side, model, device), flat))
+    return [PairScore(i, scores[2 * i], scores[2 * i + 1]) for i in range(len(sides))]
+
+
+def _naive_side(model: Any, device: Any, side: SideTokens) -> SideScore:
+    import torch
+
     with torch.inference_mode():
-        for i, pair in enumerate(sides):
-            scores = []
-            for side in pair:
-                ids = torch.tensor([side.ids], device=device)
-                logits = model(input_ids=ids).logits[0].float()
-                lp = log_probs(logits)
-                words = tuple(tuple(float(lp[t - 1, side.ids[t]]) for t in w) for w in side.words)
-                raw = tuple(tuple(float(logits[t - 1, side.ids[t]]) for t in w) for w in side.words)
-                scores.append(SideScore(words, raw))
-            out.append(PairScore(i, scores[0], scores[1]))
-    return out
+        ids = torch.tensor([side.ids], device=device)
+        logits = model(input_ids=ids).logits[0].float()
+        lp = log_probs(logits)
+    words = tuple(tuple(float(lp[t - 1, side.ids[t]]) for t in w) for w in side.words)
+    raw = tuple(tuple(float(logits[t - 1, side.ids[t]]) for t in w) for w in side.words)
+    return SideScore(words, raw)
 
 
 # ---------------------------------------------------------------------------- costs

@@ -32,9 +32,10 @@ same bits. It is computed in three stages (:func:`matmul`):
    (Shewchuk's algorithm, correctly rounded to float64); when that float64 lies exactly halfway
    between two float32 values, the sign of the exact remainder decides (:func:`_sum_f32`).
 
-Cost (measured with ``cProfile``, smollm2-135m on 300 WinoBias pairs, 2 cores): the float64 products
-take about 45% of the time; the stage-1 check, one compiled pass of IEEE operations
-(:mod:`gece.scoring.kernels`, about 1 ns per entry), about 6%; stages 2 and 3 about 5%.
+Cost (measured with ``cProfile``, smollm2-135m on all 771 WinoBias pairs, one thread, OpenBLAS's
+AVX-512 kernels): the float64 products take about 58% of the time; the stage-1 check, one compiled
+pass of IEEE operations (:mod:`gece.scoring.kernels`, about 1 ns per entry), about 7%; stages 2 and 3
+about 5%.
 
 The same idea covers the model's other CPU-dependent steps (see :func:`make_exact`):
 
@@ -125,10 +126,10 @@ def matmul(a, b, keep=None):
 
     ``a`` holds float32 values (any float dtype); ``b`` is a tensor of float32 values or an
     :class:`Operand`, 2-D (a weight) or with ``a``'s batch dimensions. Tensors on another device than
-    the CPU (attention on a GPU) are multiplied by torch in float32, not correctly rounded. The stages rely on exact
-    float64 products, so inputs must be float32 values. The float64 product runs in torch's BLAS
-    (torch's threads: one when :func:`gece.scoring.engine.score` runs batches side by side); the checks are compiled loops (:mod:`gece.scoring.kernels`) of IEEE operations, the same
-    on any CPU.
+    the CPU (attention on a GPU) are multiplied by torch in float32, not correctly rounded. The stages
+    rely on exact float64 products, so inputs must be float32 values. The float64 product runs in a
+    BLAS (:func:`_float64_product`); the checks are compiled loops (:mod:`gece.scoring.kernels`) of
+    IEEE operations, the same on any CPU.
 
     ``keep``: the indices (p, i, j) of the only entries the caller reads, p over the batch dimensions
     flattened (attention's visible keys, a few in a hundred): only they are correctly rounded; the
@@ -141,7 +142,7 @@ def matmul(a, b, keep=None):
     op = b if isinstance(b, Operand) else Operand.of(b)
     a64 = a.detach().float().numpy().astype(np.float64)
     k = a64.shape[-1]
-    y = torch.matmul(torch.from_numpy(a64), op.bt.transpose(-1, -2)).numpy()
+    y = _float64_product(a64, op.bt)
     if k == 0 or y.size == 0:
         return torch.from_numpy(y.astype(np.float32))
     m, n = y.shape[-2], y.shape[-1]
@@ -152,6 +153,20 @@ def matmul(a, b, keep=None):
     if idx[0].size:  # NaN entries go to stage 2, which keeps them
         _resolve(lo, idx, a3, bt3, na, nb)
     return torch.from_numpy(lo.reshape(y.shape))
+
+
+def _float64_product(a64: np.ndarray, bt) -> np.ndarray:
+    """Stage 1's product a64 (..., M, K) @ bt (..., N, K)^T in float64: numpy's OpenBLAS in the calling
+    thread when torch runs one thread (batches side by side, :func:`gece.scoring.engine.score`), torch's
+    BLAS on all its threads otherwise. Any BLAS and kernel will do, since stage 1 bounds every summation
+    order; OpenBLAS's own kernels for an AVX-512 CPU (``gece extract`` lets it choose:
+    :func:`gece.native_blas`) run about 1.7x faster than MKL's in torch on AMD CPUs, which MKL gives its
+    AVX2 code (docs/numerics.md)."""
+    import torch
+
+    if torch.get_num_threads() == 1:
+        return np.matmul(a64, np.swapaxes(bt.numpy(), -1, -2))
+    return torch.matmul(torch.from_numpy(a64), bt.transpose(-1, -2)).numpy()
 
 
 def _check(y, ea, nb):
@@ -223,15 +238,17 @@ class Product:
     ``cached``: the stacked float64 weights are made once; otherwise (weights that accelerate
     offloads and moves in for each forward pass) on every call.
 
-    The last input and its product are kept per thread: forward passes of several batches run at once
-    on the CPU (:func:`gece.scoring.engine.score`), each in its own thread.
+    A group keeps its last input and product until each of its layers has read it, per thread: forward
+    passes of several batches run at once on the CPU (:func:`gece.scoring.engine.score`), each in its
+    own thread. Kept longer, every layer's last product stays in memory after a pass (about 1 GB per
+    thread for smollm2-135m on CrowS-Pairs' longest batches).
     """
 
     def __init__(self, weights, cached: bool = True):
         self.weights = weights  # callables returning each layer's current weight (N_i, K)
         self.offsets = np.cumsum([0] + [int(w().shape[0]) for w in weights]).tolist()
         self.op = self._operand() if cached else None
-        self.last = threading.local()  # .x (held, so that its storage cannot be reused while cached), .key, .out
+        self.last = threading.local()  # .x (held, so that its storage cannot be reused while kept), .key, .out, .read
 
     def _operand(self) -> Operand:
         import torch
@@ -240,13 +257,19 @@ class Product:
         return Operand(torch.from_numpy(stacked.astype(np.float64)))
 
     def __call__(self, x, part: int, bias=None):
-        last = self.last
-        key = (x.data_ptr(), tuple(x.shape), x.stride())
-        if getattr(last, "x", None) is not x or last.key != key:
-            last.out = matmul(x.reshape(-1, x.shape[-1]), self.op or self._operand())
-            last.x, last.key = x, key
         lo, hi = self.offsets[part], self.offsets[part + 1]
-        y = last.out[:, lo:hi] if len(self.offsets) > 2 else last.out
+        if len(self.offsets) == 2:  # one layer: nothing to share
+            y = matmul(x.reshape(-1, x.shape[-1]), self.op or self._operand())
+        else:
+            last = self.last
+            key = (x.data_ptr(), tuple(x.shape), x.stride())
+            if getattr(last, "x", None) is not x or last.key != key:
+                last.out = matmul(x.reshape(-1, x.shape[-1]), self.op or self._operand())
+                last.x, last.key, last.read = x, key, set()
+            y = last.out[:, lo:hi]
+            last.read.add(part)
+            if len(last.read) == len(self.offsets) - 1:  # every layer has its columns: let the product go
+                last.x = last.key = last.out = None
         if bias is not None:
             y = y + bias
         return y.contiguous().reshape(*x.shape[:-1], hi - lo)

@@ -112,7 +112,7 @@ def run(runner: engine.Runner, sides: Sequence, plans: Sequence[planning.PairPla
     ((fast, _),) = engine.score(runner, [[plans[i] for i in picked]])  # one batch, halved on out-of-memory
     fast = sorted(fast, key=lambda s: s.index)  # the plans' order, as the naive path's
     try:
-        naive = engine.score_naive(model, [sides[i] for i in picked])
+        naive = engine.score_naive(model, [sides[i] for i in picked], runner.workers)
     except runner.torch.OutOfMemoryError:
         naive = None
     if naive is None:
