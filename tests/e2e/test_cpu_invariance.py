@@ -107,21 +107,18 @@ def test_gece_pins_the_cpu_paths_it_can():
 
 
 def test_extract_lets_openblas_pick_its_kernels_and_no_other_command_does(monkeypatch):
-    probe = ("import gece, sys; took = gece.native_blas() if sys.argv[1:] == ['native'] else None; "
-             "import numpy, threadpoolctl; "
-             "print(took, *sorted({i.get('architecture') for i in threadpoolctl.threadpool_info() "
-             "if i['internal_api'] == 'openblas'}))")
-    bare = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+    core = ("import numpy, threadpoolctl; print(*sorted({i.get('architecture') for i in "
+            "threadpoolctl.threadpool_info() if i['internal_api'] == 'openblas'}))")  # OpenBLAS's kernels
 
-    def core(*args: str, env: dict[str, str]) -> list[str]:
-        return subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, check=True,
+    def run(code: str, env: dict[str, str]) -> list[str]:
+        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                               env=env).stdout.split()
 
-    own = subprocess.run([sys.executable, "-c", "import numpy, threadpoolctl; print(*sorted({i.get('architecture') "
-                          "for i in threadpoolctl.threadpool_info() if i['internal_api'] == 'openblas'}))"],
-                         capture_output=True, text=True, check=True, env=bare).stdout.split()
-    assert core("native", env={**bare, "OPENBLAS_CORETYPE": "Haswell"}) == ["True", *own]  # OpenBLAS's own choice
-    assert core(env=bare) == ["None", "Haswell"]  # what every other command runs
+    bare = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+    own = run(core, bare)  # what OpenBLAS picks for this CPU, without gece
+    assert run(f"import gece; print(gece.native_blas()); {core}", {**bare, "OPENBLAS_CORETYPE": "Haswell"}) == [
+        "True", *own]
+    assert run(f"import gece; {core}", bare) == ["Haswell"]  # what every other command runs
 
     import gece.cli
 
