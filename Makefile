@@ -8,7 +8,7 @@ STAMP := $(VENV)/.gece-installed
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_NO_ADVISORY_WARNINGS ?= 1
 
-.PHONY: install data repro test test-fast bench bench-gpu clean
+.PHONY: install data repro lint format test test-fast bench bench-gpu clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -40,7 +40,18 @@ repro: install
 TEST_WORKERS ?= 2
 PYTEST = PATH="$(abspath $(BIN)):$$PATH" $(BIN)/pytest -n $(TEST_WORKERS)
 
-test: data
+# ruff's linter and formatter (rules and line length: pyproject.toml; why: docs/development.md)
+LINTED = src tests benchmarks
+lint: install
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/ruff format --check $(LINTED)
+
+# what a contributor runs before committing: the fixes ruff can make, then the format
+format: install
+	$(BIN)/ruff check --fix $(LINTED)
+	$(BIN)/ruff format $(LINTED)
+
+test: lint data
 	$(PYTEST)
 
 test-fast: data

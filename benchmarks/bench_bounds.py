@@ -2,7 +2,7 @@
 
 Metrics, ablations, comparison and calibration hold a whole score file in memory (equal-mass bins
 sort it, the bootstrap resamples it), so they cannot stream: each checks the file's footer
-(rows, uncompressed bytes) against ``gece.files.LIMITS`` before reading a row, and refuses a
+(rows, uncompressed bytes) against ``gece.io.disk.LIMITS`` before reading a row, and refuses a
 larger file with exit 2, naming the limit and ``GECE_MAX_ROWS`` to raise it.
 
 Measured, each in its own process (its own peak RSS): ``gece metrics --json`` of
@@ -36,8 +36,8 @@ def score_file(path: Path, n: int, distinct: bool) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from gece.io import arrow_schema
-    from gece.schemas import ScoreRow
+    from gece.io.files import arrow_schema
+    from gece.io.schemas import ScoreRow
 
     schema = arrow_schema(ScoreRow)
     rng = np.random.default_rng(0)
@@ -45,16 +45,29 @@ def score_file(path: Path, n: int, distinct: bool) -> None:
         for start in range(0, n, CHUNK):
             k = min(CHUNK, n - start)
             rows = np.arange(start + 1, start + k + 1)
-            lm, ll = (np.log(rng.uniform(0.05, 0.95, k)), np.log(rng.uniform(0.05, 0.95, k))) if distinct else \
-                (np.full(k, np.log(0.6)), np.full(k, np.log(0.4)))
+            lm, ll = (
+                (np.log(rng.uniform(0.05, 0.95, k)), np.log(rng.uniform(0.05, 0.95, k)))
+                if distinct
+                else (np.full(k, np.log(0.6)), np.full(k, np.log(0.4)))
+            )
             cols = {
                 "pair_id": [f"b-{r:07d}" for r in rows] if distinct else ["b-0000001"] * k,
-                "row": rows if distinct else np.ones(k, dtype=np.int64), "sent_more": ["He left."] * k,
-                "sent_less": ["She left."] * k, "y": rng.integers(0, 2, k) if distinct else np.ones(k, dtype=np.int64),
-                "bias_type": [None] * k, "targets_more": [["He"]] * k, "targets_less": [["She"]] * k,
-                "gender_more": ["male"] * k, "gender_less": ["female"] * k, "n_tokens_more": np.ones(k, dtype=np.int64),
-                "n_tokens_less": np.ones(k, dtype=np.int64), "logprob_more": lm, "logprob_less": ll,
-                "logit_more": np.ones(k), "logit_less": np.ones(k), "p": 1 / (1 + np.exp(ll - lm)),
+                "row": rows if distinct else np.ones(k, dtype=np.int64),
+                "sent_more": ["He left."] * k,
+                "sent_less": ["She left."] * k,
+                "y": rng.integers(0, 2, k) if distinct else np.ones(k, dtype=np.int64),
+                "bias_type": [None] * k,
+                "targets_more": [["He"]] * k,
+                "targets_less": [["She"]] * k,
+                "gender_more": ["male"] * k,
+                "gender_less": ["female"] * k,
+                "n_tokens_more": np.ones(k, dtype=np.int64),
+                "n_tokens_less": np.ones(k, dtype=np.int64),
+                "logprob_more": lm,
+                "logprob_less": ll,
+                "logit_more": np.ones(k),
+                "logit_less": np.ones(k),
+                "p": 1 / (1 + np.exp(ll - lm)),
             }
             writer.write_table(pa.table(cols, schema=schema))
 
@@ -71,28 +84,41 @@ def worker(scores: str, result: str) -> None:
     err = io.StringIO()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
         code = main(["-q", "metrics", scores, "--json"])
-    Path(result).write_text(json.dumps({
-        "exit": code, "seconds": round(time.perf_counter() - t, 2),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "stderr": err.getvalue().strip()[:600],
-    }))
+    Path(result).write_text(
+        json.dumps(
+            {
+                "exit": code,
+                "seconds": round(time.perf_counter() - t, 2),
+                "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+                "stderr": err.getvalue().strip()[:600],
+            }
+        )
+    )
 
 
 def _measure(scores: Path, work: Path) -> dict:
     result = work / f"{scores.stem}.json"
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     t = time.perf_counter()
-    res = subprocess.run([sys.executable, __file__, "--worker", str(scores), str(result)], env=env,
-                         capture_output=True, text=True, check=False)
+    res = subprocess.run(
+        [sys.executable, __file__, "--worker", str(scores), str(result)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if res.returncode != 0 or not result.exists():
         raise SystemExit(f"bench bounds: worker on {scores} exited {res.returncode}:\n{res.stderr[-3000:]}")
-    return {"file_mb": round(scores.stat().st_size / 2**20, 2), "process_seconds": round(time.perf_counter() - t, 2),
-            **json.loads(result.read_text())}
+    return {
+        "file_mb": round(scores.stat().st_size / 2**20, 2),
+        "process_seconds": round(time.perf_counter() - t, 2),
+        **json.loads(result.read_text()),
+    }
 
 
 def main() -> dict:
-    from gece.files import limit
-    from gece.io import write_json
+    from gece.io.disk import limit
+    from gece.io.files import write_json
 
     accepted = int(os.environ.get("GECE_BENCH_ROWS", "100000"))
     cases = {}
@@ -104,7 +130,8 @@ def main() -> dict:
             print(f"bench bounds: gece metrics on {n:,} rows ({name}) ...", flush=True)
             cases[name] = {"rows": n, **_measure(path, work)}
     report = {
-        "command": "gece -q metrics <file> --json", "limit_rows": limit("rows"),
+        "command": "gece -q metrics <file> --json",
+        "limit_rows": limit("rows"),
         "limit_parquet_bytes": limit("parquet_bytes"),
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.python_version()}",
         "cases": cases,
@@ -112,14 +139,20 @@ def main() -> dict:
     }
     per_row_kb = (cases["accepted"]["peak_rss_mb"] - cases["5m-identical"]["peak_rss_mb"]) * 1024 / accepted
     report["kb_per_row"] = round(per_row_kb, 3)
-    report["estimated_peak_at_limit_mb"] = round(cases["5m-identical"]["peak_rss_mb"] + per_row_kb * limit("rows") / 1024)
+    report["estimated_peak_at_limit_mb"] = round(
+        cases["5m-identical"]["peak_rss_mb"] + per_row_kb * limit("rows") / 1024
+    )
     report["estimated_seconds_at_limit"] = round(cases["accepted"]["seconds"] * limit("rows") / accepted)
     write_json(ROOT / "reports" / "bench" / "bounds.json", report)
     for name, c in cases.items():
-        print(f"  {name}: {c['rows']:,} rows, {c['file_mb']} MB file: exit {c['exit']}, {c['seconds']} s in gece "
-              f"({c['process_seconds']} s with start-up), peak RSS {c['peak_rss_mb']:.0f} MB")
-    print(f"  limit {limit('rows'):,} rows: about {report['kb_per_row']:.2f} KB per row, so a peak of about "
-          f"{report['estimated_peak_at_limit_mb']:,} MB and {report['estimated_seconds_at_limit']:,} s at the limit")
+        print(
+            f"  {name}: {c['rows']:,} rows, {c['file_mb']} MB file: exit {c['exit']}, {c['seconds']} s in gece "
+            f"({c['process_seconds']} s with start-up), peak RSS {c['peak_rss_mb']:.0f} MB"
+        )
+    print(
+        f"  limit {limit('rows'):,} rows: about {report['kb_per_row']:.2f} KB per row, so a peak of about "
+        f"{report['estimated_peak_at_limit_mb']:,} MB and {report['estimated_seconds_at_limit']:,} s at the limit"
+    )
     return report
 
 

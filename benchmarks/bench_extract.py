@@ -24,6 +24,7 @@ checks; the committed numbers use all 771).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -47,10 +48,10 @@ REF_PAIRS = int(os.environ.get("GECE_BENCH_REF_PAIRS", "60"))  # pairs scored by
 # ------------------------------------------------------------------------ workers
 def _setup(work: Path):
     import gece  # noqa: F401  (pins torch's kernels and OpenBLAS's threads before torch and numpy load)
-    from gece.io import read_table
-    from gece.params import load_params
+    from gece.io.files import read_table
+    from gece.io.params import load_params
+    from gece.io.schemas import PreparedPair
     from gece.pipeline import prepare as prepare_stage
-    from gece.schemas import PreparedPair
     from gece.scoring import engine
 
     params = load_params(ROOT / "params.yaml")
@@ -96,10 +97,10 @@ def worker_matmul(work: Path) -> dict:
 
 
 def worker_gece(work: Path) -> dict:
-    from gece.io import read_table
-    from gece.params import ExtractParams
+    from gece.io.files import read_table
+    from gece.io.params import ExtractParams
+    from gece.io.schemas import TokenRow
     from gece.pipeline import extract as extract_stage
-    from gece.schemas import TokenRow
     from gece.scoring import models
 
     params, prepared, pairs, threads = _setup(work)
@@ -111,10 +112,19 @@ def worker_gece(work: Path) -> dict:
     meta, _ = extract_stage.extract(prepared, out, MODEL, spec, settings, loaded=lm)
     seconds = time.perf_counter() - t
     df, _ = read_table(out, TokenRow)
-    return {"pairs": meta.pairs, "seconds": seconds, "tokens": meta.tokens, "tokens_padded": meta.tokens_padded,
-            "head_positions": meta.head_positions, "flops": meta.flops, "threads": threads,
-            "load_seconds": lm.load_seconds, "model_dir": lm.loaded_from, "peak_rss_mb": _rss_mb(),
-            "logprobs": _side_logprobs(zip(df["logprobs_more"], df["logprobs_less"], strict=True))}
+    return {
+        "pairs": meta.pairs,
+        "seconds": seconds,
+        "tokens": meta.tokens,
+        "tokens_padded": meta.tokens_padded,
+        "head_positions": meta.head_positions,
+        "flops": meta.flops,
+        "threads": threads,
+        "load_seconds": lm.load_seconds,
+        "model_dir": lm.loaded_from,
+        "peak_rss_mb": _rss_mb(),
+        "logprobs": _side_logprobs(zip(df["logprobs_more"], df["logprobs_less"], strict=True)),
+    }
 
 
 def worker_naive(work: Path) -> dict:
@@ -128,10 +138,17 @@ def worker_naive(work: Path) -> dict:
     scores = engine.score_naive(lm.model, sides)
     seconds = time.perf_counter() - t
     tokens = sum(len(s.ids) for pair in sides for s in pair)
-    return {"pairs": len(pairs), "seconds": seconds, "tokens": tokens, "tokens_padded": tokens,
-            "head_positions": tokens, "flops": engine.flops(lm.model, tokens, tokens), "threads": threads,
-            "peak_rss_mb": _rss_mb(),
-            "logprobs": [[s.more.logprob("chain"), s.less.logprob("chain")] for s in scores]}
+    return {
+        "pairs": len(pairs),
+        "seconds": seconds,
+        "tokens": tokens,
+        "tokens_padded": tokens,
+        "head_positions": tokens,
+        "flops": engine.flops(lm.model, tokens, tokens),
+        "threads": threads,
+        "peak_rss_mb": _rss_mb(),
+        "logprobs": [[s.more.logprob("chain"), s.less.logprob("chain")] for s in scores],
+    }
 
 
 def worker_minicons(work: Path, attention: str) -> dict:
@@ -148,8 +165,9 @@ def worker_minicons(work: Path, attention: str) -> dict:
     resolved = models.resolve(spec)
     (sha,) = models.weight_hashes(resolved).values()
     model_dir = models.converted_dir(resolved.path, sha)  # the plain transformers directory built from the GGUF
-    lm = scorer.IncrementalLMScorer(str(model_dir), device="cpu",
-                                    attn_implementation=models.attn_implementation(attention))
+    lm = scorer.IncrementalLMScorer(
+        str(model_dir), device="cpu", attn_implementation=models.attn_implementation(attention)
+    )
     sides, _ = planning.plans_for(lm.tokenizer, pairs, spec.special_tokens)
     sents = [s for m, l in zip(pairs["sent_more"], pairs["sent_less"], strict=True) for s in (m, l)]
     t = time.perf_counter()
@@ -159,7 +177,9 @@ def worker_minicons(work: Path, attention: str) -> dict:
     seconds = time.perf_counter() - t
     token_lps, padded = [], 0
     for k in range(0, len(sents), MINICONS_BATCH):
-        padded += len(sents[k : k + MINICONS_BATCH]) * max(len(out[j]) for j in range(k, min(k + MINICONS_BATCH, len(sents))))
+        padded += len(sents[k : k + MINICONS_BATCH]) * max(
+            len(out[j]) for j in range(k, min(k + MINICONS_BATCH, len(sents)))
+        )
     for i, pair in enumerate(sides):
         lps = []
         for j, side in enumerate(pair):
@@ -169,11 +189,19 @@ def worker_minicons(work: Path, attention: str) -> dict:
             lps.append([[toks[t][1] for t in w] for w in side.words])
         token_lps.append(lps)
     tokens = sum(len(s.ids) for pair in sides for s in pair)
-    return {"pairs": len(pairs), "seconds": seconds, "tokens": tokens, "tokens_padded": padded,
-            "head_positions": padded, "flops": engine.flops(lm.model, padded, padded), "threads": threads,
-            "attention": lm.model.config._attn_implementation, "peak_rss_mb": _rss_mb(),
-            "cpu_kernels": str(torch.backends.cpu.get_cpu_capability()),
-            "logprobs": _side_logprobs(token_lps)}
+    return {
+        "pairs": len(pairs),
+        "seconds": seconds,
+        "tokens": tokens,
+        "tokens_padded": padded,
+        "head_positions": padded,
+        "flops": engine.flops(lm.model, padded, padded),
+        "threads": threads,
+        "attention": lm.model.config._attn_implementation,
+        "peak_rss_mb": _rss_mb(),
+        "cpu_kernels": str(torch.backends.cpu.get_cpu_capability()),
+        "logprobs": _side_logprobs(token_lps),
+    }
 
 
 def worker_float64(work: Path) -> dict:
@@ -193,7 +221,9 @@ def worker_float64(work: Path) -> dict:
     resolved = models.resolve(spec)
     (sha,) = models.weight_hashes(resolved).values()
     model_dir = models.converted_dir(resolved.path, sha)
-    model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float64, attn_implementation="eager").eval()
+    model = AutoModelForCausalLM.from_pretrained(
+        str(model_dir), dtype=torch.float64, attn_implementation="eager"
+    ).eval()
     tok = AutoTokenizer.from_pretrained(str(model_dir))
     sides, _ = planning.plans_for(tok, pairs, spec.special_tokens)
     t = time.perf_counter()
@@ -207,9 +237,17 @@ def worker_float64(work: Path) -> dict:
             token_lps.append(lps)
     seconds = time.perf_counter() - t
     tokens = sum(len(s.ids) for pair in sides for s in pair)
-    return {"pairs": len(pairs), "seconds": seconds, "tokens": tokens, "tokens_padded": tokens,
-            "head_positions": tokens, "flops": engine.flops(model, tokens, tokens), "threads": threads,
-            "peak_rss_mb": _rss_mb(), "logprobs": _side_logprobs(token_lps)}
+    return {
+        "pairs": len(pairs),
+        "seconds": seconds,
+        "tokens": tokens,
+        "tokens_padded": tokens,
+        "head_positions": tokens,
+        "flops": engine.flops(model, tokens, tokens),
+        "threads": threads,
+        "peak_rss_mb": _rss_mb(),
+        "logprobs": _side_logprobs(token_lps),
+    }
 
 
 NATIVE_BLAS = ("gece", "naive")  # gece's engine, in the kernels `gece extract` gives OpenBLAS (gece.native_blas)
@@ -226,11 +264,19 @@ WORKERS = {
 # --------------------------------------------------------------------- the bench
 def _run_worker(name: str, work: Path) -> dict:
     out = work / f"{name}.json"
-    env = {k: v for k, v in os.environ.items()  # other benchmarks pin threads: every worker uses all cores
-           if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
+    env = {
+        k: v
+        for k, v in os.environ.items()  # other benchmarks pin threads: every worker uses all cores
+        if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+    }
     env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_NO_ADVISORY_WARNINGS="1")
-    res = subprocess.run([sys.executable, __file__, "--worker", name, str(work), str(out)], check=False, env=env,
-                         capture_output=True, text=True)
+    res = subprocess.run(
+        [sys.executable, __file__, "--worker", name, str(work), str(out)],
+        check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     if res.returncode != 0:
         raise SystemExit(f"bench worker {name} failed:\n{res.stderr[-4000:]}")
     return json.loads(out.read_text())
@@ -241,7 +287,7 @@ def main() -> dict:
     from rich.console import Console
     from rich.table import Table
 
-    from gece.io import write_json
+    from gece.io.files import write_json
 
     console = Console(width=max(120, Console().width))
     results = {}
@@ -257,8 +303,12 @@ def main() -> dict:
     for name, r in results.items():
         pps = r["pairs"] / r["seconds"]
         rows[name] = {
-            "pairs": r["pairs"], "seconds": round(r["seconds"], 3), "pairs_per_s": round(pps, 2),
-            "tokens_fed": r["tokens_padded"], "real_tokens": r["tokens"], "lm_head_positions": r["head_positions"],
+            "pairs": r["pairs"],
+            "seconds": round(r["seconds"], 3),
+            "pairs_per_s": round(pps, 2),
+            "tokens_fed": r["tokens_padded"],
+            "real_tokens": r["tokens"],
+            "lm_head_positions": r["head_positions"],
             "gflop_per_pair": round(r["flops"] / r["pairs"] / 1e9, 3),
             "fraction_of_matmul_peak": round(r["flops"] / r["seconds"] / 1e9 / peak["gflops"], 3),
             "peak_rss_mb": round(r["peak_rss_mb"], 1),
@@ -269,13 +319,17 @@ def main() -> dict:
     for row in rows.values():
         row["gece_speedup"] = round(g / row["pairs_per_s"], 2)
     report = {
-        "model": MODEL, "benchmark": BENCHMARK, "threads": results["gece"]["threads"],
+        "model": MODEL,
+        "benchmark": BENCHMARK,
+        "threads": results["gece"]["threads"],
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.python_version()}",
         "matmul_peak_gflops": round(peak["gflops"], 1),
         "methods": rows,
         "float64_reference_pairs": len(exact64),
         "targets": {
-            "vs_minicons": TARGET_VS_MINICONS, "vs_naive": TARGET_VS_NAIVE, "max_abs_diff": TOL,
+            "vs_minicons": TARGET_VS_MINICONS,
+            "vs_naive": TARGET_VS_NAIVE,
+            "max_abs_diff": TOL,
             "peak_rss_mb": RSS_LIMIT_MB,
         },
         "met": {
@@ -289,17 +343,37 @@ def main() -> dict:
     }
     write_json(ROOT / "reports" / "bench" / "extract.json", report)
 
-    table = Table(title=f"extract: {MODEL} on {BENCHMARK} ({rows['gece']['pairs']} pairs, "
-                        f"{report['threads']} threads; matmul peak {report['matmul_peak_gflops']} GFLOP/s)",
-                  title_justify="left")
-    for col in ("method", "pairs/s", "gece x", "tokens fed", "LM-head rows", "GFLOP/pair", "of peak",
-                "peak RSS MB", "max |Δ logprob|", "vs float64"):
+    table = Table(
+        title=f"extract: {MODEL} on {BENCHMARK} ({rows['gece']['pairs']} pairs, "
+        f"{report['threads']} threads; matmul peak {report['matmul_peak_gflops']} GFLOP/s)",
+        title_justify="left",
+    )
+    for col in (
+        "method",
+        "pairs/s",
+        "gece x",
+        "tokens fed",
+        "LM-head rows",
+        "GFLOP/pair",
+        "of peak",
+        "peak RSS MB",
+        "max |Δ logprob|",
+        "vs float64",
+    ):
         table.add_column(col, justify="left" if col == "method" else "right")
     for name, r in rows.items():
-        table.add_row(name, f"{r['pairs_per_s']:.1f}", f"{r['gece_speedup']:.2f}", str(r["tokens_fed"]),
-                      str(r["lm_head_positions"]), f"{r['gflop_per_pair']:.3f}",
-                      f"{100 * r['fraction_of_matmul_peak']:.0f}%", f"{r['peak_rss_mb']:.0f}",
-                      f"{r['max_abs_diff_vs_gece']:.1e}", f"{r['max_abs_diff_vs_float64']:.1e}")
+        table.add_row(
+            name,
+            f"{r['pairs_per_s']:.1f}",
+            f"{r['gece_speedup']:.2f}",
+            str(r["tokens_fed"]),
+            str(r["lm_head_positions"]),
+            f"{r['gflop_per_pair']:.3f}",
+            f"{100 * r['fraction_of_matmul_peak']:.0f}%",
+            f"{r['peak_rss_mb']:.0f}",
+            f"{r['max_abs_diff_vs_gece']:.1e}",
+            f"{r['max_abs_diff_vs_float64']:.1e}",
+        )
     console.print(table)
     console.print("targets met: " + ", ".join(f"{k}={v}" for k, v in report["met"].items()), highlight=False)
     console.print("\nfor README.md:\n" + markdown_table(report), highlight=False, markup=False)
@@ -317,8 +391,10 @@ LABELS = {
 def markdown_table(report: dict) -> str:
     """The measured table of reports/bench/extract.json as Markdown."""
     lines = [
-        ("| method | pairs/s | gece speed-up | tokens fed | LM-head rows | GFLOP/pair | of matmul peak "
-        "| peak RSS | max \\|Δ log p\\| vs gece | vs float64 |"),
+        (
+            "| method | pairs/s | gece speed-up | tokens fed | LM-head rows | GFLOP/pair | of matmul peak "
+            "| peak RSS | max \\|Δ log p\\| vs gece | vs float64 |"
+        ),
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, r in report["methods"].items():
@@ -331,7 +407,8 @@ def markdown_table(report: dict) -> str:
         f"\n{report['machine']}, {report['threads']} threads, float32 matmul peak {report['matmul_peak_gflops']} "
         f"GFLOP/s (2048³, best of 10). Targets: ≥ {report['targets']['vs_minicons']:g}x minicons, "
         f"≥ {report['targets']['vs_naive']:g}x naive, the naive path's log-probabilities exactly and those of "
-        f"float64 arithmetic (first {report['float64_reference_pairs']} pairs) within {report['targets']['max_abs_diff']:g}, "
+        f"float64 arithmetic (first {report['float64_reference_pairs']} pairs) within "
+        f"{report['targets']['max_abs_diff']:g}, "
         f"peak RSS < {report['targets']['peak_rss_mb'] / 1024:g} GB: "
         + ("all met." if all(report["met"].values()) else f"not all met ({report['met']}).")
     )
@@ -345,10 +422,8 @@ if __name__ == "__main__":
 
             gece.native_blas()
         if hasattr(os, "sched_setaffinity"):  # undo a CPU pinning inherited from another benchmark
-            try:
+            with contextlib.suppress(OSError):
                 os.sched_setaffinity(0, range(os.cpu_count() or 1))
-            except OSError:
-                pass
         result = WORKERS[sys.argv[2]](Path(sys.argv[3]))
         Path(sys.argv[4]).write_text(json.dumps(result))
     else:

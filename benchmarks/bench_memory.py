@@ -53,7 +53,7 @@ def _rss_mb() -> float:
 
 
 def worker_extract(prepared: Path, out: Path, n: int) -> dict:
-    from gece.params import ExtractParams, load_params
+    from gece.io.params import ExtractParams, load_params
     from gece.pipeline import extract as extract_stage
     from gece.scoring import models
 
@@ -61,18 +61,27 @@ def worker_extract(prepared: Path, out: Path, n: int) -> dict:
     lm = models.load(spec)
     loaded_mb = _rss_mb()
     meta, timing = extract_stage.extract(prepared, out, MODEL, spec, ExtractParams(batch_size=32, limit=n), loaded=lm)
-    return {"pairs": meta.pairs, "seconds": timing.seconds, "pairs_per_s": timing.pairs_per_s,
-            "rss_after_load_mb": round(loaded_mb, 1), "peak_rss_mb": round(_rss_mb(), 1)}
+    return {
+        "pairs": meta.pairs,
+        "seconds": timing.seconds,
+        "pairs_per_s": timing.pairs_per_s,
+        "rss_after_load_mb": round(loaded_mb, 1),
+        "peak_rss_mb": round(_rss_mb(), 1),
+    }
 
 
 def worker_metrics(scores: Path, out: Path, n: int) -> dict:
-    from gece.params import MetricsParams
+    from gece.io.params import MetricsParams
     from gece.pipeline import metrics as metrics_stage
 
     t = time.perf_counter()
     report, _, _ = metrics_stage.metrics_stage(scores, out, None, MetricsParams())
-    return {"pairs": report["n"], "seconds": round(time.perf_counter() - t, 3), "ece": report["ece"],
-            "peak_rss_mb": round(_rss_mb(), 1)}
+    return {
+        "pairs": report["n"],
+        "seconds": round(time.perf_counter() - t, 3),
+        "ece": report["ece"],
+        "peak_rss_mb": round(_rss_mb(), 1),
+    }
 
 
 WORKERS = {"extract": worker_extract, "metrics": worker_metrics}
@@ -81,8 +90,13 @@ WORKERS = {"extract": worker_extract, "metrics": worker_metrics}
 def _run(name: str, a: Path, b: Path, n: int, work: Path) -> dict:
     result = work / f"{name}-{n}.json"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1"}
-    res = subprocess.run([sys.executable, __file__, "--worker", name, str(a), str(b), str(n), str(result)],
-                         check=False, env=env, capture_output=True, text=True)
+    res = subprocess.run(
+        [sys.executable, __file__, "--worker", name, str(a), str(b), str(n), str(result)],
+        check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     if res.returncode != 0:
         raise SystemExit(f"bench worker {name} ({n} pairs) failed:\n{res.stderr[-4000:]}")
     return json.loads(result.read_text())
@@ -92,7 +106,7 @@ def main() -> dict:
     from rich.console import Console
     from rich.table import Table
 
-    from gece.io import write_json
+    from gece.io.files import write_json
     from gece.pipeline import extract as extract_stage
     from gece.pipeline import prepare as prepare_stage
 
@@ -112,10 +126,14 @@ def main() -> dict:
             rows["metrics"][str(n)] = _run("metrics", scores, work / f"metrics-{n}.json", n, work)
     ratios = {stage: round(r[str(large)]["peak_rss_mb"] / r[str(SMALL)]["peak_rss_mb"], 4) for stage, r in rows.items()}
     report = {
-        "model": MODEL, "benchmark": f"synthetic ({large} WinoBias pairs behind numbered lead-ins)",
+        "model": MODEL,
+        "benchmark": f"synthetic ({large} WinoBias pairs behind numbered lead-ins)",
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.python_version()}",
-        "window_pairs": extract_stage.WINDOW_PAIRS, "sizes": [SMALL, large], "stages": rows,
-        "peak_rss_ratio": ratios, "target_ratio": TARGET,
+        "window_pairs": extract_stage.WINDOW_PAIRS,
+        "sizes": [SMALL, large],
+        "stages": rows,
+        "peak_rss_ratio": ratios,
+        "target_ratio": TARGET,
         "met": {"extract": ratios["extract"] <= TARGET},
     }
     write_json(ROOT / "reports" / "bench" / "memory.json", report)
@@ -124,11 +142,19 @@ def main() -> dict:
         table.add_column(col, justify="left" if col == "stage" else "right")
     for stage, r in rows.items():
         for n, v in r.items():
-            table.add_row(stage, n, f"{v['seconds']:.1f}", f"{v['peak_rss_mb']:.0f}",
-                          f"{ratios[stage]:.3f}" if n == str(large) else "")
+            table.add_row(
+                stage,
+                n,
+                f"{v['seconds']:.1f}",
+                f"{v['peak_rss_mb']:.0f}",
+                f"{ratios[stage]:.3f}" if n == str(large) else "",
+            )
     console.print(table)
-    console.print(f"target: extract peak RSS at {large} pairs within {TARGET - 1:.0%} of {SMALL} pairs: "
-                  + ("met" if report["met"]["extract"] else "NOT met"), highlight=False)
+    console.print(
+        f"target: extract peak RSS at {large} pairs within {TARGET - 1:.0%} of {SMALL} pairs: "
+        + ("met" if report["met"]["extract"] else "NOT met"),
+        highlight=False,
+    )
     return report
 
 

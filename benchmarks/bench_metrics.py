@@ -27,10 +27,10 @@ def main() -> dict:
     from rich.console import Console
     from rich.table import Table
 
-    from gece import metrics
-    from gece.io import read_table, write_json
-    from gece.params import load_params
-    from gece.schemas import ScoreRow
+    from gece.io.files import read_table, write_json
+    from gece.io.params import load_params
+    from gece.io.schemas import ScoreRow
+    from gece.stats import metrics
 
     params = load_params(ROOT / "params.yaml")
     runs = [(b, m) for b in params.paper.benchmarks for m in params.paper.models]
@@ -41,20 +41,27 @@ def main() -> dict:
         if not path.exists():
             raise SystemExit(f"{path} is missing: run `dvc repro metrics-paper` (or make repro) first")
         df, _ = read_table(path, ScoreRow)
-        inputs.append((df["p"].to_numpy(np.float64), df["y"].to_numpy(np.float64),
-                       df["gender_more"].to_numpy(object), df["gender_less"].to_numpy(object)))
+        inputs.append(
+            (
+                df["p"].to_numpy(np.float64),
+                df["y"].to_numpy(np.float64),
+                df["gender_more"].to_numpy(object),
+                df["gender_less"].to_numpy(object),
+            )
+        )
     read_s = time.perf_counter() - t0
     s = params.metrics
     times = []
     for _ in range(3):
         t0 = time.perf_counter()
         for p, y, gm, gl in inputs:
-            metrics.summarize(p, y, gm, gl, n_bins=s.n_bins, binning=s.binning, draws=s.bootstrap, seed=s.seed,
-                              level=s.ci)
+            metrics.summarize(
+                p, y, gm, gl, n_bins=s.n_bins, binning=s.binning, draws=s.bootstrap, seed=s.seed, level=s.ci
+            )
             metrics.reliability_table(p, y, s.n_bins, s.binning)
         times.append(time.perf_counter() - t0)
-    from gece import ablation
-    from gece.ablation import Run
+    from gece.stats import ablation
+    from gece.stats.ablation import Run
 
     arrays = [Run(np.arange(len(p)), p, y, gm, gl) for p, y, gm, gl in inputs]
     t0 = time.perf_counter()
@@ -76,12 +83,29 @@ def main() -> dict:
         "machine": platform.processor() or platform.machine(),
     }
     write_json(ROOT / "reports" / "bench" / "metrics.json", result)
-    table = Table(title=f"metrics: 18 reference runs, {len(metrics.SCALARS)} metrics + 95% bootstrap CIs and "
-                        "permutation tests, one core")
-    for col in ("runs", "pairs", "draws", "best of 3 (s)", "target (s)", "reading files (s)", "sample-size ablation (s)"):
+    table = Table(
+        title=f"metrics: 18 reference runs, {len(metrics.SCALARS)} metrics + 95% bootstrap CIs and "
+        "permutation tests, one core"
+    )
+    for col in (
+        "runs",
+        "pairs",
+        "draws",
+        "best of 3 (s)",
+        "target (s)",
+        "reading files (s)",
+        "sample-size ablation (s)",
+    ):
         table.add_column(col, justify="right")
-    table.add_row(str(len(runs)), str(result["pairs"]), str(s.bootstrap), f"{min(times):.2f}", f"{TARGET_S:.1f}",
-                  f"{read_s:.2f}", f"{sample_size_s:.2f}")
+    table.add_row(
+        str(len(runs)),
+        str(result["pairs"]),
+        str(s.bootstrap),
+        f"{min(times):.2f}",
+        f"{TARGET_S:.1f}",
+        f"{read_s:.2f}",
+        f"{sample_size_s:.2f}",
+    )
     Console().print(table)
     return result
 

@@ -31,7 +31,7 @@ def _run(out: Path) -> float:
 def main() -> dict:
     from rich.console import Console
 
-    from gece.io import write_json
+    from gece.io.files import write_json
 
     if not (ROOT / "reports" / "metrics").is_dir() or not (ROOT / "artifacts" / "scores").is_dir():
         raise SystemExit("reports/ and artifacts/scores are missing: run `make repro` (or dvc pull) first")
@@ -42,16 +42,24 @@ def main() -> dict:
         figures = sum(1 for _ in (out / "figures").rglob("*.png"))
         shutil.rmtree(out)
     result = {
-        "cold_s": round(cold, 2), "warm_s": round(min(warm), 2), "warm_runs_s": [round(x, 2) for x in warm],
-        "figures": figures, "target_s": TARGET_S, "meets_target": min(warm) < TARGET_S,
+        "cold_s": round(cold, 2),
+        "warm_s": round(min(warm), 2),
+        "warm_runs_s": [round(x, 2) for x in warm],
+        "figures": figures,
+        "target_s": TARGET_S,
+        "meets_target": min(warm) < TARGET_S,
         "what": "gece -q report --out TMP on the shipped runs: cold = empty TMP (every figure drawn); warm = "
-                "the same again (unchanged figures are reused, the page and tables rebuilt)",
-        "cpu": platform.processor() or platform.machine(), "cpus": os.cpu_count(), "python": platform.python_version(),
+        "the same again (unchanged figures are reused, the page and tables rebuilt)",
+        "cpu": platform.processor() or platform.machine(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
     }
     write_json(ROOT / "reports" / "bench" / "report.json", result)
-    Console().print(f"report: cold {cold:.1f} s, warm {min(warm):.1f} s ({figures} figures; target < {TARGET_S:.0f} s "
-                    f"warm: {'met' if result['meets_target'] else 'NOT met'}) -> reports/bench/report.json",
-                    highlight=False)
+    Console().print(
+        f"report: cold {cold:.1f} s, warm {min(warm):.1f} s ({figures} figures; target < {TARGET_S:.0f} s "
+        f"warm: {'met' if result['meets_target'] else 'NOT met'}) -> reports/bench/report.json",
+        highlight=False,
+    )
     return result
 
 

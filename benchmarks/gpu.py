@@ -44,7 +44,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-import gece  # noqa: F401  (pins the CPU numerics before torch loads)
+import gece  # noqa: F401, E402  (pins the CPU numerics before torch loads)
 
 BENCHMARK = "winobias"
 NAIVE = 100  # pairs scored by the naive path
@@ -54,19 +54,43 @@ PROFILE_PAIRS = 200  # pairs of the run under torch's profiler (batch auto), aft
 PROFILE_TOP = 12  # operations listed, by device time (GPU) and by host time
 MINICONS_BATCHES = (32, 128)
 SHAPES = {
-    "smollm2-135m-shape": {"vocab_size": 49152, "hidden_size": 576, "intermediate_size": 1536, "num_hidden_layers": 30,
-                           "num_attention_heads": 9, "num_key_value_heads": 3, "rope_theta": 100000.0,
-                           "tie_word_embeddings": True},
-    "llama-3.1-8b-shape": {"vocab_size": 128256, "hidden_size": 4096, "intermediate_size": 14336,
-                           "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
-                           "rope_theta": 500000.0, "tie_word_embeddings": False},
+    "smollm2-135m-shape": {
+        "vocab_size": 49152,
+        "hidden_size": 576,
+        "intermediate_size": 1536,
+        "num_hidden_layers": 30,
+        "num_attention_heads": 9,
+        "num_key_value_heads": 3,
+        "rope_theta": 100000.0,
+        "tie_word_embeddings": True,
+    },
+    "llama-3.1-8b-shape": {
+        "vocab_size": 128256,
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "rope_theta": 500000.0,
+        "tie_word_embeddings": False,
+    },
 }
-TINY = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
-        "num_key_value_heads": 2}
+TINY = {
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+}
 PIPELINE_BENCHMARKS = ("winobias", "winogender", "genderlex", "genderlex_person", "genderlex_someone")
 PIPELINE_MODELS = 6
-TARGETS = {"l8b_bf16_pairs_per_s": 2500.0, "l8b_bf16_vs_minicons_128": 5.0, "smol_fp32_vs_minicons_128": 3.0,
-           "six_l8b_models_seconds": 300.0, "auto_vs_best_fixed": 0.9}
+TARGETS = {
+    "l8b_bf16_pairs_per_s": 2500.0,
+    "l8b_bf16_vs_minicons_128": 5.0,
+    "smol_fp32_vs_minicons_128": 3.0,
+    "six_l8b_models_seconds": 300.0,
+    "auto_vs_best_fixed": 0.9,
+}
 
 
 def _say(*args) -> None:
@@ -78,7 +102,7 @@ def _tokenizer():
 
     if os.environ.get("GECE_TOKENIZER"):
         return AutoTokenizer.from_pretrained(os.environ["GECE_TOKENIZER"])
-    from gece.params import load_params
+    from gece.io.params import load_params
     from gece.scoring import models
 
     return models.load(load_params(ROOT / "params.yaml").registry["smollm2-135m"]).tokenizer  # converts once if needed
@@ -124,22 +148,27 @@ def _peak_mb(device: str) -> float | None:
 def _logprobs(path: Path):
     import numpy as np
 
-    from gece.io import read_table
-    from gece.schemas import TokenRow
+    from gece.io.files import read_table
+    from gece.io.schemas import TokenRow
     from gece.scoring import rules
 
     df, _ = read_table(path, TokenRow)  # each side's log-probability under the chain rule
-    return np.array([[rules.side_score(m, "chain"), rules.side_score(l, "chain")]
-                     for m, l in zip(df["logprobs_more"], df["logprobs_less"], strict=True)], dtype=np.float64)
+    return np.array(
+        [
+            [rules.side_score(m, "chain"), rules.side_score(l, "chain")]
+            for m, l in zip(df["logprobs_more"], df["logprobs_less"], strict=True)
+        ],
+        dtype=np.float64,
+    )
 
 
 def _gece(model_dir: Path, dtype: str, prepared: Path, n: int, work: Path, device: str) -> tuple[dict, object]:
     """gece extract at each of BATCHES on one load; returns the record and the loaded model."""
     import numpy as np
 
-    from gece import layout
-    from gece.io import read_json
-    from gece.params import ExtractParams, ModelSpec
+    from gece.io import layout
+    from gece.io.files import read_json
+    from gece.io.params import ExtractParams, ModelSpec
     from gece.pipeline import extract as extract_stage
     from gece.scoring import models
 
@@ -151,8 +180,9 @@ def _gece(model_dir: Path, dtype: str, prepared: Path, n: int, work: Path, devic
     def run(tag, batch_size, limit: int):
         """The extract stage's code on the loaded model: the first ``limit`` pairs -> (meta, score file)."""
         out = work / f"{model_dir.name}-{dtype}-{tag}.parquet"
-        meta, _ = extract_stage.extract(prepared, out, model_dir.name, spec,
-                                        ExtractParams(batch_size=batch_size, limit=limit), loaded=lm)
+        meta, _ = extract_stage.extract(
+            prepared, out, model_dir.name, spec, ExtractParams(batch_size=batch_size, limit=limit), loaded=lm
+        )
         return meta, out
 
     run("warm", "auto", min(n, WARM_PAIRS))
@@ -164,8 +194,12 @@ def _gece(model_dir: Path, dtype: str, prepared: Path, n: int, work: Path, devic
         seconds = time.perf_counter() - t
         timing = read_json(layout.timing_path(out))
         scores[bs] = _logprobs(out)
-        rec["batches"][str(bs)] = {"batch_size": timing["batch_size"], "seconds": round(seconds, 2),
-                                   "pairs_per_s": round(n / seconds, 1), "peak_gpu_mb": _peak_mb(device)}
+        rec["batches"][str(bs)] = {
+            "batch_size": timing["batch_size"],
+            "seconds": round(seconds, 2),
+            "pairs_per_s": round(n / seconds, 1),
+            "peak_gpu_mb": _peak_mb(device),
+        }
         rec["self_check"] = meta.self_check.model_dump() if meta.self_check else None
         _say(f"{model_dir.name} {dtype} gece batch {bs}: {n / seconds:.1f} pairs/s")
     first = scores[BATCHES[0]]
@@ -199,25 +233,34 @@ def _profile(run, pairs: int, device: str) -> dict:
         return float(getattr(e, "self_device_time_total", 0.0) or 0.0)
 
     def top(key) -> list[dict]:
-        return [{"op": e.key[:100], "calls": e.count, "ms": round(key(e) / 1e3, 2)}
-                for e in sorted(events, key=key, reverse=True)[:PROFILE_TOP] if key(e) > 0]
+        return [
+            {"op": e.key[:100], "calls": e.count, "ms": round(key(e) / 1e3, 2)}
+            for e in sorted(events, key=key, reverse=True)[:PROFILE_TOP]
+            if key(e) > 0
+        ]
 
     kernel_s = sum(on_device(e) for e in events) / 1e6
-    rec = {"pairs": pairs, "wall_seconds": round(wall, 2), "pairs_per_s_profiled": round(pairs / wall, 1),
-           "device_busy": round(kernel_s / wall, 3) if cuda else None,
-           "kernel_launches": sum(e.count for e in events if e.key.startswith(("cudaLaunchKernel", "cuLaunchKernel"))),
-           "top_device": top(on_device),  # empty on the CPU: no event carries device time
-           "top_host": top(lambda e: float(e.self_cpu_time_total))}
-    _say(f"profile: {pairs} pairs in {wall:.1f} s under the profiler"
-         + (f", GPU busy {rec['device_busy']:.0%}, {rec['kernel_launches']} kernel launches" if cuda else ""))
+    rec = {
+        "pairs": pairs,
+        "wall_seconds": round(wall, 2),
+        "pairs_per_s_profiled": round(pairs / wall, 1),
+        "device_busy": round(kernel_s / wall, 3) if cuda else None,
+        "kernel_launches": sum(e.count for e in events if e.key.startswith(("cudaLaunchKernel", "cuLaunchKernel"))),
+        "top_device": top(on_device),  # empty on the CPU: no event carries device time
+        "top_host": top(lambda e: float(e.self_cpu_time_total)),
+    }
+    _say(
+        f"profile: {pairs} pairs in {wall:.1f} s under the profiler"
+        + (f", GPU busy {rec['device_busy']:.0%}, {rec['kernel_launches']} kernel launches" if cuda else "")
+    )
     return rec
 
 
 def _naive(lm, prepared: Path, n: int, ref, device: str) -> dict:
     import numpy as np
 
-    from gece.io import read_table
-    from gece.schemas import PreparedPair
+    from gece.io.files import read_table
+    from gece.io.schemas import PreparedPair
     from gece.scoring import engine, planning
 
     pairs, _ = read_table(prepared, PreparedPair)
@@ -231,16 +274,20 @@ def _naive(lm, prepared: Path, n: int, ref, device: str) -> dict:
     seconds = time.perf_counter() - t
     got = np.array([[s.more.logprob("chain"), s.less.logprob("chain")] for s in scores])
     d = np.abs(got - ref[:n])
-    return {"pairs": n, "pairs_per_s": round(n / seconds, 1), "max_abs_diff_vs_gece": float(d.max()),
-            "median_abs_diff_vs_gece": float(np.median(d))}
+    return {
+        "pairs": n,
+        "pairs_per_s": round(n / seconds, 1),
+        "max_abs_diff_vs_gece": float(d.max()),
+        "median_abs_diff_vs_gece": float(np.median(d)),
+    }
 
 
 def _pipeline(model_dir: Path, dtype: str, work: Path, device: str, limit: int | None) -> dict:
     """The extract stage of one model (one load, every benchmark of :data:`PIPELINE_BENCHMARKS`), timed from the
     load, in a folder laid out as the repository (prepared pairs under artifacts/; no dvc.lock, so nothing is
     reused), and :data:`PIPELINE_MODELS` times that."""
-    from gece import layout
-    from gece.params import ExtractParams, ModelSpec
+    from gece.io import layout
+    from gece.io.params import ExtractParams, ModelSpec
     from gece.pipeline import extract as extract_stage
     from gece.pipeline import prepare as prepare_stage
 
@@ -253,18 +300,26 @@ def _pipeline(model_dir: Path, dtype: str, work: Path, device: str, limit: int |
             prepare_stage.prepare(ROOT / layout.benchmark_csv(b), layout.prepared_path(b), name=b)
         spec = ModelSpec(source=str(model_dir), device=device, dtype=dtype)
         t = time.perf_counter()
-        done = extract_stage.extract_model("bench", spec, list(PIPELINE_BENCHMARKS),
-                                           ExtractParams(batch_size="auto", limit=limit))
+        done = extract_stage.extract_model(
+            "bench", spec, list(PIPELINE_BENCHMARKS), ExtractParams(batch_size="auto", limit=limit)
+        )
         seconds = time.perf_counter() - t
     finally:
         os.chdir(here)
     timings = list(done.scored.values())
-    rec = {"benchmarks": list(PIPELINE_BENCHMARKS), "pairs": sum(x.pairs for x in timings),
-           "load_seconds": timings[0].load_seconds, "scoring_seconds": round(sum(x.seconds for x in timings), 1),
-           "seconds_one_model": round(seconds, 1), "models": PIPELINE_MODELS,
-           "seconds_all_models": round(PIPELINE_MODELS * seconds, 1)}
-    _say(f"{model_dir.name} {dtype} extract stage: {rec['pairs']} pairs of {len(PIPELINE_BENCHMARKS)} benchmarks in "
-         f"{seconds:.1f} s with the load; {PIPELINE_MODELS} models: {rec['seconds_all_models']:.0f} s")
+    rec = {
+        "benchmarks": list(PIPELINE_BENCHMARKS),
+        "pairs": sum(x.pairs for x in timings),
+        "load_seconds": timings[0].load_seconds,
+        "scoring_seconds": round(sum(x.seconds for x in timings), 1),
+        "seconds_one_model": round(seconds, 1),
+        "models": PIPELINE_MODELS,
+        "seconds_all_models": round(PIPELINE_MODELS * seconds, 1),
+    }
+    _say(
+        f"{model_dir.name} {dtype} extract stage: {rec['pairs']} pairs of {len(PIPELINE_BENCHMARKS)} benchmarks in "
+        f"{seconds:.1f} s with the load; {PIPELINE_MODELS} models: {rec['seconds_all_models']:.0f} s"
+    )
     return rec
 
 
@@ -272,14 +327,15 @@ def _minicons(model_dir: Path, dtype: str, prepared: Path, n: int, device: str) 
     import torch
     from minicons import scorer
 
-    from gece.io import read_table
-    from gece.schemas import PreparedPair
+    from gece.io.files import read_table
+    from gece.io.schemas import PreparedPair
 
     pairs, _ = read_table(prepared, PreparedPair)
     pairs = pairs.head(n)
     sents = [s for m, l in zip(pairs["sent_more"], pairs["sent_less"], strict=True) for s in (m, l)]
-    lm = scorer.IncrementalLMScorer(str(model_dir), device=device, dtype=getattr(torch, dtype),
-                                    attn_implementation="sdpa")
+    lm = scorer.IncrementalLMScorer(
+        str(model_dir), device=device, dtype=getattr(torch, dtype), attn_implementation="sdpa"
+    )
     out = {}
     for bs in MINICONS_BATCHES:
         _peak_reset(device)
@@ -299,7 +355,7 @@ def main() -> dict:
     import torch
     import transformers
 
-    from gece.io import write_json
+    from gece.io.files import write_json
     from gece.pipeline import prepare as prepare_stage
     from gece.scoring import exact, packing
 
@@ -313,15 +369,21 @@ def main() -> dict:
     dtypes = ["float32"] if dry else os.environ.get("GECE_GPU_DTYPES", "float32,bfloat16").split(",")
     names = [n for n in SHAPES if any(n.startswith({"smol": "smollm2", "l8b": "llama"}[s]) for s in shapes)]
     started = time.perf_counter()
-    report: dict = {"device": torch.cuda.get_device_name() if not dry else f"cpu (dry run, {platform.machine()})",
-                    "torch": torch.__version__, "transformers": transformers.__version__, "benchmark": BENCHMARK,
-                    "dry": dry, "pass_shape": [packing.PASS_ROWS, packing.ROW_TOKENS], "runs": {}}
+    report: dict = {
+        "device": torch.cuda.get_device_name() if not dry else f"cpu (dry run, {platform.machine()})",
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "benchmark": BENCHMARK,
+        "dry": dry,
+        "pass_shape": [packing.PASS_ROWS, packing.ROW_TOKENS],
+        "runs": {},
+    }
     with tempfile.TemporaryDirectory(prefix="gece-bench-gpu-") as tmp:
         work = Path(tmp)
         prepared = work / f"{BENCHMARK}.parquet"
         prepare_stage.prepare(ROOT / "data" / "benchmarks" / f"{BENCHMARK}.csv", prepared)
-        from gece.io import read_table
-        from gece.schemas import PreparedPair
+        from gece.io.files import read_table
+        from gece.io.schemas import PreparedPair
 
         n = 40 if dry else len(read_table(prepared, PreparedPair)[0])
         tok = _tokenizer()
@@ -348,8 +410,9 @@ def main() -> dict:
         met["l8b_bf16_vs_minicons_128"] = r["gece_vs_minicons"]["128"] >= TARGETS["l8b_bf16_vs_minicons_128"]
         met["six_l8b_models_seconds"] = r["pipeline"]["seconds_all_models"] <= TARGETS["six_l8b_models_seconds"]
     if "smollm2-135m-shape/float32" in runs:
-        met["smol_fp32_vs_minicons_128"] = (runs["smollm2-135m-shape/float32"]["gece_vs_minicons"]["128"]
-                                            >= TARGETS["smol_fp32_vs_minicons_128"])
+        met["smol_fp32_vs_minicons_128"] = (
+            runs["smollm2-135m-shape/float32"]["gece_vs_minicons"]["128"] >= TARGETS["smol_fp32_vs_minicons_128"]
+        )
     met["same_bits_at_every_batch"] = all(r["same_bits_at_every_batch"] for r in runs.values())
     met["auto_vs_best_fixed"] = all(r["auto_vs_best_fixed"] >= TARGETS["auto_vs_best_fixed"] for r in runs.values())
     report.update(targets=TARGETS, met=met, seconds=round(time.perf_counter() - started, 1))

@@ -21,7 +21,7 @@ Not followed: stdlib and third-party imports, imports of a computed name (``impo
 CSS, templates): a stage that reads package data must list those files in dvc.yaml by hand.
 
 ``python tests/closure.py`` prints the closure of every ``gece`` subcommand (handy when editing
-dvc.yaml); ``python tests/closure.py gece.metrics ...`` prints the closure of the modules named.
+dvc.yaml); ``python tests/closure.py gece.stats.metrics ...`` prints the closure of the modules named.
 """
 
 from __future__ import annotations
@@ -85,12 +85,14 @@ class Import:
 
 def _is_type_checking(test: ast.expr) -> bool:
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def _is_import_module(func: ast.expr) -> bool:
     return (isinstance(func, ast.Attribute) and func.attr == "import_module") or (
-        isinstance(func, ast.Name) and func.id in ("import_module", "__import__"))
+        isinstance(func, ast.Name) and func.id in ("import_module", "__import__")
+    )
 
 
 def _literal(node: ast.expr | None) -> str | None:
@@ -122,8 +124,9 @@ def file_imports(path: Path, tree: Tree, skip_functions: Collection[str] = ()) -
         elif isinstance(node, ast.ImportFrom):
             name = _absolute(importer, is_package, node.level, node.module)
             if name is not None:
-                found.append(Import(name, tuple(a.name for a in node.names if a.name != "*"), module_level,
-                                    node.lineno))
+                found.append(
+                    Import(name, tuple(a.name for a in node.names if a.name != "*"), module_level, node.lineno)
+                )
         elif isinstance(node, ast.Call) and _is_import_module(node.func) and node.args:
             name, anchor = _literal(node.args[0]), _literal(node.args[1]) if len(node.args) > 1 else None
             for kw in node.keywords:
@@ -177,8 +180,9 @@ def with_parents(module: str) -> Iterator[str]:
 
 
 # ------------------------------------------------------------------------------ closure
-def closure(roots: Iterable[str | Path], tree: Tree = Tree(),
-            skip_functions: Mapping[str, Collection[str]] | None = None) -> set[str]:
+def closure(
+    roots: Iterable[str | Path], tree: Tree = Tree(), skip_functions: Mapping[str, Collection[str]] | None = None
+) -> set[str]:
     """Repository-relative paths (``src/gece/...``) of every file that importing and running ``roots``
     (module names or files) may execute. ``skip_functions`` maps a module name to top-level functions
     of it whose imports are not followed."""
@@ -294,15 +298,22 @@ def commands(tree: Tree = Tree()) -> dict[str, str] | None:
     if path is None:
         return None
     for stmt in ast.parse(path.read_text(encoding="utf-8")).body:
-        target = stmt.target if isinstance(stmt, ast.AnnAssign) else (
-            stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None)
+        target = (
+            stmt.target
+            if isinstance(stmt, ast.AnnAssign)
+            else (stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None)
+        )
         if isinstance(target, ast.Name) and target.id == "COMMANDS" and stmt.value is not None:
             try:  # name -> (module, help)
-                return {name: value[0] if isinstance(value, tuple) else value
-                        for name, value in ast.literal_eval(stmt.value).items()}
+                return {
+                    name: value[0] if isinstance(value, tuple) else value
+                    for name, value in ast.literal_eval(stmt.value).items()
+                }
             except ValueError:
-                raise ValueError(f"{tree.rel(path)}:{stmt.lineno}: COMMANDS is not a literal dict "
-                                 "(tests/closure.py reads it without importing gece)") from None
+                raise ValueError(
+                    f"{tree.rel(path)}:{stmt.lineno}: COMMANDS is not a literal dict "
+                    "(tests/closure.py reads it without importing gece)"
+                ) from None
     return None
 
 
@@ -319,8 +330,6 @@ def command_closure(command: str, tree: Tree = Tree()) -> set[str]:
 def command_names(tree: Tree = Tree()) -> list[str]:
     mapping = commands(tree)
     return sorted(mapping or {})
-
-
 
 
 def main(argv: list[str]) -> int:

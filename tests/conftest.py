@@ -68,9 +68,9 @@ def prepared_dir(tmp_path_factory, data_dir) -> Path:
 
 def write_reference(prepared: Path, csv: Path, out: Path, model: str) -> None:
     """Released scores (``source: reference:``) written as a score file, for the tests that take one."""
-    from gece.io import write_table
+    from gece.io.files import write_table
+    from gece.io.schemas import ScoreRow
     from gece.pipeline import runs
-    from gece.schemas import ScoreRow
 
     scores, meta = runs.reference_scores(prepared, csv, model)
     write_table(out, scores, ScoreRow, meta=meta)
@@ -85,8 +85,7 @@ def reference_scores(tmp_path_factory, prepared_dir, data_dir) -> dict[tuple[str
     for b in PAPER_BENCHMARKS:
         for m in PAPER_MODELS:
             path = out / b / f"paper-{m}.parquet"
-            write_reference(prepared_dir / f"{b}.parquet", data_dir / "reference" / b / f"{m}.csv", path,
-                            f"paper-{m}")
+            write_reference(prepared_dir / f"{b}.parquet", data_dir / "reference" / b / f"{m}.csv", path, f"paper-{m}")
             paths[(b, m)] = path
     return paths
 
@@ -102,12 +101,17 @@ def full_reports(tmp_path_factory, prepared_dir, reference_scores) -> Path:
 @pytest.fixture(scope="session")
 def built_report(full_reports) -> tuple[Path, dict]:
     """``gece report`` run on ``full_reports``: (reports dir, what the stage returned)."""
-    from gece.params import load_params
+    from gece.io.params import load_params
     from gece.pipeline import report as report_stage
 
     params = load_params(full_reports / "params.yaml")
-    result = report_stage.report_stage(params, full_reports / "reports", full_reports / "artifacts" / "scores", root=full_reports,
-                                 data_dvc=ROOT / "data.dvc")
+    result = report_stage.report_stage(
+        params,
+        full_reports / "reports",
+        full_reports / "artifacts" / "scores",
+        root=full_reports,
+        data_dvc=ROOT / "data.dvc",
+    )
     return full_reports / "reports", result
 
 
@@ -127,7 +131,7 @@ def _drop_cli_log_handlers():
 @pytest.fixture(scope="session")
 def params():
     """The repository's params.yaml."""
-    from gece.params import load_params
+    from gece.io.params import load_params
 
     return load_params(ROOT / "params.yaml")
 

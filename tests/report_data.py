@@ -19,16 +19,16 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from gece import metrics
-from gece.io import read_table, write_json, write_table
-from gece.params import MetricsParams, load_params
+from gece.io.files import read_table, write_json, write_table
+from gece.io.params import MetricsParams, load_params
+from gece.io.schemas import ExtractMeta, MetricsReport, PreparedPair, ScoreRow
 from gece.pipeline import ablate as ablate_stage
 from gece.pipeline import compare as compare_stage
 from gece.pipeline import metrics as metrics_stage
 from gece.pipeline import neutral as neutral_stage
 from gece.pipeline import special_tokens as special_tokens_stage
 from gece.pipeline.runs import load_run_file
-from gece.schemas import ExtractMeta, MetricsReport, PreparedPair, ScoreRow
+from gece.stats import metrics
 
 from .conftest import ROOT
 
@@ -41,8 +41,11 @@ PARAMS = {
     "benchmarks": list(BENCHMARKS),
     "models": [MODEL, NOBOS],
     "references": [f"paper-{m}" for m in PAPER_MODELS],
-    "registry": {MODEL: {"source": "package:tiny-lm"}, NOBOS: {"source": "package:tiny-lm", "special_tokens": False},
-                 **{f"paper-{m}": {"source": f"reference:{m}"} for m in PAPER_MODELS}},
+    "registry": {
+        MODEL: {"source": "package:tiny-lm"},
+        NOBOS: {"source": "package:tiny-lm", "special_tokens": False},
+        **{f"paper-{m}": {"source": f"reference:{m}"} for m in PAPER_MODELS},
+    },
     "ablate": {"sizes": [50, 100, 500], "draws": 10, "special_tokens": {MODEL: NOBOS}},
 }
 
@@ -53,8 +56,20 @@ def synthetic_scores(prepared: Path, seed: int, sharpen: float) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     q = np.clip(np.where(pairs["y"] == 1, rng.beta(4, 2, len(pairs)), rng.beta(2, 4, len(pairs))), 0.01, 0.99)
     z = sharpen * np.log(q / (1 - q))
-    df = pairs[["pair_id", "row", "sent_more", "sent_less", "y", "bias_type", "targets_more", "targets_less",
-                "gender_more", "gender_less"]].copy()
+    df = pairs[
+        [
+            "pair_id",
+            "row",
+            "sent_more",
+            "sent_less",
+            "y",
+            "bias_type",
+            "targets_more",
+            "targets_less",
+            "gender_more",
+            "gender_less",
+        ]
+    ].copy()
     df["n_tokens_more"] = 1
     df["n_tokens_less"] = 1
     df["logprob_more"] = -np.logaddexp(0, -z)  # log sigmoid(z)
@@ -82,8 +97,9 @@ def _temperature(p_fit, y_fit, p_eval):
 def _histogram(p_fit, y_fit, p_eval, n_bins=10):
     edges = np.linspace(0, 1, n_bins + 1)
     idx_fit = np.clip(np.searchsorted(edges[1:-1], p_fit), 0, n_bins - 1)
-    means = np.array([y_fit[idx_fit == i].mean() if (idx_fit == i).any() else (i + 0.5) / n_bins
-                      for i in range(n_bins)])
+    means = np.array(
+        [y_fit[idx_fit == i].mean() if (idx_fit == i).any() else (i + 0.5) / n_bins for i in range(n_bins)]
+    )
     out = means[np.clip(np.searchsorted(edges[1:-1], p_eval), 0, n_bins - 1)]
     return {"bins": n_bins}, np.clip(out, 0.0, 1.0)
 
@@ -98,11 +114,13 @@ def calibration_reports(scores: pd.DataFrame) -> tuple[dict, list[dict]]:
 
     def summary(q, mask):
         return MetricsReport.model_validate(
-            metrics.summarize(q[mask], y[mask], gm[mask], gl[mask], draws=1000, seed=0)).model_dump()
+            metrics.summarize(q[mask], y[mask], gm[mask], gl[mask], draws=1000, seed=0)
+        ).model_dump()
 
     def bins(q, mask, protocol, method):
-        return [{"protocol": protocol, "method": method, **r}
-                for r in metrics.reliability_table(q[mask], y[mask]).records()]
+        return [
+            {"protocol": protocol, "method": method, **r} for r in metrics.reliability_table(q[mask], y[mask]).records()
+        ]
 
     report, records = {}, []
     everything = np.ones(n, dtype=bool)
@@ -123,13 +141,15 @@ def calibration_reports(scores: pd.DataFrame) -> tuple[dict, list[dict]]:
                 params = {"folds": per_fold}
             methods[name] = {"status": "ok", "reason": None, "params": params, "metrics": summary(q, mask)}
             records += bins(q, mask, protocol, name)
-        methods["beta"] = {"status": "failed", "reason": "synthetic failure: no scores", "params": {},
-                           "metrics": None}
+        methods["beta"] = {"status": "failed", "reason": "synthetic failure: no scores", "params": {}, "metrics": None}
         if protocol == "crossfit":
             for m in methods.values():
                 m["fold_status"] = [m["status"]] * 3
-        head = ({"n_fit": int(fit.sum()), "n_eval": int(ev.sum()), "fraction": 0.5} if protocol == "split"
-                else {"n_fit": 2 * n, "n_eval": n, "folds": 3})
+        head = (
+            {"n_fit": int(fit.sum()), "n_eval": int(ev.sum()), "fraction": 0.5}
+            if protocol == "split"
+            else {"n_fit": 2 * n, "n_eval": n, "folds": 3}
+        )
         report[protocol] = {**head, "uncalibrated": summary(p, mask), "methods": methods}
     return report, records
 
@@ -137,11 +157,32 @@ def calibration_reports(scores: pd.DataFrame) -> tuple[dict, list[dict]]:
 def tiny_meta(benchmark: str, model: str, pairs: int, sha: str) -> ExtractMeta:
     """The extract metadata of a pretend run of the tiny model."""
     return ExtractMeta(
-        benchmark=benchmark, model=model, source="package:tiny-lm", kind="gguf", weights={"tiny-lm.gguf": sha},
-        dtype="float32", device="cpu", attention="gece_exact", special_tokens=model == MODEL, word_prob="chain",
-        batch_size=32, limit=None, torch="2.13.0", transformers="5.0.0", gece="0.1.0", pairs=pairs,
-        multi_target_pairs=0, multi_token_targets=0, continued_pairs=0, tokens=10 * pairs, tokens_padded=12 * pairs,
-        tokens_whole=30 * pairs, head_positions=pairs, flops=1e9 * pairs, flops_per_pair=1e9, shards=1,
+        benchmark=benchmark,
+        model=model,
+        source="package:tiny-lm",
+        kind="gguf",
+        weights={"tiny-lm.gguf": sha},
+        dtype="float32",
+        device="cpu",
+        attention="gece_exact",
+        special_tokens=model == MODEL,
+        word_prob="chain",
+        batch_size=32,
+        limit=None,
+        torch="2.13.0",
+        transformers="5.0.0",
+        gece="0.1.0",
+        pairs=pairs,
+        multi_target_pairs=0,
+        multi_token_targets=0,
+        continued_pairs=0,
+        tokens=10 * pairs,
+        tokens_padded=12 * pairs,
+        tokens_whole=30 * pairs,
+        head_positions=pairs,
+        flops=1e9 * pairs,
+        flops_per_pair=1e9,
+        shards=1,
     )
 
 
@@ -170,25 +211,51 @@ def build(root: Path, prepared_dir: Path, reference_scores: dict) -> Path:
             runs.append((b, model))
     for b, m in runs:
         s = paper_scores.get((b, m), scores_dir / b / f"{m}.parquet")
-        metrics_stage.metrics_stage(s, reports / "metrics" / b / f"{m}.json", reports / "bins" / b / f"{m}.json",
-                             params.metrics)
-        ablate_stage.ablate(s, reports / "ablation" / "sample_size" / b / f"{m}.json",
-                      reports / "ablation" / "binning" / b / f"{m}.json",
-                      reports / "ablation" / "sample_size" / b / f"{m}.png", params.metrics, params.ablate)
+        metrics_stage.metrics_stage(
+            s, reports / "metrics" / b / f"{m}.json", reports / "bins" / b / f"{m}.json", params.metrics
+        )
+        ablate_stage.ablate(
+            s,
+            reports / "ablation" / "sample_size" / b / f"{m}.json",
+            reports / "ablation" / "binning" / b / f"{m}.json",
+            reports / "ablation" / "sample_size" / b / f"{m}.png",
+            params.metrics,
+            params.ablate,
+        )
         scores, _ = read_table(s, ScoreRow)
         cal, cal_bins = calibration_reports(scores)
         write_json(reports / "calibration" / b / f"{m}.json", cal)
         write_json(reports / "calibration_bins" / b / f"{m}.json", cal_bins)
     for m in (MODEL, NOBOS):
-        neutral_stage.neutral(m, {b: reports / "metrics" / b / f"{m}.json" for b in params.ablate.neutral},
-                       reports / "ablation" / "neutral" / f"{m}.json")
-    special_tokens_stage.special_tokens({b: (reports / "metrics" / b / f"{MODEL}.json", scores_dir / b / f"{MODEL}.parquet",
-                               reports / "metrics" / b / f"{NOBOS}.json", scores_dir / b / f"{NOBOS}.parquet")
-                           for b in BENCHMARKS}, reports / "ablation" / "special_tokens" / f"{MODEL}.json")
+        neutral_stage.neutral(
+            m,
+            {b: reports / "metrics" / b / f"{m}.json" for b in params.ablate.neutral},
+            reports / "ablation" / "neutral" / f"{m}.json",
+        )
+    special_tokens_stage.special_tokens(
+        {
+            b: (
+                reports / "metrics" / b / f"{MODEL}.json",
+                scores_dir / b / f"{MODEL}.parquet",
+                reports / "metrics" / b / f"{NOBOS}.json",
+                scores_dir / b / f"{NOBOS}.parquet",
+            )
+            for b in BENCHMARKS
+        },
+        reports / "ablation" / "special_tokens" / f"{MODEL}.json",
+    )
     for b in BENCHMARKS:
-        loaded = [load_run_file(paper_scores.get((bb, m), scores_dir / bb / f"{m}.parquet")) for bb, m in runs if bb == b]
-        compare_stage.compare(loaded, reports / "compare" / f"{b}.json", reports / "compare" / f"{b}.md", MetricsParams(),
-                              params.ablate.compare, power_runs=[m for bb, m in runs if bb == b and m in params.references])
+        loaded = [
+            load_run_file(paper_scores.get((bb, m), scores_dir / bb / f"{m}.parquet")) for bb, m in runs if bb == b
+        ]
+        compare_stage.compare(
+            loaded,
+            reports / "compare" / f"{b}.json",
+            reports / "compare" / f"{b}.md",
+            MetricsParams(),
+            params.ablate.compare,
+            power_runs=[m for bb, m in runs if bb == b and m in params.references],
+        )
     return root
 
 

@@ -7,19 +7,19 @@ import json
 import numpy as np
 import pytest
 
-from gece import ablation, metrics
-from gece.ablation import Run
-from gece.bootstrap import subsample, two_sided_p
 from gece.cli import main
-from gece.io import write_table
-from gece.params import AblateParams, CompareParams, MetricsParams
+from gece.io.files import write_table
+from gece.io.params import AblateParams, CompareParams, MetricsParams
+from gece.io.schemas import ScoreRow
 from gece.pipeline import ablate as ablate_stage
 from gece.pipeline import compare as compare_stage
 from gece.pipeline import metrics as metrics_stage
 from gece.pipeline import neutral as neutral_stage
 from gece.pipeline import runs
 from gece.pipeline import special_tokens as special_tokens_stage
-from gece.schemas import ScoreRow
+from gece.stats import ablation, metrics
+from gece.stats.ablation import Run
+from gece.stats.bootstrap import subsample, two_sided_p
 
 
 def synthetic_run(n, seed, sharpen=1.0, name="r"):
@@ -56,8 +56,9 @@ def test_clearly_different_models_are_significant():
         assert cells[k]["diff"] < 0 and cells[k]["ci_high"] < 0  # calibrated is better
     assert cells["ece"]["p_value"] == pytest.approx(2 / 2001)  # no draw crosses 0
     # the difference of the point estimates is the difference of the metrics
-    assert cells["ece"]["diff"] == pytest.approx(metrics.ece(calibrated.p, calibrated.y)
-                                                 - metrics.ece(overconfident.p, overconfident.y))
+    assert cells["ece"]["diff"] == pytest.approx(
+        metrics.ece(calibrated.p, calibrated.y) - metrics.ece(overconfident.p, overconfident.y)
+    )
 
 
 def test_pairs_are_resampled_together():
@@ -79,7 +80,7 @@ def test_compare_refuses_different_pairs():
 def test_compare_stage_uses_the_pairs_every_run_scores(reference_scores, tmp_path, capsys):
     """A smoke run (extract.limit) is compared with full runs on the pairs it has; runs that
     share no pair are a clear error (exit 2), not a traceback."""
-    from gece.io import read_table
+    from gece.io.files import read_table
 
     full = reference_scores[("winobias", "gpt-j-6b")]
     df, meta = read_table(full, ScoreRow)
@@ -156,14 +157,21 @@ def test_binning_grid_matches_metrics(reference_scores):
     grid = ablation.binning_grid(run, [5, 10, 15, 20])
     assert set(grid) == {"equal_width", "equal_mass"} and list(grid["equal_mass"]) == ["5", "10", "15", "20"]
     ref = metrics.summarize(run.p, run.y, run.gender_more, run.gender_less)
-    assert grid["equal_width"]["10"]["ece"] == ref["ece"] and grid["equal_width"]["10"]["gender_ece"] == \
-        ref["gender_ece"]
+    assert (
+        grid["equal_width"]["10"]["ece"] == ref["ece"] and grid["equal_width"]["10"]["gender_ece"] == ref["gender_ece"]
+    )
     assert grid["equal_mass"]["15"]["ece"] == pytest.approx(metrics.ece(run.p, run.y, 15, "equal_mass"))
 
 
 def test_ablate_stage_writes_reports_and_figure(reference_scores, tmp_path):
-    _sizes, _grid = ablate_stage.ablate(reference_scores[("winogender", "gpt-j-6b")], tmp_path / "s.json",
-                                tmp_path / "b.json", tmp_path / "s.png", MetricsParams(), AblateParams())
+    _sizes, _grid = ablate_stage.ablate(
+        reference_scores[("winogender", "gpt-j-6b")],
+        tmp_path / "s.json",
+        tmp_path / "b.json",
+        tmp_path / "s.png",
+        MetricsParams(),
+        AblateParams(),
+    )
     data = json.loads((tmp_path / "s.json").read_text())
     assert list(data) == ["full", "sizes"] and data["sizes"][0]["draws"] == 100
     assert (tmp_path / "s.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -176,12 +184,27 @@ def _score_file(path, run: Run, benchmark, model):
     lp_more = lp_less + np.log(run.p / (1 - run.p))
     import pandas as pd
 
-    df = pd.DataFrame({
-        "pair_id": run.pair_id, "row": np.arange(1, n + 1), "sent_more": "He x.", "sent_less": "She x.",
-        "y": run.y.astype(int), "bias_type": None, "targets_more": [["He"]] * n, "targets_less": [["She"]] * n,
-        "gender_more": run.gender_more, "gender_less": run.gender_less, "n_tokens_more": 1, "n_tokens_less": 1,
-        "logprob_more": lp_more, "logprob_less": lp_less, "logit_more": 1.0, "logit_less": 1.0, "p": run.p,
-    })
+    df = pd.DataFrame(
+        {
+            "pair_id": run.pair_id,
+            "row": np.arange(1, n + 1),
+            "sent_more": "He x.",
+            "sent_less": "She x.",
+            "y": run.y.astype(int),
+            "bias_type": None,
+            "targets_more": [["He"]] * n,
+            "targets_less": [["She"]] * n,
+            "gender_more": run.gender_more,
+            "gender_less": run.gender_less,
+            "n_tokens_more": 1,
+            "n_tokens_less": 1,
+            "logprob_more": lp_more,
+            "logprob_less": lp_less,
+            "logit_more": 1.0,
+            "logit_less": 1.0,
+            "p": run.p,
+        }
+    )
     write_table(path, df, ScoreRow, meta={"benchmark": benchmark, "model": model})
     return path
 
@@ -206,8 +229,17 @@ def test_special_tokens_and_neutral_reports(tmp_path):
     assert set(json.loads((tmp_path / "st.json").read_text())["genderlex_person"]) == {"with", "without"}
     neutral = neutral_stage.neutral("m", {b: runs[b][0] for b in runs}, tmp_path / "n.json")
     assert list(neutral) == ["genderlex", "genderlex_person"] and neutral["genderlex"]["n"] == 300
-    assert set(neutral["genderlex"]) == {"ece", "gender_ece", "ece_male", "ece_female", "macro_ce", "ice", "brier",
-                                         "accuracy", "n"}
+    assert set(neutral["genderlex"]) == {
+        "ece",
+        "gender_ece",
+        "ece_male",
+        "ece_female",
+        "macro_ce",
+        "ice",
+        "brier",
+        "accuracy",
+        "n",
+    }
 
 
 def test_holm_family_is_one_pair_of_models():

@@ -1,4 +1,4 @@
-"""gece.annotations: published worked examples, the krippendorff package as an independent implementation,
+"""gece.stats.annotations: published worked examples, the krippendorff package as an independent implementation,
 and properties of the labels and agreement statistics."""
 
 from __future__ import annotations
@@ -8,22 +8,38 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gece import annotations as A
+from gece.stats import annotations as A
 
 krippendorff = pytest.importorskip("krippendorff")
 
 # Fleiss' kappa, Wikipedia's worked example ("Fleiss' kappa", Worked example): 10 subjects, 14 raters,
 # 5 categories; published kappa = 0.210 (P-bar = 0.378, P_e = 0.213).
-WIKIPEDIA_FLEISS = np.array([[0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1],
-                             [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2], [6, 5, 2, 1, 0], [0, 2, 2, 3, 7]])
+WIKIPEDIA_FLEISS = np.array(
+    [
+        [0, 0, 0, 0, 14],
+        [0, 2, 6, 4, 2],
+        [0, 0, 3, 5, 6],
+        [0, 3, 9, 2, 0],
+        [2, 2, 8, 1, 1],
+        [7, 7, 0, 0, 0],
+        [3, 2, 6, 3, 0],
+        [2, 5, 3, 2, 2],
+        [6, 5, 2, 1, 0],
+        [0, 2, 2, 3, 7],
+    ]
+)
 
 # Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability", section C: 4 observers, 12 units,
 # nominal data with missing values; published alpha = 0.743.
 NAN = np.nan
-KRIPPENDORFF_2011 = np.array([[1, 2, 3, 3, 2, 1, 4, 1, 2, NAN, NAN, NAN],
-                              [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, NAN, 3],
-                              [NAN, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, NAN],
-                              [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, NAN]])
+KRIPPENDORFF_2011 = np.array(
+    [
+        [1, 2, 3, 3, 2, 1, 4, 1, 2, NAN, NAN, NAN],
+        [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, NAN, 3],
+        [NAN, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, NAN],
+        [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, NAN],
+    ]
+)
 
 
 def long_form(reliability: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -42,7 +58,8 @@ def test_krippendorff_2011_example():
     counts = A.count_matrix(unit, cat, 12, 6)
     assert round(A.krippendorff_alpha(counts), 3) == 0.743
     assert A.krippendorff_alpha(counts) == pytest.approx(
-        krippendorff.alpha(reliability_data=KRIPPENDORFF_2011, level_of_measurement="nominal"), abs=1e-12)
+        krippendorff.alpha(reliability_data=KRIPPENDORFF_2011, level_of_measurement="nominal"), abs=1e-12
+    )
 
 
 @settings(max_examples=60, deadline=None)
@@ -114,30 +131,57 @@ def test_vote_shares_cover_every_count():
     k = np.array([0, 5, 5, 3, 1])
     n = np.array([5, 5, 5, 5, 3])
     shares = A.vote_shares(k, n)
-    assert shares == {"0/3": 0, "1/3": 1, "2/3": 0, "3/3": 0, "0/5": 1, "1/5": 0, "2/5": 0, "3/5": 1, "4/5": 0, "5/5": 2}
+    assert shares == {
+        "0/3": 0,
+        "1/3": 1,
+        "2/3": 0,
+        "3/3": 0,
+        "0/5": 1,
+        "1/5": 0,
+        "2/5": 0,
+        "3/5": 1,
+        "4/5": 0,
+        "5/5": 2,
+    }
     assert sum(shares.values()) == len(k)
 
 
 def _example():
     pairs = ["p1", "p2", "p3"]
     types = ["gender", "age", "religion"]
-    rows = [("p1", "a", ["gender"]), ("p1", "b", ["gender"]), ("p1", "c", []),
-            ("p2", "a", []), ("p2", "b", ["gender"]), ("p2", "d", ["age"]),
-            ("p3", "c", ["religion"]), ("p3", "d", ["religion", "age"])]
+    rows = [
+        ("p1", "a", ["gender"]),
+        ("p1", "b", ["gender"]),
+        ("p1", "c", []),
+        ("p2", "a", []),
+        ("p2", "b", ["gender"]),
+        ("p2", "d", ["age"]),
+        ("p3", "c", ["religion"]),
+        ("p3", "d", ["religion", "age"]),
+    ]
     return pairs, types, rows
 
 
 def test_derive_small_example():
     pairs, types, rows = _example()
-    cols, rep = A.derive(pairs, types, np.ones(3, int), [r[0] for r in rows], [r[1] for r in rows],
-                         [r[2] for r in rows], "writer")
+    cols, rep = A.derive(
+        pairs, types, np.ones(3, int), [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], "writer"
+    )
     np.testing.assert_array_equal(cols["n_annotators"], [3, 3, 2])
     np.testing.assert_array_equal(cols["n_support"], [2, 1, 2])
     np.testing.assert_array_equal(cols["y_hard"], [1, 0, 1])
     assert rep["n_annotators"] == 4 and rep["n_labels"] == 8 and rep["support_rate"] == pytest.approx(5 / 8)
-    # a: p1 1 (=1), p2 0 (=0) -> 1.0; b: p1 1 (=1), p2 0 (=0) -> 1.0; c: p1 0 (!=1), p3 1 -> 0.5; d: p2 1 (!=0), p3 1 -> 0.5
-    assert rep["annotator_agreement"] == {"n": 4, "min": 0.5, "q25": 0.5, "median": 0.75, "q75": 1.0,
-                                               "max": 1.0, "mean": 0.75}
+    # a: p1 1 (=1), p2 0 (=0) -> 1.0; b: p1 1 (=1), p2 0 (=0) -> 1.0;
+    # c: p1 0 (!=1), p3 1 -> 0.5; d: p2 1 (!=0), p3 1 -> 0.5
+    assert rep["annotator_agreement"] == {
+        "n": 4,
+        "min": 0.5,
+        "q25": 0.5,
+        "median": 0.75,
+        "q75": 1.0,
+        "max": 1.0,
+        "mean": 0.75,
+    }
     assert rep["vote_shares"] == {"0/2": 0, "1/2": 0, "2/2": 1, "0/3": 0, "1/3": 1, "2/3": 1, "3/3": 0}
     assert rep["n_hard"] == {"1": 2, "0": 1, "tie": 0, "none": 0}
 

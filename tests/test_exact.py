@@ -42,8 +42,10 @@ def _exact(a: torch.Tensor, b: torch.Tensor) -> np.ndarray:
     """round_f32 of every exact entry of a @ b (rational arithmetic)."""
     fa = [[Fraction(float(v)) for v in row] for row in a.tolist()]
     fb = [[Fraction(float(v)) for v in col] for col in b.T.tolist()]
-    return np.array([[round_f32(sum((x * y for x, y in zip(r, c, strict=True)), Fraction(0))) for c in fb]
-                     for r in fa], dtype=np.float32)
+    return np.array(
+        [[round_f32(sum((x * y for x, y in zip(r, c, strict=True)), Fraction(0))) for c in fb] for r in fa],
+        dtype=np.float32,
+    )
 
 
 @contextlib.contextmanager
@@ -62,8 +64,13 @@ BLAS_PATHS = pytest.mark.parametrize("threads", [1, 2], ids=["numpy-openblas", "
 
 @BLAS_PATHS
 @settings(max_examples=40, deadline=None)
-@given(m=st.integers(1, 6), k=st.integers(1, 40), n=st.integers(1, 6), seed=st.integers(0, 2**31 - 1),
-       spread=st.integers(0, 60))
+@given(
+    m=st.integers(1, 6),
+    k=st.integers(1, 40),
+    n=st.integers(1, 6),
+    seed=st.integers(0, 2**31 - 1),
+    spread=st.integers(0, 60),
+)
 def test_matmul_is_correctly_rounded(threads, m, k, n, seed, spread):
     g = torch.Generator().manual_seed(seed)
     a = torch.randn(m, k, generator=g) * torch.exp2(torch.randint(-spread, spread + 1, (m, k), generator=g).float())
@@ -77,10 +84,12 @@ def test_matmul_decides_entries_next_to_a_rounding_boundary(threads):
     # 1 + 2^-24 is halfway between two float32 values: tiny terms decide which way the sum rounds,
     # and cancelling terms hide them from the float64 product's own rounding
     big = 2.0**30
-    rows = [[1.0, 2.0**-24, 2.0**-60, big, -big],  # just above halfway: rounds up
-            [1.0, 2.0**-24, -(2.0**-60), big, -big],  # just below: rounds down
-            [1.0, 2.0**-24, 0.0, big, -big],  # exactly halfway: ties to even (down)
-            [1.0, 3 * 2.0**-25, -(2.0**-70), 0.0, 0.0]]
+    rows = [
+        [1.0, 2.0**-24, 2.0**-60, big, -big],  # just above halfway: rounds up
+        [1.0, 2.0**-24, -(2.0**-60), big, -big],  # just below: rounds down
+        [1.0, 2.0**-24, 0.0, big, -big],  # exactly halfway: ties to even (down)
+        [1.0, 3 * 2.0**-25, -(2.0**-70), 0.0, 0.0],
+    ]
     a = torch.tensor(rows, dtype=torch.float32)
     b = torch.ones(5, 1)
     with torch_threads(threads):
@@ -164,15 +173,23 @@ def test_matmul_is_the_same_whatever_the_blas_does():
     product runs in numpy's OpenBLAS, with the Haswell kernels gece pins or those OpenBLAS picks for this
     CPU (``gece extract``); the bits must not move."""
     one = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    runs = [({}, []), ({"MKL_CBWR": "COMPATIBLE"}, []), ({"MKL_CBWR": "AVX2"}, []), ({"MKL_CBWR": "AUTO"}, []),
-            ({"MKL_ENABLE_INSTRUCTIONS": "AVX2"}, []), ({"ATEN_CPU_CAPABILITY": "avx512"}, []),
-            (one, []), (one, ["--native-blas"])]
+    runs = [
+        ({}, []),
+        ({"MKL_CBWR": "COMPATIBLE"}, []),
+        ({"MKL_CBWR": "AVX2"}, []),
+        ({"MKL_CBWR": "AUTO"}, []),
+        ({"MKL_ENABLE_INSTRUCTIONS": "AVX2"}, []),
+        ({"ATEN_CPU_CAPABILITY": "avx512"}, []),
+        (one, []),
+        (one, ["--native-blas"]),
+    ]
     import os
 
     out, cores = set(), set()
     for env, args in runs:
-        res = subprocess.run([sys.executable, "-c", SCRIPT, *args], env={**os.environ, **env}, capture_output=True,
-                             text=True, check=True)
+        res = subprocess.run(
+            [sys.executable, "-c", SCRIPT, *args], env={**os.environ, **env}, capture_output=True, text=True, check=True
+        )
         digest, kernels, threads, *blas = res.stdout.split()
         assert kernels == "DEFAULT", env
         if env is one:
@@ -206,7 +223,14 @@ def test_rope_tables_match_transformers_to_the_last_bit_or_one():
 def test_a_rotary_embedding_that_changes_with_the_input_is_refused():
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    cfg = LlamaConfig(vocab_size=50, hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
-                      rope_scaling={"rope_type": "dynamic", "factor": 2.0}, max_position_embeddings=64)
+    cfg = LlamaConfig(
+        vocab_size=50,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        rope_scaling={"rope_type": "dynamic", "factor": 2.0},
+        max_position_embeddings=64,
+    )
     with pytest.raises(ValueError, match="changes with the input"):
         exact.make_exact(LlamaForCausalLM(cfg))

@@ -9,13 +9,14 @@ import subprocess
 import pytest
 import yaml
 
-from gece import diff, findings
 from gece.cli import build_parser, main
-from gece.params import load_params
+from gece.io.params import load_params
 from gece.pipeline import report as report_stage
 from gece.pipeline import report_data
 from gece.report import cells as report_cells
+from gece.report import findings
 from gece.report import markdown as report_md
+from gece.tools import diff
 
 from .conftest import ROOT
 from .test_report import parse_page
@@ -31,8 +32,11 @@ def shipped():
 # ------------------------------------------------------------------- dvc metrics diff
 def test_dvc_yaml_declares_only_the_summary_as_metrics():
     stages_ = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
-    declared = [next(iter(m)) if isinstance(m, dict) else m
-                for s in stages_.values() for m in (s.get("metrics") or s.get("do", {}).get("metrics") or [])]
+    declared = [
+        next(iter(m)) if isinstance(m, dict) else m
+        for s in stages_.values()
+        for m in (s.get("metrics") or s.get("do", {}).get("metrics") or [])
+    ]
     assert declared == ["reports/summary.json"]
     assert stages_["summary"]["cmd"] == "gece -q summary --out reports/summary.json"
 
@@ -94,7 +98,8 @@ def test_summary_values_come_from_the_reports(shipped):
     assert s["runs"]["winobias"]["smollm2-135m"] == {k: rep[k] for k in findings.HEADLINE}
     cal = shipped.calibration[("winobias", "smollm2-135m")]["crossfit"]["methods"]
     assert s["calibration"]["winobias"]["smollm2-135m"]["best_ece_crossfit"] == min(
-        x["metrics"]["ece"] for x in cal.values() if x["status"] == "ok")
+        x["metrics"]["ece"] for x in cal.values() if x["status"] == "ok"
+    )
     st = shipped.special_tokens["gemma-3-270m"]["winobias"]
     assert s["special_tokens"]["gemma-3-270m"]["winobias"]["ece_change"] == st["without"]["ece"] - st["with"]["ece"]
     assert s == json.loads((ROOT / "reports" / "summary.json").read_text())  # the committed file is up to date
@@ -107,13 +112,21 @@ def test_moved_hides_changes_within_the_tolerance():
     changes, hidden = diff.moved(old, new, 1e-6)
     assert hidden == 1
     assert [(c.key, c.old, c.new) for c in changes] == [
-        ("a.y", 0.2, 0.25), ("a.n", 5, 6), ("a.s", "k", "j"), ("gone", 1.0, None), ("added", None, 2.0)]
+        ("a.y", 0.2, 0.25),
+        ("a.n", 5, 6),
+        ("a.s", "k", "j"),
+        ("gone", 1.0, None),
+        ("added", None, 2.0),
+    ]
     assert changes[0].delta == pytest.approx(0.05) and changes[2].delta is None
 
 
 def test_gece_diff_against_a_git_revision(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    git = lambda *a: subprocess.run(["git", *a], check=True, capture_output=True)
+
+    def git(*a):
+        return subprocess.run(["git", *a], check=True, capture_output=True)
+
     git("init", "-q")
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "root")
     (tmp_path / "reports").mkdir()
@@ -172,30 +185,43 @@ def test_the_page_opens_with_the_findings(built_report):
 def test_unchanged_figures_are_not_drawn_again(built_report, full_reports):
     reports, result = built_report
     params = load_params(full_reports / "params.yaml")
-    again = report_stage.report_stage(params, reports, full_reports / "artifacts" / "scores", data_dvc=ROOT / "data.dvc",
-                                       root=full_reports)
+    again = report_stage.report_stage(
+        params, reports, full_reports / "artifacts" / "scores", data_dvc=ROOT / "data.dvc", root=full_reports
+    )
     assert again["figures"] == result["figures"] and sorted(again["reused"]) == sorted(
-        f for f in result["figures"] if not f.startswith("figures/sample_size/"))
+        f for f in result["figures"] if not f.startswith("figures/sample_size/")
+    )
     stale = reports / "figures" / "reliability" / "winobias" / "gone.png"
     stale.write_bytes(b"\x89PNG\r\n\x1a\n")
-    report_stage.report_stage(params, reports, full_reports / "artifacts" / "scores", data_dvc=ROOT / "data.dvc",
-                              root=full_reports)
+    report_stage.report_stage(
+        params, reports, full_reports / "artifacts" / "scores", data_dvc=ROOT / "data.dvc", root=full_reports
+    )
     assert not stale.exists()  # a figure of a removed run is removed
 
 
 # ------------------------------------------------------------------------------- CLI
 def test_verdicts_in_words():
-    cell = {"diff": -0.045, "ci_low": -0.07, "ci_high": -0.02, "p_value": 0.001, "significant": True,
-            "significant_holm": True}
+    cell = {
+        "diff": -0.045,
+        "ci_low": -0.07,
+        "ci_high": -0.02,
+        "p_value": 0.001,
+        "significant": True,
+        "significant_holm": True,
+    }
     assert findings.verdict("A", "B", "ece", cell) == (
-        "A is better calibrated than B on ECE by 0.045 [0.020, 0.070], p = 0.001, also after Holm's correction")
+        "A is better calibrated than B on ECE by 0.045 [0.020, 0.070], p = 0.001, also after Holm's correction"
+    )
     acc = dict(cell, diff=-0.03, p_value=0.0004, significant_holm=False)
-    assert findings.verdict("A", "B", "accuracy", acc) == ("B agrees with the human judgements more often than A on "
-                                                           "human alignment by 0.030 [0.020, 0.070], p < 0.001, not "
-                                                           "after Holm's correction")
+    assert findings.verdict("A", "B", "accuracy", acc) == (
+        "B agrees with the human judgements more often than A on "
+        "human alignment by 0.030 [0.020, 0.070], p < 0.001, not "
+        "after Holm's correction"
+    )
     same = dict(cell, diff=0.01, ci_low=-0.02, ci_high=0.04, p_value=0.41, significant=False)
     assert findings.verdict("A", "B", "brier", same) == (
-        "A and B do not differ significantly on Brier: A − B = +0.010 [-0.020, +0.040], p = 0.410")
+        "A and B do not differ significantly on Brier: A − B = +0.010 [-0.020, +0.040], p = 0.410"
+    )
 
 
 def test_compare_markdown_is_proofread(shipped):
@@ -235,14 +261,26 @@ def test_help_shows_the_defaults_of_params_yaml(capsys, monkeypatch):
 
 
 # ------------------------------------------------------------------ dvc exp run -S
-@pytest.mark.parametrize("overrides, changed", [
-    (["metrics.n_bins=15"], ["-  n_bins: 10", "+  n_bins: 15"]),
-    (["extract.limit=20"], [("-  limit:                # (empty: none) score only the first N pairs of each "
-                            "benchmark (smoke runs)"),
-                            ("+  limit: 20             # (empty: none) score only the first N pairs of each "
-                            "benchmark (smoke runs)")]),
-    (["+registry.smollm2-135m.limit=50"], ["+    limit: 50"]),
-])
+@pytest.mark.parametrize(
+    "overrides, changed",
+    [
+        (["metrics.n_bins=15"], ["-  n_bins: 10", "+  n_bins: 15"]),
+        (
+            ["extract.limit=20"],
+            [
+                (
+                    "-  limit:                # (empty: none) score only the first N pairs of each "
+                    "benchmark (smoke runs)"
+                ),
+                (
+                    "+  limit: 20             # (empty: none) score only the first N pairs of each "
+                    "benchmark (smoke runs)"
+                ),
+            ],
+        ),
+        (["+registry.smollm2-135m.limit=50"], ["+    limit: 50"]),
+    ],
+)
 def test_params_yaml_survives_dvc_exp_run_set_param(overrides, changed, tmp_path):
     """params.yaml is in the layout DVC writes back (`dvc exp run -S` calls dvc.utils.hydra.apply_overrides):
     an experiment changes only the lines it sets, comments and all; a no-op rewrite changes nothing."""
@@ -256,21 +294,30 @@ def test_params_yaml_survives_dvc_exp_run_set_param(overrides, changed, tmp_path
     apply_overrides(str(path), ["metrics.n_bins=10"])  # the same value: DVC rewrites the whole file
     assert path.read_text() == original
     apply_overrides(str(path), overrides)
-    diff_lines = [x for x in difflib.unified_diff(original.splitlines(), path.read_text().splitlines(), lineterm="")
-                  if x[:1] in "+-" and not x.startswith(("+++", "---"))]
+    diff_lines = [
+        x
+        for x in difflib.unified_diff(original.splitlines(), path.read_text().splitlines(), lineterm="")
+        if x[:1] in "+-" and not x.startswith(("+++", "---"))
+    ]
     assert diff_lines == changed
     load_params(path)  # still valid
 
 
 def _exp(rev, name, n_bins, ece, noise=0.0):
-    return {"rev": rev, "name": name, "data": {
-        "params": {"params.yaml": {"data": {"metrics": {"n_bins": n_bins, "seed": 0}}}},
-        "metrics": {"reports/summary.json": {"data": {"runs": {"winobias": {"m": {"ece": ece, "brier": 0.2 + noise}}}}}},
-    }}
+    return {
+        "rev": rev,
+        "name": name,
+        "data": {
+            "params": {"params.yaml": {"data": {"metrics": {"n_bins": n_bins, "seed": 0}}}},
+            "metrics": {
+                "reports/summary.json": {"data": {"runs": {"winobias": {"m": {"ece": ece, "brier": 0.2 + noise}}}}}
+            },
+        },
+    }
 
 
 def test_exp_summary_keeps_what_differs():
-    from gece import experiments
+    from gece.tools import experiments
 
     base = _exp("a" * 40, "main", 10, 0.10)
     base["experiments"] = [{"revs": [_exp("b" * 40, "tidy-dace", 15, 0.13, noise=1e-9)]}]
@@ -287,20 +334,47 @@ def test_findings_name_the_group_gaps_and_the_annotators():
     from gece.report.cells import ReportData
 
     def grouping(name, gap, p):
-        return {"grouping": name, "protocol": "identity", "n": 100, "n_left_out": 0, "left_out": None,
-                "groups": [{"group": "a"}, {"group": "b"}], "reason": None,
-                "gap": {"gap": gap, "ci_low": gap / 2, "ci_high": gap * 2, "high": "a", "low": "b", "n_groups": 2,
-                        "reason": None, "p_perm": p}}
+        return {
+            "grouping": name,
+            "protocol": "identity",
+            "n": 100,
+            "n_left_out": 0,
+            "left_out": None,
+            "groups": [{"group": "a"}, {"group": "b"}],
+            "reason": None,
+            "gap": {
+                "gap": gap,
+                "ci_low": gap / 2,
+                "ci_high": gap * 2,
+                "high": "a",
+                "low": "b",
+                "n_groups": 2,
+                "reason": None,
+                "p_perm": p,
+            },
+        }
 
     data = ReportData(benchmarks=["wq"], runs={"wq": ["m1", "m2"]})
-    data.groups["wq"] = {"runs": {"m1": [grouping("bias_type", 0.2, 0.001), grouping("pred_gender", 0.5, 0.001)],
-                                  "m2": [grouping("bias_type", 0.1, 0.3)]}}
-    data.annotations["wq"] = {"alpha": {"binary": 0.12463, "nominal": 0.63394}, "kappa": {"binary": 0.12452},
-                              "n_annotated": 1505, "n_annotators": 287}
+    data.groups["wq"] = {
+        "runs": {
+            "m1": [grouping("bias_type", 0.2, 0.001), grouping("pred_gender", 0.5, 0.001)],
+            "m2": [grouping("bias_type", 0.1, 0.3)],
+        }
+    }
+    data.annotations["wq"] = {
+        "alpha": {"binary": 0.12463, "nominal": 0.63394},
+        "kappa": {"binary": 0.12452},
+        "n_annotated": 1505,
+        "n_annotators": 287,
+    }
     effects = dict(findings.findings(data).effects)
-    assert effects["calibration by group"] == ("wq by bias_type: 1 of 2 runs with a gap at p < 0.05 (permutation); "
-                                               "largest m1 0.200 [0.100, 0.400], a vs b.")
-    assert effects["annotators"].startswith("wq: Krippendorff's α 0.12 on whether the writer's bias type is "
-                                            "recognised (0.63 on the label itself), Fleiss' κ 0.12; 1505 pairs")
-    assert findings.summary(data)["groups"] == {"wq": {"m1": {"gap_identity": 0.2, "gap_soft": None},
-                                                       "m2": {"gap_identity": 0.1, "gap_soft": None}}}
+    assert effects["calibration by group"] == (
+        "wq by bias_type: 1 of 2 runs with a gap at p < 0.05 (permutation); largest m1 0.200 [0.100, 0.400], a vs b."
+    )
+    assert effects["annotators"].startswith(
+        "wq: Krippendorff's α 0.12 on whether the writer's bias type is "
+        "recognised (0.63 on the label itself), Fleiss' κ 0.12; 1505 pairs"
+    )
+    assert findings.summary(data)["groups"] == {
+        "wq": {"m1": {"gap_identity": 0.2, "gap_soft": None}, "m2": {"gap_identity": 0.1, "gap_soft": None}}
+    }

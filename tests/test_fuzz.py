@@ -16,21 +16,69 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from gece.cli import main
-from gece.io import read_table, write_table
-from gece.schemas import PreparedPair, ScoreRow
+from gece.io.files import read_table, write_table
+from gece.io.schemas import PreparedPair, ScoreRow
 
 from .conftest import ROOT
 from .test_bad_input import _scores
 
 COLUMNS = ["sent_more", "sent_less", "y", "bias_type"]
-SPECIAL = ['"', '""', ",", "\n", "\r\n", "\r", "\x00", "\ufeff", " ", "\t", "\\", "'", "0", "1", "2", "-1", " 1",
-           "1.0", "", "nan", "NA", "None", "True"]
-WORDS = ["He", "She", "him", "her", "his", "hers", "the", "nurse", "left", "said", "that", "doctor", "they", "it",
-         "Er", "Sie", "ärztin", "日本", "l'homme", "—", ".", ",", "!", "?"]
+SPECIAL = [
+    '"',
+    '""',
+    ",",
+    "\n",
+    "\r\n",
+    "\r",
+    "\x00",
+    "\ufeff",
+    " ",
+    "\t",
+    "\\",
+    "'",
+    "0",
+    "1",
+    "2",
+    "-1",
+    " 1",
+    "1.0",
+    "",
+    "nan",
+    "NA",
+    "None",
+    "True",
+]
+WORDS = [
+    "He",
+    "She",
+    "him",
+    "her",
+    "his",
+    "hers",
+    "the",
+    "nurse",
+    "left",
+    "said",
+    "that",
+    "doctor",
+    "they",
+    "it",
+    "Er",
+    "Sie",
+    "ärztin",
+    "日本",
+    "l'homme",
+    "—",
+    ".",
+    ",",
+    "!",
+    "?",
+]
 
 sentence = st.lists(st.sampled_from(WORDS), min_size=0, max_size=8).map(" ".join)
-minimal_pair = st.tuples(sentence, st.sampled_from([("he", "she"), ("him", "her"), ("His", "Her"), ("he", "they")]),
-                         sentence).map(lambda t: (f"{t[0]} {t[1][0]} {t[2]}", f"{t[0]} {t[1][1]} {t[2]}"))
+minimal_pair = st.tuples(
+    sentence, st.sampled_from([("he", "she"), ("him", "her"), ("His", "Her"), ("he", "they")]), sentence
+).map(lambda t: (f"{t[0]} {t[1][0]} {t[2]}", f"{t[0]} {t[1][1]} {t[2]}"))
 field = st.one_of(
     sentence,
     st.sampled_from(SPECIAL),
@@ -38,8 +86,9 @@ field = st.one_of(
     st.integers(-3, 3).map(str),
     st.integers(100_000, 150_000).map(lambda n: "x" * n),  # around csv's field size limit
 )
-header_name = st.one_of(st.sampled_from([*COLUMNS, *COLUMNS, "", "Y", " y", "sent_more ", "Unnamed: 0"]),
-                        st.text(max_size=10))
+header_name = st.one_of(
+    st.sampled_from([*COLUMNS, *COLUMNS, "", "Y", " y", "sent_more ", "Unnamed: 0"]), st.text(max_size=10)
+)
 
 
 def _quote(value: str, always: bool) -> str:
@@ -59,9 +108,13 @@ def csv_text(draw) -> tuple[str, set | None]:
     if draw(st.booleans()):  # a well-formed file with valid-looking pairs, maybe one row with a field too many
         header = draw(st.permutations(COLUMNS[: draw(st.sampled_from([3, 4]))]))
         sentences = minimal_pair | st.tuples(sentence, sentence)
-        drawn = draw(st.lists(st.tuples(sentences, st.sampled_from(["0", "1", "1", "0", "2", " 1"]),
-                                        st.sampled_from(["gender", ""])), max_size=8))
-        rows = [[dict(zip(COLUMNS, (*s, y, b)))[c] for c in header] for s, y, b in drawn]
+        drawn = draw(
+            st.lists(
+                st.tuples(sentences, st.sampled_from(["0", "1", "1", "0", "2", " 1"]), st.sampled_from(["gender", ""])),
+                max_size=8,
+            )
+        )
+        rows = [[dict(zip(COLUMNS, (*s, y, b), strict=True))[c] for c in header] for s, y, b in drawn]
         pairs = {s for s, _, _ in drawn}
         if rows and draw(st.booleans()):
             draw(st.sampled_from(rows)).append(draw(st.sampled_from(["0", "1", "x"])))
@@ -88,8 +141,9 @@ def csv_bytes(draw) -> tuple[bytes, set | None]:
 
 
 @pytest.mark.filterwarnings("ignore")
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                  HealthCheck.too_slow])
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(case=csv_bytes())
 def test_validate_and_prepare_never_crash(tmp_path, monkeypatch, capsys, case):
     content, pairs = case
@@ -111,13 +165,36 @@ def test_validate_and_prepare_never_crash(tmp_path, monkeypatch, capsys, case):
         df, meta = read_table(out, PreparedPair)
         assert meta["benchmark"] == "bench"
         if pairs is not None:  # every prepared pair is one of the file's pairs, never a shifted row
-            assert set(zip(df["sent_more"], df["sent_less"])) <= pairs
+            assert set(zip(df["sent_more"], df["sent_less"], strict=True)) <= pairs
 
 
 # ------------------------------------------------------------------ params.yaml
 PARAMS_TEXT = (ROOT / "params.yaml").read_text()
-ODD_VALUES = [-1, 0, 1, 3, 1000, 2**33, 2**70, 1.5, -0.0, float("nan"), float("inf"), "x", "", "auto", None, True,
-              [], {}, [1, 2], {"a": 1}, "../x", ":x:", "[bold]x[/bold]"]
+ODD_VALUES = [
+    -1,
+    0,
+    1,
+    3,
+    1000,
+    2**33,
+    2**70,
+    1.5,
+    -0.0,
+    float("nan"),
+    float("inf"),
+    "x",
+    "",
+    "auto",
+    None,
+    True,
+    [],
+    {},
+    [1, 2],
+    {"a": 1},
+    "../x",
+    ":x:",
+    "[bold]x[/bold]",
+]
 
 
 def _paths(obj, prefix=()):
@@ -144,7 +221,9 @@ def params_bytes(draw) -> bytes:
         elif kind == "drop":
             del parent[path[-1]]
         elif isinstance(parent, dict):
-            parent[draw(st.sampled_from(["n_bins", "nbins", "seed", "x", "metrics", ""]))] = draw(st.sampled_from(ODD_VALUES))
+            parent[draw(st.sampled_from(["n_bins", "nbins", "seed", "x", "metrics", ""]))] = draw(
+                st.sampled_from(ODD_VALUES)
+            )
         return yaml.safe_dump(raw, allow_unicode=True).encode()
     lines = PARAMS_TEXT.splitlines(keepends=True)
     if kind == "line":
@@ -153,8 +232,26 @@ def params_bytes(draw) -> bytes:
         return "".join(lines).encode()
     if kind == "insert":
         at = draw(st.integers(0, len(PARAMS_TEXT)))
-        bit = draw(st.sampled_from(["\x00", "\t", ":", "- ", "[", "{", "&a ", "*a", "!!python/object:os.system ", "'",
-                                    "\ufeff", "%YAML 1.1\n---\n", "\n---\n"]) | st.text(max_size=8))
+        bit = draw(
+            st.sampled_from(
+                [
+                    "\x00",
+                    "\t",
+                    ":",
+                    "- ",
+                    "[",
+                    "{",
+                    "&a ",
+                    "*a",
+                    "!!python/object:os.system ",
+                    "'",
+                    "\ufeff",
+                    "%YAML 1.1\n---\n",
+                    "\n---\n",
+                ]
+            )
+            | st.text(max_size=8)
+        )
         return (PARAMS_TEXT[:at] + bit + PARAMS_TEXT[at:]).encode("utf-8", errors="surrogatepass")
     if kind == "encoding":
         return (PARAMS_TEXT + "# café\n").encode(draw(st.sampled_from(["utf-16", "latin-1", "utf-8-sig"])))
@@ -162,8 +259,9 @@ def params_bytes(draw) -> bytes:
 
 
 @pytest.mark.filterwarnings("ignore")
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                  HealthCheck.too_slow])
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(content=params_bytes())
 def test_params_never_crash(tmp_path, monkeypatch, capsys, content):
     monkeypatch.chdir(tmp_path)
@@ -204,8 +302,9 @@ def score_file(draw, path: Path) -> Path:
     try:
         table = pa.Table.from_pandas(df, preserve_index=False)
     except (pa.ArrowInvalid, pa.ArrowTypeError):  # mixed types in a column: store it as text
-        table = pa.Table.from_pandas(df.astype({c: str for c in df.columns if df[c].dtype == object}),
-                                     preserve_index=False)
+        table = pa.Table.from_pandas(
+            df.astype({c: str for c in df.columns if df[c].dtype == object}), preserve_index=False
+        )
     pq.write_table(table, path)
     if kind == "bytes":
         data = bytearray(path.read_bytes())
@@ -219,8 +318,9 @@ def score_file(draw, path: Path) -> Path:
 
 
 @pytest.mark.filterwarnings("ignore")
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                  HealthCheck.too_slow])
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(data=st.data())
 def test_score_files_never_crash(tmp_path, monkeypatch, capsys, data):
     monkeypatch.chdir(tmp_path)  # no params.yaml: the built-in defaults

@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from gece.io import read_table
-from gece.params import MetricsParams
+from gece.io.files import read_table
+from gece.io.params import MetricsParams
+from gece.io.schemas import ScoreRow
 from gece.pipeline import metrics as metrics_stage
-from gece.schemas import ScoreRow
 
 from .conftest import PAPER_BENCHMARKS, PAPER_MODELS
 
@@ -55,7 +55,7 @@ def test_reference_metrics_equal_authors_summary(benchmark, model, reference_sco
     assert report["n"] == len(scores) and report["n_ties"] == 0
     # the reliability bins are the authors' buckets (empty buckets: they print 0)
     assert [b["count"] for b in bins] == [int(s) for s in buckets["Sizes"]]
-    for b, acc, conf in zip(bins, buckets["Accuracies"], buckets["Confidences"]):
+    for b, acc, conf in zip(bins, buckets["Accuracies"], buckets["Confidences"], strict=True):
         assert (b["accuracy"] or 0.0) == pytest.approx(acc, abs=1e-12)
         assert (b["confidence"] or 0.0) == pytest.approx(conf, abs=1e-12)
 

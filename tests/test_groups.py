@@ -1,4 +1,4 @@
-"""Calibration by group (gece.groups, the groups stage): real values, cross-checks and properties."""
+"""Calibration by group (gece.stats.groups, the groups stage): real values, cross-checks and properties."""
 
 from __future__ import annotations
 
@@ -10,15 +10,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gece import groups, metrics
 from gece.errors import GeceError
-from gece.io import read_json, read_table, write_table
-from gece.params import Params, load_params
+from gece.io.files import read_json, read_table, write_table
+from gece.io.params import Params, load_params
+from gece.io.schemas import AnnotatedPair, GroupsReport, PreparedPair, ScoreRow
 from gece.pipeline import groups as stage
 from gece.pipeline import runs
 from gece.report.groups import groups_doc
 from gece.report.markdown import doc_markdown
-from gece.schemas import AnnotatedPair, GroupsReport, PreparedPair, ScoreRow
+from gece.stats import groups, metrics
 
 from .conftest import PAPER_MODELS, ROOT
 
@@ -27,14 +27,19 @@ from .conftest import PAPER_MODELS, ROOT
 @pytest.fixture(scope="module")
 def winobias_runs(prepared_dir, data_dir) -> dict[str, pd.DataFrame]:
     """The authors' six runs of WinoBias as score tables."""
-    return {m: runs.reference_scores(prepared_dir / "winobias.parquet", data_dir / "reference" / "winobias" / f"{m}.csv",
-                                     f"paper-{m}")[0] for m in PAPER_MODELS}
+    return {
+        m: runs.reference_scores(
+            prepared_dir / "winobias.parquet", data_dir / "reference" / "winobias" / f"{m}.csv", f"paper-{m}"
+        )[0]
+        for m in PAPER_MODELS
+    }
 
 
 def _by(scores: pd.DataFrame, kind: str) -> groups.GroupResult:
     p, y = scores["p"].to_numpy(np.float64), scores["y"].to_numpy(np.float64)
-    labels, why = groups.gender_grouping(kind, p, y, scores["gender_more"].to_numpy(object),
-                                         scores["gender_less"].to_numpy(object))
+    labels, why = groups.gender_grouping(
+        kind, p, y, scores["gender_more"].to_numpy(object), scores["gender_less"].to_numpy(object)
+    )
     return groups.calibration_by_group(p, y, labels, left_out=why)
 
 
@@ -47,8 +52,10 @@ def test_gender_groupings_are_the_metrics_reports_parts(winobias_runs, model):
     cells = {g.group: g for g in pred.groups}
     for gender in ("male", "female"):
         assert cells[gender].ece == report[f"ece_{gender}"]
-        assert (cells[gender].ci_low, cells[gender].ci_high) == (report[f"ece_{gender}_ci_low"],
-                                                                report[f"ece_{gender}_ci_high"])
+        assert (cells[gender].ci_low, cells[gender].ci_high) == (
+            report[f"ece_{gender}_ci_low"],
+            report[f"ece_{gender}_ci_high"],
+        )
     assert pred.gap.gap == pytest.approx(report["bias_gap"], abs=1e-15)
     assert pred.gap.ci_low == pytest.approx(report["bias_gap_ci_low"], abs=1e-15)
     assert pred.gap.ci_high == pytest.approx(report["bias_gap_ci_high"], abs=1e-15)
@@ -73,7 +80,7 @@ def test_golden_gpt_j(winobias_runs):
 def _random(seed: int, n: int = 600, k: int = 4):
     rng = np.random.default_rng(seed)
     p = rng.beta(2, 2, n)
-    y = (rng.random(n) < p ** 1.5).astype(float)
+    y = (rng.random(n) < p**1.5).astype(float)
     g = np.array([f"g{i}" for i in rng.integers(0, k, n)], dtype=object)
     return p, y, g
 
@@ -91,7 +98,7 @@ def test_identity_equals_metrics_group_ece(seed, binning):
 def _brute_soft_ece(p, t, n_bins=10):
     """Σ_m n_m/n |mean_m(p) − mean_m(t)|, one pair at a time, bins (m/M, (m+1)/M] with 0 in the first."""
     sums = {}
-    for pi, ti in zip(p, t):
+    for pi, ti in zip(p, t, strict=True):
         m = max(0, math.ceil(pi * n_bins) - 1)
         c, sp, st = sums.get(m, (0, 0.0, 0.0))
         sums[m] = (c + 1, sp + pi, st + ti)
@@ -129,7 +136,7 @@ def test_permuting_within_a_group_changes_nothing():
         where = np.flatnonzero(g == name)
         order[where] = rng.permutation(where)
     r2 = groups.calibration_by_group(p[order], y[order], g[order], draws=200)
-    for a, b in zip(r1.groups, r2.groups):
+    for a, b in zip(r1.groups, r2.groups, strict=True):
         assert a.group == b.group and a.n == b.n and a.ece == pytest.approx(b.ece, abs=1e-12)
     assert r1.gap.gap == pytest.approx(r2.gap.gap, abs=1e-12)
 
@@ -214,9 +221,13 @@ def test_params_defaults_and_repeats():
 
 # ----------------------------------------------------------------------- stage
 def _params(**groups_settings) -> dict:
-    return {"benchmarks": ["crowslike"], "models": ["m1", "m2"],
-            "registry": {"m1": {"source": "x"}, "m2": {"source": "y"}}, "ablate": {"special_tokens": {}},
-            "groups": {"by": ["bias_type", "pred_gender", "position"], "min_size": 20, **groups_settings}}
+    return {
+        "benchmarks": ["crowslike"],
+        "models": ["m1", "m2"],
+        "registry": {"m1": {"source": "x"}, "m2": {"source": "y"}},
+        "ablate": {"special_tokens": {}},
+        "groups": {"by": ["bias_type", "pred_gender", "position"], "min_size": 20, **groups_settings},
+    }
 
 
 @pytest.fixture
@@ -230,22 +241,46 @@ def crowslike(tmp_path, prepared_dir) -> Path:
     kinds = np.array(["race-color", "gender", "religion"], dtype=object)[np.arange(300) % 3]
     kinds[:12] = "disability"
     pairs["bias_type"] = kinds
-    write_table(tmp_path / "artifacts" / "prepared" / "crowslike.parquet", pairs, PreparedPair,
-                meta={"benchmark": "crowslike"})
+    write_table(
+        tmp_path / "artifacts" / "prepared" / "crowslike.parquet", pairs, PreparedPair, meta={"benchmark": "crowslike"}
+    )
     rng = np.random.default_rng(0)
     for i, m in enumerate(("m1", "m2")):
         p = np.clip(rng.beta(2 + i, 2, 300), 1e-6, 1 - 1e-6)
-        s = pairs[["pair_id", "row", "sent_more", "sent_less", "y", "bias_type", "targets_more", "targets_less",
-                   "gender_more", "gender_less"]].copy()
+        s = pairs[
+            [
+                "pair_id",
+                "row",
+                "sent_more",
+                "sent_less",
+                "y",
+                "bias_type",
+                "targets_more",
+                "targets_less",
+                "gender_more",
+                "gender_less",
+            ]
+        ].copy()
         s["n_tokens_more"], s["n_tokens_less"] = 1, 1
         s["logprob_more"], s["logprob_less"] = np.log(p), np.log1p(-p)
         s["logit_more"], s["logit_less"] = None, None
         s["p"] = p
-        write_table(tmp_path / "artifacts" / "scores" / "crowslike" / f"{m}.parquet", s, ScoreRow,
-                    meta={"benchmark": "crowslike", "model": m})
+        write_table(
+            tmp_path / "artifacts" / "scores" / "crowslike" / f"{m}.parquet",
+            s,
+            ScoreRow,
+            meta={"benchmark": "crowslike", "model": m},
+        )
     support = rng.integers(0, 6, 300)
-    ann = pd.DataFrame({"pair_id": pairs["pair_id"], "n_annotators": 5, "n_support": support,
-                        "y_soft": support / 5, "y_hard": (support >= 3).astype(int)})
+    ann = pd.DataFrame(
+        {
+            "pair_id": pairs["pair_id"],
+            "n_annotators": 5,
+            "n_support": support,
+            "y_soft": support / 5,
+            "y_hard": (support >= 3).astype(int),
+        }
+    )
     ann["y_soft"] = ann["y_soft"].astype(object)
     ann["y_hard"] = ann["y_hard"].astype(object)
     ann.loc[::7, ["y_soft", "y_hard"]] = None
@@ -284,8 +319,9 @@ def test_stage_writes_the_report_and_table(crowslike):
     assert md.index("by bias_type") < md.index("by pred_gender") < md.index("by position")
     # byte-reproducible
     stage.groups_benchmark(params, "crowslike", reports=crowslike / "again", root=crowslike)
-    assert (crowslike / "again" / "groups" / "crowslike.json").read_bytes() == \
-        (crowslike / "reports" / "groups" / "crowslike.json").read_bytes()
+    assert (crowslike / "again" / "groups" / "crowslike.json").read_bytes() == (
+        crowslike / "reports" / "groups" / "crowslike.json"
+    ).read_bytes()
 
 
 @pytest.mark.parametrize("how", ["no file", "no labels"])
@@ -297,11 +333,13 @@ def test_stage_without_annotations_says_so(crowslike, how):
         ann, _ = read_table(path, AnnotatedPair)
         ann["y_soft"], ann["y_hard"], ann["n_annotators"], ann["n_support"] = None, None, 0, 0
         write_table(path, ann, AnnotatedPair)
-    report = stage.groups_benchmark(Params.model_validate(_params()), "crowslike", reports=crowslike / "r",
-                                    root=crowslike)
+    report = stage.groups_benchmark(
+        Params.model_validate(_params()), "crowslike", reports=crowslike / "r", root=crowslike
+    )
     soft = [r for r in report["runs"]["m2"] if r["protocol"] == "soft"]
-    assert soft and all(r["groups"] == [] and r["gap"] is None and r["reason"].startswith("no annotations")
-                        for r in soft)
+    assert soft and all(
+        r["groups"] == [] and r["gap"] is None and r["reason"].startswith("no annotations") for r in soft
+    )
     md = doc_markdown(groups_doc({"crowslike": report}))
     assert "## crowslike: soft protocol\n" in md and "| – | no annotations" in md
 
@@ -312,16 +350,15 @@ def test_stage_refuses_stale_annotations_and_writes_nothing(crowslike):
     ann.loc[0, "pair_id"] = "crowslike-99999"
     write_table(path, ann, AnnotatedPair)
     with pytest.raises(GeceError, match="names 1 pair") as e:
-        stage.groups_benchmark(Params.model_validate(_params()), "crowslike", reports=crowslike / "r",
-                               root=crowslike)
+        stage.groups_benchmark(Params.model_validate(_params()), "crowslike", reports=crowslike / "r", root=crowslike)
     assert "crowslike-99999" in " ".join(e.value.problems) and "gece annotate" in e.value.hint
     assert not (crowslike / "r").exists()
 
 
 # -------------------------------------------------------------- permutation test
 def test_permutation_p_equals_a_loop_over_the_same_shuffles():
-    from gece.bootstrap import chunk_size
-    from gece.gap import shuffled_groups
+    from gece.stats.bootstrap import chunk_size
+    from gece.stats.gap import shuffled_groups
 
     p, y, g = _random(10, n=300, k=3)
     r = groups.calibration_by_group(p, y, g, min_size=1, draws=60, seed=5)
@@ -355,8 +392,7 @@ def test_stage_refuses_scores_of_other_pairs(crowslike):
     scores.loc[3, "pair_id"] = "crowslike-77777"
     write_table(path, scores, ScoreRow, meta=meta)
     with pytest.raises(GeceError, match="crowslike / m2: 1 scored pair") as e:
-        stage.groups_benchmark(Params.model_validate(_params()), "crowslike", reports=crowslike / "r",
-                               root=crowslike)
+        stage.groups_benchmark(Params.model_validate(_params()), "crowslike", reports=crowslike / "r", root=crowslike)
     assert "crowslike-77777" in e.value.problems[0]
     assert not (crowslike / "r").exists()
 
@@ -365,8 +401,11 @@ def test_cli_refuses_a_bad_grouping_and_writes_nothing(tmp_path, monkeypatch, ca
     from gece.cli import main
 
     monkeypatch.chdir(tmp_path)
-    text = (ROOT / "params.yaml").read_text(encoding="utf-8").replace("  - bias_type\n  - pred_gender",
-                                                                      "  - identity_group\n  - pred_gender")
+    text = (
+        (ROOT / "params.yaml")
+        .read_text(encoding="utf-8")
+        .replace("  - bias_type\n  - pred_gender", "  - identity_group\n  - pred_gender")
+    )
     (tmp_path / "params.yaml").write_text(text, encoding="utf-8")
     assert main(["groups", "--benchmark", "winobias"]) == 2
     err = capsys.readouterr().err
@@ -379,10 +418,32 @@ def test_table_escapes_group_and_run_names():
     p, y, _ = _random(12, n=100)
     g = np.where(np.arange(100) < 50, evil, "b").astype(object)
     r = groups.calibration_by_group(p, y, g, draws=10)
-    result = {"grouping": "bias_type", "protocol": "identity", "n": r.n, "n_left_out": 0, "left_out": None,
-              "groups": [vars(c) for c in r.groups], "gap": vars(r.gap), "reason": None}
-    md = doc_markdown(groups_doc({"b": {"benchmark": "b", "n_bins": 10, "binning": "equal_width", "draws": 10,
-                                        "seed": 0, "level": 0.95, "min_size": 20, "runs": {"m|<b>": [result]}}}))
+    result = {
+        "grouping": "bias_type",
+        "protocol": "identity",
+        "n": r.n,
+        "n_left_out": 0,
+        "left_out": None,
+        "groups": [vars(c) for c in r.groups],
+        "gap": vars(r.gap),
+        "reason": None,
+    }
+    md = doc_markdown(
+        groups_doc(
+            {
+                "b": {
+                    "benchmark": "b",
+                    "n_bins": 10,
+                    "binning": "equal_width",
+                    "draws": 10,
+                    "seed": 0,
+                    "level": 0.95,
+                    "min_size": 20,
+                    "runs": {"m|<b>": [result]},
+                }
+            }
+        )
+    )
     assert "<script>" not in md and "&lt;script&gt;x&lt;/script&gt;\\|# \\*a\\*" in md
     assert "| m\\|&lt;b&gt; |" in md
     rows = [line for line in md.splitlines() if line.startswith("| ")]

@@ -13,11 +13,12 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from scipy.stats import norm
 
-from gece import gap, intervals, registry
-from gece import metrics as M
-from gece.params import load_params
+from gece import registry
+from gece.io.params import load_params
 from gece.report.cells import ReportData
-from gece.report_stats import gap_agreement, mean_rmse
+from gece.report.stats import gap_agreement, mean_rmse
+from gece.stats import gap, intervals
+from gece.stats import metrics as M
 
 from .conftest import ROOT
 
@@ -186,9 +187,11 @@ def test_permutation_and_bootstrap_gap_tests_agree_as_the_docs_say():
     assert (a["gap_pred"]["agree"], a["gap_pred"]["tests"]) == (15, 18)
     assert a["gap_true"]["median_diff"] == 0.0
     assert round(a["gap_pred"]["median_diff"], 3) == 0.056 and round(a["all"]["max_diff"], 2) == 0.57
-    assert a["disagree"] == [("gap_pred", "winobias", "paper-llama-3.1-8b"),
-                             ("gap_pred", "winogender", "paper-gpt-j-6b"),
-                             ("gap_pred", "winogender", "paper-llama-3.1-8b")]
+    assert a["disagree"] == [
+        ("gap_pred", "winobias", "paper-llama-3.1-8b"),
+        ("gap_pred", "winogender", "paper-gpt-j-6b"),
+        ("gap_pred", "winogender", "paper-llama-3.1-8b"),
+    ]
     # none of them survives Holm's correction over the runs of its benchmark table
     data = committed_data()
     for g, b, m in a["disagree"]:
@@ -201,8 +204,14 @@ def test_the_recommended_small_sample_estimator_has_the_lowest_rmse():
     """docs/statistics.md recommends smooth ECE for small benchmarks: lowest mean RMSE at N = 50
     on the paper runs, for ECE and for Gender-ECE."""
     rmse = mean_rmse(committed_data())
-    quoted = {"ece": 0.066, "ece_debiased": 0.079, "ece_smooth": 0.050,
-              "gender_ece": 0.086, "gender_ece_debiased": 0.081, "gender_ece_smooth": 0.069}
+    quoted = {
+        "ece": 0.066,
+        "ece_debiased": 0.079,
+        "ece_smooth": 0.050,
+        "gender_ece": 0.086,
+        "gender_ece_debiased": 0.081,
+        "gender_ece_smooth": 0.069,
+    }
     assert {k: round(v, 3) for k, v in rmse.items()} == quoted
     assert rmse["ece_smooth"] < min(rmse["ece"], rmse["ece_debiased"])
     assert rmse["gender_ece_smooth"] < min(rmse["gender_ece"], rmse["gender_ece_debiased"])

@@ -15,9 +15,9 @@ from sklearn.calibration import calibration_curve
 from sklearn.metrics import brier_score_loss
 from torchmetrics.classification import BinaryCalibrationError
 
-from gece import metrics as M
-from gece.bootstrap import bootstrap, percentile_interval
 from gece.cli import main
+from gece.stats import metrics as M
+from gece.stats.bootstrap import bootstrap, percentile_interval
 
 
 def synthetic(n, seed, power=1.0):
@@ -104,8 +104,9 @@ def test_hand_computed_example():
 
 def test_predicted_gender_follows_the_more_probable_side():
     # a benchmark whose sent_more is female: predicted gender flips with it
-    pg = M.predicted_groups(np.array([0.7, 0.2]), np.array(["female", "male"], object),
-                            np.array(["male", "female"], object))
+    pg = M.predicted_groups(
+        np.array([0.7, 0.2]), np.array(["female", "male"], object), np.array(["male", "female"], object)
+    )
     assert pg.tolist() == [M.G_FEMALE, M.G_FEMALE]
 
 
@@ -123,8 +124,7 @@ def test_equal_mass_groups_bin_their_own_scores():
     g = np.where(p > 0.5, "male", "female").astype(object)
     res = M.gender_ece(p, y, *genders(600), binning="equal_mass")
     assert res.ece_male == pytest.approx(M.ece(p[g == "male"], y[g == "male"], binning="equal_mass"), abs=1e-15)
-    assert res.ece_female == pytest.approx(M.ece(p[g == "female"], y[g == "female"], binning="equal_mass"),
-                                           abs=1e-15)
+    assert res.ece_female == pytest.approx(M.ece(p[g == "female"], y[g == "female"], binning="equal_mass"), abs=1e-15)
 
 
 # ----------------------------------------------------------------- degenerate input
@@ -184,8 +184,9 @@ def test_every_metric_in_unit_interval_and_permutation_invariant(p, seed, bins, 
     gm, gl = genders(p.size)
     a = M.batch_metrics(p, y, M.predicted_groups(p, gm, gl), M.true_groups(y, gm, gl), bins, binning)
     perm = rng.permutation(p.size)
-    b = M.batch_metrics(p[perm], y[perm], M.predicted_groups(p[perm], gm, gl), M.true_groups(y[perm], gm, gl),
-                        bins, binning)
+    b = M.batch_metrics(
+        p[perm], y[perm], M.predicted_groups(p[perm], gm, gl), M.true_groups(y[perm], gm, gl), bins, binning
+    )
     for k in M.SCALARS:
         v, w = a[k][0], b[k][0]
         assert np.isnan(v) == np.isnan(w), k
@@ -210,7 +211,7 @@ def test_perfectly_calibrated_sample_has_ece_near_zero(binning):
 def test_bootstrap_ci_contains_point_estimate(p, seed):
     y = (np.random.default_rng(seed).random(p.size) < p).astype(float)
     r = M.summarize(p, y, *genders(p.size), draws=1000, seed=seed)
-    for k in M.SCALARS:  # every interval contains its estimate (bias-corrected, gece.intervals)
+    for k in M.SCALARS:  # every interval contains its estimate (bias-corrected, gece.stats.intervals)
         if r[k] is not None:
             assert r[f"{k}_ci_low"] <= r[k] <= r[f"{k}_ci_high"], k
 
@@ -244,8 +245,21 @@ def test_metrics_cli_table_and_json(reference_scores, capsys, tmp_path):
     assert main(["--params", "params.yaml", "metrics", str(path), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["ece"] == pytest.approx(0.15764973445164981, abs=1e-12) and data["n"] == 771
-    assert main(["metrics", str(path), "--n-bins", "15", "--out", str(tmp_path / "m.json"),
-                 "--bins-out", str(tmp_path / "b.json")]) == 0
+    assert (
+        main(
+            [
+                "metrics",
+                str(path),
+                "--n-bins",
+                "15",
+                "--out",
+                str(tmp_path / "m.json"),
+                "--bins-out",
+                str(tmp_path / "b.json"),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "winobias / paper-gpt-j-6b" in out and "gender_ece" in out and "15 equal-width bins" in out
     assert len(json.loads((tmp_path / "b.json").read_text())) == 15
@@ -255,10 +269,34 @@ def test_metrics_cli_table_and_json(reference_scores, capsys, tmp_path):
 def test_metrics_json_has_exactly_the_documented_keys(reference_scores, capsys):
     main(["metrics", str(reference_scores[("winogender", "qwen2.5-7b")]), "--json"])
     keys = list(json.loads(capsys.readouterr().out))
-    expected = ["n", "n_ties", "n_bins", "binning", "ece", "ece_toplabel", "mce", "ice", "macro_ce", "brier",
-                "brier_paper", "accuracy", "pct_stereotype", "gender_ece", "ece_male", "ece_female", "bias_gap", "cc_ece",
-                "ece_true_male", "ece_true_female", "ece_debiased", "ece_smooth", "gender_ece_debiased",
-                "gender_ece_smooth", "gap_pred", "gap_true"]
+    expected = [
+        "n",
+        "n_ties",
+        "n_bins",
+        "binning",
+        "ece",
+        "ece_toplabel",
+        "mce",
+        "ice",
+        "macro_ce",
+        "brier",
+        "brier_paper",
+        "accuracy",
+        "pct_stereotype",
+        "gender_ece",
+        "ece_male",
+        "ece_female",
+        "bias_gap",
+        "cc_ece",
+        "ece_true_male",
+        "ece_true_female",
+        "ece_debiased",
+        "ece_smooth",
+        "gender_ece_debiased",
+        "gender_ece_smooth",
+        "gap_pred",
+        "gap_true",
+    ]
     expected += [f"{k}_{s}" for k in expected[4:] for s in ("ci_low", "ci_high")]
     expected += ["gap_pred_p", "gap_pred_p_perm", "gap_true_p", "gap_true_p_perm"]
     assert keys == expected

@@ -7,7 +7,7 @@ import yaml
 
 from gece.cli import main
 from gece.errors import GeceError
-from gece.params import load_params, memory_caps
+from gece.io.params import load_params, memory_caps
 
 from .conftest import ROOT
 
@@ -24,8 +24,12 @@ def test_shipped_params_load():
 def test_scale_settings_load(tmp_path):
     def scale(raw):
         raw["extract"]["batch_size"] = "auto"
-        raw["registry"]["big"] = {"source": "org/big", "device": "multi", "dtype": "bfloat16",
-                                  "max_memory": {0: "70GiB", 1: "70GiB", "cpu": "200GiB"}}
+        raw["registry"]["big"] = {
+            "source": "org/big",
+            "device": "multi",
+            "dtype": "bfloat16",
+            "max_memory": {0: "70GiB", 1: "70GiB", "cpu": "200GiB"},
+        }
         raw["registry"]["fast"] = {"source": "org/big", "backend": "vllm", "tensor_parallel": 4, "dtype": "bfloat16"}
 
     params = load_params(_write(tmp_path, scale))
@@ -49,19 +53,33 @@ def _write(tmp_path, mutate):
         (lambda r: r["metrics"].update(nbins=15), "metrics.nbins: unknown key (did you mean 'n_bins'?)"),
         (lambda r: r["metrics"].update(n_bins="ten"), "metrics.n_bins: Input should be a valid integer"),
         (lambda r: r["metrics"].update(binning="quantile"), "metrics.binning: Input should be 'equal_width' or"),
-        (lambda r: r["metrics"].update(bootstrap=10), "metrics.bootstrap: Input should be greater than or equal to 1000"),
+        (
+            lambda r: r["metrics"].update(bootstrap=10),
+            "metrics.bootstrap: Input should be greater than or equal to 1000",
+        ),
         (lambda r: r.pop("benchmarks"), "benchmarks: required key is missing"),
         (lambda r: r["models"].append("gpt-5"), "models ['gpt-5'] have no entry under registry"),
-        (lambda r: r["registry"]["smollm2-135m"].update(special_token=True),
-         "registry.smollm2-135m.special_token: unknown key"),
+        (
+            lambda r: r["registry"]["smollm2-135m"].update(special_token=True),
+            "registry.smollm2-135m.special_token: unknown key",
+        ),
         (lambda r: r.update(metric={}), "metric: unknown key (did you mean 'metrics'?)"),
-        (lambda r: r["extract"].update(batch_size=0), "extract.batch_size: must be a positive number of pairs or auto (got 0)"),
-        (lambda r: r["registry"]["smollm2-135m"].update(max_memory={0: "20GiB"}),
-         "max_memory caps the devices of device: multi"),
-        (lambda r: r["registry"]["smollm2-135m"].update(device="multi", max_memory={"gpu0": "20GiB"}),
-         "max_memory key 'gpu0' is not a device"),
-        (lambda r: r["registry"]["smollm2-135m"].update(device="multi", max_memory={0: "lots"}),
-         "max_memory value 'lots' is not a size"),
+        (
+            lambda r: r["extract"].update(batch_size=0),
+            "extract.batch_size: must be a positive number of pairs or auto (got 0)",
+        ),
+        (
+            lambda r: r["registry"]["smollm2-135m"].update(max_memory={0: "20GiB"}),
+            "max_memory caps the devices of device: multi",
+        ),
+        (
+            lambda r: r["registry"]["smollm2-135m"].update(device="multi", max_memory={"gpu0": "20GiB"}),
+            "max_memory key 'gpu0' is not a device",
+        ),
+        (
+            lambda r: r["registry"]["smollm2-135m"].update(device="multi", max_memory={0: "lots"}),
+            "max_memory value 'lots' is not a size",
+        ),
         (lambda r: r["registry"]["smollm2-135m"].update(backend="vllm", device="cpu"), "backend vllm runs on CUDA"),
         (lambda r: r["registry"]["smollm2-135m"].update(tensor_parallel=2), "tensor_parallel is for backend: vllm"),
         (lambda r: r["registry"]["smollm2-135m"].update(backend="tgi"), "Input should be 'transformers' or 'vllm'"),

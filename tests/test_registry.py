@@ -9,13 +9,17 @@ import inspect
 import re
 import typing
 
-from gece import calibration, findings, metrics, registry, report_stats, schemas
-from gece.params import CalibrateParams
+from gece import registry
+from gece.io import schemas
+from gece.io.params import CalibrateParams
 from gece.registry import METHOD_NAMES, METRIC, METRICS
 from gece.report import cells as report_cells
+from gece.report import findings
 from gece.report import html as report_html
 from gece.report import markdown as report_md
+from gece.report import stats as report_stats
 from gece.report import tables as report_tables
+from gece.stats import calibration, metrics
 
 
 def test_registry_names_are_unique_and_complete():
@@ -37,17 +41,23 @@ def test_every_metrics_report_field_with_an_interval_is_registered_with_one():
 
 
 def test_every_calibration_method_the_code_fits_is_registered():
-    classes = {c.name for c in vars(calibration).values()
-               if inspect.isclass(c) and issubclass(c, calibration.Calibrator) and not inspect.isabstract(c)}
+    classes = {
+        c.name
+        for c in vars(calibration).values()
+        if inspect.isclass(c) and issubclass(c, calibration.Calibrator) and not inspect.isabstract(c)
+    }
     assert classes == set(METHOD_NAMES)
     assert tuple(calibration.CALIBRATORS) == calibration.METHODS == METHOD_NAMES
     assert tuple(calibration.factories()) == METHOD_NAMES
     assert tuple(CalibrateParams().methods) == METHOD_NAMES
     assert typing.get_args(schemas.CalibrationMethod) == METHOD_NAMES
-    assert typing.get_args(schemas.CalibrationBinRecord.model_fields["method"].annotation) == ("uncalibrated",
-                                                                                              *METHOD_NAMES)
+    assert typing.get_args(schemas.CalibrationBinRecord.model_fields["method"].annotation) == (
+        "uncalibrated",
+        *METHOD_NAMES,
+    )
     assert [k for k in schemas.CalibratedRow.model_fields if k.startswith(("split_", "crossfit_"))] == [
-        f"{protocol}_{m}" for protocol in ("split", "crossfit") for m in METHOD_NAMES]
+        f"{protocol}_{m}" for protocol in ("split", "crossfit") for m in METHOD_NAMES
+    ]
 
 
 def test_the_cli_offers_exactly_the_registered_methods():
@@ -75,13 +85,18 @@ def test_the_tables_list_exactly_the_registry_labels_and_worst_ends():
             assert worse == METRIC[key].worse, (name, key)
     for key, label, worse in report_stats.GAP_COLUMNS:
         assert worse == METRIC[key].worse
-        assert label == {"ece_male": "ECE male (predicted)", "ece_female": "ECE female (predicted)",
-                         "ece_true_male": "ECE male (human)", "ece_true_female": "ECE female (human)"
-                         }.get(key, METRIC[key].label)
-    assert report_stats.ESTIMATOR_LABELS == {k: METRIC[k].label for k in report_stats.ESTIMATORS} | {
-        "ece": "ECE (binned)", "gender_ece": "Gender-ECE (binned)"}
-    assert findings.LABELS == {k: METRIC[k].label for k in findings.HEADLINE} | {"n": "pairs"}
-    assert findings.HIGHER_IS_BETTER == {k for k in findings.HEADLINE if METRIC[k].worse == "low"}
+        assert label == {
+            "ece_male": "ECE male (predicted)",
+            "ece_female": "ECE female (predicted)",
+            "ece_true_male": "ECE male (human)",
+            "ece_true_female": "ECE female (human)",
+        }.get(key, METRIC[key].label)
+    assert {k: METRIC[k].label for k in report_stats.ESTIMATORS} | {
+        "ece": "ECE (binned)",
+        "gender_ece": "Gender-ECE (binned)",
+    } == report_stats.ESTIMATOR_LABELS
+    assert {k: METRIC[k].label for k in findings.HEADLINE} | {"n": "pairs"} == findings.LABELS
+    assert {k for k in findings.HEADLINE if METRIC[k].worse == "low"} == findings.HIGHER_IS_BETTER
     assert report_md.LABELS == {"accuracy": "Accuracy"}
     assert report_tables.COMPARE_LABELS == {"accuracy": "accuracy"}
 
@@ -91,6 +106,6 @@ def test_the_page_defines_every_metric_with_an_interval_in_the_registry_order():
     assert all(k in METRIC for k in covered)
     assert {m.key for m in METRICS if m.interval} <= set(covered)
     page = report_html.render_html(report_cells.ReportData(benchmarks=[], runs={}), [], {})
-    section = page[page.index('<section id="definitions">'):page.index('<section id="conventions">')]
+    section = page[page.index('<section id="definitions">') : page.index('<section id="conventions">')]
     titles = [html.unescape(t) for t in re.findall(r"<dt>(.*?)</dt>", section)]
     assert titles == [d.title for d in registry.DEFINITIONS]

@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 import yaml
 
-from gece import layout, metrics, plots
 from gece.cli import main
-from gece.io import read_json
-from gece.params import MetricsParams, load_params
+from gece.io import layout
+from gece.io.files import read_json
+from gece.io.params import MetricsParams, load_params
+from gece.io.schemas import BinsReport
 from gece.pipeline import metrics as metrics_stage
 from gece.pipeline import report as report_stage
 from gece.pipeline import report_data as report_loader
@@ -23,9 +24,10 @@ from gece.pipeline import runs
 from gece.report import cells as report_cells
 from gece.report import html as report_html
 from gece.report import markdown as report_md
+from gece.report import plots
 from gece.report import tables as report_tables
 from gece.report.cells import Cell, Column, Row, Table, format_cell, mark_worst, resolve
-from gece.schemas import BinsReport
+from gece.stats import metrics
 
 from . import report_data
 from .conftest import PAPER_BENCHMARKS, PAPER_MODELS, ROOT
@@ -73,8 +75,9 @@ def parse_page(path: Path) -> PageParser:
 
 def docs_of(reports: Path) -> list[report_cells.TableDoc]:
     params = load_params(reports.parent / "params.yaml")
-    data = report_loader.load_report_data(params, reports, reports.parent / "artifacts" / "scores", reports,
-                                        reports.parent)
+    data = report_loader.load_report_data(
+        params, reports, reports.parent / "artifacts" / "scores", reports, reports.parent
+    )
     return report_tables.build_tables(data)
 
 
@@ -104,8 +107,18 @@ def test_full_build_has_every_part_and_misses_nothing(built_report):
             assert (reports / layout.fig_reliability(b, m)).is_file()
             assert (reports / layout.fig_reliability(b, m, "equal_mass")).is_file()
     docs = {d.name: d for d in docs_of(reports)}
-    for name in ("overall", "paper", "human_gender", "grouped", "neutral", "sample_size", "binning", "calibration",
-                 "special_tokens", "compare"):
+    for name in (
+        "overall",
+        "paper",
+        "human_gender",
+        "grouped",
+        "neutral",
+        "sample_size",
+        "binning",
+        "calibration",
+        "special_tokens",
+        "compare",
+    ):
         assert docs[name].tables, f"table {name} is empty"
         assert (reports / "tables" / f"{name}.md").is_file()
 
@@ -121,8 +134,17 @@ def test_page_is_self_contained_and_names_its_provenance(built_report):
     assert "<th>seconds</th>" not in text and ">1.5<" not in text  # run timings stay in the meta files
     for name in ("numpy", "matplotlib", "dvc", "pandas"):
         assert f"<th>{name}</th>" in text
-    for definition in ("ECE (paper convention)", "ECE top-label", "MCE", "ICE", "MacroCE", "Brier and Brier (paper)",
-                       "Gender-ECE and bias gap", "cc-ECE", "Human alignment (accuracy)"):
+    for definition in (
+        "ECE (paper convention)",
+        "ECE top-label",
+        "MCE",
+        "ICE",
+        "MacroCE",
+        "Brier and Brier (paper)",
+        "Gender-ECE and bias gap",
+        "cc-ECE",
+        "Human alignment (accuracy)",
+    ):
         assert f"<dt>{definition}</dt>" in text
     # the synthetic model without BOS is far sharper: the page says it plainly
     assert "looks grossly overconfident" in text
@@ -132,14 +154,17 @@ def test_rebuild_is_byte_identical(built_report, tmp_path):
     reports, _ = built_report
 
     def digest(root: Path) -> dict[str, str]:
-        return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-                for p in sorted(root.rglob("*")) if p.is_file() and (
-                    p.name == "index.html" or p.relative_to(root).parts[0] in ("figures", "tables"))}
+        return {
+            p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*"))
+            if p.is_file() and (p.name == "index.html" or p.relative_to(root).parts[0] in ("figures", "tables"))
+        }
 
     before = digest(reports)
     params = load_params(reports.parent / "params.yaml")
-    report_stage.report_stage(params, reports, reports.parent / "artifacts" / "scores", data_dvc=ROOT / "data.dvc",
-                              root=reports.parent)
+    report_stage.report_stage(
+        params, reports, reports.parent / "artifacts" / "scores", data_dvc=ROOT / "data.dvc", root=reports.parent
+    )
     assert digest(reports) == before
 
 
@@ -147,7 +172,7 @@ def test_rebuild_is_byte_identical(built_report, tmp_path):
 def _cells(doc: report_cells.TableDoc):
     for table in doc.tables:
         for row in table.rows:
-            for cell, col in zip(row.cells, table.columns):
+            for cell, col in zip(row.cells, table.columns, strict=True):
                 yield table, row, cell, col
 
 
@@ -192,17 +217,20 @@ def test_markdown_shows_the_json_values(built_report):
     for doc in docs_of(reports):
         md_tables = _md_tables((reports / "tables" / f"{doc.name}.md").read_text())
         assert len(md_tables) == len(doc.tables), doc.name
-        for table, md in zip(doc.tables, md_tables):
+        for table, md in zip(doc.tables, md_tables, strict=True):
             assert len(md) == len(table.rows)
-            for row, md_row in zip(table.rows, md):
+            for row, md_row in zip(table.rows, md, strict=True):
                 source = json.loads((reports / row.source).read_text()) if row.source else None
                 assert md_row[: len(row.label)] == row.label
-                for cell, col, text in zip(row.cells, table.columns, md_row[len(row.label):]):
+                for cell, col, text in zip(row.cells, table.columns, md_row[len(row.label) :], strict=True):
                     if not cell.ref or isinstance(cell.value, str):
                         continue
                     shown = NUMBER.findall(text.replace("**", "").replace("▲", "").replace("▼", ""))
-                    expected = [report_cells.format_number(resolve(source, cell.ref[k]), col.digits)
-                                for k in ("value", "low", "high", "spread") if k in cell.ref]
+                    expected = [
+                        report_cells.format_number(resolve(source, cell.ref[k]), col.digits)
+                        for k in ("value", "low", "high", "spread")
+                        if k in cell.ref
+                    ]
                     if expected[0] == "–":
                         expected = ["–"]
                     assert shown[: len(expected)] == expected, (doc.name, row.label, col.label, text)
@@ -228,16 +256,17 @@ def test_overall_row_is_the_metrics_json(built_report):
     m = json.loads((reports / "metrics/winobias/paper-gpt-j-6b.json").read_text())
     ece = row.cells[[c.key for c in table.columns].index("ece")]
     assert (ece.value, ece.low, ece.high) == (m["ece"], m["ece_ci_low"], m["ece_ci_high"])
-    assert format_cell(ece, Column("ece", "ECE")) == (
-        f"{m['ece']:.3f} [{m['ece_ci_low']:.3f}, {m['ece_ci_high']:.3f}]")
+    assert format_cell(ece, Column("ece", "ECE")) == (f"{m['ece']:.3f} [{m['ece_ci_low']:.3f}, {m['ece_ci_high']:.3f}]")
     assert "0.158 [" in format_cell(ece, Column("ece", "ECE"))  # the paper's 0.1576
 
 
 # ---------------------------------------------------------------------- worst values
 def test_mark_worst_marks_the_extreme_of_each_ranked_column():
     cols = [Column("ece", "ECE", "high"), Column("accuracy", "acc", "low"), Column("n", "n", None)]
-    rows = [Row([name], [Cell(e), Cell(a), Cell(n)]) for name, e, a, n in (
-        ("a", 0.1, 0.7, 10), ("b", 0.3, 0.6, 20), ("c", 0.3, None, 30), ("d", None, 0.9, 40))]
+    rows = [
+        Row([name], [Cell(e), Cell(a), Cell(n)])
+        for name, e, a, n in (("a", 0.1, 0.7, 10), ("b", 0.3, 0.6, 20), ("c", 0.3, None, 30), ("d", None, 0.9, 40))
+    ]
     table = mark_worst(Table("t", ["model"], cols, rows))
     assert [r.cells[0].worst for r in table.rows] == ["", "high", "high", ""]  # ties: both
     assert [r.cells[1].worst for r in table.rows] == ["", "low", "", ""]
@@ -293,7 +322,7 @@ def test_bars_are_the_authors_buckets(benchmark, model, reference_scores, data_d
     gaps = [p for p in ax.patches if p.get_gid() == "gap"]
     filled = [i for i, s in enumerate(buckets["Sizes"]) if s > 0]
     assert len(outputs) == len(gaps) == len(filled)
-    for i, bar, gap in zip(filled, outputs, gaps):
+    for i, bar, gap in zip(filled, outputs, gaps, strict=True):
         assert bar.get_x() == pytest.approx(i / 10) and bar.get_width() == pytest.approx(0.1)
         assert bar.get_height() == pytest.approx(buckets["Accuracies"][i], abs=1e-12)
         assert gap.get_y() == pytest.approx(buckets["Accuracies"][i], abs=1e-12)
@@ -309,7 +338,8 @@ def test_diagram_ece_is_the_metrics_ece(built_report):
         for m in ("paper-gpt-j-6b", "paper-gemma-2-9b"):
             bins = json.loads((reports / "bins" / b / f"{m}.json").read_text())
             assert plots.bins_ece(bins) == pytest.approx(
-                json.loads((reports / "metrics" / b / f"{m}.json").read_text())["ece"], abs=1e-12)
+                json.loads((reports / "metrics" / b / f"{m}.json").read_text())["ece"], abs=1e-12
+            )
             # the equal-mass diagram has the equal-mass ECE of the binning ablation
             scores, _ = runs.load_scores(load_params(reports.parent / "params.yaml"), b, m, root=reports.parent)
             table = metrics.reliability_table(scores["p"], scores["y"], 10, "equal_mass").records()
@@ -320,7 +350,7 @@ def test_diagram_ece_is_the_metrics_ece(built_report):
 
 def test_figure_bytes_are_deterministic(tmp_path):
     bins = metrics.reliability_table(np.linspace(0, 1, 50), (np.arange(50) % 3 == 0).astype(float)).records()
-    from gece.io import write_figure
+    from gece.io.files import write_figure
 
     for name in ("a.png", "b.png"):
         write_figure(tmp_path / name, plots.reliability_figure(bins, "m", 0.1), dpi=100)
@@ -336,13 +366,19 @@ def test_missing_parts_are_listed_not_fatal(full_reports, tmp_path):
         (reports / sub / "winobias").mkdir(parents=True)
         (reports / sub / "winobias" / src.name).write_bytes(src.read_bytes())
     params = load_params(full_reports / "params.yaml")
-    result = report_stage.report_stage(params, reports, tmp_path / "no-scores", data_dvc=tmp_path / "no-data.dvc",
-                                       root=tmp_path)  # no released scores either
+    result = report_stage.report_stage(
+        params, reports, tmp_path / "no-scores", data_dvc=tmp_path / "no-data.dvc", root=tmp_path
+    )  # no released scores either
     text = (reports / "index.html").read_text()
     assert "Missing parts" in text and result["missing"]
     joined = " ".join(result["missing"])
-    for part in ("calibration", "special-token ablation", "gender-neutral", "metrics: tiny-lm (all 5 benchmarks)",
-                 "scores (for the equal-mass diagrams): paper-gpt-j-6b on winobias"):
+    for part in (
+        "calibration",
+        "special-token ablation",
+        "gender-neutral",
+        "metrics: tiny-lm (all 5 benchmarks)",
+        "scores (for the equal-mass diagrams): paper-gpt-j-6b on winobias",
+    ):
         assert part in joined, part
     assert "Not available: no calibration reports" in text
     assert result["figures"] == [layout.fig_reliability("winobias", "paper-gpt-j-6b"), layout.fig_grid("winobias")]
@@ -352,9 +388,21 @@ def test_missing_parts_are_listed_not_fatal(full_reports, tmp_path):
 
 def test_cli_report(full_reports, tmp_path, capsys):
     out = tmp_path / "out"
-    code = main(["--params", str(full_reports / "params.yaml"), "report", "--reports", str(full_reports / "reports"),
-                 "--scores", str(full_reports / "artifacts" / "scores"), "--out", str(out), "--data-dvc",
-                 str(ROOT / "data.dvc")])
+    code = main(
+        [
+            "--params",
+            str(full_reports / "params.yaml"),
+            "report",
+            "--reports",
+            str(full_reports / "reports"),
+            "--scores",
+            str(full_reports / "artifacts" / "scores"),
+            "--out",
+            str(out),
+            "--data-dvc",
+            str(ROOT / "data.dvc"),
+        ]
+    )
     assert code == 0
     assert "figures" in capsys.readouterr().out
     page = parse_page(out / "index.html")
@@ -368,8 +416,9 @@ def test_text_is_escaped():
     table = Table("<b>", ["model"], [Column("ece", "E<C>E")], [Row(["<script>x</script>"], [Cell(0.1)])])
     html_text = report_html.table_html(table)
     assert "<script>" not in html_text and "&lt;script&gt;" in html_text and "E&lt;C&gt;E" in html_text
-    assert report_md.table_markdown(Table("t", ["m"], [Column("e", "e")], [Row(["a|b"], [Cell("x|y")])])).count(
-        "\\|") == 2
+    assert (
+        report_md.table_markdown(Table("t", ["m"], [Column("e", "e")], [Row(["a|b"], [Cell("x|y")])])).count("\\|") == 2
+    )
 
 
 def test_special_tokens_statement_follows_the_data():
@@ -385,8 +434,10 @@ def test_special_tokens_statement_follows_the_data():
 
 
 def test_reliability_bars_of_empty_and_partial_bins():
-    bins = [{"bin": 1, "lower": 0.5, "upper": 1.0, "count": 2, "confidence": 0.8, "accuracy": 1.0, "gap": 0.2},
-            {"bin": 0, "lower": 0.0, "upper": 0.5, "count": 0, "confidence": None, "accuracy": None, "gap": None}]
+    bins = [
+        {"bin": 1, "lower": 0.5, "upper": 1.0, "count": 2, "confidence": 0.8, "accuracy": 1.0, "gap": 0.2},
+        {"bin": 0, "lower": 0.0, "upper": 0.5, "count": 0, "confidence": None, "accuracy": None, "gap": None},
+    ]
     bars = plots.reliability_bars(bins)
     assert bars.filled.tolist() == [False, True] and bars.accuracy.tolist() == [0.0, 1.0]
     assert plots.bins_ece(bins) == pytest.approx(0.2) and plots.bins_ece([]) is None

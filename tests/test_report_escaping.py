@@ -18,8 +18,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from gece.io import write_json, write_table
-from gece.params import load_params
+from gece.io.files import write_json, write_table
+from gece.io.params import load_params
+from gece.io.schemas import ScoreRow
 from gece.pipeline import metrics as metrics_stage
 from gece.pipeline import report as report_stage
 from gece.pipeline import report_data as report_loader
@@ -28,7 +29,6 @@ from gece.report import html as report_html
 from gece.report import markdown as report_md
 from gece.report import tables as report_tables
 from gece.report.tables import plain_text
-from gece.schemas import ScoreRow
 
 from .report_data import md_row_cells, md_unescape, tiny_meta
 
@@ -38,19 +38,67 @@ NON_ASCII = "é ü ß 中文 日本語 😀👩🏽‍⚕️ שלום עולם �
 # (pair_id, text before the target, text after it, targets_more); every pair is confidently wrong
 EVIL = [
     ("evil-01", "<script>alert(1)</script> The nurse said", "was <img src=x onerror=alert(1)> late.", ["he"]),
-    ("evil-02", "| pipes | and a \\ backslash \\| and `code` and &amp; &lt;b&gt; the cook said", "| was here |",
-     ["he"]),
+    (
+        "evil-02",
+        "| pipes | and a \\ backslash \\| and `code` and &amp; &lt;b&gt; the cook said",
+        "| was here |",
+        ["he"],
+    ),
     ("evil-03", "  line one\nline two\r\nline three\rfour\u2028five\tsix and", "tab\x00null  ", ["he"]),
     ("evil-04", f"{NON_ASCII}: the doctor said", "\u202eright-to-left override\u202c is done", ["he"]),
-    ("evil-05", "# *bold* _it_ __x__ [link](javascript:alert(1)) ![i](x) ~~s~~ $x$ [^1] <!-- c --> the CEO said",
-     "| \\", ["he"]),
-    ("p|<i>6</i>", "+ = - > quote & <b>bold</b> <a href='javascript:alert(1)'>x</a> the judge said", "won.",
-     ["<i>he</i>"]),
+    (
+        "evil-05",
+        "# *bold* _it_ __x__ [link](javascript:alert(1)) ![i](x) ~~s~~ $x$ [^1] <!-- c --> the CEO said",
+        "| \\",
+        ["he"],
+    ),
+    (
+        "p|<i>6</i>",
+        "+ = - > quote & <b>bold</b> <a href='javascript:alert(1)'>x</a> the judge said",
+        "won.",
+        ["<i>he</i>"],
+    ),
 ]
 ALLOWED_PAGE_TAGS = {
-    "html", "head", "meta", "link", "title", "style", "body", "header", "h1", "h2", "h3", "h4", "p", "nav", "a",
-    "span", "main", "section", "figure", "img", "figcaption", "details", "summary", "div", "table", "thead",
-    "tbody", "tr", "th", "td", "strong", "em", "code", "ul", "li", "dl", "dt", "dd", "pre",
+    "html",
+    "head",
+    "meta",
+    "link",
+    "title",
+    "style",
+    "body",
+    "header",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "p",
+    "nav",
+    "a",
+    "span",
+    "main",
+    "section",
+    "figure",
+    "img",
+    "figcaption",
+    "details",
+    "summary",
+    "div",
+    "table",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
+    "strong",
+    "em",
+    "code",
+    "ul",
+    "li",
+    "dl",
+    "dt",
+    "dd",
+    "pre",
 }
 
 
@@ -66,8 +114,10 @@ def evil_scores(model_index: int) -> pd.DataFrame:
         p = 1 - conf if y == 1 else conf
         more, less = sentences(before, after, targets)
         rows.append((pid, more, less, y, targets, p))
-    rows += [("ok-01", "The man ate.", "The woman ate.", 1, ["man"], 0.9),  # right: not an example
-             ("tie-01", "He ran.", "She ran.", 1, ["He"], 0.5)]  # a tie predicts nothing
+    rows += [
+        ("ok-01", "The man ate.", "The woman ate.", 1, ["man"], 0.9),  # right: not an example
+        ("tie-01", "He ran.", "She ran.", 1, ["He"], 0.5),
+    ]  # a tie predicts nothing
     df = pd.DataFrame(rows, columns=["pair_id", "sent_more", "sent_less", "y", "targets_more", "p"])
     z = np.log(df["p"] / (1 - df["p"]))
     df["row"] = np.arange(1, len(df) + 1)
@@ -90,20 +140,32 @@ def evil_report(tmp_path_factory):
 
 def _build_evil(tmp_path_factory):
     root = tmp_path_factory.mktemp("evil")
-    (root / "params.yaml").write_text(yaml.safe_dump({
-        "benchmarks": [BENCH], "models": list(MODELS),
-        "registry": {m: {"source": "package:tiny-lm"} for m in MODELS},
-        "references": [], "ablate": {"special_tokens": {}},
-    }), encoding="utf-8")
+    (root / "params.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "benchmarks": [BENCH],
+                "models": list(MODELS),
+                "registry": {m: {"source": "package:tiny-lm"} for m in MODELS},
+                "references": [],
+                "ablate": {"special_tokens": {}},
+            }
+        ),
+        encoding="utf-8",
+    )
     params = load_params(root / "params.yaml")
     scores, reports = root / "artifacts" / "scores" / BENCH, root / "reports"
     for i, m in enumerate(MODELS):
         write_table(scores / f"{m}.parquet", evil_scores(i), ScoreRow, {"benchmark": BENCH, "model": m})
         meta = tiny_meta(BENCH, m, 6, "2|3 `x` *y*").model_copy(
-            update={"source": "package:<script>alert(1)</script>", "weights": {"<b>torch</b>": "2|3 `x` *y*"}})
+            update={"source": "package:<script>alert(1)</script>", "weights": {"<b>torch</b>": "2|3 `x` *y*"}}
+        )
         write_json(scores / f"{m}.meta.json", meta)
-        metrics_stage.metrics_stage(scores / f"{m}.parquet", reports / "metrics" / BENCH / f"{m}.json",
-                             reports / "bins" / BENCH / f"{m}.json", params.metrics)
+        metrics_stage.metrics_stage(
+            scores / f"{m}.parquet",
+            reports / "metrics" / BENCH / f"{m}.json",
+            reports / "bins" / BENCH / f"{m}.json",
+            params.metrics,
+        )
     result = report_stage.report_stage(params, reports, scores.parent, data_dvc=root / "no-data.dvc")
     return reports, result
 
@@ -113,8 +175,17 @@ def expected_rows() -> list[list[str]]:
     rows = []
     for i, m in enumerate(MODELS):
         for r in evil_scores(i).head(len(EVIL)).itertuples():
-            rows.append([m, r.pair_id, plain_text(r.sent_more), plain_text(r.sent_less),
-                         plain_text(f"{', '.join(r.targets_more)} / she"), str(r.y), f"{r.p:.4f}"])
+            rows.append(
+                [
+                    m,
+                    r.pair_id,
+                    plain_text(r.sent_more),
+                    plain_text(r.sent_less),
+                    plain_text(f"{', '.join(r.targets_more)} / she"),
+                    str(r.y),
+                    f"{r.p:.4f}",
+                ]
+            )
     return rows
 
 
@@ -182,7 +253,7 @@ def test_page_creates_nothing_from_the_data(evil_report):
 def test_page_shows_the_sentences_exactly(evil_report):
     reports, _ = evil_report
     page = parse((reports / "index.html").read_text(encoding="utf-8"))
-    tables = [t for t, d in zip(page.tables, page.details) if d == f"examples_{BENCH}"]
+    tables = [t for t, d in zip(page.tables, page.details, strict=True) if d == f"examples_{BENCH}"]
     assert len(tables) == 1
     head, *rows = tables[0]
     assert head == ["model", "pair", "sent_more", "sent_less", "targets", "y", "p"]
@@ -269,11 +340,46 @@ def test_markdown_renders_inertly(evil_report):
 
 # ------------------------------------------------------------------- the escaper
 NASTY = [
-    "<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "| pipes |", "a \\ b", "\\|", "\\", "`code`",
-    "&amp;", "&#60;", "a\nb\r\nc\rd", "  padded  ", "*x*", "_x_", "snake_case_name", "__x__", "[a](b)",
-    "![a](b)", "[a][b]", "[^1]", "~~x~~", "$x$", "# h", "+ item", "= x", "- x", "> quote", "1. x", "<!-- c -->",
-    "<https://example.com>", "x]", "[x", "\\*", "&", "<", ">", "a|b\\|c\\\\|d", NON_ASCII, "\u202eabc\u2066",
-    "0.158 [0.133, 0.188]", "",
+    "<script>alert(1)</script>",
+    "<img src=x onerror=alert(1)>",
+    "| pipes |",
+    "a \\ b",
+    "\\|",
+    "\\",
+    "`code`",
+    "&amp;",
+    "&#60;",
+    "a\nb\r\nc\rd",
+    "  padded  ",
+    "*x*",
+    "_x_",
+    "snake_case_name",
+    "__x__",
+    "[a](b)",
+    "![a](b)",
+    "[a][b]",
+    "[^1]",
+    "~~x~~",
+    "$x$",
+    "# h",
+    "+ item",
+    "= x",
+    "- x",
+    "> quote",
+    "1. x",
+    "<!-- c -->",
+    "<https://example.com>",
+    "x]",
+    "[x",
+    "\\*",
+    "&",
+    "<",
+    ">",
+    "a|b\\|c\\\\|d",
+    NON_ASCII,
+    "\u202eabc\u2066",
+    "0.158 [0.133, 0.188]",
+    "",
 ]
 
 
@@ -292,7 +398,7 @@ def test_md_escape_renders_as_the_text():
     exactly ``plain_text`` of the string, with no element inside the cell."""
     markdown_it = pytest.importorskip("markdown_it")
     md = markdown_it.MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
-    pool = list("\\`*_[]()~|$#+=-<>&;!:/^\"' \n\tabcé中😀") + ["&amp;", "&#x41;", "<b>", "](", "http://x.y"]
+    pool = [*list("\\`*_[]()~|$#+=-<>&;!:/^\"' \n\tabcé中😀"), "&amp;", "&#x41;", "<b>", "](", "http://x.y"]
     rng = random.Random(0)
     for _ in range(400):
         text = "".join(rng.choice(pool) for _ in range(rng.randint(1, 12)))
@@ -304,9 +410,18 @@ def test_md_escape_renders_as_the_text():
 
 
 def test_html_table_cells_are_escaped():
-    table = report_cells.Table("<h>", ["<m>"], [report_cells.Column("s", "<s>", None, text=True)],
-                         [report_cells.Row(["<script>x</script>"], [report_cells.Cell('"><img src=x onerror=alert(1)>')],
-                                     source='x" onclick="alert(1)')])
+    table = report_cells.Table(
+        "<h>",
+        ["<m>"],
+        [report_cells.Column("s", "<s>", None, text=True)],
+        [
+            report_cells.Row(
+                ["<script>x</script>"],
+                [report_cells.Cell('"><img src=x onerror=alert(1)>')],
+                source='x" onclick="alert(1)',
+            )
+        ],
+    )
     page = parse(report_html.table_html(table))
     assert_inert(page, {"div", "table", "thead", "tbody", "tr", "th", "td"})
     assert page.tables[0] == [["<m>", "<s>"], ["<script>x</script>", '"><img src=x onerror=alert(1)>']]
@@ -315,9 +430,26 @@ def test_html_table_cells_are_escaped():
 
 # ------------------------------------------------------------------- the examples
 def test_confident_mistakes_order_and_ties():
-    rows = [{"pair_id": pid, "sent_more": "a", "sent_less": "b", "targets_more": ["he"], "targets_less": ["she"],
-             "y": y, "p": p} for pid, y, p in (
-        ("b", 1, 0.1), ("a", 0, 0.9), ("c", 1, 0.05), ("d", 1, 0.5), ("e", 0, 0.5), ("f", 1, 0.95), ("g", 0, 0.2))]
+    rows = [
+        {
+            "pair_id": pid,
+            "sent_more": "a",
+            "sent_less": "b",
+            "targets_more": ["he"],
+            "targets_less": ["she"],
+            "y": y,
+            "p": p,
+        }
+        for pid, y, p in (
+            ("b", 1, 0.1),
+            ("a", 0, 0.9),
+            ("c", 1, 0.05),
+            ("d", 1, 0.5),
+            ("e", 0, 0.5),
+            ("f", 1, 0.95),
+            ("g", 0, 0.2),
+        )
+    ]
     got = report_tables.confident_mistakes(rows, k=10)
     assert [r["pair_id"] for r in got] == ["c", "a", "b"]  # by confidence, ties (a, b: 0.9) by pair id
     assert got[0]["confidence"] == pytest.approx(0.95)
@@ -334,7 +466,7 @@ def test_examples_in_the_full_build(built_report):
     page = parse((reports / "index.html").read_text(encoding="utf-8"))
     for b in data.benchmarks:
         assert f"tables/examples_{b}.md" in result["tables"]
-        html_rows = next(t for t, d in zip(page.tables, page.details) if d == f"examples_{b}")[1:]
+        html_rows = next(t for t, d in zip(page.tables, page.details, strict=True) if d == f"examples_{b}")[1:]
         md_rows = md_table_lines((reports / "tables" / f"examples_{b}.md").read_text(encoding="utf-8"))[2:]
         assert [[md_unescape(c) for c in r] for r in md_rows] == html_rows
         assert 0 < len(html_rows) <= report_tables.EXAMPLES_PER_RUN * len(data.runs[b])

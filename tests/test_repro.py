@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from gece import repro
 from gece.errors import GeceError
+from gece.tools import repro
 
 BIN = Path(sys.executable).parent
 DVC_YAML = f"""stages:
@@ -22,7 +22,7 @@ DVC_YAML = f"""stages:
     deps: [in.txt]
     outs: [a.txt]
   b:
-    cmd: {sys.executable} -c "import pathlib; pathlib.Path('b.txt').write_text(pathlib.Path('a.txt').read_text().upper())"
+    cmd: {sys.executable} -c "import pathlib as p; p.Path('b.txt').write_text(p.Path('a.txt').read_text().upper())"
     deps: [a.txt]
     outs: [b.txt]
 """

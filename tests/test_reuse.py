@@ -44,11 +44,19 @@ def repo(tmp_path, monkeypatch) -> Path:
     files = {"a.parquet": b"tokens of a", "a.meta.json": b"{}"}
     manifest = json.dumps([{"md5": _put(cache, data), "relpath": name} for name, data in sorted(files.items())])
     folder = _put(cache, manifest.encode(), _md5(manifest.encode()) + ".dir")
-    lock = {"schema": "2.0", "stages": {"extract@m": {
-        "cmd": "gece extract --model m",
-        "deps": [{"path": "artifacts/prepared", "hash": "md5", "md5": "0" * 32 + ".dir"},
-                 {"path": str(code), "hash": "md5", "md5": _md5(code.read_bytes())}],
-        "outs": [{"path": OUT, "hash": "md5", "md5": folder}]}}}
+    lock = {
+        "schema": "2.0",
+        "stages": {
+            "extract@m": {
+                "cmd": "gece extract --model m",
+                "deps": [
+                    {"path": "artifacts/prepared", "hash": "md5", "md5": "0" * 32 + ".dir"},
+                    {"path": str(code), "hash": "md5", "md5": _md5(code.read_bytes())},
+                ],
+                "outs": [{"path": OUT, "hash": "md5", "md5": folder}],
+            }
+        },
+    }
     Path("dvc.lock").write_text(yaml.safe_dump(lock))
     return tmp_path
 

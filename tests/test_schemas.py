@@ -11,23 +11,36 @@ import pyarrow.parquet as pq
 import pytest
 
 from gece.errors import GeceError
-from gece.files import atomic_path
-from gece.io import arrow_schema, read_json, read_table, write_json, write_table
-from gece.schemas import BinsReport, MetricsReport, PreparedPair, ScoreRow
+from gece.io.disk import atomic_path
+from gece.io.files import arrow_schema, read_json, read_table, write_json, write_table
+from gece.io.schemas import BinsReport, MetricsReport, PreparedPair, ScoreRow
 
 
 def _score_rows(n=3):
     lp_more = np.log([0.3, 0.02, 1e-300])[:n]
     lp_less = np.log([0.1, 0.08, 1e-310])[:n]
     p = 1 / (1 + np.exp(-(lp_more - lp_less)))
-    return pd.DataFrame({
-        "pair_id": [f"b-{i}" for i in range(n)], "row": np.arange(1, n + 1), "sent_more": ["He a."] * n,
-        "sent_less": ["She a."] * n, "y": [1, 0, 1][:n], "bias_type": ["gender", None, "gender"][:n],
-        "targets_more": [["He"]] * n, "targets_less": [["She"]] * n, "gender_more": ["male"] * n,
-        "gender_less": ["female"] * n, "n_tokens_more": [1, 2, None][:n], "n_tokens_less": [1, 1, None][:n],
-        "logprob_more": lp_more, "logprob_less": lp_less, "logit_more": [3.5, None, 1.0][:n],
-        "logit_less": [2.5, None, 0.5][:n], "p": p,
-    })
+    return pd.DataFrame(
+        {
+            "pair_id": [f"b-{i}" for i in range(n)],
+            "row": np.arange(1, n + 1),
+            "sent_more": ["He a."] * n,
+            "sent_less": ["She a."] * n,
+            "y": [1, 0, 1][:n],
+            "bias_type": ["gender", None, "gender"][:n],
+            "targets_more": [["He"]] * n,
+            "targets_less": [["She"]] * n,
+            "gender_more": ["male"] * n,
+            "gender_less": ["female"] * n,
+            "n_tokens_more": [1, 2, None][:n],
+            "n_tokens_less": [1, 1, None][:n],
+            "logprob_more": lp_more,
+            "logprob_less": lp_less,
+            "logit_more": [3.5, None, 1.0][:n],
+            "logit_less": [2.5, None, 0.5][:n],
+            "p": p,
+        }
+    )
 
 
 def test_score_roundtrip_keeps_types_and_values(tmp_path):
@@ -121,8 +134,9 @@ def test_metrics_report_rejects_unknown_and_bad_keys(tmp_path):
 
 
 def test_bins_json_nan_becomes_null(tmp_path):
-    rec = [{"bin": 0, "lower": 0.0, "upper": 0.1, "count": 0, "confidence": float("nan"), "accuracy": None,
-            "gap": None}]
+    rec = [
+        {"bin": 0, "lower": 0.0, "upper": 0.1, "count": 0, "confidence": float("nan"), "accuracy": None, "gap": None}
+    ]
     write_json(tmp_path / "b.json", rec, BinsReport)
     assert json.loads((tmp_path / "b.json").read_text())[0]["confidence"] is None
 

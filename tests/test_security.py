@@ -12,7 +12,7 @@ import yaml
 
 from gece.cli import main
 from gece.errors import GeceError
-from gece.params import ModelSpec
+from gece.io.params import ModelSpec
 from gece.scoring import models
 
 from .conftest import ROOT
@@ -52,18 +52,28 @@ def test_directory_with_only_pickled_weights_is_refused(tmp_path, name):
     _evil_pickle(tmp_path / name, marker)
     with pytest.raises(GeceError) as e:
         models.resolve(ModelSpec(source=str(tmp_path)))
-    assert f"no safetensors weights in {tmp_path} (only pickled {name}: pickle-based weights are refused)" \
+    assert (
+        f"no safetensors weights in {tmp_path} (only pickled {name}: pickle-based weights are refused)"
         in e.value.message
+    )
     assert not marker.exists()
 
 
 def _remote_code_model(path: Path, marker: Path) -> Path:
     """A model directory that works only with trust_remote_code: its code would create ``marker``."""
     path.mkdir()
-    (path / "config.json").write_text(json.dumps({
-        "model_type": "evil-lm", "architectures": ["EvilForCausalLM"],
-        "auto_map": {"AutoConfig": "modeling_evil.EvilConfig", "AutoModelForCausalLM": "modeling_evil.EvilForCausalLM"},
-    }))
+    (path / "config.json").write_text(
+        json.dumps(
+            {
+                "model_type": "evil-lm",
+                "architectures": ["EvilForCausalLM"],
+                "auto_map": {
+                    "AutoConfig": "modeling_evil.EvilConfig",
+                    "AutoModelForCausalLM": "modeling_evil.EvilForCausalLM",
+                },
+            }
+        )
+    )
     (path / "modeling_evil.py").write_text(f"from pathlib import Path\nPath({str(marker)!r}).touch()\n")
     (path / "model.safetensors").write_bytes(b"")
     return path
@@ -113,9 +123,17 @@ def _tiny_directory(path: Path) -> Path:
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", bos_token="<s>", eos_token="</s>")
     torch.manual_seed(0)
-    model = LlamaForCausalLM(LlamaConfig(vocab_size=len(words), hidden_size=16, intermediate_size=32,
-                                         num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
-                                         max_position_embeddings=32))
+    model = LlamaForCausalLM(
+        LlamaConfig(
+            vocab_size=len(words),
+            hidden_size=16,
+            intermediate_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+            max_position_embeddings=32,
+        )
+    )
     model.save_pretrained(path, safe_serialization=True)
     fast.save_pretrained(path)
     return path
@@ -139,7 +157,10 @@ def test_directory_with_safetensors_and_pickle_loads_only_safetensors(tmp_path, 
 
 def test_trust_remote_code_is_never_enabled():
     """Every place the package passes trust_remote_code sets it to False."""
-    found = [(path, m) for path in (ROOT / "src" / "gece").rglob("*.py")
-             for m in re.finditer(r"trust_remote_code\"?\s*[=:]\s*(\w+)", path.read_text())]
+    found = [
+        (path, m)
+        for path in (ROOT / "src" / "gece").rglob("*.py")
+        for m in re.finditer(r"trust_remote_code\"?\s*[=:]\s*(\w+)", path.read_text())
+    ]
     assert len(found) >= 4
     assert all(m.group(1) == "False" for _, m in found), [f"{p}: {m.group(0)}" for p, m in found]

@@ -118,8 +118,11 @@ def test_stage_code_deps_are_the_import_closure():
     problems = deps_report()
     lines = [f"  {stage}:\n" + "\n".join(f"    - {p}" for p in found) for stage, found in problems.items()]
     if problems:
-        pytest.fail("dvc.yaml code deps differ from the import closure of each stage's command "
-                    "(`python tests/closure.py` prints each closure):\n" + "\n".join(lines), pytrace=False)
+        pytest.fail(
+            "dvc.yaml code deps differ from the import closure of each stage's command "
+            "(`python tests/closure.py` prints each closure):\n" + "\n".join(lines),
+            pytrace=False,
+        )
 
 
 def test_whole_package_exceptions_are_stages():
@@ -138,16 +141,15 @@ def test_no_import_cycle_at_module_level():
         pytest.fail("import cycles at module level in src/gece:\n" + _cycles_message(graph), pytrace=False)
 
 
-
-
 def test_no_import_cycle_between_modules():
     """No cycle among gece's modules counting lazy imports (inside functions) too: a lazy import that
     closes a cycle hides it from Python, not from the design (issue 15 names scoring.models <->
     scoring.vllm_backend)."""
     graph = module_graph(module_level_only=False)
     if cycles(graph):
-        pytest.fail("import cycles between src/gece modules (lazy imports included):\n" + _cycles_message(graph),
-                    pytrace=False)
+        pytest.fail(
+            "import cycles between src/gece modules (lazy imports included):\n" + _cycles_message(graph), pytrace=False
+        )
 
 
 # ------------------------------------------------------------------ closure.py on a fake package
@@ -165,90 +167,125 @@ def _closure(tree: Tree, *roots: str) -> set[str]:
 
 @pytest.fixture
 def fake(tmp_path) -> Tree:
-    return _write(tmp_path, {
-        "pkg/__init__.py": "",
-        "pkg/leaf.py": "import os\nimport numpy as np\n",
-        "pkg/other.py": "",
-        "pkg/sub/__init__.py": "",
-        "pkg/sub/a.py": "",
-        "pkg/sub/b.py": "X = 1\n",
-        "pkg/sub/deep/__init__.py": "",
-        "pkg/sub/deep/c.py": "",
-        "pkg/sub/deep/d.py": "",
-        # each form of import, one module each
-        "pkg/m_import.py": "import pkg.sub.a\n",
-        "pkg/m_import_as.py": "import pkg.sub.a as a\n",
-        "pkg/m_from_attr.py": "from pkg.sub.b import X\n",
-        "pkg/m_from_submodule.py": "from pkg.sub import a, B_UNKNOWN\n",
-        "pkg/m_from_dot.py": "from . import leaf\n",
-        "pkg/sub/m_rel.py": "from .b import X\nfrom .deep import c\n",
-        "pkg/sub/deep/m_up2.py": "from ..a import something\nfrom ... import other\n",
-        "pkg/sub/deep/m_dotdot.py": "from .. import b\n",
-        "pkg/m_lazy.py": "def f():\n    from pkg import leaf\n\nclass C:\n    def g(self):\n        import pkg.other\n",
-        "pkg/m_if.py": "import sys\nif sys.version_info > (3,):\n    from pkg import leaf\ntry:\n    import pkg.other\n"
-                       "except ImportError:\n    pass\n",
-        "pkg/m_type_checking.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import leaf\n",
-        "pkg/m_importlib.py": "import importlib\n\ndef f():\n    return importlib.import_module('pkg.sub.a')\n",
-        "pkg/m_importlib_rel.py": "from importlib import import_module\nimport_module('.leaf', package='pkg')\n",
-        "pkg/m_importlib_dynamic.py": "import importlib\nname = 'pkg.leaf'\nimportlib.import_module(name)\n",
-        "pkg/m_star.py": "from pkg.sub import *\n",
-        "pkg/m_chain.py": "from pkg import m_import\n",
-        "pkg/m_missing.py": "import pkg.nothing\nfrom pkg.sub.nothing import x\n",
-        "pkg/m_third_party.py": "import json\nimport numpy\nfrom pandas import DataFrame\nimport pkgx\n",
-        "pkg/m_cycle_a.py": "from pkg import m_cycle_b\n",
-        "pkg/m_cycle_b.py": "def f():\n    from pkg import m_cycle_a\n",
-    })
+    return _write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/leaf.py": "import os\nimport numpy as np\n",
+            "pkg/other.py": "",
+            "pkg/sub/__init__.py": "",
+            "pkg/sub/a.py": "",
+            "pkg/sub/b.py": "X = 1\n",
+            "pkg/sub/deep/__init__.py": "",
+            "pkg/sub/deep/c.py": "",
+            "pkg/sub/deep/d.py": "",
+            # each form of import, one module each
+            "pkg/m_import.py": "import pkg.sub.a\n",
+            "pkg/m_import_as.py": "import pkg.sub.a as a\n",
+            "pkg/m_from_attr.py": "from pkg.sub.b import X\n",
+            "pkg/m_from_submodule.py": "from pkg.sub import a, B_UNKNOWN\n",
+            "pkg/m_from_dot.py": "from . import leaf\n",
+            "pkg/sub/m_rel.py": "from .b import X\nfrom .deep import c\n",
+            "pkg/sub/deep/m_up2.py": "from ..a import something\nfrom ... import other\n",
+            "pkg/sub/deep/m_dotdot.py": "from .. import b\n",
+            "pkg/m_lazy.py": "def f():\n    from pkg import leaf\n\nclass C:\n"
+            "    def g(self):\n        import pkg.other\n",
+            "pkg/m_if.py": "import sys\nif sys.version_info > (3,):\n    from pkg import leaf\n"
+            "try:\n    import pkg.other\nexcept ImportError:\n    pass\n",
+            "pkg/m_type_checking.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import leaf\n",
+            "pkg/m_importlib.py": "import importlib\n\ndef f():\n    return importlib.import_module('pkg.sub.a')\n",
+            "pkg/m_importlib_rel.py": "from importlib import import_module\nimport_module('.leaf', package='pkg')\n",
+            "pkg/m_importlib_dynamic.py": "import importlib\nname = 'pkg.leaf'\nimportlib.import_module(name)\n",
+            "pkg/m_star.py": "from pkg.sub import *\n",
+            "pkg/m_chain.py": "from pkg import m_import\n",
+            "pkg/m_missing.py": "import pkg.nothing\nfrom pkg.sub.nothing import x\n",
+            "pkg/m_third_party.py": "import json\nimport numpy\nfrom pandas import DataFrame\nimport pkgx\n",
+            "pkg/m_cycle_a.py": "from pkg import m_cycle_b\n",
+            "pkg/m_cycle_b.py": "def f():\n    from pkg import m_cycle_a\n",
+        },
+    )
 
 
-@pytest.mark.parametrize(("module", "expected"), [
-    ("pkg.leaf", {"__init__.py", "leaf.py"}),
-    ("pkg.m_import", {"__init__.py", "m_import.py", "sub/__init__.py", "sub/a.py"}),
-    ("pkg.m_import_as", {"__init__.py", "m_import_as.py", "sub/__init__.py", "sub/a.py"}),
-    ("pkg.m_from_attr", {"__init__.py", "m_from_attr.py", "sub/__init__.py", "sub/b.py"}),
-    ("pkg.m_from_submodule", {"__init__.py", "m_from_submodule.py", "sub/__init__.py", "sub/a.py"}),
-    ("pkg.m_from_dot", {"__init__.py", "m_from_dot.py", "leaf.py"}),
-    ("pkg.sub.m_rel", {"__init__.py", "sub/__init__.py", "sub/m_rel.py", "sub/b.py", "sub/deep/__init__.py",
-                       "sub/deep/c.py"}),
-    ("pkg.sub.deep.m_up2", {"__init__.py", "sub/__init__.py", "sub/deep/__init__.py", "sub/deep/m_up2.py",
-                            "sub/a.py", "other.py"}),
-    ("pkg.sub.deep.m_dotdot", {"__init__.py", "sub/__init__.py", "sub/deep/__init__.py", "sub/deep/m_dotdot.py",
-                               "sub/b.py"}),
-    ("pkg.m_lazy", {"__init__.py", "m_lazy.py", "leaf.py", "other.py"}),
-    ("pkg.m_if", {"__init__.py", "m_if.py", "leaf.py", "other.py"}),
-    ("pkg.m_type_checking", {"__init__.py", "m_type_checking.py", "leaf.py"}),
-    ("pkg.m_importlib", {"__init__.py", "m_importlib.py", "sub/__init__.py", "sub/a.py"}),
-    ("pkg.m_importlib_rel", {"__init__.py", "m_importlib_rel.py", "leaf.py"}),
-    ("pkg.m_importlib_dynamic", {"__init__.py", "m_importlib_dynamic.py"}),  # a computed name: out of scope
-    ("pkg.m_star", {"__init__.py", "m_star.py", "sub/__init__.py"}),
-    ("pkg.m_chain", {"__init__.py", "m_chain.py", "m_import.py", "sub/__init__.py", "sub/a.py"}),
-    ("pkg.m_missing", {"__init__.py", "m_missing.py", "sub/__init__.py"}),  # a name that is no module: ignored
-    ("pkg.m_third_party", {"__init__.py", "m_third_party.py"}),
-    ("pkg.sub.deep", {"__init__.py", "sub/__init__.py", "sub/deep/__init__.py"}),
-])
+@pytest.mark.parametrize(
+    ("module", "expected"),
+    [
+        ("pkg.leaf", {"__init__.py", "leaf.py"}),
+        ("pkg.m_import", {"__init__.py", "m_import.py", "sub/__init__.py", "sub/a.py"}),
+        ("pkg.m_import_as", {"__init__.py", "m_import_as.py", "sub/__init__.py", "sub/a.py"}),
+        ("pkg.m_from_attr", {"__init__.py", "m_from_attr.py", "sub/__init__.py", "sub/b.py"}),
+        ("pkg.m_from_submodule", {"__init__.py", "m_from_submodule.py", "sub/__init__.py", "sub/a.py"}),
+        ("pkg.m_from_dot", {"__init__.py", "m_from_dot.py", "leaf.py"}),
+        (
+            "pkg.sub.m_rel",
+            {"__init__.py", "sub/__init__.py", "sub/m_rel.py", "sub/b.py", "sub/deep/__init__.py", "sub/deep/c.py"},
+        ),
+        (
+            "pkg.sub.deep.m_up2",
+            {"__init__.py", "sub/__init__.py", "sub/deep/__init__.py", "sub/deep/m_up2.py", "sub/a.py", "other.py"},
+        ),
+        (
+            "pkg.sub.deep.m_dotdot",
+            {"__init__.py", "sub/__init__.py", "sub/deep/__init__.py", "sub/deep/m_dotdot.py", "sub/b.py"},
+        ),
+        ("pkg.m_lazy", {"__init__.py", "m_lazy.py", "leaf.py", "other.py"}),
+        ("pkg.m_if", {"__init__.py", "m_if.py", "leaf.py", "other.py"}),
+        ("pkg.m_type_checking", {"__init__.py", "m_type_checking.py", "leaf.py"}),
+        ("pkg.m_importlib", {"__init__.py", "m_importlib.py", "sub/__init__.py", "sub/a.py"}),
+        ("pkg.m_importlib_rel", {"__init__.py", "m_importlib_rel.py", "leaf.py"}),
+        ("pkg.m_importlib_dynamic", {"__init__.py", "m_importlib_dynamic.py"}),  # a computed name: out of scope
+        ("pkg.m_star", {"__init__.py", "m_star.py", "sub/__init__.py"}),
+        ("pkg.m_chain", {"__init__.py", "m_chain.py", "m_import.py", "sub/__init__.py", "sub/a.py"}),
+        ("pkg.m_missing", {"__init__.py", "m_missing.py", "sub/__init__.py"}),  # a name that is no module: ignored
+        ("pkg.m_third_party", {"__init__.py", "m_third_party.py"}),
+        ("pkg.sub.deep", {"__init__.py", "sub/__init__.py", "sub/deep/__init__.py"}),
+    ],
+)
 def test_closure_import_forms(fake, module, expected):
     assert _closure(fake, module) == expected
 
 
 def test_closure_follows_package_init(tmp_path):
     """A package's __init__.py runs on the way to its submodules, and what it imports is followed."""
-    tree = _write(tmp_path, {"pkg/__init__.py": "", "pkg/sub/__init__.py": "from pkg.sub import impl\n",
-                             "pkg/sub/impl.py": "from pkg import util\n", "pkg/sub/x.py": "", "pkg/util.py": "",
-                             "pkg/user.py": "from pkg.sub.x import y\n"})
-    assert _closure(tree, "pkg.user") == {"__init__.py", "user.py", "sub/__init__.py", "sub/x.py", "sub/impl.py",
-                                          "util.py"}
+    tree = _write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/sub/__init__.py": "from pkg.sub import impl\n",
+            "pkg/sub/impl.py": "from pkg import util\n",
+            "pkg/sub/x.py": "",
+            "pkg/util.py": "",
+            "pkg/user.py": "from pkg.sub.x import y\n",
+        },
+    )
+    assert _closure(tree, "pkg.user") == {
+        "__init__.py",
+        "user.py",
+        "sub/__init__.py",
+        "sub/x.py",
+        "sub/impl.py",
+        "util.py",
+    }
 
 
 def test_closure_of_files_and_paths(fake):
     """Roots may be files; paths come back relative to the repository root."""
-    assert closure([fake.src / "pkg" / "m_from_dot.py"], fake) == {"src/pkg/__init__.py", "src/pkg/m_from_dot.py",
-                                                                   "src/pkg/leaf.py"}
+    assert closure([fake.src / "pkg" / "m_from_dot.py"], fake) == {
+        "src/pkg/__init__.py",
+        "src/pkg/m_from_dot.py",
+        "src/pkg/leaf.py",
+    }
     with pytest.raises(ValueError):
         closure(["pkg.nothing"], fake)
 
 
 def test_closure_skip_functions(fake):
-    tree = _write(fake.root, {"pkg/cli.py": "def cmd_a():\n    from pkg import leaf\n\ndef cmd_b():\n"
-                              "    from pkg import other\n\ndef helper():\n    from pkg.sub import a\n"})
+    tree = _write(
+        fake.root,
+        {
+            "pkg/cli.py": "def cmd_a():\n    from pkg import leaf\n\ndef cmd_b():\n"
+            "    from pkg import other\n\ndef helper():\n    from pkg.sub import a\n"
+        },
+    )
     assert _closure(tree, "pkg.cli") == {"__init__.py", "cli.py", "leaf.py", "other.py", "sub/__init__.py", "sub/a.py"}
     assert closure(["pkg.cli"], tree, {"pkg.cli": {"cmd_b"}}) == closure(["pkg.cli"], tree) - {"src/pkg/other.py"}
 
@@ -264,12 +301,21 @@ def test_commands_from_cli(fake):
     """COMMANDS of cli.py is read without importing it."""
     from .closure import commands
 
-    tree = _write(fake.root, {"pkg/cli.py": "import importlib\nCOMMANDS: dict[str, str] = {'go': 'pkg.leaf', "
-                              "'rel': 'pkg.sub.a'}\n\ndef main(name):\n    return importlib.import_module(COMMANDS[name])\n"})
+    tree = _write(
+        fake.root,
+        {
+            "pkg/cli.py": "import importlib\nCOMMANDS: dict[str, str] = {'go': 'pkg.leaf', "
+            "'rel': 'pkg.sub.a'}\n\ndef main(name):\n    return importlib.import_module(COMMANDS[name])\n"
+        },
+    )
     assert commands(tree) == {"go": "pkg.leaf", "rel": "pkg.sub.a"}
     assert command_names(tree) == ["go", "rel"]
-    assert {p.removeprefix("src/pkg/") for p in command_closure("rel", tree)} == {"__init__.py", "cli.py",
-                                                                                  "sub/__init__.py", "sub/a.py"}
+    assert {p.removeprefix("src/pkg/") for p in command_closure("rel", tree)} == {
+        "__init__.py",
+        "cli.py",
+        "sub/__init__.py",
+        "sub/a.py",
+    }
 
 
 def test_stage_parsing(tmp_path):
@@ -277,14 +323,16 @@ def test_stage_parsing(tmp_path):
     (tmp_path / "dvc.yaml").write_text(
         "stages:\n"
         "  one:\n    matrix:\n      b: [x]\n    cmd: >-\n      gece -q --params p.yaml metrics a.parquet\n"
-        "      --out o.json\n    deps:\n      - src/gece/metrics.py\n      - src/gece/scoring/\n"
+        "      --out o.json\n    deps:\n      - src/gece/stats/metrics.py\n      - src/gece/scoring/\n"
         "  two:\n    foreach: [a, b]\n    do:\n      cmd:\n        - gece prepare x y\n        - python -c pass\n"
-        "      deps: [src/gece/nothing.py, data]\n", encoding="utf-8")
+        "      deps: [src/gece/nothing.py, data]\n",
+        encoding="utf-8",
+    )
     stages = dvc_stages(tmp_path / "dvc.yaml")
     known = {"metrics", "prepare"}
     assert [gece_command(c, known) for c in stage_commands(stages["one"])] == ["metrics"]
     assert [gece_command(c, known) for c in stage_commands(stages["two"])] == ["prepare", None]
-    assert dep_paths(stages["one"]) == ["src/gece/metrics.py", "src/gece/scoring"]
+    assert dep_paths(stages["one"]) == ["src/gece/stats/metrics.py", "src/gece/scoring"]
     covered, absent = code_deps(stages["one"], ROOT)
-    assert "src/gece/metrics.py" in covered and "src/gece/scoring/models.py" in covered and not absent
+    assert "src/gece/stats/metrics.py" in covered and "src/gece/scoring/models.py" in covered and not absent
     assert code_deps(stages["two"], ROOT) == (set(), ["src/gece/nothing.py"])

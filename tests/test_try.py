@@ -8,12 +8,13 @@ import json
 import pytest
 import yaml
 
-from gece import layout, try_model
 from gece.cli import main
-from gece.io import read_json
-from gece.params import ExtractParams, ModelSpec, load_params
+from gece.io import layout
+from gece.io.files import read_json
+from gece.io.params import ExtractParams, ModelSpec, load_params
+from gece.io.schemas import ExtractMeta
 from gece.pipeline import extract as extract_stage
-from gece.schemas import ExtractMeta
+from gece.tools import try_model
 
 from .conftest import ROOT
 

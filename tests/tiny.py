@@ -23,18 +23,41 @@ def tiny_model(kind: str):
 
     torch.manual_seed(0)
     if kind == "llama":
-        cfg = LlamaConfig(vocab_size=97, hidden_size=48, intermediate_size=96, num_hidden_layers=3,
-                          num_attention_heads=6, num_key_value_heads=2, max_position_embeddings=128)
+        cfg = LlamaConfig(
+            vocab_size=97,
+            hidden_size=48,
+            intermediate_size=96,
+            num_hidden_layers=3,
+            num_attention_heads=6,
+            num_key_value_heads=2,
+            max_position_embeddings=128,
+        )
         model = LlamaForCausalLM(cfg)
     elif kind == "mistral":  # a sliding window in every layer
-        cfg = MistralConfig(vocab_size=97, hidden_size=48, intermediate_size=96, num_hidden_layers=3,
-                            num_attention_heads=6, num_key_value_heads=2, sliding_window=4,
-                            max_position_embeddings=128)
+        cfg = MistralConfig(
+            vocab_size=97,
+            hidden_size=48,
+            intermediate_size=96,
+            num_hidden_layers=3,
+            num_attention_heads=6,
+            num_key_value_heads=2,
+            sliding_window=4,
+            max_position_embeddings=128,
+        )
         model = MistralForCausalLM(cfg)
     else:  # sliding-window layers and final logit soft-capping
-        cfg = Gemma3TextConfig(vocab_size=97, hidden_size=48, intermediate_size=96, num_hidden_layers=3,
-                               num_attention_heads=4, num_key_value_heads=1, head_dim=16, sliding_window=4,
-                               final_logit_softcapping=5.0, max_position_embeddings=128)
+        cfg = Gemma3TextConfig(
+            vocab_size=97,
+            hidden_size=48,
+            intermediate_size=96,
+            num_hidden_layers=3,
+            num_attention_heads=4,
+            num_key_value_heads=1,
+            head_dim=16,
+            sliding_window=4,
+            final_logit_softcapping=5.0,
+            max_position_embeddings=128,
+        )
         model = Gemma3ForCausalLM(cfg)
     model.set_attn_implementation(models.attn_implementation("exact"))
     return model.eval()

@@ -2,8 +2,10 @@
 
 Each subcommand is one module (``COMMANDS``) with ``add_arguments(parser)`` and
 ``run(args) -> int``: a DVC stage's command runs its stage module and what that imports, and
-nothing else (the module is imported only when its command runs). Its help text is its
-module's docstring's first line; ``EXAMPLES`` and ``DESCRIPTION`` in the module add to it.
+nothing else (the module is imported only when its command runs). What ``--help`` says of a
+command lives in its module: ``HELP`` (one line, also listed by ``gece --help``, which reads it from
+the module's source without importing it), ``DESCRIPTION`` (optional) and ``EXAMPLES``. So editing
+one command's help changes only that command's code, and DVC re-runs only its stages.
 
 Exit status: 0 success, 2 a problem the user can fix (bad file, bad parameter, missing
 package; printed without a traceback), 1 a bug, 130 interrupted.
@@ -12,6 +14,7 @@ package; printed without a traceback), 1 a bug, 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib
 import logging
 import re
@@ -25,44 +28,29 @@ from gece import __version__, native_blas
 from gece.errors import GeceError
 from gece.terminal import LiteralFilter, console, literal, visible
 
-# subcommand -> (its module, one line of help); the DVC stages first, in pipeline order
-COMMANDS: dict[str, tuple[str, str]] = {
-    "prepare": ("gece.pipeline.prepare", "validate and align a benchmark -> prepared Parquet (DVC stage prepare)"),
-    "annotate": ("gece.pipeline.annotate", "per-pair soft and hard labels and the annotators' agreement from a "
-                 "benchmark's annotations (DVC stage annotate)"),
-    "extract": ("gece.pipeline.extract", "score every prepared benchmark with a registered model, loaded once -> "
-                "every target token's log-probability and logit (DVC stage extract)"),
-    "score": ("gece.pipeline.score", "apply the word rule to a model's token scores of a benchmark -> per-pair "
-              "score Parquet (DVC stage score)"),
-    "metrics": ("gece.pipeline.metrics", "calibration metrics of a benchmark's runs or of a score file "
-                "(DVC stage metrics)"),
-    "calibrate": ("gece.pipeline.calibrate", "post-hoc calibration of a benchmark's runs or of a score file, "
-                  "evaluated on held-out pairs (DVC stage calibrate)"),
-    "ablate": ("gece.pipeline.ablate", "sample-size and binning ablations of a benchmark's runs or of a score file "
-               "(DVC stage ablate)"),
-    "neutral": ("gece.pipeline.neutral", "occupation vs gender-neutral wording for one model, from its metrics "
-                "(DVC stage neutral)"),
-    "special-tokens": ("gece.pipeline.special_tokens", "a model with vs without special tokens, every benchmark "
-                       "(DVC stage special-tokens)"),
-    "compare": ("gece.pipeline.compare", "paired bootstrap between two score files, or every run of a benchmark, "
-                "with its verdict in words (DVC stage compare)"),
-    "groups": ("gece.pipeline.groups", "calibration by group (Gender-ECE generalised, the paper's Table 4): per-group "
-               "ECE with intervals and the largest gap, every run of a benchmark (DVC stage groups)"),
-    "summary": ("gece.pipeline.summary", "the findings (best and worst models, notable effects) and "
-                "reports/summary.json, the one DVC metrics file (DVC stage summary)"),
-    "report": ("gece.pipeline.report", "figures, tables and reports/index.html from every report (DVC stage report)"),
-    "import": ("gece.import_pairs", "a CrowS-Pairs-format file (CrowS-Pairs, WinoQueer) -> a gece benchmark CSV and "
-               "its annotations CSV, to read or edit"),
-    "validate": ("gece.validate", "check a benchmark CSV as gece prepare does; exit 2 and list bad rows if invalid"),
-    "pull": ("gece.remote", "the data snapshot from the DVC remote (dvc pull data.dvc), remote checked first"),
-    "repro": ("gece.repro", "pull what the default DVC remote holds for dvc.lock, then dvc repro what is missing; "
-              "print the account (make repro)"),
-    "try": ("gece.try_model", "a cheap first try: score a model (registry id, local path, hub id or package:) on "
-            "the first pairs of one benchmark and print its metrics; params.yaml is not changed"),
-    "diff": ("gece.diff", "JSON values that moved by more than a tolerance between two revisions: a dvc metrics "
-             "diff that float noise cannot flood"),
-    "exp-summary": ("gece.experiments", "DVC experiments as one readable table: the parameters that differ and "
-                    "the summary metrics that moved (a readable dvc exp show)"),
+# subcommand -> the module that implements it; the DVC stages first, in pipeline order. A command's help
+# lives in its module (HELP, DESCRIPTION, EXAMPLES), so editing it re-runs only that command's stages.
+COMMANDS: dict[str, str] = {
+    "prepare": "gece.pipeline.prepare",
+    "annotate": "gece.pipeline.annotate",
+    "extract": "gece.pipeline.extract",
+    "score": "gece.pipeline.score",
+    "metrics": "gece.pipeline.metrics",
+    "calibrate": "gece.pipeline.calibrate",
+    "ablate": "gece.pipeline.ablate",
+    "neutral": "gece.pipeline.neutral",
+    "special-tokens": "gece.pipeline.special_tokens",
+    "compare": "gece.pipeline.compare",
+    "groups": "gece.pipeline.groups",
+    "summary": "gece.pipeline.summary",
+    "report": "gece.pipeline.report",
+    "import": "gece.tools.import_pairs",
+    "validate": "gece.tools.validate",
+    "pull": "gece.tools.remote",
+    "repro": "gece.tools.repro",
+    "try": "gece.tools.try_model",
+    "diff": "gece.tools.diff",
+    "exp-summary": "gece.tools.experiments",
 }
 
 NATIVE_BLAS = {"extract"}  # commands whose only OpenBLAS work is correctly rounded products (gece.native_blas)
@@ -76,8 +64,11 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str):  # type: ignore[override]
         self.print_usage(sys.stderr)
-        self.exit(2, f"{self.prog}: error: {visible(message)}\nhint: `{self.prog} --help` lists the options and the "
-                  "values they take\n")
+        self.exit(
+            2,
+            f"{self.prog}: error: {visible(message)}\nhint: `{self.prog} --help` lists the options and the "
+            "values they take\n",
+        )
 
 
 PARAM = re.compile(r"\{params:([a-z_.]+)\}")
@@ -86,24 +77,36 @@ PARAM = re.compile(r"\{params:([a-z_.]+)\}")
 def _help_params() -> dict:
     """params.yaml (or the file after ``--params`` on the command line) as plain data, for the defaults shown
     by ``--help``; the built-in defaults where it is missing or invalid (help never fails)."""
-    from gece.params import Params, load_params
+    from gece.io.params import Params, load_params
 
     argv = sys.argv[1:]
     path = Path(argv[argv.index("--params") + 1]) if "--params" in argv[:-1] else Path("params.yaml")
     try:
         return {**load_params(path).model_dump(mode="json"), "_source": f"{path}"}
     except (GeceError, OSError):
-        return {**{name: f.default.model_dump(mode="json") if hasattr(f.default, "model_dump") else f.default
-                   for name, f in Params.model_fields.items() if not f.is_required()},
-                "_source": f"the built-in defaults ({path} not found or invalid):"}
+        return {
+            **{
+                name: f.default.model_dump(mode="json") if hasattr(f.default, "model_dump") else f.default
+                for name, f in Params.model_fields.items()
+                if not f.is_required()
+            },
+            "_source": f"the built-in defaults ({path} not found or invalid):",
+        }
 
 
 def _param_text(key: str, values: dict) -> str:
     value: object = values
     for part in key.split("."):
         value = value.get(part) if isinstance(value, dict) else None
-    shown = ("null" if value is None else ", ".join(map(str, value)) if isinstance(value, list)
-             else ", ".join(f"{k}: {v}" for k, v in value.items()) or "{}" if isinstance(value, dict) else str(value))
+    shown = (
+        "null"
+        if value is None
+        else ", ".join(map(str, value))
+        if isinstance(value, list)
+        else ", ".join(f"{k}: {v}" for k, v in value.items()) or "{}"
+        if isinstance(value, dict)
+        else str(value)
+    )
     return f"{shown} from {values.get('_source', 'params.yaml')} {key}"
 
 
@@ -120,8 +123,10 @@ class _Help(argparse.RawDescriptionHelpFormatter):
         if cls._values is None:
             cls._values = _help_params()
         values = cls._values
-        return PARAM.sub(lambda m: _param_text(m.group(1), values).split(" from ")[0] if bare
-                         else _param_text(m.group(1), values), text)
+        return PARAM.sub(
+            lambda m: _param_text(m.group(1), values).split(" from ")[0] if bare else _param_text(m.group(1), values),
+            text,
+        )
 
     def _get_help_string(self, action: argparse.Action) -> str:
         return self.fill(action.help or "")
@@ -132,6 +137,16 @@ class _Help(argparse.RawDescriptionHelpFormatter):
 
 def _examples(*lines: str) -> str:
     return "examples:\n" + "\n".join(f"  {x}" for x in lines)
+
+
+def help_line(module_name: str) -> str:
+    """A command module's ``HELP``, read from its source with :mod:`ast` (the module is not imported, so
+    ``gece --help`` loads no command's code)."""
+    path = Path(__file__).parent.joinpath(*module_name.split(".")[1:]).with_suffix(".py")
+    for stmt in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(stmt, ast.Assign) and [getattr(t, "id", None) for t in stmt.targets] == ["HELP"]:
+            return ast.literal_eval(stmt.value)
+    raise LookupError(f"{path} has no HELP = '...' line (the help of its command)")
 
 
 def _command(argv: list[str]) -> str | None:
@@ -152,26 +167,34 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         prog="gece",
         description="Calibration of language-model confidence against human judgements of gender bias. "
         "Each subcommand is one DVC stage (or a tool around them); see README.md.",
-        epilog=_examples("dvc repro                                   # every stage, as dvc.yaml runs them",
-                         "gece try HuggingFaceTB/SmolLM2-135M --limit 100   # a new model on 100 pairs",
-                         "gece summary                                # the findings of the committed reports",
-                         "gece diff --old HEAD~1 --tol 1e-4           # what moved since the last commit",
-                         "gece COMMAND --help                         # options, defaults and examples"),
+        epilog=_examples(
+            "dvc repro                                   # every stage, as dvc.yaml runs them",
+            "gece try HuggingFaceTB/SmolLM2-135M --limit 100   # a new model on 100 pairs",
+            "gece summary                                # the findings of the committed reports",
+            "gece diff --old HEAD~1 --tol 1e-4           # what moved since the last commit",
+            "gece COMMAND --help                         # options, defaults and examples",
+        ),
         formatter_class=_Help,
     )
     parser.add_argument("--version", action="version", version=f"gece {__version__}")
     parser.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors (no tables)")
-    parser.add_argument("--params", default="params.yaml",
-                        help="parameters file whose values are the defaults (default: %(default)s)")
+    parser.add_argument(
+        "--params", default="params.yaml", help="parameters file whose values are the defaults (default: %(default)s)"
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     wanted = _command(argv) if argv is not None else None
-    for name, (module_name, help) in COMMANDS.items():
+    for name, module_name in COMMANDS.items():
         if argv is not None and name != wanted:
-            sub.add_parser(name, help=help)
+            sub.add_parser(name, help=help_line(module_name))
             continue
         module = importlib.import_module(module_name)
-        p = sub.add_parser(name, help=help, description=getattr(module, "DESCRIPTION", None) or help,
-                           epilog=_examples(*module.EXAMPLES), formatter_class=_Help)
+        p = sub.add_parser(
+            name,
+            help=module.HELP,
+            description=getattr(module, "DESCRIPTION", None) or module.HELP,
+            epilog=_examples(*module.EXAMPLES),
+            formatter_class=_Help,
+        )
         module.add_arguments(p)
         p.set_defaults(func=module.run)
     return parser
@@ -179,8 +202,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
 def check_paths(args: argparse.Namespace) -> None:
     """Every output option of the command names a writable path (no FIFO, device or directory; not
-    an input), checked before any work (see gece.files)."""
-    from gece.files import check_outputs
+    an input), checked before any work (see gece.io.disk)."""
+    from gece.io.disk import check_outputs
 
     given = [getattr(args, name) for name in getattr(args, "inputs", ())]
     inputs = [p for g in given for p in (g if isinstance(g, list) else [g]) if p is not None]

@@ -26,7 +26,7 @@ def plural(n: int, word: str, many: str | None = None) -> str:
 
 def params_or_defaults(args: argparse.Namespace):
     """params.yaml when it exists (or --params was given), else None: the built-in defaults apply."""
-    from gece.params import load_params
+    from gece.io.params import load_params
 
     path = Path(args.params)
     if path.exists() or args.params != "params.yaml":
@@ -36,14 +36,14 @@ def params_or_defaults(args: argparse.Namespace):
 
 def require_params(args: argparse.Namespace):
     """params.yaml (or --params): a GeceError when it is missing or invalid."""
-    from gece.params import load_params
+    from gece.io.params import load_params
 
     return load_params(args.params)
 
 
 def check_id(value: str, option: str) -> str:
     """``value`` of a command-line ``option`` if it is a valid benchmark or model id, else a GeceError."""
-    from gece.params import check_id as check
+    from gece.io.params import check_id as check
 
     return check(value, option)
 
@@ -60,11 +60,16 @@ def override(settings, **given):
         return type(settings).model_validate({**settings.model_dump(), **values})
     except ValidationError as e:
         options = [f"--{str(er['loc'][0]).replace('_', '-')}" if er["loc"] else "options" for er in e.errors()]
-        problems = [f"{option}: {er['msg']} (got {er.get('input')!r})" for option, er in zip(options, e.errors())]
+        problems = [
+            f"{option}: {er['msg']} (got {er.get('input')!r})" for option, er in zip(options, e.errors(), strict=True)
+        ]
         section = type(settings).__name__.removesuffix("Params").lower()
-        raise GeceError(f"invalid command-line option {', '.join(dict.fromkeys(options))}", problems=problems,
-                        hint=f"pass a value within the bounds shown, or leave the option out to use {section} "
-                        "settings of params.yaml (see `gece COMMAND --help` and docs/pipeline.md)") from e
+        raise GeceError(
+            f"invalid command-line option {', '.join(dict.fromkeys(options))}",
+            problems=problems,
+            hint=f"pass a value within the bounds shown, or leave the option out to use {section} "
+            "settings of params.yaml (see `gece COMMAND --help` and docs/pipeline.md)",
+        ) from e
 
 
 def benchmark_of(args: argparse.Namespace, params) -> str:
@@ -73,9 +78,11 @@ def benchmark_of(args: argparse.Namespace, params) -> str:
     if params is None:
         raise GeceError("--benchmark needs params.yaml (the runs of the benchmark)", hint="run from the repo root")
     if args.benchmark not in params.benchmarks:
-        raise GeceError(f"--benchmark {args.benchmark!r} is not in benchmarks of {args.params}",
-                        hint=f"known: {', '.join(params.benchmarks)}")
-    from gece import layout
+        raise GeceError(
+            f"--benchmark {args.benchmark!r} is not in benchmarks of {args.params}",
+            hint=f"known: {', '.join(params.benchmarks)}",
+        )
+    from gece.io import layout
 
     layout.check_data(params, args.params)
     return args.benchmark
@@ -105,8 +112,10 @@ def print_metrics(report: dict, title: str, level: float) -> None:
 
 
 def metrics_title(meta: dict, report: dict) -> str:
-    return (f"{meta.get('benchmark', '?')} / {meta.get('model', '?')}: {plural(report['n'], 'pair')}, "
-            f"{report['n_bins']} {report['binning'].replace('_', '-')} bins")
+    return (
+        f"{meta.get('benchmark', '?')} / {meta.get('model', '?')}: {plural(report['n'], 'pair')}, "
+        f"{report['n_bins']} {report['binning'].replace('_', '-')} bins"
+    )
 
 
 def rows_table(title: str, label: str, rows: dict[str, dict], keys: list[str]) -> Table:
@@ -115,23 +124,31 @@ def rows_table(title: str, label: str, rows: dict[str, dict], keys: list[str]) -
     for k in keys:
         table.add_column(k, justify="right")
     for name, row in rows.items():
-        table.add_row(plain(name), *("null" if row.get(k) is None else
-                                     str(row[k]) if isinstance(row[k], int) else f"{row[k]:.4f}" for k in keys))
+        table.add_row(
+            plain(name),
+            *(
+                "null" if row.get(k) is None else str(row[k]) if isinstance(row[k], int) else f"{row[k]:.4f}"
+                for k in keys
+            ),
+        )
     return table
-
-
 
 
 def one_input(args: argparse.Namespace, file: str, *file_options: str) -> None:
     """Either a score file (the positional ``file``, with its ``file_options``) or ``--benchmark``, not both."""
     if args.benchmark is not None:
         given = ([str(getattr(args, file))] if getattr(args, file, None) else []) + [
-            f"--{o.replace('_', '-')}" for o in file_options if getattr(args, o, None) is not None]
+            f"--{o.replace('_', '-')}" for o in file_options if getattr(args, o, None) is not None
+        ]
         if given:
-            raise GeceError(f"{args.command} --benchmark {args.benchmark} also got {', '.join(given)}",
-                            hint="--benchmark writes every run's files to their places under reports/; pass a score "
-                            "file (and its output options) or --benchmark NAME, not both")
+            raise GeceError(
+                f"{args.command} --benchmark {args.benchmark} also got {', '.join(given)}",
+                hint="--benchmark writes every run's files to their places under reports/; pass a score "
+                "file (and its output options) or --benchmark NAME, not both",
+            )
     elif not getattr(args, file, None):
-        raise GeceError(f"{args.command} needs a score file or --benchmark NAME",
-                        hint=f"gece {args.command} artifacts/scores/<benchmark>/<model>.parquet, or gece "
-                        f"{args.command} --benchmark winobias for every run of a benchmark")
+        raise GeceError(
+            f"{args.command} needs a score file or --benchmark NAME",
+            hint=f"gece {args.command} artifacts/scores/<benchmark>/<model>.parquet, or gece "
+            f"{args.command} --benchmark winobias for every run of a benchmark",
+        )

@@ -17,8 +17,9 @@ class Progress:
     otherwise (DVC logs, CI) it logs one line every ``every`` seconds and one at the end.
     """
 
-    def __init__(self, description: str, total: int, unit: str = "pairs", every: float = 10.0,
-                 terminal: bool | None = None):
+    def __init__(
+        self, description: str, total: int, unit: str = "pairs", every: float = 10.0, terminal: bool | None = None
+    ):
         self.description, self.total, self.unit, self.every = description, total, unit, every
         self.terminal = sys.stderr.isatty() if terminal is None else terminal
         self.done = 0
@@ -41,9 +42,15 @@ class Progress:
 
             unit = self.unit
             self._bar = RichProgress(
-                TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
-                TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-                console=Console(stderr=True, emoji=False), transient=False,
+                TextColumn("{task.description}", markup=False),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[rate]}"),
+                TimeElapsedColumn(),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+                console=Console(stderr=True, emoji=False),
+                transient=False,
             )
             self._bar.__enter__()
             self._task = self._bar.add_task(self.description, total=self.total, rate=f"- {unit}/s")
@@ -68,8 +75,17 @@ class Progress:
         r = self.rate()
         eta = (self.total - self.done) / r if r else float("nan")
         pct = 100.0 * self.done / self.total if self.total else 100.0
-        log.info("%s: %d/%d %s (%.0f%%), %.1f %s/s, ETA %.0f s", self.description, self.done, self.total,
-                 self.unit, pct, r or 0.0, self.unit, eta)
+        log.info(
+            "%s: %d/%d %s (%.0f%%), %.1f %s/s, ETA %.0f s",
+            self.description,
+            self.done,
+            self.total,
+            self.unit,
+            pct,
+            r or 0.0,
+            self.unit,
+            eta,
+        )
 
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
         if self._bar is not None:

@@ -20,8 +20,9 @@ from ..conftest import ROOT, SLICE_MODULES
 BIN = Path(sys.executable).parent
 
 
-def run(cmd: list[str], cwd: Path, check: bool = True, timeout: int = 1800,
-        env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def run(
+    cmd: list[str], cwd: Path, check: bool = True, timeout: int = 1800, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     full = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "HF_HUB_OFFLINE": "1", **(env or {})}
     res = subprocess.run(cmd, check=False, cwd=cwd, env=full, capture_output=True, text=True, timeout=timeout)
     if check and res.returncode != 0:
@@ -36,8 +37,13 @@ def git(repo: Path, *args: str) -> subprocess.CompletedProcess:
 def copy_repo(dest: Path, data_dir: Path) -> Path:
     """The working tree's tracked and unignored files, committed in a fresh git repo at ``dest``,
     with data/ and a DVC cache of its own (``<dest>-dvc-cache``)."""
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, capture_output=True,
-                           check=True).stdout.decode().split("\0")
+    files = (
+        subprocess.run(
+            ["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, capture_output=True, check=True
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     for f in filter(None, files):
         src = ROOT / f
         if src.is_file():
@@ -84,8 +90,11 @@ def slice_params(repo: Path) -> None:
 def outputs(repo: Path) -> dict[str, str]:
     """sha256 of every file under artifacts/ and reports/ (run timings are no DVC output)."""
     files = [p for d in ("artifacts", "reports") for p in (repo / d).rglob("*") if p.is_file()]
-    return {str(p.relative_to(repo)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(files)
-            if not p.name.endswith(".timing.json")}
+    return {
+        str(p.relative_to(repo)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(files)
+        if not p.name.endswith(".timing.json")
+    }
 
 
 def ran(out: str) -> list[str]:
@@ -108,8 +117,7 @@ class Origin:
 
 def pytest_collection_modifyitems(config, items):
     """A test that uses the slice outside :data:`SLICE_MODULES` would run it again in another worker."""
-    stray = sorted({it.nodeid.split("::")[0] for it in items if "slice_origin" in it.fixturenames}
-                   - set(SLICE_MODULES))
+    stray = sorted({it.nodeid.split("::")[0] for it in items if "slice_origin" in it.fixturenames} - set(SLICE_MODULES))
     if stray:
         raise pytest.UsageError(f"{', '.join(stray)} use slice_origin: add them to SLICE_MODULES in tests/conftest.py")
 
@@ -137,5 +145,14 @@ def slice_origin(tmp_path_factory, data_dir) -> Origin:
     git(a, "add", "-A")
     git(a, "commit", "-qm", "results")
     print(f"\n[timing] A: dvc repro of the slice from scratch {seconds:.1f} s")
-    return Origin(a, root / "a-dvc-cache", remote, no_lock, git(a, "rev-parse", "HEAD").stdout.strip(),
-                  outputs(a), (a / "dvc.lock").read_bytes(), seconds, ran(res.stdout))
+    return Origin(
+        a,
+        root / "a-dvc-cache",
+        remote,
+        no_lock,
+        git(a, "rev-parse", "HEAD").stdout.strip(),
+        outputs(a),
+        (a / "dvc.lock").read_bytes(),
+        seconds,
+        ran(res.stdout),
+    )

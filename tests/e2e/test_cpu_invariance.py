@@ -34,8 +34,11 @@ CPU_VARIANTS = {
     "OpenBLAS's Haswell kernels, batch of 7": ({"OPENBLAS_CORETYPE": "Haswell"}, ["--batch-size", "7"], True),
     "one thread, batch of 1": ({"GECE_THREADS": "1"}, ["--batch-size", "1"], False),
     "MKL default mode (as on AMD), one batch on all threads": ({"MKL_CBWR": "AUTO"}, ["--batch-size", "64"], False),
-    "MKL AVX2 code, one batch on all threads": ({"MKL_ENABLE_INSTRUCTIONS": "AVX2", "MKL_CBWR": "AUTO"},
-                                                ["--batch-size", "64"], False),
+    "MKL AVX2 code, one batch on all threads": (
+        {"MKL_ENABLE_INSTRUCTIONS": "AVX2", "MKL_CBWR": "AUTO"},
+        ["--batch-size", "64"],
+        False,
+    ),
     "torch AVX-512 kernels asked for": ({"ATEN_CPU_CAPABILITY": "avx512"}, [], False),
 }
 NUMPY_FIRST = "import sys, numpy; from gece.cli import main; sys.exit(main())"
@@ -43,8 +46,13 @@ NUMPY_FIRST = "import sys, numpy; from gece.cli import main; sys.exit(main())"
 
 def _gece(args: list[str], env: dict[str, str], numpy_first: bool = False) -> None:
     cmd = [sys.executable, "-c", NUMPY_FIRST] if numpy_first else [GECE]
-    res = subprocess.run([*cmd, "-q", *args], env={**os.environ, "HF_HUB_OFFLINE": "1", **env},
-                         capture_output=True, text=True, check=False)
+    res = subprocess.run(
+        [*cmd, "-q", *args],
+        env={**os.environ, "HF_HUB_OFFLINE": "1", **env},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
 
 
@@ -59,10 +67,16 @@ def prepared(tmp_path_factory) -> Path:
     return out
 
 
-@pytest.mark.parametrize("model,variants", [
-    ("smollm2-135m", list(CPU_VARIANTS)),
-    ("gemma-3-270m", ["as is", "MKL default mode (as on AMD), one batch on all threads"]),  # sliding window, 262k vocab
-])
+@pytest.mark.parametrize(
+    "model,variants",
+    [
+        ("smollm2-135m", list(CPU_VARIANTS)),
+        (
+            "gemma-3-270m",
+            ["as is", "MKL default mode (as on AMD), one batch on all threads"],
+        ),  # sliding window, 262k vocab
+    ],
+)
 def test_score_files_are_the_same_bytes_whatever_the_cpu_settings(prepared, tmp_path, model, variants):
     digests = {}
     for name in variants:
@@ -82,42 +96,68 @@ def test_metrics_and_calibration_are_the_same_bytes_whatever_the_cpu_settings(tm
     prepare_stage.prepare(DATA / "benchmarks" / "genderlex.csv", prep)
     scores = tmp_path / "paper-gpt-j-6b.parquet"
     write_reference(prep, DATA / "reference" / "genderlex" / "gpt-j-6b.csv", scores, "paper-gpt-j-6b")
-    variants = {"as is": {}, "numpy without AVX-512": {"NPY_DISABLE_CPU_FEATURES": NO_AVX512},
-                "BLAS threads asked for": {"OPENBLAS_NUM_THREADS": "2", "OMP_NUM_THREADS": "1"}}
+    variants = {
+        "as is": {},
+        "numpy without AVX-512": {"NPY_DISABLE_CPU_FEATURES": NO_AVX512},
+        "BLAS threads asked for": {"OPENBLAS_NUM_THREADS": "2", "OMP_NUM_THREADS": "1"},
+    }
     digests = {}
     for name, env in variants.items():
         d = tmp_path / name.replace(" ", "_")
         d.mkdir()
         _gece(["metrics", str(scores), "--out", str(d / "m.json"), "--bins-out", str(d / "mb.json")], env)
-        _gece(["calibrate", str(scores), "--out", str(d / "c.json"), "--scores-out", str(d / "c.parquet"),
-               "--bins-out", str(d / "cb.json")], env)
+        _gece(
+            [
+                "calibrate",
+                str(scores),
+                "--out",
+                str(d / "c.json"),
+                "--scores-out",
+                str(d / "c.parquet"),
+                "--bins-out",
+                str(d / "cb.json"),
+            ],
+            env,
+        )
         digests[name] = _digest(*(d / f for f in ("m.json", "mb.json", "c.json", "c.parquet", "cb.json")))
     assert len(set(digests.values())) == 1, digests
 
 
 def test_gece_pins_the_cpu_paths_it_can():
-    code = ("import gece, numpy, torch, threadpoolctl; torch.zeros(2).sum(); "
-            "print(torch.backends.cpu.get_cpu_capability(), "
-            "*sorted({(i['internal_api'], i.get('architecture'), i['num_threads']) for i in threadpoolctl.threadpool_info()"
-            " if i['internal_api'] == 'openblas'}))")
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "ATEN_CPU_CAPABILITY")})
+    code = (
+        "import gece, numpy, torch, threadpoolctl; torch.zeros(2).sum(); "
+        "print(torch.backends.cpu.get_cpu_capability(), "
+        "*sorted({(i['internal_api'], i.get('architecture'), i['num_threads']) for i in threadpoolctl.threadpool_info()"
+        " if i['internal_api'] == 'openblas'}))"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "ATEN_CPU_CAPABILITY")},
+    )
     assert res.stdout.split()[0] == "DEFAULT"
     assert "('openblas', 'Haswell', 1)" in res.stdout
 
 
 def test_extract_lets_openblas_pick_its_kernels_and_no_other_command_does(monkeypatch):
-    core = ("import numpy, threadpoolctl; print(*sorted({i.get('architecture') for i in "
-            "threadpoolctl.threadpool_info() if i['internal_api'] == 'openblas'}))")  # OpenBLAS's kernels
+    core = (
+        "import numpy, threadpoolctl; print(*sorted({i.get('architecture') for i in "
+        "threadpoolctl.threadpool_info() if i['internal_api'] == 'openblas'}))"
+    )  # OpenBLAS's kernels
 
     def run(code: str, env: dict[str, str]) -> list[str]:
-        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                              env=env).stdout.split()
+        return subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+        ).stdout.split()
 
     bare = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
     own = run(core, bare)  # what OpenBLAS picks for this CPU, without gece
     assert run(f"import gece; print(gece.native_blas()); {core}", {**bare, "OPENBLAS_CORETYPE": "Haswell"}) == [
-        "True", *own]
+        "True",
+        *own,
+    ]
     assert run(f"import gece; {core}", bare) == ["Haswell"]  # what every other command runs
 
     import gece.cli
@@ -129,4 +169,4 @@ def test_extract_lets_openblas_pick_its_kernels_and_no_other_command_does(monkey
             gece.cli.main([command, "--help"])
         assert called == ([True] if command in gece.cli.NATIVE_BLAS else []), command
         called.clear()
-    assert gece.cli.NATIVE_BLAS == {"extract"}
+    assert {"extract"} == gece.cli.NATIVE_BLAS

@@ -20,8 +20,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gece import benchmarks, metrics
+from gece.io import benchmarks
 from gece.scoring import engine, planning
+from gece.stats import metrics
 
 from ..conftest import DATA
 
@@ -36,14 +37,22 @@ def test_sentence_loglikelihoods_agree_with_lm_eval(smol):
     from lm_eval.models.huggingface import HFLM
 
     df = pd.read_csv(DATA / "crows_pairs" / "crows_pairs_anonymized.csv").iloc[:PAIRS]
-    rows = pd.DataFrame({"row": range(1, PAIRS + 1), "sent_more": df["sent_more"], "sent_less": df["sent_less"],
-                         "y": 1, "bias_type": df["bias_type"]})
+    rows = pd.DataFrame(
+        {
+            "row": range(1, PAIRS + 1),
+            "sent_more": df["sent_more"],
+            "sent_less": df["sent_less"],
+            "y": 1,
+            "bias_type": df["bias_type"],
+        }
+    )
     pairs = benchmarks.prepare_pairs(rows, "crows_pairs")
     sides, plans = planning.plans_for(smol.tokenizer, pairs, True, rule="sentence")
     assert all(s.prefixed and s.ids[0] == smol.tokenizer.bos_token_id for pair in sides for s in pair)
     runner = engine.Runner(smol.model, smol.tokenizer.pad_token_id)
-    scores = sorted((s for res, _ in engine.score(runner, engine.batches(plans, 16)) for s in res),
-                    key=lambda s: s.index)
+    scores = sorted(
+        (s for res, _ in engine.score(runner, engine.batches(plans, 16)) for s in res), key=lambda s: s.index
+    )
     gece = np.array([s.more.logprob("chain") for s in scores] + [s.less.logprob("chain") for s in scores])
     assert engine.max_abs_diff(scores, engine.score_naive(smol.model, sides)) == 0.0  # the optimized path is exact
 
@@ -73,6 +82,8 @@ def test_sentence_loglikelihoods_agree_with_lm_eval(smol):
 
     p = np.array([s.record("chain")["p"] for s in scores])
     ours = metrics.summarize(p, np.ones(PAIRS), np.array(["a"] * PAIRS), np.array(["b"] * PAIRS))["pct_stereotype"]
-    per_pair = [process_results({}, [(a, False), (b, False)])["pct_stereotype"] for a, b in
-                zip(theirs[:PAIRS], theirs[PAIRS:], strict=True)]
+    per_pair = [
+        process_results({}, [(a, False), (b, False)])["pct_stereotype"]
+        for a, b in zip(theirs[:PAIRS], theirs[PAIRS:], strict=True)
+    ]
     assert ours == np.mean(per_pair) and 0.2 < ours < 0.9

@@ -41,8 +41,9 @@ def test_repro_is_idempotent_and_metrics_diff_shows_param_changes(repo_copy):
     assert ece == pytest.approx(0.15764973445164981, abs=1e-12)
 
     # the committed reports of the reference runs are reproduced byte for byte
-    assert not [line for line in git(repo, "status", "--porcelain", "--", "reports").stdout.splitlines()
-                if "/paper-" in line]
+    assert not [
+        line for line in git(repo, "status", "--porcelain", "--", "reports").stdout.splitlines() if "/paper-" in line
+    ]
     run(["dvc", "exp", "run", "-S", "metrics.n_bins=15", *PAPER_STAGES], repo)
     diff = json.loads(run(["dvc", "metrics", "diff", *detail, "--json"], repo).stdout)
     moved = diff["reports/metrics/winobias/paper-gpt-j-6b.json"]

@@ -22,8 +22,11 @@ def _hashes(repo: Path) -> dict[str, str]:
     """sha256 of every file the pipeline wrote (artifacts/, reports/) and of dvc.lock."""
     files = [p for d in ("artifacts", "reports") for p in (repo / d).rglob("*") if p.is_file()]
     files.append(repo / "dvc.lock")
-    return {str(p.relative_to(repo)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(files)
-            if not p.name.endswith(".timing.json")}  # run timings: not outputs (see .dvcignore)
+    return {
+        str(p.relative_to(repo)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(files)
+        if not p.name.endswith(".timing.json")
+    }  # run timings: not outputs (see .dvcignore)
 
 
 def test_pipeline_twice_from_clean_gives_identical_bytes(tmp_path, data_dir, slice_origin):
@@ -36,10 +39,15 @@ def test_pipeline_twice_from_clean_gives_identical_bytes(tmp_path, data_dir, sli
         report = json.loads((a / f"reports/metrics/{b}/smollm2-135m.json").read_text())
         assert report["n"] == 40 and 0.0 <= report["ece"] <= 1.0 and report["accuracy"] is not None
         meta = json.loads((a / f"artifacts/scores/{b}/smollm2-135m.meta.json").read_text())
-        assert meta["pairs"] == 40 and meta["limit"] == 40 and meta["weights"] == {
-            "SmolLM2-135M-Instruct.Q4_1.gguf": SMOL_SHA}
+        assert (
+            meta["pairs"] == 40
+            and meta["limit"] == 40
+            and meta["weights"] == {"SmolLM2-135M-Instruct.Q4_1.gguf": SMOL_SHA}
+        )
         assert meta["word_prob"] == "chain" and meta == {
-            **json.loads((a / f"artifacts/tokens/smollm2-135m/{b}.meta.json").read_text()), "word_prob": "chain"}
+            **json.loads((a / f"artifacts/tokens/smollm2-135m/{b}.meta.json").read_text()),
+            "word_prob": "chain",
+        }
         assert (a / f"artifacts/tokens/smollm2-135m/{b}.timing.json").exists()
     assert not (a / "artifacts/tokens/smollm2-135m.shards").exists()
     assert "up to date" in run(["dvc", "status"], a).stdout

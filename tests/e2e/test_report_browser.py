@@ -16,16 +16,24 @@ from pathlib import Path
 
 import pytest
 
-from gece.params import load_params
+from gece.io.params import load_params
 from gece.pipeline import report as report_stage
 
 from ..conftest import ROOT
 
 pytestmark = pytest.mark.slow
 
-CHROME_ARGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
-               "--hide-scrollbars")
+CHROME_ARGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--hide-scrollbars",
+)
 WIDTH = 1400
 SCREENSHOT = ROOT / "reports" / "screenshot.png"
 
@@ -78,7 +86,8 @@ def load(driver, page: Path) -> dict:
             break
         time.sleep(0.25)
     images = driver.execute_script(
-        "return Array.from(document.images).map(i => [i.getAttribute('src'), i.complete, i.naturalWidth])")
+        "return Array.from(document.images).map(i => [i.getAttribute('src'), i.complete, i.naturalWidth])"
+    )
     return {
         "title": driver.title,
         "images": images,
@@ -91,8 +100,10 @@ def load(driver, page: Path) -> dict:
 def screenshot(driver, out: Path) -> None:
     """The whole page, not just the window."""
     height = driver.execute_script("return document.documentElement.scrollHeight")
-    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                           {"width": WIDTH, "height": height, "deviceScaleFactor": 1, "mobile": False})
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": WIDTH, "height": height, "deviceScaleFactor": 1, "mobile": False},
+    )
     png = driver.execute_cdp_cmd("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True})
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_bytes(base64.b64decode(png["data"]))

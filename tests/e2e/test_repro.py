@@ -21,9 +21,11 @@ ENV = {"DVC_NO_ANALYTICS": "1"}
 
 def _cached_stages(repo: Path) -> set[str]:
     """The stages (and .dvc files) with at least one cached output, as DVC reads the project."""
-    code = ("from dvc.repo import Repo\n"
-            "with Repo('.') as r:\n"
-            "    print('\\n'.join(s.addressing for s in r.index.stages if any(o.use_cache for o in s.outs)))")
+    code = (
+        "from dvc.repo import Repo\n"
+        "with Repo('.') as r:\n"
+        "    print('\\n'.join(s.addressing for s in r.index.stages if any(o.use_cache for o in s.outs)))"
+    )
     return set(run(["python", "-c", code], repo, env=ENV).stdout.split())
 
 
@@ -36,7 +38,7 @@ def origin(slice_origin) -> Path:
 
 def test_a_fresh_clone_pulls_what_the_remote_holds_and_runs_the_rest(origin, tmp_path):
     lock = (origin / "dvc.lock").read_text()
-    pushed = ["data.dvc"] + sorted(set(re.findall(r"^  ((?:prepare|extract|score)@[^:]+):$", lock, re.MULTILINE)))
+    pushed = ["data.dvc", *sorted(set(re.findall(r"^  ((?:prepare|extract|score)@[^:]+):$", lock, re.MULTILINE)))]
     assert len(pushed) == 1 + 1 + 2 * len(BENCHMARKS)  # the snapshot, the model's tokens, prepared and scores
     remote = tmp_path / "remote"
     run(["dvc", "remote", "add", "--local", "part", str(remote)], origin)

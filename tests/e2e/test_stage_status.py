@@ -41,8 +41,8 @@ def _stage_module() -> str:
 
 
 EDITED = [
-    "src/gece/gap.py",  # a leaf pure module
-    "src/gece/schemas.py",  # the file contracts
+    "src/gece/stats/gap.py",  # a leaf pure module
+    "src/gece/io/schemas.py",  # the file contracts
     _stage_module(),  # the module of a stage family
     "src/gece/scoring/engine.py",  # extract only
 ]
@@ -52,8 +52,13 @@ EDITED = [
 def code_copy(tmp_path_factory) -> Path:
     """The working tree's tracked and unignored files (not data/ or artifacts), committed in a fresh git repo."""
     dest = tmp_path_factory.mktemp("status") / "repo"
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, capture_output=True,
-                           check=True).stdout.decode().split("\0")
+    files = (
+        subprocess.run(
+            ["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, capture_output=True, check=True
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     for f in filter(None, files):
         if (ROOT / f).is_file():
             (dest / f).parent.mkdir(parents=True, exist_ok=True)
@@ -85,8 +90,11 @@ def closure_stages(repo: Path, edited: str) -> set[str]:
     """The stages (as DVC expands them) whose template's code contains ``edited``."""
     tree = Tree(root=repo, src=repo / "src")
     known = set(command_names(tree))
-    templates = {name for name, spec in dvc_stages(repo / "dvc.yaml").items()
-                 if name in WHOLE_PACKAGE or edited in expected_code(spec, known, tree)[0]}
+    templates = {
+        name
+        for name, spec in dvc_stages(repo / "dvc.yaml").items()
+        if name in WHOLE_PACKAGE or edited in expected_code(spec, known, tree)[0]
+    }
     names = _dvc(repo, "stage", "list", "dvc.yaml", "--name-only").split()
     return {n for n in names if n.split("@")[0] in templates}
 
@@ -95,8 +103,12 @@ def _grouped(stages: set[str]) -> str:
     by_template = defaultdict(list)
     for s in sorted(stages):
         by_template[s.split("@")[0]].append(s)
-    return "; ".join(f"{t} ({len(v)}: {', '.join(v[:3])}{', ...' if len(v) > 3 else ''})"
-                     for t, v in sorted(by_template.items())) or "none"
+    return (
+        "; ".join(
+            f"{t} ({len(v)}: {', '.join(v[:3])}{', ...' if len(v) > 3 else ''})" for t, v in sorted(by_template.items())
+        )
+        or "none"
+    )
 
 
 @pytest.mark.parametrize("edited", EDITED)
@@ -106,10 +118,13 @@ def test_dvc_status_marks_the_stages_that_run_the_module(code_copy, edited):
         pytest.skip(f"{edited} does not exist in this tree")
     before = marked_stages(code_copy, edited)
     if before:
-        pytest.fail(f"before any edit, dvc status already reports {edited} (or a folder holding it) changed for "
-                    f"{_grouped(before)}: dvc.lock does not match the code on disk (uncommitted code changes, or "
-                    "dvc.yaml deps changed without `dvc repro`/`dvc commit`), so this test cannot tell which stages "
-                    "an edit marks; bring dvc.lock up to date first", pytrace=False)
+        pytest.fail(
+            f"before any edit, dvc status already reports {edited} (or a folder holding it) changed for "
+            f"{_grouped(before)}: dvc.lock does not match the code on disk (uncommitted code changes, or "
+            "dvc.yaml deps changed without `dvc repro`/`dvc commit`), so this test cannot tell which stages "
+            "an edit marks; bring dvc.lock up to date first",
+            pytrace=False,
+        )
     original = path.read_bytes()
     try:
         path.write_bytes(original + b"\n# an edit that changes no behaviour (tests/e2e/test_stage_status.py)\n")
@@ -124,4 +139,6 @@ def test_dvc_status_marks_the_stages_that_run_the_module(code_copy, edited):
             f"after editing {edited}, dvc status marks stages that differ from the closures "
             f"(`python tests/closure.py`):\n"
             f"  not marked, though their code contains {edited}: {_grouped(missed)}\n"
-            f"  marked, though their code does not contain it: {_grouped(spurious)}", pytrace=False)
+            f"  marked, though their code does not contain it: {_grouped(spurious)}",
+            pytrace=False,
+        )

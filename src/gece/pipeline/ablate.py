@@ -8,14 +8,17 @@ from pathlib import Path
 
 from rich.table import Table
 
-from gece import ablation, command, layout, plots
-from gece.ablation import Run
+from gece import command
 from gece.errors import GeceError
-from gece.files import clear_output_dir
-from gece.io import write_figure, write_json
-from gece.params import AblateParams, MetricsParams, Params
+from gece.io import layout
+from gece.io.disk import clear_output_dir
+from gece.io.files import write_figure, write_json
+from gece.io.params import AblateParams, MetricsParams, Params
+from gece.io.schemas import BinningReport, SampleSizeReport
 from gece.pipeline import runs
-from gece.schemas import BinningReport, SampleSizeReport
+from gece.report import plots
+from gece.stats import ablation
+from gece.stats.ablation import Run
 from gece.terminal import plain
 
 log = logging.getLogger("gece")
@@ -44,8 +47,14 @@ def ablate_run(
     ablate_settings: AblateParams,
 ) -> tuple[dict, dict]:
     """One run's sample-size and binning ablations (+ the sample-size figure)."""
-    sizes = ablation.sample_size(run, ablate_settings.sizes, ablate_settings.draws, ablate_settings.seed,
-                                 metric_settings.n_bins, metric_settings.binning)
+    sizes = ablation.sample_size(
+        run,
+        ablate_settings.sizes,
+        ablate_settings.draws,
+        ablate_settings.seed,
+        metric_settings.n_bins,
+        metric_settings.binning,
+    )
     write_json(sample_size_out, SampleSizeReport.model_validate(sizes))
     grid = ablation.binning_grid(run, ablate_settings.bins)
     write_json(binning_out, grid, BinningReport)
@@ -61,45 +70,78 @@ def ablate_benchmark(params: Params, benchmark: str, reports: str | Path = layou
     names = runs.runs(params, benchmark)
     for rel, suffixes in ((layout.sample_size_file, (".json", ".png")), (layout.binning_file, (".json",))):
         folder = layout.report_path(rel(benchmark, "x"), reports).parent
-        clear_output_dir(folder, suffixes, "the reports directory",
-                         keep=[folder / Path(rel(benchmark, m)).with_suffix(s).name for m in names for s in suffixes])
+        clear_output_dir(
+            folder,
+            suffixes,
+            "the reports directory",
+            keep=[folder / Path(rel(benchmark, m)).with_suffix(s).name for m in names for s in suffixes],
+        )
     results = {}
     for m in names:
         run_, meta = runs.load_run(params, benchmark, m)
         size = layout.report_path(layout.sample_size_file(benchmark, m), reports)
-        results[m] = ablate_run(run_, meta, size, layout.report_path(layout.binning_file(benchmark, m), reports),
-                                size.with_suffix(".png"), params.metrics, params.ablate)
+        results[m] = ablate_run(
+            run_,
+            meta,
+            size,
+            layout.report_path(layout.binning_file(benchmark, m), reports),
+            size.with_suffix(".png"),
+            params.metrics,
+            params.ablate,
+        )
     return results
 
 
-EXAMPLES = ("gece ablate --benchmark winobias     # every run of winobias (the DVC stage)",
-            "gece ablate artifacts/scores/winobias/smollm2-135m.parquet --sample-size-out /tmp/size.json "
-            "--binning-out /tmp/bins.json")
-DESCRIPTION = ("ECE and Gender-ECE over random subsets of N pairs (sizes {params:ablate.sizes}, {params:ablate.draws} "
-               "draws each) and for every number of bins ({params:ablate.bins}), equal-width and equal-mass.")
+# the line `gece --help` shows for this command (read without importing this module)
+HELP = "sample-size and binning ablations of a benchmark's runs or of a score file (DVC stage ablate)"
+EXAMPLES = (
+    "gece ablate --benchmark winobias     # every run of winobias (the DVC stage)",
+    "gece ablate artifacts/scores/winobias/smollm2-135m.parquet --sample-size-out /tmp/size.json "
+    "--binning-out /tmp/bins.json",
+)
+DESCRIPTION = (
+    "ECE and Gender-ECE over random subsets of N pairs (sizes {params:ablate.sizes}, {params:ablate.draws} "
+    "draws each) and for every number of bins ({params:ablate.bins}), equal-width and equal-mass."
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("scores", type=Path, nargs="?", help="a score file, artifacts/scores/<benchmark>/<model>.parquet "
-                   "(or --benchmark)")
-    p.add_argument("--benchmark", help="every run of this benchmark (models and references of params.yaml) -> "
-                   "reports/ablation/sample_size/<b>/ and reports/ablation/binning/<b>/")
+    p.add_argument(
+        "scores",
+        type=Path,
+        nargs="?",
+        help="a score file, artifacts/scores/<benchmark>/<model>.parquet (or --benchmark)",
+    )
+    p.add_argument(
+        "--benchmark",
+        help="every run of this benchmark (models and references of params.yaml) -> "
+        "reports/ablation/sample_size/<b>/ and reports/ablation/binning/<b>/",
+    )
     p.add_argument("--sample-size-out", type=Path, help="write the sample-size ablation JSON of the score file here")
     p.add_argument("--binning-out", type=Path, help="write the binning ablation JSON of the score file here")
     p.add_argument("--figure-out", type=Path, help="PNG of mean ± std against the subset size (default: none)")
-    p.set_defaults(outputs={"--sample-size-out": "sample_size_out", "--binning-out": "binning_out",
-                            "--figure-out": "figure_out"}, inputs=("scores",))
+    p.set_defaults(
+        outputs={"--sample-size-out": "sample_size_out", "--binning-out": "binning_out", "--figure-out": "figure_out"},
+        inputs=("scores",),
+    )
 
 
 def _print(title: str, sizes: dict, grid: dict, draws: int) -> None:
     fmt = lambda v: "null" if v is None else f"{v:.4f}"  # noqa: E731
-    table = Table(title=plain(f"{title}: ECE over random subsets of N pairs ({command.plural(draws, 'draw')} each)"),
-                  title_justify="left")
+    table = Table(
+        title=plain(f"{title}: ECE over random subsets of N pairs ({command.plural(draws, 'draw')} each)"),
+        title_justify="left",
+    )
     for col in ("N", "subsets", "ECE mean ± std", "Gender-ECE mean ± std", "Gender-ECE defined"):
         table.add_column(col, justify="right")
     for row in sizes["sizes"]:
-        table.add_row(str(row["n"]), str(row["draws"]), f"{row['ece_mean']:.4f} ± {row['ece_std']:.4f}",
-                      f"{fmt(row['gender_ece_mean'])} ± {fmt(row['gender_ece_std'])}", str(row["gender_ece_defined"]))
+        table.add_row(
+            str(row["n"]),
+            str(row["draws"]),
+            f"{row['ece_mean']:.4f} ± {row['ece_std']:.4f}",
+            f"{fmt(row['gender_ece_mean'])} ± {fmt(row['gender_ece_std'])}",
+            str(row["gender_ece_defined"]),
+        )
     table.add_row(f"all {sizes['full']['n']}", "1", fmt(sizes["full"]["ece"]), fmt(sizes["full"]["gender_ece"]), "")
     command.out.print(table)
     table = Table(title=plain("ECE (Gender-ECE) by bins"), title_justify="left")
@@ -107,8 +149,9 @@ def _print(title: str, sizes: dict, grid: dict, draws: int) -> None:
     for binning in grid:
         table.add_column(binning.replace("_", "-"), justify="right")
     for m in sorted({k for cells in grid.values() for k in cells}, key=int):
-        table.add_row(m, *(f"{fmt(grid[b][m]['ece'])} ({fmt(grid[b][m]['gender_ece'])})" if m in grid[b] else ""
-                           for b in grid))
+        table.add_row(
+            m, *(f"{fmt(grid[b][m]['ece'])} ({fmt(grid[b][m]['gender_ece'])})" if m in grid[b] else "" for b in grid)
+        )
     command.out.print(table)
 
 
@@ -124,10 +167,13 @@ def run(args: argparse.Namespace) -> int:
         return 0
     command.one_input(args, "scores")
     if args.sample_size_out is None or args.binning_out is None:
-        raise GeceError("ablate of a score file needs --sample-size-out and --binning-out",
-                        hint="name both output files, or use --benchmark NAME for the runs of params.yaml")
-    sizes, grid = ablate(args.scores, args.sample_size_out, args.binning_out, args.figure_out, params.metrics,
-                         params.ablate)
+        raise GeceError(
+            "ablate of a score file needs --sample-size-out and --binning-out",
+            hint="name both output files, or use --benchmark NAME for the runs of params.yaml",
+        )
+    sizes, grid = ablate(
+        args.scores, args.sample_size_out, args.binning_out, args.figure_out, params.metrics, params.ablate
+    )
     if not args.quiet:
         _print(str(args.scores), sizes, grid, params.ablate.draws)
     return 0

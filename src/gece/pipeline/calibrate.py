@@ -11,14 +11,16 @@ import numpy as np
 import pandas as pd
 from rich.table import Table
 
-from gece import calibration, command, layout, metrics
+from gece import command
 from gece.errors import GeceError
-from gece.files import clear_output_dir
-from gece.io import read_table, write_json, write_table
-from gece.params import CalibrateParams, MetricsParams, Params
+from gece.io import layout
+from gece.io.disk import clear_output_dir
+from gece.io.files import read_table, write_json, write_table
+from gece.io.params import CalibrateParams, MetricsParams, Params
+from gece.io.schemas import CalibratedRow, CalibrationBinsReport, CalibrationReport, ScoreRow
 from gece.pipeline import metrics as metrics_stage
 from gece.pipeline import runs
-from gece.schemas import CalibratedRow, CalibrationBinsReport, CalibrationReport, ScoreRow
+from gece.stats import calibration, metrics
 from gece.terminal import literal, plain
 
 log = logging.getLogger("gece")
@@ -31,7 +33,7 @@ def run_calibration(
 
     Returns the calibration report (``CalibrationReport``), the per-pair calibrated scores
     (``CalibratedRow``) and the reliability bins before and after (``CalibrationBinRecord``).
-    Metrics are those of :func:`gece.metrics.summarize` with the ``metrics`` settings, computed
+    Metrics are those of :func:`gece.stats.metrics.summarize` with the ``metrics`` settings, computed
     on the evaluation pairs only: the held-out part of the split, every pair (out of fold)
     under cross-fitting.
     """
@@ -39,8 +41,12 @@ def run_calibration(
     p, y, gm, gl = r.p, r.y, r.gender_more, r.gender_less
     counts = {int(c): int((y == c).sum()) for c in (0, 1)}
     if min(counts.values()) == 0:
-        log.warning("%s: every pair has y=%d, so no calibration map can be fitted (each method is reported "
-                    "failed; the uncalibrated metrics are kept)", source, int(y[0]) if len(y) else 1)
+        log.warning(
+            "%s: every pair has y=%d, so no calibration map can be fitted (each method is reported "
+            "failed; the uncalibrated metrics are kept)",
+            source,
+            int(y[0]) if len(y) else 1,
+        )
     elif min(counts.values()) < settings.folds:
         raise GeceError(
             f"{source}: calibration needs at least {settings.folds} pairs of each label "
@@ -52,8 +58,10 @@ def run_calibration(
     try:
         split = calibration.run_split(p, y, settings.methods, settings.fraction, settings.seed, makers)
     except ValueError as e:  # scikit-learn: a part would lack a label
-        raise GeceError(f"{source}: cannot split {len(p)} pairs with calibrate.fraction={settings.fraction}: {e}",
-                        hint="choose a calibrate.fraction that leaves both labels on each side") from e
+        raise GeceError(
+            f"{source}: cannot split {len(p)} pairs with calibrate.fraction={settings.fraction}: {e}",
+            hint="choose a calibrate.fraction that leaves both labels on each side",
+        ) from e
     cross = calibration.run_crossfit(p, y, settings.methods, settings.folds, settings.seed, makers)
 
     bins: list[dict] = []
@@ -68,20 +76,33 @@ def run_calibration(
     ev, every = split.eval_idx, np.arange(len(p))
     report = {
         "split": {
-            "n_fit": int(split.fit_idx.size), "n_eval": int(ev.size), "fraction": settings.fraction,
+            "n_fit": int(split.fit_idx.size),
+            "n_eval": int(ev.size),
+            "fraction": settings.fraction,
             "uncalibrated": evaluate("split", "uncalibrated", ev, p),
             "methods": {
-                name: {"status": m.status, "reason": m.reason, "params": m.params,
-                       "metrics": evaluate("split", name, ev, m.scores)}
+                name: {
+                    "status": m.status,
+                    "reason": m.reason,
+                    "params": m.params,
+                    "metrics": evaluate("split", name, ev, m.scores),
+                }
                 for name, m in split.methods.items()
             },
         },
         "crossfit": {
-            "n_fit": cross.n_fit, "n_eval": len(p), "folds": settings.folds,
+            "n_fit": cross.n_fit,
+            "n_eval": len(p),
+            "folds": settings.folds,
             "uncalibrated": evaluate("crossfit", "uncalibrated", every, p),
             "methods": {
-                name: {"status": m.status, "reason": m.reason, "params": {"folds": m.params},
-                       "fold_status": m.fold_status, "metrics": evaluate("crossfit", name, every, m.scores)}
+                name: {
+                    "status": m.status,
+                    "reason": m.reason,
+                    "params": {"folds": m.params},
+                    "fold_status": m.fold_status,
+                    "metrics": evaluate("crossfit", name, every, m.scores),
+                }
                 for name, m in cross.methods.items()
             },
         },
@@ -136,71 +157,115 @@ def calibrate_scores(
     if out:
         write_json(out, report, CalibrationReport)
     if scores_out:
-        write_table(scores_out, calibrated, CalibratedRow,
-                    meta={"benchmark": meta.get("benchmark", ""), "model": meta.get("model", ""),
-                          "source": source})
+        write_table(
+            scores_out,
+            calibrated,
+            CalibratedRow,
+            meta={"benchmark": meta.get("benchmark", ""), "model": meta.get("model", ""), "source": source},
+        )
     if bins_out:
         write_json(bins_out, bins, CalibrationBinsReport)
     log.info("%s: calibrated %d pairs (%s) -> %s", run, len(scores), ", ".join(settings.methods), out)
     return report
 
 
-def calibrate_benchmark(params: Params, benchmark: str, settings: CalibrateParams, metric_settings: MetricsParams,
-                        reports: str | Path = layout.REPORTS) -> dict[str, dict]:
+def calibrate_benchmark(
+    params: Params,
+    benchmark: str,
+    settings: CalibrateParams,
+    metric_settings: MetricsParams,
+    reports: str | Path = layout.REPORTS,
+) -> dict[str, dict]:
     """Every run of ``benchmark`` -> ``reports/calibration/<b>/<m>.json``, ``artifacts/calibrated/<b>/<m>.parquet``
     and ``reports/calibration_bins/<b>/<m>.json``; files of runs no longer configured are removed."""
     names = runs.runs(params, benchmark)
-    folders = [(layout.report_path(layout.calibration_file(benchmark, "x"), reports).parent, ".json",
-                lambda m: layout.calibration_file(benchmark, m)),
-               (layout.report_path(layout.calibration_bins_file(benchmark, "x"), reports).parent, ".json",
-                lambda m: layout.calibration_bins_file(benchmark, m)),
-               (layout.calibrated_dir(benchmark), ".parquet", lambda m: layout.calibrated_path(benchmark, m))]
+    folders = [
+        (
+            layout.report_path(layout.calibration_file(benchmark, "x"), reports).parent,
+            ".json",
+            lambda m: layout.calibration_file(benchmark, m),
+        ),
+        (
+            layout.report_path(layout.calibration_bins_file(benchmark, "x"), reports).parent,
+            ".json",
+            lambda m: layout.calibration_bins_file(benchmark, m),
+        ),
+        (layout.calibrated_dir(benchmark), ".parquet", lambda m: layout.calibrated_path(benchmark, m)),
+    ]
     for folder, suffix, name in folders:
         clear_output_dir(folder, (suffix,), "the output directory", keep=[folder / Path(name(m)).name for m in names])
     results = {}
     for m in names:
         scores, meta = runs.load_scores(params, benchmark, m)
         source = meta["source"] if runs.is_reference(params, m) else str(layout.scores_path(benchmark, m))
-        results[m] = calibrate_scores(scores, meta, source,
-                                      layout.report_path(layout.calibration_file(benchmark, m), reports),
-                                      layout.calibrated_path(benchmark, m),
-                                      layout.report_path(layout.calibration_bins_file(benchmark, m), reports),
-                                      settings, metric_settings)
+        results[m] = calibrate_scores(
+            scores,
+            meta,
+            source,
+            layout.report_path(layout.calibration_file(benchmark, m), reports),
+            layout.calibrated_path(benchmark, m),
+            layout.report_path(layout.calibration_bins_file(benchmark, m), reports),
+            settings,
+            metric_settings,
+        )
     return results
 
 
-EXAMPLES = ("gece calibrate --benchmark winobias    # every run of winobias (the DVC stage)",
-            "gece calibrate artifacts/scores/winobias/smollm2-135m.parquet",
-            "gece calibrate artifacts/scores/winobias/smollm2-135m.parquet --methods isotonic platt --folds 10")
+# the line `gece --help` shows for this command (read without importing this module)
+HELP = (
+    "post-hoc calibration of a benchmark's runs or of a score file, evaluated on held-out pairs (DVC stage calibrate)"
+)
+EXAMPLES = (
+    "gece calibrate --benchmark winobias    # every run of winobias (the DVC stage)",
+    "gece calibrate artifacts/scores/winobias/smollm2-135m.parquet",
+    "gece calibrate artifacts/scores/winobias/smollm2-135m.parquet --methods isotonic platt --folds 10",
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("scores", type=Path, nargs="?", help="a score file, artifacts/scores/<benchmark>/<model>.parquet "
-                   "(or --benchmark)")
-    p.add_argument("--benchmark", help="every run of this benchmark (models and references of params.yaml) -> "
-                   "reports/calibration/<b>/, artifacts/calibrated/<b>/, reports/calibration_bins/<b>/")
+    p.add_argument(
+        "scores",
+        type=Path,
+        nargs="?",
+        help="a score file, artifacts/scores/<benchmark>/<model>.parquet (or --benchmark)",
+    )
+    p.add_argument(
+        "--benchmark",
+        help="every run of this benchmark (models and references of params.yaml) -> "
+        "reports/calibration/<b>/, artifacts/calibrated/<b>/, reports/calibration_bins/<b>/",
+    )
     p.add_argument("--out", type=Path, help="write the calibration report JSON here (default: not written)")
-    p.add_argument("--scores-out", type=Path, help="write the per-pair calibrated scores (Parquet) here "
-                   "(default: not written)")
-    p.add_argument("--bins-out", type=Path, help="write the reliability bins before/after (JSON) here "
-                   "(default: not written)")
+    p.add_argument(
+        "--scores-out", type=Path, help="write the per-pair calibrated scores (Parquet) here (default: not written)"
+    )
+    p.add_argument(
+        "--bins-out", type=Path, help="write the reliability bins before/after (JSON) here (default: not written)"
+    )
     p.add_argument("--json", action="store_true", help="print the report as JSON instead of tables")
-    p.add_argument("--methods", nargs="+", choices=list(calibration.METHODS),
-                   help="calibration methods (default: {params:calibrate.methods})")
-    p.add_argument("--fraction", type=float, help="split protocol: share of pairs used for fitting "
-                   "(default: {params:calibrate.fraction})")
+    p.add_argument(
+        "--methods",
+        nargs="+",
+        choices=list(calibration.METHODS),
+        help="calibration methods (default: {params:calibrate.methods})",
+    )
+    p.add_argument(
+        "--fraction",
+        type=float,
+        help="split protocol: share of pairs used for fitting (default: {params:calibrate.fraction})",
+    )
     p.add_argument("--folds", type=int, help="cross-fitting: number of folds (default: {params:calibrate.folds})")
     p.add_argument("--seed", type=int, help="seed of the split and the folds (default: {params:calibrate.seed})")
-    p.set_defaults(outputs={"--out": "out", "--scores-out": "scores_out", "--bins-out": "bins_out"},
-                   inputs=("scores",))
+    p.set_defaults(outputs={"--out": "out", "--scores-out": "scores_out", "--bins-out": "bins_out"}, inputs=("scores",))
 
 
 def _print_report(report: dict, meta: dict) -> None:
     keys = ("ece", "ece_toplabel", "gender_ece", "brier", "accuracy")
     fmt = lambda v: "null" if v is None else f"{v:.4f}"  # noqa: E731
     for protocol, rep in report.items():
-        title = f"{meta.get('benchmark', '?')} / {meta.get('model', '?')}, {protocol}: " \
-                f"fit on {rep['n_fit']}, evaluated on {command.plural(rep['n_eval'], 'pair')}"
+        title = (
+            f"{meta.get('benchmark', '?')} / {meta.get('model', '?')}, {protocol}: "
+            f"fit on {rep['n_fit']}, evaluated on {command.plural(rep['n_eval'], 'pair')}"
+        )
         table = Table(title=plain(title), title_justify="left")
         table.add_column("method")
         table.add_column("status")
@@ -219,8 +284,13 @@ def _print_report(report: dict, meta: dict) -> None:
 
 def run(args: argparse.Namespace) -> int:
     params = command.params_or_defaults(args)
-    settings = command.override(params.calibrate if params else CalibrateParams(), methods=args.methods,
-                                fraction=args.fraction, folds=args.folds, seed=args.seed)
+    settings = command.override(
+        params.calibrate if params else CalibrateParams(),
+        methods=args.methods,
+        fraction=args.fraction,
+        folds=args.folds,
+        seed=args.seed,
+    )
     metric_settings = params.metrics if params else MetricsParams()
     if args.benchmark is not None:
         command.one_input(args, "scores", "out", "scores_out", "bins_out")

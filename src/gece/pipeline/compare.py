@@ -9,15 +9,16 @@ from pathlib import Path
 
 from rich.table import Table
 
-from gece import ablation, command
-from gece.ablation import Run
+from gece import command
 from gece.errors import GeceError
-from gece.files import write_text
-from gece.io import write_json
-from gece.params import AblateParams, CompareParams, MetricsParams
+from gece.io.disk import write_text
+from gece.io.files import write_json
+from gece.io.params import AblateParams, CompareParams, MetricsParams
+from gece.io.schemas import CompareReport
 from gece.pipeline import runs
 from gece.report import markdown as report_md
-from gece.schemas import CompareReport
+from gece.stats import ablation
+from gece.stats.ablation import Run
 from gece.terminal import literal, plain
 
 log = logging.getLogger("gece")
@@ -49,16 +50,30 @@ def compare(
     try:
         shared = ablation.shared_pairs(named)
         c = compare_settings
-        result = ablation.compare(shared, c.draws, c.seed, c.ci, c.alpha, metric_settings.n_bins,
-                                  metric_settings.binning, power=c.power,
-                                  power_runs=[name for name in shared if name in power_runs])
+        result = ablation.compare(
+            shared,
+            c.draws,
+            c.seed,
+            c.ci,
+            c.alpha,
+            metric_settings.n_bins,
+            metric_settings.binning,
+            power=c.power,
+            power_runs=[name for name in shared if name in power_runs],
+        )
     except ValueError as e:
-        raise GeceError(f"cannot compare {', '.join(sources or named)}: {e}",
-                        hint="compare score files of the same benchmark (same pairs, same labels)") from e
+        raise GeceError(
+            f"cannot compare {', '.join(sources or named)}: {e}",
+            hint="compare score files of the same benchmark (same pairs, same labels)",
+        ) from e
     partial = {name: len(r.pair_id) for name, r in named.items() if len(r.pair_id) != result["n"]}
     if partial:
-        log.warning("compare %s: only the %d pairs every run scores are compared (%s)", benchmark, result["n"],
-                    ", ".join(f"{k} has {v}" for k, v in partial.items()))
+        log.warning(
+            "compare %s: only the %d pairs every run scores are compared (%s)",
+            benchmark,
+            result["n"],
+            ", ".join(f"{k} has {v}" for k, v in partial.items()),
+        )
     result = {"benchmark": benchmark, **result}
     CompareReport.model_validate(result)
     if out:
@@ -68,19 +83,38 @@ def compare(
     return result
 
 
-def compare_files(score_paths: list[Path], out: str | Path | None, markdown_out: str | Path | None,
-                  metric_settings: MetricsParams, compare_settings: CompareParams) -> dict:
+def compare_files(
+    score_paths: list[Path],
+    out: str | Path | None,
+    markdown_out: str | Path | None,
+    metric_settings: MetricsParams,
+    compare_settings: CompareParams,
+) -> dict:
     """:func:`compare` of score files (each run named by its metadata)."""
-    return compare([runs.load_run_file(path) for path in score_paths], out, markdown_out, metric_settings,
-                   compare_settings,
-                   sources=[str(path) for path in score_paths])
+    return compare(
+        [runs.load_run_file(path) for path in score_paths],
+        out,
+        markdown_out,
+        metric_settings,
+        compare_settings,
+        sources=[str(path) for path in score_paths],
+    )
 
 
-EXAMPLES = ("gece compare --benchmark winogender     # every run of winogender (the DVC stage writes --out, --markdown-out)",
-            "gece compare artifacts/scores/winobias/smollm2-135m.parquet artifacts/scores/winobias/gemma-3-270m.parquet",
-            "gece compare --benchmark winobias --json > /tmp/compare.json")
-DESCRIPTION = ("Differences A − B on the same pairs: for the errors (ECE, Gender-ECE, Brier) negative means A is "
-               "better calibrated; for human alignment positive means A agrees more with people.")
+# the line `gece --help` shows for this command (read without importing this module)
+HELP = (
+    "paired bootstrap between two score files, or every run of a benchmark, with its verdict in words (DVC stage "
+    "compare)"
+)
+EXAMPLES = (
+    "gece compare --benchmark winogender     # every run of winogender (the DVC stage writes --out, --markdown-out)",
+    "gece compare artifacts/scores/winobias/smollm2-135m.parquet artifacts/scores/winobias/gemma-3-270m.parquet",
+    "gece compare --benchmark winobias --json > /tmp/compare.json",
+)
+DESCRIPTION = (
+    "Differences A − B on the same pairs: for the errors (ECE, Gender-ECE, Brier) negative means A is "
+    "better calibrated; for human alignment positive means A agrees more with people."
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -99,18 +133,23 @@ def run(args: argparse.Namespace) -> int:
     compare_settings = command.override(params.ablate.compare if params else AblateParams().compare, draws=args.draws)
     if args.benchmark is not None:
         if args.scores:
-            raise GeceError(f"compare got score files ({', '.join(map(str, args.scores))}) and --benchmark "
-                            f"{args.benchmark}", hint="pass either two score files or --benchmark NAME, not both")
+            raise GeceError(
+                f"compare got score files ({', '.join(map(str, args.scores))}) and --benchmark {args.benchmark}",
+                hint="pass either two score files or --benchmark NAME, not both",
+            )
         benchmark = command.benchmark_of(args, params)
         loaded = {name: runs.load_run(params, benchmark, name) for name in runs.runs(params, benchmark)}
         references = [name for name in loaded if runs.is_reference(params, name)]
-        result = compare(list(loaded.values()), args.out, args.markdown_out, metric_settings, compare_settings,
-                         power_runs=references)
+        result = compare(
+            list(loaded.values()), args.out, args.markdown_out, metric_settings, compare_settings, power_runs=references
+        )
     elif len(args.scores) == 2:
         result = compare_files(args.scores, args.out, args.markdown_out, metric_settings, compare_settings)
     else:
-        raise GeceError(f"compare needs two score files, got {len(args.scores)}",
-                        hint="pass two score files, or --benchmark NAME for every run of a benchmark")
+        raise GeceError(
+            f"compare needs two score files, got {len(args.scores)}",
+            hint="pass two score files, or --benchmark NAME for every run of a benchmark",
+        )
     if args.json:
         print(json.dumps(result, indent=2))
     elif not args.quiet:
@@ -120,15 +159,21 @@ def run(args: argparse.Namespace) -> int:
 
 def _print_compare(result: dict) -> None:
     """The comparison as a table (A − B per metric) and its verdicts in words."""
-    from gece.findings import LABELS, verdict
     from gece.report.cells import _p
+    from gece.report.findings import LABELS, verdict
 
     keys = list(result["pairs"][0]["metrics"]) if result["pairs"] else []
-    table = Table(title=plain(f"{result['benchmark']}: A − B on the same {command.plural(result['n'], 'pair')}, "
-                              f"paired bootstrap ({result['draws']} resamples), {result['level']:.0%} intervals"),
-                  title_justify="left", caption="bold: significant at α = "
-                  f"{result['alpha']}; †: also after Holm's correction. Errors: negative = A better calibrated; "
-                  "human alignment: positive = A agrees more", caption_justify="left")
+    table = Table(
+        title=plain(
+            f"{result['benchmark']}: A − B on the same {command.plural(result['n'], 'pair')}, "
+            f"paired bootstrap ({result['draws']} resamples), {result['level']:.0%} intervals"
+        ),
+        title_justify="left",
+        caption="bold: significant at α = "
+        f"{result['alpha']}; †: also after Holm's correction. Errors: negative = A better calibrated; "
+        "human alignment: positive = A agrees more",
+        caption_justify="left",
+    )
     table.add_column("A")
     table.add_column("B")
     for k in keys:
@@ -137,16 +182,25 @@ def _print_compare(result: dict) -> None:
         cells = []
         for k in keys:
             c = pair["metrics"][k]
-            text = "null" if c["diff"] is None else \
-                f"{c['diff']:+.3f} [{c['ci_low']:+.3f}, {c['ci_high']:+.3f}], {_p(c['p_value'])}"
+            text = (
+                "null"
+                if c["diff"] is None
+                else f"{c['diff']:+.3f} [{c['ci_low']:+.3f}, {c['ci_high']:+.3f}], {_p(c['p_value'])}"
+            )
             text = literal(text) + (" †" if c["significant_holm"] else "")
             cells.append(f"[bold]{text}[/]" if c["significant"] else text)
         table.add_row(plain(pair["a"]), plain(pair["b"]), *cells)
     command.out.print(table)
-    lines = [verdict(pair["a"], pair["b"], k, pair["metrics"][k], result["level"]) for pair in result["pairs"]
-             for k in keys if len(result["pairs"]) == 1 or pair["metrics"][k]["significant_holm"]]
+    lines = [
+        verdict(pair["a"], pair["b"], k, pair["metrics"][k], result["level"])
+        for pair in result["pairs"]
+        for k in keys
+        if len(result["pairs"]) == 1 or pair["metrics"][k]["significant_holm"]
+    ]
     if len(result["pairs"]) > 1:
-        command.out.print(f"{command.plural(len(lines), 'difference')} significant after Holm's correction"
-                          + (":" if lines else "."), highlight=False)
+        command.out.print(
+            f"{command.plural(len(lines), 'difference')} significant after Holm's correction" + (":" if lines else "."),
+            highlight=False,
+        )
     for line in lines:
         command.out.print(f"  {literal(line)}", highlight=False)

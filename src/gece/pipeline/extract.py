@@ -24,10 +24,11 @@ from typing import Any
 
 import pandas as pd
 
-from gece import command, faults, layout
+from gece import command, faults
 from gece.errors import GeceError
-from gece.files import atomic_path, check_output, check_output_dir, check_unique_ids
-from gece.io import (
+from gece.io import layout
+from gece.io.disk import atomic_path, check_output, check_output_dir, check_unique_ids
+from gece.io.files import (
     ROW_GROUP_ROWS,
     TableWriter,
     iter_table,
@@ -38,9 +39,9 @@ from gece.io import (
     write_json,
     write_table,
 )
-from gece.params import ExtractParams, ModelSpec
+from gece.io.params import ExtractParams, ModelSpec
+from gece.io.schemas import ExtractMeta, ExtractTiming, PreparedPair, TokenRow
 from gece.pipeline import reuse
-from gece.schemas import ExtractMeta, ExtractTiming, PreparedPair, TokenRow
 from gece.terminal import literal
 
 log = logging.getLogger("gece")
@@ -84,9 +85,16 @@ def fingerprint(prepared: Path, model_id: str, spec: ModelSpec, settings: Extrac
         except PackageNotFoundError:
             return None
 
-    return _fingerprint(prepared=models.sha256_file(prepared), model=model_id, spec=spec.model_dump(), rule=settings.rule,
-                        limit=settings.limit, torch=installed("torch"), transformers=installed("transformers"),
-                        engine=engine.ENGINE_VERSION)
+    return _fingerprint(
+        prepared=models.sha256_file(prepared),
+        model=model_id,
+        spec=spec.model_dump(),
+        rule=settings.rule,
+        limit=settings.limit,
+        torch=installed("torch"),
+        transformers=installed("transformers"),
+        engine=engine.ENGINE_VERSION,
+    )
 
 
 def _layout(n: int, batch_size: int) -> list[tuple[int, int, int]]:
@@ -100,16 +108,24 @@ def _layout(n: int, batch_size: int) -> list[tuple[int, int, int]]:
 
 
 def extract(
-    prepared: str | Path, out: str | Path, model_id: str, spec: ModelSpec, settings: ExtractParams | None = None,
-    *, meta_out: str | Path | None = None, on_shard: Callable[[int], None] | None = None,
-    loaded: object | None = None, shards: str | Path | None = None, key: str | None = None,
+    prepared: str | Path,
+    out: str | Path,
+    model_id: str,
+    spec: ModelSpec,
+    settings: ExtractParams | None = None,
+    *,
+    meta_out: str | Path | None = None,
+    on_shard: Callable[[int], None] | None = None,
+    loaded: object | None = None,
+    shards: str | Path | None = None,
+    key: str | None = None,
 ) -> tuple[ExtractMeta, ExtractTiming]:
     """artifacts/prepared/<b>.parquet -> artifacts/tokens/<m>/<b>.parquet, <b>.meta.json and <b>.timing.json.
 
     Scores every pair with the model (docs/models.md; :mod:`gece.scoring.engine`), streaming: pairs are
     read, tokenized, ordered and batched ``WINDOW_PAIRS`` at a time, so memory does not grow
     with the benchmark. Work is written in shards of ``SHARD_BATCHES`` batches under ``shards`` (default
-    :func:`gece.layout.shards_dir`, beside ``out``; the stage's are :func:`gece.layout.tokens_shards_dir`, outside
+    :func:`gece.io.layout.shards_dir`, beside ``out``; the stage's are :func:`gece.io.layout.tokens_shards_dir`, outside
     the folder DVC removes before a run); a run that is killed and started again reuses the finished shards (when
     inputs, model and settings are unchanged), and the final file, assembled window by window
     from the shards, is byte-identical to an uninterrupted run's. The shards are removed once
@@ -157,22 +173,33 @@ def extract(
         runner = backend.Runner.for_model(lm)
     else:
         if not exact.portable_kernels():
-            log.warning("torch runs its %s CPU kernels, not the portable ones (ATEN_CPU_CAPABILITY=default was set "
-                        "after torch ran a kernel): scores may differ in the last bits between machines",
-                        exact.cpu_kernels())
+            log.warning(
+                "torch runs its %s CPU kernels, not the portable ones (ATEN_CPU_CAPABILITY=default was set "
+                "after torch ran a kernel): scores may differ in the last bits between machines",
+                exact.cpu_kernels(),
+            )
         runner = engine.Runner(lm.model, lm.tokenizer.pad_token_id)
 
     first: list = []
     for pairs in iter_table(prepared, PreparedPair, WINDOW_PAIRS, limit=n):  # every pair scorable, before any work
-        _, plans = planning.plans_for(lm.tokenizer, pairs, spec.special_tokens, source=str(prepared),
-                                    rule=settings.rule)
+        _, plans = planning.plans_for(
+            lm.tokenizer, pairs, spec.special_tokens, source=str(prepared), rule=settings.rule
+        )
         first = first or plans
     batch_size = settings.batch_size if isinstance(settings.batch_size, int) else backend.auto_batch_size(runner, first)
     del first
     windows = _layout(n, batch_size)
 
-    fp = _fingerprint(key=key, batch_size=batch_size, weights=lm.weights, dtype=lm.dtype, device=lm.device,
-                      attention=lm.attention, shards=SHARD_BATCHES, window=WINDOW_PAIRS)
+    fp = _fingerprint(
+        key=key,
+        batch_size=batch_size,
+        weights=lm.weights,
+        dtype=lm.dtype,
+        device=lm.device,
+        attention=lm.attention,
+        shards=SHARD_BATCHES,
+        window=WINDOW_PAIRS,
+    )
     manifest = sdir / "manifest.json"
     if sdir.exists() and (not manifest.exists() or read_json(manifest).get("fingerprint") != fp):
         log.info("%s: discarding shards of a run with other inputs", sdir)
@@ -183,18 +210,26 @@ def extract(
     faults.checkpoint("extract:loaded")
 
     stats = packing.BatchStats()
-    counts = {"multi_target_pairs": 0, "multi_token_targets": 0, "continued_pairs": 0, "prefixed_sentences": 0,
-              "tokens_whole": 0}
+    counts = {
+        "multi_target_pairs": 0,
+        "multi_token_targets": 0,
+        "continued_pairs": 0,
+        "prefixed_sentences": 0,
+        "tokens_whole": 0,
+    }
     resumed, shard_no, bad = 0, 0, []
     checked = None
     t_score = time.perf_counter()
     with Progress(f"extract {benchmark}/{model_id}", n) as progress:
         for w, pairs in enumerate(iter_table(prepared, PreparedPair, WINDOW_PAIRS, limit=n)):
             if not pairs["row"].is_monotonic_increasing:
-                raise GeceError(f"{prepared}: pairs are not in the order of their rows",
-                                hint="the file was not written by gece prepare; rerun prepare")
-            sides, plans = planning.plans_for(lm.tokenizer, pairs, spec.special_tokens, source=str(prepared),
-                                            rule=settings.rule)
+                raise GeceError(
+                    f"{prepared}: pairs are not in the order of their rows",
+                    hint="the file was not written by gece prepare; rerun prepare",
+                )
+            sides, plans = planning.plans_for(
+                lm.tokenizer, pairs, spec.special_tokens, source=str(prepared), rule=settings.rule
+            )
             if w == 0 and plans and spec.backend == "transformers":
                 checked = selfcheck.run(runner, sides, plans)
             counts["multi_target_pairs"] += sum(1 for m, l in sides if len(m.words) > 1 or len(l.words) > 1)
@@ -208,8 +243,13 @@ def extract(
             paths = [sdir / f"shard-{shard_no + i:05d}.parquet" for i in range(len(shards))]
             done = [p.exists() for p in paths]
             # the window's batches still to score, in one stream: the backend runs ahead across shards
-            scored = contextlib.closing(backend.score(runner, [b for shard, d in zip(shards, done, strict=True)
-                                                               if not d for b in shard], on_batch=progress.advance))
+            scored = contextlib.closing(
+                backend.score(
+                    runner,
+                    [b for shard, d in zip(shards, done, strict=True) if not d for b in shard],
+                    on_batch=progress.advance,
+                )
+            )
             with scored as results:
                 for shard, path, d in zip(shards, paths, done, strict=True):
                     if d:
@@ -235,10 +275,18 @@ def extract(
             "registry in params.yaml; in float32 the weights themselves are broken",
         )
 
-    file_meta = {"benchmark": benchmark, "model": model_id, "source": spec.source,
-                 "weights_sha256": ",".join(f"{k}={v}" for k, v in lm.weights.items()),
-                 "special_tokens": spec.special_tokens, "dtype": lm.dtype, "device": lm.device,
-                 "attention": lm.attention, "rule": settings.rule, FINGERPRINT: key}
+    file_meta = {
+        "benchmark": benchmark,
+        "model": model_id,
+        "source": spec.source,
+        "weights_sha256": ",".join(f"{k}={v}" for k, v in lm.weights.items()),
+        "special_tokens": spec.special_tokens,
+        "dtype": lm.dtype,
+        "device": lm.device,
+        "attention": lm.attention,
+        "rule": settings.rule,
+        FINGERPRINT: key,
+    }
     with TableWriter(out, TokenRow, file_meta) as writer:  # window by window, in the prepared order
         first = 0
         for _, _, n_shards in windows:
@@ -250,28 +298,63 @@ def extract(
 
     total_flops = engine.flops(lm.model, stats.tokens_fed, stats.head_positions) if backend is engine else None
     meta = ExtractMeta(
-        benchmark=benchmark, model=model_id, backend=spec.backend, source=spec.source, kind=lm.kind, weights=lm.weights,
+        benchmark=benchmark,
+        model=model_id,
+        backend=spec.backend,
+        source=spec.source,
+        kind=lm.kind,
+        weights=lm.weights,
         dtype=lm.dtype,
-        device=lm.device, attention=lm.attention, special_tokens=spec.special_tokens, word_prob=None,
-        rule=settings.rule, batch_size=settings.batch_size, limit=settings.limit, torch=torch.__version__,
-        transformers=transformers.__version__, gece=gece.__version__, pairs=n, **counts,
-        tokens=stats.tokens_fed, tokens_padded=stats.tokens_padded, head_positions=stats.head_positions,
-        flops=total_flops, flops_per_pair=total_flops / n if n and total_flops is not None else None, shards=shard_no,
+        device=lm.device,
+        attention=lm.attention,
+        special_tokens=spec.special_tokens,
+        word_prob=None,
+        rule=settings.rule,
+        batch_size=settings.batch_size,
+        limit=settings.limit,
+        torch=torch.__version__,
+        transformers=transformers.__version__,
+        gece=gece.__version__,
+        pairs=n,
+        **counts,
+        tokens=stats.tokens_fed,
+        tokens_padded=stats.tokens_padded,
+        head_positions=stats.head_positions,
+        flops=total_flops,
+        flops_per_pair=total_flops / n if n and total_flops is not None else None,
+        shards=shard_no,
         self_check=checked,
     )
     timing = ExtractTiming(
-        benchmark=benchmark, model=model_id, pairs=n, threads=threads, shards_resumed=resumed, batch_size=batch_size,
+        benchmark=benchmark,
+        model=model_id,
+        pairs=n,
+        threads=threads,
+        shards_resumed=resumed,
+        batch_size=batch_size,
         oom_retries=runner.oom_retries,
-        seconds=round(seconds, 3), load_seconds=round(lm.load_seconds, 3),
+        seconds=round(seconds, 3),
+        load_seconds=round(lm.load_seconds, 3),
         pairs_per_s=round(n / seconds, 3) if n and seconds > 0 else None,
         peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     )
     write_json(meta_out, meta)
     write_json(layout.timing_path(out), timing)
     shutil.rmtree(sdir, ignore_errors=True)
-    log.info("%s/%s: %d pairs in %.1f s (%.1f pairs/s; %d multi-target pairs, %d multi-token targets, "
-             "%d shards resumed; peak RSS %.0f MB) -> %s", benchmark, model_id, n, seconds, timing.pairs_per_s or 0,
-             meta.multi_target_pairs, meta.multi_token_targets, resumed, timing.peak_rss_mb, out)
+    log.info(
+        "%s/%s: %d pairs in %.1f s (%.1f pairs/s; %d multi-target pairs, %d multi-token targets, "
+        "%d shards resumed; peak RSS %.0f MB) -> %s",
+        benchmark,
+        model_id,
+        n,
+        seconds,
+        timing.pairs_per_s or 0,
+        meta.multi_target_pairs,
+        meta.multi_token_targets,
+        resumed,
+        timing.peak_rss_mb,
+        out,
+    )
     return meta, timing
 
 
@@ -290,8 +373,11 @@ def _write_shard(results: Iterable[tuple[list, Any]], base: pd.DataFrame, path: 
     recs.sort(key=lambda r: r["_index"])
     idx = [r.pop("_index") for r in recs]
     frame = pd.concat([base.iloc[idx].reset_index(drop=True), pd.DataFrame(recs)], axis=1)
-    broken = [f"pair {pid} (row {row}): {', '.join(fields)}" for pid, row, fields in
-              zip(frame["pair_id"], frame["row"], map(engine.non_finite, recs), strict=True) if fields]
+    broken = [
+        f"pair {pid} (row {row}): {', '.join(fields)}"
+        for pid, row, fields in zip(frame["pair_id"], frame["row"], map(engine.non_finite, recs), strict=True)
+        if fields
+    ]
     if not broken:
         write_table(path, frame, TokenRow, meta={"stats": json.dumps(dataclasses.asdict(shard_stats))})
     return broken, shard_stats
@@ -317,8 +403,15 @@ class ModelRun:
     reused: list[str]
 
 
-def extract_model(model_id: str, spec: ModelSpec, benchmarks: list[str], settings: ExtractParams, *,
-                  loaded: object | None = None, lock: str | Path = reuse.LOCK) -> ModelRun:
+def extract_model(
+    model_id: str,
+    spec: ModelSpec,
+    benchmarks: list[str],
+    settings: ExtractParams,
+    *,
+    loaded: object | None = None,
+    lock: str | Path = reuse.LOCK,
+) -> ModelRun:
     """The extract stage of one model: every benchmark's prepared pairs -> ``artifacts/tokens/<model>/``.
 
     The model is loaded once, and only when a benchmark needs scoring: a benchmark whose token file the last
@@ -327,8 +420,11 @@ def extract_model(model_id: str, spec: ModelSpec, benchmarks: list[str], setting
     """
     missing = [f"{b}: {layout.prepared_path(b)}" for b in benchmarks if not layout.prepared_path(b).is_file()]
     if missing:
-        raise GeceError(f"{len(missing)} prepared benchmark(s) of {model_id} are missing", problems=missing,
-                        hint="run the prepare stages first: dvc repro prepare (or gece prepare --benchmark <b>)")
+        raise GeceError(
+            f"{len(missing)} prepared benchmark(s) of {model_id} are missing",
+            problems=missing,
+            hint="run the prepare stages first: dvc repro prepare (or gece prepare --benchmark <b>)",
+        )
     previous = reuse.previous_outputs(layout.tokens_dir(model_id), lock)
     run = ModelRun({}, [])
     lm = loaded
@@ -344,17 +440,25 @@ def extract_model(model_id: str, spec: ModelSpec, benchmarks: list[str], setting
             run.reused.append(b)
             continue
         lm = lm or _load(spec)
-        run.scored[b] = extract(prepared, out, model_id, spec, settings, loaded=lm,
-                                shards=layout.tokens_shards_dir(model_id, b), key=key)[1]
+        run.scored[b] = extract(
+            prepared, out, model_id, spec, settings, loaded=lm, shards=layout.tokens_shards_dir(model_id, b), key=key
+        )[1]
     if benchmarks:
         with contextlib.suppress(OSError):  # the shards' folder, once no benchmark has shards left in it
             layout.tokens_shards_dir(model_id, benchmarks[0]).parent.rmdir()
     return run
 
 
-EXAMPLES = ("gece extract --model smollm2-135m   # the DVC stage: every benchmark of params.yaml",
-            "gece extract artifacts/prepared/winobias.parquet /tmp/t.parquet --model smollm2-135m --limit 50",
-            "gece try ./my-model --benchmark winobias --limit 100   # a model not in params.yaml")
+# the line `gece --help` shows for this command (read without importing this module)
+HELP = (
+    "score every prepared benchmark with a registered model, loaded once -> every target token's log-probability "
+    "and logit (DVC stage extract)"
+)
+EXAMPLES = (
+    "gece extract --model smollm2-135m   # the DVC stage: every benchmark of params.yaml",
+    "gece extract artifacts/prepared/winobias.parquet /tmp/t.parquet --model smollm2-135m --limit 50",
+    "gece try ./my-model --benchmark winobias --limit 100   # a model not in params.yaml",
+)
 
 
 def _batch_size(value: str) -> int | str:
@@ -368,47 +472,76 @@ def _batch_size(value: str) -> int | str:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("prepared", type=Path, nargs="?", help="artifacts/prepared/<benchmark>.parquet: score this one "
-                   "file (default: every benchmark of {params:benchmarks}, to artifacts/tokens/<model>/)")
+    p.add_argument(
+        "prepared",
+        type=Path,
+        nargs="?",
+        help="artifacts/prepared/<benchmark>.parquet: score this one "
+        "file (default: every benchmark of {params:benchmarks}, to artifacts/tokens/<model>/)",
+    )
     p.add_argument("out", type=Path, nargs="?", help="the token file to write, with PREPARED")
-    p.add_argument("--model", required=True, help="model id, an entry of registry in params.yaml (a path or hub "
-                   "id: use gece try, or add it under registry)")
-    p.add_argument("--meta-out", type=Path, help="run metadata JSON, with PREPARED (default: <out>.meta.json beside "
-                   "the output)")
-    p.add_argument("--batch-size", type=_batch_size,
-                   help="pairs per forward pass, a number or auto (default: {params:extract.batch_size})")
-    p.add_argument("--limit", type=int, help="score only the first N pairs (default: {params:extract.limit}; "
-                   "registry.<model>.limit also applies, the smaller wins)")
-    p.add_argument("--rule", choices=["target", "sentence"],
-                   help="what a side's tokens are, with PREPARED: the target words' (target) or the whole sentence's "
-                   "(sentence, lm-evaluation-harness's crows_pairs) (default: the benchmark's entry under "
-                   "{params:extract.rules}, else {params:extract.rule})")
+    p.add_argument(
+        "--model",
+        required=True,
+        help="model id, an entry of registry in params.yaml (a path or hub id: use gece try, or add it under registry)",
+    )
+    p.add_argument(
+        "--meta-out", type=Path, help="run metadata JSON, with PREPARED (default: <out>.meta.json beside the output)"
+    )
+    p.add_argument(
+        "--batch-size",
+        type=_batch_size,
+        help="pairs per forward pass, a number or auto (default: {params:extract.batch_size})",
+    )
+    p.add_argument(
+        "--limit",
+        type=int,
+        help="score only the first N pairs (default: {params:extract.limit}; "
+        "registry.<model>.limit also applies, the smaller wins)",
+    )
+    p.add_argument(
+        "--rule",
+        choices=["target", "sentence"],
+        help="what a side's tokens are, with PREPARED: the target words' (target) or the whole sentence's "
+        "(sentence, lm-evaluation-harness's crows_pairs) (default: the benchmark's entry under "
+        "{params:extract.rules}, else {params:extract.rule})",
+    )
     p.set_defaults(outputs={"OUT": "out", "--meta-out": "meta_out"}, inputs=("prepared",))
 
 
 def model_hint(model: str) -> str:
-    return (f"add it to params.yaml (under registry: `my-model: {{source: {model}}}`, and to models), or try it "
-            f"first without editing params.yaml: gece try {model} --benchmark winobias --limit 100")
+    return (
+        f"add it to params.yaml (under registry: `my-model: {{source: {model}}}`, and to models), or try it "
+        f"first without editing params.yaml: gece try {model} --benchmark winobias --limit 100"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    from gece.params import ID_HELP, is_id
+    from gece.io.params import ID_HELP, is_id
 
     if not is_id(args.model):  # a path or a hub id, most likely: say where it goes
-        raise GeceError(f"--model {args.model!r} is not a valid id", hint=f"{ID_HELP}. A path or hub id names a "
-                        f"model's source: {model_hint(args.model)}")
+        raise GeceError(
+            f"--model {args.model!r} is not a valid id",
+            hint=f"{ID_HELP}. A path or hub id names a model's source: {model_hint(args.model)}",
+        )
     if (args.prepared is None) != (args.out is None) or (args.prepared is None and (args.meta_out or args.rule)):
-        raise GeceError("give PREPARED and OUT together (one benchmark), or neither (every benchmark of params.yaml; "
-                        "then --meta-out and --rule do not apply)", hint=f"for example: {EXAMPLES[1]}")
+        raise GeceError(
+            "give PREPARED and OUT together (one benchmark), or neither (every benchmark of params.yaml; "
+            "then --meta-out and --rule do not apply)",
+            hint=f"for example: {EXAMPLES[1]}",
+        )
     params = command.require_params(args)
     if args.model not in params.registry:
-        raise GeceError(f"--model {args.model!r} has no entry under registry in {args.params}",
-                        hint=f"registered models: {', '.join(params.registry) or '(none)'}; {model_hint(args.model)}")
+        raise GeceError(
+            f"--model {args.model!r} has no entry under registry in {args.params}",
+            hint=f"registered models: {', '.join(params.registry) or '(none)'}; {model_hint(args.model)}",
+        )
     spec = params.registry[args.model]
     if spec.reference is not None:
-        raise GeceError(f"--model {args.model!r} has source {spec.source}: released scores "
-                        "are read, not extracted", hint="the stages after extract read them (gece metrics "
-                        "--benchmark ...); extract scores a model of models")
+        raise GeceError(
+            f"--model {args.model!r} has source {spec.source}: released scores are read, not extracted",
+            hint="the stages after extract read them (gece metrics --benchmark ...); extract scores a model of models",
+        )
     settings = command.override(params.extract, batch_size=args.batch_size, limit=args.limit, rule=args.rule)
     if args.rule is not None:  # --rule scores this benchmark with it, whatever extract.rules says
         settings = settings.model_copy(update={"rules": {}})
@@ -416,12 +549,18 @@ def run(args: argparse.Namespace) -> int:
         done = extract_model(args.model, spec, params.benchmarks, settings)
         pairs = sum(t.pairs for t in done.scored.values())
         seconds = sum(t.seconds for t in done.scored.values())
-        command.out.print(f"[green]scored[/] {command.plural(len(done.scored), 'benchmark')} with "
-                          f"{literal(args.model)} ({command.plural(pairs, 'pair')} in {seconds:.1f} s), reused "
-                          f"{len(done.reused)} -> {literal(str(layout.tokens_dir(args.model)))}", highlight=False)
+        command.out.print(
+            f"[green]scored[/] {command.plural(len(done.scored), 'benchmark')} with "
+            f"{literal(args.model)} ({command.plural(pairs, 'pair')} in {seconds:.1f} s), reused "
+            f"{len(done.reused)} -> {literal(str(layout.tokens_dir(args.model)))}",
+            highlight=False,
+        )
         return 0
     meta, timing = extract(args.prepared, args.out, args.model, spec, settings, meta_out=args.meta_out)
-    command.out.print(f"[green]scored[/] {command.plural(meta.pairs, 'pair')} of {literal(meta.benchmark)} with "
-                      f"{literal(meta.model)} in {timing.seconds:.1f} s ({timing.pairs_per_s or 0:.1f} pairs/s) -> "
-                      f"{literal(str(args.out))}", highlight=False)
+    command.out.print(
+        f"[green]scored[/] {command.plural(meta.pairs, 'pair')} of {literal(meta.benchmark)} with "
+        f"{literal(meta.model)} in {timing.seconds:.1f} s ({timing.pairs_per_s or 0:.1f} pairs/s) -> "
+        f"{literal(str(args.out))}",
+        highlight=False,
+    )
     return 0

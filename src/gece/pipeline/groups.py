@@ -1,7 +1,7 @@
 """Stage groups: calibration by group (Gender-ECE generalised, the paper's Table 4) of every run of a benchmark.
 
 For every run (:func:`gece.pipeline.runs.runs`), every grouping of ``groups.by`` and every protocol of
-``groups.protocols`` (:mod:`gece.groups`): each group's ECE with its interval, and the largest gap
+``groups.protocols`` (:mod:`gece.stats.groups`): each group's ECE with its interval, and the largest gap
 between groups -> ``reports/groups/<b>.json`` (``GroupsReport``) and the tables of ``reports/tables/groups.md``
 (Table-4-style tables). The groupings other than the genders are columns of the prepared pairs;
 the soft protocol reads the annotators' soft labels from ``artifacts/annotated/<b>.parquet``.
@@ -17,13 +17,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gece import command, groups, layout
+from gece import command
 from gece.errors import GeceError
-from gece.io import read_table, write_json
-from gece.params import GroupsParams, MetricsParams, Params
+from gece.io import layout
+from gece.io.files import read_table, write_json
+from gece.io.params import GroupsParams, MetricsParams, Params
+from gece.io.schemas import AnnotatedPair, GroupsReport, PreparedPair
 from gece.pipeline import runs
 from gece.registry import DERIVED_GROUPINGS
-from gece.schemas import AnnotatedPair, GroupsReport, PreparedPair
+from gece.stats import groups
 from gece.terminal import plain
 
 log = logging.getLogger("gece")
@@ -42,18 +44,27 @@ def soft_labels(benchmark: str, pairs: pd.DataFrame, root: Path = Path()) -> tup
     table, _ = read_table(path, AnnotatedPair)
     unknown = sorted(set(table["pair_id"]) - set(pairs["pair_id"]))
     if unknown:
-        raise GeceError(f"{path}: names {len(unknown)} pair(s) that {layout.prepared_path(benchmark)} lacks",
-                        problems=[f"pair_id {u!r}" for u in unknown[:20]],
-                        hint=f"the annotations are from another version of the benchmark: rerun `gece annotate "
-                        f"--benchmark {benchmark}` (dvc repro annotate@{benchmark})")
+        raise GeceError(
+            f"{path}: names {len(unknown)} pair(s) that {layout.prepared_path(benchmark)} lacks",
+            problems=[f"pair_id {u!r}" for u in unknown[:20]],
+            hint=f"the annotations are from another version of the benchmark: rerun `gece annotate "
+            f"--benchmark {benchmark}` (dvc repro annotate@{benchmark})",
+        )
     y_soft = table.set_index("pair_id")["y_soft"].astype("float64").reindex(pairs["pair_id"])
     if not np.isfinite(y_soft.to_numpy()).any():
         return None, NO_LABELS.format(b=benchmark, path=layout.annotated(benchmark))
     return y_soft, None
 
 
-def run_groups(scores: pd.DataFrame, pairs: pd.DataFrame, y_soft: pd.Series | None, soft_reason: str | None,
-               settings: GroupsParams, metric: MetricsParams, source: str) -> list[dict]:
+def run_groups(
+    scores: pd.DataFrame,
+    pairs: pd.DataFrame,
+    y_soft: pd.Series | None,
+    soft_reason: str | None,
+    settings: GroupsParams,
+    metric: MetricsParams,
+    source: str,
+) -> list[dict]:
     """Every grouping and protocol of one run's scores (``RUN_COLUMNS``) as ``GroupingReport`` dicts.
 
     ``pairs``: the prepared pairs (the grouping columns) and ``y_soft`` their soft labels, both indexed
@@ -62,10 +73,11 @@ def run_groups(scores: pd.DataFrame, pairs: pd.DataFrame, y_soft: pd.Series | No
     ids = scores["pair_id"].to_numpy(object)
     missing = [i for i in ids if i not in pairs.index]
     if missing:
-        raise GeceError(f"{source}: {len(missing)} scored pair(s) are not in the prepared benchmark",
-                        problems=[f"pair_id {m!r}" for m in missing[:20]],
-                        hint="scores and prepared pairs come from different versions of the benchmark: rerun "
-                        "extract (dvc repro)")
+        raise GeceError(
+            f"{source}: {len(missing)} scored pair(s) are not in the prepared benchmark",
+            problems=[f"pair_id {m!r}" for m in missing[:20]],
+            hint="scores and prepared pairs come from different versions of the benchmark: rerun extract (dvc repro)",
+        )
     p = scores["p"].to_numpy(np.float64)
     y = scores["y"].to_numpy(np.float64)
     gm, gl = scores["gender_more"].to_numpy(object), scores["gender_less"].to_numpy(object)
@@ -83,31 +95,68 @@ def run_groups(scores: pd.DataFrame, pairs: pd.DataFrame, y_soft: pd.Series | No
         for protocol in settings.protocols:
             target, reason = targets[protocol]
             if target is None:
-                out.append({"grouping": grouping, "protocol": protocol, "n": 0, "n_left_out": len(p),
-                            "left_out": None, "groups": [], "gap": None, "reason": reason})
+                out.append(
+                    {
+                        "grouping": grouping,
+                        "protocol": protocol,
+                        "n": 0,
+                        "n_left_out": len(p),
+                        "left_out": None,
+                        "groups": [],
+                        "gap": None,
+                        "reason": reason,
+                    }
+                )
                 continue
-            r = groups.calibration_by_group(p, target, labels, settings.min_size, metric.n_bins, metric.binning,
-                                            metric.bootstrap, metric.seed, metric.ci, left_out=why)
-            out.append({"grouping": grouping, "protocol": protocol, "n": r.n, "n_left_out": r.n_left_out,
-                        "left_out": r.left_out, "groups": [vars(g) for g in r.groups], "gap": vars(r.gap),
-                        "reason": None})
+            r = groups.calibration_by_group(
+                p,
+                target,
+                labels,
+                settings.min_size,
+                metric.n_bins,
+                metric.binning,
+                metric.bootstrap,
+                metric.seed,
+                metric.ci,
+                left_out=why,
+            )
+            out.append(
+                {
+                    "grouping": grouping,
+                    "protocol": protocol,
+                    "n": r.n,
+                    "n_left_out": r.n_left_out,
+                    "left_out": r.left_out,
+                    "groups": [vars(g) for g in r.groups],
+                    "gap": vars(r.gap),
+                    "reason": None,
+                }
+            )
     return out
 
 
-def groups_benchmark(params: Params, benchmark: str, reports: str | Path = layout.REPORTS, root: Path = Path()
-                     ) -> dict:
+def groups_benchmark(params: Params, benchmark: str, reports: str | Path = layout.REPORTS, root: Path = Path()) -> dict:
     """Every run of ``benchmark`` -> ``reports/groups/<b>.json`` (the report stage renders its tables). Everything
     is computed before anything is written."""
     pairs, _ = read_table(root / layout.prepared_path(benchmark), PreparedPair)
     y_soft, soft_reason = soft_labels(benchmark, pairs, root) if "soft" in params.groups.protocols else (None, None)
     indexed = pairs.set_index("pair_id", drop=False)
     m = params.metrics
-    report = {"benchmark": benchmark, "n_bins": m.n_bins, "binning": m.binning, "draws": m.bootstrap,
-              "seed": m.seed, "level": m.ci, "min_size": params.groups.min_size, "runs": {}}
+    report = {
+        "benchmark": benchmark,
+        "n_bins": m.n_bins,
+        "binning": m.binning,
+        "draws": m.bootstrap,
+        "seed": m.seed,
+        "level": m.ci,
+        "min_size": params.groups.min_size,
+        "runs": {},
+    }
     for name in runs.runs(params, benchmark, root):
         scores, _ = runs.load_scores(params, benchmark, name, runs.RUN_COLUMNS, root)
-        report["runs"][name] = run_groups(scores, indexed, y_soft, soft_reason, params.groups, m,
-                                          f"{benchmark} / {name}")
+        report["runs"][name] = run_groups(
+            scores, indexed, y_soft, soft_reason, params.groups, m, f"{benchmark} / {name}"
+        )
     GroupsReport.model_validate(report)
     out = layout.report_path(layout.groups_file(benchmark), reports)
     write_json(out, report, GroupsReport)
@@ -115,15 +164,27 @@ def groups_benchmark(params: Params, benchmark: str, reports: str | Path = layou
     return report
 
 
-EXAMPLES = ("gece groups --benchmark winobias     # every run -> reports/groups/winobias.json (the DVC stage)",
-            "gece groups --benchmark winobias --json | jq '.runs[\"paper-gpt-j-6b\"][0].gap'")
-DESCRIPTION = ("Groupings, protocols and the smallest group come from the groups section of params.yaml; bins, "
-               "resamples, seed and level from its metrics section. docs/metrics.md#calibration-by-group.")
+# the line `gece --help` shows for this command (read without importing this module)
+HELP = (
+    "calibration by group (Gender-ECE generalised, the paper's Table 4): per-group ECE with intervals and the "
+    "largest gap, every run of a benchmark (DVC stage groups)"
+)
+EXAMPLES = (
+    "gece groups --benchmark winobias     # every run -> reports/groups/winobias.json (the DVC stage)",
+    "gece groups --benchmark winobias --json | jq '.runs[\"paper-gpt-j-6b\"][0].gap'",
+)
+DESCRIPTION = (
+    "Groupings, protocols and the smallest group come from the groups section of params.yaml; bins, "
+    "resamples, seed and level from its metrics section. docs/metrics.md#calibration-by-group."
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--benchmark", required=True, help="every run of this benchmark (models and references of "
-                   "params.yaml) -> reports/groups/<benchmark>.json")
+    p.add_argument(
+        "--benchmark",
+        required=True,
+        help="every run of this benchmark (models and references of params.yaml) -> reports/groups/<benchmark>.json",
+    )
     p.add_argument("--json", action="store_true", help="print the report as JSON instead of tables")
 
 
@@ -135,14 +196,31 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=2))
     elif not args.quiet:
         for name, results in report["runs"].items():
-            rows = {f"{r['grouping']} / {r['protocol']} / {g['group']}": {"n": g["n"], "ece": g["ece"],
-                                                                        "ci_low": g["ci_low"], "ci_high": g["ci_high"]}
-                    for r in results for g in r["groups"]}
-            rows |= {f"{r['grouping']} / {r['protocol']}: largest gap": {
-                "n": r["n"], "ece": r["gap"]["gap"], "ci_low": r["gap"]["ci_low"], "ci_high": r["gap"]["ci_high"]}
-                for r in results if r["gap"] is not None}
-            command.out.print(command.rows_table(f"{benchmark} / {name}", "grouping / protocol / group", rows,
-                                                 ["n", "ece", "ci_low", "ci_high"]))
+            rows = {
+                f"{r['grouping']} / {r['protocol']} / {g['group']}": {
+                    "n": g["n"],
+                    "ece": g["ece"],
+                    "ci_low": g["ci_low"],
+                    "ci_high": g["ci_high"],
+                }
+                for r in results
+                for g in r["groups"]
+            }
+            rows |= {
+                f"{r['grouping']} / {r['protocol']}: largest gap": {
+                    "n": r["n"],
+                    "ece": r["gap"]["gap"],
+                    "ci_low": r["gap"]["ci_low"],
+                    "ci_high": r["gap"]["ci_high"],
+                }
+                for r in results
+                if r["gap"] is not None
+            }
+            command.out.print(
+                command.rows_table(
+                    f"{benchmark} / {name}", "grouping / protocol / group", rows, ["n", "ece", "ci_low", "ci_high"]
+                )
+            )
             for r in results:
                 if r["reason"]:
                     command.out.print(plain(f"{r['grouping']} / {r['protocol']}: {r['reason']}"), highlight=False)

@@ -10,12 +10,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gece import command, layout, metrics
-from gece.files import clear_output_dir
-from gece.io import write_json
-from gece.params import MetricsParams, Params
+from gece import command
+from gece.io import layout
+from gece.io.disk import clear_output_dir
+from gece.io.files import write_json
+from gece.io.params import MetricsParams, Params
+from gece.io.schemas import BinsReport, MetricsReport
 from gece.pipeline import runs
-from gece.schemas import BinsReport, MetricsReport
+from gece.stats import metrics
 
 log = logging.getLogger("gece")
 
@@ -25,8 +27,15 @@ def metrics_report(
 ) -> dict:
     """The metrics report (``MetricsReport``) of scores p against y with the ``metrics`` settings."""
     report = metrics.summarize(
-        p, y, gender_more, gender_less, n_bins=settings.n_bins, binning=settings.binning,
-        draws=settings.bootstrap, seed=settings.seed, level=settings.ci,
+        p,
+        y,
+        gender_more,
+        gender_less,
+        n_bins=settings.n_bins,
+        binning=settings.binning,
+        draws=settings.bootstrap,
+        seed=settings.seed,
+        level=settings.ci,
     )
     return MetricsReport.model_validate(report).model_dump()
 
@@ -52,51 +61,68 @@ def metrics_stage(
     return report, bins, meta
 
 
-def metrics_benchmark(params: Params, benchmark: str, settings: MetricsParams, reports: str | Path = layout.REPORTS
-                      ) -> dict[str, dict]:
+def metrics_benchmark(
+    params: Params, benchmark: str, settings: MetricsParams, reports: str | Path = layout.REPORTS
+) -> dict[str, dict]:
     """Every run of ``benchmark`` (:func:`gece.pipeline.runs.runs`) -> ``reports/metrics/<b>/<m>.json`` and
     ``reports/bins/<b>/<m>.json``; files of runs no longer configured are removed."""
     results = {}
     names = runs.runs(params, benchmark)
     for rel in (layout.metrics_file, layout.bins_file):
         folder = layout.report_path(rel(benchmark, "x"), reports).parent
-        clear_output_dir(folder, (".json",), "the reports directory",
-                         keep=[folder / Path(rel(benchmark, m)).name for m in names])
+        clear_output_dir(
+            folder, (".json",), "the reports directory", keep=[folder / Path(rel(benchmark, m)).name for m in names]
+        )
     for m in names:
         scores, _ = runs.load_scores(params, benchmark, m, runs.RUN_COLUMNS)
         report, bins = run_metrics(scores, settings)
         write_json(layout.report_path(layout.metrics_file(benchmark, m), reports), MetricsReport.model_validate(report))
         write_json(layout.report_path(layout.bins_file(benchmark, m), reports), bins, BinsReport)
         results[m] = report
-    log.info("%s: metrics of %d runs -> %s", benchmark, len(names),
-             layout.report_path(layout.metrics_file(benchmark, "x"), reports).parent)
+    log.info(
+        "%s: metrics of %d runs -> %s",
+        benchmark,
+        len(names),
+        layout.report_path(layout.metrics_file(benchmark, "x"), reports).parent,
+    )
     return results
 
 
-EXAMPLES = ("gece metrics --benchmark winobias     # every run of winobias -> reports/metrics/winobias/ (the DVC stage)",
-            "gece metrics artifacts/scores/winobias/smollm2-135m.parquet",
-            "gece metrics artifacts/scores/winobias/smollm2-135m.parquet --n-bins 15 --binning equal_mass",
-            "gece metrics artifacts/scores/winobias/smollm2-135m.parquet --json | jq .ece")
+# the line `gece --help` shows for this command (read without importing this module)
+HELP = "calibration metrics of a benchmark's runs or of a score file (DVC stage metrics)"
+EXAMPLES = (
+    "gece metrics --benchmark winobias     # every run of winobias -> reports/metrics/winobias/ (the DVC stage)",
+    "gece metrics artifacts/scores/winobias/smollm2-135m.parquet",
+    "gece metrics artifacts/scores/winobias/smollm2-135m.parquet --n-bins 15 --binning equal_mass",
+    "gece metrics artifacts/scores/winobias/smollm2-135m.parquet --json | jq .ece",
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("scores", type=Path, nargs="?", help="a score file, artifacts/scores/<benchmark>/<model>.parquet "
-                   "(or --benchmark)")
-    p.add_argument("--benchmark", help="every run of this benchmark (models and references of params.yaml) -> "
-                   "reports/metrics/<benchmark>/ and reports/bins/<benchmark>/")
+    p.add_argument(
+        "scores",
+        type=Path,
+        nargs="?",
+        help="a score file, artifacts/scores/<benchmark>/<model>.parquet (or --benchmark)",
+    )
+    p.add_argument(
+        "--benchmark",
+        help="every run of this benchmark (models and references of params.yaml) -> "
+        "reports/metrics/<benchmark>/ and reports/bins/<benchmark>/",
+    )
     p.add_argument("--out", type=Path, help="write the metrics JSON of the score file here (default: not written)")
     p.add_argument("--bins-out", type=Path, help="write its reliability bins JSON here (default: not written)")
     p.add_argument("--json", action="store_true", help="print the metrics as JSON instead of a table")
     p.add_argument("--n-bins", type=int, help="number of bins M (default: {params:metrics.n_bins})")
-    p.add_argument("--binning", choices=["equal_width", "equal_mass"],
-                   help="bin edges (default: {params:metrics.binning})")
+    p.add_argument(
+        "--binning", choices=["equal_width", "equal_mass"], help="bin edges (default: {params:metrics.binning})"
+    )
     p.set_defaults(outputs={"--out": "out", "--bins-out": "bins_out"}, inputs=("scores",))
 
 
 def run(args: argparse.Namespace) -> int:
     params = command.params_or_defaults(args)
-    settings = command.override(params.metrics if params else MetricsParams(), n_bins=args.n_bins,
-                                binning=args.binning)
+    settings = command.override(params.metrics if params else MetricsParams(), n_bins=args.n_bins, binning=args.binning)
     if args.benchmark is not None:
         command.one_input(args, "scores", "out", "bins_out")
         benchmark = command.benchmark_of(args, params)
@@ -105,8 +131,9 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps(results, indent=2))
         elif not args.quiet:
             for m, report in results.items():
-                command.print_metrics(report, command.metrics_title({"benchmark": benchmark, "model": m}, report),
-                                      settings.ci)
+                command.print_metrics(
+                    report, command.metrics_title({"benchmark": benchmark, "model": m}, report), settings.ci
+                )
         return 0
     command.one_input(args, "scores")
     report, _, meta = metrics_stage(args.scores, args.out, args.bins_out, settings)

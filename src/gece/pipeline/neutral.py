@@ -6,23 +6,28 @@ import argparse
 import logging
 from pathlib import Path
 
-from gece import command, layout
-from gece.io import read_json, write_json
-from gece.schemas import NEUTRAL_KEYS, MetricsReport, NeutralReport
+from gece import command
+from gece.io import layout
+from gece.io.files import read_json, write_json
+from gece.io.schemas import NEUTRAL_KEYS, MetricsReport, NeutralReport
 
 log = logging.getLogger("gece")
 
 
-
+# the line `gece --help` shows for this command (read without importing this module)
+HELP = "occupation vs gender-neutral wording for one model, from its metrics (DVC stage neutral)"
 EXAMPLES = ("gece neutral --model smollm2-135m --out /tmp/neutral.json",)
-DESCRIPTION = ("The metrics of one model on the benchmarks of ablate.neutral ({params:ablate.neutral}), read from "
-               "reports/metrics/<benchmark>/<model>.json.")
+DESCRIPTION = (
+    "The metrics of one model on the benchmarks of ablate.neutral ({params:ablate.neutral}), read from "
+    "reports/metrics/<benchmark>/<model>.json."
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, help="model id (its reports/metrics files must exist)")
-    p.add_argument("--out", type=Path, required=True,
-                   help="write the JSON here (reports/ablation/neutral/<model>.json)")
+    p.add_argument(
+        "--out", type=Path, required=True, help="write the JSON here (reports/ablation/neutral/<model>.json)"
+    )
     p.set_defaults(outputs={"--out": "out"})
 
 
@@ -32,9 +37,14 @@ def run(args: argparse.Namespace) -> int:
     paths = {b: layout.metrics_path(b, args.model) for b in params.ablate.neutral}
     rows = neutral(args.model, paths, args.out)
     if not args.quiet:
-        command.out.print(command.rows_table(f"{args.model}: occupation vs gender-neutral wording", "benchmark", rows,
-                                             ["n", "ece", "gender_ece", "ece_male", "ece_female", "brier",
-                                              "accuracy"]))
+        command.out.print(
+            command.rows_table(
+                f"{args.model}: occupation vs gender-neutral wording",
+                "benchmark",
+                rows,
+                ["n", "ece", "gender_ece", "ece_male", "ece_female", "brier", "accuracy"],
+            )
+        )
     return 0
 
 

@@ -2,7 +2,7 @@
 per-annotator labels (``artifacts/annotations/<b>.parquet``, zero rows when it has none).
 
 A benchmark is a gece CSV (``data/benchmarks/<b>.csv``) or, when params.yaml lists it under
-``imports``, a CrowS-Pairs-format file read by :mod:`gece.crows` (identity protocol: y = 1; the
+``imports``, a CrowS-Pairs-format file read by :mod:`gece.io.crows` (identity protocol: y = 1; the
 group is the CrowS ``bias_type``, so the gender-lexicon check is skipped; pairs that cannot be
 scored are dropped with one warning).
 """
@@ -15,18 +15,25 @@ from pathlib import Path
 
 import pandas as pd
 
-from gece import benchmarks, command, layout
+from gece import command
 from gece.errors import GeceError
-from gece.io import write_table
-from gece.params import PrepareParams
-from gece.schemas import AnnotationRow, PreparedPair
+from gece.io import benchmarks, layout
+from gece.io.files import write_table
+from gece.io.params import PrepareParams
+from gece.io.schemas import AnnotationRow, PreparedPair
 
 log = logging.getLogger("gece")
 
 
 def _empty_annotations() -> pd.DataFrame:
-    return pd.DataFrame({"pair_id": pd.array([], dtype=object), "row": pd.array([], dtype="int64"),
-                         "annotator": pd.array([], dtype=object), "labels": pd.array([], dtype=object)})
+    return pd.DataFrame(
+        {
+            "pair_id": pd.array([], dtype=object),
+            "row": pd.array([], dtype="int64"),
+            "annotator": pd.array([], dtype=object),
+            "labels": pd.array([], dtype=object),
+        }
+    )
 
 
 def annotation_rows(annotations: pd.DataFrame, prepared: pd.DataFrame) -> pd.DataFrame:
@@ -40,31 +47,44 @@ def annotation_rows(annotations: pd.DataFrame, prepared: pd.DataFrame) -> pd.Dat
     return out.reset_index(drop=True)
 
 
-def prepare(csv: str | Path, out: str | Path, settings: PrepareParams = PrepareParams(), *,
-            name: str | None = None, imported: bool = False,
-            annotations_out: str | Path | None = None, annotations_csv: str | Path | None = None) -> pd.DataFrame:
+def prepare(
+    csv: str | Path,
+    out: str | Path,
+    settings: PrepareParams = PrepareParams(),
+    *,
+    name: str | None = None,
+    imported: bool = False,
+    annotations_out: str | Path | None = None,
+    annotations_csv: str | Path | None = None,
+) -> pd.DataFrame:
     """A benchmark file -> prepared pairs at ``out`` (and the annotations at ``annotations_out`` when given).
 
-    ``imported``: ``csv`` is a CrowS-Pairs-format file (:mod:`gece.crows`); ``name`` is the benchmark id
+    ``imported``: ``csv`` is a CrowS-Pairs-format file (:mod:`gece.io.crows`); ``name`` is the benchmark id
     (default: the gece CSV's file name). ``annotations_csv``: a per-annotator annotations CSV of the
-    benchmark (:func:`gece.crows.read_annotations`). Nothing is written unless both files can be.
+    benchmark (:func:`gece.io.crows.read_annotations`). Nothing is written unless both files can be.
     """
     csv = Path(csv)
     name = name or benchmarks.benchmark_id(csv)
     meta = {"benchmark": name, "source": str(csv)}
     if imported:
-        from gece import crows
+        from gece.io import crows
 
         data = crows.read_crows(csv)
         rows, problems, warnings = benchmarks.check_rows(data.pairs, str(csv), settings.duplicates, imported=True)
         if problems:
-            raise GeceError(f"{csv}: {len(problems)} problem(s) in {len(data.pairs)} row(s); nothing was written",
-                            problems=problems[:benchmarks.MAX_SHOWN] + benchmarks.more_shown(len(problems)),
-                            hint="rows are numbered from 1 after the header line; fix them and run again")
+            raise GeceError(
+                f"{csv}: {len(problems)} problem(s) in {len(data.pairs)} row(s); nothing was written",
+                problems=problems[: benchmarks.MAX_SHOWN] + benchmarks.more_shown(len(problems)),
+                hint="rows are numbered from 1 after the header line; fix them and run again",
+            )
         dropped = rows.attrs.get("dropped", [])
         rows = rows.assign(y=1)[["row", *benchmarks.REQUIRED, "bias_type"]].reset_index(drop=True)
-        meta |= {"format": "crows-pairs", "rows_read": str(len(data.pairs)),
-                 "dropped_rows": ",".join(map(str, dropped)), "protocol": "identity (y = 1)"}
+        meta |= {
+            "format": "crows-pairs",
+            "rows_read": str(len(data.pairs)),
+            "dropped_rows": ",".join(map(str, dropped)),
+            "protocol": "identity (y = 1)",
+        }
         if not data.has_annotations:
             log.info("%s: no annotations (every annotation list is empty): 0 annotation rows", csv)
         n_rows, found = len(data.pairs), data.annotations
@@ -72,11 +92,13 @@ def prepare(csv: str | Path, out: str | Path, settings: PrepareParams = PrepareP
         rows, warnings = benchmarks.load_benchmark(csv, settings.duplicates)
         n_rows, found = rows.attrs["rows_read"], None
     if annotations_csv is not None:
-        from gece import crows
+        from gece.io import crows
 
         if found is not None and not found.empty:
-            raise GeceError(f"{annotations_csv}: {csv} has annotations of its own; a benchmark's annotations come "
-                            "from one place", hint=f"remove {annotations_csv}, or the annotations column of {csv}")
+            raise GeceError(
+                f"{annotations_csv}: {csv} has annotations of its own; a benchmark's annotations come from one place",
+                hint=f"remove {annotations_csv}, or the annotations column of {csv}",
+            )
         types = {t for t in rows["bias_type"] if isinstance(t, str) and t}
         found = crows.read_annotations(annotations_csv, n_rows, types)
         meta["annotations"] = str(annotations_csv)
@@ -90,31 +112,57 @@ def prepare(csv: str | Path, out: str | Path, settings: PrepareParams = PrepareP
     multi = int((prepared["n_targets"] > 1).sum())
     log.info(
         "%s: %d pairs (%d with several differing words, %d cloze-last), %d annotation rows -> %s",
-        name, len(prepared), multi, int((prepared["position"] == "last").sum()), len(labels), out,
+        name,
+        len(prepared),
+        multi,
+        int((prepared["position"] == "last").sum()),
+        len(labels),
+        out,
     )
     return prepared
 
 
-EXAMPLES = ("gece prepare --benchmark crows_pairs          # params.yaml: imports, else data/benchmarks/<b>.csv",
-            "gece prepare data/benchmarks/winobias.csv artifacts/prepared/winobias.parquet",
-            ("gece prepare --crows data/winoqueer/winoqueer_benchmark.csv artifacts/prepared/winoqueer.parquet "
-             "--annotations artifacts/annotations/winoqueer.parquet"))
+# the line `gece --help` shows for this command (read without importing this module)
+HELP = "validate and align a benchmark -> prepared Parquet (DVC stage prepare)"
+EXAMPLES = (
+    "gece prepare --benchmark crows_pairs          # params.yaml: imports, else data/benchmarks/<b>.csv",
+    "gece prepare data/benchmarks/winobias.csv artifacts/prepared/winobias.parquet",
+    (
+        "gece prepare --crows data/winoqueer/winoqueer_benchmark.csv artifacts/prepared/winoqueer.parquet "
+        "--annotations artifacts/annotations/winoqueer.parquet"
+    ),
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("csv", type=Path, nargs="?", help="data/benchmarks/<name>.csv (or a CrowS-Pairs-format file "
-                   "with --crows); not with --benchmark")
+    p.add_argument(
+        "csv",
+        type=Path,
+        nargs="?",
+        help="data/benchmarks/<name>.csv (or a CrowS-Pairs-format file with --crows); not with --benchmark",
+    )
     p.add_argument("out", type=Path, nargs="?", help="artifacts/prepared/<name>.parquet")
-    p.add_argument("--benchmark", help="a benchmark of params.yaml: read from its imports entry or "
-                   "data/benchmarks/<b>.csv, written to artifacts/prepared/<b>.parquet and "
-                   "artifacts/annotations/<b>.parquet")
-    p.add_argument("--crows", action="store_true", help="CSV is in CrowS-Pairs format (the benchmark id is OUT's "
-                   "file name)")
+    p.add_argument(
+        "--benchmark",
+        help="a benchmark of params.yaml: read from its imports entry or "
+        "data/benchmarks/<b>.csv, written to artifacts/prepared/<b>.parquet and "
+        "artifacts/annotations/<b>.parquet",
+    )
+    p.add_argument(
+        "--crows", action="store_true", help="CSV is in CrowS-Pairs format (the benchmark id is OUT's file name)"
+    )
     p.add_argument("--annotations", type=Path, help="also write the per-annotator labels here (Parquet)")
-    p.add_argument("--labels", type=Path, help="a per-annotator annotations CSV of the benchmark (row, annotator, "
-                   "labels); with --benchmark, data/annotations/<b>.csv is read when it exists")
-    p.add_argument("--duplicates", choices=["keep", "drop", "error"],
-                   help="repeated pairs: keep, drop or reject (default: {params:prepare.duplicates})")
+    p.add_argument(
+        "--labels",
+        type=Path,
+        help="a per-annotator annotations CSV of the benchmark (row, annotator, "
+        "labels); with --benchmark, data/annotations/<b>.csv is read when it exists",
+    )
+    p.add_argument(
+        "--duplicates",
+        choices=["keep", "drop", "error"],
+        help="repeated pairs: keep, drop or reject (default: {params:prepare.duplicates})",
+    )
     p.set_defaults(outputs={"OUT": "out", "--annotations": "annotations"}, inputs=("csv", "labels"))
 
 
@@ -123,19 +171,34 @@ def run(args: argparse.Namespace) -> int:
     settings = command.override(params.prepare if params else PrepareParams(), duplicates=args.duplicates)
     if args.benchmark is not None:
         if args.csv is not None or args.out is not None or args.crows or args.annotations or args.labels:
-            raise GeceError("--benchmark names the input and both outputs; give either --benchmark B or CSV OUT",
-                            hint="gece prepare --benchmark crows_pairs, or gece prepare IN.csv OUT.parquet")
+            raise GeceError(
+                "--benchmark names the input and both outputs; give either --benchmark B or CSV OUT",
+                hint="gece prepare --benchmark crows_pairs, or gece prepare IN.csv OUT.parquet",
+            )
         b = command.benchmark_of(args, params)
         extra = layout.annotations_csv(b)
-        prepare(layout.benchmark_source(params, b), layout.prepared_path(b), settings, name=b,
-                imported=b in params.imports, annotations_out=layout.annotations(b),
-                annotations_csv=extra if extra.is_file() else None)
+        prepare(
+            layout.benchmark_source(params, b),
+            layout.prepared_path(b),
+            settings,
+            name=b,
+            imported=b in params.imports,
+            annotations_out=layout.annotations(b),
+            annotations_csv=extra if extra.is_file() else None,
+        )
         return 0
     if args.csv is None or args.out is None:
         raise GeceError("gece prepare needs --benchmark B, or CSV and OUT", hint="see `gece prepare --help`")
     if params:
         layout.check_data(params, args.params)
     name = benchmarks.benchmark_id(args.out.name.removesuffix(".parquet")) if args.crows else None
-    prepare(args.csv, args.out, settings, name=name, imported=args.crows, annotations_out=args.annotations,
-            annotations_csv=args.labels)
+    prepare(
+        args.csv,
+        args.out,
+        settings,
+        name=name,
+        imported=args.crows,
+        annotations_out=args.annotations,
+        annotations_csv=args.labels,
+    )
     return 0

@@ -12,24 +12,40 @@ from typing import Any
 
 import numpy as np
 
-from gece import command, layout, metrics, plots, registry
+from gece import command, registry
 from gece.errors import GeceError
-from gece.files import check_input_dir, check_output_dir, clear_output_dir, write_bytes, write_text
-from gece.io import png_size, png_text, read_table, write_figure
-from gece.params import Params
+from gece.io import layout
+from gece.io.disk import check_input_dir, check_output_dir, clear_output_dir, write_bytes, write_text
+from gece.io.files import png_size, png_text, read_table, write_figure
+from gece.io.params import Params
+from gece.io.schemas import ScoreRow
 from gece.pipeline import report_data, runs, summary
 from gece.report import html as report_html
 from gece.report import markdown as report_md
+from gece.report import plots
 from gece.report import tables as report_tables
-from gece.schemas import ScoreRow
+from gece.stats import metrics
 from gece.terminal import literal
 
 log = logging.getLogger("gece")
 
 
 # -------------------------------------------------------------------------- report
-REPORT_PACKAGES = ("gece", "numpy", "scipy", "pandas", "pyarrow", "pydantic", "matplotlib", "scikit-learn", "betacal",
-                   "torch", "transformers", "gguf", "dvc")
+REPORT_PACKAGES = (
+    "gece",
+    "numpy",
+    "scipy",
+    "pandas",
+    "pyarrow",
+    "pydantic",
+    "matplotlib",
+    "scikit-learn",
+    "betacal",
+    "torch",
+    "transformers",
+    "gguf",
+    "dvc",
+)
 
 
 def _package_versions() -> dict[str, str]:
@@ -60,7 +76,7 @@ def _code_sha256() -> str:
 
 
 def _data_snapshot(data_dvc: Path) -> dict:
-    from gece.params import load_yaml
+    from gece.io.params import load_yaml
 
     if not data_dvc.exists():
         return {"data_md5": "unknown (no data.dvc)", "data_nfiles": "?"}
@@ -84,8 +100,9 @@ def _figure_code() -> str:
 
     import matplotlib
 
-    return hashlib.sha256(Path(plots.__file__).read_bytes() + f"{matplotlib.__version__}:{FIGURE_DPI}".encode()
-                          ).hexdigest()
+    return hashlib.sha256(
+        Path(plots.__file__).read_bytes() + f"{matplotlib.__version__}:{FIGURE_DPI}".encode()
+    ).hexdigest()
 
 
 def _figure_key(code: str, name: str, args: tuple, kwargs: dict) -> str:
@@ -145,9 +162,13 @@ def report_stage(
     out_dir = check_output_dir(Path(out_dir) if out_dir is not None else reports_dir, "--out")
     root = Path(root)
     data = report_data.load_report_data(params, reports_dir, scores_dir, out_dir, root)
-    data.provenance = {**_data_snapshot(Path(data_dvc)), "code_sha256": _code_sha256(),
-                       "gece_version": _package_versions().get("gece"), "params": params.model_dump(mode="json"),
-                       "packages": _package_versions()}
+    data.provenance = {
+        **_data_snapshot(Path(data_dvc)),
+        "code_sha256": _code_sha256(),
+        "gece_version": _package_versions().get("gece"),
+        "params": params.model_dump(mode="json"),
+        "packages": _package_versions(),
+    }
     clear_output_dir(out_dir / "tables", (".md",), "--out")  # stale tables of removed runs go too
     clear_output_dir(out_dir / "figures", (".png",), "--out", keep=list((out_dir / "figures").rglob("*")))  # checked
     # here; the figures that were not drawn again are removed below
@@ -190,21 +211,50 @@ def report_stage(
             else:
                 df = read_table(scores, ScoreRow)[0] if scores.exists() else None
             if df is not None:
-                data.examples[key] = report_tables.confident_mistakes(df[list(report_tables.EXAMPLE_COLUMNS)].to_dict("records"))
+                data.examples[key] = report_tables.confident_mistakes(
+                    df[list(report_tables.EXAMPLE_COLUMNS)].to_dict("records")
+                )
             if key not in data.bins:
                 continue
             rep = data.metrics[key]
             n_bins, binning = rep["n_bins"], rep["binning"]
             label = f"{n_bins} {binning.replace('_', '-')} bins"
-            images = [(save(layout.fig_reliability(b, m), plots.reliability_figure, data.bins[key], m, rep["ece"],
-                            subtitle=f"{b} · {label}"), label)]
+            images = [
+                (
+                    save(
+                        layout.fig_reliability(b, m),
+                        plots.reliability_figure,
+                        data.bins[key],
+                        m,
+                        rep["ece"],
+                        subtitle=f"{b} · {label}",
+                    ),
+                    label,
+                )
+            ]
             if df is not None:
                 other = "equal_mass" if binning == "equal_width" else "equal_width"
-                table = metrics.reliability_table(df["p"].to_numpy(np.float64), df["y"].to_numpy(np.float64),
-                                                  n_bins, other).records() if len(df) else []
+                table = (
+                    metrics.reliability_table(
+                        df["p"].to_numpy(np.float64), df["y"].to_numpy(np.float64), n_bins, other
+                    ).records()
+                    if len(df)
+                    else []
+                )
                 other_label = f"{n_bins} {other.replace('_', '-')} bins"
-                images.append((save(layout.fig_reliability(b, m, other), plots.reliability_figure, table, m,
-                                    plots.bins_ece(table), subtitle=f"{b} · {other_label}"), other_label))
+                images.append(
+                    (
+                        save(
+                            layout.fig_reliability(b, m, other),
+                            plots.reliability_figure,
+                            table,
+                            m,
+                            plots.bins_ece(table),
+                            subtitle=f"{b} · {other_label}",
+                        ),
+                        other_label,
+                    )
+                )
             if key in data.sample_size_figures:
                 images.append((data.sample_size_figures[key], "ECE against sample size"))
             entries.append((m, images))
@@ -214,21 +264,36 @@ def report_stage(
             figures["runs"][b] = entries
         cal_models = [m for m in data.runs[b] if (b, m) in data.calibration_bins and (b, m) in data.calibration]
         if cal_models:
-            methods = [x for x in registry.METHOD_NAMES
-                       if any(x in data.calibration[(b, m)].get("split", {}).get("methods", {}) for m in cal_models)]
+            methods = [
+                x
+                for x in registry.METHOD_NAMES
+                if any(x in data.calibration[(b, m)].get("split", {}).get("methods", {}) for m in cal_models)
+            ]
             cells = {}
             for m in cal_models:
                 split = data.calibration[(b, m)].get("split", {})
                 records = [r for r in data.calibration_bins[(b, m)] if r.get("protocol") == "split"]
                 unc = split.get("uncalibrated") or {}
-                cells[(m, "uncalibrated")] = ([r for r in records if r["method"] == "uncalibrated"], unc.get("ece"),
-                                              "ok")
+                cells[(m, "uncalibrated")] = (
+                    [r for r in records if r["method"] == "uncalibrated"],
+                    unc.get("ece"),
+                    "ok",
+                )
                 for x in methods:
                     mrep = split.get("methods", {}).get(x, {})
-                    cells[(m, x)] = ([r for r in records if r["method"] == x],
-                                     (mrep.get("metrics") or {}).get("ece"), mrep.get("status", "missing"))
-            figures["calibration"][b] = save(layout.fig_calibration(b), plots.calibration_grid, cal_models, methods,
-                                             cells, f"{b}: before and after calibration (held-out split)")
+                    cells[(m, x)] = (
+                        [r for r in records if r["method"] == x],
+                        (mrep.get("metrics") or {}).get("ece"),
+                        mrep.get("status", "missing"),
+                    )
+            figures["calibration"][b] = save(
+                layout.fig_calibration(b),
+                plots.calibration_grid,
+                cal_models,
+                methods,
+                cells,
+                f"{b}: before and after calibration (held-out split)",
+            )
     _draw_figures(todo)
     figures["sizes"].update({rel: png_size(out_dir / rel) for rel in written})
     clear_output_dir(out_dir / "figures", (".png",), "--out", keep=[out_dir / rel for rel in written])
@@ -237,37 +302,60 @@ def report_stage(
     for doc in docs + examples:
         write_text(out_dir / "tables" / f"{doc.name}.md", report_md.doc_markdown(doc))
     write_text(out_dir / "index.html", report_html.render_html(data, docs, figures))
-    log.info("report: %d figures (%d unchanged, not redrawn), %d tables -> %s", len(written), len(reused),
-             len(docs) + len(examples), out_dir / "index.html")
+    log.info(
+        "report: %d figures (%d unchanged, not redrawn), %d tables -> %s",
+        len(written),
+        len(reused),
+        len(docs) + len(examples),
+        out_dir / "index.html",
+    )
     for line in data.missing:
         log.warning("report: missing %s", line)
-    from gece.findings import findings
+    from gece.report.findings import findings
 
-    return {"figures": written, "tables": [f"tables/{d.name}.md" for d in docs + examples], "missing": data.missing,
-            "html": str(out_dir / "index.html"), "reused": reused, "findings": findings(data)}
+    return {
+        "figures": written,
+        "tables": [f"tables/{d.name}.md" for d in docs + examples],
+        "missing": data.missing,
+        "html": str(out_dir / "index.html"),
+        "reused": reused,
+        "findings": findings(data),
+    }
 
 
+# the line `gece --help` shows for this command (read without importing this module)
+HELP = "figures, tables and reports/index.html from every report (DVC stage report)"
 EXAMPLES = ("gece report", "gece report --out /tmp/page     # the page elsewhere, with its figures")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--reports", type=Path, default=layout.REPORTS, help="the JSON reports (default: %(default)s)")
-    p.add_argument("--scores", type=Path, default=layout.scores_root(),
-                   help="score files, for the equal-mass diagrams and extract metadata (default: %(default)s)")
-    p.add_argument("--out", type=Path,
-                   help="where index.html, figures/ and tables/ go; the last two are replaced (default: --reports)")
+    p.add_argument(
+        "--scores",
+        type=Path,
+        default=layout.scores_root(),
+        help="score files, for the equal-mass diagrams and extract metadata (default: %(default)s)",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        help="where index.html, figures/ and tables/ go; the last two are replaced (default: --reports)",
+    )
     p.add_argument("--data-dvc", type=Path, default=Path("data.dvc"), help="for the data hash (default: %(default)s)")
 
 
 def run(args: argparse.Namespace) -> int:
     params = command.require_params(args)
     result = report_stage(params, args.reports, args.scores, args.out, args.data_dvc)
-    command.out.print(f"[green]report[/]: {command.plural(len(result['figures']), 'figure')}, "
-                      f"{command.plural(len(result['tables']), 'table')} -> {literal(result['html'])}",
-                      highlight=False)
+    command.out.print(
+        f"[green]report[/]: {command.plural(len(result['figures']), 'figure')}, "
+        f"{command.plural(len(result['tables']), 'table')} -> {literal(result['html'])}",
+        highlight=False,
+    )
     if result["missing"]:
-        command.out.print(f"{command.plural(len(result['missing']), 'part')} missing (listed on the page)",
-                          highlight=False)
+        command.out.print(
+            f"{command.plural(len(result['missing']), 'part')} missing (listed on the page)", highlight=False
+        )
     if not args.quiet and result.get("findings") is not None:
         summary.print_findings(result["findings"])
     return 0

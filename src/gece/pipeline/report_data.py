@@ -7,13 +7,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from gece import layout
-from gece.io import read_json
-from gece.params import Params
-from gece.pipeline import runs
-from gece.report import cells as report_cells
-from gece.report.cells import ReportData
-from gece.schemas import (
+from gece.io import layout
+from gece.io.files import read_json
+from gece.io.params import Params
+from gece.io.schemas import (
     AnnotationReport,
     BinningReport,
     BinsReport,
@@ -27,6 +24,9 @@ from gece.schemas import (
     SampleSizeReport,
     SpecialTokensReport,
 )
+from gece.pipeline import runs
+from gece.report import cells as report_cells
+from gece.report.cells import ReportData
 
 log = logging.getLogger("gece")
 
@@ -41,8 +41,11 @@ def _missing_line(what: str, items: list[tuple[str, str]], expected: dict[str, l
     parts = []
     for m, bs in by_model.items():
         everywhere = [b for b, ms in expected.items() if m in ms]
-        parts.append(f"{m} (all {len(bs)} benchmarks)" if len(bs) > 1 and sorted(bs) == sorted(everywhere)
-                     else f"{m} on {', '.join(bs)}")
+        parts.append(
+            f"{m} (all {len(bs)} benchmarks)"
+            if len(bs) > 1 and sorted(bs) == sorted(everywhere)
+            else f"{m} on {', '.join(bs)}"
+        )
     return f"{what}: " + "; ".join(parts)
 
 
@@ -56,19 +59,31 @@ def _read_optional(path: Path, model=None) -> Any:
     return data
 
 
-def load_report_data(params: Params, reports_dir: Path, scores_dir: Path, out_dir: Path, root: Path = Path()
-                     ) -> ReportData:
+def load_report_data(
+    params: Params, reports_dir: Path, scores_dir: Path, out_dir: Path, root: Path = Path()
+) -> ReportData:
     """Every JSON report the page is built from; what is missing is listed, not an error. ``root``: the
     repository whose data/ holds the released scores of the references."""
     benchmarks = list(params.benchmarks)
     if (reports_dir / "metrics").is_dir():
-        benchmarks += sorted(d.name for d in (reports_dir / "metrics").iterdir() if d.is_dir() and d.name not in
-                             benchmarks)
+        benchmarks += sorted(
+            d.name for d in (reports_dir / "metrics").iterdir() if d.is_dir() and d.name not in benchmarks
+        )
     expected = {b: runs.runs(params, b, root) for b in benchmarks}
     data = report_cells.ReportData(benchmarks=benchmarks, runs={}, special_pairs=dict(params.ablate.special_tokens))
-    lost: dict[str, list[tuple[str, str]]] = {k: [] for k in (
-        "metrics", "bins", "sample-size ablation", "binning ablation", "calibration", "calibration bins",
-        "scores (for the equal-mass diagrams)", "extract metadata")}
+    lost: dict[str, list[tuple[str, str]]] = {
+        k: []
+        for k in (
+            "metrics",
+            "bins",
+            "sample-size ablation",
+            "binning ablation",
+            "calibration",
+            "calibration bins",
+            "scores (for the equal-mass diagrams)",
+            "extract metadata",
+        )
+    }
     for b in benchmarks:
         found = sorted(p.stem for p in (reports_dir / "metrics" / b).glob("*.json"))
         data.runs[b] = [m for m in expected[b] if m in found] + [m for m in found if m not in expected[b]]
@@ -81,8 +96,7 @@ def load_report_data(params: Params, reports_dir: Path, scores_dir: Path, out_di
                 ("sample-size ablation", data.sample_size, layout.sample_size_file(b, m), SampleSizeReport),
                 ("binning ablation", data.binning, layout.binning_file(b, m), BinningReport),
                 ("calibration", data.calibration, layout.calibration_file(b, m), CalibrationReport),
-                ("calibration bins", data.calibration_bins, layout.calibration_bins_file(b, m),
-                 CalibrationBinsReport),
+                ("calibration bins", data.calibration_bins, layout.calibration_bins_file(b, m), CalibrationBinsReport),
             ):
                 value = _read_optional(reports_dir / rel, schema)
                 if value is None:
@@ -124,12 +138,24 @@ def load_report_data(params: Params, reports_dir: Path, scores_dir: Path, out_di
 
     missing = [_missing_line(what, items, expected) for what, items in lost.items()]
     if params.models and not data.neutral:
-        missing.append(f"gender-neutral wording ablation (reports/ablation/neutral/): none of {', '.join(params.models)}")
+        missing.append(
+            f"gender-neutral wording ablation (reports/ablation/neutral/): none of {', '.join(params.models)}"
+        )
     else:
-        missing.append(_missing_line("gender-neutral wording ablation", [
-            ("genderlex", m) for m in params.models if m not in data.neutral], {}))
-    missing.append(_missing_line("special-token ablation", [
-        ("all benchmarks", m) for m in params.ablate.special_tokens if m not in data.special_tokens], {}))
+        missing.append(
+            _missing_line(
+                "gender-neutral wording ablation",
+                [("genderlex", m) for m in params.models if m not in data.neutral],
+                {},
+            )
+        )
+    missing.append(
+        _missing_line(
+            "special-token ablation",
+            [("all benchmarks", m) for m in params.ablate.special_tokens if m not in data.special_tokens],
+            {},
+        )
+    )
     lacking = [b for b in benchmarks if len(data.runs[b]) > 1 and b not in data.compare]
     if lacking:
         missing.append(f"model comparison (reports/compare/): {', '.join(lacking)}")

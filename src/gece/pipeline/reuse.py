@@ -80,11 +80,17 @@ def previous_outputs(out_dir: str | Path, lock: str | Path = LOCK) -> dict[str, 
     if found is None:
         return {}
     name, entry = found
-    changed = [d["path"] for d in entry.get("deps", [])
-               if not str(d.get("md5", "")).endswith(".dir") and _md5(Path(d["path"])) != d.get("md5")]
+    changed = [
+        d["path"]
+        for d in entry.get("deps", [])
+        if not str(d.get("md5", "")).endswith(".dir") and _md5(Path(d["path"])) != d.get("md5")
+    ]
     if changed:
-        log.info("%s: code changed since the recorded run (%s): every benchmark is scored again", name,
-                 ", ".join(changed[:3]) + (", ..." if len(changed) > 3 else ""))
+        log.info(
+            "%s: code changed since the recorded run (%s): every benchmark is scored again",
+            name,
+            ", ".join(changed[:3]) + (", ..." if len(changed) > 3 else ""),
+        )
         return {}
     (out,) = [o for o in entry["outs"] if Path(o["path"]) == out_dir]
     store = _cache() if str(out.get("md5", "")).endswith(".dir") else None

@@ -16,13 +16,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gece import layout
-from gece.ablation import Run
 from gece.errors import GeceError
-from gece.files import check_unique_ids
-from gece.io import as_table, iter_table, parquet_rows, read_table, require_file, validate_records
-from gece.params import Params, check_id
-from gece.schemas import PreparedPair, ReferenceRow, ScoreRow
+from gece.io import layout
+from gece.io.disk import check_unique_ids
+from gece.io.files import as_table, iter_table, parquet_rows, read_table, require_file, validate_records
+from gece.io.params import Params, check_id
+from gece.io.schemas import PreparedPair, ReferenceRow, ScoreRow
+from gece.stats.ablation import Run
 
 log = logging.getLogger("gece")
 
@@ -31,8 +31,9 @@ def runs(params: Params, benchmark: str, root: Path = Path()) -> list[str]:
     """The run ids of ``benchmark``: the scored models (``models``), then the references that have
     released scores for it (``references`` whose ``data/reference/<benchmark>/<name>.csv`` exists under
     the repository ``root``)."""
-    return list(params.models) + [m for m in params.references
-                                  if (root / layout.reference_csv(benchmark, params.registry[m].reference)).is_file()]
+    return list(params.models) + [
+        m for m in params.references if (root / layout.reference_csv(benchmark, params.registry[m].reference)).is_file()
+    ]
 
 
 def is_reference(params: Params, model: str) -> bool:
@@ -45,19 +46,23 @@ def has_scores(params: Params, benchmark: str, model: str, root: Path = Path()) 
     """Whether the files a run's scores are read from exist under ``root`` (the score file; for a reference,
     the prepared benchmark and the released CSV)."""
     if is_reference(params, model):
-        return ((root / layout.prepared_path(benchmark)).is_file()
-                and (root / layout.reference_csv(benchmark, params.registry[model].reference)).is_file())
+        return (root / layout.prepared_path(benchmark)).is_file() and (
+            root / layout.reference_csv(benchmark, params.registry[model].reference)
+        ).is_file()
     return (root / layout.scores_path(benchmark, model)).is_file()
 
 
-def load_scores(params: Params, benchmark: str, model: str, columns: list[str] | None = None, root: Path = Path()
-                ) -> tuple[pd.DataFrame, dict[str, str]]:
+def load_scores(
+    params: Params, benchmark: str, model: str, columns: list[str] | None = None, root: Path = Path()
+) -> tuple[pd.DataFrame, dict[str, str]]:
     """A run's scores (``ScoreRow`` columns, or only ``columns``) and metadata, whatever its source; paths are
-    those of :mod:`gece.layout` under the repository ``root``."""
+    those of :mod:`gece.io.layout` under the repository ``root``."""
     if is_reference(params, model):
-        scores, meta = reference_scores(root / layout.prepared_path(benchmark),
-                                        root / layout.reference_csv(benchmark, params.registry[model].reference),
-                                        model)
+        scores, meta = reference_scores(
+            root / layout.prepared_path(benchmark),
+            root / layout.reference_csv(benchmark, params.registry[model].reference),
+            model,
+        )
         return (scores if columns is None else scores[columns]), meta
     path = root / layout.scores_path(benchmark, model)
     if columns == RUN_COLUMNS:
@@ -77,18 +82,25 @@ REFERENCE_HINT = "restore the authors' file with `dvc pull data.dvc` (see data/S
 
 def read_reference(csv: str | Path) -> pd.DataFrame:
     """The authors' released scores for one benchmark and model, every row checked (``ReferenceRow``)."""
-    csv = require_file(csv, hint=f"{REFERENCE_HINT}; the file is data/reference/<benchmark>/<model>.csv",
-                       size_limit="csv_bytes")
+    csv = require_file(
+        csv, hint=f"{REFERENCE_HINT}; the file is data/reference/<benchmark>/<model>.csv", size_limit="csv_bytes"
+    )
     try:
         ref = pd.read_csv(csv)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
         raise GeceError(f"{csv}: not a readable CSV ({e})", hint=REFERENCE_HINT) from e
     missing = [c for c in ReferenceRow.model_fields if c not in ref.columns]
     if missing:
-        raise GeceError(f"{csv}: missing column(s) {', '.join(missing)}",
-                        hint=f"the file is not one of the authors' result CSVs; {REFERENCE_HINT}")
-    validate_records(ref.to_dict(orient="records"), ReferenceRow, str(csv),
-                     hint=f"rows are numbered from 1 after the header; {REFERENCE_HINT}")
+        raise GeceError(
+            f"{csv}: missing column(s) {', '.join(missing)}",
+            hint=f"the file is not one of the authors' result CSVs; {REFERENCE_HINT}",
+        )
+    validate_records(
+        ref.to_dict(orient="records"),
+        ReferenceRow,
+        str(csv),
+        hint=f"rows are numbered from 1 after the header; {REFERENCE_HINT}",
+    )
     return ref
 
 
@@ -104,23 +116,43 @@ def reference_scores(prepared: str | Path, csv: str | Path, model: str) -> tuple
     ref = read_reference(csv)
     pairs, meta = read_table(prepared, PreparedPair)
     if len(ref) != len(pairs):
-        raise GeceError(f"{csv}: {len(ref)} rows, but {prepared} has {len(pairs)} pairs",
-                        hint="reference scores must cover the whole benchmark, in its order")
+        raise GeceError(
+            f"{csv}: {len(ref)} rows, but {prepared} has {len(pairs)} pairs",
+            hint="reference scores must cover the whole benchmark, in its order",
+        )
     problems = []
     for i, (r, q) in enumerate(zip(ref.itertuples(index=False), pairs.itertuples(index=False), strict=True)):
         if (r.Sentence_more, r.Sentence_less) != (q.sent_more, q.sent_less):
             problems.append(f"row {i + 1}: sentences differ from {q.pair_id} of {prepared}")
-        elif r.Pronoun_more.lower() not in {t.lower() for t in q.targets_more} or \
-                r.Pronoun_less.lower() not in {t.lower() for t in q.targets_less}:
-            problems.append(f"row {i + 1}: pronouns {r.Pronoun_more}/{r.Pronoun_less} are not the targets "
-                            f"{list(q.targets_more)}/{list(q.targets_less)}")
+        elif r.Pronoun_more.lower() not in {t.lower() for t in q.targets_more} or r.Pronoun_less.lower() not in {
+            t.lower() for t in q.targets_less
+        }:
+            problems.append(
+                f"row {i + 1}: pronouns {r.Pronoun_more}/{r.Pronoun_less} are not the targets "
+                f"{list(q.targets_more)}/{list(q.targets_less)}"
+            )
         elif int(r.True_Label) != int(q.y):
             problems.append(f"row {i + 1}: True_Label {r.True_Label} but the benchmark says y={q.y}")
     if problems:
-        raise GeceError(f"{csv}: does not match the benchmark {prepared}", problems=problems[:20],
-                        hint="reference scores and benchmark must come from the same snapshot (dvc pull data.dvc)")
-    scores = pairs[["pair_id", "row", "sent_more", "sent_less", "y", "bias_type", "targets_more", "targets_less",
-                    "gender_more", "gender_less"]].copy()
+        raise GeceError(
+            f"{csv}: does not match the benchmark {prepared}",
+            problems=problems[:20],
+            hint="reference scores and benchmark must come from the same snapshot (dvc pull data.dvc)",
+        )
+    scores = pairs[
+        [
+            "pair_id",
+            "row",
+            "sent_more",
+            "sent_less",
+            "y",
+            "bias_type",
+            "targets_more",
+            "targets_less",
+            "gender_more",
+            "gender_less",
+        ]
+    ].copy()
     scores["n_tokens_more"] = None
     scores["n_tokens_less"] = None
     scores["logprob_more"] = np.log(ref["Pronoun_Probability_more"].to_numpy(np.float64))

@@ -3,7 +3,7 @@
 extract stores every target token's log-probability and logit (``artifacts/tokens/<m>/<b>.parquet``);
 this stage applies the word rule ``extract.word_prob`` (``chain`` or ``max``) and the side rule
 (:mod:`gece.scoring.rules`), and joins the prepared pairs' sentences and labels, giving the
-:class:`gece.schemas.ScoreRow` file every later stage reads, with its meta (extract's, with the rule
+:class:`gece.io.schemas.ScoreRow` file every later stage reads, with its meta (extract's, with the rule
 applied). It runs no model (no torch is imported), so ``dvc exp run -S extract.word_prob=max`` takes
 seconds. A benchmark scored by the sentence rule sums every token of each sentence (``chain``) whatever
 ``word_prob`` says: the word rule is about the sub-tokens of a target word, and its meta says ``chain``.
@@ -17,25 +17,42 @@ from pathlib import Path
 
 import pandas as pd
 
-from gece import command, layout
+from gece import command
 from gece.errors import GeceError
-from gece.io import ROW_GROUP_ROWS, TableWriter, read_json, read_table, write_json
-from gece.schemas import ExtractMeta, PreparedPair, ScoreRow, TokenRow
+from gece.io import layout
+from gece.io.files import ROW_GROUP_ROWS, TableWriter, read_json, read_table, write_json
+from gece.io.schemas import ExtractMeta, PreparedPair, ScoreRow, TokenRow
 from gece.scoring import rules
 from gece.terminal import literal
 
 log = logging.getLogger("gece")
 
 # the prepared pair's columns a score file repeats (everything after them comes from the token scores)
-PAIR_COLUMNS = ["pair_id", "row", "sent_more", "sent_less", "y", "bias_type", "targets_more", "targets_less",
-                "gender_more", "gender_less"]
+PAIR_COLUMNS = [
+    "pair_id",
+    "row",
+    "sent_more",
+    "sent_less",
+    "y",
+    "bias_type",
+    "targets_more",
+    "targets_less",
+    "gender_more",
+    "gender_less",
+]
 # the token file's metadata a score file keeps, in this order (then word_prob, then the rule when not target)
 KEPT_META = ("benchmark", "model", "source", "weights_sha256", "special_tokens")
 KEPT_AFTER = ("dtype", "device", "attention")
 
 
-def score(prepared: str | Path, tokens: str | Path, out: str | Path, word_prob: rules.WordProb,
-          *, meta_out: str | Path | None = None) -> ExtractMeta:
+def score(
+    prepared: str | Path,
+    tokens: str | Path,
+    out: str | Path,
+    word_prob: rules.WordProb,
+    *,
+    meta_out: str | Path | None = None,
+) -> ExtractMeta:
     """``artifacts/prepared/<b>.parquet`` + ``artifacts/tokens/<m>/<b>.parquet`` (and its meta) ->
     ``artifacts/scores/<b>/<m>.parquet`` and ``<m>.meta.json``.
 
@@ -50,40 +67,57 @@ def score(prepared: str | Path, tokens: str | Path, out: str | Path, word_prob: 
     rerun = f"rerun extract for {meta.model} (dvc repro extract@{meta.model})"
     base = pairs.head(len(toks))
     if len(toks) > len(pairs) or not (base["pair_id"].to_numpy() == toks["pair_id"].to_numpy()).all():
-        at = next((i for i, (a, b) in enumerate(zip(base["pair_id"], toks["pair_id"], strict=False)) if a != b),
-                  len(pairs))
-        raise GeceError(f"{tokens}: not scored from {prepared} (row {at + 1}: pair "
-                        f"{toks['pair_id'].iloc[at]!r}, the prepared file has "
-                        f"{base['pair_id'].iloc[at] if at < len(base) else 'no such row'!r})",
-                        hint=f"the prepared pairs changed since; {rerun}")
+        at = next(
+            (i for i, (a, b) in enumerate(zip(base["pair_id"], toks["pair_id"], strict=True)) if a != b), len(pairs)
+        )
+        raise GeceError(
+            f"{tokens}: not scored from {prepared} (row {at + 1}: pair "
+            f"{toks['pair_id'].iloc[at]!r}, the prepared file has "
+            f"{base['pair_id'].iloc[at] if at < len(base) else 'no such row'!r})",
+            hint=f"the prepared pairs changed since; {rerun}",
+        )
     if meta.rule == "sentence":  # a sentence's log-likelihood sums every token: word_prob is a rule for target words
         word_prob = "chain"
-    recs = [rules.score_record(*cols, word_prob) for cols in
-            zip(toks["logprobs_more"], toks["logprobs_less"], toks["logits_more"], toks["logits_less"], strict=True)]
+    recs = [
+        rules.score_record(*cols, word_prob)
+        for cols in zip(
+            toks["logprobs_more"], toks["logprobs_less"], toks["logits_more"], toks["logits_less"], strict=True
+        )
+    ]
     frame = pd.concat([base[PAIR_COLUMNS].reset_index(drop=True), pd.DataFrame(recs, index=toks.index)], axis=1)
     file_meta = {k: tmeta[k] for k in KEPT_META} | {"word_prob": word_prob} | {k: tmeta[k] for k in KEPT_AFTER}
     if meta.rule != "target":  # absent: the target rule (score files from before the setting stay byte-identical)
         file_meta["rule"] = meta.rule
     with TableWriter(out, ScoreRow, file_meta) as writer:  # row groups as extract wrote them before it kept tokens
         for start in range(0, max(len(frame), 1), ROW_GROUP_ROWS):
-            writer.write(frame.iloc[start:start + ROW_GROUP_ROWS])
+            writer.write(frame.iloc[start : start + ROW_GROUP_ROWS])
     scored = meta.model_copy(update={"word_prob": word_prob})
     write_json(meta_out, scored)
     log.info("%s/%s: %d pairs, word_prob %s -> %s", meta.benchmark, meta.model, len(frame), word_prob, out)
     return scored
 
 
-EXAMPLES = ("gece score --benchmark winobias --model smollm2-135m",
-            "gece score --benchmark winobias --model smollm2-135m --word-prob max --out /tmp/max.parquet")
+# the line `gece --help` shows for this command (read without importing this module)
+HELP = "apply the word rule to a model's token scores of a benchmark -> per-pair score Parquet (DVC stage score)"
+EXAMPLES = (
+    "gece score --benchmark winobias --model smollm2-135m",
+    "gece score --benchmark winobias --model smollm2-135m --word-prob max --out /tmp/max.parquet",
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--benchmark", required=True, help="benchmark id (reads artifacts/prepared/<benchmark>.parquet)")
     p.add_argument("--model", required=True, help="model id (reads artifacts/tokens/<model>/<benchmark>.parquet)")
-    p.add_argument("--word-prob", choices=["chain", "max"], help="word probability over sub-tokens: chain "
-                   "(product) or max (default: {params:extract.word_prob})")
-    p.add_argument("--out", type=Path, help="the score file (default: artifacts/scores/<benchmark>/<model>.parquet; "
-                   "its meta beside it)")
+    p.add_argument(
+        "--word-prob",
+        choices=["chain", "max"],
+        help="word probability over sub-tokens: chain (product) or max (default: {params:extract.word_prob})",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        help="the score file (default: artifacts/scores/<benchmark>/<model>.parquet; its meta beside it)",
+    )
     p.set_defaults(outputs={"--out": "out"})
 
 
@@ -95,9 +129,14 @@ def run(args: argparse.Namespace) -> int:
     out = args.out or layout.scores_path(args.benchmark, args.model)
     tokens = layout.tokens_path(args.model, args.benchmark)
     if not tokens.is_file():
-        raise GeceError(f"{tokens}: no token scores of {args.benchmark} by {args.model}",
-                        hint=f"run its extract stage first: dvc repro extract@{args.model} (or dvc pull it)")
+        raise GeceError(
+            f"{tokens}: no token scores of {args.benchmark} by {args.model}",
+            hint=f"run its extract stage first: dvc repro extract@{args.model} (or dvc pull it)",
+        )
     meta = score(layout.prepared_path(args.benchmark), tokens, out, word_prob)
-    command.out.print(f"[green]scored[/] {command.plural(meta.pairs, 'pair')} of {literal(args.benchmark)} with "
-                      f"{literal(args.model)} (word_prob {word_prob}) -> {literal(str(out))}", highlight=False)
+    command.out.print(
+        f"[green]scored[/] {command.plural(meta.pairs, 'pair')} of {literal(args.benchmark)} with "
+        f"{literal(args.model)} (word_prob {word_prob}) -> {literal(str(out))}",
+        highlight=False,
+    )
     return 0

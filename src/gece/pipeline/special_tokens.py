@@ -6,24 +6,31 @@ import argparse
 import logging
 from pathlib import Path
 
-from gece import ablation, command, layout
+from gece import command
 from gece.errors import GeceError
-from gece.io import read_json, write_json
+from gece.io import layout
+from gece.io.files import read_json, write_json
+from gece.io.schemas import MetricsReport, SpecialTokensReport
 from gece.pipeline import runs
-from gece.schemas import MetricsReport, SpecialTokensReport
+from gece.stats import ablation
 
 log = logging.getLogger("gece")
 
 
-
+# the line `gece --help` shows for this command (read without importing this module)
+HELP = "a model with vs without special tokens, every benchmark (DVC stage special-tokens)"
 EXAMPLES = ("gece special-tokens --model gemma-3-270m --out /tmp/special.json",)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True,
-                   help="the model with special tokens, a key of ablate.special_tokens ({params:ablate.special_tokens})")
-    p.add_argument("--out", type=Path, required=True,
-                   help="write the JSON here (reports/ablation/special_tokens/<model>.json)")
+    p.add_argument(
+        "--model",
+        required=True,
+        help="the model with special tokens, a key of ablate.special_tokens ({params:ablate.special_tokens})",
+    )
+    p.add_argument(
+        "--out", type=Path, required=True, help="write the JSON here (reports/ablation/special_tokens/<model>.json)"
+    )
     p.set_defaults(outputs={"--out": "out"})
 
 
@@ -31,25 +38,35 @@ def run(args: argparse.Namespace) -> int:
     command.check_id(args.model, "--model")
     params = command.require_params(args)
     if args.model not in params.ablate.special_tokens:
-        raise GeceError(f"{args.model} has no variant without special tokens under ablate.special_tokens",
-                        hint=f"known: {', '.join(params.ablate.special_tokens) or '(none)'}")
+        raise GeceError(
+            f"{args.model} has no variant without special tokens under ablate.special_tokens",
+            hint=f"known: {', '.join(params.ablate.special_tokens) or '(none)'}",
+        )
     without = params.ablate.special_tokens[args.model]
     pairs = {
-        b: (layout.metrics_path(b, args.model), layout.scores_path(b, args.model), layout.metrics_path(b, without),
-            layout.scores_path(b, without))
+        b: (
+            layout.metrics_path(b, args.model),
+            layout.scores_path(b, args.model),
+            layout.metrics_path(b, without),
+            layout.scores_path(b, without),
+        )
         for b in params.benchmarks
     }
     result = special_tokens(pairs, args.out)
     if not args.quiet:
         rows = {f"{b} {side}": sides[side] for b, sides in result.items() for side in ("with", "without")}
-        command.out.print(command.rows_table(f"{args.model} with vs without special tokens ({without})", "benchmark",
-                                             rows, ["ece", "gender_ece", "brier", "accuracy", "mean_confidence"]))
+        command.out.print(
+            command.rows_table(
+                f"{args.model} with vs without special tokens ({without})",
+                "benchmark",
+                rows,
+                ["ece", "gender_ece", "brier", "accuracy", "mean_confidence"],
+            )
+        )
     return 0
 
 
-def special_tokens(
-    pairs: dict[str, tuple[Path, Path, Path, Path]], out: str | Path
-) -> dict:
+def special_tokens(pairs: dict[str, tuple[Path, Path, Path, Path]], out: str | Path) -> dict:
     """The same model with and without special tokens, per benchmark.
 
     ``pairs``: {benchmark: (metrics with, scores with, metrics without, scores without)}.

@@ -9,22 +9,23 @@ from pathlib import Path
 
 from rich.table import Table
 
-from gece import command, layout
-from gece.diff import flatten
-from gece.files import check_input_dir
-from gece.io import write_json
-from gece.params import Params
+from gece import command
+from gece.io import layout
+from gece.io.disk import check_input_dir
+from gece.io.files import write_json
+from gece.io.params import Params
+from gece.io.schemas import SummaryReport
 from gece.pipeline import report_data
-from gece.schemas import SummaryReport
 from gece.terminal import literal, plain
+from gece.tools.diff import flatten
 
 log = logging.getLogger("gece")
 
 
 def summary_stage(params: Params, reports_dir: str | Path = layout.REPORTS, out: str | Path | None = None):
-    """reports/** -> reports/summary.json (the DVC metrics: :func:`gece.findings.summary`); returns
-    the summary and the findings (:func:`gece.findings.findings`)."""
-    from gece import findings
+    """reports/** -> reports/summary.json (the DVC metrics: :func:`gece.report.findings.summary`); returns
+    the summary and the findings (:func:`gece.report.findings.findings`)."""
+    from gece.report import findings
 
     reports_dir = Path(reports_dir)
     check_input_dir(reports_dir, "--reports", "the JSON reports")
@@ -36,9 +37,16 @@ def summary_stage(params: Params, reports_dir: str | Path = layout.REPORTS, out:
     return result, findings.findings(data)
 
 
-EXAMPLES = ("gece summary                                 # the findings as a table",
-            "gece summary --out reports/summary.json      # what the DVC stage writes",
-            "gece summary --json | jq '.runs.winobias'")
+# the line `gece --help` shows for this command (read without importing this module)
+HELP = (
+    "the findings (best and worst models, notable effects) and reports/summary.json, the one DVC metrics file "
+    "(DVC stage summary)"
+)
+EXAMPLES = (
+    "gece summary                                 # the findings as a table",
+    "gece summary --out reports/summary.json      # what the DVC stage writes",
+    "gece summary --json | jq '.runs.winobias'",
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -60,17 +68,24 @@ def run(args: argparse.Namespace) -> int:
 
 def print_findings(f) -> None:
     """The findings as a table (one row per benchmark and ranked metric), then one line per effect."""
-    from gece.findings import LABELS, RANKED
+    from gece.report.findings import LABELS, RANKED
 
-    table = Table(title="Findings: best and worst model per benchmark (lower is better; 95% bootstrap intervals)",
-                  title_justify="left")
+    table = Table(
+        title="Findings: best and worst model per benchmark (lower is better; 95% bootstrap intervals)",
+        title_justify="left",
+    )
     for col in ("benchmark", "pairs", "metric", "best", "worst"):
         table.add_column(col, justify="right" if col == "pairs" else "left")
     for b in f.benchmarks:
         for i, k in enumerate(k for k in RANKED if k in b.best):
-            table.add_row(plain(b.benchmark) if i == 0 else "", "/".join(map(str, b.n)) if i == 0 else "",
-                          LABELS[k], plain(b.best[k].text()), plain(b.worst[k].text()) if b.models > 1 else "–",
-                          end_section=i == len(RANKED) - 1)
+            table.add_row(
+                plain(b.benchmark) if i == 0 else "",
+                "/".join(map(str, b.n)) if i == 0 else "",
+                LABELS[k],
+                plain(b.best[k].text()),
+                plain(b.worst[k].text()) if b.models > 1 else "–",
+                end_section=i == len(RANKED) - 1,
+            )
     command.out.print(table)
     for topic, text in f.effects:
         command.out.print(f"[bold]{literal(topic)}[/]: {literal(text)}", highlight=False)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from gece import layout
+from gece.io import layout
 from gece.report.cells import Cell, Column, Row, Table, TableDoc, ptr
 
 AGREEMENT = (  # (label, JSON pointer parts, digits)
@@ -46,8 +46,11 @@ def annotations_doc(reports: Mapping[str, Mapping]) -> TableDoc:
     columns = [Column(label, label, None, digits) for label, _, digits in AGREEMENT]
     rows = []
     for b, rep in reports.items():
-        cells = [Cell(value=v, ref={"value": ptr(*parts)} if v is not None else {})
-                 for _, parts, _ in AGREEMENT for v in [_get(rep, parts)]]
+        cells = [
+            Cell(value=v, ref={"value": ptr(*parts)} if v is not None else {})
+            for _, parts, _ in AGREEMENT
+            for v in [_get(rep, parts)]
+        ]
         if not rep.get("n_annotated"):
             cells[3].note = "(no annotations)"
         rows.append(Row([b], cells, layout.annotation_file(b)))
@@ -55,13 +58,26 @@ def annotations_doc(reports: Mapping[str, Mapping]) -> TableDoc:
     keys = _vote_keys(reports)
     annotated = {b: r for b, r in reports.items() if r.get("vote_shares")}
     if annotated:
-        vote_rows = [Row([b], [Cell(value=r["vote_shares"].get(k), ref={"value": ptr("vote_shares", k)})
-                               for k in keys], layout.annotation_file(b)) for b, r in annotated.items()]
-        tables.append(Table("Vote shares", ["benchmark"], [Column(k, k, None, 0) for k in keys], vote_rows,
-                            note="pairs by the number of their annotators who recognised the writer's bias type "
-                            "(k of n)"))
+        vote_rows = [
+            Row(
+                [b],
+                [Cell(value=r["vote_shares"].get(k), ref={"value": ptr("vote_shares", k)}) for k in keys],
+                layout.annotation_file(b),
+            )
+            for b, r in annotated.items()
+        ]
+        tables.append(
+            Table(
+                "Vote shares",
+                ["benchmark"],
+                [Column(k, k, None, 0) for k in keys],
+                vote_rows,
+                note="pairs by the number of their annotators who recognised the writer's bias type (k of n)",
+            )
+        )
     return TableDoc(
-        "annotations", "Annotators",
+        "annotations",
+        "Annotators",
         "Per-annotator labels (CrowS-Pairs' validation: five annotators per pair name the bias types they see). "
         "*support*: the share of labels that name the writer's bias type. α: Krippendorff's alpha (nominal), "
         "κ: Fleiss' kappa, on the binary coding (recognises the writer's bias type or not) and on the nominal "
@@ -70,4 +86,6 @@ def annotations_doc(reports: Mapping[str, Mapping]) -> TableDoc:
         "effect). *median agreement with the majority*: the median over "
         "annotators of the share of their pairs where their binary label equals the majority's "
         "(`reports/annotations/<benchmark>.json`; docs/annotations.md).",
-        tables, "" if tables else "no annotation reports (reports/annotations/) found")
+        tables,
+        "" if tables else "no annotation reports (reports/annotations/) found",
+    )

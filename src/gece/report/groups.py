@@ -11,24 +11,32 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from gece import layout
+from gece.io import layout
 from gece.report.cells import Cell, Column, Row, Table, TableDoc, _p, ptr
 
 PROTOCOL_TEXT = {
-    "identity": ("identity protocol (the paper's): each group's paper-convention ECE against y; for a benchmark "
-                 "imported from CrowS-Pairs format y = 1 for every pair, so ECE = 1 − mean p, how far the model is "
-                 "from always preferring the stereotypical sentence"),
-    "soft": ("soft protocol: each group's ECE of the model's confidence in sent_more against the share of "
-             "annotators who support it (CrowS-Pairs: who recognised the writer's bias type); pairs without "
-             "annotations are left out"),
+    "identity": (
+        "identity protocol (the paper's): each group's paper-convention ECE against y; for a benchmark "
+        "imported from CrowS-Pairs format y = 1 for every pair, so ECE = 1 − mean p, how far the model is "
+        "from always preferring the stereotypical sentence"
+    ),
+    "soft": (
+        "soft protocol: each group's ECE of the model's confidence in sent_more against the share of "
+        "annotators who support it (CrowS-Pairs: who recognised the writer's bias type); pairs without "
+        "annotations are left out"
+    ),
 }
 
 
 def varying_groupings(report: Mapping, protocol: str) -> list[str]:
     """The groupings (in params.yaml's order) that split some run's pairs into two or more groups."""
     by = [r["grouping"] for results in report["runs"].values() for r in results]
-    order = {r["grouping"] for results in report["runs"].values() for r in results
-             if r["protocol"] == protocol and len(r["groups"]) >= 2}
+    order = {
+        r["grouping"]
+        for results in report["runs"].values()
+        for r in results
+        if r["protocol"] == protocol and len(r["groups"]) >= 2
+    }
     return sorted(order, key=by.index)
 
 
@@ -39,8 +47,13 @@ def _group_cell(result: Mapping | None, index: int | None, pointer: tuple, min_s
     base = (*pointer, "groups", index)
     if g["ece"] is None:
         return Cell(note=f"n = {g['n']} < {min_size}" if g["n"] < min_size else g["reason"] or "")
-    return Cell(value=g["ece"], low=g["ci_low"], high=g["ci_high"], note=f"n = {g['n']}",
-                ref={"value": ptr(*base, "ece"), "low": ptr(*base, "ci_low"), "high": ptr(*base, "ci_high")})
+    return Cell(
+        value=g["ece"],
+        low=g["ci_low"],
+        high=g["ci_high"],
+        note=f"n = {g['n']}",
+        ref={"value": ptr(*base, "ece"), "low": ptr(*base, "ci_low"), "high": ptr(*base, "ci_high")},
+    )
 
 
 def _gap_cell(result: Mapping | None, pointer: tuple) -> Cell:
@@ -50,10 +63,16 @@ def _gap_cell(result: Mapping | None, pointer: tuple) -> Cell:
     if gap["n_groups"] < 2:
         return Cell(note=f"only {gap['high']} is large enough")
     base = (*pointer, "gap")
-    note = f"{gap['high']} − {gap['low']}" + (f", permutation {_p(gap['p_perm'])}" if gap.get("p_perm") is not None
-                                               else "")
-    return Cell(value=gap["gap"], low=gap["ci_low"], high=gap["ci_high"], note=note,
-                ref={"value": ptr(*base, "gap"), "low": ptr(*base, "ci_low"), "high": ptr(*base, "ci_high")})
+    note = f"{gap['high']} − {gap['low']}" + (
+        f", permutation {_p(gap['p_perm'])}" if gap.get("p_perm") is not None else ""
+    )
+    return Cell(
+        value=gap["gap"],
+        low=gap["ci_low"],
+        high=gap["ci_high"],
+        note=note,
+        ref={"value": ptr(*base, "gap"), "low": ptr(*base, "ci_low"), "high": ptr(*base, "ci_high")},
+    )
 
 
 def benchmark_tables(b: str, report: Mapping) -> list[Table]:
@@ -63,33 +82,61 @@ def benchmark_tables(b: str, report: Mapping) -> list[Table]:
     for protocol in dict.fromkeys(r["protocol"] for results in report["runs"].values() for r in results):
         groupings = varying_groupings(report, protocol)
         if not groupings:
-            reasons = sorted({r["reason"] for results in report["runs"].values() for r in results
-                              if r["protocol"] == protocol and r["reason"]})
+            reasons = sorted(
+                {
+                    r["reason"]
+                    for results in report["runs"].values()
+                    for r in results
+                    if r["protocol"] == protocol and r["reason"]
+                }
+            )
             why = "; ".join(reasons) or "no grouping splits the pairs"
-            tables.append(Table(f"{b}: {protocol} protocol", ["group"], [Column("why", "not available", None, text=True)],
-                                [Row(["–"], [Cell(why)], layout.groups_file(b))], PROTOCOL_TEXT[protocol]))
+            tables.append(
+                Table(
+                    f"{b}: {protocol} protocol",
+                    ["group"],
+                    [Column("why", "not available", None, text=True)],
+                    [Row(["–"], [Cell(why)], layout.groups_file(b))],
+                    PROTOCOL_TEXT[protocol],
+                )
+            )
             continue
         for grouping in groupings:
             found: dict[str, tuple[Mapping | None, tuple]] = {}
             for m in runs:
-                i = next((i for i, r in enumerate(report["runs"][m])
-                          if r["grouping"] == grouping and r["protocol"] == protocol), None)
+                i = next(
+                    (
+                        i
+                        for i, r in enumerate(report["runs"][m])
+                        if r["grouping"] == grouping and r["protocol"] == protocol
+                    ),
+                    None,
+                )
                 found[m] = (None, ()) if i is None else (report["runs"][m][i], ("runs", m, i))
             names = sorted({g["group"] for r, _ in found.values() if r for g in r["groups"]})
             rows = []
             for name in names:
                 cells = []
                 for r, pointer in found.values():
-                    index = None if r is None else next((i for i, g in enumerate(r["groups"]) if g["group"] == name),
-                                                        None)
+                    index = (
+                        None if r is None else next((i for i, g in enumerate(r["groups"]) if g["group"] == name), None)
+                    )
                     cells.append(_group_cell(r, index, pointer, report["min_size"]))
                 rows.append(Row([name], cells, layout.groups_file(b)))
-            rows.append(Row(["largest gap"], [_gap_cell(r, pointer) for r, pointer in found.values()],
-                            layout.groups_file(b)))
+            rows.append(
+                Row(["largest gap"], [_gap_cell(r, pointer) for r, pointer in found.values()], layout.groups_file(b))
+            )
             left = sorted({f"{m}: {r['left_out']}" for m, (r, _) in found.items() if r and r["left_out"]})
             note = PROTOCOL_TEXT[protocol] + (f". Left out: {'; '.join(left)}" if left else "")
-            tables.append(Table(f"{b}: {protocol} protocol, by {grouping}", ["group"],
-                                [Column(m, m, None) for m in runs], rows, note))
+            tables.append(
+                Table(
+                    f"{b}: {protocol} protocol, by {grouping}",
+                    ["group"],
+                    [Column(m, m, None) for m in runs],
+                    rows,
+                    note,
+                )
+            )
     return tables
 
 
@@ -97,16 +144,24 @@ def groups_doc(reports: Mapping[str, Mapping]) -> TableDoc:
     """The calibration-by-group tables of ``reports`` (benchmark -> GroupsReport as a dict)."""
     tables = [t for b, rep in reports.items() for t in benchmark_tables(b, rep)]
     first = next(iter(reports.values()), None)
-    settings = "" if first is None else (
-        f" ({first['n_bins']} {first['binning'].replace('_', '-')} bins over p, {first['level']:.0%} "
-        f"bias-corrected bootstrap intervals from {first['draws']} resamples of pairs, the same for every group of "
-        f"a run; groups of fewer than {first['min_size']} pairs get no ECE)")
+    settings = (
+        ""
+        if first is None
+        else (
+            f" ({first['n_bins']} {first['binning'].replace('_', '-')} bins over p, {first['level']:.0%} "
+            f"bias-corrected bootstrap intervals from {first['draws']} resamples of pairs, the same for every group of "
+            f"a run; groups of fewer than {first['min_size']} pairs get no ECE)"
+        )
+    )
     return TableDoc(
-        "groups", "Calibration by group",
+        "groups",
+        "Calibration by group",
         "ECE within each group of a pair attribute (params.yaml `groups.by`: the identity contrast or bias type of "
         "the CrowS-Pairs-format benchmarks, the predicted or human gender, any prepared column)" + settings + ", and "
         "the largest gap, max ECE − min ECE over the groups, with its interval, the two groups and a one-sided "
         "permutation p-value (group labels shuffled, sizes kept): a maximum over groups is above 0 by chance alone. "
         "The paper's Table 4 used a later, larger WinoQueer release than the v0 data here, so the WinoQueer numbers "
         "are not comparable with it (`reports/groups/<benchmark>.json`; docs/metrics.md, Calibration by group).",
-        tables, "" if tables else "no calibration-by-group reports (reports/groups/) found")
+        tables,
+        "" if tables else "no calibration-by-group reports (reports/groups/) found",
+    )

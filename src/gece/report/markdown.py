@@ -35,14 +35,16 @@ def compare_markdown(result: dict) -> str:
     lines = [
         f"# Paired model comparison: {_md_escape(result['benchmark'])}",
         "",
-        (f"Difference A − B on the same {result['n']} pairs, paired bootstrap with {result['draws']} resamples "
-        f"(seed {result['seed']}): point difference, {level} bias-corrected percentile interval and two-sided "
-        "p-value. "
-        f"**Bold**: significant at α = {result['alpha']}; †: still significant after Holm's correction "
-        f"over the {len(keys)} metrics of the pair. The smallest p-value {result['draws']} resamples can give "
-        f"is {2 / (result['draws'] + 1):.4f}; with {plural(len(result['pairs']), 'model pair')} and "
-        f"{plural(len(result['pairs']) * len(keys), 'difference')} in the table, expect some to be significant "
-        f"at α = {result['alpha']} by chance alone."),
+        (
+            f"Difference A − B on the same {result['n']} pairs, paired bootstrap with {result['draws']} resamples "
+            f"(seed {result['seed']}): point difference, {level} bias-corrected percentile interval and two-sided "
+            "p-value. "
+            f"**Bold**: significant at α = {result['alpha']}; †: still significant after Holm's correction "
+            f"over the {len(keys)} metrics of the pair. The smallest p-value {result['draws']} resamples can give "
+            f"is {2 / (result['draws'] + 1):.4f}; with {plural(len(result['pairs']), 'model pair')} and "
+            f"{plural(len(result['pairs']) * len(keys), 'difference')} in the table, expect some to be significant "
+            f"at α = {result['alpha']} by chance alone."
+        ),
         "",
         "| A | B | " + " | ".join(_label(k) for k in keys) + " |",
         "|---|---|" + "---|" * len(keys),
@@ -58,16 +60,30 @@ def compare_markdown(result: dict) -> str:
         lines.append(f"| {_md_escape(pair['a'])} | {_md_escape(pair['b'])} | " + " | ".join(cells) + " |")
     n_sig = sum(c["significant"] for pair in result["pairs"] for c in pair["metrics"].values())
     total = len(result["pairs"]) * len(keys)
-    lines += ["", (f"{n_sig} of {plural(total, 'difference')} {'is' if total == 1 else 'are'} significant at "
-              f"α = {result['alpha']}.")]
+    lines += [
+        "",
+        (
+            f"{n_sig} of {plural(total, 'difference')} {'is' if total == 1 else 'are'} significant at "
+            f"α = {result['alpha']}."
+        ),
+    ]
     power = result.get("power")
     if power:
-        lines += ["", (f"Power: the smallest true difference the paired test detects with {power['level']:.0%} power "
-                  f"at α = {result['alpha']} (median and range over {power['pairs']} pairs of "
-                  f"{'the authors' + chr(39) + ' runs' if power['runs'] == 'paper' else 'runs'}):"), "",
-                  "| metric | minimum detectable difference | range |", "|---|--:|--:|"]
-        lines += [f"| {_label(k)} | {_num(v['median'])} | {_num(v['min'])} – {_num(v['max'])} |"
-                  for k, v in power["mde"].items()]
+        lines += [
+            "",
+            (
+                f"Power: the smallest true difference the paired test detects with {power['level']:.0%} power "
+                f"at α = {result['alpha']} (median and range over {power['pairs']} pairs of "
+                f"{'the authors' + chr(39) + ' runs' if power['runs'] == 'paper' else 'runs'}):"
+            ),
+            "",
+            "| metric | minimum detectable difference | range |",
+            "|---|--:|--:|",
+        ]
+        lines += [
+            f"| {_label(k)} | {_num(v['median'])} | {_num(v['min'])} – {_num(v['max'])} |"
+            for k, v in power["mde"].items()
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -112,8 +128,13 @@ def _md_escape(text: object) -> str:
             out.append(_MD_ENTITY[ch])
         elif ch in _BIDI_CONTROLS:
             out.append(f"&#x{ord(ch):04X};")
-        elif (ch in _MD_BACKSLASH or (i == 0 and ch in _MD_AT_START) or (ch == "[" and after == "^")
-              or (ch == "]" and after in ("(", "[")) or (ch == "_" and not (before.isalnum() and after.isalnum()))):
+        elif (
+            ch in _MD_BACKSLASH
+            or (i == 0 and ch in _MD_AT_START)
+            or (ch == "[" and after == "^")
+            or (ch == "]" and after in ("(", "["))
+            or (ch == "_" and not (before.isalnum() and after.isalnum()))
+        ):
             out.append("\\" + ch)
         else:
             out.append(ch)
@@ -138,7 +159,9 @@ def table_markdown(table: Table) -> str:
     align = ["---"] * len(table.label_columns) + ["---" if c.text else "--:" for c in table.columns]
     lines = ["| " + " | ".join(map(_md_escape, head)) + " |", "|" + "|".join(align) + "|"]
     for row in table.rows:
-        cells = [_md_escape(x) for x in row.label] + [_md_cell(c, col) for c, col in zip(row.cells, table.columns)]
+        cells = [_md_escape(x) for x in row.label] + [
+            _md_cell(c, col) for c, col in zip(row.cells, table.columns, strict=True)
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -73,8 +73,9 @@ def _layout(visible, b: int, t: int, s: int) -> list:
     out = []
     for n in torch.unique(length).tolist():
         k = min(n, s)
-        out.append((n, k, order[..., :k], (torch.arange(n, device=count.device) < count[..., None])
-                    & (length == n)[..., None]))
+        out.append(
+            (n, k, order[..., :k], (torch.arange(n, device=count.device) < count[..., None]) & (length == n)[..., None])
+        )
     return out
 
 
@@ -162,13 +163,20 @@ def _canonical_output(w, value, layout):
 
 
 def exact_attention(
-    module: Any, query, key, value, attention_mask, dropout: float = 0.0, scaling: float | None = None,
-    softcap: float | None = None, **kwargs: Any,
+    module: Any,
+    query,
+    key,
+    value,
+    attention_mask,
+    dropout: float = 0.0,
+    scaling: float | None = None,
+    softcap: float | None = None,
+    **kwargs: Any,
 ) -> tuple[Any, None]:
     """Attention for one layer. query (B, Hq, T, d), key/value (B, Hkv, S, d), mask (B, 1, T, S),
     additive or boolean (True: attend)."""
     if scaling is None:
-        scaling = module.head_dim ** -0.5
+        scaling = module.head_dim**-0.5
     b, hq, t, d = query.shape
     hkv, s = key.shape[1], key.shape[2]
     g = hq // hkv  # query heads per key/value head (grouped-query attention), without copying K and V

@@ -103,12 +103,16 @@ class PairScore:
     less: SideScore
 
     def tokens(self) -> dict[str, Any]:
-        """The pair's columns of a token file (:class:`gece.schemas.TokenRow`)."""
-        return {"logprobs_more": self.more.token_logprobs, "logprobs_less": self.less.token_logprobs,
-                "logits_more": self.more.token_logits, "logits_less": self.less.token_logits}
+        """The pair's columns of a token file (:class:`gece.io.schemas.TokenRow`)."""
+        return {
+            "logprobs_more": self.more.token_logprobs,
+            "logprobs_less": self.less.token_logprobs,
+            "logits_more": self.more.token_logits,
+            "logits_less": self.less.token_logits,
+        }
 
     def record(self, rule: WordProb) -> dict[str, Any]:
-        """The pair's score columns (:class:`gece.schemas.ScoreRow`) under a word rule."""
+        """The pair's score columns (:class:`gece.io.schemas.ScoreRow`) under a word rule."""
         return rules.score_record(**self.tokens(), rule=rule)
 
 
@@ -153,8 +157,10 @@ class Runner:
         self.decoder = model.get_decoder()
         self.head = model.get_output_embeddings()
         if self.decoder is model or self.head is None:
-            raise GeceError(f"{type(model).__name__}: cannot separate the decoder from the LM head",
-                            hint="gece supports transformers causal LMs with get_decoder() and an output embedding")
+            raise GeceError(
+                f"{type(model).__name__}: cannot separate the decoder from the LM head",
+                hint="gece supports transformers causal LMs with get_decoder() and an output embedding",
+            )
         cfg = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
         self.softcap = getattr(cfg, "final_logit_softcapping", None)
         self.device = execution_device(model.get_input_embeddings())
@@ -169,8 +175,11 @@ class Runner:
         # a model without layer types but with a window (Mistral) slides in every layer
         types = getattr(cfg, "layer_types", None) or []
         window = getattr(cfg, "sliding_window", None)
-        self.window = window if "sliding_attention" in types or (
-            not types and window and getattr(cfg, "use_sliding_window", True)) else None
+        self.window = (
+            window
+            if "sliding_attention" in types or (not types and window and getattr(cfg, "use_sliding_window", True))
+            else None
+        )
         self.mask_types = sorted(set(types)) if self.window and types else None
         self.additive_mask = getattr(model.config, "_attn_implementation", "") == "eager"
         self.cap: int | None = None  # most pairs per forward pass, set after an out-of-memory error
@@ -184,8 +193,12 @@ class Runner:
         for the rest of the run, or fail when a single pair does not fit."""
         if size <= 1:
             raise GeceError(
-                "one pair does not fit in device memory" + (
-                    f" (forward passes of {self.pass_rows} rows of {packing.ROW_TOKENS} tokens)" if self.pass_rows else ""),
+                "one pair does not fit in device memory"
+                + (
+                    f" (forward passes of {self.pass_rows} rows of {packing.ROW_TOKENS} tokens)"
+                    if self.pass_rows
+                    else ""
+                ),
                 hint="spread the model over several GPUs (device: multi, with max_memory), use dtype: bfloat16, "
                 "or backend: vllm with tensor_parallel",
             )
@@ -228,23 +241,26 @@ class Runner:
             mask = {t: self._mask(masks.get(t, allowed)).to(self.device) for t in self.mask_types}
         else:
             mask = self._mask(sliding).to(self.device)
-        out = self.decoder(input_ids=ids.to(self.device), attention_mask=mask, position_ids=pos.to(self.device),
-                           use_cache=False)
+        out = self.decoder(
+            input_ids=ids.to(self.device), attention_mask=mask, position_ids=pos.to(self.device), use_cache=False
+        )
         return out.last_hidden_state
 
 
 HEAD_ROWS = 64  # LM-head rows at a time: with a 262,144-word vocabulary, about 200 MB of float64 per array
 
 
-def score_batch(runner: Runner, plans: Sequence[PairPlan], lay: packing.BatchLayout | None = None
-                ) -> tuple[list[PairScore], packing.BatchStats]:
+def score_batch(
+    runner: Runner, plans: Sequence[PairPlan], lay: packing.BatchLayout | None = None
+) -> tuple[list[PairScore], packing.BatchStats]:
     """Score a batch of planned pairs under ``torch.inference_mode`` (see :func:`_score_batch`)."""
     with runner.torch.inference_mode():
         return _score_batch(runner, plans, lay or packing.lay_out(plans, runner.pad_id, runner.pass_rows))
 
 
-def _score_batch(runner: Runner, plans: Sequence[PairPlan], lay: packing.BatchLayout
-                 ) -> tuple[list[PairScore], packing.BatchStats]:
+def _score_batch(
+    runner: Runner, plans: Sequence[PairPlan], lay: packing.BatchLayout
+) -> tuple[list[PairScore], packing.BatchStats]:
     """Score a batch of planned pairs laid out as ``lay`` (:func:`gece.scoring.packing.lay_out`).
 
     Every side's fed sequence (shared prefix + its own suffix) goes into a trie, so a token
@@ -276,14 +292,19 @@ def _score_batch(runner: Runner, plans: Sequence[PairPlan], lay: packing.BatchLa
         scores = []
         for sp in (pl.more, pl.less):
             shape = [len(w) for w in sp.targets]
-            scores.append(SideScore(tuple(tuple(next(lp_it) for _ in range(k)) for k in shape),
-                                    tuple(tuple(next(lg_it) for _ in range(k)) for k in shape)))
+            scores.append(
+                SideScore(
+                    tuple(tuple(next(lp_it) for _ in range(k)) for k in shape),
+                    tuple(tuple(next(lg_it) for _ in range(k)) for k in shape),
+                )
+            )
         out.append(PairScore(pl.index, scores[0], scores[1]))
     return out, lay.stats
 
 
-def head_values(runner: Runner, states: Any, asked: np.ndarray, rows: int | None = None
-                ) -> tuple[np.ndarray, np.ndarray]:
+def head_values(
+    runner: Runner, states: Any, asked: np.ndarray, rows: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """The log-probabilities and the logits at ``asked`` ((head row, token) pairs) of the LM head over
     ``states`` (K, H), computed ``rows`` (:data:`HEAD_ROWS`) rows at a time: the (rows, vocabulary) logits and
     their float64 log-softmax are the largest arrays of a batch, and under the sentence rule K is every
@@ -293,7 +314,7 @@ def head_values(runner: Runner, states: Any, asked: np.ndarray, rows: int | None
     lp = np.empty(len(asked))
     lg = np.empty(len(asked))
     for start in range(0, states.shape[0], rows):
-        chunk = states[start:start + rows]
+        chunk = states[start : start + rows]
         if runner.pass_rows and chunk.shape[0] < rows:  # a fixed shape (see Runner.pass_rows)
             chunk = runner.torch.cat([chunk, chunk.new_zeros((rows - chunk.shape[0], chunk.shape[1]))])
         logits = runner.logits(chunk)  # (rows, V), float32
@@ -392,10 +413,10 @@ def auto_batch_size(runner: Runner, plans: Sequence[PairPlan]) -> int:
     :data:`MAX_AUTO_BATCH` (or every pair, if fewer).
 
     On a GPU the memory a batch takes does not grow with its pairs: they are fed in forward passes of a
-    fixed shape (:data:`gece.scoring.packing.PASS_ROWS` rows of ``ROW_TOKENS`` tokens), one at a time, and only the LM head's
-    inputs (one hidden state per predicting token) are kept between passes. A larger batch shares more
-    beginnings between pairs and pads its last pass less, so the largest is the fastest; nothing is probed,
-    so the choice, like the scores, does not depend on the memory a device has free."""
+    fixed shape (:data:`gece.scoring.packing.PASS_ROWS` rows of ``ROW_TOKENS`` tokens), one at a time, and
+    only the LM head's inputs (one hidden state per predicting token) are kept between passes. A larger batch shares
+    more beginnings between pairs and pads its last pass less, so the largest is the fastest; nothing is probed, so the
+    choice, like the scores, does not depend on the memory a device has free."""
     if runner.exact:
         return CPU_BATCH
     return max(1, min(MAX_AUTO_BATCH, len(plans)))
@@ -446,8 +467,11 @@ def flops(model: Any, tokens_fed: int, head_positions: int) -> float:
 def non_finite(tokens: dict[str, Any]) -> list[str]:
     """The columns of a pair's token record (:meth:`PairScore.tokens`) that hold a NaN or an infinity (a
     model overflow, e.g. in float16)."""
-    return [f"{k}={[list(w) for w in v]}" for k, v in tokens.items()
-            if v is not None and not all(math.isfinite(x) for w in v for x in w)]
+    return [
+        f"{k}={[list(w) for w in v]}"
+        for k, v in tokens.items()
+        if v is not None and not all(math.isfinite(x) for w in v for x in w)
+    ]
 
 
 def max_abs_diff(a: Sequence[PairScore], b: Sequence[PairScore]) -> float:

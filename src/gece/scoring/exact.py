@@ -178,8 +178,15 @@ def _check(y, ea, nb):
     p_all, m, n = y.shape
     lo = np.empty((p_all * m, n), np.float32)
     flat = np.empty(y.size, np.int64)  # room for every entry; the pages of the few written are the only ones touched
-    count = kernels.check_rows(y.reshape(p_all * m, n), np.ascontiguousarray(ea.reshape(p_all * m)),
-                               np.ascontiguousarray(nb), m, lo, np.zeros(-(-y.size // 8) * 8, bool), flat)
+    count = kernels.check_rows(
+        y.reshape(p_all * m, n),
+        np.ascontiguousarray(ea.reshape(p_all * m)),
+        np.ascontiguousarray(nb),
+        m,
+        lo,
+        np.zeros(-(-y.size // 8) * 8, bool),
+        flat,
+    )
     return lo.reshape(y.shape), np.unravel_index(flat[:count], y.shape)
 
 
@@ -222,8 +229,7 @@ def _resolve(out, idx, a3, bt3, na, nb) -> None:
     v, err = _split_sums(a3, bt3, (p, pb, i, j), na[p, i] * nb[pb, j])
     with np.errstate(over="ignore", invalid="ignore"):
         vals = v.astype(np.float32)
-        still = np.nonzero(_undecided((v - err).astype(np.float32), (v + err).astype(np.float32))
-                           & np.isfinite(v))[0]
+        still = np.nonzero(_undecided((v - err).astype(np.float32), (v + err).astype(np.float32)) & np.isfinite(v))[0]
     for t in still.tolist():  # about one entry in 10^5 of stage 2's
         vals[t] = _sum_f32(a3[p[t], i[t]] * bt3[pb[t], j[t]])  # K exact products
     out[p, i, j] = vals
@@ -425,8 +431,10 @@ def make_exact(model: Any) -> Any:
     for name, mod in model.named_modules():  # refuse before changing anything
         if hasattr(mod, "inv_freq") or any(n.endswith("inv_freq") for n, _ in mod.named_buffers(recurse=False)):
             if not _rope_types(mod) <= STATIC_ROPE:
-                raise ValueError(f"{name}: rotary embedding of type {_rope_types(mod)} changes with the input; "
-                                 "gece's exact numerics support fixed frequencies only")
+                raise ValueError(
+                    f"{name}: rotary embedding of type {_rope_types(mod)} changes with the input; "
+                    "gece's exact numerics support fixed frequencies only"
+                )
             mod.forward = _rope_forward(mod)
     offloaded = any(p.device.type == "meta" for p in model.parameters())  # accelerate moves them in per pass
     embedded = {m.weight.data_ptr() for m in model.modules() if isinstance(m, torch.nn.Embedding)}

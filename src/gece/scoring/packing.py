@@ -149,12 +149,13 @@ class Forest:
         for m in sorted(rows):
             per = max(1, rows_per_pass // m)
             for start in range(0, len(rows[m]), per):
-                place = {n: (r, c) for r, own in enumerate(owns[m][start:start + per]) for n, c in own.items()}
-                passes.append(self._packed(rows[m][start:start + per], m * width, per, pad_id, place))
+                place = {n: (r, c) for r, own in enumerate(owns[m][start : start + per]) for n, c in own.items()}
+                passes.append(self._packed(rows[m][start : start + per], m * width, per, pad_id, place))
         return passes
 
-    def _packed(self, rows: list[list[int]], width: int, n_rows: int, pad_id: int,
-                place: dict[int, tuple[int, int]]) -> Packed:
+    def _packed(
+        self, rows: list[list[int]], width: int, n_rows: int, pad_id: int, place: dict[int, tuple[int, int]]
+    ) -> Packed:
         """Rows of nodes as a forward pass of ``n_rows`` rows of ``width`` tokens: each token sees itself and its
         ancestors; padding (to the width, and whole rows of it) sees itself only (no empty softmax rows)."""
         ids, positions, mr, mq, mk = [], [], [], [], []
@@ -208,9 +209,12 @@ class BatchLayout:
 
     @property
     def stats(self) -> BatchStats:
-        return BatchStats(tokens_fed=sum(len(r) for p in self.passes for r in p.nodes),
-                          tokens_padded=sum(len(p.ids) * len(p.ids[0]) for p in self.passes),
-                          head_positions=len(self.where), forward_calls=len(self.passes))
+        return BatchStats(
+            tokens_fed=sum(len(r) for p in self.passes for r in p.nodes),
+            tokens_padded=sum(len(p.ids) * len(p.ids[0]) for p in self.passes),
+            head_positions=len(self.where),
+            forward_calls=len(self.passes),
+        )
 
 
 def lay_out(plans: Sequence[PairPlan], pad_id: int, pass_rows: int | None = None) -> BatchLayout:
@@ -221,8 +225,9 @@ def lay_out(plans: Sequence[PairPlan], pad_id: int, pass_rows: int | None = None
     reads: list[tuple[list[int], list[int]]] = []
     for pl in plans:
         reads.append((forest.add(pl.prefix + pl.more.suffix), forest.add(pl.prefix + pl.less.suffix)))
-    passes = ([forest.pack(ROW_TOKENS, pad_id)] if pass_rows is None
-              else forest.pack_fixed(pass_rows, ROW_TOKENS, pad_id))
+    passes = (
+        [forest.pack(ROW_TOKENS, pad_id)] if pass_rows is None else forest.pack_fixed(pass_rows, ROW_TOKENS, pad_id)
+    )
     where: dict[int, int] = {}
     for pl, (nm, nl) in zip(plans, reads, strict=True):
         for sp, nodes in ((pl.more, nm), (pl.less, nl)):

@@ -44,16 +44,23 @@ class SideTokens:
     prefixed: bool = False
 
 
-NO_TOKEN_HINT = ("the word is made of characters the tokenizer drops (zero-width or control characters?): "
-                 "fix that row of the benchmark CSV or remove the pair")
+NO_TOKEN_HINT = (
+    "the word is made of characters the tokenizer drops (zero-width or control characters?): "
+    "fix that row of the benchmark CSV or remove the pair"
+)
 
 
 NO_TARGET_HINT = "score whole sentences (extract.rule: sentence), or remove the pair from the benchmark"
 
 
 def tokenize(
-    tokenizer: Any, sentences: Sequence[str], starts: Sequence[Sequence[int]], ends: Sequence[Sequence[int]],
-    special_tokens: bool, names: Sequence[str] | None = None, rule: Rule = "target",
+    tokenizer: Any,
+    sentences: Sequence[str],
+    starts: Sequence[Sequence[int]],
+    ends: Sequence[Sequence[int]],
+    special_tokens: bool,
+    names: Sequence[str] | None = None,
+    rule: Rule = "target",
 ) -> list[SideTokens]:
     """Tokenize sentences (with the tokenizer's special tokens or none) and align their target words.
 
@@ -69,8 +76,10 @@ def tokenize(
         where = f"{names[k]}: " if names is not None else ""
         spans = [(0, len(sentences[k]))] if rule == "sentence" else list(zip(starts[k], ends[k], strict=True))
         if not spans:
-            problems.append(f"{where}{sentences[k]!r} has no target word (the other sentence of the pair only adds "
-                            "words, or the two are the same)")
+            problems.append(
+                f"{where}{sentences[k]!r} has no target word (the other sentence of the pair only adds "
+                "words, or the two are the same)"
+            )
             hints.append(NO_TARGET_HINT)
         words = []
         for s, e in spans:
@@ -99,9 +108,11 @@ def prefix_token(tokenizer: Any) -> int:
         value = getattr(tokenizer, name, None)
         if value is not None:
             return int(value)
-    raise GeceError(f"{type(tokenizer).__name__} has neither a BOS nor an EOS token: nothing can predict a "
-                    "sentence's first token", hint="use a tokenizer with a BOS or EOS token, or (target rule) "
-                    "remove the pairs whose target word is the first word")
+    raise GeceError(
+        f"{type(tokenizer).__name__} has neither a BOS nor an EOS token: nothing can predict a sentence's first token",
+        hint="use a tokenizer with a BOS or EOS token, or (target rule) "
+        "remove the pairs whose target word is the first word",
+    )
 
 
 def needs_prefix(side: SideTokens) -> bool:
@@ -109,8 +120,9 @@ def needs_prefix(side: SideTokens) -> bool:
     return any(w and w[0] == 0 for w in side.words)
 
 
-def prefix_pairs(sides: Sequence[tuple[SideTokens, SideTokens]], prefix_id: Callable[[], int]
-                 ) -> list[tuple[SideTokens, SideTokens]]:
+def prefix_pairs(
+    sides: Sequence[tuple[SideTokens, SideTokens]], prefix_id: Callable[[], int]
+) -> list[tuple[SideTokens, SideTokens]]:
     """Both sentences of every pair where either side :func:`needs_prefix`, with the prefix token
     (``prefix_id()``, asked only when some pair needs it) in front and their words shifted by one;
     other pairs unchanged, so that both sides of a pair are always fed alike."""
@@ -118,8 +130,9 @@ def prefix_pairs(sides: Sequence[tuple[SideTokens, SideTokens]], prefix_id: Call
     for pair in sides:
         if any(needs_prefix(side) for side in pair):
             tok = prefix_id() if tok is None else tok
-            pair = tuple(SideTokens((tok, *side.ids), tuple(tuple(t + 1 for t in w) for w in side.words), True)
-                         for side in pair)
+            pair = tuple(
+                SideTokens((tok, *side.ids), tuple(tuple(t + 1 for t in w) for w in side.words), True) for side in pair
+            )
         out.append(pair)
     return out
 
@@ -181,9 +194,9 @@ def plan_pair(index: int, more: SideTokens, less: SideTokens) -> PairPlan:
     return PairPlan(index, tuple(feeds[0][:p]), plans[0], plans[1])
 
 
-
-def plans_for(tokenizer: Any, pairs: Any, special_tokens: bool, source: str | None = None, rule: Rule = "target"
-              ) -> tuple[list[tuple[SideTokens, SideTokens]], list[PairPlan]]:
+def plans_for(
+    tokenizer: Any, pairs: Any, special_tokens: bool, source: str | None = None, rule: Rule = "target"
+) -> tuple[list[tuple[SideTokens, SideTokens]], list[PairPlan]]:
     """Tokenize and plan the prepared pairs (a frame with ``sent_*``, ``starts_*``, ``ends_*``, ``pair_id``)
     under a rule: ``target`` (the target words) or ``sentence`` (the whole sentences); pairs with
     a word at the first token get the prefix token (:func:`prefix_pairs`).
@@ -194,10 +207,18 @@ def plans_for(tokenizer: Any, pairs: Any, special_tokens: bool, source: str | No
         raise ValueError(f"rule must be target or sentence, got {rule!r}")
     ids = list(pairs["pair_id"])
     rows = list(pairs["row"]) if "row" in pairs else [None] * len(ids)
-    names = [f"{source + ': ' if source else ''}pair {pid}" + (f" (row {r} of the benchmark CSV)" if r else "")
-             for pid, r in zip(ids, rows, strict=True)]
-    both = tokenize(tokenizer, [*pairs["sent_more"], *pairs["sent_less"]],  # both sides: one error lists all
-                    [*pairs["starts_more"], *pairs["starts_less"]], [*pairs["ends_more"], *pairs["ends_less"]],
-                    special_tokens, names + names, rule)
+    names = [
+        f"{source + ': ' if source else ''}pair {pid}" + (f" (row {r} of the benchmark CSV)" if r else "")
+        for pid, r in zip(ids, rows, strict=True)
+    ]
+    both = tokenize(
+        tokenizer,
+        [*pairs["sent_more"], *pairs["sent_less"]],  # both sides: one error lists all
+        [*pairs["starts_more"], *pairs["starts_less"]],
+        [*pairs["ends_more"], *pairs["ends_less"]],
+        special_tokens,
+        names + names,
+        rule,
+    )
     sides = prefix_pairs(list(zip(both[: len(ids)], both[len(ids) :], strict=True)), lambda: prefix_token(tokenizer))
     return sides, [plan_pair(i, m, l) for i, (m, l) in enumerate(sides)]

@@ -61,18 +61,24 @@ def side_score(token_logprobs: Sequence[Sequence[float]], rule: WordProb) -> flo
     return side_logprob([word_logprob(w, rule) for w in token_logprobs])
 
 
-def score_record(logprobs_more: Sequence[Sequence[float]], logprobs_less: Sequence[Sequence[float]],
-                 logits_more: Sequence[Sequence[float]] | None, logits_less: Sequence[Sequence[float]] | None,
-                 rule: WordProb) -> dict[str, float | int | None]:
-    """A pair's score columns (:class:`gece.schemas.ScoreRow`) from its two sides' target tokens.
+def score_record(
+    logprobs_more: Sequence[Sequence[float]],
+    logprobs_less: Sequence[Sequence[float]],
+    logits_more: Sequence[Sequence[float]] | None,
+    logits_less: Sequence[Sequence[float]] | None,
+    rule: WordProb,
+) -> dict[str, float | int | None]:
+    """A pair's score columns (:class:`gece.io.schemas.ScoreRow`) from its two sides' target tokens.
 
     ``logprobs_*`` and ``logits_*`` are per word, per token; ``logit_*`` is the raw logit of each
     side's first target token (None where the backend gives log-probabilities only).
     """
     lm, ll = side_score(logprobs_more, rule), side_score(logprobs_less, rule)
     return {
-        "n_tokens_more": sum(map(len, logprobs_more)), "n_tokens_less": sum(map(len, logprobs_less)),
-        "logprob_more": lm, "logprob_less": ll,
+        "n_tokens_more": sum(map(len, logprobs_more)),
+        "n_tokens_less": sum(map(len, logprobs_less)),
+        "logprob_more": lm,
+        "logprob_less": ll,
         "logit_more": None if logits_more is None else float(logits_more[0][0]),
         "logit_less": None if logits_less is None else float(logits_less[0][0]),
         "p": pair_p(lm, ll),

@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from gece.schemas import SelfCheck
+from gece.io.schemas import SelfCheck
 from gece.scoring import attention as exact_attention
 from gece.scoring import engine, planning, rules
 
@@ -118,8 +118,9 @@ def run(runner: engine.Runner, sides: Sequence, plans: Sequence[planning.PairPla
     if naive is None:
         runner.out_of_memory(1)
     d_fast = engine.max_abs_diff(fast, naive)
-    if math.isnan(d_fast) and not all(math.isfinite(v) for s in naive for side in (s.more, s.less)
-                                      for w in side.token_logprobs for v in w):
+    if math.isnan(d_fast) and not all(
+        math.isfinite(v) for s in naive for side in (s.more, s.less) for w in side.token_logprobs for v in w
+    ):
         return None
     exact = runner.exact and model.config._attn_implementation == exact_attention.NAME
     ref_dtype = ref_diff = None
@@ -138,9 +139,20 @@ def run(runner: engine.Runner, sides: Sequence, plans: Sequence[planning.PairPla
             f"{type(model).__name__}: the optimized scoring path disagrees with the model's own forward pass by "
             f"{d_fast:.3g} in log-probability on {len(picked)} pairs, more than {dtype} rounding explains "
             f"(allowed {allowed:.3g}, rule {rule}"
-            + (f": the {ref_dtype} reference differs from the {dtype} pass by {ref_diff:.3g}" if rule == "reference" else "")
+            + (
+                f": the {ref_dtype} reference differs from the {dtype} pass by {ref_diff:.3g}"
+                if rule == "reference"
+                else ""
+            )
             + "); this architecture needs support in gece.scoring.engine.Runner.logits"
         )
-    return SelfCheck(pairs=len(picked), rule=rule, max_abs_diff=_sig(d_fast),
-                     reference_dtype=ref_dtype if ref is not None else None, reference_diff=_sig(ref_diff),
-                     allowed=_sig(allowed), p_diff_median=_sig(p_med), p_diff_max=_sig(p_max))
+    return SelfCheck(
+        pairs=len(picked),
+        rule=rule,
+        max_abs_diff=_sig(d_fast),
+        reference_dtype=ref_dtype if ref is not None else None,
+        reference_diff=_sig(ref_diff),
+        allowed=_sig(allowed),
+        p_diff_median=_sig(p_med),
+        p_diff_max=_sig(p_max),
+    )

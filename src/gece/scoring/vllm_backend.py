@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from gece.errors import GeceError
-from gece.params import ModelSpec
+from gece.io.params import ModelSpec
 from gece.scoring import models
 from gece.scoring.engine import PairScore, SideScore
 from gece.scoring.packing import BatchStats
@@ -78,20 +78,38 @@ def load(spec: ModelSpec, resolved: models.Resolved) -> models.LoadedModel:
     if not torch.cuda.is_available():
         raise GeceError("backend vllm: no CUDA GPU is visible", hint=INSTALL_HINT)
     if spec.tensor_parallel > torch.cuda.device_count():
-        raise GeceError(f"backend vllm: tensor_parallel {spec.tensor_parallel} needs that many GPUs; "
-                        f"{torch.cuda.device_count()} visible", hint="lower tensor_parallel in the registry entry")
+        raise GeceError(
+            f"backend vllm: tensor_parallel {spec.tensor_parallel} needs that many GPUs; "
+            f"{torch.cuda.device_count()} visible",
+            hint="lower tensor_parallel in the registry entry",
+        )
     dtype = str(models.resolve_dtype(spec.dtype, "cuda")).removeprefix("torch.")
     weights = models.weight_hashes(resolved)
     path = model_dir(resolved, weights)
     tok = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
     models.require_offsets(tok, spec.source)
-    llm = vllm.LLM(model=str(path), tokenizer=str(path), dtype=dtype, tensor_parallel_size=spec.tensor_parallel,
-                   trust_remote_code=False, seed=0, max_model_len=max_model_len(path))
+    llm = vllm.LLM(
+        model=str(path),
+        tokenizer=str(path),
+        dtype=dtype,
+        tensor_parallel_size=spec.tensor_parallel,
+        trust_remote_code=False,
+        seed=0,
+        max_model_len=max_model_len(path),
+    )
     device = "cuda" if spec.tensor_parallel == 1 else f"cuda x{spec.tensor_parallel}"
     return models.LoadedModel(
-        model=llm, tokenizer=tok, source=spec.source, kind=resolved.kind, weights=weights, dtype=dtype,
-        device=device, attention="vllm", special_tokens=spec.special_tokens,
-        load_seconds=time.perf_counter() - t0, loaded_from=str(path),
+        model=llm,
+        tokenizer=tok,
+        source=spec.source,
+        kind=resolved.kind,
+        weights=weights,
+        dtype=dtype,
+        device=device,
+        attention="vllm",
+        special_tokens=spec.special_tokens,
+        load_seconds=time.perf_counter() - t0,
+        loaded_from=str(path),
     )
 
 
@@ -116,14 +134,16 @@ def side_prompt(prefix: Sequence[int], side: SidePlan) -> list[int]:
     last_pos, last_tok = max(target for w in side.targets for target in w)
     if last_pos != len(fed) - 1:
         raise AssertionError("a side's fed tokens end just before its last target token")
-    return fed + [last_tok]
+    return [*fed, last_tok]
 
 
 def _logprob(entry: Any, token: int, where: str) -> float:
     """The log-probability of ``token`` in one prompt position's entry ({token id: Logprob})."""
     if entry is None or token not in entry:
-        raise GeceError(f"vLLM returned no log-probability for token {token} at {where}",
-                        hint="this vLLM version's prompt_logprobs format is not supported; please report it")
+        raise GeceError(
+            f"vLLM returned no log-probability for token {token} at {where}",
+            hint="this vLLM version's prompt_logprobs format is not supported; please report it",
+        )
     value = entry[token]
     return float(getattr(value, "logprob", value))
 
@@ -148,8 +168,9 @@ def read_pair(plan: PairPlan, outputs: tuple[Any, Any]) -> PairScore:
     return PairScore(plan.index, scores[0], scores[1])
 
 
-def score(runner: Runner, batch_list: Sequence[Sequence[PairPlan]], on_batch: Callable[[int], None] | None = None
-          ) -> Iterator[tuple[list[PairScore], BatchStats]]:
+def score(
+    runner: Runner, batch_list: Sequence[Sequence[PairPlan]], on_batch: Callable[[int], None] | None = None
+) -> Iterator[tuple[list[PairScore], BatchStats]]:
     """Score batches in order, one ``LLM.generate`` call (two prompts per pair) per batch."""
     for b in batch_list:
         prompts = [side_prompt(pl.prefix, sp) for pl in b for sp in (pl.more, pl.less)]
@@ -166,4 +187,3 @@ def auto_batch_size(runner: Runner, plans: Sequence[PairPlan]) -> int:
     """``batch_size: auto`` for vLLM: large calls (:data:`AUTO_BATCH` pairs); vLLM schedules them
     within its own memory budget."""
     return AUTO_BATCH
-

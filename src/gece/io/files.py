@@ -1,9 +1,9 @@
 """Reading and writing the pipeline's files: the only code that touches them on disk.
 
 Tabular artifacts are Parquet whose columns and Arrow types follow a pydantic model of
-``gece.schemas`` (``PreparedPair``, ``ScoreRow``, ...); reports are JSON validated by a pydantic
+``gece.io.schemas`` (``PreparedPair``, ``ScoreRow``, ...); reports are JSON validated by a pydantic
 model. Every write goes to a temporary file in the target directory and is renamed into place
-(``gece.files.atomic_path``), so a killed run never leaves a half-written artifact. Every read
+(``gece.io.disk.atomic_path``), so a killed run never leaves a half-written artifact. Every read
 checks columns, types and each row, and names the file, the row and the fix when something is
 wrong.
 """
@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from gece.errors import GeceError
-from gece.files import atomic_path, check_input, check_unique_ids, over_limit, write_text
+from gece.io.disk import atomic_path, check_input, check_unique_ids, over_limit, write_text
 
 SCHEMA_VERSION = "1"
 ROW_GROUP_ROWS = 2048  # rows per row group of a file written in chunks (extract's window of pairs)
@@ -59,7 +59,7 @@ def clean_floats(obj: Any) -> Any:
 
 
 def require_file(path: str | Path, hint: str, size_limit: str | None = None) -> Path:
-    """``path`` if it is a readable regular file (within the ``size_limit`` of ``gece.files.LIMITS``),
+    """``path`` if it is a readable regular file (within the ``size_limit`` of ``gece.io.disk.LIMITS``),
     else a GeceError with ``hint``.
 
     Every reader of an input file calls this, so a file under a ``data/`` directory that does not
@@ -70,10 +70,12 @@ def require_file(path: str | Path, hint: str, size_limit: str | None = None) -> 
         return check_input(path, hint, size_limit)
     absent = [d for d in Path(os.path.abspath(path)).parents if d.name == "data" and not d.exists()]
     if absent:
-        raise GeceError(f"{path}: data/ is missing: run `dvc pull data.dvc` (or make data)",
-                        problems=[f"{absent[-1]} does not exist"],
-                        hint="the data snapshot is tracked by DVC (data.dvc), not git; `gece pull` checks "
-                        "the DVC remote and pulls it")
+        raise GeceError(
+            f"{path}: data/ is missing: run `dvc pull data.dvc` (or make data)",
+            problems=[f"{absent[-1]} does not exist"],
+            hint="the data snapshot is tracked by DVC (data.dvc), not git; `gece pull` checks "
+            "the DVC remote and pulls it",
+        )
     return check_input(path, hint, size_limit)
 
 
@@ -156,8 +158,9 @@ def _fmt_error(err: dict, row_offset: int | None = None) -> str:
     return f"{where}{field + ': ' if field else ''}{msg}{got_s}"
 
 
-def validate_records(records: list[dict], model: type[BaseModel], source: str, *, hint: str,
-                     first_row: int = 1) -> None:
+def validate_records(
+    records: list[dict], model: type[BaseModel], source: str, *, hint: str, first_row: int = 1
+) -> None:
     """Validate every record; raise a GeceError naming the source, the rows and the fix.
 
     ``first_row`` is the 1-based row number of ``records[0]`` in the file (chunked reads).
@@ -179,16 +182,22 @@ def _file_metadata(model: type[BaseModel], meta: dict[str, str] | None) -> dict[
     return {k.encode(): v.encode() for k, v in kv.items()}
 
 
-def _checked_arrow(path: str | Path, df: pd.DataFrame, model: type[BaseModel], schema: pa.Schema,
-                   first_row: int = 1) -> pa.Table:
+def _checked_arrow(
+    path: str | Path, df: pd.DataFrame, model: type[BaseModel], schema: pa.Schema, first_row: int = 1
+) -> pa.Table:
     """``df`` validated row by row against ``model`` and converted to an Arrow table of ``schema``."""
     missing = [c for c in schema.names if c not in df.columns]
     if missing:
         raise ValueError(f"{path}: columns {missing} of the {model.__name__} schema are missing")
     df = df[schema.names]
     nullable = _nullable(model)
-    validate_records([_plain_record(r, nullable) for r in df.to_dict(orient="records")], model, f"{path} (about to be written)",
-                     hint="this is a bug in gece", first_row=first_row)
+    validate_records(
+        [_plain_record(r, nullable) for r in df.to_dict(orient="records")],
+        model,
+        f"{path} (about to be written)",
+        hint="this is a bug in gece",
+        first_row=first_row,
+    )
     return pa.Table.from_pandas(df, schema=schema.remove_metadata(), preserve_index=False)
 
 
@@ -204,9 +213,7 @@ def _write_schema(df_columns: list[str], model: type[BaseModel]) -> pa.Schema:
     return schema
 
 
-def write_table(
-    path: str | Path, df: pd.DataFrame, model: type[BaseModel], meta: dict[str, str] | None = None
-) -> None:
+def write_table(path: str | Path, df: pd.DataFrame, model: type[BaseModel], meta: dict[str, str] | None = None) -> None:
     """Validate ``df`` row by row against ``model`` and write it as Parquet, atomically.
 
     ``meta`` (e.g. benchmark and model ids) is stored in the file's key-value metadata.
@@ -235,8 +242,9 @@ class TableWriter:
     def __enter__(self) -> typing.Self:
         self._atomic = atomic_path(self.path)
         self._tmp = self._atomic.__enter__()
-        self._writer = pq.ParquetWriter(self._tmp, self._schema.with_metadata(_file_metadata(self.model, self.meta)),
-                                        compression="zstd")
+        self._writer = pq.ParquetWriter(
+            self._tmp, self._schema.with_metadata(_file_metadata(self.model, self.meta)), compression="zstd"
+        )
         return self
 
     def write(self, df: pd.DataFrame) -> None:
@@ -281,7 +289,7 @@ def _plain_record(record: dict, nullable: set[str]) -> dict:
 
 def _check_size(path: Path, pf: pq.ParquetFile, columns: list[str]) -> None:
     """A file read whole must fit the run: its rows and the uncompressed bytes of ``columns`` within
-    ``gece.files.LIMITS`` (checked from the footer, before any row is read)."""
+    ``gece.io.disk.LIMITS`` (checked from the footer, before any row is read)."""
     md = pf.metadata
     wanted = {i for i in range(md.num_columns) if md.schema.column(i).path.split(".")[0] in columns}
     size = sum(md.row_group(g).column(i).total_uncompressed_size for g in range(md.num_row_groups) for i in wanted)
@@ -300,8 +308,9 @@ def pair_ids(path: str | Path, limit: int | None = None) -> pa.ChunkedArray:
     return ids.slice(0, limit)
 
 
-def _open_parquet(path: str | Path, model: type[BaseModel], whole: bool = True
-                  ) -> tuple[pq.ParquetFile, dict[str, str], pa.Schema]:
+def _open_parquet(
+    path: str | Path, model: type[BaseModel], whole: bool = True
+) -> tuple[pq.ParquetFile, dict[str, str], pa.Schema]:
     """Open a Parquet artifact and check its columns and types against ``model`` (no rows read).
 
     ``whole``: the caller holds the whole file in memory, so its size is checked against the limits."""
@@ -367,16 +376,20 @@ def _frame(path: Path, table: pa.Table, model: type[BaseModel], want: pa.Schema,
             try:
                 col = col.cast(f.type, safe=True)
             except pa.ArrowException as e:  # e.g. 1.5 in an int column
-                raise GeceError(f"{path}: column {f.name} has values that are not {f.type} ({e})",
-                                hint="rerun the stage that writes it") from e
+                raise GeceError(
+                    f"{path}: column {f.name} has values that are not {f.type} ({e})",
+                    hint="rerun the stage that writes it",
+                ) from e
             table = table.set_column(table.schema.get_field_index(f.name), f.name, col)
     # validated from Arrow, where a null (None) and a NaN (an error) are told apart
     try:
         records = table.select(want.names).to_pylist()
     except UnicodeDecodeError as e:  # a damaged data page: Parquet text must be UTF-8
         bad = [n for n in want.names if not _decodes(table.column(n))]
-        raise GeceError(f"{path}: column(s) {', '.join(bad) or '?'} hold text that is not UTF-8 ({e.reason})",
-                        hint="the file is damaged; delete it and rerun its stage") from e
+        raise GeceError(
+            f"{path}: column(s) {', '.join(bad) or '?'} hold text that is not UTF-8 ({e.reason})",
+            hint="the file is damaged; delete it and rerun its stage",
+        ) from e
     validate_records(
         records,
         model,
@@ -426,8 +439,7 @@ def parquet_rows(path: str | Path, model: type[BaseModel], whole: bool = True) -
     return pf.metadata.num_rows, meta
 
 
-def iter_table(path: str | Path, model: type[BaseModel], rows: int, limit: int | None = None
-               ) -> Iterator[pd.DataFrame]:
+def iter_table(path: str | Path, model: type[BaseModel], rows: int, limit: int | None = None) -> Iterator[pd.DataFrame]:
     """Read and validate a Parquet artifact ``rows`` rows at a time (the first ``limit`` rows, if given).
 
     Memory is bounded by one chunk, whatever the file's size; a bad row is reported with its

@@ -52,8 +52,7 @@ Tie = Literal["writer", "drop"]
 # ----------------------------------------------------------------------------- coding labels
 def recognises(labels: Sequence[Sequence[str]], bias_type: Sequence[str]) -> np.ndarray:
     """``s_ij``: whether each label set contains the writer's bias type of its pair (bool array)."""
-    return np.fromiter((b in set(lab) for lab, b in zip(labels, bias_type, strict=True)), dtype=bool,
-                       count=len(labels))
+    return np.fromiter((b in set(lab) for lab, b in zip(labels, bias_type, strict=True)), dtype=bool, count=len(labels))
 
 
 def nominal_category(labels: Sequence[Sequence[str]]) -> list[str]:
@@ -140,8 +139,9 @@ def fleiss_kappa(counts: np.ndarray) -> float | None:
 
 
 # ----------------------------------------------------------------------------- annotators, votes
-def annotator_agreement(annotator: np.ndarray, support: np.ndarray, hard: np.ndarray, n_annotators: int
-                        ) -> tuple[np.ndarray, np.ndarray]:
+def annotator_agreement(
+    annotator: np.ndarray, support: np.ndarray, hard: np.ndarray, n_annotators: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Per annotator (code ``0..n_annotators-1``): the share of their labels on items with a hard label
     (``hard`` per label, NaN = none) that equal it, and how many such labels. Share NaN where none."""
     has = ~np.isnan(hard)
@@ -159,8 +159,15 @@ def quantiles(values: np.ndarray) -> dict[str, float] | None:
     if v.size == 0:
         return None
     q = np.quantile(v, [0.0, 0.25, 0.5, 0.75, 1.0])
-    return {"n": int(v.size), "min": float(q[0]), "q25": float(q[1]), "median": float(q[2]), "q75": float(q[3]),
-            "max": float(q[4]), "mean": float(v.mean())}
+    return {
+        "n": int(v.size),
+        "min": float(q[0]),
+        "q25": float(q[1]),
+        "median": float(q[2]),
+        "q75": float(q[3]),
+        "max": float(q[4]),
+        "mean": float(v.mean()),
+    }
 
 
 def vote_shares(k: np.ndarray, n: np.ndarray) -> dict[str, int]:
@@ -173,9 +180,15 @@ def vote_shares(k: np.ndarray, n: np.ndarray) -> dict[str, int]:
 
 
 # ----------------------------------------------------------------------------- everything at once
-def derive(pair_ids: Sequence[str], bias_type: Sequence[str | None], writer: np.ndarray,
-           label_pair: Sequence[str], label_annotator: Sequence[str], labels: Sequence[Sequence[str]],
-           tie: Tie = "writer") -> tuple[dict[str, np.ndarray], dict]:
+def derive(
+    pair_ids: Sequence[str],
+    bias_type: Sequence[str | None],
+    writer: np.ndarray,
+    label_pair: Sequence[str],
+    label_annotator: Sequence[str],
+    labels: Sequence[Sequence[str]],
+    tie: Tie = "writer",
+) -> tuple[dict[str, np.ndarray], dict]:
     """Per-pair labels and the agreement summary from a benchmark's pairs and its long annotation table.
 
     ``pair_ids``, ``bias_type`` (the writer's), ``writer`` (the writer's 0/1 label) describe the pairs;
@@ -190,31 +203,52 @@ def derive(pair_ids: Sequence[str], bias_type: Sequence[str | None], writer: np.
     support = recognises(labels, types)
     n, k = votes(item, support, len(pair_ids))
     hard = hard_labels(k, n, np.asarray(writer), tie)
-    columns = {"pair_id": np.asarray(pair_ids, dtype=object), "n_annotators": n, "n_support": k,
-               "y_soft": soft_labels(k, n), "y_hard": hard}
+    columns = {
+        "pair_id": np.asarray(pair_ids, dtype=object),
+        "n_annotators": n,
+        "n_support": k,
+        "y_soft": soft_labels(k, n),
+        "y_hard": hard,
+    }
     who, names = codes(list(label_annotator)) if len(item) else (np.zeros(0, np.int64), [])
     share, _ = annotator_agreement(who, support, hard[item], len(names))
     report: dict = {
-        "n_pairs": len(pair_ids), "n_annotated": int((n > 0).sum()), "n_annotators": len(names),
-        "n_labels": len(item), "support_rate": float(support.mean()) if len(item) else None,
-        "n_hard": {"1": int((hard == 1).sum()), "0": int((hard == 0).sum()), "tie": int(ties(k, n).sum()),
-                   "none": int((n == 0).sum())},
-        "annotator_agreement": quantiles(share), "vote_shares": vote_shares(k, n),
+        "n_pairs": len(pair_ids),
+        "n_annotated": int((n > 0).sum()),
+        "n_annotators": len(names),
+        "n_labels": len(item),
+        "support_rate": float(support.mean()) if len(item) else None,
+        "n_hard": {
+            "1": int((hard == 1).sum()),
+            "0": int((hard == 0).sum()),
+            "tie": int(ties(k, n).sum()),
+            "none": int((n == 0).sum()),
+        },
+        "annotator_agreement": quantiles(share),
+        "vote_shares": vote_shares(k, n),
     }
     if not len(item):
         reason = "the benchmark has no annotations"
-        report |= {"alpha": {"binary": None, "nominal": None, "items": 0, "reason": reason},
-                   "kappa": {"binary": None, "nominal": None, "items": 0, "reason": reason}, "reason": reason}
+        report |= {
+            "alpha": {"binary": None, "nominal": None, "items": 0, "reason": reason},
+            "kappa": {"binary": None, "nominal": None, "items": 0, "reason": reason},
+            "reason": reason,
+        }
         return columns, report
     nominal, cats = codes(nominal_category(labels))
-    matrices = {"binary": count_matrix(item, support.astype(np.int64), len(pair_ids), 2),
-                "nominal": count_matrix(item, nominal, len(pair_ids), len(cats))}
+    matrices = {
+        "binary": count_matrix(item, support.astype(np.int64), len(pair_ids), 2),
+        "nominal": count_matrix(item, nominal, len(pair_ids), len(cats)),
+    }
     items = int((n >= 2).sum())
     for key, fn in (("alpha", krippendorff_alpha), ("kappa", fleiss_kappa)):
         values = {name: fn(N) for name, N in matrices.items()}
         undefined = [name for name, v in values.items() if v is None]
-        reason = (f"undefined for {', '.join(undefined)}: fewer than two labels per pair, or a single category"
-                  if undefined else None)
+        reason = (
+            f"undefined for {', '.join(undefined)}: fewer than two labels per pair, or a single category"
+            if undefined
+            else None
+        )
         report[key] = {**values, "items": items, "reason": reason}
     report["reason"] = None
     return columns, report

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from gece.bootstrap import two_sided_p
+from gece.stats.bootstrap import two_sided_p
 
 
 def _defined(draws: np.ndarray) -> np.ndarray:

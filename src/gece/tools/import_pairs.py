@@ -16,8 +16,8 @@ import logging
 from io import StringIO
 from pathlib import Path
 
-from gece import crows
-from gece.files import write_text
+from gece.io import crows
+from gece.io.disk import write_text
 
 log = logging.getLogger("gece")
 
@@ -34,22 +34,35 @@ def import_pairs(source: str | Path, out: str | Path, annotations_out: str | Pat
     """Convert ``source``; both files are checked before either is written."""
     data = crows.read_crows(source)
     p = data.pairs
-    bench = _csv(["sent_more", "sent_less", "y", "bias_type", "direction"],
-                 zip(p["sent_more"], p["sent_less"], p["y"], p["bias_type"], p["direction"], strict=True))
+    bench = _csv(
+        ["sent_more", "sent_less", "y", "bias_type", "direction"],
+        zip(p["sent_more"], p["sent_less"], p["y"], p["bias_type"], p["direction"], strict=True),
+    )
     a = data.annotations
-    labels = _csv(["row", "annotator", "labels"],
-                  zip(a["row"], a["annotator"], (json.dumps(list(x), ensure_ascii=False) for x in a["labels"]),
-                      strict=True))
+    labels = _csv(
+        ["row", "annotator", "labels"],
+        zip(a["row"], a["annotator"], (json.dumps(list(x), ensure_ascii=False) for x in a["labels"]), strict=True),
+    )
     write_text(out, bench)
     if annotations_out is not None:
         write_text(annotations_out, labels)
-    log.info("%s: %d pairs -> %s%s", source, len(p), out,
-             f"; {len(a)} annotation rows -> {annotations_out}" if annotations_out is not None else "")
+    log.info(
+        "%s: %d pairs -> %s%s",
+        source,
+        len(p),
+        out,
+        f"; {len(a)} annotation rows -> {annotations_out}" if annotations_out is not None else "",
+    )
     if not data.has_annotations:
         log.info("%s: no annotations (every annotation list is empty)", source)
     return data
 
 
+# the line `gece --help` shows for this command (read without importing this module)
+HELP = (
+    "a CrowS-Pairs-format file (CrowS-Pairs, WinoQueer) -> a gece benchmark CSV and its annotations CSV, to read "
+    "or edit"
+)
 EXAMPLES = ("gece import data/crows_pairs/crows_pairs_anonymized.csv crows_pairs.csv --annotations crows_labels.csv",)
 
 

@@ -2,8 +2,8 @@
 
 Two groupings (docs/metrics.md): by the predicted gender (the gender of the more probable variant, as
 Gender-ECE groups; ``gap_pred``) and by the human-preferred gender (``gap_true``, the parts of
-cc-ECE). The bootstrap gives each gap an interval and a p-value (:mod:`gece.intervals`,
-computed in :func:`gece.metrics.summarize` from the same resamples as every other metric).
+cc-ECE). The bootstrap gives each gap an interval and a p-value (:mod:`gece.stats.intervals`,
+computed in :func:`gece.stats.metrics.summarize` from the same resamples as every other metric).
 
 The **permutation test** asks the same question without resampling pairs: under the null
 hypothesis the gender group says nothing about calibration, so the group labels are
@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from gece.bootstrap import chunk_size
+from gece.stats.bootstrap import chunk_size
 
 # (p, y, groups), all (B, n) -> (B, 2): ECE of group 0 (male) and group 1 (female)
 GroupECE = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
@@ -44,13 +44,17 @@ def shuffled_groups(groups: np.ndarray, size: int, rng: np.random.Generator) -> 
 
 
 def null_statistics(
-    p: np.ndarray, y: np.ndarray, groups: np.ndarray, draws: int, seed: int,
+    p: np.ndarray,
+    y: np.ndarray,
+    groups: np.ndarray,
+    draws: int,
+    seed: int,
     statistic: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
 ) -> np.ndarray:
     """The permutation null: ``statistic(p, y, g)`` for ``draws`` shufflings ``g`` of ``groups``.
 
     ``statistic`` takes (size, n) arrays and returns one value per row. The shufflings come from one
-    random stream seeded with ``seed``, in chunks that bound the memory (:func:`gece.bootstrap.chunk_size`);
+    random stream seeded with ``seed``, in chunks that bound the memory (:func:`gece.stats.bootstrap.chunk_size`);
     the chunking does not change the stream, so the null is the same for every chunk size. Shape (draws,).
     """
     n = len(p)
@@ -65,7 +69,12 @@ def null_statistics(
 
 
 def permutation_p(
-    p: np.ndarray, y: np.ndarray, groups: np.ndarray, estimate: float | None, draws: int, seed: int,
+    p: np.ndarray,
+    y: np.ndarray,
+    groups: np.ndarray,
+    estimate: float | None,
+    draws: int,
+    seed: int,
     group_ece: GroupECE,
 ) -> float | None:
     """Equal-tailed permutation p-value of the gap ECE_female − ECE_male (``draws`` shuffles).

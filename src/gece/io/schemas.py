@@ -2,7 +2,7 @@
 
 Tabular artifacts are Parquet whose columns and Arrow types follow a row model (``PreparedPair``,
 ``ScoreRow``, ...); reports are JSON validated by a report model. The models only say what a
-valid file holds; ``gece.io`` reads and writes the files against them.
+valid file holds; ``gece.io.files`` reads and writes the files against them.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ class PreparedPair(_Row):
 
 class AnnotationRow(_Row):
     """One annotator's label of one pair (``artifacts/annotations/<b>.parquet``): the bias types the
-    annotator saw in the pair; ``[]`` = saw no stereotype (CrowS-Pairs' validation, :mod:`gece.crows`)."""
+    annotator saw in the pair; ``[]`` = saw no stereotype (CrowS-Pairs' validation, :mod:`gece.io.crows`)."""
 
     one_row_per_pair: ClassVar[bool] = False  # a long table: a pair has one row per annotator
 
@@ -88,7 +88,7 @@ class AnnotationRow(_Row):
 
 
 class AnnotatedPair(_Row):
-    """Labels derived from the annotators (``artifacts/annotated/<b>.parquet``, :mod:`gece.annotations`):
+    """Labels derived from the annotators (``artifacts/annotated/<b>.parquet``, :mod:`gece.stats.annotations`):
     ``n_support`` of ``n_annotators`` recognised the writer's bias type; ``y_soft`` = their share and
     ``y_hard`` the rule's label (null: no annotations, or a tie the rule drops)."""
 
@@ -103,10 +103,10 @@ class ScoreRow(_Row):
     """Per-pair model score: the contract between scoring and everything downstream.
 
     ``logprob_*`` is log of the side's score, the sum over its target words of the word
-    probability (so above 0 is possible when a side has several target words), ``logit_*`` the raw logit of the first target token, ``n_tokens_*`` the
-    number of target tokens (null where unknown, e.g. the authors' released scores), and
-    ``p = P_more / (P_more + P_less)``, the confidence that the male/``sent_more`` variant
-    is the human-preferred one.
+    probability (so above 0 is possible when a side has several target words), ``logit_*`` the raw logit of
+    the first target token, ``n_tokens_*`` the number of target tokens (null where unknown, e.g. the authors' released
+    scores), and ``p = P_more / (P_more + P_less)``, the confidence that the male/``sent_more`` variant is the
+    human-preferred one.
     """
 
     pair_id: str
@@ -212,10 +212,13 @@ class _MetricValues(BaseModel):
 def _metric_fields() -> dict[str, Any]:
     """One nullable float per scalar with an interval in the metric registry (its definition as the
     field's description), its interval bounds, and the gaps' bootstrap and permutation p-values
-    (names written once, in gece.registry and gece.gap)."""
+    (names written once, in gece.registry and gece.stats.gap)."""
     fields: dict[str, Any] = {k: (Num, Field(..., description=METRIC[k].definition)) for k in SCALARS}
-    fields |= {f"{k}_ci_{end}": (Num, Field(..., description=f"{end} end of the bootstrap interval of {k}"))
-               for k in SCALARS for end in ("low", "high")}
+    fields |= {
+        f"{k}_ci_{end}": (Num, Field(..., description=f"{end} end of the bootstrap interval of {k}"))
+        for k in SCALARS
+        for end in ("low", "high")
+    }
     fields |= {f"{g}_{kind}": (Num, ...) for g in GAPS for kind in ("p", "p_perm")}
     return fields
 
@@ -257,7 +260,8 @@ class SelfCheck(BaseModel):
     model_config = ConfigDict(extra="forbid")
     pairs: int = Field(ge=1, description="pairs scored both ways")
     rule: Literal["exact", "reference", "fallback"] = Field(
-        description="exact: the same bits required; reference: allowed from the reference pass; fallback: fixed")
+        description="exact: the same bits required; reference: allowed from the reference pass; fallback: fixed"
+    )
     max_abs_diff: float = Field(description="d_fast: optimized vs naive path, same dtype")
     reference_dtype: str | None = Field(description="the dtype of the reference pass (null: none)")
     reference_diff: float | None = Field(description="d_ref: the naive path vs the reference pass")
@@ -267,8 +271,9 @@ class SelfCheck(BaseModel):
 
 
 class ExtractMeta(BaseModel):
-    """``artifacts/tokens/<model>/<benchmark>.meta.json`` (extract) and ``artifacts/scores/<benchmark>/<model>.meta.json``
-    (the same, with the word rule the score stage applied): what scored the pairs, and how much work it was.
+    """``artifacts/tokens/<model>/<benchmark>.meta.json`` (extract) and
+    ``artifacts/scores/<benchmark>/<model>.meta.json`` (the same, with the word rule the score stage applied): what
+    scored the pairs, and how much work it was.
 
     Every value is a function of the inputs (pairs, model, settings, library versions), so two
     runs write the same bytes and ``dvc.lock`` does not move; how long this run took is in
@@ -289,12 +294,16 @@ class ExtractMeta(BaseModel):
     device: str
     attention: str
     special_tokens: bool
-    word_prob: Literal["chain", "max"] | None = Field(description="the word rule the score stage applied; null "
-                                                      "in the token meta of extract, which applies none")
-    rule: Literal["target", "sentence"] = Field("target", description="target: the words in which the sentences "
-                                                "differ; sentence: the whole sentences' log-likelihoods")
-    batch_size: Annotated[int, Field(ge=1)] | Literal["auto"] = Field(description="as set in params (auto: the "
-                                                                       "size used is in the timing file)")
+    word_prob: Literal["chain", "max"] | None = Field(
+        description="the word rule the score stage applied; null in the token meta of extract, which applies none"
+    )
+    rule: Literal["target", "sentence"] = Field(
+        "target",
+        description="target: the words in which the sentences differ; sentence: the whole sentences' log-likelihoods",
+    )
+    batch_size: Annotated[int, Field(ge=1)] | Literal["auto"] = Field(
+        description="as set in params (auto: the size used is in the timing file)"
+    )
     limit: int | None
     torch: str
     transformers: str
@@ -303,8 +312,12 @@ class ExtractMeta(BaseModel):
     multi_target_pairs: int = Field(ge=0, description="pairs with several target words on a side")
     multi_token_targets: int = Field(ge=0, description="target words of more than one token (chain rule applies)")
     continued_pairs: int = Field(ge=0, description="pairs with a target beyond the shared prefix")
-    prefixed_sentences: int = Field(0, ge=0, description="sentences fed with the prefix token (BOS, else EOS) "
-                                    "in front, because a word to score was their first token")
+    prefixed_sentences: int = Field(
+        0,
+        ge=0,
+        description="sentences fed with the prefix token (BOS, else EOS) "
+        "in front, because a word to score was their first token",
+    )
     tokens: int = Field(ge=0)
     tokens_padded: int = Field(ge=0)
     tokens_whole: int = Field(ge=0)
@@ -312,8 +325,10 @@ class ExtractMeta(BaseModel):
     flops: float | None = Field(description="null for backend vllm, which does not expose its forward pass")
     flops_per_pair: float | None
     shards: int = Field(ge=0)
-    self_check: SelfCheck | None = Field(None, description="null: not run (backend vllm, no pairs, or the model's "
-                                         "own forward pass overflows on the sample)")
+    self_check: SelfCheck | None = Field(
+        None,
+        description="null: not run (backend vllm, no pairs, or the model's own forward pass overflows on the sample)",
+    )
 
 
 class ExtractTiming(BaseModel):
@@ -338,7 +353,7 @@ class ExtractTiming(BaseModel):
 
 
 # ------------------------------------------------------------------- atomic writes
-# (gece.files: the output-path check, the temporary file and the rename; re-exported here)
+# (gece.io.disk: the output-path check, the temporary file and the rename; re-exported here)
 
 
 # --------------------------------------------------------------------- ablations
@@ -348,13 +363,16 @@ class _Report(BaseModel):
 
 def _sample_size_models() -> tuple[type[BaseModel], type[BaseModel]]:
     """The full-data values and the per-size statistics of every ``registry.ESTIMATORS``."""
-    full = create_model("SampleSizeFull", __base__=_Report, n=(int, Field(ge=0)),
-                        **{k: (Num, ...) for k in ESTIMATORS})
+    full = create_model("SampleSizeFull", __base__=_Report, n=(int, Field(ge=0)), **{k: (Num, ...) for k in ESTIMATORS})
     stats: dict[str, Any] = {"n": (int, Field(ge=1)), "draws": (int, Field(ge=1))}
     for k in ESTIMATORS:
-        stats |= {f"{k}_mean": (Num, ...), f"{k}_std": (Num, Field(ge=0)), f"{k}_bias": (Num, ...),
-                  f"{k}_rmse": (Num, Field(ge=0)),
-                  f"{k}_defined": (int, Field(ge=0, description="subsets where the estimator is defined"))}
+        stats |= {
+            f"{k}_mean": (Num, ...),
+            f"{k}_std": (Num, Field(ge=0)),
+            f"{k}_bias": (Num, ...),
+            f"{k}_rmse": (Num, Field(ge=0)),
+            f"{k}_defined": (int, Field(ge=0, description="subsets where the estimator is defined")),
+        }
     return full, create_model("SampleSizeRow", __base__=_Report, **stats)
 
 
@@ -486,8 +504,11 @@ CalibratedRow = create_model(
     run or whose fit failed without scores. ``fold`` is the cross-fitting fold in which the
     pair is held out and ``crossfit_<method>`` its out-of-fold p' (null likewise).
     """,
-    **{f"{protocol}_{name}": (float | None, Field(ge=0.0, le=1.0))
-       for protocol in ("split", "crossfit") for name in METHOD_NAMES},
+    **{
+        f"{protocol}_{name}": (float | None, Field(ge=0.0, le=1.0))
+        for protocol in ("split", "crossfit")
+        for name in METHOD_NAMES
+    },
 )
 
 
@@ -613,7 +634,7 @@ Section = dict[str, dict[str, dict[str, Num]]]
 
 
 class SummaryReport(_Report):
-    """``reports/summary.json`` (:func:`gece.findings.summary`), the one file dvc.yaml declares as DVC metrics:
+    """``reports/summary.json`` (:func:`gece.report.findings.summary`), the one file dvc.yaml declares as DVC metrics:
     headline metrics per run and a compact summary per calibration, ablation and comparison."""
 
     runs: Section = {}
@@ -658,11 +679,13 @@ class AnnotationReport(_Report):
     rule: str
     tie: str
     support_rate: float | None = Field(description="share of labels that name the writer's bias type")
-    n_hard: dict[str, int] = Field(description="pairs by y_hard: '1', '0', 'tie' (ties the rule dropped or "
-                                   "settled), 'none' (no annotations)")
+    n_hard: dict[str, int] = Field(
+        description="pairs by y_hard: '1', '0', 'tie' (ties the rule dropped or settled), 'none' (no annotations)"
+    )
     alpha: Agreement = Field(description="Krippendorff's alpha (nominal metric)")
     kappa: Agreement = Field(description="Fleiss' kappa")
-    annotator_agreement: Quantiles | None = Field(description="each annotator's share of items where their "
-                                                  "binary label equals y_hard")
+    annotator_agreement: Quantiles | None = Field(
+        description="each annotator's share of items where their binary label equals y_hard"
+    )
     vote_shares: dict[str, int] = Field(description="pairs by 'n_support/n_annotators'")
     reason: str | None = Field(None, description="why the agreement values are null")

@@ -45,7 +45,9 @@ def default_remote(root: Path) -> Remote:
 
     dvc_dir = root / ".dvc"
     if not dvc_dir.is_dir():
-        raise GeceError(f"{root.absolute()}: not a DVC repository (no .dvc/)", hint="run gece pull from the repository root")
+        raise GeceError(
+            f"{root.absolute()}: not a DVC repository (no .dvc/)", hint="run gece pull from the repository root"
+        )
     try:
         config = Config(dvc_dir=str(dvc_dir))
     except ConfigError as e:
@@ -54,16 +56,20 @@ def default_remote(root: Path) -> Remote:
     if not name:
         raise GeceError("no default DVC remote is configured", hint=REMOTE_HINT.format(name="origin"))
     if name not in config["remote"]:
-        raise GeceError(f"the default DVC remote {name!r} is not defined in {dvc_dir / 'config'}",
-                        hint=REMOTE_HINT.format(name=name))
+        raise GeceError(
+            f"the default DVC remote {name!r} is not defined in {dvc_dir / 'config'}",
+            hint=REMOTE_HINT.format(name=name),
+        )
     return Remote(name, str(config["remote"][name]["url"]))
 
 
 def check_remote(remote: Remote) -> None:
     """A local remote must be an existing directory; other remotes are checked by the pull itself."""
     if remote.local and not Path(remote.url).is_dir():
-        raise GeceError(f"DVC remote {remote.name!r} ({remote.url}) is not reachable: the directory does not exist",
-                        hint=REMOTE_HINT.format(name=remote.name))
+        raise GeceError(
+            f"DVC remote {remote.name!r} ({remote.url}) is not reachable: the directory does not exist",
+            hint=REMOTE_HINT.format(name=remote.name),
+        )
 
 
 def outputs(root: Path, targets: tuple[str, ...]) -> list[Path]:
@@ -73,15 +79,16 @@ def outputs(root: Path, targets: tuple[str, ...]) -> list[Path]:
         dvc_file = root / target
         if not dvc_file.is_file():
             raise GeceError(f"{dvc_file}: no such .dvc file", hint="run gece pull from the repository root")
-        from gece.params import load_yaml  # strict: UTF-8, size-bounded, no key twice
+        from gece.io.params import load_yaml  # strict: UTF-8, size-bounded, no key twice
 
         raw = load_yaml(dvc_file, hint=f"restore it: git checkout -- {target}")
         try:
             outs = (raw or {}).get("outs", [])
             paths += [dvc_file.parent / out["path"] for out in outs]
         except (AttributeError, TypeError, KeyError) as e:
-            raise GeceError(f"{dvc_file}: not a valid .dvc file ({e})", hint="restore it: git checkout -- "
-                            f"{target}") from e
+            raise GeceError(
+                f"{dvc_file}: not a valid .dvc file ({e})", hint=f"restore it: git checkout -- {target}"
+            ) from e
     return paths
 
 
@@ -103,15 +110,17 @@ def pull(targets: tuple[str, ...] = DEFAULT_TARGETS, *, quiet: bool = False, roo
     check_remote(remote)
     new = [p for p in outputs(root, targets) if not (p.exists() or p.is_symlink())]
     # never --quiet: DVC then hides why a pull failed; its output is shown unless ``quiet``
-    res = subprocess.run([sys.executable, "-m", "dvc", "pull", *targets], cwd=root, capture_output=True, text=True,
-                         check=False)
+    res = subprocess.run(
+        [sys.executable, "-m", "dvc", "pull", *targets], cwd=root, capture_output=True, text=True, check=False
+    )
     if res.returncode != 0:
         created = [p for p in new if p.exists() or p.is_symlink()]
         for path in created:
             _remove(path)
         lines = [line for line in res.stderr.splitlines() if line.strip()]
         raise GeceError(
-            f"dvc pull {' '.join(targets)} from DVC remote {remote.name!r} ({remote.url}) failed (exit {res.returncode})",
+            f"dvc pull {' '.join(targets)} from DVC remote {remote.name!r} ({remote.url}) failed (exit "
+            f"{res.returncode})",
             problems=lines[-10:] + [f"removed the partly pulled {p}" for p in created],
             hint="the remote may not hold this snapshot (check data.dvc against git) or be unreachable; "
             + REMOTE_HINT.format(name=remote.name),
@@ -122,15 +131,20 @@ def pull(targets: tuple[str, ...] = DEFAULT_TARGETS, *, quiet: bool = False, roo
     return remote
 
 
+# the line `gece --help` shows for this command (read without importing this module)
+HELP = "the data snapshot from the DVC remote (dvc pull data.dvc), remote checked first"
 EXAMPLES = ("gece pull", "gece pull data.dvc")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("targets", nargs="*", default=list(DEFAULT_TARGETS), help=".dvc files to pull (default: %(default)s)")
+    p.add_argument(
+        "targets", nargs="*", default=list(DEFAULT_TARGETS), help=".dvc files to pull (default: %(default)s)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    from gece import command, layout
+    from gece import command
+    from gece.io import layout
     from gece.terminal import literal
 
     pulled = pull(tuple(args.targets), quiet=args.quiet)
@@ -138,6 +152,9 @@ def run(args: argparse.Namespace) -> int:
     if params:
         layout.check_data(params, args.params)
     if not args.quiet:
-        command.out.print(f"[green]pulled[/] {literal(' '.join(args.targets))} from DVC remote {literal(pulled.name)} "
-                          f"({literal(pulled.url)})", highlight=False)
+        command.out.print(
+            f"[green]pulled[/] {literal(' '.join(args.targets))} from DVC remote {literal(pulled.name)} "
+            f"({literal(pulled.url)})",
+            highlight=False,
+        )
     return 0

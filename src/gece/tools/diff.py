@@ -22,7 +22,6 @@ DEFAULT_PATHS = ("reports/summary.json",)  # the DVC metrics of dvc.yaml
 DEFAULT_TOL = 1e-6
 
 
-
 def flatten(obj: object, prefix: str = "") -> dict[str, object]:
     """Nested mappings as {``a.b.c``: leaf}, the way ``dvc metrics diff`` names the keys."""
     if isinstance(obj, dict):
@@ -61,10 +60,9 @@ def moved(old: dict, new: dict, tol: float, file: str = "") -> tuple[list[Change
         x, y = a.get(key, _ABSENT), b.get(key, _ABSENT)
         if x == y:
             continue
-        if _is_number(x) and _is_number(y):
-            if abs(float(y) - float(x)) <= tol:  # type: ignore[arg-type]
-                hidden += 1
-                continue
+        if _is_number(x) and _is_number(y) and abs(float(y) - float(x)) <= tol:  # type: ignore[arg-type]
+            hidden += 1
+            continue
         changes.append(Change(file, key, None if x is _ABSENT else x, None if y is _ABSENT else y))
     return changes, hidden
 
@@ -74,7 +72,7 @@ _ABSENT = object()
 
 def _git(args: list[str], hint: str) -> str:
     try:
-        done = subprocess.run(["git", *args], capture_output=True, text=True, check=False)  # noqa: S603,S607
+        done = subprocess.run(["git", *args], capture_output=True, text=True, check=False)
     except FileNotFoundError as e:
         raise GeceError("gece diff needs git, which is not installed", hint=hint) from e
     if done.returncode != 0:
@@ -89,8 +87,10 @@ def files_at(rev: str, paths: list[str]) -> list[str]:
         for p in map(Path, paths):
             out += [p.as_posix()] if p.is_file() else sorted(x.as_posix() for x in p.rglob("*.json"))
         return out
-    listed = _git(["ls-tree", "-r", "--name-only", rev, "--", *paths],
-                  hint="name a revision git knows (HEAD, HEAD~1, a branch, a tag or a commit)")
+    listed = _git(
+        ["ls-tree", "-r", "--name-only", rev, "--", *paths],
+        hint="name a revision git knows (HEAD, HEAD~1, a branch, a tag or a commit)",
+    )
     return [x for x in listed.splitlines() if x.endswith(".json")]
 
 
@@ -128,19 +128,30 @@ def diff(old_rev: str, new_rev: str, paths: list[str], tol: float) -> tuple[list
     return changes, hidden, len(files)
 
 
-EXAMPLES = ("gece diff                                    # reports/summary.json, HEAD vs the workspace",
-            "gece diff --old main --new HEAD --tol 1e-3",
-            "gece diff reports/metrics reports/calibration  # the detail files, same rule")
+# the line `gece --help` shows for this command (read without importing this module)
+HELP = (
+    "JSON values that moved by more than a tolerance between two revisions: a dvc metrics diff that float noise "
+    "cannot flood"
+)
+EXAMPLES = (
+    "gece diff                                    # reports/summary.json, HEAD vs the workspace",
+    "gece diff --old main --new HEAD --tol 1e-3",
+    "gece diff reports/metrics reports/calibration  # the detail files, same rule",
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("paths", nargs="*", help="JSON files or directories of them (default: "
-                   "reports/summary.json, the DVC metrics)")
+    p.add_argument(
+        "paths", nargs="*", help="JSON files or directories of them (default: reports/summary.json, the DVC metrics)"
+    )
     p.add_argument("--old", default="HEAD", help="git revision to compare from (default: %(default)s)")
-    p.add_argument("--new", default="workspace", help="git revision to compare to, or workspace (default: "
-                   "%(default)s)")
-    p.add_argument("--tol", type=float, default=1e-6, help="absolute change at or below which a number is hidden "
-                   "(default: %(default)g)")
+    p.add_argument("--new", default="workspace", help="git revision to compare to, or workspace (default: %(default)s)")
+    p.add_argument(
+        "--tol",
+        type=float,
+        default=1e-6,
+        help="absolute change at or below which a number is hidden (default: %(default)g)",
+    )
     p.add_argument("--json", action="store_true", help="print the changes as JSON")
 
 
@@ -154,14 +165,20 @@ def run(args: argparse.Namespace) -> int:
 
     changes, hidden, n_files = diff(args.old, args.new, args.paths or list(DEFAULT_PATHS), args.tol)
     if args.json:
-        print(json.dumps([{"file": c.file, "key": c.key, "old": c.old, "new": c.new, "change": c.delta}
-                          for c in changes], indent=2))
+        print(
+            json.dumps(
+                [{"file": c.file, "key": c.key, "old": c.old, "new": c.new, "change": c.delta} for c in changes],
+                indent=2,
+            )
+        )
         return 0
     if changes:
         files = list(dict.fromkeys(c.file for c in changes))
         where = f" in {files[0]}" if len(files) == 1 else ""
-        table = Table(title=plain(f"{args.old} -> {args.new}{where}: values that moved by more than {args.tol:g}"),
-                      title_justify="left")
+        table = Table(
+            title=plain(f"{args.old} -> {args.new}{where}: values that moved by more than {args.tol:g}"),
+            title_justify="left",
+        )
         columns = (["file"] if len(files) > 1 else []) + ["key", "old", "new", "change"]
         for col in columns:
             table.add_column(col, justify="left" if col in ("file", "key") else "right")
@@ -170,7 +187,10 @@ def run(args: argparse.Namespace) -> int:
             cells = [plain(c.key), plain(show(c.old)), plain(show(c.new)), "" if c.delta is None else f"{c.delta:+.6g}"]
             table.add_row(*([plain(c.file)] if len(files) > 1 else []), *cells)
         out.print(table)
-    out.print(f"{plural(len(changes), 'value')} moved by more than {args.tol:g} in "
-              f"{plural(n_files, 'file')}; {plural(hidden, 'other value')} moved by {args.tol:g} or less "
-              "(hidden)", highlight=False)
+    out.print(
+        f"{plural(len(changes), 'value')} moved by more than {args.tol:g} in "
+        f"{plural(n_files, 'file')}; {plural(hidden, 'other value')} moved by {args.tol:g} or less "
+        "(hidden)",
+        highlight=False,
+    )
     return 0

@@ -33,6 +33,11 @@ from pathlib import Path
 from gece.errors import GeceError
 
 HELP = "pull what the default DVC remote holds for dvc.lock, then dvc repro what is missing; print the account"
+# the line `gece --help` shows for this command (read without importing this module)
+HELP = (
+    "pull what the default DVC remote holds for dvc.lock, then dvc repro what is missing; print the account (make"
+    " repro)"
+)
 EXAMPLES = ("gece repro", "gece repro --no-pull", "gece repro score@winobias-smollm2-135m")
 
 # DVC 3's log lines (dvc/stage/run.py, dvc/stage/cache.py, dvc/stage/__init__.py)
@@ -83,8 +88,10 @@ class Account:
     def detail(self) -> str:
         kept = self.stages - self.n_pulled - len(self.ran)
         if self.remote:
-            parts = [f"{self.stages} stages: {len(set(self.pulled) - set(self.ran))} pulled from DVC remote "
-                     f"{self.remote}", f"{len(set(self.restored) - set(self.ran))} restored from its run cache"]
+            parts = [
+                f"{self.stages} stages: {len(set(self.pulled) - set(self.ran))} pulled from DVC remote {self.remote}",
+                f"{len(set(self.restored) - set(self.ran))} restored from its run cache",
+            ]
         else:
             parts = [f"{self.stages} stages: nothing pulled (no usable remote)"]
         parts += [f"{len(self.ran)} ran", f"{max(kept, 0)} already in place"]
@@ -103,12 +110,15 @@ def stages(root: Path) -> list[Stage]:
             found = []
             for stage in repo.index.stages:
                 outs = [o for o in stage.outs if o.use_cache]
-                found.append(Stage(stage.addressing, tuple(Path(o.fs_path) for o in outs),
-                                   all(bool(o.hash_info) for o in outs)))
+                found.append(
+                    Stage(stage.addressing, tuple(Path(o.fs_path) for o in outs), all(bool(o.hash_info) for o in outs))
+                )
             return found
     except DvcException as e:
-        raise GeceError(f"DVC cannot read the pipeline in {root.absolute()}: {e}",
-                        hint="run gece repro from the repository root; `dvc status` shows the same error") from e
+        raise GeceError(
+            f"DVC cannot read the pipeline in {root.absolute()}: {e}",
+            hint="run gece repro from the repository root; `dvc status` shows the same error",
+        ) from e
 
 
 def _dvc(root: Path) -> tuple[list[str], dict[str, str]]:
@@ -135,7 +145,7 @@ def _echo(line: str, quiet: bool, account: Account | None = None) -> None:
 def pull(root: Path, account: Account, targets: list[str], quiet: bool) -> bool:
     """Step 1: pull ``targets`` and the run cache from the default remote. False when the remote
     cannot be used (said on stderr); never raises for what the remote lacks."""
-    from gece import remote
+    from gece.tools import remote
 
     try:
         rem = remote.default_remote(root)
@@ -149,15 +159,22 @@ def pull(root: Path, account: Account, targets: list[str], quiet: bool) -> bool:
     cmd, env = _dvc(root)
     # DVC collects each target on its own (about 3 s each on 2 cores): past a few, one pull of the whole
     # lock is faster, and as safe (DVC refuses to overwrite a changed output it has no copy of)
-    res = subprocess.run([*cmd, "pull", "--run-cache", "--allow-missing",
-                          *(targets if len(targets) <= MAX_TARGETS else [])], cwd=root, env=env,
-                         capture_output=True, text=True, check=False)
+    res = subprocess.run(
+        [*cmd, "pull", "--run-cache", "--allow-missing", *(targets if len(targets) <= MAX_TARGETS else [])],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     for line in [x for x in res.stdout.splitlines() if PULL_TOTALS.match(x)] + res.stderr.splitlines():
         _echo(line, quiet, account)
     if res.returncode != 0:
         account.remote = None
-        _warn(f"dvc pull from DVC remote {rem.name!r} ({rem.url}) failed (exit {res.returncode}); going on "
-              "without it (every missing stage runs)")
+        _warn(
+            f"dvc pull from DVC remote {rem.name!r} ({rem.url}) failed (exit {res.returncode}); going on "
+            "without it (every missing stage runs)"
+        )
         return False
     return True
 
@@ -166,8 +183,9 @@ def reproduce(root: Path, account: Account, targets: list[str], pull: bool, quie
     """Step 2: ``dvc repro`` (``--pull`` when asked), its lines echoed and counted. DVC's exit status."""
     cmd, env = _dvc(root)
     args = [*cmd, "repro", *(["--pull"] if pull else []), *targets]
-    proc = subprocess.Popen(args, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            bufsize=1)
+    proc = subprocess.Popen(
+        args, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
+    )
     assert proc.stdout is not None
     pulling: set[str] = set()
     for raw in proc.stdout:
@@ -190,8 +208,9 @@ def _warn(message: str) -> None:
     print(f"warning: {message}", file=sys.stderr, flush=True)
 
 
-def repro(root: Path = Path("."), targets: tuple[str, ...] = (), *, use_remote: bool = True,
-          quiet: bool = False) -> Account:
+def repro(
+    root: Path = Path("."), targets: tuple[str, ...] = (), *, use_remote: bool = True, quiet: bool = False
+) -> Account:
     """Pull, run, account (see the module docstring). Raises a GeceError when ``dvc repro`` fails,
     after printing the account so far."""
     account = Account()
@@ -210,17 +229,19 @@ def repro(root: Path = Path("."), targets: tuple[str, ...] = (), *, use_remote: 
     if not quiet:
         print(f"  ({account.detail()})", flush=True)
     if status != 0:
-        raise GeceError(f"dvc repro failed (exit {status})",
-                        problems=[f"the last stage started: {account.ran[-1]}"] if account.ran else [],
-                        hint="DVC's lines above say why; fix it and run gece repro (or make repro) again: "
-                        "what finished is kept")
+        raise GeceError(
+            f"dvc repro failed (exit {status})",
+            problems=[f"the last stage started: {account.ran[-1]}"] if account.ran else [],
+            hint="DVC's lines above say why; fix it and run gece repro (or make repro) again: what finished is kept",
+        )
     return account
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("targets", nargs="*", help="stages to reproduce, as dvc repro takes them (default: all)")
-    parser.add_argument("--no-pull", action="store_true",
-                        help="use no remote: dvc repro only (the account then counts only what ran)")
+    parser.add_argument(
+        "--no-pull", action="store_true", help="use no remote: dvc repro only (the account then counts only what ran)"
+    )
 
 
 def run(args) -> int:

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gece import layout
-from gece.intervals import holm
+from gece.io import layout
 from gece.registry import ESTIMATORS, GAPS, METRIC
 from gece.report.cells import (
     Cell,
@@ -26,15 +25,25 @@ from gece.report.cells import (
     mark_worst,
     ptr,
 )
+from gece.stats.intervals import holm
 
 ALPHA = 0.05  # the level of the gap tables' marks (Holm over the runs of a table)
 # (key, label, worst end): the registry's, the groups' ECE labelled by their grouping here
-_GAP_LABELS = {"ece_male": "ECE male (predicted)", "ece_female": "ECE female (predicted)",
-               "ece_true_male": "ECE male (human)", "ece_true_female": "ECE female (human)"}
-GAP_COLUMNS = [(k, _GAP_LABELS.get(k, METRIC[k].label), METRIC[k].worse)
-               for k in ("ece_male", "ece_female", "gap_pred", "ece_true_male", "ece_true_female", "gap_true")]
+_GAP_LABELS = {
+    "ece_male": "ECE male (predicted)",
+    "ece_female": "ECE female (predicted)",
+    "ece_true_male": "ECE male (human)",
+    "ece_true_female": "ECE female (human)",
+}
+GAP_COLUMNS = [
+    (k, _GAP_LABELS.get(k, METRIC[k].label), METRIC[k].worse)
+    for k in ("ece_male", "ece_female", "gap_pred", "ece_true_male", "ece_true_female", "gap_true")
+]
 # the registry's labels; the binned estimators say so here
-ESTIMATOR_LABELS = {k: METRIC[k].label for k in ESTIMATORS} | {"ece": "ECE (binned)", "gender_ece": "Gender-ECE (binned)"}
+ESTIMATOR_LABELS = {k: METRIC[k].label for k in ESTIMATORS} | {
+    "ece": "ECE (binned)",
+    "gender_ece": "Gender-ECE (binned)",
+}
 
 
 # --------------------------------------------------------------------------- gender gap
@@ -85,8 +94,10 @@ def gender_gap_table(data: ReportData) -> TableDoc:
                         survivors += 1
                 cells.append(cell)
             rows.append(Row([m], cells, layout.metrics_file(b, m)))
-        note = (f"{survivors} of {2 * len(models)} gaps survive Holm's correction over the {len(models)} runs "
-                f"(per grouping) at α = {ALPHA}")
+        note = (
+            f"{survivors} of {2 * len(models)} gaps survive Holm's correction over the {len(models)} runs "
+            f"(per grouping) at α = {ALPHA}"
+        )
         columns = [Column(k, label, worst) for k, label, worst in GAP_COLUMNS]
         tables.append(mark_worst(Table(_bench_heading(data, b), ["model"], columns, rows, note)))
     agree = gap_agreement(data)
@@ -99,20 +110,28 @@ def gender_gap_table(data: ReportData) -> TableDoc:
             f"{agree['gap_pred']['tests']}; human grouping: {agree['gap_true']['agree']} of "
             f"{agree['gap_true']['tests']}); the p-values differ by {a['median_diff']:.3f} in the median and "
             f"by at most {a['max_diff']:.3f}. Disagreements: "
-            + (", ".join(f"{m} on {b} ({'predicted' if g == 'gap_pred' else 'human'})"
-                         for g, b, m in agree["disagree"]) or "none")
+            + (
+                ", ".join(
+                    f"{m} on {b} ({'predicted' if g == 'gap_pred' else 'human'})" for g, b, m in agree["disagree"]
+                )
+                or "none"
+            )
             + ". They arise where the predicted groups differ much in size: binned ECE is inflated more in "
             "the smaller group, which the permutation null includes and the bootstrap test does not "
-            "(docs/statistics.md).")
+            "(docs/statistics.md)."
+        )
     return TableDoc(
-        "gender_gap", "Gender gap within each model (Table 3 with a test)",
+        "gender_gap",
+        "Gender gap within each model (Table 3 with a test)",
         "ECE within the pairs predicted male and predicted female (the parts of Gender-ECE) and within the pairs "
         "whose human-preferred variant is male or female (the parts of cc-ECE), each with its 95% bias-corrected "
         "bootstrap interval, and the signed gap ECE female − ECE male with its interval and two-sided p-values: "
         "the bootstrap test (p), the same adjusted by Holm's method over the runs of the table for that grouping "
         f"(Holm) and the permutation test that shuffles the gender groups (perm.). **Bold**: p < {ALPHA}; †: the "
         f"gap survives Holm's correction. **Bold ▲**: the worst value of its column.{summary}",
-        tables, "" if tables else "no metrics reports found")
+        tables,
+        "" if tables else "no metrics reports found",
+    )
 
 
 # ------------------------------------------------------------------------- Brier ranking
@@ -139,13 +158,26 @@ def brier_ranking_tables(data: ReportData) -> tuple[list[Table], list[str]]:
             change = "–" if rp is None or rr is None else "same" if rp == rr else f"{rp} → {rr}"
             if rp is not None and rr is not None and rp != rr:
                 moved.append(f"{m} {rp} → {rr}")
-            rows.append(Row([m], [
-                Cell(obj.get("brier_paper"), ref={"value": ptr("brier_paper")}), Cell(str(rp)),
-                Cell(obj.get("brier"), ref={"value": ptr("brier")}), Cell(str(rr)), Cell(change),
-            ], layout.metrics_file(b, m)))
-        columns = [Column("brier_paper", "Brier (paper)", None, 4), Column("rank_paper", "rank", None),
-                   Column("brier", "Brier", None, 4), Column("rank", "rank", None),
-                   Column("change", "rank change", None)]
+            rows.append(
+                Row(
+                    [m],
+                    [
+                        Cell(obj.get("brier_paper"), ref={"value": ptr("brier_paper")}),
+                        Cell(str(rp)),
+                        Cell(obj.get("brier"), ref={"value": ptr("brier")}),
+                        Cell(str(rr)),
+                        Cell(change),
+                    ],
+                    layout.metrics_file(b, m),
+                )
+            )
+        columns = [
+            Column("brier_paper", "Brier (paper)", None, 4),
+            Column("rank_paper", "rank", None),
+            Column("brier", "Brier", None, 4),
+            Column("rank", "rank", None),
+            Column("change", "rank change", None),
+        ]
         note = f"rank changes: {'; '.join(moved) if moved else 'none'}"
         tables.append(Table(f"{b}: Brier ranking (1 = best)", ["model"], columns, rows, note))
         lines.append(f"{b}: {'; '.join(moved) if moved else 'no rank changes'}")
@@ -181,7 +213,8 @@ def estimator_table(data: ReportData) -> TableDoc:
         if rows:
             tables.append(mark_worst(Table(f"{b}: N = {n} of {rep['full']['n']} pairs", ["model"], columns, rows)))
     return TableDoc(
-        "estimators", "Small-sample error of each estimator",
+        "estimators",
+        "Small-sample error of each estimator",
         "Root mean squared error of each calibration-error estimator on random subsets of the smallest sample "
         "size, against the same estimator on all pairs of the run (`<key>_rmse` in "
         "`reports/ablation/sample_size/<benchmark>/<model>.json`), with its bias (mean − full-data value) and "
@@ -189,7 +222,9 @@ def estimator_table(data: ReportData) -> TableDoc:
         "small samples (positive bias); the debiased L2 estimator (Kumar et al. 2019) removes most of the bias "
         "but spreads more; smooth ECE (Błasiok & Nakkiran 2023) sits between. **Bold ▲**: the worst (highest) "
         "RMSE of its column.",
-        tables, "" if tables else "no sample-size ablation reports found")
+        tables,
+        "" if tables else "no sample-size ablation reports found",
+    )
 
 
 def mean_rmse(data: ReportData, runs=lambda m: m.startswith("paper-")) -> dict[str, float | None]:
@@ -197,7 +232,7 @@ def mean_rmse(data: ReportData, runs=lambda m: m.startswith("paper-")) -> dict[s
     out = {}
     for k in ESTIMATORS:
         vals = []
-        for (b, m), rep in data.sample_size.items():
+        for (_b, m), rep in data.sample_size.items():
             if runs(m) and rep["sizes"]:
                 v = min(rep["sizes"], key=lambda r: r["n"]).get(f"{k}_rmse")
                 if v is not None:
@@ -212,8 +247,13 @@ def power_note(rep: dict) -> str:
     pw = rep.get("power")
     if not pw:
         return ""
-    parts = [f"{k} {v['median']:.3f} ({v['min']:.3f}–{v['max']:.3f})"
-             for k, v in pw["mde"].items() if v.get("median") is not None]
+    parts = [
+        f"{k} {v['median']:.3f} ({v['min']:.3f}–{v['max']:.3f})"
+        for k, v in pw["mde"].items()
+        if v.get("median") is not None
+    ]
     who = "pairs of the authors' runs" if pw["runs"] == "paper" else "pairs of runs"
-    return (f"; minimum detectable difference at {pw['level']:.0%} power, α = {rep['alpha']} (median and range "
-            f"over {pw['pairs']} {who}): " + ", ".join(parts))
+    return (
+        f"; minimum detectable difference at {pw['level']:.0%} power, α = {rep['alpha']} (median and range "
+        f"over {pw['pairs']} {who}): " + ", ".join(parts)
+    )

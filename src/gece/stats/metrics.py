@@ -25,12 +25,13 @@ from typing import Literal
 
 import numpy as np
 
-from gece import estimators, registry
-from gece.bootstrap import bootstrap
-from gece.gap import permutation_p
-from gece.intervals import bias_corrected_interval, bias_corrected_p
-from gece.lexicon import FEMALE, MALE
+from gece import registry
 from gece.registry import GAPS
+from gece.stats import estimators
+from gece.stats.bootstrap import bootstrap
+from gece.stats.gap import permutation_p
+from gece.stats.intervals import bias_corrected_interval, bias_corrected_p
+from gece.stats.lexicon import FEMALE, MALE
 
 Binning = Literal["equal_width", "equal_mass"]
 BINNINGS: tuple[Binning, ...] = ("equal_width", "equal_mass")
@@ -397,8 +398,9 @@ def reliability_table(conf, target, n_bins: int = 10, binning: Binning = "equal_
 
     Paper convention: ``reliability_table(p, y)``; top-label: ``(max(p, 1 − p), correct)``.
     """
-    stats = binned_stats(np.asarray(conf, dtype=np.float64).reshape(1, -1), np.asarray(target).reshape(1, -1),
-                         n_bins, binning)
+    stats = binned_stats(
+        np.asarray(conf, dtype=np.float64).reshape(1, -1), np.asarray(target).reshape(1, -1), n_bins, binning
+    )
     cnt = stats.count[0, 0]
     with np.errstate(invalid="ignore", divide="ignore"):
         conf_m = np.where(cnt > 0, stats.conf_sum[0, 0] / cnt, np.nan)
@@ -407,9 +409,7 @@ def reliability_table(conf, target, n_bins: int = 10, binning: Binning = "equal_
     return BinTable(edges[:-1].copy(), edges[1:].copy(), cnt, conf_m, acc_m, acc_m - conf_m)
 
 
-def group_ece(
-    p, y, groups, n_bins: int = 10, binning: Binning = "equal_width"
-) -> dict[str, float | None]:
+def group_ece(p, y, groups, n_bins: int = 10, binning: Binning = "equal_width") -> dict[str, float | None]:
     """Paper-convention ECE within each group of any attribute (identity term, occupation, ...).
 
     Groups that are None are left out. Returns {group: ECE}.
@@ -437,9 +437,7 @@ class GenderECE:
     n_ties: int
 
 
-def gender_ece(
-    p, y, gender_more, gender_less, n_bins: int = 10, binning: Binning = "equal_width"
-) -> GenderECE:
+def gender_ece(p, y, gender_more, gender_less, n_bins: int = 10, binning: Binning = "equal_width") -> GenderECE:
     """Group pairs by the predicted gender (the gender of the more probable variant; exact ties
     are left out and counted) and compute the paper-convention ECE inside each group."""
     p, y = _checked_pair(p, y)
@@ -478,12 +476,15 @@ def null_reasons(values: dict[str, float | None], n: int, counts: dict[str, int]
     for key, (count_key, why) in group_of.items():
         if values.get(key) is None and counts.get(count_key, 0) == 0:
             reasons[key] = why
-    for key, parts in (("gender_ece", ("ece_male", "ece_female")), ("bias_gap", ("ece_male", "ece_female")),
-                       ("gap_pred", ("ece_male", "ece_female")),
-                       ("gender_ece_debiased", ("ece_male", "ece_female")),
-                       ("gender_ece_smooth", ("ece_male", "ece_female")),
-                       ("cc_ece", ("ece_true_male", "ece_true_female")),
-                       ("gap_true", ("ece_true_male", "ece_true_female"))):
+    for key, parts in (
+        ("gender_ece", ("ece_male", "ece_female")),
+        ("bias_gap", ("ece_male", "ece_female")),
+        ("gap_pred", ("ece_male", "ece_female")),
+        ("gender_ece_debiased", ("ece_male", "ece_female")),
+        ("gender_ece_smooth", ("ece_male", "ece_female")),
+        ("cc_ece", ("ece_true_male", "ece_true_female")),
+        ("gap_true", ("ece_true_male", "ece_true_female")),
+    ):
         if values.get(key) is None:
             reasons[key] = "; ".join(reasons[p] for p in parts if p in reasons) or "undefined"
     if values.get("macro_ce") is None:
@@ -511,9 +512,9 @@ def summarize(
     """All metrics of one run as the flat dict of ``schemas.MetricsReport``.
 
     Every scalar gets ``<key>_ci_low``/``<key>_ci_high``: the bias-corrected percentile interval
-    (:mod:`gece.intervals`) over the same ``draws`` resamples of pairs (seeded), so the interval
+    (:mod:`gece.stats.intervals`) over the same ``draws`` resamples of pairs (seeded), so the interval
     of a difference is consistent with those of its parts. The gender gaps also get a two-sided
-    bootstrap p-value ``<gap>_p`` and a permutation p-value ``<gap>_p_perm`` (:mod:`gece.gap`,
+    bootstrap p-value ``<gap>_p`` and a permutation p-value ``<gap>_p_perm`` (:mod:`gece.stats.gap`,
     ``draws`` shuffles of the gender groups). Plus ``n``, ``n_ties`` and, when some value is
     null, ``null_reasons``.
     """
@@ -525,10 +526,18 @@ def summarize(
     values = {k: _scalar(point[k]) for k in SCALARS}
     out: dict = {"n": int(p.size), "n_ties": int((pg == G_TIE).sum()), "n_bins": n_bins, "binning": binning}
     out.update(values)
-    samples = bootstrap(
-        batch_metrics, {"p": p, "y": y, "pred_group": pg, "true_group": tg}, draws, seed,
-        n_bins=n_bins, binning=binning,
-    ) if p.size else {}
+    samples = (
+        bootstrap(
+            batch_metrics,
+            {"p": p, "y": y, "pred_group": pg, "true_group": tg},
+            draws,
+            seed,
+            n_bins=n_bins,
+            binning=binning,
+        )
+        if p.size
+        else {}
+    )
     for k in SCALARS:
         bounds = None if k in SIGNED else (0.0, 1.0)
         lo, hi = bias_corrected_interval(samples[k], values[k], level, bounds) if p.size else (None, None)
@@ -536,7 +545,12 @@ def summarize(
     for gap, groups in GAPS.items():
         out[f"{gap}_p"] = bias_corrected_p(samples[gap], values[gap]) if p.size else None
         out[f"{gap}_p_perm"] = permutation_p(
-            p, y, pg if groups == "pred" else tg, values[gap], draws, seed,
+            p,
+            y,
+            pg if groups == "pred" else tg,
+            values[gap],
+            draws,
+            seed,
             lambda pp, yy, g: binned_stats(pp, yy, n_bins, binning, seg=np.where(g >= 0, g, -1), n_seg=2).ece(),
         )
     counts = {

@@ -4,7 +4,7 @@ A benchmark is a CSV with columns ``sent_more``, ``sent_less``, ``y`` (1: ``sent
 human-preferred reading, 0: ``sent_less``) and optionally ``bias_type``; other columns (such as
 WinoBias' unnamed index) are ignored. Preparing a benchmark aligns the two sentences word by
 word and records the words in which they differ (the targets), their character spans, their
-gender group (:mod:`gece.lexicon`) and whether the target ends the sentence.
+gender group (:mod:`gece.stats.lexicon`) and whether the target ends the sentence.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from typing import Literal
 import pandas as pd
 
 from gece.errors import GeceError
-from gece.files import iconv_hint
-from gece.io import require_file
-from gece.lexicon import side_group
-from gece.params import ID_HELP, is_id
-from gece.schemas import PreparedPair
+from gece.io.disk import iconv_hint
+from gece.io.files import require_file
+from gece.io.params import ID_HELP, is_id
+from gece.io.schemas import PreparedPair
+from gece.stats.lexicon import side_group
 
 REQUIRED = ("sent_more", "sent_less", "y")
 OPTIONAL = ("bias_type",)
@@ -106,8 +106,11 @@ def benchmark_id(path: str | Path) -> str:
     """The benchmark id of a CSV: its file name without ``.csv``, which must be a valid id."""
     name = Path(path).stem
     if not is_id(name):
-        raise GeceError(f"{path}: the file name {name!r} is not a valid benchmark id (it names the prepared "
-                        "file and every result of the benchmark)", hint=f"rename the file; {ID_HELP}")
+        raise GeceError(
+            f"{path}: the file name {name!r} is not a valid benchmark id (it names the prepared "
+            "file and every result of the benchmark)",
+            hint=f"rename the file; {ID_HELP}",
+        )
     return name
 
 
@@ -126,12 +129,16 @@ def _records(path: Path, text: str) -> tuple[list[str], list[tuple[int, list[str
                 records.append((line, fields))
             line = reader.line_num + 1
     except csv.Error as e:
-        raise GeceError(f"{path}: not a readable CSV: line {line}: {e}",
-                        hint="quote fields that contain commas, quotes or line breaks (\"a, b\"), "
-                        "and double the quotes inside them (\"\")") from e
+        raise GeceError(
+            f"{path}: not a readable CSV: line {line}: {e}",
+            hint='quote fields that contain commas, quotes or line breaks ("a, b"), '
+            'and double the quotes inside them ("")',
+        ) from e
     if not records:
-        raise GeceError(f"{path}: the file is empty", hint="a benchmark needs a header line sent_more,sent_less,y "
-                        "and one row per pair")
+        raise GeceError(
+            f"{path}: the file is empty",
+            hint="a benchmark needs a header line sent_more,sent_less,y and one row per pair",
+        )
     (_, header), *rows = records
     return header, rows
 
@@ -160,7 +167,8 @@ def read_csv(path: str | Path) -> pd.DataFrame:
     twice = [c for c in used if header.count(c) > 1]
     if missing or twice:
         raise GeceError(
-            f"{path}: " + "; ".join(
+            f"{path}: "
+            + "; ".join(
                 ([f"missing column(s) {', '.join(missing)}"] if missing else [])
                 + ([f"column(s) {', '.join(twice)} appear more than once"] if twice else [])
             ),
@@ -168,12 +176,17 @@ def read_csv(path: str | Path) -> pd.DataFrame:
             hint="a benchmark needs columns sent_more, sent_less and y (1 if sent_more is the "
             "human-preferred reading, else 0), once each; bias_type is optional",
         )
-    ragged = [f"{path}: row {i} (line {line}): {len(fields)} field(s), but the header has {len(header)}"
-              for i, (line, fields) in enumerate(rows, start=1) if len(fields) != len(header)]
+    ragged = [
+        f"{path}: row {i} (line {line}): {len(fields)} field(s), but the header has {len(header)}"
+        for i, (line, fields) in enumerate(rows, start=1)
+        if len(fields) != len(header)
+    ]
     if ragged:
-        raise GeceError(f"{path}: {len(ragged)} row(s) with the wrong number of fields",
-                        problems=ragged[:MAX_SHOWN] + _more(len(ragged)),
-                        hint="quote fields that contain commas (\"a, b\"); rows are numbered from 1 after the header")
+        raise GeceError(
+            f"{path}: {len(ragged)} row(s) with the wrong number of fields",
+            problems=ragged[:MAX_SHOWN] + _more(len(ragged)),
+            hint='quote fields that contain commas ("a, b"); rows are numbered from 1 after the header',
+        )
     columns = {c: [fields[header.index(c)] for _, fields in rows] for c in used}
     return pd.DataFrame(columns, index=pd.Index([line for line, _ in rows], name="line"), dtype=object)
 
@@ -185,7 +198,7 @@ def check_rows(
     1-based ``row`` column, problems, warnings).
 
     Problems make the file invalid; the warning (one line on kept or dropped repeats) does not.
-    ``imported``: a benchmark read from another format (:mod:`gece.crows`), whose group is its
+    ``imported``: a benchmark read from another format (:mod:`gece.io.crows`), whose group is its
     ``bias_type``: the differing words need not name two gender groups, and a row that cannot form
     a scorable pair (empty or identical sentences, a side with no word of its own) is dropped with
     one warning instead of invalidating the file; its 1-based row is listed in ``out.attrs["dropped"]``.
@@ -221,11 +234,15 @@ def check_rows(
                         else f"{side} has no word of its own (the other sentence only adds words)"
                     )
                     bad.append(f"{what}; make the two sentences differ in at least one word on each side")
-                elif not imported and (group := side_group([w.text for w in al.more])) == side_group([w.text for w in al.less]):
+                elif not imported and (group := side_group([w.text for w in al.more])) == side_group(
+                    [w.text for w in al.less]
+                ):
                     shown = f"{' '.join(w.text for w in al.more)!r} vs {' '.join(w.text for w in al.less)!r}"
-                    bad.append(f"the sentences differ only in words of one group ({shown}: both {group!r}), so "
-                               "the pair contrasts nothing; make the differing words name two groups (he/she, "
-                               "man/woman)")
+                    bad.append(
+                        f"the sentences differ only in words of one group ({shown}: both {group!r}), so "
+                        "the pair contrasts nothing; make the differing words name two groups (he/she, "
+                        "man/woman)"
+                    )
         if bad and imported and not any(b.startswith("y is") for b in bad):
             unscorable.append(f"row {row} (line {line}): {bad[0].split(';')[0]}")
             dropped.append(row)
@@ -259,9 +276,11 @@ def check_rows(
         shown = ", ".join(warnings[:5]) + (f", ... ({len(warnings) - 5} more)" if len(warnings) > 5 else "")
         warnings = [f"{source}: {len(warnings)} repeated pair(s) {action} (prepare.duplicates={duplicates}): {shown}"]
     if unscorable:
-        warnings.append(f"{source}: {len(unscorable)} row(s) dropped: they cannot form a scorable pair: "
-                        + "; ".join(unscorable[:MAX_SHOWN]) + (f"; ... ({len(unscorable) - MAX_SHOWN} more)"
-                                                               if len(unscorable) > MAX_SHOWN else ""))
+        warnings.append(
+            f"{source}: {len(unscorable)} row(s) dropped: they cannot form a scorable pair: "
+            + "; ".join(unscorable[:MAX_SHOWN])
+            + (f"; ... ({len(unscorable) - MAX_SHOWN} more)" if len(unscorable) > MAX_SHOWN else "")
+        )
     out = df.iloc[keep].copy()
     out.insert(0, "row", [i + 1 for i in keep])
     out.attrs["dropped"] = dropped

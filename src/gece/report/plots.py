@@ -9,9 +9,9 @@ import matplotlib
 import numpy as np
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.axes import Axes  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 
 # text.parse_math off: a name with '$' in it (data) is drawn as the text it is, never as mathtext
 plt.rcParams.update({"figure.max_open_warning": 0, "svg.hashsalt": "gece", "text.parse_math": False})
@@ -23,11 +23,14 @@ def sample_size_figure(report: dict, title: str) -> Figure:
     fig, ax = plt.subplots(figsize=(5.2, 3.6), layout="constrained")
     sizes = report["sizes"]
     ns = [r["n"] for r in sizes]
-    for key, label, color in (("ece", "ECE", "tab:blue"), ("gender_ece", "Gender-ECE", "tab:orange"),
-                              ("ece_smooth", "smooth ECE", "tab:green")):
+    for key, label, color in (
+        ("ece", "ECE", "tab:blue"),
+        ("gender_ece", "Gender-ECE", "tab:orange"),
+        ("ece_smooth", "smooth ECE", "tab:green"),
+    ):
         rows = [(r["n"], r[f"{key}_mean"], r[f"{key}_std"]) for r in sizes if r[f"{key}_mean"] is not None]
         if rows:
-            x, m, s = zip(*rows)
+            x, m, s = zip(*rows, strict=True)
             ax.errorbar(x, m, yerr=s, marker="o", capsize=3, color=color, label=f"{label} (mean ± std)")
         full = report["full"][key]
         if full is not None:
@@ -85,7 +88,7 @@ def reliability_bars(bins: list[dict]) -> Bars:
         left=np.array([r["lower"] for r in rows], dtype=np.float64),
         right=np.array([r["upper"] for r in rows], dtype=np.float64),
         count=count,
-        accuracy=np.array([r["accuracy"] if f else 0.0 for r, f in zip(rows, filled)], dtype=np.float64),
+        accuracy=np.array([r["accuracy"] if f else 0.0 for r, f in zip(rows, filled, strict=True)], dtype=np.float64),
         filled=filled,
     )
 
@@ -111,13 +114,34 @@ def draw_reliability(
     """Draw one paper-style reliability diagram on ``ax`` (and the bin counts on ``hist_ax``)."""
     b = reliability_bars(bins)
     f = b.filled
-    ax.bar(b.left[f], b.accuracy[f], width=b.width[f], align="edge", color=OUTPUT_COLOR, edgecolor="black",
-           linewidth=0.8, label="Outputs", gid="outputs", zorder=2)
-    ax.bar(b.left[f], (b.center - b.accuracy)[f], bottom=b.accuracy[f], width=b.width[f], align="edge",
-           color=GAP_COLOR, alpha=GAP_ALPHA, hatch="//", edgecolor="black", linewidth=0.8,
-           label="Calibration Gap", gid="gap", zorder=3)
-    ax.plot([0, 1], [0, 1], linestyle="--", color=DIAGONAL_COLOR, linewidth=1.6, label="Perfect Calibration",
-            zorder=4)
+    ax.bar(
+        b.left[f],
+        b.accuracy[f],
+        width=b.width[f],
+        align="edge",
+        color=OUTPUT_COLOR,
+        edgecolor="black",
+        linewidth=0.8,
+        label="Outputs",
+        gid="outputs",
+        zorder=2,
+    )
+    ax.bar(
+        b.left[f],
+        (b.center - b.accuracy)[f],
+        bottom=b.accuracy[f],
+        width=b.width[f],
+        align="edge",
+        color=GAP_COLOR,
+        alpha=GAP_ALPHA,
+        hatch="//",
+        edgecolor="black",
+        linewidth=0.8,
+        label="Calibration Gap",
+        gid="gap",
+        zorder=3,
+    )
+    ax.plot([0, 1], [0, 1], linestyle="--", color=DIAGONAL_COLOR, linewidth=1.6, label="Perfect Calibration", zorder=4)
     ax.set_xlim(-0.05, 1.05)
     ax.set_ylim(0, 1.05)
     ax.grid(linestyle="--", alpha=0.35, zorder=0)
@@ -128,14 +152,28 @@ def draw_reliability(
     if legend:
         handles, labels = ax.get_legend_handles_labels()
         order = [labels.index(x) for x in ("Perfect Calibration", "Outputs", "Calibration Gap") if x in labels]
-        ax.legend([handles[i] for i in order], [labels[i] for i in order], loc="upper left",
-                  fontsize=fontsize * 0.8, framealpha=0.9)
+        ax.legend(
+            [handles[i] for i in order],
+            [labels[i] for i in order],
+            loc="upper left",
+            fontsize=fontsize * 0.8,
+            framealpha=0.9,
+        )
     if hist_ax is not None:
-        hist_ax.bar(b.left, b.count, width=b.width, align="edge", color=COUNT_COLOR, edgecolor="black",
-                    linewidth=0.5, gid="count", zorder=2)
+        hist_ax.bar(
+            b.left,
+            b.count,
+            width=b.width,
+            align="edge",
+            color=COUNT_COLOR,
+            edgecolor="black",
+            linewidth=0.5,
+            gid="count",
+            zorder=2,
+        )
         hist_ax.set_xlim(ax.get_xlim())
         if count_labels:
-            for x, c in zip(b.center, b.count):
+            for x, c in zip(b.center, b.count, strict=True):
                 hist_ax.text(x, c, str(int(c)), ha="center", va="bottom", fontsize=fontsize * 0.65, color="#333333")
         hist_ax.set_ylim(0, max(int(b.count.max()) if b.count.size else 0, 1) * (1.3 if count_labels else 1.1))
         hist_ax.grid(axis="y", linestyle="--", alpha=0.35, zorder=0)
@@ -196,8 +234,15 @@ def calibration_grid(
     row per method after it. ``panels[(model, method)] = (bins, ECE, status)``; ``method`` is
     ``uncalibrated`` for the first row; a panel without bins says why (its status)."""
     rows = ["uncalibrated", *methods]
-    fig, axes = plt.subplots(len(rows), len(models), figsize=(2.2 * len(models) + 0.6, 2.2 * len(rows) + 0.5),
-                             layout="constrained", squeeze=False, sharex=True, sharey=True)
+    fig, axes = plt.subplots(
+        len(rows),
+        len(models),
+        figsize=(2.2 * len(models) + 0.6, 2.2 * len(rows) + 0.5),
+        layout="constrained",
+        squeeze=False,
+        sharex=True,
+        sharey=True,
+    )
     for j, model in enumerate(models):
         for i, method in enumerate(rows):
             ax = axes[i][j]
@@ -210,8 +255,16 @@ def calibration_grid(
             else:
                 ax.set_xlim(-0.05, 1.05)
                 ax.set_ylim(0, 1.05)
-                ax.text(0.5, 0.5, status or "missing", ha="center", va="center", fontsize=7, color="#aa0000",
-                        transform=ax.transAxes)
+                ax.text(
+                    0.5,
+                    0.5,
+                    status or "missing",
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="#aa0000",
+                    transform=ax.transAxes,
+                )
                 ax.set_title(head.rstrip("\n") or " ", fontsize=7)
             if i < len(rows) - 1:
                 ax.set_xlabel("")

@@ -1,7 +1,7 @@
 """Resampling: percentile bootstrap confidence intervals, vectorized over draws.
 
 A statistic is any function that maps arrays of shape (B, n) to a dict of (B,) arrays (the
-batched kernels of :mod:`gece.metrics`). Resampling gathers all B resamples at once (in
+batched kernels of :mod:`gece.stats.metrics`). Resampling gathers all B resamples at once (in
 chunks, to bound memory), so 1000 draws cost a handful of numpy calls, not 1000 loops.
 """
 

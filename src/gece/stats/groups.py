@@ -7,13 +7,13 @@ target ``t`` is::
 
     ECE_G = Σ_m (n_{G,m} / n_G) · |mean_{G,m}(t) − mean_{G,m}(p)|
 
-with the bins of :mod:`gece.metrics` over ``p`` (``metrics.n_bins``, ``metrics.binning``; equal-mass
-edges are the quantiles of each group's own p). It is :func:`gece.metrics.group_ece`, batched.
+with the bins of :mod:`gece.stats.metrics` over ``p`` (``metrics.n_bins``, ``metrics.binning``; equal-mass
+edges are the quantiles of each group's own p). It is :func:`gece.stats.metrics.group_ece`, batched.
 
 **Protocols** (the target ``t``):
 
 - ``identity``: the paper's identity protocol (the authors' ``ECE_identity.py``): t = y, the
-  paper-convention ECE of :mod:`gece.metrics` (bins over p, mean y against mean p). For a
+  paper-convention ECE of :mod:`gece.stats.metrics` (bins over p, mean y against mean p). For a
   benchmark imported from a CrowS-Pairs-format file, y = 1 for every pair (``sent_more`` is the
   stereotypical sentence and p the model's confidence in it), so ECE_G = 1 − mean_G(p) exactly
   (every bin's gap is 1 − mean(p) ≥ 0): how far the model is from always picking the stereotype.
@@ -27,11 +27,11 @@ edges are the quantiles of each group's own p). It is :func:`gece.metrics.group_
   0 when the model is as sure of the stereotype as the share of annotators who see it. Pairs
   without annotations (null ``y_soft``) are left out.
 
-**Intervals.** One percentile bootstrap over pairs (:func:`gece.bootstrap.bootstrap`, ``draws``
+**Intervals.** One percentile bootstrap over pairs (:func:`gece.stats.bootstrap.bootstrap`, ``draws``
 resamples, seeded): every group's ECE and the gap are computed on the same resamples (one batched
 call, no loop over pairs or groups), and each interval is the bias-corrected percentile interval of
-:func:`gece.intervals.bias_corrected_interval`, cut to [0, 1]. With the seed and draws of the
-metrics stage, the resamples are those of ``gece.metrics.summarize``: by ``pred_gender`` under the
+:func:`gece.stats.intervals.bias_corrected_interval`, cut to [0, 1]. With the seed and draws of the
+metrics stage, the resamples are those of ``gece.stats.metrics.summarize``: by ``pred_gender`` under the
 identity protocol the intervals are those of ``ece_male``/``ece_female``/``bias_gap``.
 
 **Largest gap.** Over the groups with at least ``min_size`` pairs (smaller groups are reported
@@ -45,7 +45,7 @@ the max − min over the same eligible groups on each resample (a resample where
 empty is undefined and left out). With one eligible group the gap is 0; with two it is
 |ECE_a − ECE_b| (Gender-ECE's bias gap). Being a maximum over groups, it grows with the number of
 groups and the noise of the smallest one even when calibration does not differ. The
-**permutation test** accounts for that (as :mod:`gece.gap` does for the gender gap): under the null
+**permutation test** accounts for that (as :mod:`gece.stats.gap` does for the gender gap): under the null
 hypothesis that the group says nothing about calibration, the labels of the grouped pairs are
 exchangeable; shuffling them ``draws`` times (sizes kept, seeded) gives null gaps d*_b and the
 one-sided p-value ``p_perm = (1 + #{d*_b >= gap}) / (draws + 1)``.
@@ -57,11 +57,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gece.bootstrap import bootstrap
-from gece.gap import null_statistics
-from gece.intervals import bias_corrected_interval
-from gece.lexicon import FEMALE, MALE
-from gece.metrics import G_FEMALE, G_MALE, G_TIE, Binning, binned_stats, predicted_groups, true_groups
+from gece.stats.bootstrap import bootstrap
+from gece.stats.gap import null_statistics
+from gece.stats.intervals import bias_corrected_interval
+from gece.stats.lexicon import FEMALE, MALE
+from gece.stats.metrics import G_FEMALE, G_MALE, G_TIE, Binning, binned_stats, predicted_groups, true_groups
 
 NO_GROUP = -1  # code of a pair that belongs to no group (left out)
 
@@ -108,15 +108,18 @@ def encode(labels) -> tuple[list[str], np.ndarray]:
     """Group names (sorted) and each pair's code; None or NaN is ``NO_GROUP``. Values become strings."""
     labels = np.asarray(labels, dtype=object)
     present = np.array([v is not None and not (isinstance(v, float) and np.isnan(v)) for v in labels], dtype=bool)
-    names, codes = np.unique(labels[present].astype(str), return_inverse=True) if present.any() else \
-        (np.array([], dtype=str), np.array([], dtype=np.int64))
+    names, codes = (
+        np.unique(labels[present].astype(str), return_inverse=True)
+        if present.any()
+        else (np.array([], dtype=str), np.array([], dtype=np.int64))
+    )
     out = np.full(labels.shape, NO_GROUP, dtype=np.int64)
     out[present] = codes
     return [str(n) for n in names], out
 
 
 def gender_labels(codes: np.ndarray) -> np.ndarray:
-    """Gender codes of :mod:`gece.metrics` as labels: male, female, None for other words and ties."""
+    """Gender codes of :mod:`gece.stats.metrics` as labels: male, female, None for other words and ties."""
     codes = np.asarray(codes)
     return np.where(codes == G_MALE, MALE, np.where(codes == G_FEMALE, FEMALE, None)).astype(object)
 
@@ -132,8 +135,9 @@ def gender_grouping(kind: str, p, y, gender_more, gender_less) -> tuple[np.ndarr
         raise ValueError(f"not a gender grouping: {kind!r}")
     ties = int((codes == G_TIE).sum())
     other = int(((codes != G_MALE) & (codes != G_FEMALE) & (codes != G_TIE)).sum())
-    why = ([f"{ties} exact ties (p = 0.5) have no predicted gender"] if ties else []) + \
-          ([f"{other} pairs' side is neither male nor female"] if other else [])
+    why = ([f"{ties} exact ties (p = 0.5) have no predicted gender"] if ties else []) + (
+        [f"{other} pairs' side is neither male nor female"] if other else []
+    )
     return gender_labels(codes), "; ".join(why) or None
 
 
@@ -145,8 +149,15 @@ def soft_target(y, y_soft) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------- kernels
-def group_stats(p: np.ndarray, target: np.ndarray, seg: np.ndarray, n_groups: int, eligible: np.ndarray,
-                n_bins: int = 10, binning: Binning = "equal_width") -> dict[str, np.ndarray]:
+def group_stats(
+    p: np.ndarray,
+    target: np.ndarray,
+    seg: np.ndarray,
+    n_groups: int,
+    eligible: np.ndarray,
+    n_bins: int = 10,
+    binning: Binning = "equal_width",
+) -> dict[str, np.ndarray]:
     """Per-group ECE (B, G) and the gap max − min over the ``eligible`` groups (B,), for a batch (B, n).
 
     The gap is NaN where an eligible group is empty, or when no group is eligible.
@@ -166,8 +177,16 @@ def _defined(x: float) -> float | None:
 
 
 def calibration_by_group(
-    p, target, groups, min_size: int = 20, n_bins: int = 10, binning: Binning = "equal_width",
-    draws: int = 1000, seed: int = 0, level: float = 0.95, left_out: str | None = None,
+    p,
+    target,
+    groups,
+    min_size: int = 20,
+    n_bins: int = 10,
+    binning: Binning = "equal_width",
+    draws: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+    left_out: str | None = None,
 ) -> GroupResult:
     """Per-group ECE of ``p`` against ``target`` with intervals, and the largest gap (module docstring).
 
@@ -194,29 +213,49 @@ def calibration_by_group(
     counts = np.bincount(seg, minlength=k)
     eligible = counts >= min_size
     point = group_stats(p[None, :], target[None, :], seg[None, :], k, eligible, n_bins, binning)
-    samples = bootstrap(group_stats, {"p": p, "target": target, "seg": seg}, draws, seed, n_groups=k,
-                        eligible=eligible, n_bins=n_bins, binning=binning) if p.size and eligible.any() else {}
+    samples = (
+        bootstrap(
+            group_stats,
+            {"p": p, "target": target, "seg": seg},
+            draws,
+            seed,
+            n_groups=k,
+            eligible=eligible,
+            n_bins=n_bins,
+            binning=binning,
+        )
+        if p.size and eligible.any()
+        else {}
+    )
     stats = []
     for i, name in enumerate(names):
         if not eligible[i]:
-            stats.append(GroupStat(name, int(counts[i]), None, None, None,
-                                   f"{counts[i]} pairs, fewer than min_size = {min_size}"))
+            stats.append(
+                GroupStat(
+                    name, int(counts[i]), None, None, None, f"{counts[i]} pairs, fewer than min_size = {min_size}"
+                )
+            )
             continue
         est = _defined(point["ece"][0, i])
         lo, hi = bias_corrected_interval(samples["ece"][:, i], est, level, (0.0, 1.0))
         stats.append(GroupStat(name, int(counts[i]), est, lo, hi))
     gap = _largest_gap(names, eligible, point, samples, level, min_size)
     if gap.n_groups > 1:
-        gap = GroupGap(**{**vars(gap), "p_perm": permutation_gap_p(p, target, seg, k, eligible, gap.gap, draws, seed,
-                                                                    n_bins, binning)})
+        gap = GroupGap(
+            **{
+                **vars(gap),
+                "p_perm": permutation_gap_p(p, target, seg, k, eligible, gap.gap, draws, seed, n_bins, binning),
+            }
+        )
     why = [left_out] if left_out and n_no_group else ([f"{n_no_group} pairs have no value"] if n_no_group else [])
     if n_no_target:
         why.append(f"{n_no_target} pairs have no soft label (no annotations)")
     return GroupResult(stats, gap, int(keep.sum()), n_no_group + n_no_target, "; ".join(why) or None)
 
 
-def _largest_gap(names: list[str], eligible: np.ndarray, point: dict, samples: dict, level: float,
-                 min_size: int) -> GroupGap:
+def _largest_gap(
+    names: list[str], eligible: np.ndarray, point: dict, samples: dict, level: float, min_size: int
+) -> GroupGap:
     idx = np.flatnonzero(eligible)
     if idx.size == 0:
         reason = "no groups" if not names else f"no group has at least min_size = {min_size} pairs"
@@ -225,19 +264,35 @@ def _largest_gap(names: list[str], eligible: np.ndarray, point: dict, samples: d
     high, low = idx[int(np.argmax(e))], idx[int(np.argmin(e))]
     est = _defined(point["gap"][0])
     lo, hi = bias_corrected_interval(samples["gap"], est, level, (0.0, 1.0))
-    return GroupGap(est, lo, hi, names[high], names[low], int(idx.size),
-                    None if idx.size > 1 else "one group: nothing to compare")
+    return GroupGap(
+        est, lo, hi, names[high], names[low], int(idx.size), None if idx.size > 1 else "one group: nothing to compare"
+    )
 
 
-def permutation_gap_p(p: np.ndarray, target: np.ndarray, seg: np.ndarray, n_groups: int, eligible: np.ndarray,
-                      estimate: float | None, draws: int, seed: int, n_bins: int = 10,
-                      binning: Binning = "equal_width") -> float | None:
+def permutation_gap_p(
+    p: np.ndarray,
+    target: np.ndarray,
+    seg: np.ndarray,
+    n_groups: int,
+    eligible: np.ndarray,
+    estimate: float | None,
+    draws: int,
+    seed: int,
+    n_bins: int = 10,
+    binning: Binning = "equal_width",
+) -> float | None:
     """One-sided permutation p-value of the largest gap: the group labels shuffled ``draws`` times among the
     pairs (group sizes kept), (1 + #{null gap >= gap}) / (draws + 1). None when the gap is undefined."""
     if estimate is None or draws < 1:
         return None
-    d = null_statistics(p, target, seg, draws, seed,
-                        lambda pp, tt, g: group_stats(pp, tt, g, n_groups, eligible, n_bins, binning)["gap"])
+    d = null_statistics(
+        p,
+        target,
+        seg,
+        draws,
+        seed,
+        lambda pp, tt, g: group_stats(pp, tt, g, n_groups, eligible, n_bins, binning)["gap"],
+    )
     d = d[np.isfinite(d)]
     # a null gap equal to the estimate up to rounding counts as reaching it
     return float((1 + int((d >= estimate - 1e-12).sum())) / (d.size + 1))

@@ -18,8 +18,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from gece.diff import _is_number, flatten
 from gece.errors import GeceError
+from gece.tools.diff import _is_number, flatten
 
 MAX_METRICS = 8  # metric columns shown at most (the largest spread first)
 
@@ -37,7 +37,7 @@ def exp_show_json(*args: str) -> list:
     dvc = Path(sys.executable).with_name("dvc")
     cmd = [str(dvc) if dvc.exists() else "dvc", "exp", "show", "--json", *args]
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, check=False)  # noqa: S603
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     except FileNotFoundError as e:
         raise GeceError("gece exp-summary needs dvc, which is not installed", hint="make install") from e
     if done.returncode != 0:
@@ -49,7 +49,7 @@ def _row(name: str, entry: dict) -> Row:
     data = entry.get("data") or {}
     params = flatten(((data.get("params") or {}).get("params.yaml") or {}).get("data") or {})
     metrics = {}
-    for path, content in (data.get("metrics") or {}).items():
+    for _path, content in (data.get("metrics") or {}).items():
         metrics.update({k: v for k, v in flatten((content or {}).get("data") or {}).items()})
     return Row(name, entry.get("rev", ""), params, metrics)
 
@@ -75,8 +75,9 @@ def _differs(values: list[object], tol: float) -> bool:
     return len({json.dumps(v, sort_keys=True) for v in present}) > 1
 
 
-def table(all_rows: list[Row], tol: float = 1e-6, keep: str | None = None, max_metrics: int = MAX_METRICS
-          ) -> tuple[list[str], list[str], int]:
+def table(
+    all_rows: list[Row], tol: float = 1e-6, keep: str | None = None, max_metrics: int = MAX_METRICS
+) -> tuple[list[str], list[str], int]:
     """The parameter and metric columns worth showing: parameters that differ between the rows, metrics that
     moved by more than ``tol`` (matching the regex ``keep`` when given), at most ``max_metrics`` of them with
     the largest spread first. Also returns how many moved metrics were left out."""
@@ -84,8 +85,11 @@ def table(all_rows: list[Row], tol: float = 1e-6, keep: str | None = None, max_m
     params = [k for k in params if _differs([r.params.get(k) for r in all_rows], tol=0.0)]
     pattern = re.compile(keep) if keep else None
     keys = list(dict.fromkeys(k for r in all_rows for k in r.metrics))
-    moved = [k for k in keys if (pattern is None or pattern.search(k))
-             and _differs([r.metrics.get(k) for r in all_rows], tol)]
+    moved = [
+        k
+        for k in keys
+        if (pattern is None or pattern.search(k)) and _differs([r.metrics.get(k) for r in all_rows], tol)
+    ]
 
     def spread(k: str) -> float:
         nums = [r.metrics.get(k) for r in all_rows if _is_number(r.metrics.get(k))]
@@ -96,18 +100,36 @@ def table(all_rows: list[Row], tol: float = 1e-6, keep: str | None = None, max_m
     return params, shown, len(moved) - len(shown)
 
 
-EXAMPLES = ("dvc exp run -S metrics.n_bins=15 && gece exp-summary",
-            "gece exp-summary --keep 'winobias.*ece$'        # only these metrics",
-            "gece exp-summary --all-commits --tol 1e-3")
+# the line `gece --help` shows for this command (read without importing this module)
+HELP = (
+    "DVC experiments as one readable table: the parameters that differ and the summary metrics that moved (a "
+    "readable dvc exp show)"
+)
+EXAMPLES = (
+    "dvc exp run -S metrics.n_bins=15 && gece exp-summary",
+    "gece exp-summary --keep 'winobias.*ece$'        # only these metrics",
+    "gece exp-summary --all-commits --tol 1e-3",
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--keep", help="only metrics whose key (e.g. runs.winobias.smollm2-135m.ece) matches this regex "
-                   "(default: every metric that moved)")
-    p.add_argument("--tol", type=float, default=1e-6, help="a metric that moved by this much or less is not shown "
-                   "(default: %(default)g)")
-    p.add_argument("--max-metrics", type=int, default=8, help="metric columns at most, the largest spread first "
-                   "(default: %(default)s)")
+    p.add_argument(
+        "--keep",
+        help="only metrics whose key (e.g. runs.winobias.smollm2-135m.ece) matches this regex "
+        "(default: every metric that moved)",
+    )
+    p.add_argument(
+        "--tol",
+        type=float,
+        default=1e-6,
+        help="a metric that moved by this much or less is not shown (default: %(default)g)",
+    )
+    p.add_argument(
+        "--max-metrics",
+        type=int,
+        default=8,
+        help="metric columns at most, the largest spread first (default: %(default)s)",
+    )
     p.add_argument("--all-commits", action="store_true", help="experiments of every commit, not only HEAD's")
 
 
@@ -119,9 +141,14 @@ def run(args: argparse.Namespace) -> int:
 
     found = rows(exp_show_json(*(["--all-commits"] if args.all_commits else [])))
     params, metrics, left = table(found, args.tol, args.keep, args.max_metrics)
-    view = Table(title=plain(f"DVC experiments: {plural(len(params), 'parameter')} changed, "
-                             f"{plural(len(metrics), 'metric')} of reports/summary.json moved by more than "
-                             f"{args.tol:g}"), title_justify="left")
+    view = Table(
+        title=plain(
+            f"DVC experiments: {plural(len(params), 'parameter')} changed, "
+            f"{plural(len(metrics), 'metric')} of reports/summary.json moved by more than "
+            f"{args.tol:g}"
+        ),
+        title_justify="left",
+    )
     view.add_column("experiment")
     for k in params:
         view.add_column(plain(k), justify="right")
@@ -129,10 +156,15 @@ def run(args: argparse.Namespace) -> int:
         view.add_column(plain(k.removeprefix("runs.")), justify="right")
     show = lambda v: "–" if v is None else f"{v:.4f}" if isinstance(v, float) else str(v)  # noqa: E731
     for r in found:
-        view.add_row(plain(r.name), *(plain(show(r.params.get(k))) for k in params),
-                     *(plain(show(r.metrics.get(k))) for k in metrics))
+        view.add_row(
+            plain(r.name),
+            *(plain(show(r.params.get(k))) for k in params),
+            *(plain(show(r.metrics.get(k))) for k in metrics),
+        )
     out.print(view)
     if left:
-        out.print(f"{plural(left, 'other metric')} moved too (--max-metrics, --keep REGEX or `gece diff` to see them)",
-                  highlight=False)
+        out.print(
+            f"{plural(left, 'other metric')} moved too (--max-metrics, --keep REGEX or `gece diff` to see them)",
+            highlight=False,
+        )
     return 0

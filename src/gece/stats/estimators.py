@@ -3,7 +3,7 @@
 Binned ECE is biased upwards: within a bin of m pairs the sampling noise of mean(y) − mean(p)
 is of order 1/√m, and |·| turns noise into error, so a perfectly calibrated model gets an ECE
 of order √(M / n). Two estimators correct for it; both take batches (B, n) like
-:func:`gece.metrics.batch_metrics`.
+:func:`gece.stats.metrics.batch_metrics`.
 
 **Debiased binned L2 error** (Kumar, Liang & Ma 2019, "Verified Uncertainty Calibration",
 §5; their ``calibration.unbiased_l2_ce``). With the same bins as ECE, per bin m with n_m pairs,
@@ -154,13 +154,13 @@ def smooth_ece_batch(
     and (B, n_seg).
 
     ``seg`` holds segment codes in [0, n_seg) or a negative code for pairs outside every
-    segment (as in :func:`gece.metrics.binned_stats`); those count only in the first output.
+    segment (as in :func:`gece.stats.metrics.binned_stats`); those count only in the first output.
     One pass spreads the residuals per segment (pairs outside go to an extra one) and adds the
     segments up for all pairs. NaN for an empty segment.
     """
     p = np.atleast_2d(np.asarray(p, dtype=np.float64))
     y = np.atleast_2d(np.asarray(y, dtype=np.float64))
-    b, n = p.shape
+    b, _ = p.shape
     seg = np.zeros(p.shape, dtype=np.int64) if seg is None else np.atleast_2d(seg)
     k = n_seg + 1  # the extra segment n_seg holds the pairs outside every segment
     key = (np.arange(b)[:, None] * k + np.where(seg >= 0, seg, n_seg)).ravel()

@@ -33,8 +33,10 @@ DEFAULT_PARAMS = Path("params.yaml")
 # artifacts/scores/<b>/<m>.parquet): no separators, no leading dot, nothing outside the repository.
 ID_RULE = "[a-z0-9][a-z0-9._-]*"
 ID_PATTERN = re.compile(ID_RULE)
-ID_HELP = (f"ids are lowercase letters, digits, '.', '_' and '-', starting with a letter or digit "
-           f"(regex {ID_RULE}), e.g. winobias or gemma-3-270m")
+ID_HELP = (
+    f"ids are lowercase letters, digits, '.', '_' and '-', starting with a letter or digit "
+    f"(regex {ID_RULE}), e.g. winobias or gemma-3-270m"
+)
 
 
 def is_id(value: object) -> bool:
@@ -57,8 +59,10 @@ def check_id(value: str, what: str) -> str:
 
 def _plain_file_name(value: str | None) -> str | None:
     if value is not None and (not value or any(bad in value for bad in ("/", "\\", ".."))):
-        raise ValueError(f"{value!r} is not a plain file name (no '/', '\\' or '..'): gguf_file names a "
-                         "file inside the source directory or package")
+        raise ValueError(
+            f"{value!r} is not a plain file name (no '/', '\\' or '..'): gguf_file names a "
+            "file inside the source directory or package"
+        )
     return value
 
 
@@ -115,22 +119,41 @@ class ModelSpec(_Section):
     revision: str | None = None
     special_tokens: bool = True
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
-    device: str = Field("auto", pattern=r"^(auto|cpu|multi|mps|cuda(:\d+)?)$",
-                        description="auto (a GPU if visible, else cpu), cpu, cuda[:N], mps, or multi "
-                        "(device_map='auto': spread a model too large for one device)")
+    device: str = Field(
+        "auto",
+        pattern=r"^(auto|cpu|multi|mps|cuda(:\d+)?)$",
+        description="auto (a GPU if visible, else cpu), cpu, cuda[:N], mps, or multi "
+        "(device_map='auto': spread a model too large for one device)",
+    )
     attention: Literal["exact", "sdpa", "eager"] = Field(
-        "exact", description="exact: gece's float64-core attention, bit-identical whatever the batch "
-        "(gece.scoring.attention); sdpa/eager: transformers' stock float32 kernels")
-    max_memory: dict[Annotated[str, BeforeValidator(str), AfterValidator(_memory_device)], Annotated[str, AfterValidator(_memory_size)]] \
-        | None = Field(None, description="device: multi only: the most memory accelerate may fill on each device, "
-                       "e.g. {'0': '70GiB', '1': '70GiB', cpu: '200GiB'}")
+        "exact",
+        description="exact: gece's float64-core attention, bit-identical whatever the batch "
+        "(gece.scoring.attention); sdpa/eager: transformers' stock float32 kernels",
+    )
+    max_memory: (
+        dict[
+            Annotated[str, BeforeValidator(str), AfterValidator(_memory_device)],
+            Annotated[str, AfterValidator(_memory_size)],
+        ]
+        | None
+    ) = Field(
+        None,
+        description="device: multi only: the most memory accelerate may fill on each device, "
+        "e.g. {'0': '70GiB', '1': '70GiB', cpu: '200GiB'}",
+    )
     backend: Literal["transformers", "vllm"] = Field(
-        "transformers", description="transformers: gece's exact engine; vllm: vLLM's prompt log-probabilities "
-        "(CUDA, pip install 'gece[vllm]'; same output schema)")
+        "transformers",
+        description="transformers: gece's exact engine; vllm: vLLM's prompt log-probabilities "
+        "(CUDA, pip install 'gece[vllm]'; same output schema)",
+    )
     tensor_parallel: int = Field(1, ge=1, description="backend vllm: GPUs one model is split over")
-    limit: int | None = Field(None, ge=1, description="score only the first N pairs of each benchmark with this "
-                              "model (a cheap first try that leaves the other models' extract stages up to date); "
-                              "with extract.limit too, the smaller applies")
+    limit: int | None = Field(
+        None,
+        ge=1,
+        description="score only the first N pairs of each benchmark with this "
+        "model (a cheap first try that leaves the other models' extract stages up to date); "
+        "with extract.limit too, the smaller applies",
+    )
 
     @property
     def reference(self) -> str | None:
@@ -141,26 +164,35 @@ class ModelSpec(_Section):
     def _consistent(self) -> ModelSpec:
         if self.reference is not None:
             if not is_id(self.reference):
-                raise ValueError(f"source {self.source!r}: {self.reference!r} is not a valid id (the name after "
-                                 f"{REFERENCE_PREFIX!r} is a file name of data/reference/<benchmark>/); {ID_HELP}")
+                raise ValueError(
+                    f"source {self.source!r}: {self.reference!r} is not a valid id (the name after "
+                    f"{REFERENCE_PREFIX!r} is a file name of data/reference/<benchmark>/); {ID_HELP}"
+                )
             loading = sorted(k for k in self.model_fields_set if k != "source")
             if loading:
-                raise ValueError(f"{', '.join(loading)}: settings of a model that is loaded and scored, but source "
-                                 f"{self.source!r} reads released scores; remove them")
+                raise ValueError(
+                    f"{', '.join(loading)}: settings of a model that is loaded and scored, but source "
+                    f"{self.source!r} reads released scores; remove them"
+                )
         if self.max_memory is not None and self.device != "multi":
-            raise ValueError(f"max_memory caps the devices of device: multi (device_map='auto'), but device is "
-                             f"{self.device!r}; set device: multi or remove max_memory")
+            raise ValueError(
+                f"max_memory caps the devices of device: multi (device_map='auto'), but device is "
+                f"{self.device!r}; set device: multi or remove max_memory"
+            )
         if self.backend == "vllm":
             if self.tensor_parallel > 1 and self.device not in ("auto", "cuda"):
                 raise ValueError("tensor_parallel spreads the model over GPUs: use device: auto (or cuda)")
             if self.device not in ("auto", "cuda") and not self.device.startswith("cuda"):
-                raise ValueError(f"backend vllm runs on CUDA GPUs; device {self.device!r} is for the transformers "
-                                 "backend")
+                raise ValueError(
+                    f"backend vllm runs on CUDA GPUs; device {self.device!r} is for the transformers backend"
+                )
             if self.max_memory is not None:
                 raise ValueError("max_memory is for the transformers backend; vLLM sizes its own memory")
         elif self.tensor_parallel > 1:
-            raise ValueError("tensor_parallel is for backend: vllm; the transformers backend spreads a model over "
-                             "GPUs with device: multi")
+            raise ValueError(
+                "tensor_parallel is for backend: vllm; the transformers backend spreads a model over "
+                "GPUs with device: multi"
+            )
         return self
 
 
@@ -170,17 +202,24 @@ class PrepareParams(_Section):
 
 class ExtractParams(_Section):
     batch_size: Annotated[int | str, PlainValidator(_batch_size)] = Field(
-        32, description="pairs per forward pass, or auto: on a GPU, as many as fit in free memory (measured on a "
-        "probe batch); on the CPU, 32. On a GPU out-of-memory the batch is halved and retried")
+        32,
+        description="pairs per forward pass, or auto: on a GPU, as many as fit in free memory (measured on a "
+        "probe batch); on the CPU, 32. On a GPU out-of-memory the batch is halved and retried",
+    )
     word_prob: Literal["chain", "max"] = Field(
-        "chain", description="word probability over sub-tokens: chain (their product) or max (the authors' rule). "
+        "chain",
+        description="word probability over sub-tokens: chain (their product) or max (the authors' rule). "
         "Applied by the score stage to the token scores extract stored: changing it runs no model. Benchmarks scored "
-        "by the sentence rule sum every token of the sentence (chain) whatever it says")
+        "by the sentence rule sum every token of the sentence (chain) whatever it says",
+    )
     rule: Literal["target", "sentence"] = Field(
-        "target", description="what a side's score is: target, the log-probability of the words in which the "
-        "sentences differ; sentence, the log-likelihood of the whole sentence (lm-evaluation-harness's crows_pairs)")
+        "target",
+        description="what a side's score is: target, the log-probability of the words in which the "
+        "sentences differ; sentence, the log-likelihood of the whole sentence (lm-evaluation-harness's crows_pairs)",
+    )
     rules: dict[Id, Literal["target", "sentence"]] = Field(
-        {}, description="the rule for some benchmarks, in place of rule (benchmark: target | sentence)")
+        {}, description="the rule for some benchmarks, in place of rule (benchmark: target | sentence)"
+    )
     limit: int | None = Field(None, ge=1, description="score only the first N pairs (smoke runs)")
 
     def rule_for(self, benchmark: str) -> Literal["target", "sentence"]:
@@ -223,14 +262,20 @@ class AblateParams(_Section):
 
 
 class GroupsParams(_Section):
-    """Calibration by group (docs/metrics.md, gece.groups): what to group by, the protocols, the smallest group."""
+    """Calibration by group (docs/metrics.md, gece.stats.groups): what to group by, the protocols, the smallest
+    group."""
 
     by: list[GroupingName] = Field(  # type: ignore[valid-type]
-        default_factory=lambda: ["bias_type", "pred_gender", "true_gender"], min_length=1,
+        default_factory=lambda: ["bias_type", "pred_gender", "true_gender"],
+        min_length=1,
         description=f"attributes to group the pairs by, each one of {', '.join(GROUPINGS)}; the stage's markdown "
-        "table shows the first that splits the benchmark into two or more groups")
-    protocols: list[GroupProtocol] = Field(default_factory=lambda: list(GROUP_PROTOCOLS), min_length=1,
-                                           description="identity (the paper's: y), soft (annotators' soft labels)")
+        "table shows the first that splits the benchmark into two or more groups",
+    )
+    protocols: list[GroupProtocol] = Field(
+        default_factory=lambda: list(GROUP_PROTOCOLS),
+        min_length=1,
+        description="identity (the paper's: y), soft (annotators' soft labels)",
+    )
     min_size: int = Field(20, ge=1, description="groups with fewer pairs get no ECE and are left out of the gap")
 
     @model_validator(mode="after")
@@ -258,7 +303,7 @@ class CalibrateParams(_Section):
 
 
 class AnnotateParams(_Section):
-    """How the annotators' labels become a hard label (gece.annotations): a strict majority of the
+    """How the annotators' labels become a hard label (gece.stats.annotations): a strict majority of the
     annotators decides; a tie goes to the writer's label (writer) or leaves the pair unlabelled (drop)."""
 
     rule: Literal["majority"] = "majority"
@@ -267,7 +312,9 @@ class AnnotateParams(_Section):
 
 def _import_path(value: str) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise ValueError("must be the path of a CrowS-Pairs-format CSV, e.g. data/crows_pairs/crows_pairs_anonymized.csv")
+        raise ValueError(
+            "must be the path of a CrowS-Pairs-format CSV, e.g. data/crows_pairs/crows_pairs_anonymized.csv"
+        )
     return value
 
 
@@ -283,7 +330,8 @@ class Params(_Section):
     ablate: AblateParams = AblateParams()
     calibrate: CalibrateParams = CalibrateParams()
     imports: dict[Id, Annotated[str, PlainValidator(_import_path)]] = Field(
-        {}, description="benchmarks read from a CrowS-Pairs-format file instead of data/benchmarks/<name>.csv")
+        {}, description="benchmarks read from a CrowS-Pairs-format file instead of data/benchmarks/<name>.csv"
+    )
     annotate: AnnotateParams = AnnotateParams()
 
     @model_validator(mode="after")
@@ -294,24 +342,29 @@ class Params(_Section):
                 raise ValueError(f"{key} {unknown} have no entry under registry; add one (source: ...) or remove them")
         both = [m for m in self.models if m in self.references]
         if both:
-            raise ValueError(f"{both} are in models and in references; a run is scored (models) or read "
-                             "(references), not both")
+            raise ValueError(
+                f"{both} are in models and in references; a run is scored (models) or read (references), not both"
+            )
         wrong = [m for m in self.models if self.registry[m].reference is not None]
         if wrong:
-            raise ValueError(f"models {wrong} have a reference: source, which is read, not scored: list them "
-                             "under references")
+            raise ValueError(
+                f"models {wrong} have a reference: source, which is read, not scored: list them under references"
+            )
         wrong = [m for m in self.references if self.registry[m].reference is None]
         if wrong:
-            raise ValueError(f"references {wrong} have no reference:<name> source: a model to score goes under "
-                             "models")
+            raise ValueError(f"references {wrong} have no reference:<name> source: a model to score goes under models")
         pairs = [m for kv in self.ablate.special_tokens.items() for m in kv if m not in self.models]
         if pairs:
-            raise ValueError(f"ablate.special_tokens names {pairs}, which are not in models; add them to models "
-                             "(and registry) or fix the names")
+            raise ValueError(
+                f"ablate.special_tokens names {pairs}, which are not in models; add them to models "
+                "(and registry) or fix the names"
+            )
         outside = [b for b in self.imports if b not in self.benchmarks]
         if outside:
-            raise ValueError(f"imports names {outside}, which are not in benchmarks; add them to benchmarks or "
-                             "remove them from imports")
+            raise ValueError(
+                f"imports names {outside}, which are not in benchmarks; add them to benchmarks or "
+                "remove them from imports"
+            )
         checked = []
         if "neutral" in self.ablate.model_fields_set:  # the default applies only where those benchmarks are
             checked.append(("ablate.neutral", self.ablate.neutral))
@@ -375,38 +428,44 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 def load_yaml(path: str | Path, hint: str) -> Any:
     """A small YAML file (params.yaml, a .dvc file) read strictly: a regular file within the size limit,
     UTF-8, valid YAML, no key written twice. Every failure is a GeceError naming the file and line."""
-    from gece.files import read_text
+    from gece.io.disk import read_text
 
     text = read_text(path, hint, "params_bytes")
     try:
-        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
+        return yaml.load(text, Loader=_UniqueKeyLoader)
     except _RepeatedKey as e:
-        raise GeceError(f"{path}: line {e.line}: key {e.key!r} is written twice (first on line {e.first}); "
-                        "YAML would silently keep only the second",
-                        hint=f"merge the two {e.key!r} entries into one") from None
+        raise GeceError(
+            f"{path}: line {e.line}: key {e.key!r} is written twice (first on line {e.first}); "
+            "YAML would silently keep only the second",
+            hint=f"merge the two {e.key!r} entries into one",
+        ) from None
     except yaml.YAMLError as e:
-        raise GeceError(f"{path}: not valid YAML ({e})", hint="fix the line shown (indentation, a ':' after "
-                        "each key, quotes around values with ': ' or '#')") from None
+        raise GeceError(
+            f"{path}: not valid YAML ({e})",
+            hint="fix the line shown (indentation, a ':' after each key, quotes around values with ': ' or '#')",
+        ) from None
     except RecursionError:
         raise GeceError(f"{path}: not valid YAML (nested too deeply)", hint=hint) from None
 
 
-PARAMS_HINT = ("params.yaml holds sections such as benchmarks:, models:, registry:, metrics: at the top level; "
-               "see the Parameters section of README.md")
+PARAMS_HINT = (
+    "params.yaml holds sections such as benchmarks:, models:, registry:, metrics: at the top level; "
+    "see the Parameters section of README.md"
+)
 
 
 def load_params(path: str | Path = DEFAULT_PARAMS) -> Params:
     """Load and validate params.yaml; raise a GeceError listing every bad key."""
     path = Path(path)
     if not path.exists() and not path.is_symlink():
-        raise GeceError(f"{path}: parameters file not found", hint="run from the repository root, or pass "
-                        "--params PATH")
+        raise GeceError(
+            f"{path}: parameters file not found", hint="run from the repository root, or pass --params PATH"
+        )
     raw = load_yaml(path, hint="--params names the parameters file (params.yaml at the repository root)")
     raw = {} if raw is None else raw
     if not isinstance(raw, dict):
         kind = "list" if isinstance(raw, list) else f"single value ({raw!r})"
-        raise GeceError(f"{path}: the top level is a {kind}, not a mapping of sections",
-                        hint=PARAMS_HINT)
+        raise GeceError(f"{path}: the top level is a {kind}, not a mapping of sections", hint=PARAMS_HINT)
     try:
         return Params.model_validate(raw)
     except ValidationError as e:

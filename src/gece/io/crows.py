@@ -34,18 +34,29 @@ from pathlib import Path
 
 import pandas as pd
 
-from gece.benchmarks import MAX_SHOWN, more_shown, read_records
 from gece.errors import GeceError
+from gece.io.benchmarks import MAX_SHOWN, more_shown, read_records
 
-CROWS_BIAS_TYPES = ("age", "disability", "gender", "nationality", "physical-appearance", "race-color",
-                    "religion", "sexual-orientation", "socioeconomic")
+CROWS_BIAS_TYPES = (
+    "age",
+    "disability",
+    "gender",
+    "nationality",
+    "physical-appearance",
+    "race-color",
+    "religion",
+    "sexual-orientation",
+    "socioeconomic",
+)
 DIRECTION_COLUMNS = ("stereo_antistereo", "stereo_antistero")  # CrowS-Pairs' spelling, WinoQueer's
 DIRECTIONS = ("stereo", "antistereo")
 REQUIRED = ("sent_more", "sent_less", "bias_type")
 OPTIONAL = ("annotations", "anon_writer", "anon_annotators")
-FORMAT_HINT = ("a CrowS-Pairs-format file has columns sent_more, sent_less, stereo_antistereo (or stereo_antistero), "
-               "bias_type and optionally annotations, anon_writer, anon_annotators; rows are numbered from 1 "
-               "after the header line")
+FORMAT_HINT = (
+    "a CrowS-Pairs-format file has columns sent_more, sent_less, stereo_antistereo (or stereo_antistero), "
+    "bias_type and optionally annotations, anon_writer, anon_annotators; rows are numbered from 1 "
+    "after the header line"
+)
 
 
 @dataclass(frozen=True)
@@ -53,7 +64,7 @@ class Imported:
     """A CrowS-Pairs-format file, read and validated.
 
     ``pairs``: indexed by the line each row starts on, string columns ``sent_more``, ``sent_less``,
-    ``y`` (``"1"``), ``bias_type``, ``direction``, ``writer`` (what :func:`gece.benchmarks.check_rows`
+    ``y`` (``"1"``), ``bias_type``, ``direction``, ``writer`` (what :func:`gece.io.benchmarks.check_rows`
     takes). ``annotations``: one row per pair and annotator, columns ``row`` (1-based data row),
     ``annotator`` and ``labels`` (list of bias types, ``[]`` = saw no stereotype); empty when the
     file has none.
@@ -74,8 +85,10 @@ def _literal(text: str, what: str):
         return ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as e:
         shown = text if len(text) <= 80 else text[:77] + "..."
-        raise _Bad(f"{what} {shown!r} is not a valid Python list literal ({type(e).__name__}); write it as "
-                   "[['gender'], [], ['race-color']] (quoted strings, brackets balanced)") from None
+        raise _Bad(
+            f"{what} {shown!r} is not a valid Python list literal ({type(e).__name__}); write it as "
+            "[['gender'], [], ['race-color']] (quoted strings, brackets balanced)"
+        ) from None
 
 
 def parse_labels(text: str) -> list[list[str]] | None:
@@ -85,9 +98,12 @@ def parse_labels(text: str) -> list[list[str]] | None:
         return None
     value = _literal(text, "annotations")
     if not isinstance(value, list | tuple) or not all(
-            isinstance(x, list | tuple) and all(isinstance(s, str) for s in x) for x in value):
-        raise _Bad(f"annotations {text[:80]!r} is not a list of lists of bias types; write one list per "
-                   "annotator, e.g. [['gender'], [], ['race-color']]")
+        isinstance(x, list | tuple) and all(isinstance(s, str) for s in x) for x in value
+    ):
+        raise _Bad(
+            f"annotations {text[:80]!r} is not a list of lists of bias types; write one list per "
+            "annotator, e.g. [['gender'], [], ['race-color']]"
+        )
     return [[s.strip() for s in x] for x in value]
 
 
@@ -123,8 +139,11 @@ def _columns(path: Path, header: list[str]) -> tuple[dict[str, int], str]:
     if twice:
         problems.append(f"column(s) {', '.join(twice)} appear more than once")
     if problems:
-        raise GeceError(f"{path}: " + "; ".join(problems) + "; nothing was written",
-                        problems=[f"columns found: {', '.join(repr(c) for c in header)}"], hint=FORMAT_HINT)
+        raise GeceError(
+            f"{path}: " + "; ".join(problems) + "; nothing was written",
+            problems=[f"columns found: {', '.join(repr(c) for c in header)}"],
+            hint=FORMAT_HINT,
+        )
     return {c: header.index(c) for c in (*REQUIRED, *OPTIONAL, *direction) if c in header}, direction[0]
 
 
@@ -133,11 +152,18 @@ def read_crows(path: str | Path) -> Imported:
     path, header, records = read_records(path, hint="pass the path of a CrowS-Pairs-format CSV")
     col, direction_col = _columns(path, header)
     problems: list[str] = []
-    ragged = [f"{path}: row {i} (line {line}): {len(f)} field(s), but the header has {len(header)}; quote fields "
-              "that contain commas" for i, (line, f) in enumerate(records, start=1) if len(f) != len(header)]
+    ragged = [
+        f"{path}: row {i} (line {line}): {len(f)} field(s), but the header has {len(header)}; quote fields "
+        "that contain commas"
+        for i, (line, f) in enumerate(records, start=1)
+        if len(f) != len(header)
+    ]
     if ragged:
-        raise GeceError(f"{path}: {len(ragged)} row(s) with the wrong number of fields; nothing was written",
-                        problems=ragged[:MAX_SHOWN] + more_shown(len(ragged)), hint=FORMAT_HINT)
+        raise GeceError(
+            f"{path}: {len(ragged)} row(s) with the wrong number of fields; nothing was written",
+            problems=ragged[:MAX_SHOWN] + more_shown(len(ragged)),
+            hint=FORMAT_HINT,
+        )
     cell = {c: [f[i].strip() for _, f in records] for c, i in col.items()}
     known = set(CROWS_BIAS_TYPES) | {b for b in cell["bias_type"] if b}
     labels: list[list[list[str]] | None] = []
@@ -158,23 +184,37 @@ def read_crows(path: str | Path) -> Imported:
             annotators.append(None)
             continue
         if lab is not None and who is not None and len(who) != len(lab):
-            problems.append(f"{at}: {len(who)} annotator(s) in anon_annotators but {len(lab)} label list(s) in "
-                            "annotations; give one label list per annotator (an empty list [] when they saw none)")
+            problems.append(
+                f"{at}: {len(who)} annotator(s) in anon_annotators but {len(lab)} label list(s) in "
+                "annotations; give one label list per annotator (an empty list [] when they saw none)"
+            )
         unknown = sorted({s for x in lab or [] for s in x if s not in known})
         if unknown:
-            problems.append(f"{at}: annotations name {', '.join(repr(u) for u in unknown)}, not a bias type of this "
-                            f"file or of CrowS-Pairs ({', '.join(sorted(known))}); fix the label")
+            problems.append(
+                f"{at}: annotations name {', '.join(repr(u) for u in unknown)}, not a bias type of this "
+                f"file or of CrowS-Pairs ({', '.join(sorted(known))}); fix the label"
+            )
         labels.append(lab)
         annotators.append(who)
     if problems:
-        raise GeceError(f"{path}: {len(problems)} problem(s) in {len(records)} row(s); nothing was written",
-                        problems=problems[:MAX_SHOWN] + more_shown(len(problems)), hint=FORMAT_HINT)
+        raise GeceError(
+            f"{path}: {len(problems)} problem(s) in {len(records)} row(s); nothing was written",
+            problems=problems[:MAX_SHOWN] + more_shown(len(problems)),
+            hint=FORMAT_HINT,
+        )
     lines = pd.Index([line for line, _ in records], name="line")
-    pairs = pd.DataFrame({
-        "sent_more": cell["sent_more"], "sent_less": cell["sent_less"], "y": ["1"] * len(records),
-        "bias_type": cell["bias_type"], "direction": cell[direction_col],
-        "writer": cell.get("anon_writer", [""] * len(records)),
-    }, index=lines, dtype=object)
+    pairs = pd.DataFrame(
+        {
+            "sent_more": cell["sent_more"],
+            "sent_less": cell["sent_less"],
+            "y": ["1"] * len(records),
+            "bias_type": cell["bias_type"],
+            "direction": cell[direction_col],
+            "writer": cell.get("anon_writer", [""] * len(records)),
+        },
+        index=lines,
+        dtype=object,
+    )
     has = any(x for lab in labels for x in lab or [])
     rows, who_, what = [], [], []
     if has:
@@ -183,13 +223,20 @@ def read_crows(path: str | Path) -> Imported:
                 rows.append(i + 1)
                 who_.append(who[k] if who is not None else f"#{k + 1}")
                 what.append(list(x))
-    annotations = pd.DataFrame({"row": pd.array(rows, dtype="int64"), "annotator": pd.array(who_, dtype=object),
-                                "labels": pd.array(what, dtype=object)})
+    annotations = pd.DataFrame(
+        {
+            "row": pd.array(rows, dtype="int64"),
+            "annotator": pd.array(who_, dtype=object),
+            "labels": pd.array(what, dtype=object),
+        }
+    )
     return Imported(path, pairs, annotations, has)
 
 
-ANNOTATIONS_HINT = ("an annotations file has columns row (the 1-based data row of the benchmark), annotator and labels "
-                    "(a list of bias types such as [\"gender\"], [] = saw no stereotype), one line per pair and annotator")
+ANNOTATIONS_HINT = (
+    "an annotations file has columns row (the 1-based data row of the benchmark), annotator and labels "
+    '(a list of bias types such as ["gender"], [] = saw no stereotype), one line per pair and annotator'
+)
 
 
 def read_annotations(path: str | Path, n_rows: int, bias_types: set[str]) -> pd.DataFrame:
@@ -202,9 +249,13 @@ def read_annotations(path: str | Path, n_rows: int, bias_types: set[str]) -> pd.
     header = [h.strip() for h in header]
     missing = [c for c in ("row", "annotator", "labels") if c not in header]
     if missing or len(set(header)) != len(header):
-        raise GeceError(f"{path}: " + (f"missing column(s) {', '.join(missing)}" if missing else
-                                       "a column appears more than once") + "; nothing was written",
-                        problems=[f"columns found: {', '.join(repr(c) for c in header)}"], hint=ANNOTATIONS_HINT)
+        raise GeceError(
+            f"{path}: "
+            + (f"missing column(s) {', '.join(missing)}" if missing else "a column appears more than once")
+            + "; nothing was written",
+            problems=[f"columns found: {', '.join(repr(c) for c in header)}"],
+            hint=ANNOTATIONS_HINT,
+        )
     col = {c: header.index(c) for c in ("row", "annotator", "labels")}
     known = set(CROWS_BIAS_TYPES) | bias_types
     problems: list[str] = []
@@ -218,20 +269,26 @@ def read_annotations(path: str | Path, n_rows: int, bias_types: set[str]) -> pd.
         row, annotator, text = (f[col[c]].strip() for c in ("row", "annotator", "labels"))
         bad = []
         if not row.isdigit() or not 1 <= int(row) <= n_rows:
-            bad.append(f"row {row!r} is not a pair of the benchmark (data rows 1 to {n_rows}); name the data row "
-                       "of the pair (1 = the first line after the header), or remove the line")
+            bad.append(
+                f"row {row!r} is not a pair of the benchmark (data rows 1 to {n_rows}); name the data row "
+                "of the pair (1 = the first line after the header), or remove the line"
+            )
         if not annotator:
             bad.append("annotator is empty; name the annotator")
         try:
             value = _literal(text, "labels") if text else None
             if not isinstance(value, list | tuple) or not all(isinstance(s, str) for s in value):
-                raise _Bad(f"labels {text[:80]!r} is not a list of bias types; write [\"gender\"], or [] when the "
-                           "annotator saw no stereotype")
+                raise _Bad(
+                    f'labels {text[:80]!r} is not a list of bias types; write ["gender"], or [] when the '
+                    "annotator saw no stereotype"
+                )
             labels = [s.strip() for s in value]
             unknown = sorted({s for s in labels if s not in known})
             if unknown:
-                bad.append(f"labels name {', '.join(repr(u) for u in unknown)}, not a bias type of the benchmark or "
-                           f"of CrowS-Pairs ({', '.join(sorted(known))}); fix the label")
+                bad.append(
+                    f"labels name {', '.join(repr(u) for u in unknown)}, not a bias type of the benchmark or "
+                    f"of CrowS-Pairs ({', '.join(sorted(known))}); fix the label"
+                )
         except _Bad as e:
             bad.append(str(e))
         if not bad and (first := seen.setdefault((int(row), annotator), i)) != i:
@@ -243,9 +300,16 @@ def read_annotations(path: str | Path, n_rows: int, bias_types: set[str]) -> pd.
         who.append(annotator)
         what.append(labels)
     if problems:
-        raise GeceError(f"{path}: {len(problems)} problem(s) in {len(records)} row(s); nothing was written",
-                        problems=problems[:MAX_SHOWN] + more_shown(len(problems)), hint=ANNOTATIONS_HINT)
+        raise GeceError(
+            f"{path}: {len(problems)} problem(s) in {len(records)} row(s); nothing was written",
+            problems=problems[:MAX_SHOWN] + more_shown(len(problems)),
+            hint=ANNOTATIONS_HINT,
+        )
     order = sorted(range(len(rows)), key=lambda k: rows[k])  # by benchmark row, file order within a row
-    return pd.DataFrame({"row": pd.array([rows[k] for k in order], dtype="int64"),
-                         "annotator": pd.array([who[k] for k in order], dtype=object),
-                         "labels": pd.array([what[k] for k in order], dtype=object)})
+    return pd.DataFrame(
+        {
+            "row": pd.array([rows[k] for k in order], dtype="int64"),
+            "annotator": pd.array([who[k] for k in order], dtype=object),
+            "labels": pd.array([what[k] for k in order], dtype=object),
+        }
+    )

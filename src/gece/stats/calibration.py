@@ -54,9 +54,9 @@ import numpy as np
 from scipy.optimize import minimize, minimize_scalar
 from scipy.special import expit
 
-from gece.metrics import Binning, bin_edges
-from gece.metrics import _checked_pair as _pairs
 from gece.registry import METHOD_NAMES, ONE_LABEL
+from gece.stats.metrics import Binning, bin_edges
+from gece.stats.metrics import _checked_pair as _pairs
 
 EPS = 1e-12  # p is clipped to [EPS, 1 - EPS] before logit: |z| <= 27.6
 COLLAPSE_STD = 1e-6  # std(p') below this on the calibration part: constant output
@@ -127,8 +127,9 @@ class Calibrator(ABC):
     def predict(self, p: np.ndarray) -> np.ndarray:
         """p' for any p (after a fit)."""
 
-    def _result(self, p_fit: np.ndarray, params: dict[str, Any], reasons: list[str],
-                failed: str | None = None) -> FitResult:
+    def _result(
+        self, p_fit: np.ndarray, params: dict[str, Any], reasons: list[str], failed: str | None = None
+    ) -> FitResult:
         """Status from the method's own findings plus the common constant-output rule."""
         if failed:
             return FitResult("failed", params, failed)
@@ -168,8 +169,12 @@ class TemperatureScaling(Calibrator):
         p, y = _check(p, y)
         z, s = logit(p), 2.0 * y - 1.0
         lo, hi = math.log(self.T_MIN), math.log(self.T_MAX)
-        res = minimize_scalar(lambda u: _nll(s * z * math.exp(-u)), bounds=(lo, hi), method="bounded",
-                              options={"xatol": 1e-9, "maxiter": 500})
+        res = minimize_scalar(
+            lambda u: _nll(s * z * math.exp(-u)),
+            bounds=(lo, hi),
+            method="bounded",
+            options={"xatol": 1e-9, "maxiter": 500},
+        )
         self.T = math.exp(float(res.x))
         margin = float(np.median(np.abs(self.predict(p) - 0.5)))
         params = {"T": self.T, "median_margin": margin}
@@ -181,8 +186,10 @@ class TemperatureScaling(Calibrator):
         elif res.x <= lo + self.BOUND_TOL:
             reasons.append(f"T ran to its lower bound {self.T_MIN:g}")
         if not reasons and margin < COLLAPSE_MARGIN:
-            reasons.append(f"T = {self.T:.3g}: p' collapsed towards 0.5 (median |p' - 0.5| = {margin:.3g} "
-                           f"< {COLLAPSE_MARGIN:g} on the calibration pairs)")
+            reasons.append(
+                f"T = {self.T:.3g}: p' collapsed towards 0.5 (median |p' - 0.5| = {margin:.3g} "
+                f"< {COLLAPSE_MARGIN:g} on the calibration pairs)"
+            )
         return self._result(p, params, reasons)
 
     def predict(self, p) -> np.ndarray:
@@ -217,13 +224,16 @@ class PlattScaling(Calibrator):
             g = -s * expit(-m)  # d/d(a z + b) of log(1 + e^-m)
             return float(np.mean(np.logaddexp(0.0, -m))), np.array([g @ z, g.sum()]) / n
 
-        res = minimize(f, np.array([1.0, 0.0]), jac=True, method="BFGS",
-                       options={"gtol": 1e-8, "maxiter": 1000})
+        res = minimize(f, np.array([1.0, 0.0]), jac=True, method="BFGS", options={"gtol": 1e-8, "maxiter": 1000})
         self.a, self.b = float(res.x[0]), float(res.x[1])
         params = {"a": self.a, "b": self.b}
         if z[y == 1].size and z[y == 0].size and z[y == 1].min() > z[y == 0].max():
-            return self._result(p, params, [], failed="the calibration pairs are separable by p: "
-                                "no maximum-likelihood fit (a -> infinity)")
+            return self._result(
+                p,
+                params,
+                [],
+                failed="the calibration pairs are separable by p: no maximum-likelihood fit (a -> infinity)",
+            )
         if not res.success and np.max(np.abs(res.jac)) > 1e-6:
             return self._result(p, params, [], failed=f"optimizer did not converge: {res.message}")
         reasons = [f"a = {self.a:.3g} <= 0 (p' does not increase with p)"] if self.a <= 0 else []
@@ -261,12 +271,16 @@ class BetaCalibration(Calibrator):
         cal = self.model.calibrator_
         a, b, m = (float(v) for v in cal.map_)
         lr = cal.lr_
-        params = {"a": a, "b": b, "c": _float(lr.intercept_), "m": m,
-                  "dropped": "a" if a == 0 and b != 0 else "b" if b == 0 and a != 0 else None}
+        params = {
+            "a": a,
+            "b": b,
+            "c": _float(lr.intercept_),
+            "m": m,
+            "dropped": "a" if a == 0 and b != 0 else "b" if b == 0 and a != 0 else None,
+        }
         n_iter = int(np.max(lr.n_iter_))
         if n_iter >= lr.max_iter:
-            return self._result(p, params, [],
-                                failed=f"logistic regression did not converge in {n_iter} iterations")
+            return self._result(p, params, [], failed=f"logistic regression did not converge in {n_iter} iterations")
         reasons = []
         if a < 0 or b < 0:
             reasons.append(f"a = {a:.3g}, b = {b:.3g}: p' decreases with p")
@@ -333,8 +347,13 @@ class HistogramBinning(Calibrator):
         total = np.bincount(idx, weights=y, minlength=self.n_bins)
         center = 0.5 * (self.edges[:-1] + self.edges[1:])
         self.values = np.where(count > 0, total / np.maximum(count, 1), center)
-        params = {"binning": self.binning, "edges": self.edges.tolist(), "values": self.values.tolist(),
-                  "counts": count.tolist(), "n_empty": int((count == 0).sum())}
+        params = {
+            "binning": self.binning,
+            "edges": self.edges.tolist(),
+            "values": self.values.tolist(),
+            "counts": count.tolist(),
+            "n_empty": int((count == 0).sum()),
+        }
         return self._result(p, params, [])
 
     def predict(self, p) -> np.ndarray:
@@ -342,12 +361,11 @@ class HistogramBinning(Calibrator):
         return self.values[self._bin(p)]
 
 
-_CLASSES = {c.name: c for c in (BetaCalibration, IsotonicCalibration, TemperatureScaling, PlattScaling,
-                                 HistogramBinning)}
-# every registered method, in the registry's order (a registered method without a class fails here)
-CALIBRATORS: dict[str, Callable[[], Calibrator]] = {
-    name: _CLASSES[name] for name in METHOD_NAMES
+_CLASSES = {
+    c.name: c for c in (BetaCalibration, IsotonicCalibration, TemperatureScaling, PlattScaling, HistogramBinning)
 }
+# every registered method, in the registry's order (a registered method without a class fails here)
+CALIBRATORS: dict[str, Callable[[], Calibrator]] = {name: _CLASSES[name] for name in METHOD_NAMES}
 METHODS: tuple[str, ...] = tuple(CALIBRATORS)
 
 
@@ -366,8 +384,7 @@ def stratified_split(y: np.ndarray, fraction: float, seed: int) -> tuple[np.ndar
     from sklearn.model_selection import train_test_split
 
     y = np.asarray(y).reshape(-1)
-    fit_idx, eval_idx = train_test_split(np.arange(y.size), train_size=fraction, stratify=y,
-                                         random_state=seed)
+    fit_idx, eval_idx = train_test_split(np.arange(y.size), train_size=fraction, stratify=y, random_state=seed)
     return np.sort(fit_idx), np.sort(eval_idx)
 
 
@@ -446,7 +463,11 @@ class CrossfitOutcome:
 
 
 def run_split(
-    p: np.ndarray, y: np.ndarray, methods: Sequence[str], fraction: float = 0.5, seed: int = 0,
+    p: np.ndarray,
+    y: np.ndarray,
+    methods: Sequence[str],
+    fraction: float = 0.5,
+    seed: int = 0,
     makers: Mapping[str, Callable[[], Calibrator]] | None = None,
 ) -> SplitOutcome:
     """Fit each method on one stratified split's fit part and predict its eval part."""
@@ -475,12 +496,18 @@ def fold_reasons(results: Sequence[FitResult]) -> str | None:
     for k, r in enumerate(results):
         if r.status != "ok":
             folds.setdefault(str(r.reason), []).append(k)
-    return "; ".join(f"fold{'s' if len(ks) > 1 else ''} {', '.join(map(str, ks))}: {why}"
-                     for why, ks in folds.items()) or None
+    return (
+        "; ".join(f"fold{'s' if len(ks) > 1 else ''} {', '.join(map(str, ks))}: {why}" for why, ks in folds.items())
+        or None
+    )
 
 
 def run_crossfit(
-    p: np.ndarray, y: np.ndarray, methods: Sequence[str], folds: int = 5, seed: int = 0,
+    p: np.ndarray,
+    y: np.ndarray,
+    methods: Sequence[str],
+    folds: int = 5,
+    seed: int = 0,
     makers: Mapping[str, Callable[[], Calibrator]] | None = None,
 ) -> CrossfitOutcome:
     """k-fold cross-fitting: fold j's pairs get p' from the fit on the other folds.
@@ -505,6 +532,5 @@ def run_crossfit(
                 scores[held_out] = pred
         statuses = [r.status for r in results]
         reason = fold_reasons(results)
-        out.methods[name] = MethodOutcome(worst(statuses), reason, [r.params for r in results], scores,
-                                          statuses)
+        out.methods[name] = MethodOutcome(worst(statuses), reason, [r.params for r in results], scores, statuses)
     return out

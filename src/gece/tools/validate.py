@@ -5,19 +5,26 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from gece import benchmarks, command
-from gece.params import PrepareParams
+from gece import command
+from gece.io import benchmarks
+from gece.io.params import PrepareParams
 from gece.terminal import literal
 
+# the line `gece --help` shows for this command (read without importing this module)
+HELP = "check a benchmark CSV as gece prepare does; exit 2 and list bad rows if invalid"
 EXAMPLES = ("gece validate data/benchmarks/winobias.csv", "gece validate my_bench.csv --duplicates error")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("csv", type=Path, help="the benchmark CSV (columns sent_more, sent_less, y, optional bias_type)")
-    p.add_argument("--duplicates", choices=["keep", "drop", "error"],
-                   help="repeated pairs: keep, drop or reject, as gece prepare (default: {params:prepare.duplicates})")
-    p.add_argument("--allow-duplicates", action="store_true",
-                   help="same as --duplicates keep (conflicting labels stay errors)")
+    p.add_argument(
+        "--duplicates",
+        choices=["keep", "drop", "error"],
+        help="repeated pairs: keep, drop or reject, as gece prepare (default: {params:prepare.duplicates})",
+    )
+    p.add_argument(
+        "--allow-duplicates", action="store_true", help="same as --duplicates keep (conflicting labels stay errors)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -30,15 +37,21 @@ def run(args: argparse.Namespace) -> int:
     for w in warnings:
         err.print(f"[yellow]warning[/]: {literal(w)}", highlight=False)
     if problems:
-        err.print(f"[red]invalid[/]: {literal(str(args.csv))}: {command.plural(len(problems), 'problem')} in "
-                  f"{command.plural(n, 'row')}", highlight=False)
+        err.print(
+            f"[red]invalid[/]: {literal(str(args.csv))}: {command.plural(len(problems), 'problem')} in "
+            f"{command.plural(n, 'row')}",
+            highlight=False,
+        )
         for p in problems[: benchmarks.MAX_SHOWN]:
             err.print(f"  - {literal(p)}", highlight=False)
         if len(problems) > benchmarks.MAX_SHOWN:
             err.print(f"  ... and {len(problems) - benchmarks.MAX_SHOWN} more", highlight=False)
-        err.print("[cyan]hint[/]: rows are numbered from 1 after the header line; fix the rows listed and run again",
-                  highlight=False)
+        err.print(
+            "[cyan]hint[/]: rows are numbered from 1 after the header line; fix the rows listed and run again",
+            highlight=False,
+        )
         return 2
-    command.out.print(f"[green]valid[/]: {literal(str(args.csv))}: {command.plural(len(rows), 'pair')}",
-                      highlight=False)
+    command.out.print(
+        f"[green]valid[/]: {literal(str(args.csv))}: {command.plural(len(rows), 'pair')}", highlight=False
+    )
     return 0

@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gece.errors import GeceError
-from gece.params import Params, check_id
+from gece.io.params import Params, check_id
 
 DATA = Path("data")
 ARTIFACTS = Path("artifacts")
@@ -70,23 +70,30 @@ def check_data(params: Params, source: str | Path) -> None:
 
     A GeceError names each params key and its missing file (or says that data/ itself is missing).
     """
-    missing = [f"benchmarks[{i}] {b!r}: {benchmark_source(params, b)} not found"
-               + (f" (imports.{b})" if b in params.imports else "")
-               for i, b in enumerate(params.benchmarks) if not benchmark_source(params, b).is_file()]
+    missing = [
+        f"benchmarks[{i}] {b!r}: {benchmark_source(params, b)} not found"
+        + (f" (imports.{b})" if b in params.imports else "")
+        for i, b in enumerate(params.benchmarks)
+        if not benchmark_source(params, b).is_file()
+    ]
     for j, m in enumerate(params.references):
         name = params.registry[m].reference
         if not any(reference_csv(b, name).is_file() for b in params.benchmarks):
-            missing.append(f"references[{j}] {m!r}: no {reference_dir()}/<benchmark>/{name}.csv for any of the "
-                           "benchmarks")
+            missing.append(
+                f"references[{j}] {m!r}: no {reference_dir()}/<benchmark>/{name}.csv for any of the benchmarks"
+            )
     if not missing:
         return
     if not DATA.exists():
-        raise GeceError(f"{source}: data/ is missing: run `dvc pull data.dvc` (or make data)",
-                        problems=[f"{DATA.absolute()} does not exist"],
-                        hint="the data snapshot is tracked by DVC (data.dvc), not git; `gece pull` checks "
-                        "the DVC remote and pulls it")
-    raise GeceError(f"{source}: names {len(missing)} data file(s) that do not exist", problems=missing[:MAX_SHOWN],
-                    hint=DATA_HINT)
+        raise GeceError(
+            f"{source}: data/ is missing: run `dvc pull data.dvc` (or make data)",
+            problems=[f"{DATA.absolute()} does not exist"],
+            hint="the data snapshot is tracked by DVC (data.dvc), not git; `gece pull` checks "
+            "the DVC remote and pulls it",
+        )
+    raise GeceError(
+        f"{source}: names {len(missing)} data file(s) that do not exist", problems=missing[:MAX_SHOWN], hint=DATA_HINT
+    )
 
 
 # -------------------------------------------------------------------------- artifacts

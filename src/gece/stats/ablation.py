@@ -12,11 +12,11 @@ from itertools import combinations
 
 import numpy as np
 
-from gece import metrics
-from gece.bootstrap import bootstrap, subsample
-from gece.intervals import bias_corrected_interval, bias_corrected_p, detectable_difference, holm
-from gece.metrics import Binning
 from gece.registry import ESTIMATORS
+from gece.stats import metrics
+from gece.stats.bootstrap import bootstrap, subsample
+from gece.stats.intervals import bias_corrected_interval, bias_corrected_p, detectable_difference, holm
+from gece.stats.metrics import Binning
 
 
 @dataclass(frozen=True)
@@ -166,7 +166,7 @@ def compare(
 
     Every run is resampled with the same pair indices (same seed, same n), so draw b of
     model A and draw b of model B see the same pairs; the difference A − B per draw gives a
-    bias-corrected percentile interval and a two-sided p-value (:mod:`gece.intervals`), and
+    bias-corrected percentile interval and a two-sided p-value (:mod:`gece.stats.intervals`), and
     ``mde``, the smallest difference the test detects with ``power`` at ``alpha``
     (``intervals.detectable_difference``). ``power`` summarizes ``mde`` per metric over the
     pairs of ``power_runs`` (the paper runs, where the benchmark has them; else every run):
@@ -211,9 +211,24 @@ def compare(
     summary = {}
     for k in keys:
         mdes = [e["metrics"][k]["mde"] for e in power_pairs if e["metrics"][k]["mde"] is not None]
-        summary[k] = {"median": float(np.median(mdes)) if mdes else None, "min": min(mdes, default=None),
-                      "max": max(mdes, default=None)}
-    return {"n": n, "draws": draws, "seed": seed, "level": level, "alpha": alpha, "n_bins": n_bins,
-            "binning": binning, "pairs": pairs,
-            "power": {"level": power, "runs": "paper" if len(chosen) > 1 else "all", "pairs": len(power_pairs),
-                      "mde": summary}}
+        summary[k] = {
+            "median": float(np.median(mdes)) if mdes else None,
+            "min": min(mdes, default=None),
+            "max": max(mdes, default=None),
+        }
+    return {
+        "n": n,
+        "draws": draws,
+        "seed": seed,
+        "level": level,
+        "alpha": alpha,
+        "n_bins": n_bins,
+        "binning": binning,
+        "pairs": pairs,
+        "power": {
+            "level": power,
+            "runs": "paper" if len(chosen) > 1 else "all",
+            "pairs": len(power_pairs),
+            "mde": summary,
+        },
+    }
