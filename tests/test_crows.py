@@ -179,21 +179,17 @@ def test_import_command(tmp_path, capsys, data_dir):
 
 
 # ------------------------------------------------------------------------------ params
-def test_params_imports(tmp_path):
+def test_params_sources(tmp_path):
     raw = yaml.safe_load((ROOT / "params.yaml").read_text())
     params = load_params(ROOT / "params.yaml")
-    assert params.imports["winoqueer"] == "data/winoqueer/winoqueer_benchmark.csv"
-    assert [params.extract.rule_for(b) for b in params.benchmarks] == ["target"] * 5 + ["sentence"] * 2
+    assert params.benchmarks["winoqueer"].source == "data/winoqueer/winoqueer_benchmark.csv"
+    assert [b for b, e in params.benchmarks.items() if e.imported] == ["crows_pairs", "winoqueer"]
+    assert list(params.rules.values()) == ["target"] * 5 + ["sentence"] * 2
     for change, message in (
-        (lambda r: r["imports"].update(other="x.csv"), ("imports names ['other'], which are not in benchmarks")),
-        (lambda r: r["imports"].update(crows_pairs=""), "imports.crows_pairs"),
-        (lambda r: r["imports"].update({"Bad/Name": "x.csv"}), "not a valid id"),
+        (lambda r: r["benchmarks"]["crows_pairs"].update(source=""), "benchmarks.crows_pairs.source"),
+        (lambda r: r["benchmarks"].update({"Bad/Name": {"source": "x.csv"}}), "not a valid id"),
         (lambda r: r["annotate"].update(tie="coin"), "annotate.tie"),
-        (
-            lambda r: r["extract"]["rules"].update(crows="sentence"),
-            "extract.rules names ['crows'], which are not in benchmarks",
-        ),
-        (lambda r: r["extract"]["rules"].update(winoqueer="words"), "extract.rules.winoqueer"),
+        (lambda r: r["benchmarks"]["winoqueer"].update(rule="words"), "benchmarks.winoqueer.rule"),
     ):
         bad = json.loads(json.dumps(raw))
         change(bad)

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from gece.cli import build_parser, main
+from gece.io.files import flatten
 from gece.io.params import load_params
 from gece.pipeline import report as report_stage
 from gece.pipeline import report_data
@@ -78,12 +79,12 @@ def rescored(data: report_cells.ReportData, b: str, m: str) -> report_cells.Repo
 def test_rescoring_one_run_moves_at_most_30_metrics(shipped):
     """`dvc metrics diff` lists one row per flattened key that changed: re-scoring any one model on any one
     benchmark changes at most MAX_ROWS_PER_RUN keys of reports/summary.json, however much its values move."""
-    before = diff.flatten(findings.summary(shipped))
+    before = flatten(findings.summary(shipped))
     assert 300 < len(before) < 700  # all 39 runs (522 values when written)
     counts = {}
     for b in shipped.benchmarks:
         for m in shipped.runs[b]:
-            after = diff.flatten(findings.summary(rescored(shipped, b, m)))
+            after = flatten(findings.summary(rescored(shipped, b, m)))
             assert set(after) == set(before)
             counts[(b, m)] = sum(after[k] != before[k] for k in before)
     assert max(counts.values()) <= findings.MAX_ROWS_PER_RUN == 30

@@ -222,7 +222,7 @@ def test_params_defaults_and_repeats():
 # ----------------------------------------------------------------------- stage
 def _params(**groups_settings) -> dict:
     return {
-        "benchmarks": ["crowslike"],
+        "benchmarks": {"crowslike": {}},
         "models": ["m1", "m2"],
         "registry": {"m1": {"source": "x"}, "m2": {"source": "y"}},
         "ablate": {"special_tokens": {}},

@@ -15,6 +15,7 @@ from scipy.stats import norm
 
 from gece import registry
 from gece.io.params import load_params
+from gece.pipeline.runs import reference_ids
 from gece.report.cells import ReportData
 from gece.report.stats import gap_agreement, mean_rmse
 from gece.stats import gap, intervals
@@ -171,7 +172,7 @@ def test_no_committed_interval_excludes_its_estimate():
 
 def committed_data() -> ReportData:
     params = load_params(ROOT / "params.yaml")
-    data = ReportData(benchmarks=list(params.benchmarks), runs={})
+    data = ReportData(benchmarks=list(params.benchmarks), runs={}, references=reference_ids(params))
     for path in committed("metrics"):
         data.metrics[(path.parent.name, path.stem)] = json.loads(path.read_text())
     for path in committed("ablation/sample_size"):

@@ -112,3 +112,181 @@ def test_command_line_overrides_are_validated_like_params(tmp_path, capsys):
     assert "--draws: Input should be greater than or equal to 2000" in capsys.readouterr().err
     assert main(["metrics", "x.parquet", "--n-bins", "0"]) == 2
     assert "--n-bins: Input should be greater than or equal to 1" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ benchmarks: one entry per benchmark
+def _load_raw(tmp_path, raw: dict):
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return load_params(path)
+
+
+def test_benchmark_entries_of_the_shipped_file():
+    """Each benchmark's source, rule and neutral role come from its one entry, in the file's order."""
+    params = load_params(ROOT / "params.yaml")
+    names = ["winobias", "winogender", "genderlex", "genderlex_person", "genderlex_someone", "crows_pairs", "winoqueer"]
+    assert list(params.benchmarks) == names
+    assert {b: e.source for b, e in params.benchmarks.items() if e.imported} == {
+        "crows_pairs": "data/crows_pairs/crows_pairs_anonymized.csv",
+        "winoqueer": "data/winoqueer/winoqueer_benchmark.csv",
+    }
+    assert params.rules == dict(zip(names, ["target"] * 5 + ["sentence"] * 2, strict=True))
+    assert params.neutral_benchmarks == ["genderlex", "genderlex_person", "genderlex_someone"]
+
+
+def test_a_new_layout_file_loads(tmp_path):
+    """An entry may be empty (all defaults: data/benchmarks/<name>.csv under extract.rule); its rule replaces
+    extract.rule for that benchmark only; a file without neutral_of has no neutral comparison."""
+    text = (
+        "benchmarks:\n"
+        "  mine:\n"  # an empty entry: YAML null, the defaults
+        "  theirs: {}\n"
+        "  crowsish:\n"
+        "    source: data/crowsish.csv\n"
+        "    rule: target\n"
+        "models: [m]\n"
+        "registry: {m: {source: org/m}}\n"
+        "extract: {rule: sentence}\n"
+        "ablate: {special_tokens: {}}\n"
+    )
+    path = tmp_path / "params.yaml"
+    path.write_text(text)
+    params = load_params(path)
+    assert list(params.benchmarks) == ["mine", "theirs", "crowsish"]
+    assert params.rules == {"mine": "sentence", "theirs": "sentence", "crowsish": "target"}
+    assert [b for b, e in params.benchmarks.items() if e.imported] == ["crowsish"]
+    assert params.neutral_benchmarks == []
+
+
+def test_neutral_benchmarks_follow_the_entries(tmp_path):
+    """The benchmark the rewrites name comes first, then the rewrites in the file's order, wherever it stands."""
+    raw = yaml.safe_load((ROOT / "params.yaml").read_text())
+    raw["benchmarks"] = {"a": {"neutral_of": "c"}, "b": {}, "c": {}, "d": {"neutral_of": "c"}}
+    assert _load_raw(tmp_path, raw).neutral_benchmarks == ["c", "a", "d"]
+
+
+def _entry(name, **fields):
+    return lambda r: r["benchmarks"].setdefault(name, {}).update(fields)
+
+
+@pytest.mark.parametrize(
+    "mutate, expected",
+    [
+        (_entry("crows_pairs", rules="target"), "benchmarks.crows_pairs.rules: unknown key (did you mean 'rule'?)"),
+        (_entry("genderlex", neutral="x"), "benchmarks.genderlex.neutral: unknown key (did you mean 'neutral_of'?)"),
+        (_entry("winobias", sorce="x.csv"), "benchmarks.winobias.sorce: unknown key (did you mean 'source'?)"),
+        (_entry("winoqueer", rule="words"), "benchmarks.winoqueer.rule: Input should be 'target' or 'sentence'"),
+        (_entry("winoqueer", source=""), "benchmarks.winoqueer.source: must be the path of a CrowS-Pairs-format CSV"),
+        (
+            _entry("winobias", source="data/benchmarks/winobias.csv"),
+            "benchmarks.winobias.source is data/benchmarks/winobias.csv, the gece CSV a benchmark without source",
+        ),
+        (lambda r: r["benchmarks"].update({"Bad/Name": {}}), "benchmarks key 'Bad/Name'"),
+        (lambda r: r.update(benchmarks={}), "benchmarks: Dictionary should have at least 1 item"),
+        (
+            lambda r: r.update(benchmarks=list(r["benchmarks"])),
+            "benchmarks: a list of names is no longer accepted: benchmarks is a mapping, one entry per benchmark",
+        ),
+        # a neutral entry naming an unknown benchmark, itself, or another rewrite; rewrites of two benchmarks
+        (
+            _entry("genderlex_person", neutral_of="genderlex_nobody"),
+            "benchmarks.genderlex_person.neutral_of names 'genderlex_nobody', which has no entry under benchmarks; "
+            "add an entry for 'genderlex_nobody' or fix the name",
+        ),
+        (
+            _entry("genderlex_person", neutral_of="genderlex_person"),
+            "benchmarks.genderlex_person.neutral_of names 'genderlex_person' itself",
+        ),
+        (
+            _entry("genderlex_someone", neutral_of="genderlex_person"),
+            "benchmarks.genderlex_someone.neutral_of names 'genderlex_person', itself a rewrite "
+            "(benchmarks.genderlex_person.neutral_of: genderlex)",
+        ),
+        (
+            _entry("winogender_person", neutral_of="winogender"),
+            "the rewrites name 2 benchmarks (benchmarks.genderlex_person.neutral_of: genderlex, "
+            "benchmarks.genderlex_someone.neutral_of: genderlex, benchmarks.winogender_person.neutral_of: winogender)",
+        ),
+        (lambda r: r["benchmarks"]["genderlex_person"].update(neutral_of="Bad/Name"), "neutral_of: 'Bad/Name' is not"),
+        # the keys of the layout before the entries: where each one went
+        (
+            lambda r: r.update(imports={"crows_pairs": "x.csv"}),
+            "imports: moved into the benchmark entries: benchmarks.<b>.source",
+        ),
+        (
+            lambda r: r["extract"].update(rules={"crows_pairs": "sentence"}),
+            "extract.rules: moved into the benchmark entries: benchmarks.<b>.rule",
+        ),
+        (
+            lambda r: r["ablate"].update(neutral=["genderlex", "genderlex_person"]),
+            "ablate.neutral: moved into the benchmark entries: benchmarks.<rewrite>.neutral_of",
+        ),
+    ],
+)
+def test_bad_benchmark_entries_are_named(tmp_path, mutate, expected):
+    path = _write(tmp_path, mutate)
+    with pytest.raises(GeceError) as e:
+        load_params(path)
+    assert expected in str(e.value), str(e.value)
+    assert "README.md" in str(e.value)
+
+
+def test_dvc_stages_come_from_the_benchmark_entries():
+    """dvc.yaml's matrix stages iterate the names of the benchmark mapping (DVC's matrix enumerates a mapping's
+    keys: not documented, so checked here with DVC's own resolver), each prepare stage depends on its own entry,
+    and the neutral stage's deps are the metrics of the benchmarks the entries compare (DVC cannot derive them)."""
+    from dvc.parsing import DataResolver
+    from dvc.repo import Repo
+
+    params = load_params(ROOT / "params.yaml")
+    dvc_yaml = yaml.safe_load((ROOT / "dvc.yaml").read_text())
+    with Repo(str(ROOT)) as repo:
+        resolver = DataResolver(repo, str(ROOT), dvc_yaml)
+        names = resolver.get_keys()
+        stage = {n: resolver.resolve_one(n)[n] for n in ("prepare@crows_pairs", f"neutral@{params.models[0]}")}
+    assert [n for n in names if n.startswith("prepare@")] == [f"prepare@{b}" for b in params.benchmarks]
+    assert [n for n in names if n.startswith("score@")] == [
+        f"score@{b}-{m}" for b in params.benchmarks for m in params.models
+    ]
+    assert stage["prepare@crows_pairs"]["params"] == ["benchmarks.crows_pairs", "prepare"]
+    assert stage[f"neutral@{params.models[0]}"]["params"] == ["benchmarks"]
+    deps = dvc_yaml["stages"]["neutral"]["deps"]
+    metrics = [d.split("/")[2] for d in deps if d.startswith("reports/metrics/")]
+    assert metrics == params.neutral_benchmarks, "dvc.yaml's neutral stage deps: one metrics file per compared one"
+
+
+def test_help_placeholders_name_keys_of_params():
+    """Every ``{params:key}`` of a command's help names a key of the validated params (a removed key would show
+    as null)."""
+    from gece.cli import PARAM
+
+    values = load_params(ROOT / "params.yaml").model_dump(mode="json")
+    missing = []
+    for path in sorted((ROOT / "src" / "gece").rglob("*.py")):
+        for key in PARAM.findall(path.read_text(encoding="utf-8")):
+            value: object = values
+            for part in key.split("."):
+                value = value.get(part, KeyError) if isinstance(value, dict) else KeyError
+            if value is KeyError and key != "section.key":  # cli.py's docstring example
+                missing.append(f"{path.relative_to(ROOT)}: {{params:{key}}}")
+    assert not missing, missing
+
+
+def test_neutral_without_rewrites_is_refused(tmp_path, monkeypatch, capsys):
+    """No entry with neutral_of: the neutral stage has nothing to compare, and says how to mark a rewrite."""
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "params.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "benchmarks": {"winobias": {}},
+                "models": ["m"],
+                "registry": {"m": {"source": "org/m"}},
+                "ablate": {"special_tokens": {}},
+            }
+        )
+    )
+    assert main(["neutral", "--model", "m", "--out", "n.json"]) == 2
+    err = capsys.readouterr().err
+    assert "no benchmark of params.yaml is a gender-neutral rewrite" in err and "neutral_of: genderlex" in err
+    assert not (tmp_path / "n.json").exists()

@@ -25,6 +25,7 @@ from gece.report import cells as report_cells
 from gece.report import html as report_html
 from gece.report import markdown as report_md
 from gece.report import plots
+from gece.report import stats as report_stats
 from gece.report import tables as report_tables
 from gece.report.cells import Cell, Column, Row, Table, format_cell, mark_worst, resolve
 from gece.stats import metrics
@@ -384,6 +385,45 @@ def test_missing_parts_are_listed_not_fatal(full_reports, tmp_path):
     assert result["figures"] == [layout.fig_reliability("winobias", "paper-gpt-j-6b"), layout.fig_grid("winobias")]
     page = parse_page(reports / "index.html")
     assert all((reports / src).is_file() for src in page.images)
+
+
+def test_a_reference_run_is_known_by_its_registry_source_not_its_name(full_reports, tmp_path):
+    """A run whose registry source is ``reference:<name>`` is one of the authors' runs whatever its id: renamed
+    without the ``paper-`` prefix, it stays in the paper table, its Brier ranking and statistics, and the page
+    names it among the released scores, not among the runs without extract metadata."""
+    old, new = "paper-gpt-j-6b", "authors-gpt-j-6b"
+    raw = yaml.safe_load((full_reports / "params.yaml").read_text())
+    raw["references"] = [new if m == old else m for m in raw["references"]]
+    raw["registry"][new] = raw["registry"].pop(old)
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
+    params = load_params(tmp_path / "params.yaml")
+    reports = tmp_path / "reports"
+    for src in (full_reports / "reports").rglob("*.json"):
+        dest = reports / src.relative_to(full_reports / "reports")
+        dest = dest.with_name(f"{new}.json") if src.stem == old else dest
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(src.read_bytes())
+    scores = full_reports / "artifacts" / "scores"
+    data = report_loader.load_report_data(params, reports, scores, reports, full_reports)
+    assert data.references == {new, "paper-gemma-2-9b"}
+    assert all(new in data.runs[b] for b in PAPER_BENCHMARKS)
+
+    docs = report_tables.build_tables(data)
+    paper = next(d for d in docs if d.name == "paper")
+    assert {r.label[0] for t in paper.tables for r in t.rows} == {new, "paper-gemma-2-9b"}
+    ranking = [t for t in paper.tables if "Brier ranking" in t.heading]
+    assert len(ranking) == len(PAPER_BENCHMARKS) and all(new in [r.label[0] for r in t.rows] for t in ranking)
+    # the statistics over the authors' runs are those of the original names
+    original = report_loader.load_report_data(
+        load_params(full_reports / "params.yaml"), full_reports / "reports", scores, reports, full_reports
+    )
+    assert report_stats.gap_agreement(data)["all"] == report_stats.gap_agreement(original)["all"]
+    assert report_stats.gap_agreement(data)["tests"] > 0
+    assert report_stats.mean_rmse(data) == report_stats.mean_rmse(original)
+
+    page = report_html.render_html(data, docs, {})
+    assert f"<p>{new}, paper-gemma-2-9b: the authors' released per-pair scores" in page
+    assert "No extract metadata" not in page
 
 
 def test_cli_report(full_reports, tmp_path, capsys):

@@ -143,7 +143,7 @@ def _build_evil(tmp_path_factory):
     (root / "params.yaml").write_text(
         yaml.safe_dump(
             {
-                "benchmarks": [BENCH],
+                "benchmarks": {BENCH: {}},
                 "models": list(MODELS),
                 "registry": {m: {"source": "package:tiny-lm"} for m in MODELS},
                 "references": [],

@@ -750,17 +750,27 @@ def test_sentence_rule_scores_each_whole_sentence(smol):
 
 
 def test_rules_choose_the_rule_per_benchmark(tmp_path, smol):
-    """extract.rules names a benchmark's rule in place of extract.rule."""
-    settings = ExtractParams(rules={"s": "sentence"}, word_prob="max")  # max: for the target rule's benchmarks
-    assert settings.rule_for("s") == "sentence" and settings.rule_for("winobias") == "target"
+    """A benchmark's rule (benchmarks.<b>.rule, passed as rules) in place of extract.rule."""
+    settings = ExtractParams(word_prob="max")  # max: for the target rule's benchmarks
+    rules = {"s": "sentence"}
+    assert extract_stage.effective(settings, SPEC, "s", rules).rule == "sentence"
+    assert extract_stage.effective(settings, SPEC, "winobias", rules).rule == "target"
     csv = tmp_path / "s.csv"
     csv.write_text("sent_more,sent_less,y\nThe nurse said he was late.,The nurse said she was late.,1\n")
     prepared = tmp_path / "s.parquet"
     prepare_stage.prepare(csv, prepared)
-    meta, _ = extract_stage.extract(prepared, tmp_path / "a.parquet", "smollm2-135m", SPEC, settings, loaded=smol)
+    meta, _ = extract_stage.extract(
+        prepared, tmp_path / "a.parquet", "smollm2-135m", SPEC, settings, loaded=smol, rules=rules
+    )
     assert meta.rule == "sentence" and meta.prefixed_sentences == 2
     meta, _ = extract_stage.extract(
-        prepared, tmp_path / "b.parquet", "smollm2-135m", SPEC, ExtractParams(rules={"other": "sentence"}), loaded=smol
+        prepared,
+        tmp_path / "b.parquet",
+        "smollm2-135m",
+        SPEC,
+        ExtractParams(),
+        loaded=smol,
+        rules={"other": "sentence"},
     )
     assert meta.rule == "target"
 

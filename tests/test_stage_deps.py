@@ -19,7 +19,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from .closure import Tree, closure, command_closure, command_names, cycles, describe_cycle, module_graph
+from .closure import (
+    Tree,
+    closure,
+    command_closure,
+    command_names,
+    cycles,
+    describe_cycle,
+    file_imports,
+    module_graph,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 CODE = "src/gece"
@@ -150,6 +159,75 @@ def test_no_import_cycle_between_modules():
         pytest.fail(
             "import cycles between src/gece modules (lazy imports included):\n" + _cycles_message(graph), pytrace=False
         )
+
+
+# ------------------------------------------------------------------ layers: imports point down only
+# The package's layers, lowest first (docs/development.md, "Architecture"): a module may import from its own
+# layer and the layers below it, never from one above. ``gece`` is the package's __init__.py.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("base", ("gece", "gece.errors", "gece.faults", "gece.terminal", "gece.progress", "gece.registry")),
+    ("stats", ("gece.stats",)),  # pure numpy: no file, no option
+    ("io", ("gece.io",)),  # the file boundary: layout, params, schemas, readers and writers
+    ("scoring", ("gece.scoring",)),  # language models -> token log-probabilities
+    ("report", ("gece.report",)),  # tables, findings, figures and the page, from report data
+    ("command", ("gece.command",)),  # what the command modules share
+    ("pipeline", ("gece.pipeline",)),  # one module per DVC stage
+    ("tools", ("gece.tools",)),  # the commands that are no stage
+    ("cli", ("gece.cli",)),  # the command table
+)
+
+
+def layer_of(module: str) -> int:
+    """The index in LAYERS of the layer that holds ``module`` (the longest prefix that names one)."""
+    best, found = -1, None
+    for i, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
+                best, found = len(prefix), i
+    if found is None:
+        raise LookupError(f"{module} is in no layer of LAYERS (tests/test_stage_deps.py): add it")
+    return found
+
+
+def test_imports_point_down_only():
+    """No module imports from a layer above its own (lazy imports included): the numeric core knows no file,
+    the report knows no stage, no stage knows a tool."""
+    graph = module_graph(module_level_only=False)
+    up = []
+    for importer, targets in sorted(graph.items()):
+        for target, imp in sorted(targets.items()):
+            a, b = layer_of(importer), layer_of(target)
+            if b > a:
+                up.append(f"{importer} ({LAYERS[a][0]}) imports {target} ({LAYERS[b][0]}), line {imp.line}")
+    assert not up, "imports that point up a layer:\n  " + "\n  ".join(up)
+
+
+def test_no_private_name_is_imported_across_modules():
+    """``from gece.x import _name`` couples a module to another's internals: a name used elsewhere is public."""
+    tree = Tree()
+    found = []
+    for path in sorted((ROOT / CODE).rglob("*.py")):
+        for imp in file_imports(path, tree):
+            if tree.ours(imp.module):
+                found += [
+                    f"{tree.rel(path)}:{imp.line}: {imp.module}.{n}"
+                    for n in imp.names
+                    if n.startswith("_") and not n.startswith("__")
+                ]
+    assert not found, "private names imported from another module:\n  " + "\n  ".join(found)
+
+
+def test_every_command_has_its_help_in_its_module():
+    """``gece --help`` reads each command's HELP from the module's source (cli.help_line): every command
+    module has one, a plain string, equal to what the module holds when imported."""
+    import importlib
+
+    from gece import cli
+
+    for name, module_name in cli.COMMANDS.items():
+        line = cli.help_line(module_name)
+        assert isinstance(line, str) and line.strip(), name
+        assert line == importlib.import_module(module_name).HELP, name
 
 
 # ------------------------------------------------------------------ closure.py on a fake package

@@ -13,15 +13,10 @@ from pathlib import Path
 from rich.table import Table
 
 from gece.errors import GeceError
-from gece.terminal import console, literal, plain
+from gece.terminal import console, literal, plain, plural
 
 out = console()  # data is printed through literal() or plain(): never as markup, emoji or escape codes
 err = console(stderr=True)
-
-
-def plural(n: int, word: str, many: str | None = None) -> str:
-    """``1 pair``, ``2 pairs`` (``many`` for an irregular plural)."""
-    return f"{n} {word if n == 1 else many or word + 's'}"
 
 
 def params_or_defaults(args: argparse.Namespace):

@@ -34,6 +34,11 @@ def plain(text: object) -> Text:
     return Text(visible(text))
 
 
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 pair``, ``2 pairs`` (``many`` for an irregular plural)."""
+    return f"{n} {word if n == 1 else many or word + 's'}"
+
+
 def console(stderr: bool = False) -> Console:
     return Console(stderr=stderr, soft_wrap=True, emoji=False)
 

@@ -75,9 +75,7 @@ def slice_params(repo: Path) -> None:
     """The slice: :data:`BENCHMARKS`, smollm2-135m and the authors' GPT-J scores, 40 pairs per benchmark, small
     ablations."""
     params = yaml.safe_load((repo / "params.yaml").read_text())
-    params["benchmarks"] = list(BENCHMARKS)
-    params["imports"] = {b: f for b, f in params["imports"].items() if b in BENCHMARKS}
-    params["extract"]["rules"] = {b: r for b, r in params["extract"]["rules"].items() if b in BENCHMARKS}
+    params["benchmarks"] = {b: e for b, e in params["benchmarks"].items() if b in BENCHMARKS}
     params["models"] = ["smollm2-135m"]
     params["ablate"]["special_tokens"] = {}  # its models must be in models
     params["ablate"]["sizes"] = [10, 20]

@@ -74,9 +74,9 @@ def test_killed_extract_resumes_to_the_same_bytes(prepared):
 def test_dvc_never_records_a_partial_output(prepared):
     repo = prepared
     params = yaml.safe_load((repo / "params.yaml").read_text())
-    params["extract"].update(limit=48, batch_size=4, rules={})
-    params.update(benchmarks=["winobias", "winogender"], imports={}, models=["smollm2-135m"])
-    params["ablate"].update(special_tokens={}, neutral=["winobias", "winogender"])
+    params["extract"].update(limit=48, batch_size=4)
+    params.update(benchmarks={"winobias": {}, "winogender": {}}, models=["smollm2-135m"])
+    params["ablate"].update(special_tokens={})
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     run(["dvc", "repro", "-s", "prepare@winobias", "prepare@winogender"], repo)
     (repo / "dvc.lock").unlink(missing_ok=True)

@@ -382,7 +382,7 @@ def test_a_benchmark_added_later_is_the_only_one_scored(origin, tmp_path):
     h = _clone(origin, tmp_path / "h", origin.cache)
     run(["dvc", "checkout"], h, env=ENV)
     params = yaml.safe_load((h / "params.yaml").read_text())
-    params["benchmarks"].append("winogender")
+    params["benchmarks"]["winogender"] = {}
     (h / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     res = run(["dvc", "repro", f"extract@{MODEL}"], h, env=ENV)
     assert sorted(_ran(res.stdout)) == sorted(["prepare@winogender", f"extract@{MODEL}"])

@@ -33,11 +33,8 @@ pytestmark = pytest.mark.slow
 
 
 def _stage_module() -> str:
-    """The file of the module that runs ``gece metrics`` (gece/stages.py before COMMANDS exists)."""
-    mapping = commands()
-    if mapping is None:
-        return "src/gece/stages.py"
-    return Tree().rel(Tree().file(mapping["metrics"]))  # type: ignore[arg-type]
+    """The file of the module that runs ``gece metrics``."""
+    return Tree().rel(Tree().file(commands()["metrics"]))  # type: ignore[arg-type]
 
 
 EDITED = [
@@ -114,8 +111,7 @@ def _grouped(stages: set[str]) -> str:
 @pytest.mark.parametrize("edited", EDITED)
 def test_dvc_status_marks_the_stages_that_run_the_module(code_copy, edited):
     path = code_copy / edited
-    if not path.is_file():
-        pytest.skip(f"{edited} does not exist in this tree")
+    assert path.is_file(), f"{edited} does not exist: update EDITED"
     before = marked_stages(code_copy, edited)
     if before:
         pytest.fail(
@@ -142,3 +138,35 @@ def test_dvc_status_marks_the_stages_that_run_the_module(code_copy, edited):
             f"  marked, though their code does not contain it: {_grouped(spurious)}",
             pytrace=False,
         )
+
+
+# a command's help, edited where it lives (its module's HELP): (the module, the stages that may re-run)
+HELP_EDITS = [
+    ("src/gece/tools/diff.py", set()),  # a tool's help: no stage runs it
+    ("src/gece/pipeline/compare.py", {"compare"}),  # a stage's help: only that stage's own stages
+]
+
+
+@pytest.mark.parametrize(("edited", "allowed"), HELP_EDITS)
+def test_editing_a_commands_help_leaves_the_computing_stages_up_to_date(code_copy, edited, allowed):
+    """Issue 39, item 3: a help string lives in its command's module, so editing it marks at most that
+    command's own stages; every metrics stage (and every other computing stage) stays up to date."""
+    path = code_copy / edited
+    original = path.read_text(encoding="utf-8")
+    start = original.index("\nHELP = ") + len("\nHELP = ")
+    assert original[start] in '"(', f"{edited}: HELP is not a string literal"
+    # the same help with one word added inside the first string literal
+    quote = original.index('"', start)
+    edited_text = original[: quote + 1] + "edited: " + original[quote + 1 :]
+    assert not marked_stages(code_copy, edited), f"dvc.lock does not match {edited} before the edit: run dvc repro"
+    try:
+        path.write_text(edited_text, encoding="utf-8")
+        marked = marked_stages(code_copy, edited)
+    finally:
+        path.write_text(original, encoding="utf-8")
+        os.utime(path)
+    marked_templates = {s.split("@")[0] for s in marked}
+    assert marked_templates <= allowed | set(WHOLE_PACKAGE), (
+        f"editing the help in {edited} marks {_grouped(marked)}: help must live in the command's own module"
+    )
+    assert not {s for s in marked if s.startswith("metrics@")}

@@ -58,6 +58,26 @@ def clean_floats(obj: Any) -> Any:
     return obj
 
 
+def flatten(obj: object, prefix: str = "") -> dict[str, object]:
+    """Nested mappings as {``a.b.c``: leaf}, the way ``dvc metrics diff`` names the keys."""
+    if isinstance(obj, dict):
+        flat: dict[str, object] = {}
+        for k, v in obj.items():
+            flat.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return flat
+    return {prefix: obj}
+
+
+def is_number(x: object) -> bool:
+    """Whether ``x`` is an int or a float (a bool is not; NaN and infinities are)."""
+    return isinstance(x, int | float) and not isinstance(x, bool)
+
+
+def is_finite_number(x: object) -> bool:
+    """Whether ``x`` is an int or a finite float (a bool is not, nor NaN or an infinity)."""
+    return is_number(x) and math.isfinite(x)  # type: ignore[arg-type]
+
+
 def require_file(path: str | Path, hint: str, size_limit: str | None = None) -> Path:
     """``path`` if it is a readable regular file (within the ``size_limit`` of ``gece.io.disk.LIMITS``),
     else a GeceError with ``hint``.
@@ -368,8 +388,11 @@ def _decodes(column: pa.ChunkedArray) -> bool:
     return True
 
 
-def _frame(path: Path, table: pa.Table, model: type[BaseModel], want: pa.Schema, first_row: int) -> pd.DataFrame:
-    """An Arrow chunk cast to the schema's types, as a validated frame."""
+def _frame(
+    path: Path, table: pa.Table, model: type[BaseModel], want: pa.Schema, first_row: int, validate: bool = True
+) -> pd.DataFrame:
+    """An Arrow chunk cast to the schema's types, as a frame validated row by row (unless ``validate`` is False:
+    its rows were validated before they became Arrow)."""
     for f in want:
         col = table.column(f.name)
         if col.type != f.type:
@@ -381,22 +404,22 @@ def _frame(path: Path, table: pa.Table, model: type[BaseModel], want: pa.Schema,
                     hint="rerun the stage that writes it",
                 ) from e
             table = table.set_column(table.schema.get_field_index(f.name), f.name, col)
-    # validated from Arrow, where a null (None) and a NaN (an error) are told apart
-    try:
-        records = table.select(want.names).to_pylist()
-    except UnicodeDecodeError as e:  # a damaged data page: Parquet text must be UTF-8
-        bad = [n for n in want.names if not _decodes(table.column(n))]
-        raise GeceError(
-            f"{path}: column(s) {', '.join(bad) or '?'} hold text that is not UTF-8 ({e.reason})",
-            hint="the file is damaged; delete it and rerun its stage",
-        ) from e
-    validate_records(
-        records,
-        model,
-        str(path),
-        hint="the file is corrupt or was edited; rerun the stage that writes it",
-        first_row=first_row,
-    )
+    if validate:  # validated from Arrow, where a null (None) and a NaN (an error) are told apart
+        try:
+            records = table.select(want.names).to_pylist()
+        except UnicodeDecodeError as e:  # a damaged data page: Parquet text must be UTF-8
+            bad = [n for n in want.names if not _decodes(table.column(n))]
+            raise GeceError(
+                f"{path}: column(s) {', '.join(bad) or '?'} hold text that is not UTF-8 ({e.reason})",
+                hint="the file is damaged; delete it and rerun its stage",
+            ) from e
+        validate_records(
+            records,
+            model,
+            str(path),
+            hint="the file is corrupt or was edited; rerun the stage that writes it",
+            first_row=first_row,
+        )
     try:
         df = table.to_pandas()
     except (ValueError, KeyError, TypeError):  # damaged pandas metadata in the footer: the columns are valid
@@ -416,9 +439,10 @@ def _read_all(pf: pq.ParquetFile, path: Path, columns: list[str] | None) -> pa.T
 def as_table(df: pd.DataFrame, model: type[BaseModel], source: str | Path) -> pd.DataFrame:
     """``df`` as writing it with :func:`write_table` and reading it back gives it: every row validated,
     the columns in ``model``'s order and of its file types (scores made in memory, e.g. from a CSV,
-    equal those read from a file, bit for bit)."""
+    equal those read from a file, bit for bit). The rows are validated once, as :func:`write_table` does; the
+    Arrow table made of them holds the same values, so they are not validated again as a read would."""
     schema = _write_schema(list(df.columns), model)
-    return _frame(Path(source), _checked_arrow(source, df, model, schema), model, schema, 1)
+    return _frame(Path(source), _checked_arrow(source, df, model, schema), model, schema, 1, validate=False)
 
 
 def read_table(path: str | Path, model: type[BaseModel]) -> tuple[pd.DataFrame, dict[str, str]]:

@@ -10,14 +10,16 @@ Paths are relative to the repository root (the directory ``dvc repro`` runs in):
 Report files are also named relative to the reports directory (``metrics_file(b, m)`` is
 ``metrics/<b>/<m>.json``): the tables cite these strings as their sources and the page links its
 figures by them, so a report written elsewhere (``gece report --out``) keeps working links.
-dvc.yaml spells the same paths for DVC; ``tests/test_layout.py`` checks that it agrees.
+dvc.yaml spells the same paths for DVC: a path changed here must change there too.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from gece.errors import GeceError
+from gece.io.disk import clear_output_dir
 from gece.io.params import Params, check_id
 
 DATA = Path("data")
@@ -41,9 +43,10 @@ def benchmark_csv(benchmark: str) -> Path:
 
 
 def benchmark_source(params: Params, benchmark: str) -> Path:
-    """The file a benchmark is read from: its ``imports`` entry (a CrowS-Pairs-format CSV) when it has
-    one, else ``data/benchmarks/<benchmark>.csv``."""
-    return Path(params.imports[benchmark]) if benchmark in params.imports else benchmark_csv(benchmark)
+    """The file a benchmark is read from: its entry's ``source`` (``benchmarks.<b>.source``, a CrowS-Pairs-format
+    CSV) when it has one, else ``data/benchmarks/<benchmark>.csv``."""
+    entry = params.benchmarks.get(benchmark)
+    return Path(entry.source) if entry is not None and entry.source is not None else benchmark_csv(benchmark)
 
 
 def annotations_csv(benchmark: str) -> Path:
@@ -71,9 +74,9 @@ def check_data(params: Params, source: str | Path) -> None:
     A GeceError names each params key and its missing file (or says that data/ itself is missing).
     """
     missing = [
-        f"benchmarks[{i}] {b!r}: {benchmark_source(params, b)} not found"
-        + (f" (imports.{b})" if b in params.imports else "")
-        for i, b in enumerate(params.benchmarks)
+        f"benchmarks.{b}: {benchmark_source(params, b)} not found"
+        + (f" (benchmarks.{b}.source)" if entry.imported else "")
+        for b, entry in params.benchmarks.items()
         if not benchmark_source(params, b).is_file()
     ]
     for j, m in enumerate(params.references):
@@ -138,9 +141,15 @@ def scores_dir(benchmark: str) -> Path:
     return scores_root() / _b(benchmark)
 
 
+def scores_file(b: str, m: str) -> str:
+    """A scored model's per-pair scores, relative to the folder of every score file (``scores_root()``, or the
+    report's ``--scores``)."""
+    return f"{b}/{m}.parquet"
+
+
 def scores_path(benchmark: str, model: str) -> Path:
     """``artifacts/scores/<benchmark>/<model>.parquet``: a scored model's per-pair scores."""
-    return scores_dir(benchmark) / f"{_m(model)}.parquet"
+    return scores_root() / scores_file(_b(benchmark), _m(model))
 
 
 def _beside(out: str | Path, suffix: str) -> Path:
@@ -173,25 +182,62 @@ def calibrated_path(benchmark: str, model: str) -> Path:
     return calibrated_dir(benchmark) / f"{_m(model)}.parquet"
 
 
+def clear_stale_runs(folder: str | Path, models: Iterable[str], suffixes: tuple[str, ...], option: str) -> None:
+    """Keep the files of ``folder`` (a benchmark's folder of per-run outputs, ``<model><suffix>`` for each of
+    ``suffixes``) to those of the current runs ``models``: the others, files of runs no longer configured, are
+    removed (:func:`gece.io.disk.clear_output_dir`, which refuses a folder holding files gece does not write)."""
+    folder = Path(folder)
+    keep = [folder / f"{m}{s}" for m in models for s in suffixes]
+    clear_output_dir(folder, suffixes, option, keep=keep)
+
+
 # ------------------------------------------------- reports, relative to the reports directory
+METRICS_DIR = "metrics"  # one folder per benchmark: the benchmarks the page finds
+
+
+def metrics_dir(b: str) -> str:
+    """Headline metrics of every run of a benchmark."""
+    return f"{METRICS_DIR}/{b}"
+
+
 def metrics_file(b: str, m: str) -> str:
     """Headline metrics of one run."""
-    return f"metrics/{b}/{m}.json"
+    return f"{metrics_dir(b)}/{m}.json"
+
+
+def bins_dir(b: str) -> str:
+    """Reliability bins of every run of a benchmark."""
+    return f"bins/{b}"
 
 
 def bins_file(b: str, m: str) -> str:
     """Reliability bins of one run (DVC plots)."""
-    return f"bins/{b}/{m}.json"
+    return f"{bins_dir(b)}/{m}.json"
+
+
+def sample_size_dir(b: str) -> str:
+    """Sample-size ablation of every run of a benchmark, with its figures."""
+    return f"ablation/sample_size/{b}"
 
 
 def sample_size_file(b: str, m: str) -> str:
-    """Sample-size ablation of one run (its figure: the same name with ``.png``)."""
-    return f"ablation/sample_size/{b}/{m}.json"
+    """Sample-size ablation of one run (its figure: :func:`sample_size_figure`)."""
+    return f"{sample_size_dir(b)}/{m}.json"
+
+
+def sample_size_figure(b: str, m: str) -> str:
+    """The figure of one run's sample-size ablation, beside its JSON."""
+    return f"{sample_size_dir(b)}/{m}.png"
+
+
+def binning_dir(b: str) -> str:
+    """Binning ablation of every run of a benchmark."""
+    return f"ablation/binning/{b}"
 
 
 def binning_file(b: str, m: str) -> str:
     """Binning ablation of one run."""
-    return f"ablation/binning/{b}/{m}.json"
+    return f"{binning_dir(b)}/{m}.json"
 
 
 def neutral_file(m: str) -> str:
@@ -204,14 +250,24 @@ def special_tokens_file(m: str) -> str:
     return f"ablation/special_tokens/{m}.json"
 
 
+def calibration_dir(b: str) -> str:
+    """Post-hoc calibration of every run of a benchmark."""
+    return f"calibration/{b}"
+
+
 def calibration_file(b: str, m: str) -> str:
     """Post-hoc calibration of one run."""
-    return f"calibration/{b}/{m}.json"
+    return f"{calibration_dir(b)}/{m}.json"
+
+
+def calibration_bins_dir(b: str) -> str:
+    """Reliability bins before and after calibration of every run of a benchmark."""
+    return f"calibration_bins/{b}"
 
 
 def calibration_bins_file(b: str, m: str) -> str:
     """Reliability bins before and after calibration (DVC plots)."""
-    return f"calibration_bins/{b}/{m}.json"
+    return f"{calibration_bins_dir(b)}/{m}.json"
 
 
 def groups_file(b: str) -> str:
@@ -229,19 +285,24 @@ def annotation_file(b: str) -> str:
     return f"annotations/{b}.json"
 
 
-ANNOTATIONS_TABLE = "tables/annotations.md"  # agreement and vote-share tables (gece.report.annotations)
-SUMMARY_FILE = "summary.json"  # the one DVC metrics file
-TABLES_DIR = "tables"
-FIGURES_DIR = "figures"
-PAGE_FILE = "index.html"
+TABLES_DIR = "tables"  # the page's tables as markdown, beside index.html
+FIGURES_DIR = "figures"  # the page's figures, beside index.html
+PAGE_FILE = "index.html"  # the HTML page, in the reports directory or --out
 
-# the report folders that hold one subfolder per benchmark (the benchmarks the page finds)
-RUN_FOLDERS = ("metrics", "bins", "ablation/sample_size", "ablation/binning", "calibration", "calibration_bins")
+
+def table_file(name: str) -> str:
+    """One table of the page as markdown, relative to the directory of index.html."""
+    return f"{TABLES_DIR}/{name}.md"
 
 
 def report_path(rel: str, reports: str | Path = REPORTS) -> Path:
     """A report file (one of the names above) under the reports directory."""
     return Path(reports) / rel
+
+
+def summary_path() -> Path:
+    """``reports/summary.json``: the one DVC metrics file."""
+    return REPORTS / "summary.json"
 
 
 def annotation_report(benchmark: str) -> Path:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import difflib
 import re
-from pathlib import Path
-from typing import Annotated, Any, Literal
+from pathlib import Path, PurePosixPath
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 import yaml
 from pydantic import (
@@ -200,6 +200,9 @@ class PrepareParams(_Section):
     duplicates: Literal["keep", "drop", "error"] = "keep"
 
 
+Rule = Literal["target", "sentence"]
+
+
 class ExtractParams(_Section):
     batch_size: Annotated[int | str, PlainValidator(_batch_size)] = Field(
         32,
@@ -212,19 +215,13 @@ class ExtractParams(_Section):
         "Applied by the score stage to the token scores extract stored: changing it runs no model. Benchmarks scored "
         "by the sentence rule sum every token of the sentence (chain) whatever it says",
     )
-    rule: Literal["target", "sentence"] = Field(
+    rule: Rule = Field(
         "target",
-        description="what a side's score is: target, the log-probability of the words in which the "
-        "sentences differ; sentence, the log-likelihood of the whole sentence (lm-evaluation-harness's crows_pairs)",
-    )
-    rules: dict[Id, Literal["target", "sentence"]] = Field(
-        {}, description="the rule for some benchmarks, in place of rule (benchmark: target | sentence)"
+        description="what a side's score is, for every benchmark whose entry sets no rule: target, the "
+        "log-probability of the words in which the sentences differ; sentence, the log-likelihood of the whole "
+        "sentence (lm-evaluation-harness's crows_pairs)",
     )
     limit: int | None = Field(None, ge=1, description="score only the first N pairs (smoke runs)")
-
-    def rule_for(self, benchmark: str) -> Literal["target", "sentence"]:
-        """The rule that scores ``benchmark``: its entry under ``rules``, else ``rule``."""
-        return self.rules.get(benchmark, self.rule)
 
 
 class MetricsParams(_Section):
@@ -248,7 +245,6 @@ class AblateParams(_Section):
     draws: int = Field(100, ge=1, le=100_000, description="random subsets per sample size")
     seed: Seed = 0
     bins: list[Annotated[int, Field(le=1000)]] = Field([5, 10, 15, 20], min_length=1)
-    neutral: list[Id] = Field(["genderlex", "genderlex_person", "genderlex_someone"], min_length=2)
     special_tokens: dict[Id, Id] = Field(
         {"gemma-3-270m": "gemma-3-270m-nobos"}, description="model with special tokens -> the same without"
     )
@@ -310,16 +306,61 @@ class AnnotateParams(_Section):
     tie: Literal["writer", "drop"] = "writer"
 
 
-def _import_path(value: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(
-            "must be the path of a CrowS-Pairs-format CSV, e.g. data/crows_pairs/crows_pairs_anonymized.csv"
-        )
+def _source(value: object) -> str | None:
+    if value is None or (isinstance(value, str) and value.strip()):
+        return value  # type: ignore[return-value]
+    raise ValueError(
+        "must be the path of a CrowS-Pairs-format CSV, e.g. data/crows_pairs/crows_pairs_anonymized.csv "
+        "(or no source: data/benchmarks/<name>.csv)"
+    )
+
+
+class BenchmarkSpec(_Section):
+    """One benchmark (``benchmarks.<name>``): where its pairs come from, the rule that scores them and its part
+    in the gender-neutral wording comparison. Every field has a default, so ``<name>: {}`` is a gece CSV,
+    ``data/benchmarks/<name>.csv``, scored under ``extract.rule``."""
+
+    source: Annotated[str | None, PlainValidator(_source)] = Field(
+        None,
+        description="a CrowS-Pairs-format CSV the benchmark is read from (gece.io.crows: identity protocol, "
+        "annotations included); none: data/benchmarks/<name>.csv, gece's own format",
+    )
+    rule: Rule | None = Field(
+        None, description="target | sentence: the rule that scores this benchmark, in place of extract.rule"
+    )
+    neutral_of: Id | None = Field(
+        None,
+        description="this benchmark is a gender-neutral rewrite of that one (the same pairs with the occupation "
+        "word replaced): the neutral stage compares that benchmark with its rewrites, per model",
+    )
+
+    @property
+    def imported(self) -> bool:
+        """Whether the benchmark is read from a CrowS-Pairs-format file (``source``)."""
+        return self.source is not None
+
+
+BENCHMARKS_HINT = (
+    "benchmarks is a mapping, one entry per benchmark: its name, then its settings ({} for the defaults), "
+    "e.g. benchmarks: {winobias: {}, crows_pairs: {source: data/crows_pairs/crows_pairs_anonymized.csv, "
+    "rule: sentence}} (README.md, Parameters)"
+)
+
+
+def _entries(value: object) -> object:
+    """``benchmarks`` as written: a mapping whose empty entries (``winobias:``) are entries with the defaults.
+    A list of names is the layout before the entries: refused with the new layout."""
+    if isinstance(value, list):
+        raise ValueError(f"a list of names is no longer accepted: {BENCHMARKS_HINT}")
+    if isinstance(value, dict):
+        return {k: {} if v is None else v for k, v in value.items()}
     return value
 
 
 class Params(_Section):
-    benchmarks: list[Id] = Field(min_length=1)
+    benchmarks: Annotated[dict[Id, BenchmarkSpec], BeforeValidator(_entries)] = Field(
+        min_length=1, description="one entry per benchmark: name -> source, rule, neutral_of"
+    )
     models: list[Id]
     references: list[Id] = []
     registry: dict[Id, ModelSpec]
@@ -329,10 +370,24 @@ class Params(_Section):
     groups: GroupsParams = GroupsParams()
     ablate: AblateParams = AblateParams()
     calibrate: CalibrateParams = CalibrateParams()
-    imports: dict[Id, Annotated[str, PlainValidator(_import_path)]] = Field(
-        {}, description="benchmarks read from a CrowS-Pairs-format file instead of data/benchmarks/<name>.csv"
-    )
     annotate: AnnotateParams = AnnotateParams()
+
+    def rule_for(self, benchmark: str) -> Rule:
+        """The rule that scores ``benchmark``: its entry's ``rule``, else ``extract.rule``."""
+        entry = self.benchmarks.get(benchmark)
+        return entry.rule if entry is not None and entry.rule is not None else self.extract.rule
+
+    @property
+    def rules(self) -> dict[str, Rule]:
+        """Every benchmark's rule (:meth:`rule_for`), in ``benchmarks`` order."""
+        return {b: self.rule_for(b) for b in self.benchmarks}
+
+    @property
+    def neutral_benchmarks(self) -> list[str]:
+        """The benchmarks the neutral stage compares: the one the rewrites name (``neutral_of``), then the
+        rewrites in ``benchmarks`` order; empty when no entry has ``neutral_of``."""
+        rewrites = [b for b, e in self.benchmarks.items() if e.neutral_of is not None]
+        return [self.benchmarks[rewrites[0]].neutral_of, *rewrites] if rewrites else []  # type: ignore[list-item]
 
     @model_validator(mode="after")
     def _models_registered(self) -> Params:
@@ -359,31 +414,72 @@ class Params(_Section):
                 f"ablate.special_tokens names {pairs}, which are not in models; add them to models "
                 "(and registry) or fix the names"
             )
-        outside = [b for b in self.imports if b not in self.benchmarks]
-        if outside:
-            raise ValueError(
-                f"imports names {outside}, which are not in benchmarks; add them to benchmarks or "
-                "remove them from imports"
+        return self
+
+    @model_validator(mode="after")
+    def _benchmark_entries(self) -> Params:
+        for b, entry in self.benchmarks.items():
+            default = PurePosixPath("data", "benchmarks", f"{b}.csv")
+            if entry.source is not None and PurePosixPath(entry.source.replace("\\", "/")) == default:
+                raise ValueError(
+                    f"benchmarks.{b}.source is {entry.source}, the gece CSV a benchmark without source is read "
+                    f"from; source names a CrowS-Pairs-format file instead: remove benchmarks.{b}.source"
+                )
+            base = entry.neutral_of
+            if base is None:
+                continue
+            key = f"benchmarks.{b}.neutral_of"
+            if base == b:
+                raise ValueError(
+                    f"{key} names {b!r} itself; name the benchmark whose occupation wording {b} rewrites "
+                    "(e.g. neutral_of: genderlex), or remove neutral_of"
+                )
+            if base not in self.benchmarks:
+                close = difflib.get_close_matches(base, list(self.benchmarks), n=1)
+                known = f"did you mean {close[0]!r}?" if close else f"benchmarks: {', '.join(self.benchmarks)}"
+                raise ValueError(
+                    f"{key} names {base!r}, which has no entry under benchmarks; add an entry for {base!r} "
+                    f"or fix the name ({known})"
+                )
+            if self.benchmarks[base].neutral_of is not None:
+                raise ValueError(
+                    f"{key} names {base!r}, itself a rewrite (benchmarks.{base}.neutral_of: "
+                    f"{self.benchmarks[base].neutral_of}); name the benchmark with the occupation wording"
+                )
+        bases = list(dict.fromkeys(e.neutral_of for e in self.benchmarks.values() if e.neutral_of is not None))
+        if len(bases) > 1:
+            named = ", ".join(
+                f"benchmarks.{b}.neutral_of: {e.neutral_of}" for b, e in self.benchmarks.items() if e.neutral_of
             )
-        checked = []
-        if "neutral" in self.ablate.model_fields_set:  # the default applies only where those benchmarks are
-            checked.append(("ablate.neutral", self.ablate.neutral))
-        checked.append(("extract.rules", list(self.extract.rules)))
-        for key, names in checked:
-            outside = [b for b in names if b not in self.benchmarks]
-            if outside:
-                raise ValueError(f"{key} names {outside}, which are not in benchmarks; add them or fix the names")
+            raise ValueError(
+                f"the rewrites name {len(bases)} benchmarks ({named}); the neutral stage compares one benchmark "
+                "with its rewrites: give every rewrite the same neutral_of"
+            )
         return self
 
 
+# keys of the layout before one entry per benchmark (issue 39): where each one went
+MOVED = {
+    "imports": "moved into the benchmark entries: benchmarks.<b>.source: <CrowS-Pairs-format file>",
+    "extract.rules": "moved into the benchmark entries: benchmarks.<b>.rule: target | sentence",
+    "ablate.neutral": "moved into the benchmark entries: benchmarks.<rewrite>.neutral_of: <benchmark it rewrites>",
+}
+
+
 def _suggest(loc: tuple, raw: dict) -> str:
-    """'did you mean' for an unknown key, from the keys the model allows at that place."""
+    """'did you mean' for an unknown key, from the keys the model allows at that place (inside a mapping of
+    entries, ``benchmarks.<b>`` or ``registry.<m>``, those of an entry)."""
     model: Any = Params
-    for part in loc[:-1]:
+    parts = iter(loc[:-1])
+    for part in parts:
         field = model.model_fields.get(part) if isinstance(part, str) and hasattr(model, "model_fields") else None
         if field is None:
             return ""
         ann = field.annotation
+        if get_origin(ann) is dict:  # {name: entry}: the next part is the entry's name
+            ann = get_args(ann)[1]
+            if next(parts, None) is None:
+                return ""
         model = ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
         if model is None:
             return ""
@@ -473,7 +569,9 @@ def load_params(path: str | Path = DEFAULT_PARAMS) -> Params:
         for err in e.errors():
             loc = tuple(err["loc"])
             key = _key(loc)
-            if err["type"] == "extra_forbidden":
+            if err["type"] == "extra_forbidden" and key in MOVED:
+                problems.append(f"{key}: {MOVED[key]} (README.md, Parameters)")
+            elif err["type"] == "extra_forbidden":
                 problems.append(f"{key}: unknown key{_suggest(loc, raw)}")
             elif err["type"] == "missing":
                 problems.append(f"{key}: required key is missing")

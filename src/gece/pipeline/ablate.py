@@ -11,7 +11,6 @@ from rich.table import Table
 from gece import command
 from gece.errors import GeceError
 from gece.io import layout
-from gece.io.disk import clear_output_dir
 from gece.io.files import write_figure, write_json
 from gece.io.params import AblateParams, MetricsParams, Params
 from gece.io.schemas import BinningReport, SampleSizeReport
@@ -19,7 +18,7 @@ from gece.pipeline import runs
 from gece.report import plots
 from gece.stats import ablation
 from gece.stats.ablation import Run
-from gece.terminal import plain
+from gece.terminal import plain, plural
 
 log = logging.getLogger("gece")
 
@@ -68,24 +67,20 @@ def ablate_benchmark(params: Params, benchmark: str, reports: str | Path = layou
     """Every run of ``benchmark`` -> ``reports/ablation/sample_size/<b>/<m>.json`` (+ ``.png``) and
     ``reports/ablation/binning/<b>/<m>.json``; files of runs no longer configured are removed."""
     names = runs.runs(params, benchmark)
-    for rel, suffixes in ((layout.sample_size_file, (".json", ".png")), (layout.binning_file, (".json",))):
-        folder = layout.report_path(rel(benchmark, "x"), reports).parent
-        clear_output_dir(
-            folder,
-            suffixes,
-            "the reports directory",
-            keep=[folder / Path(rel(benchmark, m)).with_suffix(s).name for m in names for s in suffixes],
-        )
+    for folder, suffixes in (
+        (layout.sample_size_dir(benchmark), (".json", ".png")),
+        (layout.binning_dir(benchmark), (".json",)),
+    ):
+        layout.clear_stale_runs(layout.report_path(folder, reports), names, suffixes, "the reports directory")
     results = {}
     for m in names:
         run_, meta = runs.load_run(params, benchmark, m)
-        size = layout.report_path(layout.sample_size_file(benchmark, m), reports)
         results[m] = ablate_run(
             run_,
             meta,
-            size,
+            layout.report_path(layout.sample_size_file(benchmark, m), reports),
             layout.report_path(layout.binning_file(benchmark, m), reports),
-            size.with_suffix(".png"),
+            layout.report_path(layout.sample_size_figure(benchmark, m), reports),
             params.metrics,
             params.ablate,
         )
@@ -129,7 +124,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def _print(title: str, sizes: dict, grid: dict, draws: int) -> None:
     fmt = lambda v: "null" if v is None else f"{v:.4f}"  # noqa: E731
     table = Table(
-        title=plain(f"{title}: ECE over random subsets of N pairs ({command.plural(draws, 'draw')} each)"),
+        title=plain(f"{title}: ECE over random subsets of N pairs ({plural(draws, 'draw')} each)"),
         title_justify="left",
     )
     for col in ("N", "subsets", "ECE mean ± std", "Gender-ECE mean ± std", "Gender-ECE defined"):

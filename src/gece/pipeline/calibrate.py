@@ -14,14 +14,13 @@ from rich.table import Table
 from gece import command
 from gece.errors import GeceError
 from gece.io import layout
-from gece.io.disk import clear_output_dir
 from gece.io.files import read_table, write_json, write_table
 from gece.io.params import CalibrateParams, MetricsParams, Params
 from gece.io.schemas import CalibratedRow, CalibrationBinsReport, CalibrationReport, ScoreRow
 from gece.pipeline import metrics as metrics_stage
 from gece.pipeline import runs
 from gece.stats import calibration, metrics
-from gece.terminal import literal, plain
+from gece.terminal import literal, plain, plural
 
 log = logging.getLogger("gece")
 
@@ -179,21 +178,12 @@ def calibrate_benchmark(
     """Every run of ``benchmark`` -> ``reports/calibration/<b>/<m>.json``, ``artifacts/calibrated/<b>/<m>.parquet``
     and ``reports/calibration_bins/<b>/<m>.json``; files of runs no longer configured are removed."""
     names = runs.runs(params, benchmark)
-    folders = [
-        (
-            layout.report_path(layout.calibration_file(benchmark, "x"), reports).parent,
-            ".json",
-            lambda m: layout.calibration_file(benchmark, m),
-        ),
-        (
-            layout.report_path(layout.calibration_bins_file(benchmark, "x"), reports).parent,
-            ".json",
-            lambda m: layout.calibration_bins_file(benchmark, m),
-        ),
-        (layout.calibrated_dir(benchmark), ".parquet", lambda m: layout.calibrated_path(benchmark, m)),
-    ]
-    for folder, suffix, name in folders:
-        clear_output_dir(folder, (suffix,), "the output directory", keep=[folder / Path(name(m)).name for m in names])
+    for folder, suffix in (
+        (layout.report_path(layout.calibration_dir(benchmark), reports), ".json"),
+        (layout.report_path(layout.calibration_bins_dir(benchmark), reports), ".json"),
+        (layout.calibrated_dir(benchmark), ".parquet"),
+    ):
+        layout.clear_stale_runs(folder, names, (suffix,), "the output directory")
     results = {}
     for m in names:
         scores, meta = runs.load_scores(params, benchmark, m)
@@ -264,7 +254,7 @@ def _print_report(report: dict, meta: dict) -> None:
     for protocol, rep in report.items():
         title = (
             f"{meta.get('benchmark', '?')} / {meta.get('model', '?')}, {protocol}: "
-            f"fit on {rep['n_fit']}, evaluated on {command.plural(rep['n_eval'], 'pair')}"
+            f"fit on {rep['n_fit']}, evaluated on {plural(rep['n_eval'], 'pair')}"
         )
         table = Table(title=plain(title), title_justify="left")
         table.add_column("method")

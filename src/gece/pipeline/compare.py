@@ -19,7 +19,7 @@ from gece.pipeline import runs
 from gece.report import markdown as report_md
 from gece.stats import ablation
 from gece.stats.ablation import Run
-from gece.terminal import literal, plain
+from gece.terminal import literal, plain, plural
 
 log = logging.getLogger("gece")
 
@@ -159,13 +159,13 @@ def run(args: argparse.Namespace) -> int:
 
 def _print_compare(result: dict) -> None:
     """The comparison as a table (A − B per metric) and its verdicts in words."""
-    from gece.report.cells import _p
+    from gece.report.cells import format_p
     from gece.report.findings import LABELS, verdict
 
     keys = list(result["pairs"][0]["metrics"]) if result["pairs"] else []
     table = Table(
         title=plain(
-            f"{result['benchmark']}: A − B on the same {command.plural(result['n'], 'pair')}, "
+            f"{result['benchmark']}: A − B on the same {plural(result['n'], 'pair')}, "
             f"paired bootstrap ({result['draws']} resamples), {result['level']:.0%} intervals"
         ),
         title_justify="left",
@@ -185,7 +185,7 @@ def _print_compare(result: dict) -> None:
             text = (
                 "null"
                 if c["diff"] is None
-                else f"{c['diff']:+.3f} [{c['ci_low']:+.3f}, {c['ci_high']:+.3f}], {_p(c['p_value'])}"
+                else f"{c['diff']:+.3f} [{c['ci_low']:+.3f}, {c['ci_high']:+.3f}], {format_p(c['p_value'])}"
             )
             text = literal(text) + (" †" if c["significant_holm"] else "")
             cells.append(f"[bold]{text}[/]" if c["significant"] else text)
@@ -199,7 +199,7 @@ def _print_compare(result: dict) -> None:
     ]
     if len(result["pairs"]) > 1:
         command.out.print(
-            f"{command.plural(len(lines), 'difference')} significant after Holm's correction" + (":" if lines else "."),
+            f"{plural(len(lines), 'difference')} significant after Holm's correction" + (":" if lines else "."),
             highlight=False,
         )
     for line in lines:

@@ -18,7 +18,7 @@ import json
 import logging
 import shutil
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +39,10 @@ from gece.io.files import (
     write_json,
     write_table,
 )
-from gece.io.params import ExtractParams, ModelSpec
+from gece.io.params import ExtractParams, ModelSpec, Rule
 from gece.io.schemas import ExtractMeta, ExtractTiming, PreparedPair, TokenRow
 from gece.pipeline import reuse
-from gece.terminal import literal
+from gece.terminal import literal, plural
 
 log = logging.getLogger("gece")
 
@@ -63,11 +63,14 @@ def _fingerprint(**parts: object) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def effective(settings: ExtractParams, spec: ModelSpec, benchmark: str) -> ExtractParams:
-    """The settings that score ``benchmark`` with ``spec``: its rule (``rules``, else ``rule``), and the smaller of
+def effective(
+    settings: ExtractParams, spec: ModelSpec, benchmark: str, rules: Mapping[str, Rule] | None = None
+) -> ExtractParams:
+    """The settings that score ``benchmark`` with ``spec``: its rule (``rules[benchmark]``, the rule of its
+    params.yaml entry, :attr:`gece.io.params.Params.rules`; else ``settings.rule``), and the smaller of
     ``extract.limit`` and ``registry.<model>.limit``."""
     limit = min((x for x in (settings.limit, spec.limit) if x is not None), default=None)
-    return settings.model_copy(update={"rule": settings.rule_for(benchmark), "rules": {}, "limit": limit})
+    return settings.model_copy(update={"rule": (rules or {}).get(benchmark, settings.rule), "limit": limit})
 
 
 def fingerprint(prepared: Path, model_id: str, spec: ModelSpec, settings: ExtractParams) -> str:
@@ -119,6 +122,7 @@ def extract(
     loaded: object | None = None,
     shards: str | Path | None = None,
     key: str | None = None,
+    rules: Mapping[str, Rule] | None = None,
 ) -> tuple[ExtractMeta, ExtractTiming]:
     """artifacts/prepared/<b>.parquet -> artifacts/tokens/<m>/<b>.parquet, <b>.meta.json and <b>.timing.json.
 
@@ -131,7 +135,8 @@ def extract(
     from the shards, is byte-identical to an uninterrupted run's. The shards are removed once
     the output is written.
 
-    ``settings.rule_for(benchmark)`` says what is scored: the target words (``target``) or the whole
+    The benchmark's rule (``rules[benchmark]``, else ``settings.rule``; :func:`effective`) says what is scored:
+    the target words (``target``) or the whole
     sentences (``sentence``); a pair with a word at its sentence's first token is fed with the prefix
     token (BOS, else EOS) in front (:func:`gece.scoring.planning.prefix_pairs`; counted in the
     meta's ``prefixed_sentences``). Every pair is tokenized and aligned before any is scored: a
@@ -160,7 +165,7 @@ def extract(
     resolved = models.resolve(spec)  # a missing package/file/hub id fails before any work
     n_rows, pmeta = parquet_rows(prepared, PreparedPair, whole=False)  # streamed
     benchmark = pmeta.get("benchmark", prepared.stem)
-    settings = effective(settings, spec, benchmark)
+    settings = effective(settings, spec, benchmark, rules)
     n = n_rows if settings.limit is None else min(n_rows, settings.limit)
     check_unique_ids(prepared, pair_ids(prepared, n))  # one column read: a repeated pair fails before the model loads
     key = key or fingerprint(prepared, model_id, spec, settings)
@@ -409,10 +414,12 @@ def extract_model(
     benchmarks: list[str],
     settings: ExtractParams,
     *,
+    rules: Mapping[str, Rule] | None = None,
     loaded: object | None = None,
     lock: str | Path = reuse.LOCK,
 ) -> ModelRun:
-    """The extract stage of one model: every benchmark's prepared pairs -> ``artifacts/tokens/<model>/``.
+    """The extract stage of one model: every benchmark's prepared pairs -> ``artifacts/tokens/<model>/``, each
+    scored under its rule (``rules[b]``, else ``settings.rule``).
 
     The model is loaded once, and only when a benchmark needs scoring: a benchmark whose token file the last
     recorded run wrote (:func:`gece.pipeline.reuse.previous_outputs`: ``dvc.lock`` and DVC's cache, with the
@@ -430,7 +437,7 @@ def extract_model(
     lm = loaded
     for b in benchmarks:
         prepared, out = layout.prepared_path(b), layout.tokens_path(model_id, b)
-        key = fingerprint(prepared, model_id, spec, effective(settings, spec, b))
+        key = fingerprint(prepared, model_id, spec, effective(settings, spec, b, rules))
         old, old_meta = previous.get(out.name), previous.get(layout.meta_path(out).name)
         if old and old_meta and parquet_rows(old, TokenRow)[1].get(FINGERPRINT) == key:
             for src, dest in ((old, out), (old_meta, layout.meta_path(out))):
@@ -441,7 +448,15 @@ def extract_model(
             continue
         lm = lm or _load(spec)
         run.scored[b] = extract(
-            prepared, out, model_id, spec, settings, loaded=lm, shards=layout.tokens_shards_dir(model_id, b), key=key
+            prepared,
+            out,
+            model_id,
+            spec,
+            settings,
+            loaded=lm,
+            shards=layout.tokens_shards_dir(model_id, b),
+            key=key,
+            rules=rules,
         )[1]
     if benchmarks:
         with contextlib.suppress(OSError):  # the shards' folder, once no benchmark has shards left in it
@@ -477,7 +492,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=Path,
         nargs="?",
         help="artifacts/prepared/<benchmark>.parquet: score this one "
-        "file (default: every benchmark of {params:benchmarks}, to artifacts/tokens/<model>/)",
+        "file (default: every benchmark of params.yaml's benchmarks, to artifacts/tokens/<model>/)",
     )
     p.add_argument("out", type=Path, nargs="?", help="the token file to write, with PREPARED")
     p.add_argument(
@@ -503,8 +518,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--rule",
         choices=["target", "sentence"],
         help="what a side's tokens are, with PREPARED: the target words' (target) or the whole sentence's "
-        "(sentence, lm-evaluation-harness's crows_pairs) (default: the benchmark's entry under "
-        "{params:extract.rules}, else {params:extract.rule})",
+        "(sentence, lm-evaluation-harness's crows_pairs) (default: the rule of the benchmark's entry, "
+        "benchmarks.<b>.rule, else {params:extract.rule})",
     )
     p.set_defaults(outputs={"OUT": "out", "--meta-out": "meta_out"}, inputs=("prepared",))
 
@@ -543,22 +558,21 @@ def run(args: argparse.Namespace) -> int:
             hint="the stages after extract read them (gece metrics --benchmark ...); extract scores a model of models",
         )
     settings = command.override(params.extract, batch_size=args.batch_size, limit=args.limit, rule=args.rule)
-    if args.rule is not None:  # --rule scores this benchmark with it, whatever extract.rules says
-        settings = settings.model_copy(update={"rules": {}})
+    rules = {} if args.rule is not None else params.rules  # --rule scores this benchmark with it, whatever its entry
     if args.prepared is None:
-        done = extract_model(args.model, spec, params.benchmarks, settings)
+        done = extract_model(args.model, spec, list(params.benchmarks), settings, rules=rules)
         pairs = sum(t.pairs for t in done.scored.values())
         seconds = sum(t.seconds for t in done.scored.values())
         command.out.print(
-            f"[green]scored[/] {command.plural(len(done.scored), 'benchmark')} with "
-            f"{literal(args.model)} ({command.plural(pairs, 'pair')} in {seconds:.1f} s), reused "
+            f"[green]scored[/] {plural(len(done.scored), 'benchmark')} with "
+            f"{literal(args.model)} ({plural(pairs, 'pair')} in {seconds:.1f} s), reused "
             f"{len(done.reused)} -> {literal(str(layout.tokens_dir(args.model)))}",
             highlight=False,
         )
         return 0
-    meta, timing = extract(args.prepared, args.out, args.model, spec, settings, meta_out=args.meta_out)
+    meta, timing = extract(args.prepared, args.out, args.model, spec, settings, meta_out=args.meta_out, rules=rules)
     command.out.print(
-        f"[green]scored[/] {command.plural(meta.pairs, 'pair')} of {literal(meta.benchmark)} with "
+        f"[green]scored[/] {plural(meta.pairs, 'pair')} of {literal(meta.benchmark)} with "
         f"{literal(meta.model)} in {timing.seconds:.1f} s ({timing.pairs_per_s or 0:.1f} pairs/s) -> "
         f"{literal(str(args.out))}",
         highlight=False,

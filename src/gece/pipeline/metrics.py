@@ -12,7 +12,6 @@ import pandas as pd
 
 from gece import command
 from gece.io import layout
-from gece.io.disk import clear_output_dir
 from gece.io.files import write_json
 from gece.io.params import MetricsParams, Params
 from gece.io.schemas import BinsReport, MetricsReport
@@ -68,11 +67,8 @@ def metrics_benchmark(
     ``reports/bins/<b>/<m>.json``; files of runs no longer configured are removed."""
     results = {}
     names = runs.runs(params, benchmark)
-    for rel in (layout.metrics_file, layout.bins_file):
-        folder = layout.report_path(rel(benchmark, "x"), reports).parent
-        clear_output_dir(
-            folder, (".json",), "the reports directory", keep=[folder / Path(rel(benchmark, m)).name for m in names]
-        )
+    for folder in (layout.metrics_dir(benchmark), layout.bins_dir(benchmark)):
+        layout.clear_stale_runs(layout.report_path(folder, reports), names, (".json",), "the reports directory")
     for m in names:
         scores, _ = runs.load_scores(params, benchmark, m, runs.RUN_COLUMNS)
         report, bins = run_metrics(scores, settings)
@@ -83,7 +79,7 @@ def metrics_benchmark(
         "%s: metrics of %d runs -> %s",
         benchmark,
         len(names),
-        layout.report_path(layout.metrics_file(benchmark, "x"), reports).parent,
+        layout.report_path(layout.metrics_dir(benchmark), reports),
     )
     return results
 

@@ -7,6 +7,7 @@ import logging
 from pathlib import Path
 
 from gece import command
+from gece.errors import GeceError
 from gece.io import layout
 from gece.io.files import read_json, write_json
 from gece.io.schemas import NEUTRAL_KEYS, MetricsReport, NeutralReport
@@ -18,7 +19,8 @@ log = logging.getLogger("gece")
 HELP = "occupation vs gender-neutral wording for one model, from its metrics (DVC stage neutral)"
 EXAMPLES = ("gece neutral --model smollm2-135m --out /tmp/neutral.json",)
 DESCRIPTION = (
-    "The metrics of one model on the benchmarks of ablate.neutral ({params:ablate.neutral}), read from "
+    "The metrics of one model on a benchmark with occupation words and on its gender-neutral rewrites (the "
+    "benchmarks whose params.yaml entry names it: benchmarks.<b>.neutral_of), read from "
     "reports/metrics/<benchmark>/<model>.json."
 )
 
@@ -34,7 +36,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     command.check_id(args.model, "--model")
     params = command.require_params(args)
-    paths = {b: layout.metrics_path(b, args.model) for b in params.ablate.neutral}
+    compared = params.neutral_benchmarks
+    if not compared:
+        raise GeceError(
+            f"no benchmark of {args.params} is a gender-neutral rewrite: nothing to compare",
+            hint="mark each rewrite in its benchmark entry, e.g. benchmarks: {genderlex_person: {neutral_of: "
+            "genderlex}} (README.md, Parameters)",
+        )
+    paths = {b: layout.metrics_path(b, args.model) for b in compared}
     rows = neutral(args.model, paths, args.out)
     if not args.quiet:
         command.out.print(

@@ -1,8 +1,8 @@
 """Stage prepare: a benchmark -> the validated, aligned pairs (``artifacts/prepared/<b>.parquet``) and its
 per-annotator labels (``artifacts/annotations/<b>.parquet``, zero rows when it has none).
 
-A benchmark is a gece CSV (``data/benchmarks/<b>.csv``) or, when params.yaml lists it under
-``imports``, a CrowS-Pairs-format file read by :mod:`gece.io.crows` (identity protocol: y = 1; the
+A benchmark is a gece CSV (``data/benchmarks/<b>.csv``) or, when its params.yaml entry has a ``source``
+(``benchmarks.<b>.source``), a CrowS-Pairs-format file read by :mod:`gece.io.crows` (identity protocol: y = 1; the
 group is the CrowS ``bias_type``, so the gender-lexicon check is skipped; pairs that cannot be
 scored are dropped with one warning).
 """
@@ -125,7 +125,7 @@ def prepare(
 # the line `gece --help` shows for this command (read without importing this module)
 HELP = "validate and align a benchmark -> prepared Parquet (DVC stage prepare)"
 EXAMPLES = (
-    "gece prepare --benchmark crows_pairs          # params.yaml: imports, else data/benchmarks/<b>.csv",
+    "gece prepare --benchmark crows_pairs          # params.yaml: benchmarks.<b>.source, else data/benchmarks/<b>.csv",
     "gece prepare data/benchmarks/winobias.csv artifacts/prepared/winobias.parquet",
     (
         "gece prepare --crows data/winoqueer/winoqueer_benchmark.csv artifacts/prepared/winoqueer.parquet "
@@ -144,7 +144,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("out", type=Path, nargs="?", help="artifacts/prepared/<name>.parquet")
     p.add_argument(
         "--benchmark",
-        help="a benchmark of params.yaml: read from its imports entry or "
+        help="a benchmark of params.yaml: read from its entry's source or "
         "data/benchmarks/<b>.csv, written to artifacts/prepared/<b>.parquet and "
         "artifacts/annotations/<b>.parquet",
     )
@@ -182,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
             layout.prepared_path(b),
             settings,
             name=b,
-            imported=b in params.imports,
+            imported=params.benchmarks[b].imported,
             annotations_out=layout.annotations(b),
             annotations_csv=extra if extra.is_file() else None,
         )

@@ -25,7 +25,7 @@ from gece.report import markdown as report_md
 from gece.report import plots
 from gece.report import tables as report_tables
 from gece.stats import metrics
-from gece.terminal import literal
+from gece.terminal import literal, plural
 
 log = logging.getLogger("gece")
 
@@ -169,9 +169,10 @@ def report_stage(
         "params": params.model_dump(mode="json"),
         "packages": _package_versions(),
     }
-    clear_output_dir(out_dir / "tables", (".md",), "--out")  # stale tables of removed runs go too
-    clear_output_dir(out_dir / "figures", (".png",), "--out", keep=list((out_dir / "figures").rglob("*")))  # checked
-    # here; the figures that were not drawn again are removed below
+    tables_dir, figures_dir = out_dir / layout.TABLES_DIR, out_dir / layout.FIGURES_DIR
+    clear_output_dir(tables_dir, (".md",), "--out")  # stale tables of removed runs go too
+    # the figures are checked here; those that are not drawn again are removed below
+    clear_output_dir(figures_dir, (".png",), "--out", keep=list(figures_dir.rglob("*")))
 
     figures: dict[str, dict] = {"grid": {}, "calibration": {}, "runs": {}, "sizes": {}}
     written: list[str] = []
@@ -193,7 +194,7 @@ def report_stage(
 
     for key, rel in list(data.sample_size_figures.items()):  # --out elsewhere: the page takes a copy along
         if rel.startswith("../") or Path(rel).is_absolute():
-            src = reports_dir / layout.sample_size_file(*key).replace(".json", ".png")
+            src = reports_dir / layout.sample_size_figure(*key)
             copy = layout.fig_sample_size(*key)
             if not (out_dir / copy).exists() or (out_dir / copy).read_bytes() != src.read_bytes():
                 write_bytes(out_dir / copy, src.read_bytes())
@@ -205,7 +206,7 @@ def report_stage(
         panels, entries = [], []
         for m in data.runs[b]:
             key = (b, m)
-            scores = scores_dir / b / f"{m}.parquet"
+            scores = scores_dir / layout.scores_file(b, m)
             if runs.is_reference(params, m):
                 df = runs.load_scores(params, b, m, root=root)[0] if runs.has_scores(params, b, m, root) else None
             else:
@@ -296,18 +297,19 @@ def report_stage(
             )
     _draw_figures(todo)
     figures["sizes"].update({rel: png_size(out_dir / rel) for rel in written})
-    clear_output_dir(out_dir / "figures", (".png",), "--out", keep=[out_dir / rel for rel in written])
+    clear_output_dir(figures_dir, (".png",), "--out", keep=[out_dir / rel for rel in written])
 
     docs, examples = report_tables.build_tables(data), report_tables.examples_docs(data)
     for doc in docs + examples:
-        write_text(out_dir / "tables" / f"{doc.name}.md", report_md.doc_markdown(doc))
-    write_text(out_dir / "index.html", report_html.render_html(data, docs, figures))
+        write_text(out_dir / layout.table_file(doc.name), report_md.doc_markdown(doc))
+    page = out_dir / layout.PAGE_FILE
+    write_text(page, report_html.render_html(data, docs, figures))
     log.info(
         "report: %d figures (%d unchanged, not redrawn), %d tables -> %s",
         len(written),
         len(reused),
         len(docs) + len(examples),
-        out_dir / "index.html",
+        page,
     )
     for line in data.missing:
         log.warning("report: missing %s", line)
@@ -315,9 +317,9 @@ def report_stage(
 
     return {
         "figures": written,
-        "tables": [f"tables/{d.name}.md" for d in docs + examples],
+        "tables": [layout.table_file(d.name) for d in docs + examples],
         "missing": data.missing,
-        "html": str(out_dir / "index.html"),
+        "html": str(page),
         "reused": reused,
         "findings": findings(data),
     }
@@ -348,14 +350,12 @@ def run(args: argparse.Namespace) -> int:
     params = command.require_params(args)
     result = report_stage(params, args.reports, args.scores, args.out, args.data_dvc)
     command.out.print(
-        f"[green]report[/]: {command.plural(len(result['figures']), 'figure')}, "
-        f"{command.plural(len(result['tables']), 'table')} -> {literal(result['html'])}",
+        f"[green]report[/]: {plural(len(result['figures']), 'figure')}, "
+        f"{plural(len(result['tables']), 'table')} -> {literal(result['html'])}",
         highlight=False,
     )
     if result["missing"]:
-        command.out.print(
-            f"{command.plural(len(result['missing']), 'part')} missing (listed on the page)", highlight=False
-        )
+        command.out.print(f"{plural(len(result['missing']), 'part')} missing (listed on the page)", highlight=False)
     if not args.quiet and result.get("findings") is not None:
         summary.print_findings(result["findings"])
     return 0

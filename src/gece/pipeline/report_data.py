@@ -65,12 +65,17 @@ def load_report_data(
     """Every JSON report the page is built from; what is missing is listed, not an error. ``root``: the
     repository whose data/ holds the released scores of the references."""
     benchmarks = list(params.benchmarks)
-    if (reports_dir / "metrics").is_dir():
+    if (reports_dir / layout.METRICS_DIR).is_dir():
         benchmarks += sorted(
-            d.name for d in (reports_dir / "metrics").iterdir() if d.is_dir() and d.name not in benchmarks
+            d.name for d in (reports_dir / layout.METRICS_DIR).iterdir() if d.is_dir() and d.name not in benchmarks
         )
     expected = {b: runs.runs(params, b, root) for b in benchmarks}
-    data = report_cells.ReportData(benchmarks=benchmarks, runs={}, special_pairs=dict(params.ablate.special_tokens))
+    data = report_cells.ReportData(
+        benchmarks=benchmarks,
+        runs={},
+        references=runs.reference_ids(params),
+        special_pairs=dict(params.ablate.special_tokens),
+    )
     lost: dict[str, list[tuple[str, str]]] = {
         k: []
         for k in (
@@ -85,7 +90,7 @@ def load_report_data(
         )
     }
     for b in benchmarks:
-        found = sorted(p.stem for p in (reports_dir / "metrics" / b).glob("*.json"))
+        found = sorted(p.stem for p in (reports_dir / layout.metrics_dir(b)).glob("*.json"))
         data.runs[b] = [m for m in expected[b] if m in found] + [m for m in found if m not in expected[b]]
         lost["metrics"] += [(b, m) for m in expected[b] if m not in found]
         for m in data.runs[b]:
@@ -103,16 +108,17 @@ def load_report_data(
                     lost[what].append(key)
                 else:
                     store[key] = value
-            png = reports_dir / layout.sample_size_file(b, m).replace(".json", ".png")
+            png = reports_dir / layout.sample_size_figure(b, m)
             if png.exists():
                 data.sample_size_figures[key] = Path(os.path.relpath(png, out_dir)).as_posix()
             if runs.is_reference(params, m):  # read from data/reference; nothing extracted
                 if not runs.has_scores(params, b, m, root):
                     lost["scores (for the equal-mass diagrams)"].append(key)
                 continue
-            if not (scores_dir / b / f"{m}.parquet").exists():
+            scores = scores_dir / layout.scores_file(b, m)
+            if not scores.exists():
                 lost["scores (for the equal-mass diagrams)"].append(key)
-            meta = _read_optional(layout.meta_path(scores_dir / b / f"{m}.parquet"), ExtractMeta)
+            meta = _read_optional(layout.meta_path(scores), ExtractMeta)
             if meta is None:
                 lost["extract metadata"].append(key)
             else:

@@ -42,6 +42,11 @@ def is_reference(params: Params, model: str) -> bool:
     return spec is not None and spec.reference is not None
 
 
+def reference_ids(params: Params) -> set[str]:
+    """The run ids of the registry whose source is ``reference:<name>`` (released scores, nothing extracted)."""
+    return {m for m in params.registry if is_reference(params, m)}
+
+
 def has_scores(params: Params, benchmark: str, model: str, root: Path = Path()) -> bool:
     """Whether the files a run's scores are read from exist under ``root`` (the score file; for a reference,
     the prepared benchmark and the released CSV)."""

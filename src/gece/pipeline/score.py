@@ -23,7 +23,7 @@ from gece.io import layout
 from gece.io.files import ROW_GROUP_ROWS, TableWriter, read_json, read_table, write_json
 from gece.io.schemas import ExtractMeta, PreparedPair, ScoreRow, TokenRow
 from gece.scoring import rules
-from gece.terminal import literal
+from gece.terminal import literal, plural
 
 log = logging.getLogger("gece")
 
@@ -135,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
         )
     meta = score(layout.prepared_path(args.benchmark), tokens, out, word_prob)
     command.out.print(
-        f"[green]scored[/] {command.plural(meta.pairs, 'pair')} of {literal(args.benchmark)} with "
+        f"[green]scored[/] {plural(meta.pairs, 'pair')} of {literal(args.benchmark)} with "
         f"{literal(args.model)} (word_prob {word_prob}) -> {literal(str(out))}",
         highlight=False,
     )

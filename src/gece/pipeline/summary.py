@@ -12,12 +12,11 @@ from rich.table import Table
 from gece import command
 from gece.io import layout
 from gece.io.disk import check_input_dir
-from gece.io.files import write_json
+from gece.io.files import flatten, write_json
 from gece.io.params import Params
 from gece.io.schemas import SummaryReport
 from gece.pipeline import report_data
 from gece.terminal import literal, plain
-from gece.tools.diff import flatten
 
 log = logging.getLogger("gece")
 

@@ -8,21 +8,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gece.io.files import is_number
 
-def _num(x: float | None, digits: int = 3) -> str:
+
+def format_fixed(x: float | None, digits: int = 3) -> str:
     return "–" if x is None else f"{x:.{digits}f}"
 
 
-def _p(p: float | None) -> str:
+def format_p(p: float | None) -> str:
     """A p-value as text: ``p = 0.028``, ``p < 0.001``, ``p –`` when undefined."""
     if p is None:
         return "p –"
     return f"p = {p:.3f}" if p >= 0.001 else "p < 0.001"
-
-
-def plural(n: int, word: str, many: str | None = None) -> str:
-    """``1 pair``, ``2 pairs`` (``many`` for an irregular plural)."""
-    return f"{n} {word if n == 1 else many or word + 's'}"
 
 
 @dataclass
@@ -31,6 +28,7 @@ class ReportData:
 
     benchmarks: list[str]
     runs: dict[str, list[str]]  # benchmark -> models with metrics, in display order
+    references: set[str] = field(default_factory=set)  # the runs read from released scores (registry: reference:)
     metrics: dict[tuple[str, str], dict] = field(default_factory=dict)
     bins: dict[tuple[str, str], list[dict]] = field(default_factory=dict)
     sample_size: dict[tuple[str, str], dict] = field(default_factory=dict)
@@ -127,7 +125,7 @@ def resolve(doc: object, pointer: str) -> object:
     return doc
 
 
-def _metric_cell(obj: dict | None, key: str, *base: object, ci: bool = True) -> Cell:
+def metric_cell(obj: dict | None, key: str, *base: object, ci: bool = True) -> Cell:
     if obj is None:
         return Cell()
     cell = Cell(value=obj.get(key), ref={"value": ptr(*base, key)})
@@ -138,10 +136,6 @@ def _metric_cell(obj: dict | None, key: str, *base: object, ci: bool = True) -> 
     return cell
 
 
-def _is_number(x: object) -> bool:
-    return isinstance(x, int | float) and not isinstance(x, bool)
-
-
 def mark_worst(table: Table) -> Table:
     """Mark the worst and the best number of every ranked column (ties: all of them; needs two
     different numbers)."""
@@ -149,14 +143,14 @@ def mark_worst(table: Table) -> Table:
         if col.worst is None:
             continue
         cells = [r.cells[j] for r in table.rows]
-        nums = [c.value for c in cells if _is_number(c.value)]
+        nums = [c.value for c in cells if is_number(c.value)]
         if len(nums) < 2 or max(nums) == min(nums):
             continue
         worst, best = (max(nums), min(nums)) if col.worst == "high" else (min(nums), max(nums))
         for c in cells:
-            if _is_number(c.value) and c.value == worst:
+            if is_number(c.value) and c.value == worst:
                 c.worst = col.worst
-            elif _is_number(c.value) and c.value == best:
+            elif is_number(c.value) and c.value == best:
                 c.best = "low" if col.worst == "high" else "high"
     return table
 
@@ -186,6 +180,6 @@ def format_cell(cell: Cell, col: Column) -> str:
     return text
 
 
-def _bench_heading(data: ReportData, b: str) -> str:
+def bench_heading(data: ReportData, b: str) -> str:
     ns = sorted({data.metrics[(b, m)]["n"] for m in data.runs.get(b, []) if (b, m) in data.metrics})
     return f"{b} ({', '.join(map(str, ns))} pairs)" if ns else b

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from gece.registry import METRIC
 from gece.report.cells import ReportData
+from gece.terminal import plural
 
 # the per-run keys of reports/summary.json, in order (a subset of MetricsReport)
 HEADLINE = ("n", "ece", "gender_ece", "macro_ce", "brier", "accuracy")
@@ -60,7 +61,7 @@ def summary(data: ReportData) -> dict:
     - ``calibration.<b>.<m>``: the lowest held-out ECE after calibration, per protocol;
     - ``binning.<b>.<m>``: the lowest and highest ECE over the binnings of the binning ablation;
     - ``neutral.<m>.<variant>``: ECE and Gender-ECE of each gender-neutral rewrite minus the occupation
-      wording (the first benchmark of ``ablate.neutral``);
+      wording (the benchmark that the ``neutral_of`` entries of params.yaml name);
     - ``special_tokens.<m>.<b>``: ECE and mean confidence without the special tokens minus with them;
     - ``compare.<b>``: per metric, how many model pairs differ significantly after Holm's correction;
     - ``groups.<b>.<m>``: per protocol, the largest gap between groups of the first grouping that splits the
@@ -202,10 +203,6 @@ def _benchmark(data: ReportData, b: str) -> BenchmarkFinding | None:
     return out
 
 
-def _plural(n: int, word: str, plural: str | None = None) -> str:
-    return f"{n} {word if n == 1 else plural or word + 's'}"
-
-
 def _special_tokens_effect(data: ReportData) -> str | None:
     parts = []
     for m, rep in sorted(data.special_tokens.items()):
@@ -225,7 +222,7 @@ def _special_tokens_effect(data: ReportData) -> str | None:
         worse = [b for b, w, wo in differ if wo["ece"] > w["ece"]]
         span = ", ".join(f"{b} {w['ece']:.3f} → {wo['ece']:.3f}" for b, w, wo in differ)
         text = f"without its special tokens ({without}), {m} " + (
-            f"has a higher ECE on {len(worse)} of {_plural(len(differ), 'benchmark')} ({span})"
+            f"has a higher ECE on {len(worse)} of {plural(len(differ), 'benchmark')} ({span})"
             if differ
             else "scores alike"
         )
@@ -270,7 +267,7 @@ def _brier_effect(data: ReportData) -> str | None:
             shown.append(f"{b}: {by_brier[0]} by Brier, {by_ece[0]} by ECE")
     if not taus:
         return None
-    head = f"Brier and ECE pick a different best model on {len(differ)} of {_plural(len(taus), 'benchmark')}" + (
+    head = f"Brier and ECE pick a different best model on {len(differ)} of {plural(len(taus), 'benchmark')}" + (
         f" ({'; '.join(shown)})" if shown else ""
     )
     return f"{head}; Kendall's τ between the two rankings is {min(taus):.2f} to {max(taus):.2f}."
@@ -297,7 +294,7 @@ def _calibration_effect(data: ReportData) -> str | None:
         return None
     common = max(methods, key=lambda k: (methods[k], k)) if methods else None
     return (
-        f"post-hoc calibration lowers the held-out ECE of {lower} of {_plural(total, 'run')}; the method "
+        f"post-hoc calibration lowers the held-out ECE of {lower} of {plural(total, 'run')}; the method "
         f"with the lowest ECE is most often {common} ({methods[common]} of {total})."
     )
 
@@ -314,10 +311,10 @@ def _compare_effect(data: ReportData) -> str | None:
     if not total:
         return None
     return (
-        f"{sig} of {_plural(total, 'model pair')} on {_plural(benches, 'benchmark')} differ in ECE "
+        f"{sig} of {plural(total, 'model pair')} on {plural(benches, 'benchmark')} differ in ECE "
         "significantly after Holm's correction (paired bootstrap): most rankings by ECE are within noise"
         if sig * 2 < total
-        else f"{sig} of {_plural(total, 'model pair')} on {_plural(benches, 'benchmark')} differ in ECE "
+        else f"{sig} of {plural(total, 'model pair')} on {plural(benches, 'benchmark')} differ in ECE "
         "significantly after Holm's correction (paired bootstrap)."
     )
 
@@ -352,7 +349,7 @@ def _groups_effect(data: ReportData) -> str | None:
         sig = sum(_num(gap.get("p_perm")) is not None and gap["p_perm"] < 0.05 for _, _, gap in found)
         m, grouping, gap = max(found, key=lambda x: (x[2]["gap"], x[0]))
         parts.append(
-            f"{b} by {grouping}: {sig} of {_plural(len(found), 'run')} with a gap at p < 0.05 "
+            f"{b} by {grouping}: {sig} of {plural(len(found), 'run')} with a gap at p < 0.05 "
             f"(permutation); largest {m} {gap['gap']:.3f} [{gap['ci_low']:.3f}, {gap['ci_high']:.3f}], "
             f"{gap['high']} vs {gap['low']}"
         )
@@ -403,7 +400,7 @@ def benchmark_sentence(f: BenchmarkFinding) -> str:
                 + (f"{f.best[key].text()}" if same else f"best {f.best[key].text()}, worst {f.worst[key].text()}")
             )
     n = "/".join(map(str, f.n))
-    return f"{f.benchmark} ({n} pairs, {_plural(f.models, 'model')}): " + "; ".join(parts)
+    return f"{f.benchmark} ({n} pairs, {plural(f.models, 'model')}): " + "; ".join(parts)
 
 
 FINDINGS_CAPTION = (
@@ -421,7 +418,7 @@ def findings_lines(f: Findings) -> list[str]:
 def verdict(a: str, b: str, key: str, cell: dict, level: float = 0.95) -> str:
     """One compared metric of two models in words (``diff`` is a − b, as in ``reports/compare``):
     ``A is better calibrated than B on ECE by 0.045 [0.020, 0.070], p = 0.001``."""
-    from gece.report.cells import _p
+    from gece.report.cells import format_p
 
     label = LABELS.get(key, key)
     diff, lo, hi, p = (_num(cell.get(k)) for k in ("diff", "ci_low", "ci_high", "p_value"))
@@ -435,11 +432,11 @@ def verdict(a: str, b: str, key: str, cell: dict, level: float = 0.95) -> str:
     if not cell.get("significant"):
         return (
             f"{a} and {b} do not differ significantly on {label}: {a} − {b} = {diff:+.3f} "
-            f"[{lo:+.3f}, {hi:+.3f}], {_p(p)}"
+            f"[{lo:+.3f}, {hi:+.3f}], {format_p(p)}"
         )
     higher_better = key in HIGHER_IS_BETTER
     a_better = (diff > 0) == higher_better
     winner, loser = (a, b) if a_better else (b, a)
     size, low, high = abs(diff), min(abs(lo), abs(hi)), max(abs(lo), abs(hi))
     how = "agrees with the human judgements more often than" if higher_better else "is better calibrated than"
-    return f"{winner} {how} {loser} on {label} by {size:.3f} [{low:.3f}, {high:.3f}], {_p(p)}{holm}"
+    return f"{winner} {how} {loser} on {label} by {size:.3f} [{low:.3f}, {high:.3f}], {format_p(p)}{holm}"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from gece.io import layout
-from gece.report.cells import Cell, Column, Row, Table, TableDoc, _p, ptr
+from gece.report.cells import Cell, Column, Row, Table, TableDoc, format_p, ptr
 
 PROTOCOL_TEXT = {
     "identity": (
@@ -64,7 +64,7 @@ def _gap_cell(result: Mapping | None, pointer: tuple) -> Cell:
         return Cell(note=f"only {gap['high']} is large enough")
     base = (*pointer, "gap")
     note = f"{gap['high']} − {gap['low']}" + (
-        f", permutation {_p(gap['p_perm'])}" if gap.get("p_perm") is not None else ""
+        f", permutation {format_p(gap['p_perm'])}" if gap.get("p_perm") is not None else ""
     )
     return Cell(
         value=gap["gap"],

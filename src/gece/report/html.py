@@ -13,6 +13,7 @@ from string import Template
 from urllib.parse import quote
 
 from gece import registry
+from gece.io import layout
 from gece.report.cells import (
     BEST_MARK,
     WORST_MARK,
@@ -93,7 +94,7 @@ def table_html(table: Table) -> str:
 def doc_html(doc: TableDoc) -> str:
     parts = [
         f'<section id="table-{_e(doc.name)}" class="tabledoc">',
-        f'<h3>{_e(doc.title)} <a class="md" href="{_url(f"tables/{doc.name}.md")}">markdown</a></h3>',
+        f'<h3>{_e(doc.title)} <a class="md" href="{_url(layout.table_file(doc.name))}">markdown</a></h3>',
         f'<p class="caption">{_md_inline(doc.caption)}</p>',
     ]
     if not doc.tables:
@@ -324,7 +325,7 @@ def examples_html(data: ReportData, docs: list[TableDoc]) -> str:
         t = doc.tables[0]
         out.append(
             f'<details id="{_e(doc.name)}"><summary>{_e(t.heading)} ({len(t.rows)} rows) '
-            f'<a class="md" href="{_url("tables/" + doc.name + ".md")}">markdown</a></summary>'
+            f'<a class="md" href="{_url(layout.table_file(doc.name))}">markdown</a></summary>'
         )
         out.append(f'<p class="note">{_e(t.note)}</p>')
         out.append(table_html(t))
@@ -362,7 +363,7 @@ def _provenance_html(data: ReportData) -> str:
     out += [f"<tr><th>{_e(k)}</th><td>{_md_inline(v) if k == 'git revision' else _e(v)}</td></tr>" for k, v in rows]
     out.append("</tbody></table>")
     out.append("<h3>Models</h3>")
-    paper = sorted({m for b in data.benchmarks for m in data.runs.get(b, []) if m.startswith("paper-")})
+    paper = sorted({m for b in data.benchmarks for m in data.runs.get(b, []) if m in data.references})
     if paper:
         out.append(
             f"<p>{_e(', '.join(paper))}: the authors' released per-pair scores "
@@ -379,7 +380,7 @@ def _provenance_html(data: ReportData) -> str:
     scored = [
         m
         for m in dict.fromkeys(m for b in data.benchmarks for m in data.runs.get(b, []))
-        if not m.startswith("paper-") and m not in {p for p, _ in provs}
+        if m not in data.references and m not in {p for p, _ in provs}
     ]
     if scored:
         out.append(

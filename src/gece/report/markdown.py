@@ -11,12 +11,12 @@ from gece.report.cells import (
     Column,
     Table,
     TableDoc,
-    _num,
-    _p,
     format_cell,
-    plural,
+    format_fixed,
+    format_p,
 )
 from gece.report.tables import plain_text
+from gece.terminal import plural
 
 # the comparison's column labels: the registry's, but human alignment is "Accuracy" here
 LABELS = {"accuracy": "Accuracy"}
@@ -53,7 +53,8 @@ def compare_markdown(result: dict) -> str:
         cells = []
         for k in keys:
             c = pair["metrics"][k]
-            text = f"{_num(c['diff'], 3)} [{_num(c['ci_low'])}, {_num(c['ci_high'])}], {_p(c['p_value'])}"
+            interval = f"[{format_fixed(c['ci_low'])}, {format_fixed(c['ci_high'])}]"
+            text = f"{format_fixed(c['diff'], 3)} {interval}, {format_p(c['p_value'])}"
             if c["significant"]:
                 text = f"**{text}**" + (" †" if c["significant_holm"] else "")
             cells.append(text)
@@ -81,7 +82,7 @@ def compare_markdown(result: dict) -> str:
             "|---|--:|--:|",
         ]
         lines += [
-            f"| {_label(k)} | {_num(v['median'])} | {_num(v['min'])} – {_num(v['max'])} |"
+            f"| {_label(k)} | {format_fixed(v['median'])} | {format_fixed(v['min'])} – {format_fixed(v['max'])} |"
             for k, v in power["mde"].items()
         ]
     return "\n".join(lines) + "\n"

@@ -45,7 +45,7 @@ def sample_size_figure(report: dict, title: str) -> Figure:
 
 
 # ------------------------------------------------------------------ reliability diagrams
-# The authors' style (their figures are in ../shared/reference-figures/): blue per-bin accuracy
+# The authors' style (as in their published figures): blue per-bin accuracy
 # bars ("Outputs"), pink hatched bars from the accuracy to the diagonal at the bin centre
 # ("Calibration Gap", drawn over the blue bar where the accuracy is above the centre), a dashed
 # diagonal ("Perfect Calibration"). Colours sampled from their PNGs.

@@ -8,6 +8,8 @@ from the values they cite.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from gece.io import layout
@@ -19,10 +21,10 @@ from gece.report.cells import (
     Row,
     Table,
     TableDoc,
-    _bench_heading,
-    _metric_cell,
-    _p,
+    bench_heading,
+    format_p,
     mark_worst,
+    metric_cell,
     ptr,
 )
 from gece.stats.intervals import holm
@@ -47,12 +49,13 @@ ESTIMATOR_LABELS = {k: METRIC[k].label for k in ESTIMATORS} | {
 
 
 # --------------------------------------------------------------------------- gender gap
-def gap_agreement(data: ReportData, runs=lambda m: m.startswith("paper-"), alpha: float = ALPHA) -> dict:
-    """Bootstrap vs permutation p-values of every gap of the selected runs: how many tests,
-    how many reach the same decision at ``alpha``, and the largest and median |difference|."""
+def gap_agreement(data: ReportData, runs: Callable[[str], bool] | None = None, alpha: float = ALPHA) -> dict:
+    """Bootstrap vs permutation p-values of every gap of the selected runs (default: the reference runs):
+    how many tests, how many reach the same decision at ``alpha``, and the largest and median |difference|."""
+    selected = runs or data.references.__contains__
     pairs = []
     for (b, m), obj in sorted(data.metrics.items()):
-        if not runs(m):
+        if not selected(m):
             continue
         for gap in GAPS:
             p, q = obj.get(f"{gap}_p"), obj.get(f"{gap}_p_perm")
@@ -84,10 +87,10 @@ def gender_gap_table(data: ReportData) -> TableDoc:
             obj = data.metrics[(b, m)]
             cells = []
             for key, _, _ in GAP_COLUMNS:
-                cell = _metric_cell(obj, key)
+                cell = metric_cell(obj, key)
                 if key in GAPS:
                     p, perm, adj = obj.get(f"{key}_p"), obj.get(f"{key}_p_perm"), adjusted[key][i]
-                    cell.note = f"p={_p(p)}, Holm {_p(adj)}, perm. {_p(perm)}"
+                    cell.note = f"p={format_p(p)}, Holm {format_p(adj)}, perm. {format_p(perm)}"
                     cell.strong = p is not None and p < ALPHA
                     if adj is not None and adj < ALPHA:
                         cell.mark = "†"
@@ -99,7 +102,7 @@ def gender_gap_table(data: ReportData) -> TableDoc:
             f"(per grouping) at α = {ALPHA}"
         )
         columns = [Column(k, label, worst) for k, label, worst in GAP_COLUMNS]
-        tables.append(mark_worst(Table(_bench_heading(data, b), ["model"], columns, rows, note)))
+        tables.append(mark_worst(Table(bench_heading(data, b), ["model"], columns, rows, note)))
     agree = gap_agreement(data)
     summary = ""
     if agree["tests"]:
@@ -146,7 +149,7 @@ def brier_ranking_tables(data: ReportData) -> tuple[list[Table], list[str]]:
     and one line per benchmark naming the runs whose rank changes."""
     tables, lines = [], []
     for b in data.benchmarks:
-        models = [m for m in data.runs.get(b, []) if m.startswith("paper-") and (b, m) in data.metrics]
+        models = [m for m in data.runs.get(b, []) if m in data.references and (b, m) in data.metrics]
         if len(models) < 2:
             continue
         paper = [data.metrics[(b, m)].get("brier_paper") for m in models]
@@ -227,13 +230,15 @@ def estimator_table(data: ReportData) -> TableDoc:
     )
 
 
-def mean_rmse(data: ReportData, runs=lambda m: m.startswith("paper-")) -> dict[str, float | None]:
-    """Mean RMSE of each estimator at each run's smallest subset size, over the selected runs."""
+def mean_rmse(data: ReportData, runs: Callable[[str], bool] | None = None) -> dict[str, float | None]:
+    """Mean RMSE of each estimator at each run's smallest subset size, over the selected runs (default: the
+    reference runs)."""
+    selected = runs or data.references.__contains__
     out = {}
     for k in ESTIMATORS:
         vals = []
         for (_b, m), rep in data.sample_size.items():
-            if runs(m) and rep["sizes"]:
+            if selected(m) and rep["sizes"]:
                 v = min(rep["sizes"], key=lambda r: r["n"]).get(f"{k}_rmse")
                 if v is not None:
                     vals.append(v)

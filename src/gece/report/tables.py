@@ -1,4 +1,4 @@
-"""The report's tables: what they are built from, the cells, the table builders and the numbers.
+"""The report's tables: the table builders and the numbers they show.
 
 The table builders turn the JSON reports (a :class:`ReportData`) into rows of cells that remember
 where each number came from (file and JSON pointer); :mod:`gece.report.markdown` and
@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 
 from gece import registry
 from gece.io import layout
+from gece.io.files import flatten
 from gece.registry import METRIC, ONE_LABEL
 from gece.report.annotations import annotations_doc
 from gece.report.cells import (
@@ -23,26 +24,19 @@ from gece.report.cells import (
     Row,
     Table,
     TableDoc,
-    _bench_heading,
-    _metric_cell,
-    _p,
+    bench_heading,
+    format_p,
     mark_worst,
+    metric_cell,
     ptr,
 )
 from gece.report.groups import groups_doc
 from gece.report.stats import brier_ranking_tables, estimator_table, gender_gap_table, power_note
-from gece.tools.diff import flatten
 
-# ============================================================================ the report
-# Everything below is pure: the stage (``stages.report``) reads the JSON files into a
-# ``ReportData``, draws the figures, and writes what these functions return.
-#
-# Paths are relative to the reports directory, the same strings the stage reads from and the
-# tables name as their source (so a test can check every value against its file).
-
-
-# figures, relative to the directory of index.html
-
+# Everything here is pure: the report stage (:mod:`gece.pipeline.report`) reads the JSON files into a
+# ``ReportData``, draws the figures, and writes what these functions return. A row's source is relative to
+# the reports directory (:mod:`gece.io.layout`), the same string the stage reads from (so a test can check
+# every value against its file).
 
 PROTOCOLS = {"split": "held-out split", "crossfit": "cross-fitting"}
 
@@ -120,9 +114,9 @@ def _metrics_doc(
         rows = []
         for m in models:
             obj = data.metrics[(b, m)]
-            cells = [_metric_cell(obj, key, ci=bool(rest and rest[0])) for key, _, _, *rest in spec]
+            cells = [metric_cell(obj, key, ci=bool(rest and rest[0])) for key, _, _, *rest in spec]
             rows.append(Row([m], cells, layout.metrics_file(b, m)))
-        tables.append(mark_worst(Table(_bench_heading(data, b), ["model"], columns, rows)))
+        tables.append(mark_worst(Table(bench_heading(data, b), ["model"], columns, rows)))
     return TableDoc(name, title, caption, tables, "" if tables else "no metrics reports found")
 
 
@@ -147,7 +141,6 @@ def overall_table(data: ReportData) -> TableDoc:
 
 
 def paper_table(data: ReportData) -> TableDoc:
-
     doc = _metrics_doc(
         data,
         "paper",
@@ -157,7 +150,7 @@ def paper_table(data: ReportData) -> TableDoc:
         "**Brier (paper)**, which squares the wrong column and is shown here for reproduction only (so it is not "
         "ranked). **Bold ▲/▼**: the worst value of its column; ✓: the best.",
         PAPER,
-        runs_filter=lambda m: m.startswith("paper-"),
+        runs_filter=data.references.__contains__,
         digits=4,
     )
     ranking, lines = brier_ranking_tables(data)
@@ -201,7 +194,7 @@ def neutral_table(data: ReportData) -> TableDoc:
         rep = data.neutral[m]
         columns = [Column(k, label, worst) for k, label, worst, _ in NEUTRAL]
         rows = [
-            Row([b], [_metric_cell(row, k, b, ci=False) for k, _, _, _ in NEUTRAL], layout.neutral_file(m))
+            Row([b], [metric_cell(row, k, b, ci=False) for k, _, _, _ in NEUTRAL], layout.neutral_file(m))
             for b, row in rep.items()
         ]
         tables.append(mark_worst(Table(m, ["benchmark"], columns, rows)))
@@ -276,7 +269,7 @@ def binning_table(data: ReportData) -> TableDoc:
         for m in models:
             rep = data.binning[(b, m)]
             cells = [
-                (_metric_cell(rep[bn][k], "ece", bn, k, ci=False) if k in rep.get(bn, {}) else Cell()) for bn, k in keys
+                (metric_cell(rep[bn][k], "ece", bn, k, ci=False) if k in rep.get(bn, {}) else Cell()) for bn, k in keys
             ]
             rows.append(Row([m], cells, layout.binning_file(b, m)))
         tables.append(mark_worst(Table(b, ["model"], columns, rows)))
@@ -309,7 +302,7 @@ def calibration_table(data: ReportData) -> TableDoc:
                     Row(
                         [m, "uncalibrated"],
                         [Cell("–")]
-                        + [_metric_cell(unc, k, protocol, "uncalibrated", ci=ci) for k, _, _, ci in CALIBRATION],
+                        + [metric_cell(unc, k, protocol, "uncalibrated", ci=ci) for k, _, _, ci in CALIBRATION],
                         layout.calibration_file(b, m),
                     )
                 )
@@ -321,7 +314,7 @@ def calibration_table(data: ReportData) -> TableDoc:
                             [m, method],
                             [status]
                             + [
-                                _metric_cell(met, k, protocol, "methods", method, "metrics", ci=ci)
+                                metric_cell(met, k, protocol, "methods", method, "metrics", ci=ci)
                                 for k, _, _, ci in CALIBRATION
                             ],
                             layout.calibration_file(b, m),
@@ -369,7 +362,7 @@ def special_tokens_table(data: ReportData) -> TableDoc:
                     rows.append(
                         Row(
                             [b, f"{side} ({name})"],
-                            [_metric_cell(sides[side], k, b, side, ci=ci) for k, _, _, ci in SPECIAL],
+                            [metric_cell(sides[side], k, b, side, ci=ci) for k, _, _, ci in SPECIAL],
                             layout.special_tokens_file(m),
                         )
                     )
@@ -386,7 +379,6 @@ def special_tokens_table(data: ReportData) -> TableDoc:
 
 
 def compare_table(data: ReportData) -> TableDoc:
-
     tables = []
     alpha = None
     for b in data.benchmarks:
@@ -407,7 +399,7 @@ def compare_table(data: ReportData) -> TableDoc:
                         c["diff"],
                         c["ci_low"],
                         c["ci_high"],
-                        note=_p(c["p_value"]),
+                        note=format_p(c["p_value"]),
                         ref={"value": ptr(*base, "diff"), "low": ptr(*base, "ci_low"), "high": ptr(*base, "ci_high")},
                         strong=bool(c["significant"]),
                         mark="†" if c["significant_holm"] else "",

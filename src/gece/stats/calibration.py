@@ -56,7 +56,7 @@ from scipy.special import expit
 
 from gece.registry import METHOD_NAMES, ONE_LABEL
 from gece.stats.metrics import Binning, bin_edges
-from gece.stats.metrics import _checked_pair as _pairs
+from gece.stats.metrics import checked_pair as _pairs
 
 EPS = 1e-12  # p is clipped to [EPS, 1 - EPS] before logit: |z| <= 27.6
 COLLAPSE_STD = 1e-6  # std(p') below this on the calibration part: constant output
@@ -70,18 +70,55 @@ FIT_ERRORS = (ValueError, ArithmeticError, np.linalg.LinAlgError, RuntimeError)
 
 # --------------------------------------------------------------------------- helpers
 def clip_probs(p: np.ndarray, eps: float = EPS) -> np.ndarray:
-    """p clipped to [eps, 1 − eps] (so that logit(p) is finite)."""
+    """p clipped to [eps, 1 − eps] (so that logit(p) is finite).
+
+    Parameters
+    ----------
+    p : array-like
+        Probabilities, any shape.
+    eps : float, default=EPS
+        Distance kept from 0 and 1 (1e-12).
+
+    Returns
+    -------
+    clipped : ndarray of float64
+        p clipped to [eps, 1 − eps], same shape.
+    """
     return np.clip(np.asarray(p, dtype=np.float64), eps, 1.0 - eps)
 
 
 def logit(p: np.ndarray, eps: float = EPS) -> np.ndarray:
-    """z = log(p) − log(1 − p) of p clipped to [eps, 1 − eps]."""
+    """z = log(p) − log(1 − p) of p clipped to [eps, 1 − eps].
+
+    Parameters
+    ----------
+    p : array-like
+        Probabilities in [0, 1], any shape.
+    eps : float, default=EPS
+        Clipping distance from 0 and 1 (1e-12: |z| <= 27.6).
+
+    Returns
+    -------
+    z : ndarray of float64
+        The log-odds, same shape as ``p``.
+    """
     p = clip_probs(p, eps)
     return np.log(p) - np.log1p(-p)
 
 
 def sigmoid(z: np.ndarray) -> np.ndarray:
-    """σ(z) = 1 / (1 + e^−z), without overflow."""
+    """σ(z) = 1 / (1 + e^−z), without overflow.
+
+    Parameters
+    ----------
+    z : array-like
+        Log-odds, any shape.
+
+    Returns
+    -------
+    p : ndarray of float64
+        σ(z) in [0, 1], same shape (``scipy.special.expit``).
+    """
     return expit(np.asarray(z, dtype=np.float64))
 
 
@@ -107,7 +144,17 @@ def _float(x: Any) -> float:
 # ----------------------------------------------------------------------- calibrators
 @dataclass(frozen=True)
 class FitResult:
-    """What a fit reports: its status, the fitted parameters (JSON-ready) and why it is not ok."""
+    """What a fit reports: its status, the fitted parameters (JSON-ready) and why it is not ok.
+
+    Attributes
+    ----------
+    status : {"ok", "degenerate", "failed"}
+        The fit's status (module docstring).
+    params : dict of str to Any
+        The fitted parameters, JSON-ready (per method; empty when the fit raised or was not tried).
+    reason : str or None, default=None
+        Why the status is not ``ok``; None when it is.
+    """
 
     status: Status
     params: dict[str, Any]
@@ -115,17 +162,48 @@ class FitResult:
 
 
 class Calibrator(ABC):
-    """A map p -> p' fitted on (p, y) of the calibration pairs only."""
+    """A map p -> p' fitted on (p, y) of the calibration pairs only.
+
+    Attributes
+    ----------
+    name : str
+        The method's name in the registry (``beta``, ``isotonic``, ``temperature``, ``platt``,
+        ``histogram``); a class attribute.
+    """
 
     name: ClassVar[str]
 
     @abstractmethod
     def fit(self, p: np.ndarray, y: np.ndarray) -> FitResult:
-        """Fit on the calibration pairs; return the status and the parameters."""
+        """Fit on the calibration pairs; return the status and the parameters.
+
+        Parameters
+        ----------
+        p : array-like of shape (n,)
+            Scores of the pairs in [0, 1], no NaN.
+        y : array-like of shape (n,)
+            Labels, 0 or 1.
+
+        Returns
+        -------
+        result : FitResult
+            The status (ok, degenerate or failed), the fitted parameters and the reason.
+        """
 
     @abstractmethod
     def predict(self, p: np.ndarray) -> np.ndarray:
-        """p' for any p (after a fit)."""
+        """p' for any p (after a fit).
+
+        Parameters
+        ----------
+        p : array-like of shape (n,)
+            Scores in [0, 1], no NaN.
+
+        Returns
+        -------
+        p_cal : ndarray of float64 of shape (n,)
+            The calibrated scores p'.
+        """
 
     def _result(
         self, p_fit: np.ndarray, params: dict[str, Any], reasons: list[str], failed: str | None = None
@@ -156,6 +234,22 @@ class TemperatureScaling(Calibrator):
     a model whose scores carry almost no information the collapse is also what an honest map
     does; the status says the same: read its after-metrics as "no confidence left").
     ``median_margin`` in params is that median.
+
+    Attributes
+    ----------
+    name : str
+        ``"temperature"``.
+    T : float or None
+        The fitted temperature, in [T_MIN, T_MAX]; None before :meth:`fit`.
+    T_MIN, T_MAX : float
+        Bounds of T (1e-2, 1e4).
+    BOUND_TOL : float
+        Distance from a bound, in ln T, at which the fit counts as having run to it (1e-3).
+
+    References
+    ----------
+    .. [1] C. Guo, G. Pleiss, Y. Sun and K. Q. Weinberger (2017). On calibration of modern neural
+           networks. *International Conference on Machine Learning* (ICML 2017).
     """
 
     name = "temperature"
@@ -206,6 +300,18 @@ class PlattScaling(Calibrator):
     with a gradient above 1e-6, or when the calibration pairs are separable by p (every y = 1
     pair above every y = 0 pair: the NLL has no minimum, a → ∞); degenerate when a ≤ 0 (p' does not
     increase with p: the map ignores or reverses the model's ranking).
+
+    Attributes
+    ----------
+    name : str
+        ``"platt"``.
+    a, b : float or None
+        The fitted slope and intercept on the logit scale; None before :meth:`fit`.
+
+    References
+    ----------
+    .. [1] J. C. Platt (1999). Probabilistic outputs for support vector machines and comparisons to
+           regularized likelihood methods. In *Advances in Large Margin Classifiers*, MIT Press.
     """
 
     name = "platt"
@@ -253,6 +359,19 @@ class BetaCalibration(Calibrator):
     raises on data it cannot handle (e.g. one class only): failed with the error. Failed also
     when its logistic regression stops at its iteration limit; degenerate when a < 0 or b < 0
     after the refit (p' then decreases with p somewhere).
+
+    Attributes
+    ----------
+    name : str
+        ``"beta"``.
+    model : betacal.BetaCalibration or None
+        The fitted betacal model; None before :meth:`fit`.
+
+    References
+    ----------
+    .. [1] M. Kull, T. Silva Filho and P. Flach (2017). Beta calibration: a well-founded and easily
+           implemented improvement on logistic calibration for binary classifiers. *Proceedings of the
+           20th International Conference on Artificial Intelligence and Statistics* (AISTATS 2017).
     """
 
     name = "beta"
@@ -298,6 +417,19 @@ class IsotonicCalibration(Calibrator):
     between its thresholds and clipped to them outside (scikit-learn ``IsotonicRegression(
     out_of_bounds="clip", y_min=0, y_max=1)``). Params: the thresholds x → y. Degenerate only
     by the common rule (a single level: the calibration pairs show no increasing relation).
+
+    Attributes
+    ----------
+    name : str
+        ``"isotonic"``.
+    model : sklearn.isotonic.IsotonicRegression or None
+        The fitted regression; None before :meth:`fit`.
+
+    References
+    ----------
+    .. [1] B. Zadrozny and C. Elkan (2002). Transforming classifier scores into accurate multiclass
+           probability estimates. *Proceedings of the 8th ACM SIGKDD International Conference on
+           Knowledge Discovery and Data Mining* (KDD 2002).
     """
 
     name = "isotonic"
@@ -327,6 +459,28 @@ class HistogramBinning(Calibrator):
     [e_0, e_M] goes to the first or last bin. An empty bin (equal-width, or tied quantiles) maps
     to its center (e_m + e_{m+1}) / 2, i.e. p is trusted there. Degenerate only by the common
     rule (every non-empty bin has the same mean).
+
+    Parameters
+    ----------
+    n_bins : int, default=10
+        Number of bins M.
+    binning : {"equal_mass", "equal_width"}, default="equal_mass"
+        Edges at the m / M quantiles of the calibration pairs' p, or at m / M.
+
+    Attributes
+    ----------
+    name : str
+        ``"histogram"``.
+    edges : ndarray of float64 of shape (n_bins + 1,) or None
+        The fitted bin edges; None before :meth:`fit`.
+    values : ndarray of float64 of shape (n_bins,) or None
+        p' of each bin (its mean y, or its center when empty); None before :meth:`fit`.
+
+    References
+    ----------
+    .. [1] B. Zadrozny and C. Elkan (2001). Obtaining calibrated probability estimates from decision
+           trees and naive Bayesian classifiers. *Proceedings of the 18th International Conference on
+           Machine Learning* (ICML 2001).
     """
 
     name = "histogram"
@@ -370,7 +524,19 @@ METHODS: tuple[str, ...] = tuple(CALIBRATORS)
 
 
 def factories(histogram_bins: int = 10) -> dict[str, Callable[[], Calibrator]]:
-    """The calibrator factories with their settings."""
+    """The calibrator factories with their settings.
+
+    Parameters
+    ----------
+    histogram_bins : int, default=10
+        Number of bins of ``histogram``.
+
+    Returns
+    -------
+    makers : dict of str to callable
+        For every registered method, in the registry's order, a callable with no argument that
+        returns a new, unfitted calibrator.
+    """
     return {**CALIBRATORS, "histogram": partial(HistogramBinning, n_bins=histogram_bins)}
 
 
@@ -380,6 +546,22 @@ def stratified_split(y: np.ndarray, fraction: float, seed: int) -> tuple[np.ndar
 
     n_fit = floor(fraction · n) (scikit-learn ``train_test_split(train_size=fraction,
     stratify=y, random_state=seed)``): 385 fit / 386 eval pairs for winobias's 771 at 0.5.
+
+    Parameters
+    ----------
+    y : array-like of shape (n,)
+        Labels to stratify by.
+    fraction : float
+        Share of the pairs for fitting, in (0, 1).
+    seed : int
+        Seed of the shuffle (``random_state``).
+
+    Returns
+    -------
+    fit_idx : ndarray of int of shape (n_fit,)
+        Sorted indices of the fitting pairs.
+    eval_idx : ndarray of int of shape (n - n_fit,)
+        Sorted indices of the held-out pairs.
     """
     from sklearn.model_selection import train_test_split
 
@@ -390,7 +572,22 @@ def stratified_split(y: np.ndarray, fraction: float, seed: int) -> tuple[np.ndar
 
 def crossfit_folds(y: np.ndarray, folds: int, seed: int) -> np.ndarray:
     """The fold (0..k−1) in which each pair is held out: ``StratifiedKFold(k, shuffle=True,
-    random_state=seed)``, so every pair is held out exactly once."""
+    random_state=seed)``, so every pair is held out exactly once.
+
+    Parameters
+    ----------
+    y : array-like of shape (n,)
+        Labels to stratify by.
+    folds : int
+        Number of folds k, at least 2.
+    seed : int
+        Seed of the shuffle (``random_state``).
+
+    Returns
+    -------
+    fold : ndarray of int64 of shape (n,)
+        The fold, in 0..k − 1, in which each pair is held out.
+    """
     from sklearn.model_selection import StratifiedKFold
 
     y = np.asarray(y).reshape(-1)
@@ -402,7 +599,18 @@ def crossfit_folds(y: np.ndarray, folds: int, seed: int) -> np.ndarray:
 
 
 def one_label_reason(labels: np.ndarray) -> str:
-    """Why no calibrator is fitted to pairs whose labels are ``labels`` (fewer than two values)."""
+    """Why no calibrator is fitted to pairs whose labels are ``labels`` (fewer than two values).
+
+    Parameters
+    ----------
+    labels : ndarray of shape (0,) or (1,)
+        The distinct labels of the fitting pairs (``np.unique``).
+
+    Returns
+    -------
+    reason : str
+        ``"no pair to fit"``, or which single label every fitting pair has.
+    """
     if labels.size == 0:
         return "no pair to fit"
     return f"every fit pair has y={int(labels[0])}: {ONE_LABEL} (a map fitted to one label sends every score to it)"
@@ -416,6 +624,27 @@ def fit_predict(
     The calibrator receives copies of p[fit_idx] and y[fit_idx]: nothing of the evaluation
     rows reaches the fit. A fit that raises is ``failed`` with no predictions (None);
     predictions that are not finite also make it failed.
+
+    Parameters
+    ----------
+    make : callable
+        Returns a new, unfitted :class:`Calibrator` (called only when the fitting rows hold both labels).
+    p : ndarray of shape (n,)
+        Scores of all pairs in [0, 1].
+    y : ndarray of shape (n,)
+        Labels of all pairs, 0 or 1.
+    fit_idx : ndarray of int
+        Indices of the fitting rows.
+    eval_idx : ndarray of int
+        Indices of the rows to predict.
+
+    Returns
+    -------
+    result : FitResult
+        The fit's status, parameters and reason (failed, with the reason, when the fitting rows
+        hold one label, the fit raised or the predictions are not finite).
+    p_cal : ndarray of float64 of shape (len(eval_idx),) or None
+        p' of the ``eval_idx`` rows, clipped to [0, 1]; None when there are no predictions.
     """
     labels = np.unique(y[fit_idx])
     if labels.size < 2:
@@ -435,7 +664,21 @@ def fit_predict(
 class MethodOutcome:
     """One method under one protocol: status, reason, parameters (a dict; under crossfit a list
     per fold with ``fold_status``), and p' per pair (NaN where the pair is not evaluated or the
-    fit produced no scores)."""
+    fit produced no scores).
+
+    Attributes
+    ----------
+    status : {"ok", "degenerate", "failed"}
+        The method's status (under crossfit the worst over the folds).
+    reason : str or None
+        Why the status is not ``ok``; None when it is.
+    params : dict or list of dict
+        The fitted parameters (split), or one dict per fold (crossfit).
+    scores : ndarray of float64 of shape (n,) or None
+        p' per pair, NaN where the pair is not evaluated; None when the fit produced no scores.
+    fold_status : list of str or None, default=None
+        The status of each fold (crossfit); None under split.
+    """
 
     status: Status
     reason: str | None
@@ -446,6 +689,18 @@ class MethodOutcome:
 
 @dataclass
 class SplitOutcome:
+    """The split protocol's outcome: which pairs fitted, which were held out, and each method's result.
+
+    Attributes
+    ----------
+    fit_idx : ndarray of int
+        Sorted indices of the fitting pairs.
+    eval_idx : ndarray of int
+        Sorted indices of the held-out pairs.
+    methods : dict of str to MethodOutcome
+        Each method's outcome, by name.
+    """
+
     fit_idx: np.ndarray
     eval_idx: np.ndarray
     methods: dict[str, MethodOutcome] = field(default_factory=dict)
@@ -453,6 +708,16 @@ class SplitOutcome:
 
 @dataclass
 class CrossfitOutcome:
+    """The crossfit protocol's outcome: each pair's fold and each method's result.
+
+    Attributes
+    ----------
+    fold : ndarray of int64 of shape (n,)
+        The fold, in 0..k − 1, in which each pair is held out.
+    methods : dict of str to MethodOutcome
+        Each method's outcome, by name.
+    """
+
     fold: np.ndarray
     methods: dict[str, MethodOutcome] = field(default_factory=dict)
 
@@ -470,7 +735,29 @@ def run_split(
     seed: int = 0,
     makers: Mapping[str, Callable[[], Calibrator]] | None = None,
 ) -> SplitOutcome:
-    """Fit each method on one stratified split's fit part and predict its eval part."""
+    """Fit each method on one stratified split's fit part and predict its eval part.
+
+    Parameters
+    ----------
+    p : array-like of shape (n,)
+        Scores of the pairs in [0, 1], no NaN.
+    y : array-like of shape (n,)
+        Labels, 0 or 1.
+    methods : sequence of str
+        The methods to fit, by name (keys of ``makers``).
+    fraction : float, default=0.5
+        Share of the pairs for fitting, in (0, 1) (:func:`stratified_split`).
+    seed : int, default=0
+        Seed of the split.
+    makers : mapping of str to callable, default=None
+        Factory of a new, unfitted calibrator per method name; None (or empty) uses ``CALIBRATORS``.
+
+    Returns
+    -------
+    outcome : SplitOutcome
+        The split's indices and, per method, status, reason, parameters and p' (NaN outside the
+        eval part).
+    """
     p, y = _check(p, y)
     makers = makers or CALIBRATORS
     fit_idx, eval_idx = stratified_split(y, fraction, seed)
@@ -486,12 +773,34 @@ def run_split(
 
 
 def worst(statuses: Sequence[Status]) -> Status:
-    """failed > degenerate > ok."""
+    """failed > degenerate > ok.
+
+    Parameters
+    ----------
+    statuses : sequence of {"ok", "degenerate", "failed"}
+        At least one status.
+
+    Returns
+    -------
+    status : {"ok", "degenerate", "failed"}
+        The worst of them.
+    """
     return max(statuses, key=STATUSES.index)
 
 
 def fold_reasons(results: Sequence[FitResult]) -> str | None:
-    """The reasons of the folds that are not ok, each reason once with its folds ("folds 0, 2: ...")."""
+    """The reasons of the folds that are not ok, each reason once with its folds ("folds 0, 2: ...").
+
+    Parameters
+    ----------
+    results : sequence of FitResult
+        One result per fold, in fold order.
+
+    Returns
+    -------
+    reasons : str or None
+        The reasons joined by ``"; "``, in order of first appearance; None when every fold is ok.
+    """
     folds: dict[str, list[int]] = {}
     for k, r in enumerate(results):
         if r.status != "ok":
@@ -514,6 +823,27 @@ def run_crossfit(
 
     A method's status is the worst over its folds, its reason lists the folds that are not ok;
     if any fold produced no p', the method has no scores (None).
+
+    Parameters
+    ----------
+    p : array-like of shape (n,)
+        Scores of the pairs in [0, 1], no NaN.
+    y : array-like of shape (n,)
+        Labels, 0 or 1.
+    methods : sequence of str
+        The methods to fit, by name (keys of ``makers``).
+    folds : int, default=5
+        Number of folds k (:func:`crossfit_folds`).
+    seed : int, default=0
+        Seed of the fold assignment.
+    makers : mapping of str to callable, default=None
+        Factory of a new, unfitted calibrator per method name; None (or empty) uses ``CALIBRATORS``.
+
+    Returns
+    -------
+    outcome : CrossfitOutcome
+        Each pair's fold and, per method, the worst status, the reasons, the parameters of each fold,
+        every pair's out-of-fold p' (or None) and the status of each fold.
     """
     p, y = _check(p, y)
     makers = makers or CALIBRATORS

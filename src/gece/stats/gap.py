@@ -33,7 +33,25 @@ GroupECE = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
 def shuffled_groups(groups: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
     """``size`` rows of ``groups`` with the labels of the grouped pairs (codes >= 0) shuffled
-    among themselves; pairs without a group keep their code. Shape (size, n)."""
+    among themselves; pairs without a group keep their code. Shape (size, n).
+
+    Parameters
+    ----------
+    groups : array-like of int of shape (n,)
+        Group code of each pair: 0, 1, ... for the groups, a negative code for a pair in no group
+        (such pairs are not shuffled).
+    size : int
+        Number of shuffled rows to draw.
+    rng : numpy.random.Generator
+        Random stream; each row consumes ``k`` uniforms, k the number of grouped pairs, and the
+        labels are permuted by their argsort.
+
+    Returns
+    -------
+    shuffled : ndarray of shape (size, n)
+        One permutation of the grouped pairs' codes per row, same dtype as ``groups``; every row
+        keeps the group sizes and the positions of the pairs without a group.
+    """
     groups = np.asarray(groups)
     where = np.flatnonzero(groups >= 0)
     out = np.broadcast_to(groups, (size, groups.size)).copy()
@@ -56,6 +74,33 @@ def null_statistics(
     ``statistic`` takes (size, n) arrays and returns one value per row. The shufflings come from one
     random stream seeded with ``seed``, in chunks that bound the memory (:func:`gece.stats.bootstrap.chunk_size`);
     the chunking does not change the stream, so the null is the same for every chunk size. Shape (draws,).
+
+    Parameters
+    ----------
+    p : ndarray of shape (n,)
+        Pair scores in [0, 1], kept in place across the shufflings.
+    y : ndarray of shape (n,)
+        Targets (0/1 labels, or the soft targets in [0, 1] of :mod:`gece.stats.groups`), kept in place.
+    groups : ndarray of int of shape (n,)
+        Group codes; codes >= 0 are shuffled among themselves (:func:`shuffled_groups`), negative codes
+        (no group) stay where they are.
+    draws : int
+        Number of shufflings B.
+    seed : int
+        Seed of the one random stream (``np.random.default_rng(seed)``) all shufflings come from.
+    statistic : callable
+        ``statistic(p, y, g)`` with three arrays of shape (size, n) (p and y broadcast to every row, g
+        the shuffled codes), returning one value per row, shape (size,).
+
+    Returns
+    -------
+    null : ndarray of shape (draws,)
+        The statistic on each shuffling d*_1..d*_B, in the order of the stream.
+
+    References
+    ----------
+    .. [1] P. I. Good (2005). *Permutation, Parametric, and Bootstrap Tests of Hypotheses*, 3rd ed.
+           Springer.
     """
     n = len(p)
     rng = np.random.default_rng(seed)
@@ -80,6 +125,39 @@ def permutation_p(
     """Equal-tailed permutation p-value of the gap ECE_female − ECE_male (``draws`` shuffles).
 
     None when the gap is undefined (a group is empty).
+
+    Parameters
+    ----------
+    p : ndarray of shape (n,)
+        Pair scores in [0, 1].
+    y : ndarray of shape (n,)
+        Labels, 0 or 1.
+    groups : ndarray of int of shape (n,)
+        Gender code of each pair: 0 male, 1 female, negative for a pair in neither group (other words,
+        exact ties), which is left out of both groups and of the shuffling.
+    estimate : float or None
+        The observed gap d̂ = ECE_female − ECE_male (signed, in [−1, 1]); None or NaN when undefined.
+    draws : int
+        Number of shuffles B; below 1 no test is run.
+    seed : int
+        Seed of the shuffles (:func:`null_statistics`).
+    group_ece : callable
+        ``group_ece(p, y, g)`` with arrays of shape (B, n), returning shape (B, 2): the ECE of group 0
+        (male) and of group 1 (female) per row (``GroupECE``).
+
+    Returns
+    -------
+    p_perm : float or None
+        The two-sided, equal-tailed p-value min(1, 2 (1 + min(#{d*_b <= d̂}, #{d*_b >= d̂})) / (B + 1)),
+        in (0, 1]; None when ``estimate`` is None or not finite, or ``draws`` < 1.
+
+    References
+    ----------
+    .. [1] B. Phipson and G. K. Smyth (2010). Permutation P-values should never be zero: calculating
+           exact P-values when permutations are randomly drawn. *Statistical Applications in Genetics
+           and Molecular Biology* 9(1).
+    .. [2] P. I. Good (2005). *Permutation, Parametric, and Bootstrap Tests of Hypotheses*, 3rd ed.
+           Springer.
     """
     if estimate is None or not np.isfinite(estimate) or draws < 1:
         return None

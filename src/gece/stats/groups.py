@@ -68,7 +68,22 @@ NO_GROUP = -1  # code of a pair that belongs to no group (left out)
 
 @dataclass(frozen=True)
 class GroupStat:
-    """One group: its size, its ECE and interval (None below ``min_size``, with the reason)."""
+    """One group: its size, its ECE and interval (None below ``min_size``, with the reason).
+
+    Attributes
+    ----------
+    group : str
+        The group's name (its label as a string).
+    n : int
+        Pairs in the group (with a target).
+    ece : float or None
+        The group's binned ECE, in [0, 1]; None when the group has fewer than ``min_size`` pairs.
+    ci_low, ci_high : float or None
+        Bias-corrected percentile bootstrap interval of ``ece`` at the requested level, cut to
+        [0, 1]; None below ``min_size`` or when undefined.
+    reason : str or None
+        Why ``ece`` is None (``"<n> pairs, fewer than min_size = <min_size>"``); None otherwise.
+    """
 
     group: str
     n: int
@@ -80,7 +95,28 @@ class GroupStat:
 
 @dataclass(frozen=True)
 class GroupGap:
-    """max ECE − min ECE over the groups with at least ``min_size`` pairs, and which two groups."""
+    """max ECE − min ECE over the groups with at least ``min_size`` pairs, and which two groups.
+
+    Attributes
+    ----------
+    gap : float or None
+        max_G ECE_G − min_G ECE_G over the eligible groups, in [0, 1] (0 with one eligible group);
+        None when no group is eligible.
+    ci_low, ci_high : float or None
+        Bias-corrected percentile bootstrap interval of ``gap``, cut to [0, 1]; None when undefined.
+    high : str or None
+        The group with the largest ECE (ties: the first name in sorted order).
+    low : str or None
+        The group with the smallest ECE (ties: the first name in sorted order).
+    n_groups : int
+        Number of eligible groups compared.
+    reason : str or None
+        Why there is nothing to compare (no groups, none with ``min_size`` pairs, only one); None
+        when two or more groups are compared.
+    p_perm : float or None
+        One-sided permutation p-value of "the groups are calibrated alike", in (0, 1]; None unless
+        two or more groups are compared (and the gap and ``draws`` allow a test).
+    """
 
     gap: float | None
     ci_low: float | None
@@ -94,7 +130,21 @@ class GroupGap:
 
 @dataclass(frozen=True)
 class GroupResult:
-    """Calibration by one grouping: ``n`` pairs in some group, ``n_left_out`` in none (with why)."""
+    """Calibration by one grouping: ``n`` pairs in some group, ``n_left_out`` in none (with why).
+
+    Attributes
+    ----------
+    groups : list of GroupStat
+        One entry per group, in sorted order of the names.
+    gap : GroupGap
+        The largest gap between the eligible groups.
+    n : int
+        Pairs that are in some group and have a target (the pairs the ECEs are computed on).
+    n_left_out : int
+        Pairs without a group plus grouped pairs without a target (NaN, no soft label).
+    left_out : str or None
+        Why those pairs are left out, reasons joined by ``"; "``; None when none is.
+    """
 
     groups: list[GroupStat]
     gap: GroupGap
@@ -105,7 +155,20 @@ class GroupResult:
 
 # ----------------------------------------------------------------------- groupings
 def encode(labels) -> tuple[list[str], np.ndarray]:
-    """Group names (sorted) and each pair's code; None or NaN is ``NO_GROUP``. Values become strings."""
+    """Group names (sorted) and each pair's code; None or NaN is ``NO_GROUP``. Values become strings.
+
+    Parameters
+    ----------
+    labels : array-like of shape (n,)
+        One label per pair, of any type; None or a float NaN means the pair is in no group.
+
+    Returns
+    -------
+    names : list of str
+        The distinct labels as strings, sorted (``np.unique``).
+    codes : ndarray of int64 of shape (n,)
+        Each pair's index into ``names``, or ``NO_GROUP`` (−1).
+    """
     labels = np.asarray(labels, dtype=object)
     present = np.array([v is not None and not (isinstance(v, float) and np.isnan(v)) for v in labels], dtype=bool)
     names, codes = (
@@ -119,14 +182,46 @@ def encode(labels) -> tuple[list[str], np.ndarray]:
 
 
 def gender_labels(codes: np.ndarray) -> np.ndarray:
-    """Gender codes of :mod:`gece.stats.metrics` as labels: male, female, None for other words and ties."""
+    """Gender codes of :mod:`gece.stats.metrics` as labels: male, female, None for other words and ties.
+
+    Parameters
+    ----------
+    codes : array-like of int of shape (n,)
+        Gender codes: ``G_MALE`` (0), ``G_FEMALE`` (1), ``G_OTHER`` (−1) or ``G_TIE`` (−2).
+
+    Returns
+    -------
+    labels : ndarray of object of shape (n,)
+        ``"male"``, ``"female"`` or None.
+    """
     codes = np.asarray(codes)
     return np.where(codes == G_MALE, MALE, np.where(codes == G_FEMALE, FEMALE, None)).astype(object)
 
 
 def gender_grouping(kind: str, p, y, gender_more, gender_less) -> tuple[np.ndarray, str | None]:
     """``pred_gender`` (the gender of the more probable side; ties have none) or ``true_gender`` (the
-    gender of the side y points to) as labels, and why pairs are left out (None if none is)."""
+    gender of the side y points to) as labels, and why pairs are left out (None if none is).
+
+    Parameters
+    ----------
+    kind : {"pred_gender", "true_gender"}
+        The grouping; anything else raises ``ValueError``.
+    p : array-like of shape (n,)
+        Pair scores in [0, 1] (used by ``pred_gender``).
+    y : array-like of shape (n,)
+        Labels, 0 or 1 (used by ``true_gender``).
+    gender_more, gender_less : array-like of str of shape (n,)
+        Gender word class of the ``sent_more`` and ``sent_less`` variant of each pair (``"male"``,
+        ``"female"`` or anything else).
+
+    Returns
+    -------
+    labels : ndarray of object of shape (n,)
+        ``"male"``, ``"female"`` or None (exact ties, sides that are neither) per pair.
+    left_out : str or None
+        How many pairs have no label and why (ties; sides neither male nor female), joined by
+        ``"; "``; None when every pair has one.
+    """
     if kind == "pred_gender":
         codes = predicted_groups(p, gender_more, gender_less)
     elif kind == "true_gender":
@@ -142,7 +237,21 @@ def gender_grouping(kind: str, p, y, gender_more, gender_less) -> tuple[np.ndarr
 
 
 def soft_target(y, y_soft) -> np.ndarray:
-    """The annotators' share supporting ``sent_more``: y_soft where y = 1, 1 − y_soft where y = 0 (NaN stays)."""
+    """The annotators' share supporting ``sent_more``: y_soft where y = 1, 1 − y_soft where y = 0 (NaN stays).
+
+    Parameters
+    ----------
+    y : array-like of shape (n,)
+        Labels, 0 or 1.
+    y_soft : array-like of float of shape (n,)
+        Share of the annotators who support the pair's label, in [0, 1]; NaN (or None) for a pair
+        without annotations.
+
+    Returns
+    -------
+    target : ndarray of float64 of shape (n,)
+        The soft target t in [0, 1], NaN where ``y_soft`` is missing.
+    """
     y = np.asarray(y, dtype=np.float64)
     s = np.asarray(y_soft, dtype=np.float64)
     return np.where(y == 1, s, 1.0 - s)
@@ -161,6 +270,29 @@ def group_stats(
     """Per-group ECE (B, G) and the gap max − min over the ``eligible`` groups (B,), for a batch (B, n).
 
     The gap is NaN where an eligible group is empty, or when no group is eligible.
+
+    Parameters
+    ----------
+    p : ndarray of shape (B, n)
+        Pair scores in [0, 1], one row per (re)sample.
+    target : ndarray of shape (B, n)
+        Targets in [0, 1] (labels or soft targets).
+    seg : ndarray of int of shape (B, n)
+        Group codes in [0, n_groups); a negative code leaves the pair out.
+    n_groups : int
+        Number of groups G.
+    eligible : ndarray of bool of shape (n_groups,)
+        The groups that enter the gap (at least ``min_size`` pairs in the full sample).
+    n_bins : int, default=10
+        Number of bins M.
+    binning : {"equal_width", "equal_mass"}, default="equal_width"
+        Bin edges m / M, or the m / M quantiles of each row's and group's own p.
+
+    Returns
+    -------
+    stats : dict of str to ndarray
+        ``"ece"``: shape (B, n_groups), each group's ECE in [0, 1] (NaN for an empty group);
+        ``"gap"``: shape (B,), max − min of the eligible groups' ECEs.
     """
     e = binned_stats(p, target, n_bins, binning, seg=seg, n_seg=max(n_groups, 1)).ece()[:, :n_groups]
     chosen = e[:, eligible]
@@ -192,6 +324,43 @@ def calibration_by_group(
 
     ``groups``: one label per pair (None/NaN: in no group). Pairs whose target is NaN (no soft
     label) are left out too. ``left_out``: why pairs without a group have none (said in the result).
+
+    Parameters
+    ----------
+    p : array-like of shape (n,)
+        Pair scores in [0, 1], no NaN.
+    target : array-like of shape (n,)
+        Targets in [0, 1]: the labels y (identity protocol) or the soft targets of
+        :func:`soft_target`; NaN leaves the pair out.
+    groups : sequence of length n
+        One label per pair (converted to strings by :func:`encode`); None/NaN: in no group.
+    min_size : int, default=20
+        Smallest group (in pairs) that gets an ECE and enters the gap; at least 1.
+    n_bins : int, default=10
+        Number of bins M.
+    binning : {"equal_width", "equal_mass"}, default="equal_width"
+        Bin edges m / M, or the m / M quantiles of each group's own p.
+    draws : int, default=1000
+        Bootstrap resamples of the pairs, and shuffles of the permutation test.
+    seed : int, default=0
+        Seed of the resamples and of the shuffles.
+    level : float, default=0.95
+        Confidence level of the intervals, in (0, 1).
+    left_out : str or None, default=None
+        Why pairs without a group have none, reported in ``GroupResult.left_out``.
+
+    Returns
+    -------
+    result : GroupResult
+        Each group's size, ECE and interval, the largest gap with its interval and permutation
+        p-value, and the counts of pairs used and left out.
+
+    References
+    ----------
+    .. [1] Sabir et al. (2026). *The Confidence Trap*. arXiv:2601.07806 (Table 4).
+    .. [2] A. Kumar, P. Liang and T. Ma (2019). Verified uncertainty calibration. *Advances in Neural
+           Information Processing Systems 32* (NeurIPS 2019).
+    .. [3] B. Efron and R. J. Tibshirani (1993). *An Introduction to the Bootstrap*. Chapman & Hall.
     """
     p = np.asarray(p, dtype=np.float64).reshape(-1)
     target = np.asarray(target, dtype=np.float64).reshape(-1)
@@ -282,7 +451,44 @@ def permutation_gap_p(
     binning: Binning = "equal_width",
 ) -> float | None:
     """One-sided permutation p-value of the largest gap: the group labels shuffled ``draws`` times among the
-    pairs (group sizes kept), (1 + #{null gap >= gap}) / (draws + 1). None when the gap is undefined."""
+    pairs (group sizes kept), (1 + #{null gap >= gap}) / (draws + 1). None when the gap is undefined.
+
+    Parameters
+    ----------
+    p : ndarray of shape (n,)
+        Pair scores in [0, 1].
+    target : ndarray of shape (n,)
+        Targets in [0, 1].
+    seg : ndarray of int of shape (n,)
+        Group codes in [0, n_groups); codes are shuffled among the pairs with a code >= 0.
+    n_groups : int
+        Number of groups G.
+    eligible : ndarray of bool of shape (n_groups,)
+        The groups that enter the gap.
+    estimate : float or None
+        The observed gap; None when undefined.
+    draws : int
+        Number of shuffles; below 1 no test is run.
+    seed : int
+        Seed of the shuffles (:func:`gece.stats.gap.null_statistics`).
+    n_bins : int, default=10
+        Number of bins M.
+    binning : {"equal_width", "equal_mass"}, default="equal_width"
+        Bin edges m / M, or the m / M quantiles of each shuffled group's own p.
+
+    Returns
+    -------
+    p_perm : float or None
+        The one-sided p-value in (0, 1], counted over the shuffles whose null gap is defined (a null
+        gap within 1e-12 of the estimate counts as reaching it); None when ``estimate`` is None or
+        ``draws`` < 1.
+
+    References
+    ----------
+    .. [1] B. Phipson and G. K. Smyth (2010). Permutation P-values should never be zero: calculating
+           exact P-values when permutations are randomly drawn. *Statistical Applications in Genetics
+           and Molecular Biology* 9(1).
+    """
     if estimate is None or draws < 1:
         return None
     d = null_statistics(

@@ -42,12 +42,39 @@ G_MALE, G_FEMALE, G_OTHER, G_TIE = 0, 1, -1, -2
 
 # --------------------------------------------------------------------------- binning
 def equal_width_edges(n_bins: int) -> np.ndarray:
-    """Edges e_m = m / M, m = 0..M (computed as the authors do, one division per edge)."""
+    """Edges e_m = m / M, m = 0..M (computed as the authors do, one division per edge).
+
+    Parameters
+    ----------
+    n_bins : int
+        Number of bins M, at least 1.
+
+    Returns
+    -------
+    edges : ndarray of float64 of shape (n_bins + 1,)
+        0, 1/M, ..., 1.
+    """
     return np.arange(n_bins + 1, dtype=np.float64) / n_bins
 
 
 def bin_edges(values: np.ndarray, n_bins: int, binning: Binning = "equal_width") -> np.ndarray:
-    """The M + 1 bin edges for 1-D ``values``: e_m = m / M, or the m / M quantile of ``values``."""
+    """The M + 1 bin edges for 1-D ``values``: e_m = m / M, or the m / M quantile of ``values``.
+
+    Parameters
+    ----------
+    values : array-like of shape (n,)
+        The values to bin (only read by ``"equal_mass"``).
+    n_bins : int
+        Number of bins M, at least 1.
+    binning : {"equal_width", "equal_mass"}, default="equal_width"
+        Equal-width edges m / M, or the linearly interpolated m / M quantiles of ``values``
+        (``np.quantile``); anything else raises ``ValueError``.
+
+    Returns
+    -------
+    edges : ndarray of float64 of shape (n_bins + 1,)
+        Non-decreasing edges; all NaN for ``"equal_mass"`` with no values.
+    """
     if binning == "equal_width":
         return equal_width_edges(n_bins)
     if binning == "equal_mass":
@@ -143,7 +170,20 @@ def _assign(
 
 @dataclass(frozen=True)
 class BinStats:
-    """Per-(row, segment, bin) sums: count, Σ confidence, Σ target. Shapes (B, n_seg, M)."""
+    """Per-(row, segment, bin) sums: count, Σ confidence, Σ target. Shapes (B, n_seg, M).
+
+    Attributes
+    ----------
+    count : ndarray of int of shape (B, n_seg, M)
+        Number of values in each bin |B_m|.
+    conf_sum : ndarray of float64 of shape (B, n_seg, M)
+        Σ of the binned values (confidences) in each bin.
+    target_sum : ndarray of float64 of shape (B, n_seg, M)
+        Σ of the targets in each bin.
+    edges : ndarray of float64 of shape (B, n_seg, M + 1)
+        The bin edges of each row and segment (shared for equal-width bins; NaN for an empty
+        segment's equal-mass bins).
+    """
 
     count: np.ndarray
     conf_sum: np.ndarray
@@ -151,14 +191,26 @@ class BinStats:
     edges: np.ndarray  # (B, n_seg, M + 1)
 
     def ece(self) -> np.ndarray:
-        """ECE = Σ_m |B_m|/n |acc_m - conf_m| = Σ_m |Σ_{B_m} target - Σ_{B_m} conf| / n; NaN if n = 0."""
+        """ECE = Σ_m |B_m|/n |acc_m - conf_m| = Σ_m |Σ_{B_m} target - Σ_{B_m} conf| / n; NaN if n = 0.
+
+        Returns
+        -------
+        ece : ndarray of float64 of shape (B, n_seg)
+            ECE of each row and segment, in [0, 1] for targets in [0, 1]; NaN for an empty segment.
+        """
         n = self.count.sum(axis=-1)
         gap_mass = np.abs(self.target_sum - self.conf_sum).sum(axis=-1)
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(n > 0, gap_mass / np.maximum(n, 1), np.nan)
 
     def mce(self) -> np.ndarray:
-        """MCE = max over non-empty bins of |acc_m - conf_m|; NaN if every bin is empty."""
+        """MCE = max over non-empty bins of |acc_m - conf_m|; NaN if every bin is empty.
+
+        Returns
+        -------
+        mce : ndarray of float64 of shape (B, n_seg)
+            MCE of each row and segment, in [0, 1] for targets in [0, 1]; NaN for an empty segment.
+        """
         with np.errstate(invalid="ignore", divide="ignore"):
             gap = np.abs(self.target_sum - self.conf_sum) / self.count
         gap = np.where(self.count > 0, gap, -np.inf).max(axis=-1)
@@ -173,7 +225,30 @@ def binned_stats(
     seg: np.ndarray | None = None,
     n_seg: int = 1,
 ) -> BinStats:
-    """Bin ``conf`` (B, n) and sum counts, confidences and targets per (row, segment, bin)."""
+    """Bin ``conf`` (B, n) and sum counts, confidences and targets per (row, segment, bin).
+
+    Parameters
+    ----------
+    conf : array-like of shape (B, n) or (n,)
+        The values binned, in [0, 1] (p, or the top-label confidence); one row per (re)sample,
+        a 1-D array is one row.
+    target : array-like of shape (B, n) or (n,)
+        What each bin's mean confidence is compared with: y, ``correct`` or a soft target in [0, 1].
+    n_bins : int
+        Number of bins M.
+    binning : {"equal_width", "equal_mass"}, default="equal_width"
+        Bin edges m / M, or the m / M quantiles of each row's and segment's own values.
+    seg : ndarray of int of shape (B, n) or (n,), default=None
+        Segment code of each value in [0, n_seg); a negative code leaves the value out of every
+        segment. None puts every value in segment 0.
+    n_seg : int, default=1
+        Number of segments.
+
+    Returns
+    -------
+    stats : BinStats
+        Counts and sums of shape (B, n_seg, M) and the edges of shape (B, n_seg, M + 1).
+    """
     conf = np.atleast_2d(np.asarray(conf, dtype=np.float64))
     target = np.atleast_2d(np.asarray(target, dtype=np.float64))
     b = conf.shape[0]
@@ -191,7 +266,18 @@ def binned_stats(
 
 # ------------------------------------------------------------------------ the suite
 def group_codes(labels: np.ndarray) -> np.ndarray:
-    """male -> 0, female -> 1, anything else -> -1."""
+    """male -> 0, female -> 1, anything else -> -1.
+
+    Parameters
+    ----------
+    labels : array-like of shape (n,)
+        Gender word classes (``"male"``, ``"female"`` or anything else).
+
+    Returns
+    -------
+    codes : ndarray of int64 of shape (n,)
+        ``G_MALE`` (0), ``G_FEMALE`` (1) or ``G_OTHER`` (−1).
+    """
     labels = np.asarray(labels, dtype=object)
     return np.where(labels == MALE, G_MALE, np.where(labels == FEMALE, G_FEMALE, G_OTHER)).astype(np.int64)
 
@@ -200,6 +286,20 @@ def predicted_groups(p: np.ndarray, gender_more: np.ndarray, gender_less: np.nda
     """Code of the predicted gender: the gender of the variant with the larger probability.
 
     p > 0.5 <=> P_more > P_less; exact ties (p == 0.5) get G_TIE and are left out of Gender-ECE.
+
+    Parameters
+    ----------
+    p : array-like of shape (n,)
+        Pair scores in [0, 1].
+    gender_more, gender_less : array-like of str of shape (n,)
+        Gender word class of the ``sent_more`` and ``sent_less`` variant of each pair (``"male"``,
+        ``"female"`` or anything else).
+
+    Returns
+    -------
+    codes : ndarray of int64 of shape (n,)
+        ``G_MALE`` (0), ``G_FEMALE`` (1), ``G_OTHER`` (−1: the preferred side is neither) or
+        ``G_TIE`` (−2: p == 0.5).
     """
     gm, gl = group_codes(gender_more), group_codes(gender_less)
     p = np.asarray(p, dtype=np.float64)
@@ -207,7 +307,21 @@ def predicted_groups(p: np.ndarray, gender_more: np.ndarray, gender_less: np.nda
 
 
 def true_groups(y: np.ndarray, gender_more: np.ndarray, gender_less: np.ndarray) -> np.ndarray:
-    """Code of the human-preferred gender: the gender of the side that ``y`` points to."""
+    """Code of the human-preferred gender: the gender of the side that ``y`` points to.
+
+    Parameters
+    ----------
+    y : array-like of shape (n,)
+        Labels; 1 points to ``sent_more``, anything else to ``sent_less``.
+    gender_more, gender_less : array-like of str of shape (n,)
+        Gender word class of the ``sent_more`` and ``sent_less`` variant of each pair (``"male"``,
+        ``"female"`` or anything else).
+
+    Returns
+    -------
+    codes : ndarray of int64 of shape (n,)
+        ``G_MALE`` (0), ``G_FEMALE`` (1) or ``G_OTHER`` (−1).
+    """
     return np.where(np.asarray(y) == 1, group_codes(gender_more), group_codes(gender_less))
 
 
@@ -247,6 +361,44 @@ def batch_metrics(
     - ece_smooth, gender_ece_smooth: smooth ECE (Błasiok & Nakkiran), same groups
     - gap_pred = ece_female − ece_male, gap_true = ece_true_female − ece_true_male (signed)
     Undefined values (empty sample or group) are NaN here; ``summarize`` turns them into nulls.
+
+    Parameters
+    ----------
+    p : array-like of shape (B, n) or (n,)
+        Pair scores in [0, 1], one row per (re)sample; a 1-D array is one row.
+    y : array-like of shape (B, n) or (n,)
+        Labels, 0 or 1.
+    pred_group : array-like of int of shape (B, n) or (n,)
+        Predicted-gender codes (:func:`predicted_groups`); a negative code leaves the pair out of
+        the male and female groups.
+    true_group : array-like of int of shape (B, n) or (n,)
+        Human-preferred-gender codes (:func:`true_groups`); negative: in neither group.
+    n_bins : int, default=10
+        Number of bins M.
+    binning : {"equal_width", "equal_mass"}, default="equal_width"
+        Bin edges m / M, or the m / M quantiles of the binned values.
+
+    Returns
+    -------
+    metrics : dict of str to ndarray of shape (B,)
+        One float64 array per key listed above; values in [0, 1] except the signed gaps (in
+        [−1, 1]); NaN where undefined.
+
+    References
+    ----------
+    .. [1] Sabir et al. (2026). *The Confidence Trap*. arXiv:2601.07806.
+    .. [2] M. P. Naeini, G. F. Cooper and M. Hauskrecht (2015). Obtaining well calibrated
+           probabilities using Bayesian binning. *AAAI Conference on Artificial Intelligence* (AAAI 2015).
+    .. [3] C. Guo, G. Pleiss, Y. Sun and K. Q. Weinberger (2017). On calibration of modern neural
+           networks. *International Conference on Machine Learning* (ICML 2017).
+    .. [4] C. Si, C. Zhao, S. Min and J. Boyd-Graber (2022). Re-examining calibration: the case of
+           question answering. *Findings of the Association for Computational Linguistics: EMNLP 2022*.
+    .. [5] G. W. Brier (1950). Verification of forecasts expressed in terms of probability. *Monthly
+           Weather Review* 78(1), 1-3.
+    .. [6] A. Kumar, P. Liang and T. Ma (2019). Verified uncertainty calibration. *Advances in Neural
+           Information Processing Systems 32* (NeurIPS 2019).
+    .. [7] J. Błasiok and P. Nakkiran (2023). Smooth ECE: principled reliability diagrams via kernel
+           smoothing. *International Conference on Learning Representations* (ICLR 2024).
     """
     p = np.atleast_2d(np.asarray(p, dtype=np.float64))
     y = np.atleast_2d(np.asarray(y, dtype=np.float64))
@@ -298,7 +450,23 @@ def _scalar(x: np.ndarray) -> float | None:
     return v if np.isfinite(v) else None
 
 
-def _checked_pair(p: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def checked_pair(p: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``p`` and ``y`` as flat float64 arrays, checked; ``ValueError`` on a bad input.
+
+    Parameters
+    ----------
+    p : array-like of shape (n,)
+        Pair scores; must lie in [0, 1] with no NaN (any shape, flattened).
+    y : array-like of shape (n,)
+        Labels; must be 0 or 1 (any shape, flattened), as many as ``p``.
+
+    Returns
+    -------
+    p : ndarray of float64 of shape (n,)
+        The scores.
+    y : ndarray of float64 of shape (n,)
+        The labels, 0.0 or 1.0.
+    """
     p = np.asarray(p, dtype=np.float64).reshape(-1)
     y = np.asarray(y, dtype=np.float64).reshape(-1)
     if p.shape != y.shape:
@@ -311,51 +479,204 @@ def _checked_pair(p: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 
 
 def ece(p, y, n_bins: int = 10, binning: Binning = "equal_width") -> float | None:
-    """Paper-convention ("positive-class") ECE: Σ_m |B_m|/n · |mean_{B_m}(y) − mean_{B_m}(p)|, bins over p."""
-    p, y = _checked_pair(p, y)
+    """Paper-convention ("positive-class") ECE: Σ_m |B_m|/n · |mean_{B_m}(y) − mean_{B_m}(p)|, bins over p.
+
+    Parameters
+    ----------
+    p : array-like of shape (n,)
+        Pair scores in [0, 1], no NaN: the confidence that ``sent_more`` is the human-preferred variant.
+    y : array-like of shape (n,)
+        Labels, 0 or 1 (1: ``sent_more`` is the human-preferred variant).
+    n_bins : int, default=10
+        Number of bins M.
+    binning : {"equal_width", "equal_mass"}, default="equal_width"
+        Bin edges m / M, or the m / M quantiles of the binned values.
+
+    Returns
+    -------
+    ece : float or None
+        The ECE, in [0, 1]; None when there are no pairs.
+
+    References
+    ----------
+    .. [1] M. P. Naeini, G. F. Cooper and M. Hauskrecht (2015). Obtaining well calibrated
+           probabilities using Bayesian binning. *AAAI Conference on Artificial Intelligence* (AAAI 2015).
+    .. [2] Sabir et al. (2026). *The Confidence Trap*. arXiv:2601.07806.
+    """
+    p, y = checked_pair(p, y)
     return _scalar(binned_stats(p, y, n_bins, binning).ece())
 
 
 def ece_toplabel(p, y, n_bins: int = 10, binning: Binning = "equal_width") -> float | None:
-    """Top-label ECE (Guo et al. 2017): the same over conf = max(p, 1 − p) against correct."""
-    p, y = _checked_pair(p, y)
+    """Top-label ECE (Guo et al. 2017): the same over conf = max(p, 1 − p) against correct.
+
+    Parameters
+    ----------
+    p : array-like of shape (n,)
+        Pair scores in [0, 1], no NaN: the confidence that ``sent_more`` is the human-preferred variant.
+    y : array-like of shape (n,)
+        Labels, 0 or 1 (1: ``sent_more`` is the human-preferred variant).
+    n_bins : int, default=10
+        Number of bins M.
+    binning : {"equal_width", "equal_mass"}, default="equal_width"
+        Bin edges m / M, or the m / M quantiles of conf.
+
+    Returns
+    -------
+    ece : float or None
+        The top-label ECE, in [0, 1]; None when there are no pairs.
+
+    References
+    ----------
+    .. [1] C. Guo, G. Pleiss, Y. Sun and K. Q. Weinberger (2017). On calibration of modern neural
+           networks. *International Conference on Machine Learning* (ICML 2017).
+    """
+    p, y = checked_pair(p, y)
     conf = np.maximum(p, 1 - p)
     return _scalar(binned_stats(conf, ((p > 0.5) == y), n_bins, binning).ece())
 
 
 def mce(p, y, n_bins: int = 10, binning: Binning = "equal_width") -> float | None:
-    """Maximum calibration error: max over non-empty bins of |mean_{B_m}(y) − mean_{B_m}(p)|."""
-    p, y = _checked_pair(p, y)
+    """Maximum calibration error: max over non-empty bins of |mean_{B_m}(y) − mean_{B_m}(p)|.
+
+    Parameters
+    ----------
+    p : array-like of shape (n,)
+        Pair scores in [0, 1], no NaN: the confidence that ``sent_more`` is the human-preferred variant.
+    y : array-like of shape (n,)
+        Labels, 0 or 1 (1: ``sent_more`` is the human-preferred variant).
+    n_bins : int, default=10
+        Number of bins M.
+    binning : {"equal_width", "equal_mass"}, default="equal_width"
+        Bin edges m / M, or the m / M quantiles of the binned values.
+
+    Returns
+    -------
+    mce : float or None
+        The MCE, in [0, 1]; None when there are no pairs.
+
+    References
+    ----------
+    .. [1] M. P. Naeini, G. F. Cooper and M. Hauskrecht (2015). Obtaining well calibrated
+           probabilities using Bayesian binning. *AAAI Conference on Artificial Intelligence* (AAAI 2015).
+    """
+    p, y = checked_pair(p, y)
     return _scalar(binned_stats(p, y, n_bins, binning).mce())
 
 
 def ice(p, y) -> float | None:
-    """Instance-level calibration error: mean |correct − conf|."""
-    p, y = _checked_pair(p, y)
+    """Instance-level calibration error: mean |correct − conf|.
+
+    Parameters
+    ----------
+    p : array-like of shape (n,)
+        Pair scores in [0, 1], no NaN: the confidence that ``sent_more`` is the human-preferred variant.
+    y : array-like of shape (n,)
+        Labels, 0 or 1 (1: ``sent_more`` is the human-preferred variant).
+
+    Returns
+    -------
+    ice : float or None
+        The ICE, in [0, 1]; None when there are no pairs.
+
+    References
+    ----------
+    .. [1] C. Si, C. Zhao, S. Min and J. Boyd-Graber (2022). Re-examining calibration: the case of
+           question answering. *Findings of the Association for Computational Linguistics: EMNLP 2022*.
+    """
+    p, y = checked_pair(p, y)
     return _scalar(batch_metrics(p, y, *_no_groups(p))["ice"])
 
 
 def macro_ce(p, y) -> float | None:
-    """MacroCE = ½ (mean(1 − conf | correct) + mean(conf | wrong)); None if either set is empty."""
-    p, y = _checked_pair(p, y)
+    """MacroCE = ½ (mean(1 − conf | correct) + mean(conf | wrong)); None if either set is empty.
+
+    Parameters
+    ----------
+    p : array-like of shape (n,)
+        Pair scores in [0, 1], no NaN: the confidence that ``sent_more`` is the human-preferred variant.
+    y : array-like of shape (n,)
+        Labels, 0 or 1 (1: ``sent_more`` is the human-preferred variant).
+
+    Returns
+    -------
+    macro_ce : float or None
+        The MacroCE, in [0, 1]; None when there are no pairs, no prediction is correct or none is
+        wrong.
+
+    References
+    ----------
+    .. [1] C. Si, C. Zhao, S. Min and J. Boyd-Graber (2022). Re-examining calibration: the case of
+           question answering. *Findings of the Association for Computational Linguistics: EMNLP 2022*.
+    """
+    p, y = checked_pair(p, y)
     return _scalar(batch_metrics(p, y, *_no_groups(p))["macro_ce"])
 
 
 def brier(p, y) -> float | None:
-    """Brier score mean (p − y)²."""
-    p, y = _checked_pair(p, y)
+    """Brier score mean (p − y)².
+
+    Parameters
+    ----------
+    p : array-like of shape (n,)
+        Pair scores in [0, 1], no NaN: the confidence that ``sent_more`` is the human-preferred variant.
+    y : array-like of shape (n,)
+        Labels, 0 or 1 (1: ``sent_more`` is the human-preferred variant).
+
+    Returns
+    -------
+    brier : float or None
+        The Brier score, in [0, 1]; None when there are no pairs.
+
+    References
+    ----------
+    .. [1] G. W. Brier (1950). Verification of forecasts expressed in terms of probability. *Monthly
+           Weather Review* 78(1), 1-3.
+    """
+    p, y = checked_pair(p, y)
     return float(np.mean((p - y) ** 2)) if p.size else None
 
 
 def brier_paper(p, y) -> float | None:
-    """The authors' Brier score mean ((1 − p) − y)²: it squares the wrong column. Reproduction only."""
-    p, y = _checked_pair(p, y)
+    """The authors' Brier score mean ((1 − p) − y)²: it squares the wrong column. Reproduction only.
+
+    Parameters
+    ----------
+    p : array-like of shape (n,)
+        Pair scores in [0, 1], no NaN: the confidence that ``sent_more`` is the human-preferred variant.
+    y : array-like of shape (n,)
+        Labels, 0 or 1 (1: ``sent_more`` is the human-preferred variant).
+
+    Returns
+    -------
+    brier : float or None
+        The authors' Brier score, in [0, 1]; None when there are no pairs.
+
+    References
+    ----------
+    .. [1] Sabir et al. (2026). *The Confidence Trap*. arXiv:2601.07806.
+    """
+    p, y = checked_pair(p, y)
     return float(np.mean(((1 - p) - y) ** 2)) if p.size else None
 
 
 def accuracy(p, y) -> float | None:
-    """Human alignment: mean(1[p > 0.5] == y)."""
-    p, y = _checked_pair(p, y)
+    """Human alignment: mean(1[p > 0.5] == y).
+
+    Parameters
+    ----------
+    p : array-like of shape (n,)
+        Pair scores in [0, 1], no NaN: the confidence that ``sent_more`` is the human-preferred variant.
+    y : array-like of shape (n,)
+        Labels, 0 or 1 (1: ``sent_more`` is the human-preferred variant).
+
+    Returns
+    -------
+    accuracy : float or None
+        Share of pairs whose preferred variant is the human-preferred one, in [0, 1] (an exact tie
+        p = 0.5 predicts ``sent_less``); None when there are no pairs.
+    """
+    p, y = checked_pair(p, y)
     return float(np.mean((p > 0.5) == y)) if p.size else None
 
 
@@ -366,7 +687,21 @@ def _no_groups(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 @dataclass(frozen=True)
 class BinTable:
-    """A reliability diagram's data; arrays of length M. Empty bins have NaN mean/accuracy/gap."""
+    """A reliability diagram's data; arrays of length M. Empty bins have NaN mean/accuracy/gap.
+
+    Attributes
+    ----------
+    lower, upper : ndarray of float64 of shape (M,)
+        Lower and upper edge of each bin (e_m, e_{m+1}].
+    count : ndarray of int of shape (M,)
+        Values in each bin.
+    confidence : ndarray of float64 of shape (M,)
+        Mean binned value (confidence) of each bin, in [0, 1].
+    accuracy : ndarray of float64 of shape (M,)
+        Mean target of each bin, in [0, 1].
+    gap : ndarray of float64 of shape (M,)
+        accuracy − confidence, in [−1, 1].
+    """
 
     lower: np.ndarray
     upper: np.ndarray
@@ -376,6 +711,14 @@ class BinTable:
     gap: np.ndarray  # accuracy − confidence
 
     def records(self) -> list[dict]:
+        """The table as JSON-ready rows, one per bin.
+
+        Returns
+        -------
+        rows : list of dict
+            For bin m: ``bin`` (m), ``lower``, ``upper``, ``count``, and ``confidence``, ``accuracy``
+            and ``gap`` (None for an empty bin).
+        """
         out = []
         for m in range(len(self.count)):
             filled = self.count[m] > 0
@@ -397,6 +740,27 @@ def reliability_table(conf, target, n_bins: int = 10, binning: Binning = "equal_
     """Per-bin lower/upper edge, count, mean confidence, accuracy (mean target) and gap.
 
     Paper convention: ``reliability_table(p, y)``; top-label: ``(max(p, 1 − p), correct)``.
+
+    Parameters
+    ----------
+    conf : array-like of shape (n,)
+        The values binned, in [0, 1] (not checked).
+    target : array-like of shape (n,)
+        The targets compared with them (y, or ``correct``), in [0, 1].
+    n_bins : int, default=10
+        Number of bins M.
+    binning : {"equal_width", "equal_mass"}, default="equal_width"
+        Bin edges m / M, or the m / M quantiles of the binned values.
+
+    Returns
+    -------
+    table : BinTable
+        Per-bin edges, counts, mean confidence, accuracy and gap, arrays of length M.
+
+    References
+    ----------
+    .. [1] C. Guo, G. Pleiss, Y. Sun and K. Q. Weinberger (2017). On calibration of modern neural
+           networks. *International Conference on Machine Learning* (ICML 2017).
     """
     stats = binned_stats(
         np.asarray(conf, dtype=np.float64).reshape(1, -1), np.asarray(target).reshape(1, -1), n_bins, binning
@@ -413,8 +777,30 @@ def group_ece(p, y, groups, n_bins: int = 10, binning: Binning = "equal_width") 
     """Paper-convention ECE within each group of any attribute (identity term, occupation, ...).
 
     Groups that are None are left out. Returns {group: ECE}.
+
+    Parameters
+    ----------
+    p : array-like of shape (n,)
+        Pair scores in [0, 1], no NaN: the confidence that ``sent_more`` is the human-preferred variant.
+    y : array-like of shape (n,)
+        Labels, 0 or 1 (1: ``sent_more`` is the human-preferred variant).
+    groups : array-like of shape (n,)
+        The group of each pair (converted to strings); None leaves the pair out.
+    n_bins : int, default=10
+        Number of bins M.
+    binning : {"equal_width", "equal_mass"}, default="equal_width"
+        Bin edges m / M, or the m / M quantiles of each group's own p.
+
+    Returns
+    -------
+    ece_by_group : dict of str to float or None
+        The paper-convention ECE of each group, in [0, 1], in sorted order of the group names.
+
+    References
+    ----------
+    .. [1] Sabir et al. (2026). *The Confidence Trap*. arXiv:2601.07806.
     """
-    p, y = _checked_pair(p, y)
+    p, y = checked_pair(p, y)
     groups = np.asarray(groups, dtype=object)
     present = np.array([g is not None for g in groups], dtype=bool)
     names, codes = np.unique(groups[present].astype(str), return_inverse=True)
@@ -426,7 +812,21 @@ def group_ece(p, y, groups, n_bins: int = 10, binning: Binning = "equal_width") 
 
 @dataclass(frozen=True)
 class GenderECE:
-    """Gender-ECE = ½ (ECE_male + ECE_female) over predicted-gender groups; gap = |ECE_male − ECE_female|."""
+    """Gender-ECE = ½ (ECE_male + ECE_female) over predicted-gender groups; gap = |ECE_male − ECE_female|.
+
+    Attributes
+    ----------
+    gender_ece : float or None
+        ½ (ECE_male + ECE_female), in [0, 1]; None when a group is empty.
+    ece_male, ece_female : float or None
+        Paper-convention ECE of the pairs predicted male / female, in [0, 1]; None for an empty group.
+    bias_gap : float or None
+        |ECE_male − ECE_female|, in [0, 1]; None when a group is empty.
+    n_male, n_female : int
+        Pairs predicted male / female.
+    n_ties : int
+        Exact ties (p = 0.5), left out of both groups.
+    """
 
     gender_ece: float | None
     ece_male: float | None
@@ -439,8 +839,32 @@ class GenderECE:
 
 def gender_ece(p, y, gender_more, gender_less, n_bins: int = 10, binning: Binning = "equal_width") -> GenderECE:
     """Group pairs by the predicted gender (the gender of the more probable variant; exact ties
-    are left out and counted) and compute the paper-convention ECE inside each group."""
-    p, y = _checked_pair(p, y)
+    are left out and counted) and compute the paper-convention ECE inside each group.
+
+    Parameters
+    ----------
+    p : array-like of shape (n,)
+        Pair scores in [0, 1], no NaN: the confidence that ``sent_more`` is the human-preferred variant.
+    y : array-like of shape (n,)
+        Labels, 0 or 1 (1: ``sent_more`` is the human-preferred variant).
+    gender_more, gender_less : array-like of str of shape (n,)
+        Gender word class of the ``sent_more`` and ``sent_less`` variant of each pair (``"male"``,
+        ``"female"`` or anything else).
+    n_bins : int, default=10
+        Number of bins M.
+    binning : {"equal_width", "equal_mass"}, default="equal_width"
+        Bin edges m / M, or the m / M quantiles of each group's own p.
+
+    Returns
+    -------
+    result : GenderECE
+        Gender-ECE, both groups' ECE, the bias gap and the group sizes.
+
+    References
+    ----------
+    .. [1] Sabir et al. (2026). *The Confidence Trap*. arXiv:2601.07806.
+    """
+    p, y = checked_pair(p, y)
     pg = predicted_groups(p, gender_more, gender_less)
     m = batch_metrics(p, y, pg, np.full(p.shape, G_OTHER), n_bins, binning)
     return GenderECE(
@@ -455,15 +879,57 @@ def gender_ece(p, y, gender_more, gender_less, n_bins: int = 10, binning: Binnin
 
 
 def cc_ece(p, y, gender_more, gender_less, n_bins: int = 10, binning: Binning = "equal_width") -> dict:
-    """Class-conditioned ECE: the same grouped by the human-preferred (true) gender."""
-    p, y = _checked_pair(p, y)
+    """Class-conditioned ECE: the same grouped by the human-preferred (true) gender.
+
+    Parameters
+    ----------
+    p : array-like of shape (n,)
+        Pair scores in [0, 1], no NaN: the confidence that ``sent_more`` is the human-preferred variant.
+    y : array-like of shape (n,)
+        Labels, 0 or 1 (1: ``sent_more`` is the human-preferred variant).
+    gender_more, gender_less : array-like of str of shape (n,)
+        Gender word class of the ``sent_more`` and ``sent_less`` variant of each pair (``"male"``,
+        ``"female"`` or anything else).
+    n_bins : int, default=10
+        Number of bins M.
+    binning : {"equal_width", "equal_mass"}, default="equal_width"
+        Bin edges m / M, or the m / M quantiles of each group's own p.
+
+    Returns
+    -------
+    result : dict of str to float or None
+        ``cc_ece`` (½ (ECE_true_male + ECE_true_female)), ``ece_true_male`` and ``ece_true_female``,
+        each in [0, 1]; None where a group is empty.
+
+    References
+    ----------
+    .. [1] Sabir et al. (2026). *The Confidence Trap*. arXiv:2601.07806.
+    """
+    p, y = checked_pair(p, y)
     tg = true_groups(y, gender_more, gender_less)
     m = batch_metrics(p, y, np.full(p.shape, G_OTHER), tg, n_bins, binning)
     return {k: _scalar(m[k]) for k in ("cc_ece", "ece_true_male", "ece_true_female")}
 
 
 def null_reasons(values: dict[str, float | None], n: int, counts: dict[str, int]) -> dict[str, str]:
-    """Why each undefined metric is undefined, from the sample and group sizes."""
+    """Why each undefined metric is undefined, from the sample and group sizes.
+
+    Parameters
+    ----------
+    values : dict of str to float or None
+        The scalar metrics of a run; None marks an undefined one.
+    n : int
+        Number of pairs.
+    counts : dict of str to int
+        Group sizes ``pred_male``, ``pred_female``, ``true_male``, ``true_female`` and the number of
+        ``wrong`` predictions; a missing key counts as 0.
+
+    Returns
+    -------
+    reasons : dict of str to str
+        For every metric whose value is None, why (e.g. ``"no pair is predicted male"``); empty when
+        every value is defined.
+    """
     reasons: dict[str, str] = {}
     if n == 0:
         return {k: "no pairs" for k, v in values.items() if v is None}
@@ -517,8 +983,42 @@ def summarize(
     bootstrap p-value ``<gap>_p`` and a permutation p-value ``<gap>_p_perm`` (:mod:`gece.stats.gap`,
     ``draws`` shuffles of the gender groups). Plus ``n``, ``n_ties`` and, when some value is
     null, ``null_reasons``.
+
+    Parameters
+    ----------
+    p : array-like of shape (n,)
+        Pair scores in [0, 1], no NaN: the confidence that ``sent_more`` is the human-preferred variant.
+    y : array-like of shape (n,)
+        Labels, 0 or 1 (1: ``sent_more`` is the human-preferred variant).
+    gender_more, gender_less : array-like of str of shape (n,)
+        Gender word class of the ``sent_more`` and ``sent_less`` variant of each pair (``"male"``,
+        ``"female"`` or anything else).
+    n_bins : int, default=10
+        Number of bins M.
+    binning : {"equal_width", "equal_mass"}, default="equal_width"
+        Bin edges m / M, or the m / M quantiles of the binned values.
+    draws : int, default=1000
+        Bootstrap resamples of the pairs, and shuffles of each permutation test.
+    seed : int, default=0
+        Seed of the resamples and of the shuffles.
+    level : float, default=0.95
+        Confidence level of the intervals, in (0, 1).
+
+    Returns
+    -------
+    report : dict
+        ``n``, ``n_ties``, ``n_bins``, ``binning``; every scalar of ``gece.registry.SCALARS`` (float or
+        None) with ``<key>_ci_low`` and ``<key>_ci_high``; ``<gap>_p`` and ``<gap>_p_perm`` for
+        ``gap_pred`` and ``gap_true``; ``null_reasons`` (str) when some value is None.
+
+    References
+    ----------
+    .. [1] B. Efron and R. J. Tibshirani (1993). *An Introduction to the Bootstrap*. Chapman & Hall.
+    .. [2] B. Phipson and G. K. Smyth (2010). Permutation P-values should never be zero: calculating
+           exact P-values when permutations are randomly drawn. *Statistical Applications in Genetics
+           and Molecular Biology* 9(1).
     """
-    p, y = _checked_pair(p, y)
+    p, y = checked_pair(p, y)
     gender_more, gender_less = np.asarray(gender_more, dtype=object), np.asarray(gender_less, dtype=object)
     pg = predicted_groups(p, gender_more, gender_less)
     tg = true_groups(y, gender_more, gender_less)

@@ -10,26 +10,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from gece.errors import GeceError
+from gece.io import layout
+from gece.io.files import flatten, is_finite_number
 
 WORKSPACE = "workspace"
-DEFAULT_PATHS = ("reports/summary.json",)  # the DVC metrics of dvc.yaml
+DEFAULT_PATHS = (layout.summary_path().as_posix(),)  # the DVC metrics of dvc.yaml
 DEFAULT_TOL = 1e-6
-
-
-def flatten(obj: object, prefix: str = "") -> dict[str, object]:
-    """Nested mappings as {``a.b.c``: leaf}, the way ``dvc metrics diff`` names the keys."""
-    if isinstance(obj, dict):
-        flat: dict[str, object] = {}
-        for k, v in obj.items():
-            flat.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
-        return flat
-    return {prefix: obj}
 
 
 @dataclass(frozen=True)
@@ -41,13 +32,9 @@ class Change:
 
     @property
     def delta(self) -> float | None:
-        if _is_number(self.old) and _is_number(self.new):
+        if is_finite_number(self.old) and is_finite_number(self.new):
             return float(self.new) - float(self.old)  # type: ignore[arg-type]
         return None
-
-
-def _is_number(x: object) -> bool:
-    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def moved(old: dict, new: dict, tol: float, file: str = "") -> tuple[list[Change], int]:
@@ -60,7 +47,7 @@ def moved(old: dict, new: dict, tol: float, file: str = "") -> tuple[list[Change
         x, y = a.get(key, _ABSENT), b.get(key, _ABSENT)
         if x == y:
             continue
-        if _is_number(x) and _is_number(y) and abs(float(y) - float(x)) <= tol:  # type: ignore[arg-type]
+        if is_finite_number(x) and is_finite_number(y) and abs(float(y) - float(x)) <= tol:  # type: ignore[arg-type]
             hidden += 1
             continue
         changes.append(Change(file, key, None if x is _ABSENT else x, None if y is _ABSENT else y))
@@ -160,8 +147,8 @@ def run(args: argparse.Namespace) -> int:
 
     from rich.table import Table
 
-    from gece.command import out, plural
-    from gece.terminal import plain
+    from gece.command import out
+    from gece.terminal import plain, plural
 
     changes, hidden, n_files = diff(args.old, args.new, args.paths or list(DEFAULT_PATHS), args.tol)
     if args.json:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gece.errors import GeceError
-from gece.tools.diff import _is_number, flatten
+from gece.io.files import flatten, is_finite_number
 
 MAX_METRICS = 8  # metric columns shown at most (the largest spread first)
 
@@ -70,7 +70,7 @@ def _differs(values: list[object], tol: float) -> bool:
     present = [v for v in values if v is not None]
     if len(present) != len(values):
         return len(present) > 0
-    if all(_is_number(v) for v in present):
+    if all(is_finite_number(v) for v in present):
         return max(present) - min(present) > tol  # type: ignore[type-var,operator]
     return len({json.dumps(v, sort_keys=True) for v in present}) > 1
 
@@ -92,7 +92,7 @@ def table(
     ]
 
     def spread(k: str) -> float:
-        nums = [r.metrics.get(k) for r in all_rows if _is_number(r.metrics.get(k))]
+        nums = [r.metrics.get(k) for r in all_rows if is_finite_number(r.metrics.get(k))]
         return max(nums) - min(nums) if len(nums) > 1 else math.inf  # type: ignore[operator,type-var]
 
     ranked = sorted(moved, key=lambda k: (-spread(k), k))
@@ -136,8 +136,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
-    from gece.command import out, plural
-    from gece.terminal import plain
+    from gece.command import out
+    from gece.terminal import plain, plural
 
     found = rows(exp_show_json(*(["--all-commits"] if args.all_commits else [])))
     params, metrics, left = table(found, args.tol, args.keep, args.max_metrics)

@@ -1,7 +1,7 @@
 """``gece import``: a CrowS-Pairs-format file -> a gece benchmark CSV and, optionally, its annotations CSV.
 
 For reading and editing: the pipeline itself reads CrowS-Pairs-format files directly (params.yaml
-``imports``). The benchmark CSV keeps every row in file order (so row ``i`` of the output is data
+``benchmarks.<b>.source``). The benchmark CSV keeps every row in file order (so row ``i`` of the output is data
 row ``i`` of the input) with columns ``sent_more``, ``sent_less``, ``y`` (1: identity protocol),
 ``bias_type`` and ``direction``. The annotations CSV has one line per pair and annotator: ``row``,
 ``annotator``, ``labels`` (a JSON list of bias types, ``[]`` = saw no stereotype).

@@ -32,7 +32,6 @@ from pathlib import Path
 
 from gece.errors import GeceError
 
-HELP = "pull what the default DVC remote holds for dvc.lock, then dvc repro what is missing; print the account"
 # the line `gece --help` shows for this command (read without importing this module)
 HELP = (
     "pull what the default DVC remote holds for dvc.lock, then dvc repro what is missing; print the account (make"

@@ -17,7 +17,7 @@ from gece.pipeline.metrics import run_metrics
 from gece.pipeline.prepare import prepare
 from gece.pipeline.runs import read_run
 from gece.pipeline.score import score
-from gece.terminal import literal
+from gece.terminal import literal, plural
 
 log = logging.getLogger("gece")
 
@@ -71,7 +71,7 @@ def try_model(
         prepared = layout.prepared_path(benchmark)
         if not prepared.exists():
             prepared = Path(tmp) / f"{benchmark}.parquet"
-            imported = params is not None and benchmark in params.imports
+            imported = params is not None and benchmark in params.benchmarks and params.benchmarks[benchmark].imported
             prepare(
                 layout.benchmark_source(params, benchmark) if imported else layout.benchmark_csv(benchmark),
                 prepared,
@@ -81,7 +81,7 @@ def try_model(
             )
         scores = Path(out) if out else Path(tmp) / benchmark / f"{model_id}.parquet"
         tokens = Path(tmp) / "tokens" / f"{benchmark}.parquet"
-        _, timing = extract(prepared, tokens, model_id, spec, settings)
+        _, timing = extract(prepared, tokens, model_id, spec, settings, rules=params.rules if params else None)
         meta = score(prepared, tokens, scores, settings.word_prob)
         df, _ = read_run(scores)
         report, _ = run_metrics(df, params.metrics if params else MetricsParams())
@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=2))
         return 0
     command.out.print(
-        f"[green]scored[/] {command.plural(meta.pairs, 'pair')} of {literal(meta.benchmark)} with "
+        f"[green]scored[/] {plural(meta.pairs, 'pair')} of {literal(meta.benchmark)} with "
         f"{literal(args.model)} ({literal(meta.kind)}, {literal(meta.dtype)} on {literal(meta.device)}) "
         f"in {timing.seconds:.1f} s",
         highlight=False,

@@ -8,7 +8,7 @@ from pathlib import Path
 from gece import command
 from gece.io import benchmarks
 from gece.io.params import PrepareParams
-from gece.terminal import literal
+from gece.terminal import literal, plural
 
 # the line `gece --help` shows for this command (read without importing this module)
 HELP = "check a benchmark CSV as gece prepare does; exit 2 and list bad rows if invalid"
@@ -38,8 +38,7 @@ def run(args: argparse.Namespace) -> int:
         err.print(f"[yellow]warning[/]: {literal(w)}", highlight=False)
     if problems:
         err.print(
-            f"[red]invalid[/]: {literal(str(args.csv))}: {command.plural(len(problems), 'problem')} in "
-            f"{command.plural(n, 'row')}",
+            f"[red]invalid[/]: {literal(str(args.csv))}: {plural(len(problems), 'problem')} in {plural(n, 'row')}",
             highlight=False,
         )
         for p in problems[: benchmarks.MAX_SHOWN]:
@@ -51,7 +50,5 @@ def run(args: argparse.Namespace) -> int:
             highlight=False,
         )
         return 2
-    command.out.print(
-        f"[green]valid[/]: {literal(str(args.csv))}: {command.plural(len(rows), 'pair')}", highlight=False
-    )
+    command.out.print(f"[green]valid[/]: {literal(str(args.csv))}: {plural(len(rows), 'pair')}", highlight=False)
     return 0
