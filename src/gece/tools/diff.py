@@ -17,6 +17,7 @@ from pathlib import Path
 from gece.errors import GeceError
 from gece.io import layout
 from gece.io.files import flatten, is_finite_number
+from gece.tools import options
 
 WORKSPACE = "workspace"
 DEFAULT_PATHS = (layout.summary_path().as_posix(),)  # the DVC metrics of dvc.yaml
@@ -135,7 +136,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--new", default="workspace", help="git revision to compare to, or workspace (default: %(default)s)")
     p.add_argument(
         "--tol",
-        type=float,
+        type=options.tolerance,
         default=1e-6,
         help="absolute change at or below which a number is hidden (default: %(default)g)",
     )

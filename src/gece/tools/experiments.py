@@ -20,6 +20,7 @@ from pathlib import Path
 
 from gece.errors import GeceError
 from gece.io.files import flatten, is_finite_number
+from gece.tools import options
 
 MAX_METRICS = 8  # metric columns shown at most (the largest spread first)
 
@@ -76,7 +77,10 @@ def _differs(values: list[object], tol: float) -> bool:
 
 
 def table(
-    all_rows: list[Row], tol: float = 1e-6, keep: str | None = None, max_metrics: int = MAX_METRICS
+    all_rows: list[Row],
+    tol: float = 1e-6,
+    keep: str | re.Pattern[str] | None = None,
+    max_metrics: int = MAX_METRICS,
 ) -> tuple[list[str], list[str], int]:
     """The parameter and metric columns worth showing: parameters that differ between the rows, metrics that
     moved by more than ``tol`` (matching the regex ``keep`` when given), at most ``max_metrics`` of them with
@@ -115,18 +119,19 @@ EXAMPLES = (
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--keep",
+        type=options.regex,
         help="only metrics whose key (e.g. runs.winobias.smollm2-135m.ece) matches this regex "
         "(default: every metric that moved)",
     )
     p.add_argument(
         "--tol",
-        type=float,
+        type=options.tolerance,
         default=1e-6,
         help="a metric that moved by this much or less is not shown (default: %(default)g)",
     )
     p.add_argument(
         "--max-metrics",
-        type=int,
+        type=options.count,
         default=8,
         help="metric columns at most, the largest spread first (default: %(default)s)",
     )

@@ -35,8 +35,15 @@ class Remote:
 
     @property
     def local(self) -> bool:
-        """Whether the remote is a directory on this machine (no ``scheme://``)."""
-        return "://" not in self.url
+        """Whether the remote is a directory on this machine: a path, or a ``file://`` URL."""
+        return "://" not in self.url or self.url.startswith("file://")
+
+    @property
+    def path(self) -> Path:
+        """A local remote's directory (``file:///x/y`` is ``/x/y``)."""
+        from urllib.parse import unquote, urlparse
+
+        return Path(unquote(urlparse(self.url).path)) if self.url.startswith("file://") else Path(self.url)
 
 
 def default_remote(root: Path) -> Remote:
@@ -65,9 +72,9 @@ def default_remote(root: Path) -> Remote:
 
 def check_remote(remote: Remote) -> None:
     """A local remote must be an existing directory; other remotes are checked by the pull itself."""
-    if remote.local and not Path(remote.url).is_dir():
+    if remote.local and not remote.path.is_dir():
         raise GeceError(
-            f"DVC remote {remote.name!r} ({remote.url}) is not reachable: the directory does not exist",
+            f"DVC remote {remote.name!r} ({remote.url}) is not reachable: the directory {remote.path} does not exist",
             hint=REMOTE_HINT.format(name=remote.name),
         )
 

@@ -120,6 +120,31 @@ def stages(root: Path) -> list[Stage]:
         ) from e
 
 
+def check_targets(targets: tuple[str, ...], known: list[Stage], root: Path) -> None:
+    """Each target names a stage of ``known``, a stage group (``metrics``: every ``metrics@...``), or a
+    ``dvc.yaml``/``.dvc`` file with an optional ``:stage``; else a GeceError naming it, before any pull or run."""
+    import difflib
+
+    names = [s.name for s in known]
+    groups = {n.split("@")[0] for n in names}
+    bad = []
+    for target in targets:
+        path, _, name = target.rpartition(":") if ":" in target else ("", "", target)
+        if not path and name.endswith(("dvc.yaml", ".dvc")):
+            path, name = name, ""
+        if path and not (root / path).is_file():
+            bad.append(f"{target}: no such file {path}")
+        elif name and name not in names and name not in groups:
+            close = difflib.get_close_matches(name, sorted(groups | set(names)), n=3)
+            bad.append(f"{target}: no such stage" + (f" (did you mean {', '.join(close)}?)" if close else ""))
+    if bad:
+        raise GeceError(
+            f"gece repro: {len(bad)} of the targets name{'s' if len(bad) == 1 else ''} no stage of the pipeline",
+            problems=bad,
+            hint="`dvc stage list` lists the stages; a group such as metrics runs every metrics@<benchmark>",
+        )
+
+
 def _dvc(root: Path) -> tuple[list[str], dict[str, str]]:
     """DVC of this Python environment, with this environment's bin/ first on PATH (stages call `gece`)."""
     env = dict(os.environ)
@@ -214,6 +239,7 @@ def repro(
     after printing the account so far."""
     account = Account()
     before = stages(root)
+    check_targets(targets, before, root)
     account.stages = len(before)
     missing = [s.name for s in before if s.locked and s.missing]
     remote_ok = False

@@ -18,6 +18,7 @@ from gece.pipeline.prepare import prepare
 from gece.pipeline.runs import read_run
 from gece.pipeline.score import score
 from gece.terminal import literal, plural
+from gece.tools import options
 
 log = logging.getLogger("gece")
 
@@ -110,7 +111,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--benchmark", default="winobias", help="benchmark id (data/benchmarks/<id>.csv; default: %(default)s)"
     )
-    p.add_argument("--limit", type=int, default=100, help="score only the first N pairs (default: %(default)s)")
+    p.add_argument(
+        "--limit", type=options.count, default=100, help="score only the first N pairs (default: %(default)s)"
+    )
     p.add_argument(
         "--special-tokens",
         action=argparse.BooleanOptionalAction,
