@@ -24,7 +24,18 @@ pytestmark = pytest.mark.slow
 
 GECE = str(Path(sys.executable).with_name("gece"))
 PAIRS = "40"
-NO_AVX512 = "AVX512F,AVX512CD,AVX512_SKX,AVX512_CLX,AVX512_CNL,AVX512_ICL,AVX512_SPR"
+
+
+def _numpy_avx512_targets() -> str:
+    """numpy's dispatch targets that run AVX-512 code, named as this numpy names them (AVX512F, AVX512_SKX, ...
+    before numpy 2.4; X86_V4, AVX512_ICL, AVX512_SPR since): disabling names numpy does not dispatch on
+    disables nothing, silently."""
+    from numpy._core._multiarray_umath import __cpu_dispatch__
+
+    return ",".join(t for t in __cpu_dispatch__ if "AVX512" in t or t == "X86_V4")
+
+
+NO_AVX512 = _numpy_avx512_targets()
 # name: (environment, extra arguments, numpy loaded before gece's command); factors are paired to keep the test
 # short. The float64 products run in numpy's OpenBLAS when batches run side by side or on one thread (with
 # the kernels OpenBLAS picks for this CPU under `gece extract`, or Haswell's when numpy loaded first), and
