@@ -342,6 +342,11 @@ BAD_LABELS = [  # (annotations CSV body, what the message says, the fix)
     ('1,x,"""gender"""\n', "is not a list of bias types", "or [] when the annotator saw no stereotype"),
     ('1,x,"[""genedr""]"\n', "labels name 'genedr', not a bias type", "fix the label"),
     ("1,x,[]\n1,x,[]\n", "row 2 (line 3): annotator 'x' labels row 1 again (first on row 1)", "keep one line"),
+    # numbers people do not write: a superscript and an Arabic-Indic digit (str.isdigit() takes both, int() not
+    # the first), and a count beyond int()'s 4300 digits; each is a bad row, not a traceback (issue 37, family 1)
+    ('²,x,"[""gender""]"\n', "row '²' is not a pair of the benchmark", "name the data row"),
+    ('١,x,"[""gender""]"\n', "row '١' is not a pair of the benchmark", "name the data row"),
+    ("9" * 5000 + ',x,"[""gender""]"\n', "is not a pair of the benchmark (data rows 1 to 2)", "name the data row"),
 ]
 
 

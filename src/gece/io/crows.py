@@ -29,6 +29,7 @@ row is collected (the first 20 shown) into one :class:`~gece.errors.GeceError`.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,6 +75,11 @@ class Imported:
     pairs: pd.DataFrame
     annotations: pd.DataFrame
     has_annotations: bool
+
+
+# a data row's number as people write it: ASCII digits, at most 9 (str.isdigit() also takes "²" and "١", which
+# int() refuses, and int() refuses a string of more than 4300 digits)
+ROW_NUMBER = re.compile(r"[0-9]{1,9}")
 
 
 class _Bad(ValueError):
@@ -268,7 +274,7 @@ def read_annotations(path: str | Path, n_rows: int, bias_types: set[str]) -> pd.
             continue
         row, annotator, text = (f[col[c]].strip() for c in ("row", "annotator", "labels"))
         bad = []
-        if not row.isdigit() or not 1 <= int(row) <= n_rows:
+        if not ROW_NUMBER.fullmatch(row) or not 1 <= int(row) <= n_rows:
             bad.append(
                 f"row {row!r} is not a pair of the benchmark (data rows 1 to {n_rows}); name the data row "
                 "of the pair (1 = the first line after the header), or remove the line"
