@@ -81,7 +81,7 @@ def test_a_file_url_remote_is_checked_as_the_directory_it_names(tmp_path):
     assert there.local and there.path == tmp_path / "store dir"
     with pytest.raises(GeceError) as e:
         remote.check_remote(there)
-    assert f"the directory {tmp_path / 'store dir'} does not exist" in e.value.message
+    assert e.value.message.endswith(f"the directory does not exist: {tmp_path / 'store dir'}")
     (tmp_path / "store dir").mkdir()
     remote.check_remote(there)
     assert not remote.Remote("s3", "s3://bucket/x").local

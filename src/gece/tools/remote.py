@@ -74,7 +74,8 @@ def check_remote(remote: Remote) -> None:
     """A local remote must be an existing directory; other remotes are checked by the pull itself."""
     if remote.local and not remote.path.is_dir():
         raise GeceError(
-            f"DVC remote {remote.name!r} ({remote.url}) is not reachable: the directory {remote.path} does not exist",
+            f"DVC remote {remote.name!r} ({remote.url}) is not reachable: the directory does not exist"
+            + ("" if str(remote.path) == remote.url else f": {remote.path}"),
             hint=REMOTE_HINT.format(name=remote.name),
         )
 
