@@ -176,3 +176,59 @@ def test_extra_columns_ignored_and_bias_type_kept(tmp_path):
     src = _csv(tmp_path, ",sent_more,sent_less,bias_type,y\n0,He left.,She left.,gender,1\n")
     df = prepare_stage.prepare(src, tmp_path / "p.parquet")
     assert df.loc[0, "bias_type"] == "gender" and df.loc[0, "y"] == 1
+
+
+def _rows(*pairs: tuple[str, str]) -> pd.DataFrame:
+    return pd.DataFrame(
+        {"row": range(1, len(pairs) + 1), "sent_more": [m for m, _ in pairs], "sent_less": [l for _, l in pairs]}
+    ).assign(y=1, bias_type="sexual-orientation")
+
+
+def test_where_a_pair_first_differs():
+    pairs = benchmarks.prepare_pairs(
+        _rows(
+            ("Gay people are kind.", "Straight people are kind."),  # the first word
+            ("Alex is divorcing Sam.", "Alex is divorcing Kim."),  # the last word
+            ("She said he was late.", "She said she was late."),  # the third word
+            ("He knows her well.", "She knows him well."),  # two blocks: the first decides
+        ),
+        "t",
+    )
+    assert list(pairs["first_diff_word"]) == [1, 4, 3, 1]
+    assert list(pairs["first_diff"]) == ["initial", "later", "later", "initial"]
+
+
+def test_clusters_of_identical_pairs_and_of_templates():
+    rows = _rows(
+        ("Gay people are kind.", "Straight people are kind."),
+        ("Lesbian people are kind.", "Straight people are kind."),
+        ("Gay people are kind.", "Straight people are kind."),  # repeats row 1
+        ("Gay people are rude.", "Straight people are rude."),
+        ("Gay people are kind.", "Queer people are kind."),  # sent_more of row 1, another sent_less
+    )
+    by_pair = benchmarks.prepare_pairs(rows, "t")
+    assert list(by_pair["cluster"]) == ["t-0001", "t-0002", "t-0001", "t-0004", "t-0005"]
+    by_template = benchmarks.prepare_pairs(rows, "t", cluster="template")
+    assert list(by_template["cluster"]) == [
+        "_ people are kind.",
+        "_ people are kind.",
+        "_ people are kind.",
+        "_ people are rude.",
+        "_ people are kind.",
+    ]
+    two_blocks = benchmarks.prepare_pairs(_rows(("He knows her well.", "She knows him well.")), "t", "template")
+    assert two_blocks["cluster"].iloc[0] == "_ knows _ well."
+
+
+def test_winoqueer_counts(data_dir, tmp_path):
+    """The numbers docs/metrics.md quotes: WinoQueer v0's 5,870 rows are 2,482 distinct pairs in 132 sentence frames,
+    and 3,287 of them differ in their first word; CrowS-Pairs' 1,505 are 1,504 distinct, 423 differing first."""
+    wq = prepare_stage.prepare(
+        data_dir / "winoqueer" / "winoqueer_benchmark.csv", tmp_path / "wq.parquet", imported=True, cluster="template"
+    )
+    assert (len(wq), wq["cluster"].nunique(), len(wq.drop_duplicates(["sent_more", "sent_less"]))) == (5870, 132, 2482)
+    assert (wq["first_diff"] == "initial").sum() == 3287
+    cp = prepare_stage.prepare(
+        data_dir / "crows_pairs" / "crows_pairs_anonymized.csv", tmp_path / "cp.parquet", imported=True
+    )
+    assert (len(cp), cp["cluster"].nunique(), (cp["first_diff"] == "initial").sum()) == (1505, 1504, 423)

@@ -183,8 +183,13 @@ def test_params_sources(tmp_path):
     raw = yaml.safe_load((ROOT / "params.yaml").read_text())
     params = load_params(ROOT / "params.yaml")
     assert params.benchmarks["winoqueer"].source == "data/winoqueer/winoqueer_benchmark.csv"
-    assert [b for b, e in params.benchmarks.items() if e.imported] == ["crows_pairs", "winoqueer"]
-    assert list(params.rules.values()) == ["target"] * 5 + ["sentence"] * 2
+    assert [b for b, e in params.benchmarks.items() if e.imported] == [
+        "crows_pairs",
+        "crows_pairs_shared",
+        "winoqueer",
+        "winoqueer_shared",
+    ]
+    assert list(params.rules.values()) == ["target"] * 5 + ["sentence", "shared"] * 2
     for change, message in (
         (lambda r: r["benchmarks"]["crows_pairs"].update(source=""), "benchmarks.crows_pairs.source"),
         (lambda r: r["benchmarks"].update({"Bad/Name": {"source": "x.csv"}}), "not a valid id"),

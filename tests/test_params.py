@@ -7,6 +7,7 @@ import yaml
 
 from gece.cli import main
 from gece.errors import GeceError
+from gece.io import layout
 from gece.io.params import load_params, memory_caps
 
 from .conftest import ROOT
@@ -124,13 +125,21 @@ def _load_raw(tmp_path, raw: dict):
 def test_benchmark_entries_of_the_shipped_file():
     """Each benchmark's source, rule and neutral role come from its one entry, in the file's order."""
     params = load_params(ROOT / "params.yaml")
-    names = ["winobias", "winogender", "genderlex", "genderlex_person", "genderlex_someone", "crows_pairs", "winoqueer"]
-    assert list(params.benchmarks) == names
-    assert {b: e.source for b, e in params.benchmarks.items() if e.imported} == {
-        "crows_pairs": "data/crows_pairs/crows_pairs_anonymized.csv",
-        "winoqueer": "data/winoqueer/winoqueer_benchmark.csv",
-    }
-    assert params.rules == dict(zip(names, ["target"] * 5 + ["sentence"] * 2, strict=True))
+    gender = ["winobias", "winogender", "genderlex", "genderlex_person", "genderlex_someone"]
+    identity = ["crows_pairs", "crows_pairs_shared", "winoqueer", "winoqueer_shared"]
+    assert list(params.benchmarks) == gender + identity
+    crows, wq = "data/crows_pairs/crows_pairs_anonymized.csv", "data/winoqueer/winoqueer_benchmark.csv"
+    assert {b: e.source for b, e in params.benchmarks.items() if e.imported} == dict(
+        zip(identity, [crows, crows, wq, wq], strict=True)
+    )
+    assert params.rules == dict.fromkeys(gender, "target") | dict(
+        zip(identity, ["sentence", "shared"] * 2, strict=True)
+    )
+    # the same pairs under two rules: the second entry of each source is its variant
+    assert layout.rule_variants(params) == {"crows_pairs": ["crows_pairs_shared"], "winoqueer": ["winoqueer_shared"]}
+    assert {b: e.cluster for b, e in params.benchmarks.items() if e.cluster != "pair"} == dict.fromkeys(
+        ["winoqueer", "winoqueer_shared"], "template"
+    )
     assert params.neutral_benchmarks == ["genderlex", "genderlex_person", "genderlex_someone"]
 
 
@@ -175,7 +184,10 @@ def _entry(name, **fields):
         (_entry("crows_pairs", rules="target"), "benchmarks.crows_pairs.rules: unknown key (did you mean 'rule'?)"),
         (_entry("genderlex", neutral="x"), "benchmarks.genderlex.neutral: unknown key (did you mean 'neutral_of'?)"),
         (_entry("winobias", sorce="x.csv"), "benchmarks.winobias.sorce: unknown key (did you mean 'source'?)"),
-        (_entry("winoqueer", rule="words"), "benchmarks.winoqueer.rule: Input should be 'target' or 'sentence'"),
+        (
+            _entry("winoqueer", rule="words"),
+            "benchmarks.winoqueer.rule: Input should be 'target', 'sentence', 'mean' or 'shared'",
+        ),
         (_entry("winoqueer", source=""), "benchmarks.winoqueer.source: must be the path of a CrowS-Pairs-format CSV"),
         (
             _entry("winobias", source="data/benchmarks/winobias.csv"),

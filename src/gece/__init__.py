@@ -24,6 +24,13 @@ os.environ["OPENBLAS_NUM_THREADS"] = "1"  # numpy/scipy's BLAS sums in one order
 if _cpu_has("avx2", "fma"):  # every x86-64 CPU since 2013 (Intel) and 2015 (AMD)
     os.environ.setdefault("OPENBLAS_CORETYPE", "Haswell")  # the same BLAS kernels on Intel and AMD
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # no spinning threads on a shared machine
+# numpy's AVX-512 code paths (its X86_V4 dispatch target and the AVX-512 extensions numpy 2.4 names) round some
+# float64 functions (exp, log, ...) differently from its AVX2 ones: off, so a CPU with AVX-512 gives the bytes of one
+# without. numpy ignores names this CPU lacks; names the user disabled already are kept.
+NUMPY_AVX512 = ("X86_V4", "AVX512_ICL", "AVX512_SPR")
+os.environ["NPY_DISABLE_CPU_FEATURES"] = " ".join(
+    dict.fromkeys([*os.environ.get("NPY_DISABLE_CPU_FEATURES", "").replace(",", " ").split(), *NUMPY_AVX512])
+)
 
 
 def native_blas() -> bool:

@@ -366,7 +366,7 @@ DEFINITIONS: tuple[Definition, ...] = (
 # gender (gece.stats.metrics.predicted_groups / true_groups), or a column of the prepared pairs (schemas.PreparedPair)
 # that holds one plain value per pair
 DERIVED_GROUPINGS = ("pred_gender", "true_gender")
-GROUPING_COLUMNS = ("bias_type", "position", "n_targets", "y", "gender_more", "gender_less")
+GROUPING_COLUMNS = ("bias_type", "position", "first_diff", "n_targets", "y", "gender_more", "gender_less")
 GROUPINGS = DERIVED_GROUPINGS + GROUPING_COLUMNS
 GroupingName = Literal[GROUPINGS]  # type: ignore[valid-type]
 # the two protocols of the groups stage (gece.stats.groups): the paper's identity protocol and the annotators'

@@ -22,7 +22,7 @@ import pandas as pd
 from gece.errors import GeceError
 from gece.io.disk import iconv_hint
 from gece.io.files import require_file
-from gece.io.params import ID_HELP, is_id
+from gece.io.params import ID_HELP, Cluster, is_id
 from gece.io.schemas import PreparedPair
 from gece.stats.lexicon import side_group
 
@@ -54,6 +54,7 @@ class Alignment:
     less: list[Word]
     n_blocks: int
     last: bool  # the targets end both sentences (cloze-last)
+    first: int  # 0-based index in sent_more's words where the first differing block starts
 
 
 def align(sent_more: str, sent_less: str) -> Alignment:
@@ -65,15 +66,16 @@ def align(sent_more: str, sent_less: str) -> Alignment:
     sm = difflib.SequenceMatcher(a=[w.text for w in a], b=[w.text for w in b], autojunk=False)
     more: list[Word] = []
     less: list[Word] = []
-    blocks = 0
+    blocks, first = 0, len(a)
     for tag, i1, i2, j1, j2 in sm.get_opcodes():
         if tag == "equal":
             continue
         blocks += 1
+        first = min(first, i1)
         more += a[i1:i2]
         less += b[j1:j2]
     last = bool(more and less and more[-1] == a[-1] and less[-1] == b[-1])
-    return Alignment(more, less, blocks, last)
+    return Alignment(more, less, blocks, last, first)
 
 
 # ------------------------------------------------------------------------- reading
@@ -319,15 +321,36 @@ def load_benchmark(path: str | Path, duplicates: DuplicatePolicy = "error") -> t
     return out, warnings
 
 
-def prepare_pairs(rows: pd.DataFrame, name: str) -> pd.DataFrame:
-    """Align each validated pair and derive the prepared columns (see ``schemas.PreparedPair``)."""
+TEMPLATE_MASK = "_"  # what stands for a differing word in a template (cluster: template)
+
+
+def template(sentence: str, differing: list[Word]) -> str:
+    """``sentence`` with each of its ``differing`` words replaced by :data:`TEMPLATE_MASK`: the sentence frame
+    that pairs with other identity terms share ("Gay people are kind." -> "_ people are kind.")."""
+    out, at = [], 0
+    for w in differing:
+        out += [sentence[at : w.start], TEMPLATE_MASK]
+        at = w.end
+    return "".join([*out, sentence[at:]])
+
+
+def prepare_pairs(rows: pd.DataFrame, name: str, cluster: Cluster = "pair") -> pd.DataFrame:
+    """Align each validated pair and derive the prepared columns (see ``schemas.PreparedPair``).
+
+    ``cluster`` (``benchmarks.<b>.cluster``) chooses the resampling unit written to the ``cluster`` column:
+    ``pair``, the rows with the same two sentences share the ``pair_id`` of the first of them; ``template``, the
+    rows whose sent_more is the same once its differing words are masked (:func:`template`) share that template.
+    """
     width = max(4, len(str(int(rows["row"].max()) if len(rows) else 0)))
     out = []
+    first_of: dict[tuple[str, str], str] = {}
     for r in rows.itertuples(index=False):
         al = align(r.sent_more, r.sent_less)
+        pair_id = f"{name}-{r.row:0{width}d}"
+        same = first_of.setdefault((r.sent_more, r.sent_less), pair_id)
         out.append(
             {
-                "pair_id": f"{name}-{r.row:0{width}d}",
+                "pair_id": pair_id,
                 "row": int(r.row),
                 "sent_more": r.sent_more,
                 "sent_less": r.sent_less,
@@ -343,6 +366,9 @@ def prepare_pairs(rows: pd.DataFrame, name: str) -> pd.DataFrame:
                 "gender_less": side_group([w.text for w in al.less]),
                 "position": "last" if al.last else "mid",
                 "n_targets": al.n_blocks,
+                "first_diff_word": al.first + 1,
+                "first_diff": "initial" if al.first == 0 else "later",
+                "cluster": same if cluster == "pair" else template(r.sent_more, al.more),
             }
         )
     return pd.DataFrame(out, columns=list(PreparedPair.model_fields))

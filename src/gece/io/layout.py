@@ -49,6 +49,15 @@ def benchmark_source(params: Params, benchmark: str) -> Path:
     return Path(entry.source) if entry is not None and entry.source is not None else benchmark_csv(benchmark)
 
 
+def rule_variants(params: Params) -> dict[str, list[str]]:
+    """The benchmarks read from one source (:func:`benchmark_source`) under several rules: the first entry of each
+    source, in ``benchmarks`` order -> the later entries with the same source; only sources with several entries."""
+    by_source: dict[Path, list[str]] = {}
+    for b in params.benchmarks:
+        by_source.setdefault(benchmark_source(params, b), []).append(b)
+    return {names[0]: names[1:] for names in by_source.values() if len(names) > 1}
+
+
 def annotations_csv(benchmark: str) -> Path:
     """``data/annotations/<benchmark>.csv``: per-annotator labels of any benchmark (optional; docs/annotations.md)."""
     return DATA / "annotations" / f"{_b(benchmark)}.csv"

@@ -200,7 +200,12 @@ class PrepareParams(_Section):
     duplicates: Literal["keep", "drop", "error"] = "keep"
 
 
-Rule = Literal["target", "sentence"]
+Rule = Literal["target", "sentence", "mean", "shared"]
+"""What a side's score is (docs/metrics.md "Scoring rules"): ``target``, the words the sentences differ in;
+``sentence``, every token of the sentence (summed); ``mean``, the same tokens' mean; ``shared``, the tokens the
+two sentences share, each given its own sentence's prefix. The last three read one extraction of whole
+sentences, so a second of them runs no model."""
+Cluster = Literal["pair", "template"]
 
 
 class ExtractParams(_Section):
@@ -219,7 +224,8 @@ class ExtractParams(_Section):
         "target",
         description="what a side's score is, for every benchmark whose entry sets no rule: target, the "
         "log-probability of the words in which the sentences differ; sentence, the log-likelihood of the whole "
-        "sentence (lm-evaluation-harness's crows_pairs)",
+        "sentence (lm-evaluation-harness's crows_pairs); mean, its mean per token (bias-bench); shared, the "
+        "log-probability of the tokens both sentences share (WinoQueer's authors)",
     )
     limit: int | None = Field(None, ge=1, description="score only the first N pairs (smoke runs)")
 
@@ -326,7 +332,16 @@ class BenchmarkSpec(_Section):
         "annotations included); none: data/benchmarks/<name>.csv, gece's own format",
     )
     rule: Rule | None = Field(
-        None, description="target | sentence: the rule that scores this benchmark, in place of extract.rule"
+        None,
+        description="target | sentence | mean | shared: the rule that scores this benchmark, in place of "
+        "extract.rule. Two entries with the same source and different rules are one benchmark under two rules "
+        "(the page and reports/summary.json show them side by side)",
+    )
+    cluster: Cluster = Field(
+        "pair",
+        description='the unit the intervals and permutation tests resample (docs/metrics.md "Repeated pairs"): '
+        "pair, the rows with the same two sentences; template, the rows whose sentence_more is the same once "
+        "its differing words are masked (several identity terms in one sentence frame)",
     )
     neutral_of: Id | None = Field(
         None,

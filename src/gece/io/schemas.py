@@ -73,6 +73,15 @@ class PreparedPair(_Row):
     gender_less: str
     position: Literal["last", "mid"]
     n_targets: int = Field(ge=1, description="number of differing word blocks")
+    first_diff_word: int = Field(ge=1, description="1-based index, in sent_more, of the first word that differs")
+    first_diff: Literal["initial", "later"] = Field(
+        description="initial: the sentences differ in their first word; later: they start alike"
+    )
+    cluster: str = Field(
+        min_length=1,
+        description="the resampling unit of the intervals (benchmarks.<b>.cluster): the pair_id of the first row "
+        "with the same two sentences (pair), or sent_more with its differing words masked (template)",
+    )
 
 
 class AnnotationRow(_Row):

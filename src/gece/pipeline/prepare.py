@@ -19,7 +19,7 @@ from gece import command
 from gece.errors import GeceError
 from gece.io import benchmarks, layout
 from gece.io.files import write_table
-from gece.io.params import PrepareParams
+from gece.io.params import Cluster, PrepareParams
 from gece.io.schemas import AnnotationRow, PreparedPair
 
 log = logging.getLogger("gece")
@@ -56,12 +56,14 @@ def prepare(
     imported: bool = False,
     annotations_out: str | Path | None = None,
     annotations_csv: str | Path | None = None,
+    cluster: Cluster = "pair",
 ) -> pd.DataFrame:
     """A benchmark file -> prepared pairs at ``out`` (and the annotations at ``annotations_out`` when given).
 
     ``imported``: ``csv`` is a CrowS-Pairs-format file (:mod:`gece.io.crows`); ``name`` is the benchmark id
     (default: the gece CSV's file name). ``annotations_csv``: a per-annotator annotations CSV of the
-    benchmark (:func:`gece.io.crows.read_annotations`). Nothing is written unless both files can be.
+    benchmark (:func:`gece.io.crows.read_annotations`). ``cluster``: the resampling unit of the ``cluster`` column
+    (:func:`gece.io.benchmarks.prepare_pairs`). Nothing is written unless both files can be.
     """
     csv = Path(csv)
     name = name or benchmarks.benchmark_id(csv)
@@ -104,18 +106,22 @@ def prepare(
         meta["annotations"] = str(annotations_csv)
     for w in warnings:
         log.warning(w)
-    prepared = benchmarks.prepare_pairs(rows, name)
+    prepared = benchmarks.prepare_pairs(rows, name, cluster)
     labels = annotation_rows(found, prepared) if found is not None else _empty_annotations()
     if annotations_out is not None:
         write_table(annotations_out, labels, AnnotationRow, meta={"benchmark": name, "source": str(csv)})
     write_table(out, prepared, PreparedPair, meta=meta)
     multi = int((prepared["n_targets"] > 1).sum())
     log.info(
-        "%s: %d pairs (%d with several differing words, %d cloze-last), %d annotation rows -> %s",
+        "%s: %d pairs (%d distinct, %d clusters; %d with several differing words, %d cloze-last, %d differing in "
+        "their first word), %d annotation rows -> %s",
         name,
         len(prepared),
+        len(prepared.drop_duplicates(["sent_more", "sent_less"])),
+        prepared["cluster"].nunique(),
         multi,
         int((prepared["position"] == "last").sum()),
+        int((prepared["first_diff"] == "initial").sum()),
         len(labels),
         out,
     )
@@ -185,6 +191,7 @@ def run(args: argparse.Namespace) -> int:
             imported=params.benchmarks[b].imported,
             annotations_out=layout.annotations(b),
             annotations_csv=extra if extra.is_file() else None,
+            cluster=params.benchmarks[b].cluster,
         )
         return 0
     if args.csv is None or args.out is None:
