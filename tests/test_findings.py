@@ -15,8 +15,9 @@ from gece.io.params import load_params
 from gece.pipeline import report as report_stage
 from gece.pipeline import report_data
 from gece.report import cells as report_cells
-from gece.report import findings
+from gece.report import findings, identity
 from gece.report import markdown as report_md
+from gece.report.cells import constant_y
 from gece.tools import diff
 
 from .conftest import ROOT
@@ -151,7 +152,10 @@ def test_gece_diff_against_a_git_revision(tmp_path, monkeypatch, capsys):
 # --------------------------------------------------------------------------- findings
 def test_findings_rank_the_models_with_their_intervals(shipped):
     f = findings.findings(shipped)
-    assert [b.benchmark for b in f.benchmarks] == shipped.benchmarks
+    # the benchmarks whose labels vary are ranked by ECE; those with y = 1 for every pair are identity findings
+    scored = [b for b in shipped.benchmarks if any((b, m) in shipped.metrics for m in shipped.runs[b])]
+    assert [b.benchmark for b in f.benchmarks] == [b for b in scored if not constant_y(shipped, b)]
+    assert [b.benchmark for b in f.identity] == ["crows_pairs", "winoqueer"] == identity.identity_benchmarks(shipped)
     wb = f.benchmarks[0]
     eces = {m: shipped.metrics[("winobias", m)]["ece"] for m in shipped.runs["winobias"]}
     assert wb.best["ece"].model == min(eces, key=eces.get) and wb.worst["ece"].model == max(eces, key=eces.get)
@@ -341,7 +345,7 @@ def test_findings_name_the_group_gaps_and_the_annotators():
             "n": 100,
             "n_left_out": 0,
             "left_out": None,
-            "groups": [{"group": "a"}, {"group": "b"}],
+            "groups": [{"group": "a", "n": 80, "n_distinct": 60}, {"group": "b", "n": 100}],
             "reason": None,
             "gap": {
                 "gap": gap,
@@ -369,8 +373,9 @@ def test_findings_name_the_group_gaps_and_the_annotators():
         "n_annotators": 287,
     }
     effects = dict(findings.findings(data).effects)
-    assert effects["calibration by group"] == (
-        "wq by bias_type: 1 of 2 runs with a gap at p < 0.05 (permutation); largest m1 0.200 [0.100, 0.400], a vs b."
+    assert effects["gaps between groups"] == (
+        "wq by bias_type: 1 of 2 runs with a gap at p < 0.05 (permutation); largest m1 0.200 [0.100, 0.400] in ECE, "
+        "a (80 pairs, 60 distinct) vs b (100 pairs, 100 distinct)."
     )
     assert effects["annotators"].startswith(
         "wq: Krippendorff's α 0.12 on whether the writer's bias type is "

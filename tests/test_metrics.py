@@ -271,6 +271,10 @@ def test_metrics_json_has_exactly_the_documented_keys(reference_scores, capsys):
     keys = list(json.loads(capsys.readouterr().out))
     expected = [
         "n",
+        "n_distinct",
+        "n_clusters",
+        "pct_stereotype_se_rows",
+        "pct_stereotype_se_clustered",
         "n_ties",
         "n_bins",
         "binning",
@@ -297,7 +301,7 @@ def test_metrics_json_has_exactly_the_documented_keys(reference_scores, capsys):
         "gap_pred",
         "gap_true",
     ]
-    expected += [f"{k}_{s}" for k in expected[4:] for s in ("ci_low", "ci_high")]
+    expected += [f"{k}_{s}" for k in expected[8:] for s in ("ci_low", "ci_high")]
     expected += ["gap_pred_p", "gap_pred_p_perm", "gap_true_p", "gap_true_p_perm"]
     assert keys == expected
 

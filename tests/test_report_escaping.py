@@ -127,6 +127,7 @@ def evil_scores(model_index: int) -> pd.DataFrame:
     df["n_tokens_more"] = df["n_tokens_less"] = 1
     df["logprob_more"], df["logprob_less"] = -np.logaddexp(0, -z), -np.logaddexp(0, z)
     df["logit_more"], df["logit_less"] = z, 0.0
+    df["scored_punct_only"] = None
     return df[list(ScoreRow.model_fields)]
 
 

@@ -39,6 +39,7 @@ def _score_rows(n=3):
             "logit_more": [3.5, None, 1.0][:n],
             "logit_less": [2.5, None, 0.5][:n],
             "p": p,
+            "scored_punct_only": [None] * n,
         }
     )
 
@@ -113,8 +114,9 @@ def _write(tmp_path, df):
 
 
 def _report(**kw):
-    base = {k: 0.1 for k in MetricsReport.model_fields if k not in ("n", "n_ties", "n_bins", "binning", "null_reasons")}
-    return {"n": 10, "n_ties": 0, "n_bins": 10, "binning": "equal_width", **base, **kw}
+    counts = {"n": 10, "n_distinct": 9, "n_clusters": 8, "n_ties": 0, "n_bins": 10, "binning": "equal_width"}
+    base = {k: 0.1 for k in MetricsReport.model_fields if k not in (*counts, "null_reasons")}
+    return {**counts, **base, **kw}
 
 
 def test_metrics_report_json_roundtrip(tmp_path):

@@ -205,7 +205,13 @@ def _file_metadata(model: type[BaseModel], meta: dict[str, str] | None) -> dict[
 def _checked_arrow(
     path: str | Path, df: pd.DataFrame, model: type[BaseModel], schema: pa.Schema, first_row: int = 1
 ) -> pa.Table:
-    """``df`` validated row by row against ``model`` and converted to an Arrow table of ``schema``."""
+    """``df`` validated row by row against ``model`` and converted to an Arrow table of ``schema``; a column the
+    frame lacks whose field defaults to None (a later addition to the schema, e.g. ``ScoreRow.scored_punct_only``)
+    is written as nulls."""
+    fields = model.model_fields
+    optional = [c for c in schema.names if c not in df.columns and c in fields and fields[c].default is None]
+    if optional:
+        df = df.assign(**dict.fromkeys(optional, None))
     missing = [c for c in schema.names if c not in df.columns]
     if missing:
         raise ValueError(f"{path}: columns {missing} of the {model.__name__} schema are missing")

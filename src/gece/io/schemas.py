@@ -128,13 +128,18 @@ class ScoreRow(_Row):
     targets_less: list[str] = Field(min_length=1)
     gender_more: str
     gender_less: str
-    n_tokens_more: int | None = Field(ge=1)
-    n_tokens_less: int | None = Field(ge=1)
+    n_tokens_more: int | None = Field(ge=0)
+    n_tokens_less: int | None = Field(ge=0)
     logprob_more: float
     logprob_less: float
     logit_more: float | None
     logit_less: float | None
     p: float = Field(ge=0.0, le=1.0)
+    scored_punct_only: bool | None = Field(
+        None,
+        description="every token that can move p is punctuation (rule shared: e.g. only the final '.'); "
+        "false under sentence and mean; null under target and for released scores (not assessed)",
+    )
 
     @model_validator(mode="after")
     def _p_matches_logprobs(self) -> ScoreRow:
@@ -153,7 +158,9 @@ class TokenRow(_Row):
     """Per-pair token scores from a model: extract's output, before any word rule applies.
 
     ``logprobs_*`` holds log P(x_t | x_<t) of every target token of a side, per target word, per token
-    (under the sentence rule: one "word" holding every token of the sentence after the first);
+    (under the sentence, mean and shared rules: one "word" holding every token of the sentence after the
+    prefix token); ``token_ids_*`` and ``token_text_*`` the same tokens' ids and texts (each decoded alone),
+    which the shared rule aligns (null in token files written before they were kept);
     ``logits_*`` the raw logits of the same tokens (null where the backend gives log-probabilities
     only). The score stage applies the word rule and the side rule (:mod:`gece.scoring.rules`) to
     give a :class:`ScoreRow`. The pair's sentences and labels are in the prepared file, joined by
@@ -166,15 +173,21 @@ class TokenRow(_Row):
     logprobs_less: list[list[float]] = Field(min_length=1)
     logits_more: list[list[float]] | None
     logits_less: list[list[float]] | None
+    token_ids_more: list[list[int]] | None = None
+    token_ids_less: list[list[int]] | None = None
+    token_text_more: list[list[str]] | None = None
+    token_text_less: list[list[str]] | None = None
 
     @model_validator(mode="after")
     def _words_have_tokens(self) -> TokenRow:
         for side in ("more", "less"):
-            lp, lg = getattr(self, f"logprobs_{side}"), getattr(self, f"logits_{side}")
+            lp = getattr(self, f"logprobs_{side}")
             if not all(lp):
                 raise ValueError(f"logprobs_{side}: a target word without tokens")
-            if lg is not None and [len(w) for w in lg] != [len(w) for w in lp]:
-                raise ValueError(f"logits_{side} and logprobs_{side} differ in shape")
+            for name in ("logits", "token_ids", "token_text"):
+                other = getattr(self, f"{name}_{side}")
+                if other is not None and [len(w) for w in other] != [len(w) for w in lp]:
+                    raise ValueError(f"{name}_{side} and logprobs_{side} differ in shape")
         return self
 
 
@@ -205,6 +218,16 @@ Num = float | None
 class _MetricValues(BaseModel):
     model_config = ConfigDict(extra="forbid")
     n: int = Field(ge=0)
+    n_distinct: int | None = Field(None, ge=0, description="distinct (sent_more, sent_less) pairs among the n")
+    n_clusters: int | None = Field(
+        None, ge=0, description="clusters the intervals resample (benchmarks.<b>.cluster; docs/metrics.md)"
+    )
+    pct_stereotype_se_rows: float | None = Field(
+        None, ge=0.0, description="standard error of pct_stereotype with every row independent"
+    )
+    pct_stereotype_se_clustered: float | None = Field(
+        None, ge=0.0, description="its clustered standard error (Miller 2024): the repeats counted once"
+    )
     n_ties: int = Field(ge=0)
     n_bins: int = Field(ge=1)
     binning: Literal["equal_width", "equal_mass"]
@@ -306,9 +329,10 @@ class ExtractMeta(BaseModel):
     word_prob: Literal["chain", "max"] | None = Field(
         description="the word rule the score stage applied; null in the token meta of extract, which applies none"
     )
-    rule: Literal["target", "sentence"] = Field(
+    rule: Literal["target", "sentence", "mean", "shared"] = Field(
         "target",
-        description="target: the words in which the sentences differ; sentence: the whole sentences' log-likelihoods",
+        description="target: the words in which the sentences differ; sentence: the whole sentences' "
+        "log-likelihoods; mean: their mean per token; shared: the tokens both sentences share",
     )
     batch_size: Annotated[int, Field(ge=1)] | Literal["auto"] = Field(
         description="as set in params (auto: the size used is in the timing file)"
@@ -593,6 +617,10 @@ class GroupCell(_Report):
 
     group: str
     n: int = Field(ge=0)
+    n_distinct: int | None = Field(None, ge=0, description="distinct (sent_more, sent_less) pairs among the n")
+    pct_stereotype: float | None = Field(
+        None, ge=0.0, le=1.0, description="share of the group's pairs with p > 0.5 (identity protocol)"
+    )
     ece: Err
     ci_low: Err
     ci_high: Err
@@ -644,7 +672,9 @@ Section = dict[str, dict[str, dict[str, Num]]]
 
 class SummaryReport(_Report):
     """``reports/summary.json`` (:func:`gece.report.findings.summary`), the one file dvc.yaml declares as DVC metrics:
-    headline metrics per run and a compact summary per calibration, ablation and comparison."""
+    headline metrics per run and a compact summary per calibration, ablation and comparison. On a benchmark with the
+    same label for every pair a run carries ``stereotype_share``, ``shortfall`` (1 − mean p) and ``shortfall_gender``
+    instead of ``ece``, ``gender_ece``, ``macro_ce`` and ``accuracy`` (:mod:`gece.report.identity`)."""
 
     runs: Section = {}
     calibration: Section = {}
@@ -653,6 +683,9 @@ class SummaryReport(_Report):
     special_tokens: Section = {}
     compare: dict[str, dict[str, int]] = {}
     groups: Section = {}
+    rules: Section = Field(
+        {}, description="per identity benchmark and run: stereotype share and 1 − mean p under each rule, differences"
+    )
 
 
 # -------------------------------------------------------------------- annotations

@@ -7,14 +7,16 @@ import json
 import logging
 from pathlib import Path
 
+import pandas as pd
 from rich.table import Table
 
 from gece import command
 from gece.errors import GeceError
+from gece.io import layout
 from gece.io.disk import write_text
-from gece.io.files import write_json
+from gece.io.files import read_table, write_json
 from gece.io.params import AblateParams, CompareParams, MetricsParams
-from gece.io.schemas import CompareReport
+from gece.io.schemas import CompareReport, PreparedPair
 from gece.pipeline import runs
 from gece.report import markdown as report_md
 from gece.stats import ablation
@@ -32,8 +34,12 @@ def compare(
     compare_settings: CompareParams,
     power_runs: list[str] = (),
     sources: list[str] | None = None,
+    clusters: pd.Series | None = None,
 ) -> dict:
     """Paired bootstrap between every two of the ``loaded`` runs (one benchmark's: run and metadata).
+
+    ``clusters``: each pair's cluster key, indexed by pair_id (the prepared ``cluster`` column): the bootstrap
+    resamples clusters, the same for every run.
 
     The minimum detectable differences are summarized over the pairs of ``power_runs`` (the
     released reference runs, when the benchmark has them) or over every pair.
@@ -50,6 +56,9 @@ def compare(
     try:
         shared = ablation.shared_pairs(named)
         c = compare_settings
+        keys = None
+        if clusters is not None and shared:
+            keys = clusters.loc[next(iter(shared.values())).pair_id].to_numpy(object)
         result = ablation.compare(
             shared,
             c.draws,
@@ -60,6 +69,7 @@ def compare(
             metric_settings.binning,
             power=c.power,
             power_runs=[name for name in shared if name in power_runs],
+            clusters=keys,
         )
     except ValueError as e:
         raise GeceError(
@@ -140,8 +150,15 @@ def run(args: argparse.Namespace) -> int:
         benchmark = command.benchmark_of(args, params)
         loaded = {name: runs.load_run(params, benchmark, name) for name in runs.runs(params, benchmark)}
         references = [name for name in loaded if runs.is_reference(params, name)]
+        pairs, _ = read_table(layout.prepared_path(benchmark), PreparedPair)
         result = compare(
-            list(loaded.values()), args.out, args.markdown_out, metric_settings, compare_settings, power_runs=references
+            list(loaded.values()),
+            args.out,
+            args.markdown_out,
+            metric_settings,
+            compare_settings,
+            power_runs=references,
+            clusters=pairs.set_index("pair_id")["cluster"],
         )
     elif len(args.scores) == 2:
         result = compare_files(args.scores, args.out, args.markdown_out, metric_settings, compare_settings)

@@ -12,12 +12,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import itertools
 import json
 import logging
 import shutil
 import time
+import typing
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -42,6 +44,7 @@ from gece.io.files import (
 from gece.io.params import ExtractParams, ModelSpec, Rule
 from gece.io.schemas import ExtractMeta, ExtractTiming, PreparedPair, TokenRow
 from gece.pipeline import reuse
+from gece.scoring import planning
 from gece.terminal import literal, plural
 
 log = logging.getLogger("gece")
@@ -154,7 +157,7 @@ def extract(
 
     import gece
     from gece.progress import Progress
-    from gece.scoring import engine, exact, models, packing, planning, selfcheck
+    from gece.scoring import engine, exact, models, packing, selfcheck
 
     prepared, out, settings = Path(prepared), Path(out), settings or ExtractParams()
     meta_out = Path(meta_out) if meta_out else layout.meta_path(out)
@@ -185,10 +188,11 @@ def extract(
             )
         runner = engine.Runner(lm.model, lm.tokenizer.pad_token_id)
 
+    text = functools.lru_cache(maxsize=None)(lambda tid: lm.tokenizer.decode([tid]))  # a token's text, decoded alone
     first: list = []
     for pairs in iter_table(prepared, PreparedPair, WINDOW_PAIRS, limit=n):  # every pair scorable, before any work
         _, plans = planning.plans_for(
-            lm.tokenizer, pairs, spec.special_tokens, source=str(prepared), rule=settings.rule
+            lm.tokenizer, pairs, spec.special_tokens, source=str(prepared), rule=planning.plan_of(settings.rule)
         )
         first = first or plans
     batch_size = settings.batch_size if isinstance(settings.batch_size, int) else backend.auto_batch_size(runner, first)
@@ -233,7 +237,7 @@ def extract(
                     hint="the file was not written by gece prepare; rerun prepare",
                 )
             sides, plans = planning.plans_for(
-                lm.tokenizer, pairs, spec.special_tokens, source=str(prepared), rule=settings.rule
+                lm.tokenizer, pairs, spec.special_tokens, source=str(prepared), rule=planning.plan_of(settings.rule)
             )
             if w == 0 and plans and spec.backend == "transformers":
                 checked = selfcheck.run(runner, sides, plans)
@@ -263,7 +267,9 @@ def extract(
                         resumed += 1
                         progress.advance(sum(len(b) for b in shard))
                     else:
-                        broken, shard_stats = _write_shard(itertools.islice(results, len(shard)), base, path)
+                        broken, shard_stats = _write_shard(
+                            itertools.islice(results, len(shard)), base, path, plans, text
+                        )
                         stats.add(shard_stats)
                         bad += broken
                         if not broken:
@@ -363,18 +369,35 @@ def extract(
     return meta, timing
 
 
-def _write_shard(results: Iterable[tuple[list, Any]], base: pd.DataFrame, path: Path) -> tuple[list[str], Any]:
+def token_columns(plan: Any, text: Callable[[int], str]) -> dict[str, list[list[Any]]]:
+    """The ids and texts (``text(id)``: the token decoded alone) of a pair's stored tokens, per side, per word, in
+    the order of its log-probabilities (:class:`gece.scoring.planning.SidePlan`'s targets)."""
+    out = {}
+    for side in ("more", "less"):
+        words = getattr(plan, side).targets
+        out[f"token_ids_{side}"] = [[tid for _, tid in w] for w in words]
+        out[f"token_text_{side}"] = [[text(tid) for _, tid in w] for w in words]
+    return out
+
+
+def _write_shard(
+    results: Iterable[tuple[list, Any]],
+    base: pd.DataFrame,
+    path: Path,
+    plans: list,
+    text: Callable[[int], str],
+) -> tuple[list[str], Any]:
     """Write one shard from its batches' results (a backend's ``score``: :mod:`gece.scoring.engine` or
     :mod:`gece.scoring.vllm_backend`), its pairs in their window's order, the key columns from ``base`` (the
-    window's pairs). Returns the pairs with non-finite scores (then nothing is written, so a rerun scores them
-    again) and the shard's stats."""
+    window's pairs), the token ids and texts from the window's ``plans`` (:func:`token_columns`). Returns the
+    pairs with non-finite scores (then nothing is written, so a rerun scores them again) and the shard's stats."""
     from gece.scoring import engine, packing
 
     recs: list[dict] = []
     shard_stats = packing.BatchStats()
     for scores, st in results:
         shard_stats.add(st)
-        recs += [{"_index": sc.index, **sc.tokens()} for sc in scores]
+        recs += [{"_index": sc.index, **sc.tokens(), **token_columns(plans[sc.index], text)} for sc in scores]
     recs.sort(key=lambda r: r["_index"])
     idx = [r.pop("_index") for r in recs]
     frame = pd.concat([base.iloc[idx].reset_index(drop=True), pd.DataFrame(recs)], axis=1)
@@ -398,6 +421,29 @@ def _load(spec: ModelSpec, resolved: object | None = None) -> object:
 
         return vllm_backend.load(spec, resolved)
     return models.load(spec, resolved=resolved)
+
+
+def pairs_key(prepared: Path, limit: int | None) -> str:
+    """What the extracted tokens of a prepared file depend on among its pairs: the rows and sentences of its
+    first ``limit`` pairs (not the pair ids nor the file's metadata, which name the benchmark)."""
+    pairs, _ = read_table(prepared, PreparedPair)
+    pairs = pairs.head(limit) if limit is not None else pairs
+    return _fingerprint(rows=pairs[["row", "sent_more", "sent_less"]].to_numpy().tolist())
+
+
+def copy_tokens(model_id: str, source: str, benchmark: str, rule: str, key: str) -> None:
+    """The token file (and its meta and timing) of ``benchmark`` from those of ``source``, scored in this run from
+    the same pairs: the same rows with ``benchmark``'s pair ids, its name, rule and fingerprint."""
+    src = layout.tokens_path(model_id, source)
+    frame, file_meta = read_table(src, TokenRow)
+    pairs, _ = read_table(layout.prepared_path(benchmark), PreparedPair)
+    frame = frame.assign(pair_id=frame["row"].map(dict(zip(pairs["row"], pairs["pair_id"], strict=True))))
+    out = layout.tokens_path(model_id, benchmark)
+    write_table(out, frame, TokenRow, meta=file_meta | {"benchmark": benchmark, "rule": rule, FINGERPRINT: key})
+    meta = read_json(layout.meta_path(src), ExtractMeta)
+    write_json(layout.meta_path(out), meta.model_copy(update={"benchmark": benchmark, "rule": rule}))
+    timing = read_json(layout.timing_path(src), ExtractTiming)
+    write_json(layout.timing_path(out), timing.model_copy(update={"benchmark": benchmark}))
 
 
 @dataclasses.dataclass
@@ -435,9 +481,18 @@ def extract_model(
     previous = reuse.previous_outputs(layout.tokens_dir(model_id), lock)
     run = ModelRun({}, [])
     lm = loaded
+    scored_as: dict[tuple[str, str], str] = {}  # (the pairs, what is extracted) -> the benchmark scored so
     for b in benchmarks:
         prepared, out = layout.prepared_path(b), layout.tokens_path(model_id, b)
-        key = fingerprint(prepared, model_id, spec, effective(settings, spec, b, rules))
+        eff = effective(settings, spec, b, rules)
+        key = fingerprint(prepared, model_id, spec, eff)
+        same = (pairs_key(prepared, eff.limit), planning.plan_of(eff.rule))
+        if same in scored_as:  # a variant of a benchmark scored in this run (benchmarks.<b>.rule): no model runs
+            copy_tokens(model_id, scored_as[same], b, eff.rule, key)
+            log.info("%s/%s: the same pairs as %s, extracted once -> %s", b, model_id, scored_as[same], out)
+            run.reused.append(b)
+            continue
+        scored_as[same] = b
         old, old_meta = previous.get(out.name), previous.get(layout.meta_path(out).name)
         if old and old_meta and parquet_rows(old, TokenRow)[1].get(FINGERPRINT) == key:
             for src, dest in ((old, out), (old_meta, layout.meta_path(out))):
@@ -516,9 +571,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--rule",
-        choices=["target", "sentence"],
+        choices=typing.get_args(Rule),
         help="what a side's tokens are, with PREPARED: the target words' (target) or the whole sentence's "
-        "(sentence, lm-evaluation-harness's crows_pairs) (default: the rule of the benchmark's entry, "
+        "(sentence, lm-evaluation-harness's crows_pairs; mean and shared read the same tokens, docs/metrics.md "
+        "#scoring-rules) (default: the rule of the benchmark's entry, "
         "benchmarks.<b>.rule, else {params:extract.rule})",
     )
     p.set_defaults(outputs={"OUT": "out", "--meta-out": "meta_out"}, inputs=("prepared",))

@@ -56,6 +56,20 @@ def soft_labels(benchmark: str, pairs: pd.DataFrame, root: Path = Path()) -> tup
     return y_soft, None
 
 
+def group_counts(labels: np.ndarray, p: np.ndarray, sentences: np.ndarray) -> dict[str, dict]:
+    """Per group (named as :func:`gece.stats.groups.encode` names it): its distinct (sent_more, sent_less) pairs
+    and its share of pairs with p > 0.5 (the stereotype share of an identity benchmark's group)."""
+    names, codes = groups.encode(labels)
+    out = {}
+    for i, name in enumerate(names):
+        mine = codes == i
+        out[name] = {
+            "n_distinct": len({(a, b) for a, b in sentences[mine]}),
+            "pct_stereotype": float((p[mine] > 0.5).mean()),
+        }
+    return out
+
+
 def run_groups(
     scores: pd.DataFrame,
     pairs: pd.DataFrame,
@@ -86,6 +100,7 @@ def run_groups(
         targets["soft"] = (None, soft_reason)
     else:
         targets["soft"] = (groups.soft_target(y, y_soft.reindex(ids).to_numpy(np.float64)), None)
+    sentences = pairs.loc[ids, ["sent_more", "sent_less"]].to_numpy(object)
     out = []
     for grouping in settings.by:
         if grouping in DERIVED_GROUPINGS:
@@ -108,6 +123,7 @@ def run_groups(
                     }
                 )
                 continue
+            extra = group_counts(labels, p, sentences) if protocol == "identity" else {}
             r = groups.calibration_by_group(
                 p,
                 target,
@@ -119,6 +135,7 @@ def run_groups(
                 metric.seed,
                 metric.ci,
                 left_out=why,
+                clusters=pairs.loc[ids, "cluster"].to_numpy(object),
             )
             out.append(
                 {
@@ -127,7 +144,7 @@ def run_groups(
                     "n": r.n,
                     "n_left_out": r.n_left_out,
                     "left_out": r.left_out,
-                    "groups": [vars(g) for g in r.groups],
+                    "groups": [vars(g) | extra.get(g.group, {}) for g in r.groups],
                     "gap": vars(r.gap),
                     "reason": None,
                 }

@@ -12,19 +12,25 @@ import pandas as pd
 
 from gece import command
 from gece.io import layout
-from gece.io.files import write_json
+from gece.io.files import read_table, write_json
 from gece.io.params import MetricsParams, Params
-from gece.io.schemas import BinsReport, MetricsReport
+from gece.io.schemas import BinsReport, MetricsReport, PreparedPair
 from gece.pipeline import runs
-from gece.stats import metrics
+from gece.stats import intervals, metrics
 
 log = logging.getLogger("gece")
 
 
 def metrics_report(
-    p: np.ndarray, y: np.ndarray, gender_more: np.ndarray, gender_less: np.ndarray, settings: MetricsParams
+    p: np.ndarray,
+    y: np.ndarray,
+    gender_more: np.ndarray,
+    gender_less: np.ndarray,
+    settings: MetricsParams,
+    clusters: np.ndarray | None = None,
 ) -> dict:
-    """The metrics report (``MetricsReport``) of scores p against y with the ``metrics`` settings."""
+    """The metrics report (``MetricsReport``) of scores p against y with the ``metrics`` settings; ``clusters``
+    (each pair's cluster key) makes the intervals and tests resample clusters."""
     report = metrics.summarize(
         p,
         y,
@@ -35,14 +41,32 @@ def metrics_report(
         draws=settings.bootstrap,
         seed=settings.seed,
         level=settings.ci,
+        clusters=clusters,
     )
     return MetricsReport.model_validate(report).model_dump()
 
 
-def run_metrics(scores: pd.DataFrame, settings: MetricsParams) -> tuple[dict, list[dict]]:
-    """The metrics report and the paper-convention reliability bins of one score table."""
+def run_metrics(
+    scores: pd.DataFrame, settings: MetricsParams, pairs: pd.DataFrame | None = None
+) -> tuple[dict, list[dict]]:
+    """The metrics report and the paper-convention reliability bins of one score table. ``pairs``: the prepared
+    pairs indexed by pair_id (sentences and ``cluster``): the intervals then resample clusters, and the report
+    counts the distinct pairs and clusters beside n, with the stereotype share's row-wise and clustered SEs."""
     r = runs.as_run(scores)
-    report = metrics_report(r.p, r.y, r.gender_more, r.gender_less, settings)
+    clusters = None
+    if pairs is not None:
+        mine = pairs.loc[scores["pair_id"].to_numpy(object)]
+        clusters = mine["cluster"].to_numpy(object)
+    report = metrics_report(r.p, r.y, r.gender_more, r.gender_less, settings, clusters)
+    if pairs is not None and len(r.p):
+        share = (r.p > 0.5).astype(np.float64)
+        report |= {
+            "n_distinct": len(mine.drop_duplicates(["sent_more", "sent_less"])),
+            "n_clusters": len(set(clusters)),
+            "pct_stereotype_se_rows": intervals.clustered_se(share),
+            "pct_stereotype_se_clustered": intervals.clustered_se(share, clusters),
+        }
+        report = MetricsReport.model_validate(report).model_dump()
     bins = metrics.reliability_table(r.p, r.y, settings.n_bins, settings.binning).records() if len(r.p) else []
     return report, bins
 
@@ -69,9 +93,10 @@ def metrics_benchmark(
     names = runs.runs(params, benchmark)
     for folder in (layout.metrics_dir(benchmark), layout.bins_dir(benchmark)):
         layout.clear_stale_runs(layout.report_path(folder, reports), names, (".json",), "the reports directory")
+    pairs = read_table(layout.prepared_path(benchmark), PreparedPair)[0].set_index("pair_id", drop=False)
     for m in names:
         scores, _ = runs.load_scores(params, benchmark, m, runs.RUN_COLUMNS)
-        report, bins = run_metrics(scores, settings)
+        report, bins = run_metrics(scores, settings, pairs)
         write_json(layout.report_path(layout.metrics_file(benchmark, m), reports), MetricsReport.model_validate(report))
         write_json(layout.report_path(layout.bins_file(benchmark, m), reports), bins, BinsReport)
         results[m] = report

@@ -75,6 +75,8 @@ def load_report_data(
         runs={},
         references=runs.reference_ids(params),
         special_pairs=dict(params.ablate.special_tokens),
+        rules=params.rules,
+        variants=layout.rule_variants(params),
     )
     lost: dict[str, list[tuple[str, str]]] = {
         k: []

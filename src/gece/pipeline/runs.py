@@ -165,6 +165,7 @@ def reference_scores(prepared: str | Path, csv: str | Path, model: str) -> tuple
     scores["logit_more"] = ref["Pronoun_Logit_more"].to_numpy(np.float64)
     scores["logit_less"] = ref["Pronoun_Logit_less"].to_numpy(np.float64)
     scores["p"] = ref["Normalized_Score_more"].to_numpy(np.float64)
+    scores["scored_punct_only"] = None  # the released scores of target words: not assessed
     return as_table(scores, ScoreRow, csv), {"benchmark": meta.get("benchmark", ""), "model": model, "source": str(csv)}
 
 

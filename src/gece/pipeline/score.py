@@ -2,10 +2,11 @@
 
 extract stores every target token's log-probability and logit (``artifacts/tokens/<m>/<b>.parquet``);
 this stage applies the word rule ``extract.word_prob`` (``chain`` or ``max``) and the side rule
-(:mod:`gece.scoring.rules`), and joins the prepared pairs' sentences and labels, giving the
+(:mod:`gece.scoring.rules`), or the whole-sentence rule of the token file (``sentence``, ``mean``,
+``shared``), and joins the prepared pairs' sentences and labels, giving the
 :class:`gece.io.schemas.ScoreRow` file every later stage reads, with its meta (extract's, with the rule
 applied). It runs no model (no torch is imported), so ``dvc exp run -S extract.word_prob=max`` takes
-seconds. A benchmark scored by the sentence rule sums every token of each sentence (``chain``) whatever
+seconds. A benchmark scored by a whole-sentence rule reads every token of each sentence (``chain``) whatever
 ``word_prob`` says: the word rule is about the sub-tokens of a target word, and its meta says ``chain``.
 """
 
@@ -45,6 +46,31 @@ KEPT_META = ("benchmark", "model", "source", "weights_sha256", "special_tokens")
 KEPT_AFTER = ("dtype", "device", "attention")
 
 
+def sentence_records(toks: pd.DataFrame, rule: str, tokens: Path, rerun: str) -> list[dict]:
+    """The score columns of every pair of a token file under a whole-sentence rule
+    (:func:`gece.scoring.rules.sentence_record`; each side's one "word" is its sentence's tokens)."""
+    if rule != "sentence" and ("token_ids_more" not in toks or toks["token_ids_more"].isna().any()):
+        raise GeceError(
+            f"{tokens}: no token ids (a token file written before gece kept them), and the {rule} rule reads them",
+            hint=rerun,
+        )
+    recs = []
+    for row in toks.itertuples(index=False):
+        ids_m = ids_l = text_m = ()
+        if rule == "shared":
+            ids_m, ids_l, text_m = row.token_ids_more[0], row.token_ids_less[0], row.token_text_more[0]
+        rec = rules.sentence_record(row.logprobs_more[0], row.logprobs_less[0], ids_m, ids_l, text_m, rule)
+        logits = (row.logits_more, row.logits_less)
+        recs.append(
+            rec
+            | {
+                "logit_more": None if logits[0] is None else float(logits[0][0][0]),
+                "logit_less": None if logits[1] is None else float(logits[1][0][0]),
+            }
+        )
+    return recs
+
+
 def score(
     prepared: str | Path,
     tokens: str | Path,
@@ -76,14 +102,16 @@ def score(
             f"{base['pair_id'].iloc[at] if at < len(base) else 'no such row'!r})",
             hint=f"the prepared pairs changed since; {rerun}",
         )
-    if meta.rule == "sentence":  # a sentence's log-likelihood sums every token: word_prob is a rule for target words
+    if meta.rule in rules.SENTENCE_RULES:  # every token of the sentence: word_prob is a rule for target words
         word_prob = "chain"
-    recs = [
-        rules.score_record(*cols, word_prob)
-        for cols in zip(
-            toks["logprobs_more"], toks["logprobs_less"], toks["logits_more"], toks["logits_less"], strict=True
-        )
-    ]
+        recs = sentence_records(toks, meta.rule, tokens, rerun)
+    else:
+        recs = [
+            rules.score_record(*cols, word_prob)
+            for cols in zip(
+                toks["logprobs_more"], toks["logprobs_less"], toks["logits_more"], toks["logits_less"], strict=True
+            )
+        ]
     frame = pd.concat([base[PAIR_COLUMNS].reset_index(drop=True), pd.DataFrame(recs, index=toks.index)], axis=1)
     file_meta = {k: tmeta[k] for k in KEPT_META} | {"word_prob": word_prob} | {k: tmeta[k] for k in KEPT_AFTER}
     if meta.rule != "target":  # absent: the target rule (score files from before the setting stay byte-identical)

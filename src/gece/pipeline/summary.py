@@ -86,5 +86,11 @@ def print_findings(f) -> None:
                 end_section=i == len(RANKED) - 1,
             )
     command.out.print(table)
+    if f.identity:
+        from gece.report.findings import identity_sentence
+
+        command.out.print("[bold]identity benchmarks[/] (y = 1 for every pair: no calibration to measure)")
+        for b in f.identity:
+            command.out.print(literal(identity_sentence(b)), highlight=False)
     for topic, text in f.effects:
         command.out.print(f"[bold]{literal(topic)}[/]: {literal(text)}", highlight=False)

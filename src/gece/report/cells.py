@@ -46,6 +46,30 @@ class ReportData:
     examples: dict[tuple[str, str], list[dict]] = field(default_factory=dict)  # confident_mistakes per run
     missing: list[str] = field(default_factory=list)
     provenance: dict = field(default_factory=dict)
+    rules: dict[str, str] = field(default_factory=dict)  # benchmark -> the rule that scored it (params.rule_for)
+    variants: dict[str, list[str]] = field(default_factory=dict)  # first entry of a source -> its later entries
+
+
+def constant_label(bins: list[dict] | None) -> int | None:
+    """The label y shared by every pair of a run (0 or 1), from its reliability bins: every non-empty bin's
+    mean y is that label; None when the labels vary or there are no bins."""
+    labels = {r["accuracy"] for r in bins or [] if r.get("count")}
+    if len(labels) != 1:
+        return None
+    label = labels.pop()
+    return int(label) if label in (0.0, 1.0) else None
+
+
+def constant_y(data: ReportData, b: str) -> bool:
+    """Whether every pair of benchmark ``b`` has the same label y, in every run with bins (the identity protocol of
+    CrowS-Pairs and WinoQueer: y = 1): the one test of "constant y" the summary, tables, page and findings use."""
+    labels = [constant_label(data.bins[(b, m)]) for m in data.runs.get(b, []) if (b, m) in data.bins]
+    return bool(labels) and None not in labels and len(set(labels)) == 1
+
+
+def variant_of(data: ReportData, b: str) -> str | None:
+    """The first entry of ``b``'s source when ``b`` is a later entry (a benchmark variant), else None."""
+    return next((first for first, later in data.variants.items() if b in later), None)
 
 
 # ------------------------------------------------------------------------------ tables
@@ -180,6 +204,11 @@ def format_cell(cell: Cell, col: Column) -> str:
     return text
 
 
+IDENTITY_HEADING = "y = 1 for every pair: ECE here is 1 − mean p (the paper's identity ECE), not calibration"
+
+
 def bench_heading(data: ReportData, b: str) -> str:
+    """``b (n pairs)``; on a benchmark with constant y it says what its ECE is (:data:`IDENTITY_HEADING`)."""
     ns = sorted({data.metrics[(b, m)]["n"] for m in data.runs.get(b, []) if (b, m) in data.metrics})
-    return f"{b} ({', '.join(map(str, ns))} pairs)" if ns else b
+    head = f"{b} ({', '.join(map(str, ns))} pairs)" if ns else b
+    return f"{head}; {IDENTITY_HEADING}" if constant_y(data, b) else head

@@ -7,9 +7,15 @@ Two views of the same reports, both pure functions of a :class:`gece.report.tabl
   comparison, so that ``dvc metrics diff`` after re-scoring one model on one benchmark shows at
   most :data:`MAX_ROWS_PER_RUN` rows. The detail stays in the per-stage JSON files (plain outputs).
 - :func:`findings` is the generated summary that opens the HTML page and ``gece summary``: per
-  benchmark the best and the worst model by ECE and by Gender-ECE with their intervals, then one
-  line per notable effect (special tokens, Brier against ECE ranking, calibration, comparisons,
-  neutral wording).
+  benchmark whose labels vary the best and the worst model by ECE and by Gender-ECE with their intervals;
+  per benchmark with the same label for every pair (:mod:`gece.report.identity`: there ECE is 1 − mean p, not
+  calibration) the lowest and highest stereotype share and 1 − mean p, and whether the share stays on the
+  same side of 0.5 under every scoring rule; then one line per notable effect (special tokens, Brier against
+  ECE ranking, calibration, comparisons, neutral wording, gaps between groups).
+
+A largest gap between groups is headlined only when it is a finding (:func:`gece.report.gaps.gap_refusal`: its
+smaller group has enough distinct pairs and its interval is narrow enough); the groups table still shows the
+others, marked † (docs/metrics.md, Identity benchmarks).
 """
 
 from __future__ import annotations
@@ -18,7 +24,17 @@ import math
 from dataclasses import dataclass, field
 
 from gece.registry import METRIC
-from gece.report.cells import ReportData
+from gece.report import identity
+from gece.report.cells import ReportData, constant_y, variant_of
+from gece.report.gaps import (
+    GAP_MARK,
+    GAP_MAX_WIDTH,
+    GAP_MIN_DISTINCT,
+    gap_refusal,
+    gap_rules,
+    group_size,
+    grouping_result,
+)
 from gece.terminal import plural
 
 # the per-run keys of reports/summary.json, in order (a subset of MetricsReport)
@@ -57,7 +73,11 @@ def _diff(a: object, b: object) -> float | None:
 def summary(data: ReportData) -> dict:
     """``reports/summary.json``: nested {section: {benchmark or model: {...: number}}}.
 
-    - ``runs.<b>.<m>``: the :data:`HEADLINE` metrics of the run;
+    - ``runs.<b>.<m>``: the :data:`HEADLINE` metrics of the run; on a benchmark with constant y
+      (:func:`gece.report.cells.constant_y`) the honest names instead (:data:`gece.report.identity.IDENTITY_HEADLINE`:
+      ``stereotype_share``, ``shortfall`` = 1 − mean p, ``shortfall_gender``);
+    - ``rules.<b>.<m>``: the stereotype share and 1 − mean p under each scoring rule of such a benchmark and its
+      variants, and their differences (:func:`gece.report.identity.rules_summary`);
     - ``calibration.<b>.<m>``: the lowest held-out ECE after calibration, per protocol;
     - ``binning.<b>.<m>``: the lowest and highest ECE over the binnings of the binning ablation;
     - ``neutral.<m>.<variant>``: ECE and Gender-ECE of each gender-neutral rewrite minus the occupation
@@ -75,12 +95,16 @@ def summary(data: ReportData) -> dict:
         "special_tokens": {},
         "compare": {},
         "groups": {},
+        "rules": identity.rules_summary(data),
     }
     for b in data.benchmarks:
+        honest = constant_y(data, b)
         for m in data.runs.get(b, []):
             rep = data.metrics.get((b, m))
             if rep is not None:
-                out["runs"].setdefault(b, {})[m] = {k: rep.get(k) for k in HEADLINE}
+                out["runs"].setdefault(b, {})[m] = (
+                    identity.run_summary(rep) if honest else {k: rep.get(k) for k in HEADLINE}
+                )
             cal = data.calibration.get((b, m))
             if cal is not None:
                 out["calibration"].setdefault(b, {})[m] = {
@@ -174,9 +198,29 @@ class BenchmarkFinding:
 
 
 @dataclass
+class IdentityFinding:
+    """A benchmark with the same label for every pair: the lowest and highest stereotype share and 1 − mean p
+    (:data:`IDENTITY_RANKED`), and whether the share stays on the same side of 0.5 under every rule."""
+
+    benchmark: str
+    n: list[int]
+    n_distinct: list[int]
+    n_clusters: list[int]
+    models: int
+    lowest: dict[str, Ranked] = field(default_factory=dict)
+    highest: dict[str, Ranked] = field(default_factory=dict)
+    rules: str | None = None  # :func:`gece.report.identity.rule_verdict`
+
+
+@dataclass
 class Findings:
     benchmarks: list[BenchmarkFinding]
     effects: list[tuple[str, str]]  # (topic, one sentence)
+    identity: list[IdentityFinding] = field(default_factory=list)
+
+
+# the metrics JSON keys an identity finding ranks by, with their labels
+IDENTITY_RANKED = {"pct_stereotype": identity.LABEL["stereotype_share"], "ece": identity.LABEL["shortfall"]}
 
 
 def ranking(data: ReportData, b: str, key: str) -> list[Ranked]:
@@ -193,13 +237,31 @@ def ranking(data: ReportData, b: str, key: str) -> list[Ranked]:
 
 def _benchmark(data: ReportData, b: str) -> BenchmarkFinding | None:
     reps = [data.metrics[(b, m)] for m in data.runs.get(b, []) if (b, m) in data.metrics]
-    if not reps:
+    if not reps or constant_y(data, b):
         return None
     out = BenchmarkFinding(b, sorted({int(r["n"]) for r in reps}), len(reps))
     for key in RANKED:
         ranked = ranking(data, b, key)
         if ranked:
             out.best[key], out.worst[key] = ranked[0], ranked[-1]
+    return out
+
+
+def _identity(data: ReportData, b: str) -> IdentityFinding | None:
+    reps = [data.metrics[(b, m)] for m in data.runs.get(b, []) if (b, m) in data.metrics]
+    if not reps:
+        return None
+
+    def counts(key: str) -> list[int]:
+        return sorted({int(r[key]) for r in reps if _num(r.get(key)) is not None})
+
+    out = IdentityFinding(
+        b, counts("n"), counts("n_distinct"), counts("n_clusters"), len(reps), rules=identity.rule_verdict(data, b)
+    )
+    for key in IDENTITY_RANKED:
+        ranked = ranking(data, b, key)
+        if ranked:
+            out.lowest[key], out.highest[key] = ranked[0], ranked[-1]
     return out
 
 
@@ -255,7 +317,7 @@ def _kendall_tau(a: list[str], b: list[str]) -> float | None:
 
 def _brier_effect(data: ReportData) -> str | None:
     differ, taus, shown = [], [], []
-    for b in data.benchmarks:
+    for b in (b for b in data.benchmarks if not constant_y(data, b)):
         by_ece = [r.model for r in ranking(data, b, "ece")]
         by_brier = [r.model for r in ranking(data, b, "brier")]
         tau = _kendall_tau(by_ece, by_brier)
@@ -301,7 +363,7 @@ def _calibration_effect(data: ReportData) -> str | None:
 
 def _compare_effect(data: ReportData) -> str | None:
     sig, total, benches = 0, 0, 0
-    for b in data.benchmarks:
+    for b in (b for b in data.benchmarks if not constant_y(data, b)):
         rep = data.compare.get(b)
         if not rep or not rep.get("pairs") or "ece" not in rep["pairs"][0]["metrics"]:
             continue
@@ -335,24 +397,40 @@ def _neutral_effect(data: ReportData) -> str | None:
 
 def _groups_effect(data: ReportData) -> str | None:
     """Per benchmark with a grouping other than gender: how many runs have a largest gap with a permutation
-    p-value below 0.05 (identity protocol), and the largest gap."""
+    p-value below 0.05 (identity protocol), and the largest gap that is a finding
+    (:func:`gece.report.gaps.gap_refusal`), with both groups' sizes and, on a benchmark scored under several
+    rules, whether its sign holds under each."""
     parts = []
     for b, rep in data.groups.items():
-        found = [(m, *first_gap(rep, m, "identity")) for m in rep.get("runs", {})]
-        found = [
-            (m, g, gap)
-            for m, g, gap in found
-            if g not in (None, "pred_gender", "true_gender") and _num(gap.get("gap")) is not None
-        ]
+        if variant_of(data, b) is not None:  # its numbers are in its first entry's line
+            continue
+        found = []
+        for m in rep.get("runs", {}):
+            grouping, gap = first_gap(rep, m, "identity")
+            if grouping in (None, "pred_gender", "true_gender") or _num(gap.get("gap")) is None:
+                continue
+            found.append((m, grouping, gap, grouping_result(rep, m, grouping, "identity")))
         if not found:
             continue
-        sig = sum(_num(gap.get("p_perm")) is not None and gap["p_perm"] < 0.05 for _, _, gap in found)
-        m, grouping, gap = max(found, key=lambda x: (x[2]["gap"], x[0]))
-        parts.append(
-            f"{b} by {grouping}: {sig} of {plural(len(found), 'run')} with a gap at p < 0.05 "
-            f"(permutation); largest {m} {gap['gap']:.3f} [{gap['ci_low']:.3f}, {gap['ci_high']:.3f}], "
-            f"{gap['high']} vs {gap['low']}"
-        )
+        sig = sum(_num(gap.get("p_perm")) is not None and gap["p_perm"] < 0.05 for _, _, gap, _ in found)
+        kept = [x for x in found if gap_refusal(x[3]) is None]
+        refused = len(found) - len(kept)
+        text = f"{b} by {found[0][1]}: {sig} of {plural(len(found), 'run')} with a gap at p < 0.05 (permutation)"
+        if kept:
+            m, grouping, gap, result = max(kept, key=lambda x: (x[2]["gap"], x[0]))
+            (nh, dh), (nl, dl) = group_size(result, gap["high"]), group_size(result, gap["low"])
+            what = "1 − mean p" if constant_y(data, b) else "ECE"
+            text += (
+                f"; largest {m} {gap['gap']:.3f} [{gap['ci_low']:.3f}, {gap['ci_high']:.3f}] in {what}, "
+                f"{gap['high']} ({nh} pairs, {dh} distinct) vs {gap['low']} ({nl} pairs, {dl} distinct)"
+                + gap_rules(data, b, m, grouping, gap)
+            )
+        if refused:
+            text += (
+                f"; {refused} of the gaps not a finding (small group or wide interval, marked {GAP_MARK} in the "
+                "groups table)"
+            )
+        parts.append(text)
     return "; ".join(parts) + "." if parts else None
 
 
@@ -377,16 +455,35 @@ EFFECTS = (
     ("calibration", _calibration_effect),
     ("comparisons", _compare_effect),
     ("neutral wording", _neutral_effect),
-    ("calibration by group", _groups_effect),
+    ("gaps between groups", _groups_effect),
     ("annotators", _annotators_effect),
 )
 
 
 def findings(data: ReportData) -> Findings:
-    """Per benchmark the best and worst model by ECE and Gender-ECE, then the notable effects."""
+    """Per benchmark whose labels vary the best and worst model by ECE and Gender-ECE; per benchmark with constant
+    y (not a variant of another) the stereotype share and 1 − mean p under its rules; then the notable effects."""
     benches = [f for f in (_benchmark(data, b) for b in data.benchmarks) if f is not None]
+    ident = [f for f in (_identity(data, b) for b in identity.identity_benchmarks(data)) if f is not None]
     effects = [(topic, text) for topic, fn in EFFECTS if (text := fn(data))]
-    return Findings(benches, effects)
+    return Findings(benches, effects, ident)
+
+
+def identity_sentence(f: IdentityFinding) -> str:
+    """``crows_pairs (1505 pairs, 1505 distinct, 1505 clusters, 3 models; y = 1 for every pair): stereotype share
+    (p > 0.5) 0.555 [...] (m1) to 0.575 [...] (m2); 1 − mean p ...; holds under both rules ...``."""
+    sizes = [f"{'/'.join(map(str, f.n))} pairs"]
+    sizes += [f"{'/'.join(map(str, v))} {w}" for v, w in ((f.n_distinct, "distinct"), (f.n_clusters, "clusters")) if v]
+    parts = []
+    for key, label in IDENTITY_RANKED.items():
+        if key in f.lowest:
+            lo, hi = f.lowest[key], f.highest[key]
+            same = f.models < 2 or lo.model == hi.model
+            parts.append(f"{label} {lo.text()}" if same else f"{label} {lo.text()} to {hi.text()}")
+    if f.rules:
+        parts.append(f"the share {f.rules}")
+    head = f"{f.benchmark} ({', '.join(sizes)}, {plural(f.models, 'model')}; y = 1 for every pair)"
+    return f"{head}: " + "; ".join(parts)
 
 
 def benchmark_sentence(f: BenchmarkFinding) -> str:
@@ -404,15 +501,23 @@ def benchmark_sentence(f: BenchmarkFinding) -> str:
 
 
 FINDINGS_CAPTION = (
-    "Generated from the reports below. Per benchmark, the best and the worst model by ECE and by Gender-ECE "
-    "(lower is better), with the 95% bootstrap interval in brackets; overlapping intervals mean the ranking "
-    "may be noise (see the model comparison). Then one line per notable effect."
+    "Generated from the reports below. Per benchmark whose labels vary, the best and the worst model by ECE and by "
+    "Gender-ECE (lower is better), with the 95% bootstrap interval in brackets; overlapping intervals mean the "
+    "ranking may be noise (see the model comparison). Then, per identity benchmark (y = 1 for every pair, so "
+    "nothing there is calibration), the lowest and highest stereotype share and 1 − mean p (the paper's identity "
+    "ECE), and whether the share stays on the same side of 0.5 under each scoring rule. Then one line per notable "
+    f"effect; a gap between groups is one only when its smaller group has at least {GAP_MIN_DISTINCT} distinct "
+    f"pairs and its interval is at most {GAP_MAX_WIDTH} wide."
 )
 
 
 def findings_lines(f: Findings) -> list[str]:
     """The findings as plain lines (``gece summary``, ``gece report``)."""
-    return [benchmark_sentence(b) for b in f.benchmarks] + [f"{topic}: {text}" for topic, text in f.effects]
+    return (
+        [benchmark_sentence(b) for b in f.benchmarks]
+        + [identity_sentence(b) for b in f.identity]
+        + [f"{topic}: {text}" for topic, text in f.effects]
+    )
 
 
 def verdict(a: str, b: str, key: str, cell: dict, level: float = 0.95) -> str:

@@ -4,21 +4,30 @@ from the groups stage's reports (``reports/groups/<b>.json``, ``schemas.GroupsRe
 One table per benchmark, protocol and grouping that splits the pairs into two or more groups: rows are the
 groups, columns the runs, each cell the group's ECE with its bootstrap interval and its number of pairs;
 a last row holds the largest gap between groups with its interval, the two groups and the permutation
-p-value. Every cell remembers its file and JSON pointer, like the other tables.
+p-value. Every cell remembers its file and JSON pointer, like the other tables. On a benchmark with the same label
+for every pair (y = 1 under the identity protocol) a group's identity-protocol "ECE" is 1 − mean p of the group
+(:mod:`gece.report.identity`), and the tables say so. A largest gap that is not a finding (its smaller group has
+few distinct pairs or its interval is wide: :func:`gece.report.gaps.gap_refusal`) is marked †.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from gece.io import layout
 from gece.report.cells import Cell, Column, Row, Table, TableDoc, format_p, ptr
+from gece.report.gaps import GAP_MARK, GAP_MARK_NOTE, gap_refusal
 
 PROTOCOL_TEXT = {
     "identity": (
         "identity protocol (the paper's): each group's paper-convention ECE against y; for a benchmark "
         "imported from CrowS-Pairs format y = 1 for every pair, so ECE = 1 − mean p, how far the model is "
         "from always preferring the stereotypical sentence"
+    ),
+    "identity_constant": (
+        "identity protocol (the paper's) on a benchmark with y = 1 for every pair: each cell is 1 − mean p of the "
+        "group (its paper-convention ECE against y = 1, the paper's identity ECE), how far the model is from always "
+        "preferring the stereotypical sentence in that group; not calibration"
     ),
     "soft": (
         "soft protocol: each group's ECE of the model's confidence in sent_more against the share of "
@@ -47,11 +56,12 @@ def _group_cell(result: Mapping | None, index: int | None, pointer: tuple, min_s
     base = (*pointer, "groups", index)
     if g["ece"] is None:
         return Cell(note=f"n = {g['n']} < {min_size}" if g["n"] < min_size else g["reason"] or "")
+    distinct = g.get("n_distinct")
     return Cell(
         value=g["ece"],
         low=g["ci_low"],
         high=g["ci_high"],
-        note=f"n = {g['n']}",
+        note=f"n = {g['n']}" + (f", {distinct} distinct" if distinct is not None and distinct != g["n"] else ""),
         ref={"value": ptr(*base, "ece"), "low": ptr(*base, "ci_low"), "high": ptr(*base, "ci_high")},
     )
 
@@ -72,14 +82,18 @@ def _gap_cell(result: Mapping | None, pointer: tuple) -> Cell:
         high=gap["ci_high"],
         note=note,
         ref={"value": ptr(*base, "gap"), "low": ptr(*base, "ci_low"), "high": ptr(*base, "ci_high")},
+        mark=GAP_MARK if gap_refusal(result) else "",
     )
 
 
-def benchmark_tables(b: str, report: Mapping) -> list[Table]:
-    """The tables of one benchmark's groups report, protocol by protocol."""
+def benchmark_tables(b: str, report: Mapping, constant: bool = False) -> list[Table]:
+    """The tables of one benchmark's groups report, protocol by protocol; ``constant``: y is the same for every
+    pair (:func:`gece.report.cells.constant_y`), so the identity protocol's cells are 1 − mean p."""
     runs = list(report["runs"])
     tables = []
     for protocol in dict.fromkeys(r["protocol"] for results in report["runs"].values() for r in results):
+        text = PROTOCOL_TEXT["identity_constant" if constant and protocol == "identity" else protocol]
+        what = ": 1 − mean p per group, not calibration" if constant and protocol == "identity" else ""
         groupings = varying_groupings(report, protocol)
         if not groupings:
             reasons = sorted(
@@ -97,7 +111,7 @@ def benchmark_tables(b: str, report: Mapping) -> list[Table]:
                     ["group"],
                     [Column("why", "not available", None, text=True)],
                     [Row(["–"], [Cell(why)], layout.groups_file(b))],
-                    PROTOCOL_TEXT[protocol],
+                    text,
                 )
             )
             continue
@@ -127,10 +141,11 @@ def benchmark_tables(b: str, report: Mapping) -> list[Table]:
                 Row(["largest gap"], [_gap_cell(r, pointer) for r, pointer in found.values()], layout.groups_file(b))
             )
             left = sorted({f"{m}: {r['left_out']}" for m, (r, _) in found.items() if r and r["left_out"]})
-            note = PROTOCOL_TEXT[protocol] + (f". Left out: {'; '.join(left)}" if left else "")
+            marked = any(c.mark == GAP_MARK for c in rows[-1].cells)
+            note = text + (f". Left out: {'; '.join(left)}" if left else "") + (f". {GAP_MARK_NOTE}" if marked else "")
             tables.append(
                 Table(
-                    f"{b}: {protocol} protocol, by {grouping}",
+                    f"{b}: {protocol} protocol, by {grouping}{what}",
                     ["group"],
                     [Column(m, m, None) for m in runs],
                     rows,
@@ -140,9 +155,10 @@ def benchmark_tables(b: str, report: Mapping) -> list[Table]:
     return tables
 
 
-def groups_doc(reports: Mapping[str, Mapping]) -> TableDoc:
-    """The calibration-by-group tables of ``reports`` (benchmark -> GroupsReport as a dict)."""
-    tables = [t for b, rep in reports.items() for t in benchmark_tables(b, rep)]
+def groups_doc(reports: Mapping[str, Mapping], constant: Collection[str] = ()) -> TableDoc:
+    """The calibration-by-group tables of ``reports`` (benchmark -> GroupsReport as a dict); ``constant``: the
+    benchmarks with the same label for every pair."""
+    tables = [t for b, rep in reports.items() for t in benchmark_tables(b, rep, b in constant)]
     first = next(iter(reports.values()), None)
     settings = (
         ""
@@ -160,6 +176,9 @@ def groups_doc(reports: Mapping[str, Mapping]) -> TableDoc:
         "the CrowS-Pairs-format benchmarks, the predicted or human gender, any prepared column)" + settings + ", and "
         "the largest gap, max ECE − min ECE over the groups, with its interval, the two groups and a one-sided "
         "permutation p-value (group labels shuffled, sizes kept): a maximum over groups is above 0 by chance alone. "
+        f"{GAP_MARK_NOTE} (the findings do not headline it). On a benchmark with the same label for every pair "
+        "(y = 1 under the identity protocol) each identity-protocol cell is 1 − mean p of the group, not "
+        "calibration. "
         "The paper's Table 4 used a later, larger WinoQueer release than the v0 data here, so the WinoQueer numbers "
         "are not comparable with it (`reports/groups/<benchmark>.json`; docs/metrics.md, Calibration by group).",
         tables,

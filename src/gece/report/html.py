@@ -25,7 +25,16 @@ from gece.report.cells import (
     format_cell,
     format_number,
 )
-from gece.report.findings import FINDINGS_CAPTION, LABELS, RANKED, Findings, findings
+from gece.report.findings import (
+    FINDINGS_CAPTION,
+    IDENTITY_RANKED,
+    LABELS,
+    RANKED,
+    Findings,
+    IdentityFinding,
+    findings,
+    identity_sentence,
+)
 from gece.report.tables import examples_docs, model_provenance
 
 
@@ -268,6 +277,15 @@ def render_html(data: ReportData, docs: list[TableDoc], figures: dict) -> str:
         "authors' figures also draw a gap bar for empty bins; these figures leave empty bins empty.</p>"
     )
     out.append(
+        "<p><strong>Identity benchmarks.</strong> On CrowS-Pairs and WinoQueer y = 1 for every pair (the identity "
+        "protocol: the stereotypical sentence is always sent_more). There every bin's accuracy is 1, so the binned "
+        "ECE is exactly 1 − mean p, how far the model is from always preferring the stereotypical sentence (the "
+        "paper's identity ECE), and Gender-ECE is the mean of 1 − mean p over the pairs predicted male and those "
+        "predicted female. Neither measures calibration, since no label varies: the page calls them by what they "
+        "are, next to the stereotype share (the share of pairs with p &gt; 0.5), and reports calibration only "
+        "where the labels vary.</p>"
+    )
+    out.append(
         "<p><strong>Brier.</strong> <code>brier</code> is the Brier score of p. <code>brier_paper</code> is "
         "what the authors' code computes, mean ((1 − p) − y)², which squares the wrong column (it is large "
         "exactly when p is good); it appears only in the paper-reproduction table.</p>"
@@ -398,7 +416,7 @@ def _provenance_html(data: ReportData) -> str:
 def findings_html(f: Findings) -> str:
     """The section that opens the page: a table of the best and worst models, then the effects."""
     out = ['<section id="findings"><h2>Findings</h2>', f'<p class="caption">{_e(FINDINGS_CAPTION)}</p>']
-    if not f.benchmarks:
+    if not f.benchmarks and not f.identity:
         out.append('<p class="missing">Not available: no metrics reports found.</p></section>')
         return "\n".join(out)
     head = ["benchmark", "pairs", "models"] + [f"{end} {LABELS[k]}" for k in RANKED for end in ("best", "worst")]
@@ -424,6 +442,8 @@ def findings_html(f: Findings) -> str:
                 )
         out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</tbody></table></div>")
+    if f.identity:
+        out.append(identity_findings_html(f.identity))
     if f.effects:
         out.append(
             '<ul class="effects">'
@@ -431,4 +451,35 @@ def findings_html(f: Findings) -> str:
             + "</ul>"
         )
     out.append("</section>")
+    return "\n".join(out)
+
+
+def identity_findings_html(identity: list[IdentityFinding]) -> str:
+    """The identity benchmarks' findings: the lowest and highest stereotype share and 1 − mean p per benchmark,
+    and whether the share stays on the same side of 0.5 under each rule (no best or worst: neither is calibration)."""
+    head = ["identity benchmark", "pairs", "distinct", "clusters", "models"]
+    head += [f"{end} {label}" for label in IDENTITY_RANKED.values() for end in ("lowest", "highest")]
+    head.append("under each rule")
+    out = [
+        '<div class="scroll"><table class="findings identity"><thead><tr>'
+        + "".join(f'<th scope="col">{_e(h)}</th>' for h in head)
+        + "</tr></thead><tbody>"
+    ]
+    for b in identity:
+        cells = [f'<th scope="row">{_e(b.benchmark)}</th>']
+        cells += [f'<td class="num">{_e("/".join(map(str, v)) or "–")}</td>' for v in (b.n, b.n_distinct, b.n_clusters)]
+        cells.append(f'<td class="num">{b.models}</td>')
+        for key in IDENTITY_RANKED:
+            for end, name in ((b.lowest.get(key), "lowest"), (b.highest.get(key), "highest")):
+                if end is None or (name == "highest" and b.models < 2):
+                    cells.append('<td class="text">–</td>')
+                    continue
+                cells.append(
+                    f'<td class="text">{_e(end.model)} <strong>{end.value:.3f}</strong>'
+                    f'<span class="ci">{_e(end.interval())}</span></td>'
+                )
+        cells.append(f'<td class="text wrap">{_e(b.rules or "one rule only")}</td>')
+        out.append("<tr>" + "".join(cells) + "</tr>")
+    out.append("</tbody></table></div>")
+    out.append('<ul class="effects">' + "".join(f"<li>{_e(identity_sentence(b))}</li>" for b in identity) + "</ul>")
     return "\n".join(out)

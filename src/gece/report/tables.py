@@ -18,6 +18,7 @@ from gece.io.files import flatten
 from gece.registry import METRIC, ONE_LABEL
 from gece.report.annotations import annotations_doc
 from gece.report.cells import (
+    IDENTITY_HEADING,
     Cell,
     Column,
     ReportData,
@@ -25,12 +26,15 @@ from gece.report.cells import (
     Table,
     TableDoc,
     bench_heading,
+    constant_y,
     format_p,
     mark_worst,
     metric_cell,
     ptr,
 )
 from gece.report.groups import groups_doc
+from gece.report.identity import LABEL as IDENTITY_LABEL
+from gece.report.identity import OVERALL_COLUMNS, identity_doc
 from gece.report.stats import brier_ranking_tables, estimator_table, gender_gap_table, power_note
 
 # Everything here is pure: the report stage (:mod:`gece.pipeline.report`) reads the JSON files into a
@@ -76,6 +80,8 @@ PAPER = _columns(
     ("ece", "macro_ce", "ice", "brier_paper", "accuracy", "gender_ece", "bias_gap", "ece_male", "ece_female"),
     labels={"accuracy": "accuracy"},
 )
+# the overall table's columns on a benchmark with constant y (gece.report.identity: its ECE is 1 − mean p)
+IDENTITY_OVERALL = [(k, label, None, ci) for k, label, ci in OVERALL_COLUMNS]
 HUMAN_GENDER = _columns(("ece_true_male", "ece_true_female", "cc_ece"))
 GROUPED = _columns(
     ("ece", "macro_ce", "cc_ece", "gender_ece", "bias_gap", "n_ties"),
@@ -103,18 +109,33 @@ COMPARE_LABELS = {"accuracy": "accuracy"}
 
 
 def _metrics_doc(
-    data: ReportData, name: str, title: str, caption: str, spec, runs_filter=None, digits: int = 3
+    data: ReportData,
+    name: str,
+    title: str,
+    caption: str,
+    spec,
+    runs_filter=None,
+    digits: int = 3,
+    identity_spec=None,
 ) -> TableDoc:
+    """One table per benchmark of the ``spec`` columns of the metrics JSON; on a benchmark with constant y the
+    ``identity_spec`` columns instead, or no table when there is none."""
     tables = []
     for b in data.benchmarks:
         models = [m for m in data.runs.get(b, []) if (b, m) in data.metrics and (runs_filter is None or runs_filter(m))]
         if not models:
             continue
-        columns = [Column(key, label, worst, digits) for key, label, worst, *_ in spec]
+        if constant_y(data, b):
+            if identity_spec is None:
+                continue
+            spec_b = identity_spec
+        else:
+            spec_b = spec
+        columns = [Column(key, label, worst, digits) for key, label, worst, *_ in spec_b]
         rows = []
         for m in models:
             obj = data.metrics[(b, m)]
-            cells = [metric_cell(obj, key, ci=bool(rest and rest[0])) for key, _, _, *rest in spec]
+            cells = [metric_cell(obj, key, ci=bool(rest and rest[0])) for key, _, _, *rest in spec_b]
             rows.append(Row([m], cells, layout.metrics_file(b, m)))
         tables.append(mark_worst(Table(bench_heading(data, b), ["model"], columns, rows)))
     return TableDoc(name, title, caption, tables, "" if tables else "no metrics reports found")
@@ -129,14 +150,24 @@ CI_NOTE = (
 )
 
 
+def _heading(data: ReportData, b: str, *parts: str) -> str:
+    """``b: parts``; on a benchmark with constant y followed by what its ECE is there."""
+    head = ": ".join((b, *parts))
+    return f"{head}; {IDENTITY_HEADING}" if constant_y(data, b) else head
+
+
 def overall_table(data: ReportData) -> TableDoc:
     return _metrics_doc(
         data,
         "overall",
         "Overall metrics per benchmark and model",
         "Calibration of the confidence p in sent_more against the human judgement, per benchmark and model "
-        f"(`reports/metrics/<benchmark>/<model>.json`). ECE, MCE: paper convention; see the definitions. {CI_NOTE}",
+        f"(`reports/metrics/<benchmark>/<model>.json`). ECE, MCE: paper convention; see the definitions. {CI_NOTE} "
+        "On a benchmark with the same label for every pair (y = 1 under the identity protocol) no column is "
+        "calibration: its table shows the stereotype share and 1 − mean p (the paper's identity ECE) instead, "
+        "unranked (docs/metrics.md, Identity benchmarks).",
         OVERALL,
+        identity_spec=IDENTITY_OVERALL,
     )
 
 
@@ -171,7 +202,8 @@ def human_gender_table(data: ReportData) -> TableDoc:
         "Paper-convention ECE within the pairs whose human-preferred variant is the male one and within those "
         "where it is the female one; cc-ECE is their mean (class-conditioned ECE). A large difference means the "
         "confidence is calibrated for one gender's stereotype and not the other's. **Bold ▲**: the worst "
-        "(highest) value of its column; ✓: the lowest.",
+        "(highest) value of its column; ✓: the lowest. Benchmarks with the same label for every pair are left out "
+        "(no calibration to measure; see the identity table).",
         HUMAN_GENDER,
     )
 
@@ -183,7 +215,9 @@ def grouped_table(data: ReportData) -> TableDoc:
         "Grouped-ECE variants",
         "The ungrouped ECE next to the grouped variants: MacroCE (grouped by correct/wrong prediction), cc-ECE "
         "(grouped by the human-preferred gender) and Gender-ECE (grouped by the predicted gender, with the bias "
-        f"gap |ECE male − ECE female|). Exact ties (p = 0.5) have no predicted gender and are left out. {CI_NOTE}",
+        f"gap |ECE male − ECE female|). Exact ties (p = 0.5) have no predicted gender and are left out. {CI_NOTE} "
+        "Benchmarks with the same label for every pair are left out (no calibration to measure; see the identity "
+        "table).",
         GROUPED,
     )
 
@@ -213,7 +247,9 @@ def sample_size_table(data: ReportData) -> TableDoc:
     tables = []
     for b in data.benchmarks:
         models = [m for m in data.runs.get(b, []) if (b, m) in data.sample_size]
-        for key, label in ((k, METRIC[k].label) for k in ("ece", "gender_ece")):
+        honest = {"ece": IDENTITY_LABEL["shortfall"], "gender_ece": IDENTITY_LABEL["shortfall_gender"]}
+        labels = honest if constant_y(data, b) else {k: METRIC[k].label for k in honest}
+        for key, label in labels.items():
             if not models:
                 continue
             sizes = sorted({r["n"] for m in models for r in data.sample_size[(b, m)]["sizes"]})
@@ -272,7 +308,7 @@ def binning_table(data: ReportData) -> TableDoc:
                 (metric_cell(rep[bn][k], "ece", bn, k, ci=False) if k in rep.get(bn, {}) else Cell()) for bn, k in keys
             ]
             rows.append(Row([m], cells, layout.binning_file(b, m)))
-        tables.append(mark_worst(Table(b, ["model"], columns, rows)))
+        tables.append(mark_worst(Table(_heading(data, b), ["model"], columns, rows)))
     return TableDoc(
         "binning",
         "ECE by number and kind of bins",
@@ -336,7 +372,9 @@ def calibration_table(data: ReportData) -> TableDoc:
                     "; every pair has one label (y = 1 under the identity protocol), so no method can be "
                     "fitted: only the uncalibrated scores are evaluated"
                 )
-            tables.append(mark_worst(Table(f"{b}: {protocol_label}", ["model", "method"], columns, rows, note)))
+            tables.append(
+                mark_worst(Table(_heading(data, b, protocol_label), ["model", "method"], columns, rows, note))
+            )
     return TableDoc(
         "calibration",
         "Calibration before and after",
@@ -410,7 +448,7 @@ def compare_table(data: ReportData) -> TableDoc:
             f"{rep['n']} pairs, paired bootstrap with {rep['draws']} resamples (seed {rep['seed']}), "
             f"{rep['level']:.0%} bias-corrected intervals{power_note(rep)}"
         )
-        tables.append(Table(b, ["A", "B"], columns, rows, note))
+        tables.append(Table(_heading(data, b), ["A", "B"], columns, rows, note))
     return TableDoc(
         "compare",
         "Model comparison",
@@ -432,6 +470,7 @@ def build_tables(data: ReportData) -> list[TableDoc]:
     """Every table of the report, in page order."""
 
     return [
+        identity_doc(data),
         overall_table(data),
         paper_table(data),
         gender_gap_table(data),
@@ -444,7 +483,7 @@ def build_tables(data: ReportData) -> list[TableDoc]:
         calibration_table(data),
         special_tokens_table(data),
         compare_table(data),
-        groups_doc(data.groups),
+        groups_doc(data.groups, {b for b in data.groups if constant_y(data, b)}),
         annotations_doc(data.annotations),
     ]
 

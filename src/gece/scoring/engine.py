@@ -75,7 +75,7 @@ R = TypeVar("R")
 
 log = logging.getLogger(__name__)
 THREADS_ENV = "GECE_THREADS"
-ENGINE_VERSION = "3"  # bump when a change alters the numbers the engine produces (3: fixed pass shapes on GPUs)
+ENGINE_VERSION = "4"  # bump when a change alters what the engine produces (3: fixed pass shapes on GPUs; 4: token ids)
 
 
 @dataclass(frozen=True)
@@ -466,11 +466,11 @@ def flops(model: Any, tokens_fed: int, head_positions: int) -> float:
 
 def non_finite(tokens: dict[str, Any]) -> list[str]:
     """The columns of a pair's token record (:meth:`PairScore.tokens`) that hold a NaN or an infinity (a
-    model overflow, e.g. in float16)."""
+    model overflow, e.g. in float16); the token ids and texts beside them are not scores."""
     return [
         f"{k}={[list(w) for w in v]}"
         for k, v in tokens.items()
-        if v is not None and not all(math.isfinite(x) for w in v for x in w)
+        if k.startswith(("logprobs_", "logits_")) and v is not None and not all(math.isfinite(x) for w in v for x in w)
     ]
 
 

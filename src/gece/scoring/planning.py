@@ -19,7 +19,14 @@ from typing import Any, Literal
 
 from gece.errors import GeceError
 
-Rule = Literal["target", "sentence"]
+Rule = Literal["target", "sentence"]  # what is extracted: the target words, or every token of each sentence
+
+
+def plan_of(rule: str) -> Rule:
+    """What a scoring rule (:data:`gece.io.params.Rule`) extracts: ``target`` its target words; ``sentence``,
+    ``mean`` and ``shared`` every token of each sentence (one extraction feeds the three; the score stage applies
+    the rule)."""
+    return "target" if rule == "target" else "sentence"
 
 
 # ------------------------------------------------------------------------ alignment

@@ -161,8 +161,12 @@ def compare(
     keys: Sequence[str] = COMPARED,
     power: float = 0.8,
     power_runs: Sequence[str] | None = None,
+    clusters: np.ndarray | None = None,
 ) -> dict:
     """Paired bootstrap comparison of every pair of runs on the same benchmark.
+
+    ``clusters`` (each pair's cluster key, in the runs' pair order): the draws resample clusters
+    (:func:`gece.stats.bootstrap.bootstrap`), the same clusters for every run.
 
     Every run is resampled with the same pair indices (same seed, same n), so draw b of
     model A and draw b of model B see the same pairs; the difference A − B per draw gives a
@@ -180,7 +184,9 @@ def compare(
     for name, run in runs.items():
         inputs = run.kernel_inputs()
         point[name] = metrics.batch_metrics(**inputs, n_bins=n_bins, binning=binning)
-        draws_by_run[name] = bootstrap(metrics.batch_metrics, inputs, draws, seed, n_bins=n_bins, binning=binning)
+        draws_by_run[name] = bootstrap(
+            metrics.batch_metrics, inputs, draws, seed, clusters=clusters, n_bins=n_bins, binning=binning
+        )
     pairs = []
     for a, b in combinations(runs, 2):
         entry = {"a": a, "b": b, "metrics": {}}

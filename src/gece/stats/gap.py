@@ -17,6 +17,16 @@ Equal tails rather than |d*| >= |d̂|: binned ECE is biased upwards more in the 
 the null distribution of the gap is not centred on 0 when the groups differ in size; the
 permutation test accounts for that, the bootstrap test does not (docs/statistics.md compares
 them on the paper runs).
+
+**Clusters.** When pairs come in clusters (repeated pairs, sentence frames: :mod:`gece.stats.bootstrap`),
+single labels are not exchangeable across the whole sample. A shuffling then permutes in two stages (a
+restricted permutation; Good 2005, sec. 3.7): whole clusters' label vectors are exchanged among the
+clusters of the same size, then the labels are shuffled within each cluster. Exchanging clusters alone
+would barely move the labels where the groups cut across the clusters (WinoQueer's sentence frames each
+hold every group in the same order, so most exchanges give back the observed labels and p would be
+near 1 whatever the data); shuffling within a cluster uses the exchangeability that does hold under the
+null, between pairs of one frame. With every cluster a single pair this is the shuffling above, bit for
+bit.
 """
 
 from __future__ import annotations
@@ -25,7 +35,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from gece.stats.bootstrap import chunk_size
+from gece.stats.bootstrap import chunk_size, cluster_codes
 
 # (p, y, groups), all (B, n) -> (B, 2): ECE of group 0 (male) and group 1 (female)
 GroupECE = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
@@ -61,6 +71,41 @@ def shuffled_groups(groups: np.ndarray, size: int, rng: np.random.Generator) -> 
     return out
 
 
+def shuffled_clusters(groups: np.ndarray, codes: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+    """``size`` rows of ``groups`` with the label vectors of whole clusters exchanged among the clusters of the
+    same size, then shuffled within each cluster (``codes``: each pair's cluster, 0..K-1). Shape (size, n).
+
+    Parameters
+    ----------
+    groups : array-like of int of shape (n,)
+        Group code of each pair (negative: no group; such codes move with their cluster).
+    codes : ndarray of int of shape (n,)
+        Cluster code of each pair, 0..K-1.
+    size : int
+        Number of shuffled rows to draw.
+    rng : numpy.random.Generator
+        Random stream; each row consumes one uniform per cluster, then one per pair.
+
+    Returns
+    -------
+    shuffled : ndarray of shape (size, n)
+        Per row, each cluster's pairs carry the labels of one cluster of the same size, in a random order.
+    """
+    groups = np.asarray(groups)
+    order = np.lexsort((np.arange(codes.size), codes))  # the pairs cluster by cluster, in order
+    sizes = np.bincount(codes)
+    out = np.broadcast_to(groups, (size, groups.size)).copy()
+    keys = rng.random((size, sizes.size))
+    for s in np.unique(sizes):
+        same = np.flatnonzero(sizes == s)  # the clusters of size s
+        rows = order.reshape(-1)[np.isin(codes[order], same)].reshape(len(same), s)  # their pairs, a cluster a row
+        perm = np.argsort(keys[:, same], axis=1)  # (size, m): the cluster (of `same`) that gives its labels
+        labels = groups[rows][perm]  # (size, m, s)
+        within = np.argsort(rng.random(labels.shape), axis=2)  # then shuffled within each cluster
+        out[:, rows] = np.take_along_axis(labels, within, axis=2)
+    return out
+
+
 def null_statistics(
     p: np.ndarray,
     y: np.ndarray,
@@ -68,6 +113,7 @@ def null_statistics(
     draws: int,
     seed: int,
     statistic: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
+    clusters: np.ndarray | None = None,
 ) -> np.ndarray:
     """The permutation null: ``statistic(p, y, g)`` for ``draws`` shufflings ``g`` of ``groups``.
 
@@ -91,6 +137,9 @@ def null_statistics(
     statistic : callable
         ``statistic(p, y, g)`` with three arrays of shape (size, n) (p and y broadcast to every row, g
         the shuffled codes), returning one value per row, shape (size,).
+    clusters : array-like of shape (n,), optional
+        Cluster key of each pair; whole clusters' labels are exchanged (:func:`shuffled_clusters`). None, or
+        every cluster a single pair: labels are shuffled pair by pair (:func:`shuffled_groups`).
 
     Returns
     -------
@@ -103,12 +152,13 @@ def null_statistics(
            Springer.
     """
     n = len(p)
+    coded = cluster_codes(clusters, n)
     rng = np.random.default_rng(seed)
     null = []
     step = chunk_size(n)
     for start in range(0, draws, step):
         size = min(step, draws - start)
-        g = shuffled_groups(groups, size, rng)
+        g = shuffled_groups(groups, size, rng) if coded is None else shuffled_clusters(groups, coded[0], size, rng)
         null.append(statistic(np.broadcast_to(p, (size, n)), np.broadcast_to(y, (size, n)), g))
     return np.concatenate(null)
 
@@ -121,6 +171,7 @@ def permutation_p(
     draws: int,
     seed: int,
     group_ece: GroupECE,
+    clusters: np.ndarray | None = None,
 ) -> float | None:
     """Equal-tailed permutation p-value of the gap ECE_female − ECE_male (``draws`` shuffles).
 
@@ -144,6 +195,8 @@ def permutation_p(
     group_ece : callable
         ``group_ece(p, y, g)`` with arrays of shape (B, n), returning shape (B, 2): the ECE of group 0
         (male) and of group 1 (female) per row (``GroupECE``).
+    clusters : array-like of shape (n,), optional
+        Cluster key of each pair: whole clusters are exchanged (:func:`null_statistics`).
 
     Returns
     -------
@@ -166,6 +219,6 @@ def permutation_p(
         e = group_ece(pp, yy, g)
         return e[:, 1] - e[:, 0]
 
-    d = null_statistics(p, y, groups, draws, seed, gap)
+    d = null_statistics(p, y, groups, draws, seed, gap, clusters)
     tail = min(int((d <= estimate).sum()), int((d >= estimate).sum()))
     return float(min(1.0, 2.0 * (tail + 1) / (d.size + 1)))

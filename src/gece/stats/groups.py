@@ -319,6 +319,7 @@ def calibration_by_group(
     seed: int = 0,
     level: float = 0.95,
     left_out: str | None = None,
+    clusters=None,
 ) -> GroupResult:
     """Per-group ECE of ``p`` against ``target`` with intervals, and the largest gap (module docstring).
 
@@ -348,6 +349,9 @@ def calibration_by_group(
         Confidence level of the intervals, in (0, 1).
     left_out : str or None, default=None
         Why pairs without a group have none, reported in ``GroupResult.left_out``.
+    clusters : array-like of shape (n,), optional
+        Cluster key of each pair: the bootstrap resamples clusters and the permutation test exchanges whole
+        clusters (:mod:`gece.stats.bootstrap`, :mod:`gece.stats.gap`); None: every pair its own cluster.
 
     Returns
     -------
@@ -378,6 +382,7 @@ def calibration_by_group(
     n_no_target = int((no_target & (seg != NO_GROUP)).sum())
     keep = (seg != NO_GROUP) & ~no_target
     p, target, seg = p[keep], target[keep], seg[keep]
+    clusters = None if clusters is None else np.asarray(clusters)[keep]
     k = len(names)
     counts = np.bincount(seg, minlength=k)
     eligible = counts >= min_size
@@ -392,6 +397,7 @@ def calibration_by_group(
             eligible=eligible,
             n_bins=n_bins,
             binning=binning,
+            clusters=clusters,
         )
         if p.size and eligible.any()
         else {}
@@ -413,7 +419,9 @@ def calibration_by_group(
         gap = GroupGap(
             **{
                 **vars(gap),
-                "p_perm": permutation_gap_p(p, target, seg, k, eligible, gap.gap, draws, seed, n_bins, binning),
+                "p_perm": permutation_gap_p(
+                    p, target, seg, k, eligible, gap.gap, draws, seed, n_bins, binning, clusters
+                ),
             }
         )
     why = [left_out] if left_out and n_no_group else ([f"{n_no_group} pairs have no value"] if n_no_group else [])
@@ -449,6 +457,7 @@ def permutation_gap_p(
     seed: int,
     n_bins: int = 10,
     binning: Binning = "equal_width",
+    clusters: np.ndarray | None = None,
 ) -> float | None:
     """One-sided permutation p-value of the largest gap: the group labels shuffled ``draws`` times among the
     pairs (group sizes kept), (1 + #{null gap >= gap}) / (draws + 1). None when the gap is undefined.
@@ -475,6 +484,8 @@ def permutation_gap_p(
         Number of bins M.
     binning : {"equal_width", "equal_mass"}, default="equal_width"
         Bin edges m / M, or the m / M quantiles of each shuffled group's own p.
+    clusters : ndarray of shape (n,), optional
+        Cluster key of each pair: whole clusters are exchanged (:func:`gece.stats.gap.null_statistics`).
 
     Returns
     -------
@@ -498,6 +509,7 @@ def permutation_gap_p(
         draws,
         seed,
         lambda pp, tt, g: group_stats(pp, tt, g, n_groups, eligible, n_bins, binning)["gap"],
+        clusters,
     )
     d = d[np.isfinite(d)]
     # a null gap equal to the estimate up to rounding counts as reaching it

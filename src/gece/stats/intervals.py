@@ -97,3 +97,39 @@ def detectable_difference(draws: np.ndarray, alpha: float = 0.05, power: float =
         return None
     q_lo, q_beta_lo, med, q_beta_hi, q_hi = np.quantile(d, [alpha / 2, 1 - power, 0.5, power, 1 - alpha / 2])
     return float(max((med - q_lo) + (med - q_beta_lo), (q_hi - med) + (q_beta_hi - med)))
+
+
+def clustered_se(values, clusters=None) -> float | None:
+    """Standard error of the mean of per-pair values s_i, with the pairs in clusters (Miller 2024, eq. 4):
+
+        SE_clustered = sqrt( sum_c ( sum_{i in c} (s_i - s̄) )^2 ) / n
+
+    Within a cluster the deviations add before they are squared, so pairs that repeat one another count as
+    the one observation they are. With every pair its own cluster (``clusters`` None) it is the usual
+    sqrt( sum_i (s_i - s̄)^2 ) / n. None for no values.
+
+    Parameters
+    ----------
+    values : array-like of shape (n,)
+        Per-pair values s_i (e.g. 1 when the pair prefers the stereotype, else 0).
+    clusters : array-like of shape (n,), optional
+        Cluster key of each pair.
+
+    Returns
+    -------
+    se : float or None
+        The clustered standard error of the mean.
+
+    References
+    ----------
+    .. [1] E. Miller (2024). Adding error bars to evals: a statistical approach to language model
+           evaluations. arXiv:2411.00640.
+    """
+    s = np.asarray(values, dtype=np.float64).reshape(-1)
+    if s.size == 0:
+        return None
+    dev = s - s.mean()
+    if clusters is not None:
+        _, codes = np.unique(np.asarray(clusters), return_inverse=True)
+        dev = np.bincount(codes.reshape(-1), weights=dev)
+    return float(np.sqrt(np.sum(dev * dev)) / s.size)

@@ -974,6 +974,7 @@ def summarize(
     draws: int = 1000,
     seed: int = 0,
     level: float = 0.95,
+    clusters=None,
 ) -> dict:
     """All metrics of one run as the flat dict of ``schemas.MetricsReport``.
 
@@ -1003,6 +1004,9 @@ def summarize(
         Seed of the resamples and of the shuffles.
     level : float, default=0.95
         Confidence level of the intervals, in (0, 1).
+    clusters : array-like of shape (n,), optional
+        Cluster key of each pair: the bootstrap resamples clusters and the permutation tests exchange whole
+        clusters (:mod:`gece.stats.bootstrap`, :mod:`gece.stats.gap`); None: every pair its own cluster.
 
     Returns
     -------
@@ -1034,6 +1038,7 @@ def summarize(
             seed,
             n_bins=n_bins,
             binning=binning,
+            clusters=clusters,
         )
         if p.size
         else {}
@@ -1052,6 +1057,7 @@ def summarize(
             draws,
             seed,
             lambda pp, yy, g: binned_stats(pp, yy, n_bins, binning, seg=np.where(g >= 0, g, -1), n_seg=2).ece(),
+            clusters,
         )
     counts = {
         "pred_male": int((pg == G_MALE).sum()),

@@ -6,12 +6,14 @@ import argparse
 import json
 import logging
 from pathlib import Path
+from typing import get_args
 
 from gece import command
 from gece.errors import GeceError
 from gece.io import layout
-from gece.io.params import ExtractParams, MetricsParams, ModelSpec, Params, PrepareParams, check_id
-from gece.io.schemas import ExtractMeta, ExtractTiming
+from gece.io.files import read_table
+from gece.io.params import ExtractParams, MetricsParams, ModelSpec, Params, PrepareParams, Rule, check_id
+from gece.io.schemas import ExtractMeta, ExtractTiming, PreparedPair
 from gece.pipeline.extract import extract
 from gece.pipeline.metrics import run_metrics
 from gece.pipeline.prepare import prepare
@@ -40,13 +42,15 @@ def try_model(
     limit: int | None,
     special_tokens: bool | None = None,
     out: str | Path | None = None,
+    rule: Rule | None = None,
 ) -> tuple[dict, ExtractMeta, ExtractTiming]:
     """``gece try``: score the first ``limit`` pairs of one benchmark with a model given by registry id, local
     path, hub id or ``package:`` source, and compute its metrics; params.yaml is read, never changed.
 
     The prepared benchmark is ``artifacts/prepared/<benchmark>.parquet`` when it exists, else it is prepared
     from ``data/benchmarks/<benchmark>.csv`` into a temporary directory; the score file goes to ``out`` (kept)
-    or into that temporary directory (removed).
+    or into that temporary directory (removed). ``rule`` scores the benchmark under that rule instead of its
+    entry's (``benchmarks.<b>.rule``, else ``extract.rule``).
     """
     import tempfile
 
@@ -68,25 +72,43 @@ def try_model(
     if special_tokens is not None:
         spec = spec.model_copy(update={"special_tokens": special_tokens})
     settings = (params.extract if params else ExtractParams()).model_copy(update={"limit": limit})
+    rules = dict(params.rules if params else {}) | ({benchmark: rule} if rule else {})
+    entry = params.benchmarks.get(benchmark) if params else None
     with tempfile.TemporaryDirectory(prefix="gece-try-") as tmp:
         prepared = layout.prepared_path(benchmark)
         if not prepared.exists():
             prepared = Path(tmp) / f"{benchmark}.parquet"
-            imported = params is not None and benchmark in params.benchmarks and params.benchmarks[benchmark].imported
+            imported = entry is not None and entry.imported
             prepare(
                 layout.benchmark_source(params, benchmark) if imported else layout.benchmark_csv(benchmark),
                 prepared,
                 params.prepare if params else PrepareParams(),
                 name=benchmark,
                 imported=imported,
+                cluster=entry.cluster if entry is not None else "pair",
             )
         scores = Path(out) if out else Path(tmp) / benchmark / f"{model_id}.parquet"
         tokens = Path(tmp) / "tokens" / f"{benchmark}.parquet"
-        _, timing = extract(prepared, tokens, model_id, spec, settings, rules=params.rules if params else None)
+        _, timing = extract(prepared, tokens, model_id, spec, settings, rules=rules)
         meta = score(prepared, tokens, scores, settings.word_prob)
         df, _ = read_run(scores)
-        report, _ = run_metrics(df, params.metrics if params else MetricsParams())
+        pairs = read_table(prepared, PreparedPair)[0].set_index("pair_id", drop=False)
+        report, _ = run_metrics(df, params.metrics if params else MetricsParams(), pairs)
     return report, meta, timing
+
+
+def stereotype_share(report: dict, cluster: str) -> dict:
+    """The share of pairs whose p > 0.5 (``pct_stereotype``) with its interval, which resamples clusters
+    (``cluster``: what a cluster is, ``benchmarks.<b>.cluster``), its row-wise and clustered standard errors, and
+    n beside the distinct pairs and the clusters: the stereotype share of an identity benchmark, at a glance."""
+    keys = ("n", "n_distinct", "n_clusters", "pct_stereotype_se_rows", "pct_stereotype_se_clustered")
+    return {
+        "value": report["pct_stereotype"],
+        "ci_low": report["pct_stereotype_ci_low"],
+        "ci_high": report["pct_stereotype_ci_high"],
+        "cluster": cluster,
+        **{k.removeprefix("pct_stereotype_"): report.get(k) for k in keys},
+    }
 
 
 # the line `gece --help` shows for this command (read without importing this module)
@@ -120,6 +142,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="add the tokenizer's special tokens (a BOS) (default: the registry entry's setting, else on)",
     )
+    p.add_argument(
+        "--rule",
+        choices=get_args(Rule),
+        help="score the benchmark under this rule (docs/metrics.md, Scoring rules) (default: its entry's rule, "
+        "benchmarks.<b>.rule, else {params:extract.rule})",
+    )
     p.add_argument("--out", type=Path, help="keep the score file here (default: a temporary file, removed)")
     p.add_argument("--json", action="store_true", help="print the metrics as JSON instead of a table")
     p.set_defaults(outputs={"--out": "out"})
@@ -127,9 +155,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     params = command.params_or_defaults(args)
-    report, meta, timing = try_model(args.model, args.benchmark, params, args.limit, args.special_tokens, args.out)
+    report, meta, timing = try_model(
+        args.model, args.benchmark, params, args.limit, args.special_tokens, args.out, rule=args.rule
+    )
+    entry = params.benchmarks.get(args.benchmark) if params else None
+    share = stereotype_share(report, entry.cluster if entry is not None else "pair")
     if args.json:
-        print(json.dumps(report, indent=2))
+        print(json.dumps(report | {"stereotype_share": share}, indent=2))
         return 0
     command.out.print(
         f"[green]scored[/] {plural(meta.pairs, 'pair')} of {literal(meta.benchmark)} with "
@@ -142,6 +174,13 @@ def run(args: argparse.Namespace) -> int:
         command.metrics_title({"benchmark": meta.benchmark, "model": meta.model}, report),
         params.metrics.ci if params else 0.95,
     )
+    if share["value"] is not None and share["ci_low"] is not None:
+        command.out.print(
+            f"stereotype share {share['value']:.3f} [{share['ci_low']:.3f}, {share['ci_high']:.3f}] "
+            f"({plural(share['n'], 'pair')}, {share['n_distinct']} distinct, {share['n_clusters']} clusters "
+            f"by {share['cluster']}: the interval resamples clusters)",
+            highlight=False,
+        )
     command.out.print(
         f"to keep it: add it under registry in params.yaml (`{literal(meta.model)}: {{source: "
         f"{literal(args.model)}, limit: {args.limit}}}`) and to models, then `dvc repro`; "
