@@ -433,13 +433,7 @@ def findings_html(f: Findings) -> str:
         ]
         for k in RANKED:
             for end, cls in ((b.best.get(k), "best"), (b.worst.get(k), "worst")):
-                if end is None or (cls == "worst" and b.models < 2):
-                    cells.append('<td class="text">–</td>')
-                    continue
-                cells.append(
-                    f'<td class="text {cls}">{_e(end.model)} <strong>{end.value:.3f}</strong>'
-                    f'<span class="ci">{_e(end.interval())}</span></td>'
-                )
+                cells.append(_end_cell(None if cls == "worst" and b.models < 2 else end, f"text {cls}"))
         out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</tbody></table></div>")
     if f.identity:
@@ -452,6 +446,16 @@ def findings_html(f: Findings) -> str:
         )
     out.append("</section>")
     return "\n".join(out)
+
+
+def _end_cell(end, cls: str) -> str:
+    """A findings cell: the run at one end of a ranking with its value and interval, or – when there is none."""
+    if end is None:
+        return '<td class="text">–</td>'
+    return (
+        f'<td class="{cls}">{_e(end.model)} <strong>{end.value:.3f}</strong>'
+        f'<span class="ci">{_e(end.interval())}</span></td>'
+    )
 
 
 def identity_findings_html(identity: list[IdentityFinding]) -> str:
@@ -471,13 +475,7 @@ def identity_findings_html(identity: list[IdentityFinding]) -> str:
         cells.append(f'<td class="num">{b.models}</td>')
         for key in IDENTITY_RANKED:
             for end, name in ((b.lowest.get(key), "lowest"), (b.highest.get(key), "highest")):
-                if end is None or (name == "highest" and b.models < 2):
-                    cells.append('<td class="text">–</td>')
-                    continue
-                cells.append(
-                    f'<td class="text">{_e(end.model)} <strong>{end.value:.3f}</strong>'
-                    f'<span class="ci">{_e(end.interval())}</span></td>'
-                )
+                cells.append(_end_cell(None if name == "highest" and b.models < 2 else end, "text"))
         cells.append(f'<td class="text wrap">{_e(b.rules or "one rule only")}</td>')
         out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</tbody></table></div>")
