@@ -499,6 +499,8 @@ class CompareReport(_Report):
 
     benchmark: str
     n: int
+    n_distinct: int | None = Field(None, ge=0, description="distinct (sent_more, sent_less) pairs among the n")
+    n_clusters: int | None = Field(None, ge=0, description="clusters among the n: the unit the bootstrap resamples")
     draws: int
     seed: int
     level: float
@@ -618,6 +620,9 @@ class GroupCell(_Report):
     group: str
     n: int = Field(ge=0)
     n_distinct: int | None = Field(None, ge=0, description="distinct (sent_more, sent_less) pairs among the n")
+    n_clusters: int | None = Field(
+        None, ge=0, description="clusters among the n (benchmarks.<b>.cluster): the unit the interval resamples"
+    )
     pct_stereotype: float | None = Field(
         None, ge=0.0, le=1.0, description="share of the group's pairs with p > 0.5 (identity protocol)"
     )

@@ -15,7 +15,7 @@ from gece.errors import GeceError
 from gece.io import layout
 from gece.io.disk import write_text
 from gece.io.files import read_table, write_json
-from gece.io.params import AblateParams, CompareParams, MetricsParams
+from gece.io.params import AblateParams, CompareParams, MetricsParams, is_id
 from gece.io.schemas import CompareReport, PreparedPair
 from gece.pipeline import runs
 from gece.report import markdown as report_md
@@ -34,12 +34,13 @@ def compare(
     compare_settings: CompareParams,
     power_runs: list[str] = (),
     sources: list[str] | None = None,
-    clusters: pd.Series | None = None,
+    pairs: pd.DataFrame | None = None,
 ) -> dict:
     """Paired bootstrap between every two of the ``loaded`` runs (one benchmark's: run and metadata).
 
-    ``clusters``: each pair's cluster key, indexed by pair_id (the prepared ``cluster`` column): the bootstrap
-    resamples clusters, the same for every run.
+    ``pairs``: the prepared pairs indexed by pair_id (sentences and ``cluster``): the bootstrap resamples
+    clusters, the same for every run, and the report counts the distinct pairs and clusters beside n. None:
+    every pair is its own cluster and the counts are null.
 
     The minimum detectable differences are summarized over the pairs of ``power_runs`` (the
     released reference runs, when the benchmark has them) or over every pair.
@@ -56,9 +57,11 @@ def compare(
     try:
         shared = ablation.shared_pairs(named)
         c = compare_settings
-        keys = None
-        if clusters is not None and shared:
-            keys = clusters.loc[next(iter(shared.values())).pair_id].to_numpy(object)
+        keys, counts = None, {}
+        if pairs is not None and shared:
+            mine = pairs.loc[next(iter(shared.values())).pair_id]
+            keys = mine["cluster"].to_numpy(object)
+            counts = runs.pair_counts(mine).iloc[0].astype(int).to_dict()
         result = ablation.compare(
             shared,
             c.draws,
@@ -84,7 +87,7 @@ def compare(
             result["n"],
             ", ".join(f"{k} has {v}" for k, v in partial.items()),
         )
-    result = {"benchmark": benchmark, **result}
+    result = {"benchmark": benchmark, **result, **counts}
     CompareReport.model_validate(result)
     if out:
         write_json(out, result, CompareReport)
@@ -100,15 +103,42 @@ def compare_files(
     metric_settings: MetricsParams,
     compare_settings: CompareParams,
 ) -> dict:
-    """:func:`compare` of score files (each run named by its metadata)."""
+    """:func:`compare` of score files (each run named by its metadata). The bootstrap resamples the clusters of the
+    benchmark the files name when its prepared pairs hold every scored pair (:func:`prepared_pairs`), else pairs."""
+    loaded = [runs.load_run_file(path) for path in score_paths]
+    ids = {i for run, _ in loaded for i in run.pair_id}
+    names = {meta.get("benchmark") for _, meta in loaded}
+    pairs = prepared_pairs(names.pop(), ids) if len(names) == 1 and None not in names else None
+    if pairs is None:
+        log.warning(
+            "compare: no prepared pairs of one benchmark hold every pair of %s; the bootstrap resamples pairs as "
+            "if none repeated",
+            " and ".join(map(str, score_paths)),
+        )
     return compare(
-        [runs.load_run_file(path) for path in score_paths],
+        loaded,
         out,
         markdown_out,
         metric_settings,
         compare_settings,
         sources=[str(path) for path in score_paths],
+        pairs=pairs,
     )
+
+
+def prepared_pairs(benchmark: str, ids: set[str] | None = None) -> pd.DataFrame | None:
+    """The prepared pairs of ``benchmark`` (``layout.prepared_path``) indexed by pair_id, or None when the file is
+    missing, is not a valid prepared file, or lacks one of ``ids``."""
+    if not is_id(benchmark):
+        return None
+    path = layout.prepared_path(benchmark)
+    if not path.is_file():
+        return None
+    try:
+        pairs = read_table(path, PreparedPair)[0].set_index("pair_id")
+    except GeceError:
+        return None
+    return pairs if ids is None or ids <= set(pairs.index) else None
 
 
 # the line `gece --help` shows for this command (read without importing this module)
@@ -150,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
         benchmark = command.benchmark_of(args, params)
         loaded = {name: runs.load_run(params, benchmark, name) for name in runs.runs(params, benchmark)}
         references = [name for name in loaded if runs.is_reference(params, name)]
-        pairs, _ = read_table(layout.prepared_path(benchmark), PreparedPair)
+        pairs = read_table(layout.prepared_path(benchmark), PreparedPair)[0].set_index("pair_id")
         result = compare(
             list(loaded.values()),
             args.out,
@@ -158,7 +188,7 @@ def run(args: argparse.Namespace) -> int:
             metric_settings,
             compare_settings,
             power_runs=references,
-            clusters=pairs.set_index("pair_id")["cluster"],
+            pairs=pairs,
         )
     elif len(args.scores) == 2:
         result = compare_files(args.scores, args.out, args.markdown_out, metric_settings, compare_settings)

@@ -56,18 +56,24 @@ def soft_labels(benchmark: str, pairs: pd.DataFrame, root: Path = Path()) -> tup
     return y_soft, None
 
 
-def group_counts(labels: np.ndarray, p: np.ndarray, sentences: np.ndarray) -> dict[str, dict]:
+def group_counts(labels: np.ndarray, p: np.ndarray, rows: pd.DataFrame) -> dict[str, dict]:
     """Per group (named as :func:`gece.stats.groups.encode` names it): its distinct (sent_more, sent_less) pairs
-    and its share of pairs with p > 0.5 (the stereotype share of an identity benchmark's group)."""
+    and clusters among the prepared ``rows`` (:func:`gece.pipeline.runs.pair_counts`) and its share of pairs with
+    p > 0.5 (the stereotype share of an identity benchmark's group)."""
     names, codes = groups.encode(labels)
-    out = {}
-    for i, name in enumerate(names):
-        mine = codes == i
-        out[name] = {
-            "n_distinct": len({(a, b) for a, b in sentences[mine]}),
-            "pct_stereotype": float((p[mine] > 0.5).mean()),
+    inside = codes >= 0
+    counts = runs.pair_counts(rows[inside], codes[inside])
+    n = np.bincount(codes[inside], minlength=len(names))
+    above = np.bincount(codes[inside], weights=(p[inside] > 0.5).astype(np.float64), minlength=len(names))
+    return {
+        name: {
+            "n_distinct": int(counts.at[i, "n_distinct"]),
+            "n_clusters": int(counts.at[i, "n_clusters"]),
+            "pct_stereotype": float(above[i] / n[i]),
         }
-    return out
+        for i, name in enumerate(names)
+        if n[i]
+    }
 
 
 def run_groups(
@@ -100,7 +106,7 @@ def run_groups(
         targets["soft"] = (None, soft_reason)
     else:
         targets["soft"] = (groups.soft_target(y, y_soft.reindex(ids).to_numpy(np.float64)), None)
-    sentences = pairs.loc[ids, ["sent_more", "sent_less"]].to_numpy(object)
+    rows = pairs.loc[ids, ["sent_more", "sent_less", "cluster"]]
     out = []
     for grouping in settings.by:
         if grouping in DERIVED_GROUPINGS:
@@ -123,7 +129,7 @@ def run_groups(
                     }
                 )
                 continue
-            extra = group_counts(labels, p, sentences) if protocol == "identity" else {}
+            extra = group_counts(labels, p, rows) if protocol == "identity" else {}
             r = groups.calibration_by_group(
                 p,
                 target,
@@ -135,7 +141,7 @@ def run_groups(
                 metric.seed,
                 metric.ci,
                 left_out=why,
-                clusters=pairs.loc[ids, "cluster"].to_numpy(object),
+                clusters=rows["cluster"].to_numpy(object),
             )
             out.append(
                 {

@@ -61,8 +61,7 @@ def run_metrics(
     if pairs is not None and len(r.p):
         share = (r.p > 0.5).astype(np.float64)
         report |= {
-            "n_distinct": len(mine.drop_duplicates(["sent_more", "sent_less"])),
-            "n_clusters": len(set(clusters)),
+            **runs.pair_counts(mine).iloc[0].astype(int).to_dict(),
             "pct_stereotype_se_rows": intervals.clustered_se(share),
             "pct_stereotype_se_clustered": intervals.clustered_se(share, clusters),
         }

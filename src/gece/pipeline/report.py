@@ -24,6 +24,7 @@ from gece.report import html as report_html
 from gece.report import markdown as report_md
 from gece.report import plots
 from gece.report import tables as report_tables
+from gece.report.cells import constant_y
 from gece.stats import metrics
 from gece.terminal import literal, plural
 
@@ -204,6 +205,8 @@ def report_stage(
 
     for b in data.benchmarks:
         panels, entries = [], []
+        honest = constant_y(data, b)  # y = 1 for every pair: the diagrams show 1 − mean p, not calibration
+        metric = "1 − mean p" if honest else "ECE"
         for m in data.runs[b]:
             key = (b, m)
             scores = scores_dir / layout.scores_file(b, m)
@@ -229,6 +232,7 @@ def report_stage(
                         m,
                         rep["ece"],
                         subtitle=f"{b} · {label}",
+                        metric=metric,
                     ),
                     label,
                 )
@@ -252,16 +256,22 @@ def report_stage(
                             m,
                             plots.bins_ece(table),
                             subtitle=f"{b} · {other_label}",
+                            metric=metric,
                         ),
                         other_label,
                     )
                 )
             if key in data.sample_size_figures:
-                images.append((data.sample_size_figures[key], "ECE against sample size"))
+                images.append((data.sample_size_figures[key], f"{metric} against sample size"))
             entries.append((m, images))
             panels.append((m, data.bins[key], rep["ece"]))
         if panels:
-            figures["grid"][b] = save(layout.fig_grid(b), plots.reliability_grid, panels, f"{b}: reliability diagrams")
+            title = (
+                f"{b}: confidence in the stereotypical sentence (y = 1 for every pair: 1 − mean p, not calibration)"
+                if honest
+                else f"{b}: reliability diagrams"
+            )
+            figures["grid"][b] = save(layout.fig_grid(b), plots.reliability_grid, panels, title, metric=metric)
             figures["runs"][b] = entries
         cal_models = [m for m in data.runs[b] if (b, m) in data.calibration_bins and (b, m) in data.calibration]
         if cal_models:

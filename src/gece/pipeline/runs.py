@@ -203,3 +203,19 @@ def load_run_file(path: str | Path) -> tuple[Run, dict[str, str]]:
     """A score file as the arrays the ablations take."""
     df, meta = read_run(path)
     return as_run(df), meta
+
+
+def pair_counts(rows: pd.DataFrame, codes: np.ndarray | None = None) -> pd.DataFrame:
+    """Distinct (sent_more, sent_less) pairs and clusters among prepared ``rows`` (columns sent_more, sent_less,
+    cluster), per value of ``codes`` (one integer per row; None: all rows as group 0): a frame indexed by the code
+    with the columns ``n_distinct`` and ``n_clusters``. The one count of "distinct" and "clusters" that the metrics
+    and groups reports give beside n."""
+    keyed = rows[["sent_more", "sent_less", "cluster"]].assign(
+        _code=np.zeros(len(rows), np.int64) if codes is None else codes
+    )
+    return pd.DataFrame(
+        {
+            "n_distinct": keyed.drop_duplicates(["_code", "sent_more", "sent_less"]).groupby("_code").size(),
+            "n_clusters": keyed.drop_duplicates(["_code", "cluster"]).groupby("_code").size(),
+        }
+    )

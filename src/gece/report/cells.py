@@ -15,6 +15,18 @@ def format_fixed(x: float | None, digits: int = 3) -> str:
     return "–" if x is None else f"{x:.{digits}f}"
 
 
+def pair_sizes(rep: dict) -> str:
+    """``"771 pairs"``, with ``" (770 distinct, 770 clusters)"`` where the report (metrics, compare) counts them and
+    they differ from n: the sizes shown wherever n is."""
+    counts = [f"{rep[k]} {word}" for k, word in (("n_distinct", "distinct"), ("n_clusters", "clusters")) if rep.get(k)]
+    head = f"{rep['n']} pair{'' if rep['n'] == 1 else 's'}"
+    return (
+        head
+        if all(rep.get(k) in (None, rep["n"]) for k in ("n_distinct", "n_clusters"))
+        else f"{head} ({', '.join(counts)})"
+    )
+
+
 def format_p(p: float | None) -> str:
     """A p-value as text: ``p = 0.028``, ``p < 0.001``, ``p –`` when undefined."""
     if p is None:

@@ -78,12 +78,15 @@ def summary(data: ReportData) -> dict:
       ``stereotype_share``, ``shortfall`` = 1 − mean p, ``shortfall_gender``);
     - ``rules.<b>.<m>``: the stereotype share and 1 − mean p under each scoring rule of such a benchmark and its
       variants, and their differences (:func:`gece.report.identity.rules_summary`);
-    - ``calibration.<b>.<m>``: the lowest held-out ECE after calibration, per protocol;
-    - ``binning.<b>.<m>``: the lowest and highest ECE over the binnings of the binning ablation;
+    - ``calibration.<b>.<m>``: the lowest held-out ECE after calibration, per protocol (not on a benchmark with
+      constant y: a map fitted to one label is no calibration);
+    - ``binning.<b>.<m>``: the lowest and highest ECE over the binnings of the binning ablation (not on a benchmark
+      with constant y: 1 − mean p does not depend on the binning);
     - ``neutral.<m>.<variant>``: ECE and Gender-ECE of each gender-neutral rewrite minus the occupation
       wording (the benchmark that the ``neutral_of`` entries of params.yaml name);
     - ``special_tokens.<m>.<b>``: ECE and mean confidence without the special tokens minus with them;
-    - ``compare.<b>``: per metric, how many model pairs differ significantly after Holm's correction;
+    - ``compare.<b>``: per metric, how many model pairs differ significantly after Holm's correction (with the
+      honest names of :data:`gece.report.identity.RENAMED` on a benchmark with constant y);
     - ``groups.<b>.<m>``: per protocol, the largest gap between groups of the first grouping that splits the
       benchmark (:func:`first_gap`).
     """
@@ -105,6 +108,8 @@ def summary(data: ReportData) -> dict:
                 out["runs"].setdefault(b, {})[m] = (
                     identity.run_summary(rep) if honest else {k: rep.get(k) for k in HEADLINE}
                 )
+            if honest:  # one label: nothing to calibrate, and 1 − mean p does not depend on the binning
+                continue
             cal = data.calibration.get((b, m))
             if cal is not None:
                 out["calibration"].setdefault(b, {})[m] = {
@@ -121,8 +126,10 @@ def summary(data: ReportData) -> dict:
         rep = data.compare.get(b)
         if rep and rep.get("pairs"):
             keys = list(rep["pairs"][0]["metrics"])
+            names = identity.RENAMED if honest else {}
             out["compare"][b] = {
-                f"{k}_significant": sum(bool(p["metrics"][k]["significant_holm"]) for p in rep["pairs"]) for k in keys
+                f"{names.get(k, k)}_significant": sum(bool(p["metrics"][k]["significant_holm"]) for p in rep["pairs"])
+                for k in keys
             }
     for m, rep in sorted(data.neutral.items()):
         base_name = next(iter(rep), None)

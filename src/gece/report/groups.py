@@ -56,12 +56,12 @@ def _group_cell(result: Mapping | None, index: int | None, pointer: tuple, min_s
     base = (*pointer, "groups", index)
     if g["ece"] is None:
         return Cell(note=f"n = {g['n']} < {min_size}" if g["n"] < min_size else g["reason"] or "")
-    distinct = g.get("n_distinct")
+    counts = [(g.get(k), word) for k, word in (("n_distinct", "distinct"), ("n_clusters", "clusters"))]
     return Cell(
         value=g["ece"],
         low=g["ci_low"],
         high=g["ci_high"],
-        note=f"n = {g['n']}" + (f", {distinct} distinct" if distinct is not None and distinct != g["n"] else ""),
+        note=f"n = {g['n']}" + "".join(f", {v} {word}" for v, word in counts if v is not None and v != g["n"]),
         ref={"value": ptr(*base, "ece"), "low": ptr(*base, "ci_low"), "high": ptr(*base, "ci_high")},
     )
 

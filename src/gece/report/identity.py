@@ -254,6 +254,7 @@ def first_word_table(data: ReportData, first: str) -> Table:
         columns += [
             Column(f"{g}_n", f"{g}: pairs", None),
             Column(f"{g}_n_distinct", f"{g}: distinct", None),
+            Column(f"{g}_n_clusters", f"{g}: clusters", None),
             Column(f"{g}_shortfall", f"{g}: 1 − mean p", None),
             Column(f"{g}_share", f"{g}: stereotype share", None),
         ]
@@ -268,12 +269,13 @@ def first_word_table(data: ReportData, first: str) -> Table:
             for g in FIRST_DIFF_GROUPS:
                 j = next((j for j, c in enumerate(result["groups"]) if c["group"] == g), None)
                 if j is None:
-                    cells += [Cell(0), Cell(), Cell(), Cell()]
+                    cells += [Cell(0), Cell(), Cell(), Cell(), Cell()]
                     continue
                 cell, base = result["groups"][j], ("runs", m, i, "groups", j)
                 cells += [
                     _value(cell, "n", *base),
                     _value(cell, "n_distinct", *base),
+                    _value(cell, "n_clusters", *base),
                     Cell(note=cell.get("reason") or "")
                     if cell.get("ece") is None
                     else Cell(

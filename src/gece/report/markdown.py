@@ -14,6 +14,7 @@ from gece.report.cells import (
     format_cell,
     format_fixed,
     format_p,
+    pair_sizes,
 )
 from gece.report.tables import plain_text
 from gece.terminal import plural
@@ -36,7 +37,8 @@ def compare_markdown(result: dict) -> str:
         f"# Paired model comparison: {_md_escape(result['benchmark'])}",
         "",
         (
-            f"Difference A − B on the same {result['n']} pairs, paired bootstrap with {result['draws']} resamples "
+            f"Difference A − B on the same {pair_sizes(result)}, paired bootstrap of "
+            f"{'clusters' if result.get('n_clusters') else 'pairs'} with {result['draws']} resamples "
             f"(seed {result['seed']}): point difference, {level} bias-corrected percentile interval and two-sided "
             "p-value. "
             f"**Bold**: significant at α = {result['alpha']}; †: still significant after Holm's correction "

@@ -190,26 +190,34 @@ def _fmt(x: float | None) -> str:
     return "–" if x is None else f"{x:.3f}"
 
 
-def reliability_title(model: str, ece: float | None, n: int | None = None) -> str:
-    return f"{model}\nECE {_fmt(ece)}" + (f" · n = {n}" if n is not None else "")
+def reliability_title(model: str, ece: float | None, n: int | None = None, metric: str = "ECE") -> str:
+    """``model``, then ``metric`` and its value (``"1 − mean p"`` where y is constant: no calibration is shown)."""
+    return f"{model}\n{metric} {_fmt(ece)}" + (f" · n = {n}" if n is not None else "")
 
 
-def reliability_figure(bins: list[dict], model: str, ece: float | None, subtitle: str = "") -> Figure:
-    """One diagram with the count histogram under it; the title names the model and its ECE."""
+def reliability_figure(
+    bins: list[dict], model: str, ece: float | None, subtitle: str = "", metric: str = "ECE"
+) -> Figure:
+    """One diagram with the count histogram under it; the title names the model and its ``metric`` (ECE, or
+    1 − mean p on a benchmark with constant y)."""
     fig = plt.figure(figsize=(4.6, 5.4), layout="constrained")
     gs = fig.add_gridspec(2, 1, height_ratios=[4, 1])
     ax = fig.add_subplot(gs[0])
     hist = fig.add_subplot(gs[1], sharex=ax)
     n = sum(r["count"] for r in bins)
-    draw_reliability(ax, bins, title=reliability_title(model, ece, n), hist_ax=hist, fontsize=10, count_labels=True)
+    draw_reliability(
+        ax, bins, title=reliability_title(model, ece, n, metric), hist_ax=hist, fontsize=10, count_labels=True
+    )
     ax.set_ylabel("Accuracy (share of pairs with y = 1)", fontsize=8.5)
     if subtitle:
         fig.suptitle(subtitle, fontsize=8, color="#555555")
     return fig
 
 
-def reliability_grid(panels: list[tuple[str, list[dict], float | None]], title: str, ncols: int = 5) -> Figure:
-    """All models of one benchmark side by side: (model, bins, ECE) per panel, counts under each."""
+def reliability_grid(
+    panels: list[tuple[str, list[dict], float | None]], title: str, ncols: int = 5, metric: str = "ECE"
+) -> Figure:
+    """All models of one benchmark side by side: (model, bins, ``metric``) per panel, counts under each."""
     n = max(len(panels), 1)
     nrows = -(-n // ncols)
     ncols = -(-n // nrows)  # balanced rows: 6 panels as 2 x 3, not 5 + 1
@@ -219,7 +227,9 @@ def reliability_grid(panels: list[tuple[str, list[dict], float | None]], title: 
         inner = outer[i // ncols, i % ncols].subgridspec(2, 1, height_ratios=[4, 1])
         ax = fig.add_subplot(inner[0])
         hist = fig.add_subplot(inner[1], sharex=ax)
-        draw_reliability(ax, bins, title=reliability_title(model, ece), legend=i == 0, fontsize=8, hist_ax=hist)
+        draw_reliability(
+            ax, bins, title=reliability_title(model, ece, metric=metric), legend=i == 0, fontsize=8, hist_ax=hist
+        )
     fig.suptitle(title, fontsize=11)
     return fig
 

@@ -30,6 +30,7 @@ from gece.report.cells import (
     format_p,
     mark_worst,
     metric_cell,
+    pair_sizes,
     ptr,
 )
 from gece.report.groups import groups_doc
@@ -445,7 +446,8 @@ def compare_table(data: ReportData) -> TableDoc:
                 )
             rows.append(Row([pair["a"], pair["b"]], cells, layout.compare_file(b)))
         note = (
-            f"{rep['n']} pairs, paired bootstrap with {rep['draws']} resamples (seed {rep['seed']}), "
+            f"{pair_sizes(rep)}, paired bootstrap of {'clusters' if rep.get('n_clusters') else 'pairs'} with "
+            f"{rep['draws']} resamples (seed {rep['seed']}), "
             f"{rep['level']:.0%} bias-corrected intervals{power_note(rep)}"
         )
         tables.append(Table(_heading(data, b), ["A", "B"], columns, rows, note))
