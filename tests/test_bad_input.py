@@ -550,3 +550,24 @@ def test_pull_without_a_default_remote(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(repo)
     code, err = cli(capsys, "pull")
     assert code == 2 and "no default DVC remote is configured" in err and "dvc remote add -d" in err
+
+
+# ------------------------------------------------------------------ text that is not UTF-8: the line, not a byte offset
+def test_a_latin1_file_is_named_by_line_and_column(tmp_path, monkeypatch, capsys):
+    from gece.io.files import read_json
+    from gece.pipeline.runs import read_reference
+
+    (tmp_path / "r.json").write_bytes('{\n  "a": "schl\xe4ft"\n}\n'.encode("latin-1"))
+    (tmp_path / "r.csv").write_bytes("idx,Sentence_more\n0,ok\n1,Er schl\xe4ft.\n".encode("latin-1"))
+    for read, name, where in (
+        (read_json, "r.json", "line 2, column 13"),
+        (read_reference, "r.csv", "line 3, column 10"),
+    ):
+        with pytest.raises(GeceError) as e:
+            read(tmp_path / name)
+        assert f"not valid UTF-8 text: {where}: byte 0xe4" in str(e.value) and "iconv -f latin1" in str(e.value)
+    monkeypatch.chdir(tmp_path)  # gece diff reads the workspace's file as the new side
+    monkeypatch.setattr("gece.tools.diff.files_at", lambda rev, paths: ["r.json"])
+    monkeypatch.setattr("gece.tools.diff._git", lambda *a, **k: '{"a": "x"}')
+    code, err = cli(capsys, "diff", "r.json")
+    assert code == 2 and "r.json: not valid UTF-8 text: line 2, column 13" in err

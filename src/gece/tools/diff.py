@@ -16,6 +16,7 @@ from pathlib import Path
 
 from gece.errors import GeceError
 from gece.io import layout
+from gece.io.disk import read_text
 from gece.io.files import flatten, is_finite_number
 from gece.tools import options
 
@@ -86,7 +87,7 @@ def read_revision(rev: str, path: str) -> dict | None:
     """The JSON of ``path`` at ``rev`` (``workspace``: the file on disk); None when it is absent."""
     if rev == WORKSPACE:
         p = Path(path)
-        text = p.read_text(encoding="utf-8") if p.is_file() else None
+        text = read_text(p, "compare JSON reports only", "json_bytes") if p.is_file() else None
     else:
         try:
             text = _git(["show", f"{rev}:{path}"], hint="")
