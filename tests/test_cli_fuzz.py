@@ -28,6 +28,7 @@ from gece import cli
 from gece.terminal import visible
 
 from .conftest import ROOT
+from .refusals import refusal
 from .test_bad_input import _raw_parquet, _scores
 
 
@@ -388,6 +389,7 @@ FOUND = [
 ]
 
 
+@refusal("E-PATH-LONG", readers=("metrics", "summary", "report", "compare", "try", "--params"))
 @pytest.mark.filterwarnings("ignore")
 @pytest.mark.parametrize(("argv", "message"), FOUND, ids=[" ".join(a)[:40] for a, _ in FOUND])
 def test_found_by_the_generator(argv, message, hooks, capsys, tmp_path, data_dir, monkeypatch):

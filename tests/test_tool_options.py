@@ -12,11 +12,14 @@ from gece.cli import main
 from gece.errors import GeceError
 from gece.tools import options, remote, repro
 
+from .refusals import refusal
+
 HOSTILE_NUMBERS = ["inf", "-inf", "nan", "NaN", "-1", "-0.5", "1e400", "", "abc", "²", "１", "0x10"]
 
 
 @pytest.mark.parametrize("command", [["diff"], ["exp-summary"]])
 @pytest.mark.parametrize("value", HOSTILE_NUMBERS)
+@refusal("E-TOOL-OPTION", readers=("diff", "exp-summary"))
 def test_a_tolerance_is_a_finite_number_of_zero_or_more(command, value, capsys):
     with pytest.raises(SystemExit) as e:
         main([*command, f"--tol={value}"])
@@ -26,6 +29,7 @@ def test_a_tolerance_is_a_finite_number_of_zero_or_more(command, value, capsys):
 
 @pytest.mark.parametrize(("command", "option"), [(["exp-summary"], "--max-metrics"), (["try", "m"], "--limit")])
 @pytest.mark.parametrize("value", ["0", "-5", "1.5", "²", "١٢", "1e3", "", " ", "99999999999999999999", "nan"])
+@refusal("E-TOOL-OPTION", readers=("exp-summary", "try"))
 def test_a_count_is_a_whole_number_of_one_or_more_in_ascii_digits(command, option, value, capsys, monkeypatch):
     monkeypatch.setattr("gece.tools.try_model.try_model", lambda *a, **k: pytest.fail("the model was loaded"))
     with pytest.raises(SystemExit) as e:
@@ -41,6 +45,7 @@ def test_valid_values_pass():
 
 
 @pytest.mark.parametrize("value", ["(", "[", "*", "+", "(?P<x", "\\", "a)"])
+@refusal("E-TOOL-OPTION", readers=("exp-summary",))
 def test_keep_is_a_valid_regex(value, capsys):
     with pytest.raises(SystemExit) as e:
         main(["exp-summary", "--keep", value])
@@ -53,6 +58,7 @@ def _stages(*names: str) -> list[repro.Stage]:
     return [repro.Stage(n, (), True) for n in names]
 
 
+@refusal("E-REPRO-TARGET", readers=("repro",))
 def test_repro_targets_name_stages_groups_or_files(tmp_path):
     known = _stages("metrics@winobias", "metrics@winoqueer", "report", "data.dvc")
     (tmp_path / "dvc.yaml").write_text("stages: {}\n")
@@ -68,6 +74,7 @@ def test_repro_targets_name_stages_groups_or_files(tmp_path):
     assert "other.yaml:report: no such file other.yaml" in problems
 
 
+@refusal("E-REPRO-TARGET", readers=("repro",))
 def test_repro_refuses_an_unknown_stage_before_any_pull(tmp_path, monkeypatch):
     monkeypatch.setattr(repro, "stages", lambda root: _stages("report"))
     monkeypatch.setattr(repro, "pull", lambda *a, **k: pytest.fail("pulled before checking the targets"))
@@ -76,6 +83,7 @@ def test_repro_refuses_an_unknown_stage_before_any_pull(tmp_path, monkeypatch):
         repro.repro(tmp_path, ("nosuchstage", "also-not"))
 
 
+@refusal("E-PULL", readers=("pull",))
 def test_a_file_url_remote_is_checked_as_the_directory_it_names(tmp_path):
     there = remote.Remote("origin", (tmp_path / "store dir").as_uri())
     assert there.local and there.path == tmp_path / "store dir"

@@ -18,6 +18,8 @@ from gece.io import benchmarks, crows
 from gece.io.files import read_table
 from gece.io.schemas import AnnotationRow, PreparedPair
 
+from .refusals import refusal
+
 SENTENCES = ["He ran.", "She ran.", "The man sang.", "The woman sang.", "His dog", "Her dog", "", " ", "...", "!!!"]
 ANNOTATORS = ["a1", "a2", "a3", "a1 "]
 LABELS = ["['gender']", "[]", "['race-color']"]
@@ -68,3 +70,36 @@ def test_what_import_writes_validate_and_prepare_accept(tmp_path, monkeypatch, c
     from_crows, _ = read_table(tmp_path / "crows.parquet", PreparedPair)
     assert list(prepared["sent_more"]) == list(from_crows["sent_more"])  # the same pairs either way
     assert len(annotations) == len(read_table(tmp_path / "crows-ann.parquet", AnnotationRow)[0])
+
+
+HEADER = "id,sent_more,sent_less,stereo_antistereo,bias_type,annotations,anon_annotators\n"
+
+
+@refusal("E-IMPORT-EMPTY", readers=("import", "prepare"))
+@pytest.mark.parametrize(
+    "body", ["", "0,...,!!!,stereo,gender,\"[['gender']]\",\"['a1']\"\n"], ids=["header-alone", "no-pair-left"]
+)
+def test_no_pair_left_is_refused_and_the_previous_output_stays(tmp_path, monkeypatch, capsys, body):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "src.csv").write_text(HEADER + body, encoding="utf-8")
+    (tmp_path / "bench.csv").write_text("previous\n")
+    (tmp_path / "crows.parquet").write_text("previous\n")
+    assert main(["import", "src.csv", "bench.csv"]) == 2
+    assert main(["prepare", "--crows", "src.csv", "crows.parquet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("src.csv") >= 2 and "Traceback" not in err
+    assert (tmp_path / "bench.csv").read_text() == (tmp_path / "crows.parquet").read_text() == "previous\n"
+
+
+@refusal("E-ANNOTATOR-TWICE", readers=("import", "prepare"))
+def test_an_annotator_named_twice_is_refused_naming_the_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    row = "0,He ran.,She ran.,stereo,gender,\"[['gender'], ['gender']]\",\"['a1', 'a1']\"\n"
+    (tmp_path / "src.csv").write_text(HEADER + row, encoding="utf-8")
+    assert main(["import", "src.csv", "bench.csv", "--annotations", "labels.csv"]) == 2
+    first = capsys.readouterr().err
+    assert main(["prepare", "--crows", "src.csv", "crows.parquet", "--annotations", "ann.parquet"]) == 2
+    second = capsys.readouterr().err
+    for err in (first, second):
+        assert "line 2" in err and "a1" in err and "Traceback" not in err, err
+    assert not (tmp_path / "bench.csv").exists() and not (tmp_path / "crows.parquet").exists()
