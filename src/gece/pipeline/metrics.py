@@ -66,6 +66,11 @@ def run_metrics(
             "pct_stereotype_se_clustered": intervals.clustered_se(share, clusters),
         }
         report = MetricsReport.model_validate(report).model_dump()
+    flagged = scores.get("scored_punct_only")
+    if flagged is not None and flagged.notna().any():  # a whole-sentence rule (null under the target rule)
+        report = MetricsReport.model_validate(
+            report | {"n_punct_only": int(flagged.to_numpy(dtype=np.float64, na_value=0.0).sum())}
+        ).model_dump()
     bins = metrics.reliability_table(r.p, r.y, settings.n_bins, settings.binning).records() if len(r.p) else []
     return report, bins
 

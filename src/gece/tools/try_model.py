@@ -101,7 +101,7 @@ def stereotype_share(report: dict, cluster: str) -> dict:
     """The share of pairs whose p > 0.5 (``pct_stereotype``) with its interval, which resamples clusters
     (``cluster``: what a cluster is, ``benchmarks.<b>.cluster``), its row-wise and clustered standard errors, and
     n beside the distinct pairs and the clusters: the stereotype share of an identity benchmark, at a glance."""
-    keys = ("n", "n_distinct", "n_clusters", "pct_stereotype_se_rows", "pct_stereotype_se_clustered")
+    keys = ("n", "n_distinct", "n_clusters", "n_punct_only", "pct_stereotype_se_rows", "pct_stereotype_se_clustered")
     return {
         "value": report["pct_stereotype"],
         "ci_low": report["pct_stereotype_ci_low"],
