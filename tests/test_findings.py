@@ -138,13 +138,19 @@ def test_gece_diff_against_a_git_revision(tmp_path, monkeypatch, capsys):
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "one")
     summary["runs"]["winobias"]["m"] = {"ece": 0.1 + 3e-8, "brier": 0.25}  # float noise and one real change
     (tmp_path / "reports" / "summary.json").write_text(json.dumps(summary))
-    assert main(["diff"]) == 0
+    assert main(["diff"]) == 0  # the summary: one family moved, with its run
+    text = capsys.readouterr().out
+    assert "runs · Brier" in text and "+0.05" in text and "runs · ECE-like" not in text
+    assert "1 of 2 values moved; 0 added, removed or not a number (+N); 1 changed without moving" in text
+    assert main(["diff", "--all"]) == 0
     text = capsys.readouterr().out
     assert "runs.winobias.m.brier" in text and "runs.winobias.m.ece" not in text
-    assert "1 value moved by more than 1e-06 in 1 file; 1 other value moved by 1e-06 or less (hidden)" in text
+    assert "1 value moved (non-zero in dvc metrics diff) in 1 file; 1 other value changed without moving" in text
     assert main(["diff", "--tol", "0", "--json"]) == 0
-    assert [c["key"] for c in json.loads(capsys.readouterr().out)] == ["runs.winobias.m.ece", "runs.winobias.m.brier"]
-    assert main(["diff", "--old", "HEAD~1", "--new", "HEAD"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert [c["key"] for c in got["changes"]] == ["runs.winobias.m.ece", "runs.winobias.m.brier"]
+    assert got["moved"] == 2 and [f["name"] for f in got["families"]] == ["runs · ECE-like", "runs · Brier"]
+    assert main(["diff", "--old", "HEAD~1", "--new", "HEAD", "--all"]) == 0
     assert "reports/summary.json" in capsys.readouterr().out  # the file was added in HEAD
     assert main(["diff", "--old", "no-such-rev"]) == 2
 
