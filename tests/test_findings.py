@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import subprocess
 
 import pytest
@@ -390,3 +391,35 @@ def test_findings_name_the_group_gaps_and_the_annotators():
     assert findings.summary(data)["groups"] == {
         "wq": {"m1": {"gap_identity": 0.2, "gap_soft": None}, "m2": {"gap_identity": 0.1, "gap_soft": None}}
     }
+
+
+# ------------------------------------------------------------------ issue 38: rough edges of the tables
+def test_gender_gap_notes_write_p_once(shipped):
+    from gece.report.stats import gender_gap_table
+
+    text = report_md.doc_markdown(gender_gap_table(shipped))
+    assert "p=p" not in text and "p = p" not in text
+    assert re.search(r"\] p (=|<) 0\.\d{3}, Holm p (=|<) 0\.\d{3}, perm\. p (=|<) 0\.\d{3}", text)
+
+
+def test_the_compare_tables_share_one_label_per_metric(shipped, monkeypatch):
+    """reports/compare/<b>.md, reports/tables/compare.md and `gece compare`'s terminal table label each metric
+    as the registry does."""
+    from rich.console import Console
+
+    from gece import command, registry
+    from gece.pipeline import compare as compare_stage
+    from gece.report.tables import compare_table
+
+    result = shipped.compare["winobias"]
+    keys = list(result["pairs"][0]["metrics"])
+    labels = [registry.label(k) for k in keys]
+    header = report_md.compare_markdown(result).split("\n| A | B | ")[1].split("\n")[0]
+    assert header == " | ".join(labels) + " |"
+    doc = compare_table(shipped)
+    assert [c.label for c in doc.tables[0].columns] == [f"Δ {x}" for x in labels]
+    console = Console(width=400, record=True, soft_wrap=True, emoji=False, file=open("/dev/null", "w"))  # noqa: SIM115
+    monkeypatch.setattr(command, "out", console)
+    compare_stage._print_compare(result)
+    text = console.export_text()
+    assert all(f"Δ {x}" in text for x in labels)
