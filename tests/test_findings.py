@@ -423,3 +423,23 @@ def test_the_compare_tables_share_one_label_per_metric(shipped, monkeypatch):
     compare_stage._print_compare(result)
     text = console.export_text()
     assert all(f"Δ {x}" in text for x in labels)
+
+
+def test_gece_compare_never_cuts_a_run_id_at_80_columns(shipped, monkeypatch):
+    """Issue 38, item 4: the terminal table folds a long run id onto the next line instead of "gemma-3-2…"."""
+    from rich.console import Console
+
+    from gece import command
+    from gece.pipeline import compare as compare_stage
+
+    long_id = "paper-deepseek-r1-distill-llama-8b-instruct"
+    result = copy.deepcopy(shipped.compare["winobias"])
+    result["pairs"] = result["pairs"][:2]
+    result["pairs"][0]["a"] = long_id
+    console = Console(width=80, record=True, soft_wrap=False, emoji=False, file=open("/dev/null", "w"))  # noqa: SIM115
+    monkeypatch.setattr(command, "out", console)
+    compare_stage._print_compare(result)
+    text = console.export_text()
+    assert "…" not in text
+    first = "".join(line.split("│")[1].strip() for line in text.splitlines() if line.count("│") > 2)
+    assert long_id in first and result["pairs"][1]["a"] in first

@@ -223,8 +223,8 @@ def _print_compare(result: dict) -> None:
         "human alignment: positive = A agrees more",
         caption_justify="left",
     )
-    table.add_column("A")
-    table.add_column("B")
+    table.add_column("A", overflow="fold")  # a run id folds onto the next line, never cut
+    table.add_column("B", overflow="fold")
     for k in keys:
         table.add_column(f"Δ {registry.label(k)}", justify="right")
     for pair in result["pairs"]:
