@@ -19,12 +19,10 @@ from gece.report.cells import (
 )
 from gece.terminal import plural
 
-# the comparison's column labels: the registry's, but human alignment is "Accuracy" here
-LABELS = {"accuracy": "Accuracy"}
-
 
 def _label(key: str) -> str:
-    return LABELS.get(key, registry.label(key))
+    """A comparison column's label: the registry's, as in reports/tables/compare.md and `gece compare`'s table."""
+    return registry.label(key)
 
 
 def compare_markdown(result: dict) -> str:

@@ -105,10 +105,9 @@ SPECIAL = _columns(
     ),
     ci=WITH_CI,
 )
+
+
 # the compare table's column labels: its accuracy as in the paper's set
-COMPARE_LABELS = {"accuracy": "accuracy"}
-
-
 def _metrics_doc(
     data: ReportData,
     name: str,
@@ -426,7 +425,7 @@ def compare_table(data: ReportData) -> TableDoc:
             continue
         alpha = rep.get("alpha")
         keys = list(rep["pairs"][0]["metrics"])
-        columns = [Column(k, f"Δ {COMPARE_LABELS.get(k, registry.label(k))}", None) for k in keys]
+        columns = [Column(k, f"Δ {registry.label(k)}", None) for k in keys]
         rows = []
         for i, pair in enumerate(rep["pairs"]):
             cells = []

@@ -19,6 +19,7 @@ from gece.pipeline.metrics import run_metrics
 from gece.pipeline.prepare import prepare
 from gece.pipeline.runs import read_run
 from gece.pipeline.score import score
+from gece.registry import METRIC
 from gece.terminal import literal, plural
 from gece.tools import options
 
@@ -111,6 +112,53 @@ def stereotype_share(report: dict, cluster: str) -> dict:
     }
 
 
+def too_few_pairs(report: dict) -> str | None:
+    """What a small ``--limit`` leaves undefined or degenerate, in words, or None when nothing is: the metrics
+    that are null (with the metrics stage's reasons) and those whose bootstrap interval has zero width."""
+    null = [k for k, v in report.items() if v is None and k in METRIC]
+    flat = [
+        k
+        for k, v in report.items()
+        if v is not None
+        and k in METRIC
+        and f"{k}_ci_low" in report
+        and report[f"{k}_ci_low"] is not None
+        and report[f"{k}_ci_low"] == report.get(f"{k}_ci_high")
+    ]
+    if not null and not flat:
+        return None
+    parts = []
+    if null:
+        parts.append(f"{', '.join(null)} undefined ({report.get('null_reasons') or 'a group is empty'})")
+    if flat:
+        parts.append(f"{', '.join(flat)} with an interval of zero width (every resample gave the same value)")
+    return (
+        f"too few pairs: {plural(report.get('n') or 0, 'pair')} leave {'; '.join(parts)}. Raise --limit (a few "
+        "hundred pairs give every metric and a real interval)"
+    )
+
+
+def keep_hint(model: str, model_id: str, params: Params | None, limit: int) -> str:
+    """How to keep scoring this model in the pipeline: a new source gets a registry entry and a place in
+    ``models``; a registry id (``gece try smollm2-135m``) already has its entry, so only ``models`` is named (or
+    nothing is to do when the pipeline already scores it). ``--out`` keeps this try's score file."""
+    if params is not None and model in params.registry:
+        if model in params.models:
+            return (
+                f"{model} is already scored by the pipeline (registry.{model} and models in params.yaml): "
+                "`dvc repro` scores it on every pair; --out FILE keeps this try's score file"
+            )
+        return (
+            f"to keep it: add {model} to models in params.yaml (registry.{model} is there already), then "
+            "`dvc repro`; the other models' stages stay up to date. --out FILE keeps this try's score file"
+        )
+    return (
+        f"to keep it: add it under registry in params.yaml (`{model_id}: {{source: {model}, limit: {limit}}}`) "
+        "and to models, then `dvc repro`; the other models' stages stay up to date. --out FILE keeps this try's "
+        "score file"
+    )
+
+
 # the line `gece --help` shows for this command (read without importing this module)
 HELP = (
     "a cheap first try: score a model (registry id, local path, hub id or package:) on the first pairs of one "
@@ -131,7 +179,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "Face hub id, or package:<distribution>==<version>",
     )
     p.add_argument(
-        "--benchmark", default="winobias", help="benchmark id (data/benchmarks/<id>.csv; default: %(default)s)"
+        "--benchmark", default="winobias", help="a benchmark id of params.yaml's benchmarks (default: %(default)s)"
     )
     p.add_argument(
         "--limit", type=options.count, default=100, help="score only the first N pairs (default: %(default)s)"
@@ -160,8 +208,9 @@ def run(args: argparse.Namespace) -> int:
     )
     entry = params.benchmarks.get(args.benchmark) if params else None
     share = stereotype_share(report, entry.cluster if entry is not None else "pair")
+    few = too_few_pairs(report)
     if args.json:
-        print(json.dumps(report | {"stereotype_share": share}, indent=2))
+        print(json.dumps(report | {"stereotype_share": share, "too_few_pairs": few}, indent=2))
         return 0
     command.out.print(
         f"[green]scored[/] {plural(meta.pairs, 'pair')} of {literal(meta.benchmark)} with "
@@ -181,10 +230,7 @@ def run(args: argparse.Namespace) -> int:
             f"by {share['cluster']}: the interval resamples clusters)",
             highlight=False,
         )
-    command.out.print(
-        f"to keep it: add it under registry in params.yaml (`{literal(meta.model)}: {{source: "
-        f"{literal(args.model)}, limit: {args.limit}}}`) and to models, then `dvc repro`; "
-        "the other models' stages stay up to date",
-        highlight=False,
-    )
+    if few is not None:
+        command.out.print(f"[yellow]{literal(few)}[/]", highlight=False)
+    command.out.print(literal(keep_hint(args.model, meta.model, params, args.limit)), highlight=False)
     return 0
