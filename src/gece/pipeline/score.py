@@ -158,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
     tokens = layout.tokens_path(args.model, args.benchmark)
     if not tokens.is_file():
         raise GeceError(
-            f"{tokens}: no token scores of {args.benchmark} by {args.model}",
+            f"--benchmark {args.benchmark!r} --model {args.model!r}: no token scores ({tokens} not found)",
             hint=f"run its extract stage first: dvc repro extract@{args.model} (or dvc pull it)",
         )
     meta = score(layout.prepared_path(args.benchmark), tokens, out, word_prob)

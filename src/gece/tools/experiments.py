@@ -18,9 +18,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from gece import options
 from gece.errors import GeceError
 from gece.io.files import flatten, is_finite_number
-from gece.tools import options
 
 MAX_METRICS = 8  # metric columns shown at most (the largest spread first)
 
