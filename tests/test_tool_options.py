@@ -4,13 +4,17 @@ is a usage error (exit 2) naming the option, before any git call, DVC call or mo
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
-from gece.cli import main
+from gece import options
+from gece.cli import build_parser, main
 from gece.errors import GeceError
-from gece.tools import options, remote, repro
+from gece.io.params import CalibrateParams, CompareParams, ExtractParams, MetricsParams
+from gece.tools import remote, repro
 
 from .refusals import refusal
 
@@ -94,3 +98,114 @@ def test_a_file_url_remote_is_checked_as_the_directory_it_names(tmp_path):
     remote.check_remote(there)
     assert not remote.Remote("s3", "s3://bucket/x").local
     assert remote.Remote("plain", str(tmp_path)).path == Path(str(tmp_path))
+
+
+# ------------------------------------------------------------------ every numeric option of every subcommand
+def _options() -> list[tuple[str, argparse.Action]]:
+    """(subcommand, action) for every option of every subcommand, read from the CLI's own parsers."""
+    parser = build_parser(None)
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return [(name, a) for name, p in sub.choices.items() for a in p._actions if a.option_strings and a.nargs != 0]
+
+
+OPTIONS = _options()
+NUMERIC = [
+    (name, max(a.option_strings, key=len), a.type)
+    for name, a in OPTIONS
+    if getattr(a.type, "__module__", "") == "gece.options" and a.type is not options.regex
+]
+NOT_NUMBERS = ["٣", "²", "１", "١٢", "1_0", "0x10", "nan", "inf", "-inf", "1e400", "", "abc"]
+
+
+def test_every_typed_option_is_checked_by_gece_options():
+    """A value argparse converts goes through gece.options (ASCII, finite, in range), never plain int() or
+    float(), which read '٣' as 3 and 'nan' as a number: a new option of any subcommand is held to it."""
+    loose = [
+        f"{name} {max(a.option_strings, key=len)}: type {getattr(a.type, '__name__', a.type)}"
+        for name, a in OPTIONS
+        if a.type not in (None, Path) and getattr(a.type, "__module__", "") != "gece.options"
+    ]
+    assert not loose, loose
+    assert {(n, o) for n, o, _ in NUMERIC} >= {
+        ("metrics", "--n-bins"),
+        ("calibrate", "--fraction"),
+        ("calibrate", "--folds"),
+        ("calibrate", "--seed"),
+        ("compare", "--draws"),
+        ("extract", "--limit"),
+        ("extract", "--batch-size"),
+        ("try", "--limit"),
+        ("diff", "--tol"),
+        ("exp-summary", "--tol"),
+        ("exp-summary", "--max-metrics"),
+    }
+
+
+@pytest.mark.parametrize(("command", "option"), [(n, o) for n, o, _ in NUMERIC])
+@refusal("E-OPTION-RANGE", readers=("metrics", "calibrate", "compare", "extract"))
+def test_no_numeric_option_takes_a_unicode_digit_or_a_number_that_is_not_finite(command, option, capsys):
+    parser = build_parser([command])  # gece's own parser, as main() builds it
+    for value in NOT_NUMBERS:
+        with pytest.raises(SystemExit) as e:  # a usage error while parsing: before any file is read
+            parser.parse_args([command, f"{option}={value}"])
+        err = capsys.readouterr().err
+        assert e.value.code == 2 and f"argument {option}:" in err and "Traceback" not in err, (value, err)
+
+
+SETTINGS = [
+    (MetricsParams, "n_bins", "1", "1000", ["0", "1001"]),
+    (CalibrateParams, "fraction", "1e-3", "0.999", ["0", "1", "-0.5"]),
+    (CalibrateParams, "folds", "2", "1000", ["1", "1001"]),
+    (CalibrateParams, "seed", "0", "4294967295", ["-1", "4294967296"]),
+    (CompareParams, "draws", "2000", "1000000", ["1999", "1000001"]),
+    (ExtractParams, "limit", "1", "123456789", ["0", "-3"]),
+    (ExtractParams, "batch_size", "1", "auto", ["0", "-1", "Auto", "1.5"]),
+]
+
+
+@pytest.mark.parametrize(("section", "name", "low", "high", "bad"), SETTINGS, ids=[s[1] for s in SETTINGS])
+def test_a_stage_option_takes_the_bounds_of_its_params_key(section, name, low, high, bad):
+    check = options.setting(section, name)
+    for text in (low, high, str(section.model_fields[name].default)):
+        if text == "None":
+            continue
+        value = check(text)
+        assert section.model_validate({name: value}).model_dump()[name] == value  # params.yaml takes it too
+    for text in bad:
+        with pytest.raises(argparse.ArgumentTypeError):
+            check(text)
+        with pytest.raises(ValidationError):  # ... and params.yaml refuses it as well
+            section.model_validate({name: int(text) if text.lstrip("-").isdigit() else text})
+
+
+# ------------------------------------------------------------------ id-valued options name themselves
+ID_OPTIONS = [(name, max(a.option_strings, key=len)) for name, a in OPTIONS if a.dest in ("model", "benchmark")]
+VALID = {"--model": "smollm2-135m", "--benchmark": "winobias"}
+
+
+def _argv(command: str, option: str, value: str) -> list[str]:
+    """``gece COMMAND OPTION VALUE`` with valid values for the command's other required options."""
+    parser = build_parser([command])
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
+    argv = [command, option, value]
+    for a in sub._actions:
+        flag = max(a.option_strings, key=len) if a.option_strings else None
+        if a.required and flag and flag != option:
+            argv += [flag, VALID.get(flag, "out.json")]
+        elif a.required and not flag and a.nargs is None:
+            argv.insert(1, "m")  # try's model source
+    return argv
+
+
+@pytest.mark.parametrize(("command", "option"), ID_OPTIONS, ids=[f"{c} {o}" for c, o in ID_OPTIONS])
+def test_an_unknown_id_is_an_error_naming_its_option(command, option, tmp_path, monkeypatch, capsys):
+    """An id of the right form that names nothing (``gece special-tokens --model 0``) is refused with the
+    option's name, not only the id or a file derived from it."""
+    from .conftest import ROOT
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "params.yaml").write_bytes((ROOT / "params.yaml").read_bytes())
+    monkeypatch.setattr("gece.scoring.models.load", lambda *a, **k: pytest.fail("a model was loaded"))
+    assert main(_argv(command, option, "0")) == 2
+    err = capsys.readouterr().err
+    assert f"{option} '0'" in err and "Traceback" not in err, err

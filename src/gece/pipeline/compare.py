@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 from rich.table import Table
 
-from gece import command, registry
+from gece import command, options, registry
 from gece.errors import GeceError
 from gece.io import layout
 from gece.io.disk import write_text
@@ -164,7 +164,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--markdown-out", type=Path, help="write the markdown table here (default: not written)")
     p.add_argument("--json", action="store_true", help="print JSON instead of the table and verdicts")
     p.add_argument(
-        "--draws", type=int, help="paired bootstrap resamples, 2000 to 1000000 (default: {params:ablate.compare.draws})"
+        "--draws",
+        type=options.setting(CompareParams, "draws"),
+        help="paired bootstrap resamples, 2000 to 1000000 (default: {params:ablate.compare.draws})",
     )
     p.set_defaults(outputs={"--out": "out", "--markdown-out": "markdown_out"}, inputs=("scores",))
 

@@ -18,12 +18,11 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from gece import registry
+from gece import options, registry
 from gece.errors import GeceError
 from gece.io import layout
 from gece.io.disk import read_text
 from gece.io.files import flatten, is_finite_number
-from gece.tools import options
 
 WORKSPACE = "workspace"
 DEFAULT_PATHS = (layout.summary_path().as_posix(),)  # the DVC metrics of dvc.yaml

@@ -8,7 +8,7 @@ import logging
 from pathlib import Path
 from typing import get_args
 
-from gece import command
+from gece import command, options
 from gece.errors import GeceError
 from gece.io import layout
 from gece.io.files import read_table
@@ -21,7 +21,6 @@ from gece.pipeline.runs import read_run
 from gece.pipeline.score import score
 from gece.registry import METRIC
 from gece.terminal import literal, plural
-from gece.tools import options
 
 log = logging.getLogger("gece")
 
@@ -75,13 +74,20 @@ def try_model(
     settings = (params.extract if params else ExtractParams()).model_copy(update={"limit": limit})
     rules = dict(params.rules if params else {}) | ({benchmark: rule} if rule else {})
     entry = params.benchmarks.get(benchmark) if params else None
+    imported = entry is not None and entry.imported
+    source = layout.benchmark_source(params, benchmark) if imported else layout.benchmark_csv(benchmark)
+    if not layout.prepared_path(benchmark).exists() and not Path(source).exists():  # name the option
+        raise GeceError(
+            f"--benchmark {benchmark!r}: neither {layout.prepared_path(benchmark)} nor {source} exists",
+            hint=f"give a benchmark of {', '.join(params.benchmarks) if params else 'data/benchmarks/'} "
+            "(gece pull restores data/), or gece prepare its CSV first",
+        )
     with tempfile.TemporaryDirectory(prefix="gece-try-") as tmp:
         prepared = layout.prepared_path(benchmark)
         if not prepared.exists():
             prepared = Path(tmp) / f"{benchmark}.parquet"
-            imported = entry is not None and entry.imported
             prepare(
-                layout.benchmark_source(params, benchmark) if imported else layout.benchmark_csv(benchmark),
+                source,
                 prepared,
                 params.prepare if params else PrepareParams(),
                 name=benchmark,
