@@ -24,6 +24,7 @@ from gece.io.files import arrow_schema, read_table, write_table
 from gece.io.schemas import ScoreRow
 
 from .conftest import ROOT
+from .refusals import refusal
 
 GOOD = "sent_more,sent_less,y\nHe left.,She left.,1\nThe nurse met him.,The nurse met her.,0\n"
 UTF8_FIX = "re-save the file as UTF-8"
@@ -100,6 +101,16 @@ BAD_CSVS = [  # (content, what the message says, the fix it gives)
 
 
 @pytest.mark.parametrize("content, message, fix", BAD_CSVS, ids=[m for _, m, _ in BAD_CSVS])
+@refusal(
+    "E-CSV-COLUMNS",
+    "E-CSV-FIELDS",
+    "E-CSV-QUOTE",
+    "E-CSV-UTF8",
+    "E-CSV-EMPTY",
+    "E-CSV-PAIR",
+    "E-CSV-REPEAT",
+    readers=("validate", "prepare"),
+)
 def test_bad_benchmark_csv(tmp_path, monkeypatch, capsys, content, message, fix):
     monkeypatch.chdir(tmp_path)
     src = tmp_path / "bench.csv"
@@ -219,6 +230,7 @@ def _non_finite(tmp_path, good):
 
 @pytest.mark.parametrize("make", [_truncated, _wrong_columns, _wrong_types, _non_finite])
 @pytest.mark.parametrize("command", ["metrics", "calibrate", "compare"])
+@refusal("E-SCORE-READ", "E-SCORE-VALUE", readers=("metrics", "calibrate", "compare"))
 def test_bad_score_file(tmp_path, monkeypatch, capsys, good_scores, make, command):
     monkeypatch.chdir(tmp_path)
     bad, message, fix = make(tmp_path, good_scores)
@@ -313,6 +325,7 @@ def _reference_repo(tmp_path: Path, reference: str) -> None:
         ("inf", "row 2, Pronoun_Probability_more: Input should be a finite number (got inf)"),
     ],
 )
+@refusal("E-REF-VALUE", readers=("metrics",))
 def test_bad_reference_scores(tmp_path, monkeypatch, capsys, value, message):
     monkeypatch.chdir(tmp_path)
     _reference_repo(tmp_path, _reference("0.2"))
@@ -326,6 +339,7 @@ def test_bad_reference_scores(tmp_path, monkeypatch, capsys, value, message):
     assert "dvc pull data.dvc" in err and not (tmp_path / "reports" / "metrics" / "bench" / "paper-x.json").exists()
 
 
+@refusal("E-REF-READ", readers=("calibrate",))
 def test_reference_csv_that_is_not_one(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     _reference_repo(tmp_path, "")
@@ -382,6 +396,7 @@ def _with_data(tmp_path: Path) -> None:
         ),
     ],
 )
+@refusal("E-PARAMS-KEY", readers=("prepare",))
 def test_bad_params(tmp_path, monkeypatch, capsys, mutate, expected):
     monkeypatch.chdir(tmp_path)
     path = _params(tmp_path, mutate)
@@ -407,6 +422,7 @@ def test_bad_params(tmp_path, monkeypatch, capsys, mutate, expected):
         ),
     ],
 )
+@refusal("E-PARAMS-DATA", readers=("prepare",))
 def test_params_naming_missing_data(tmp_path, monkeypatch, capsys, mutate, expected):
     monkeypatch.chdir(tmp_path)
     _with_data(tmp_path)
@@ -426,6 +442,7 @@ def test_params_naming_missing_data(tmp_path, monkeypatch, capsys, mutate, expec
     ],
     ids=["validate", "prepare", "metrics"],
 )
+@refusal("E-DATA-MISSING", readers=("validate", "prepare", "metrics"))
 def test_data_not_pulled(tmp_path, monkeypatch, capsys, args, with_params):
     monkeypatch.chdir(tmp_path)
     if with_params:
@@ -460,6 +477,7 @@ BAD_IDS = ["../../etc", "/tmp/x", "a/b", "..", ".hidden", "Upper", "a b", ""]
         (lambda r, b: r["ablate"]["special_tokens"].update({b: "gemma-3-270m-nobos"}), "ablate.special_tokens key"),
     ],
 )
+@refusal("E-ID", readers=("params.yaml",))
 def test_bad_ids_in_params(tmp_path, monkeypatch, capsys, bad, mutate, key):
     monkeypatch.chdir(tmp_path)
     _params(tmp_path, lambda r: mutate(r, bad))
@@ -470,6 +488,7 @@ def test_bad_ids_in_params(tmp_path, monkeypatch, capsys, bad, mutate, key):
 
 
 @pytest.mark.parametrize("bad", ["../x.gguf", "a/b.gguf", "a\\b.gguf", ".."])
+@refusal("E-GGUF-NAME", readers=("params.yaml",))
 def test_gguf_file_is_a_plain_name(tmp_path, capsys, bad):
     path = _params(tmp_path, lambda r: r["registry"]["smollm2-135m"].update(gguf_file=bad))
     code, err = cli(capsys, "--params", path, "compare", "--benchmark", "winobias")
@@ -477,6 +496,7 @@ def test_gguf_file_is_a_plain_name(tmp_path, capsys, bad):
 
 
 @pytest.mark.parametrize("bad", BAD_IDS)
+@refusal("E-ID", readers=("extract", "compare", "neutral", "special-tokens"))
 def test_bad_ids_on_the_command_line(tmp_path, monkeypatch, capsys, bad):
     work = tmp_path / "repo"
     work.mkdir()
@@ -501,6 +521,7 @@ def test_bad_ids_on_the_command_line(tmp_path, monkeypatch, capsys, bad):
 
 
 @pytest.mark.parametrize("name", ["Upper.csv", ".hidden.csv", "my bench.csv", "ü.csv"])
+@refusal("E-CSV-NAME", readers=("validate", "prepare"))
 def test_benchmark_file_name_must_be_an_id(tmp_path, monkeypatch, capsys, name):
     monkeypatch.chdir(tmp_path)
     src = tmp_path / name
@@ -524,6 +545,7 @@ def _dvc_repo(tmp_path: Path, url: str) -> Path:
     return repo
 
 
+@refusal("E-PULL", readers=("pull",))
 def test_pull_from_a_missing_remote(tmp_path, monkeypatch, capsys):
     repo = _dvc_repo(tmp_path, "../../shared/dvc-store")  # no ../shared beside this checkout
     monkeypatch.chdir(repo)
@@ -534,6 +556,7 @@ def test_pull_from_a_missing_remote(tmp_path, monkeypatch, capsys):
     assert "dvc remote add -d" in err and not (repo / "data").exists()
 
 
+@refusal("E-PULL", readers=("pull",))
 def test_pull_from_a_remote_without_the_snapshot(tmp_path, monkeypatch, capsys):
     (tmp_path / "store").mkdir()
     repo = _dvc_repo(tmp_path, str(tmp_path / "store"))
@@ -544,9 +567,32 @@ def test_pull_from_a_remote_without_the_snapshot(tmp_path, monkeypatch, capsys):
     assert not (repo / "data").exists()
 
 
+@refusal("E-PULL", readers=("pull",))
 def test_pull_without_a_default_remote(tmp_path, monkeypatch, capsys):
     repo = _dvc_repo(tmp_path, "x")
     (repo / ".dvc" / "config").write_text("")
     monkeypatch.chdir(repo)
     code, err = cli(capsys, "pull")
     assert code == 2 and "no default DVC remote is configured" in err and "dvc remote add -d" in err
+
+
+# ------------------------------------------------------------------ text that is not UTF-8: the line, not a byte offset
+@refusal("E-TEXT-UTF8", readers=("report", "metrics", "diff"))
+def test_a_latin1_file_is_named_by_line_and_column(tmp_path, monkeypatch, capsys):
+    from gece.io.files import read_json
+    from gece.pipeline.runs import read_reference
+
+    (tmp_path / "r.json").write_bytes('{\n  "a": "schl\xe4ft"\n}\n'.encode("latin-1"))
+    (tmp_path / "r.csv").write_bytes("idx,Sentence_more\n0,ok\n1,Er schl\xe4ft.\n".encode("latin-1"))
+    for read, name, where in (
+        (read_json, "r.json", "line 2, column 13"),
+        (read_reference, "r.csv", "line 3, column 10"),
+    ):
+        with pytest.raises(GeceError) as e:
+            read(tmp_path / name)
+        assert f"not valid UTF-8 text: {where}: byte 0xe4" in str(e.value) and "iconv -f latin1" in str(e.value)
+    monkeypatch.chdir(tmp_path)  # gece diff reads the workspace's file as the new side
+    monkeypatch.setattr("gece.tools.diff.files_at", lambda rev, paths: ["r.json"])
+    monkeypatch.setattr("gece.tools.diff._git", lambda *a, **k: '{"a": "x"}')
+    code, err = cli(capsys, "diff", "r.json")
+    assert code == 2 and "r.json: not valid UTF-8 text: line 2, column 13" in err

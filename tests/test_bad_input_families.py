@@ -16,6 +16,7 @@ from gece.io.files import write_table
 from gece.io.schemas import ScoreRow
 
 from .conftest import ROOT
+from .refusals import refusal
 from .test_bad_input import GOOD, _scores, cli, files
 
 NOT_WRITTEN = "nothing written"
@@ -85,6 +86,7 @@ COMMANDS = {  # command line with OUT standing for the bad output, and the optio
     "make, message", OUTPUTS, ids=["fifo", "device", "directory", "symlink-to-dir", "below-a-file", "an-input"]
 )
 @pytest.mark.parametrize("command", COMMANDS)
+@refusal("E-OUT-NODE", readers=("metrics", "calibrate", "compare", "ablate", "prepare"))
 def test_output_paths(work, capsys, make, message, command):
     bad = make(work)
     args, option = COMMANDS[command]
@@ -98,6 +100,7 @@ def test_output_paths(work, capsys, make, message, command):
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode) and os.stat("/dev/null").st_ino == dev.st_ino
 
 
+@refusal("E-OUT-TWICE", readers=("metrics",))
 def test_two_outputs_on_one_path(work, capsys):
     before = files(work)
     _refused(
@@ -121,6 +124,7 @@ def test_two_outputs_on_one_path(work, capsys):
     ],
     ids=["a-file", "foreign-files", "symlinked-subdir"],
 )
+@refusal("E-OUT-REPORT", readers=("report",))
 def test_report_output_directory(work, capsys, setup, message):
     setup(work)
     before = files(work)
@@ -139,6 +143,7 @@ INPUTS = [
 
 @pytest.mark.parametrize("make, message", INPUTS, ids=["directory", "fifo", "device", "missing"])
 @pytest.mark.parametrize("command", ["metrics", "calibrate", "ablate", "validate", "params"])
+@refusal("E-IN-NODE", readers=("metrics", "calibrate", "ablate", "validate", "--params"))
 def test_input_paths(work, capsys, make, message, command):
     bad = make(work)
     args = {
@@ -223,6 +228,9 @@ SETTINGS = [  # (bytes of the settings file, what the message says, what the hin
     ],
 )
 @pytest.mark.parametrize("command", ["metrics", "validate", "calibrate"])
+@refusal(
+    "E-PARAMS-FILE", "E-PARAMS-TWICE", "E-PARAMS-RANGE", "E-SIZE-TEXT", readers=("metrics", "validate", "calibrate")
+)
 def test_settings_files(work, capsys, content, message, fix, command):
     (work / "p.yaml").write_bytes(content)
     before = files(work)
@@ -241,14 +249,18 @@ OPTIONS = [
     (["metrics", "s.parquet", "--n-bins", "5000"], "--n-bins: Input should be less than or equal to 1000"),
     (["calibrate", "s.parquet", "--folds", "1"], "--folds: Input should be greater than or equal to 2"),
     (["calibrate", "s.parquet", "--fraction", "1.5"], "--fraction: Input should be less than 1"),
-    (["calibrate", "s.parquet", "--fraction", "nan"], "--fraction: Input should be less than 1 (got nan)"),
+    (["calibrate", "s.parquet", "--fraction", "nan"], "argument --fraction: 'nan' is not a finite number"),
     (["calibrate", "s.parquet", "--seed", "-1"], "--seed: Input should be greater than or equal to 0"),
     (["compare", "s.parquet", "s.parquet", "--draws", "10"], "--draws: Input should be greater than or equal to 2000"),
     (
         ["extract", "p.parquet", "o.parquet", "--model", "smollm2-135m", "--limit", "0"],
         "--limit: Input should be greater than or equal to 1",
     ),
-    (["metrics", "s.parquet", "--n-bins", "ten"], "argument --n-bins: invalid int value: 'ten'"),
+    (["metrics", "s.parquet", "--n-bins", "ten"], "argument --n-bins: 'ten' is not a whole number"),
+    (["metrics", "s.parquet", "--n-bins", "٣"], "argument --n-bins: '٣' is not a whole number written in ASCII"),
+    (["calibrate", "s.parquet", "--folds", "²"], "argument --folds: '²' is not a whole number written in ASCII"),
+    (["compare", "s.parquet", "s.parquet", "--draws", "1_0000"], "argument --draws: '1_0000' is not a whole number"),
+    (["extract", "--model", "smollm2-135m", "--batch-size", "٣"], "argument --batch-size: must be a positive number"),
     (["metrics", "s.parquet", "--binning", "quantile"], "argument --binning: invalid choice: 'quantile'"),
     (["validate", "bench.csv", "--duplicates", "maybe"], "argument --duplicates: invalid choice"),
     (["compare", "s.parquet"], "compare needs two score files, got 1"),
@@ -260,6 +272,7 @@ OPTIONS = [
 
 
 @pytest.mark.parametrize("args, message", OPTIONS, ids=[" ".join(a[1:]) for a, _ in OPTIONS])
+@refusal("E-OPTION-RANGE", readers=("metrics", "calibrate", "compare", "extract"))
 def test_command_line_values(work, capsys, args, message):
     before = files(work)
     try:
@@ -287,6 +300,7 @@ SCORE_COMMANDS = {
 
 
 @pytest.mark.parametrize("command", SCORE_COMMANDS)
+@refusal("E-PAIR-ID", readers=("metrics", "ablate", "calibrate", "compare"))
 def test_repeated_pair_id(work, capsys, command):
     bad = _repeated_ids(work)
     before = files(work)
@@ -310,6 +324,7 @@ def test_repeated_pair_id(work, capsys, command):
     ids=["rows", "bytes", "bad-limit"],
 )
 @pytest.mark.parametrize("command", SCORE_COMMANDS)
+@refusal("E-SIZE-ROWS", readers=("metrics", "ablate", "calibrate", "compare"))
 def test_score_file_size_limit(work, capsys, monkeypatch, env, message, command):
     for k, v in env.items():
         monkeypatch.setenv(k, v)
@@ -319,6 +334,7 @@ def test_score_file_size_limit(work, capsys, monkeypatch, env, message, command)
     assert files(work) == before
 
 
+@refusal("E-SIZE-TEXT", readers=("validate", "prepare"))
 def test_csv_size_limit(work, capsys, monkeypatch):
     monkeypatch.setenv("GECE_MAX_CSV_BYTES", "20")
     for args in (["validate", "bench.csv"], ["prepare", "bench.csv", "p.parquet"]):
@@ -355,6 +371,7 @@ def test_one_label_is_reported_not_refused(work, capsys):
 
 
 # ------------------------------------------------------------------ what is valid
+@refusal("E-CSV-REPEAT", readers=("validate", "prepare"))
 def test_validate_and_prepare_follow_one_setting(work, capsys):
     shipped = ROOT / "data" / "benchmarks" / "winobias.csv"  # holds one exact repeat
     assert cli(capsys, "validate", shipped)[0] == 0  # prepare.duplicates: keep, as prepare does
@@ -373,6 +390,7 @@ def test_validate_and_prepare_follow_one_setting(work, capsys):
         ("The Nurse left.,The nurse left.,0", "'Nurse' vs 'nurse': both 'nurse'"),
     ],
 )
+@refusal("E-CSV-PAIR", readers=("validate", "prepare"))
 def test_pair_that_contrasts_nothing(work, capsys, row, shown):
     (work / "c.csv").write_text(GOOD + row + "\n")
     for args in (["validate", "c.csv"], ["prepare", "c.csv", "c.parquet"]):
@@ -414,6 +432,7 @@ def test_log_lines_are_literal_text(work, capsys, label):
 
 
 @pytest.mark.parametrize("command", ["extract"])
+@refusal("E-PAIR-ID", readers=("extract",))
 def test_repeated_pair_id_in_a_prepared_file(work, capsys, command):
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -442,6 +461,7 @@ def test_repeated_pair_id_in_a_prepared_file(work, capsys, command):
     ],
     ids=["timing-file", "shards-dir"],
 )
+@refusal("E-OUT-NODE", readers=("extract",))
 def test_extract_paths_named_after_the_output(work, capsys, make, message):
     assert cli(capsys, "prepare", "bench.csv", "p.parquet")[0] == 0
     make(work)
@@ -459,6 +479,7 @@ def test_extract_paths_named_after_the_output(work, capsys, make, message):
     ],
     ids=["reports", "scores", "data-dvc"],
 )
+@refusal("E-JSON", readers=("report",))
 def test_report_inputs(work, capsys, args, message):
     (work / "bench.csv").write_text("a: [\n")
     before = files(work)
@@ -466,6 +487,7 @@ def test_report_inputs(work, capsys, args, message):
     assert files(work) == before
 
 
+@refusal("E-JSON", readers=("neutral",))
 def test_json_nested_too_deeply(work, capsys):
     path = work / "reports" / "metrics" / "genderlex" / "smollm2-135m.json"
     path.parent.mkdir(parents=True)

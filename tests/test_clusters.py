@@ -104,3 +104,36 @@ def test_a_restricted_permutation_moves_whole_clusters():
         assert sorted(got) == sorted(blocks.values())  # a permutation of the clusters' label multisets
     assert {tuple(r[pairs_of[0]]) for r in out} == {(0, 1), (1, 0), (0, 0), (1, 1)}  # moved within clusters too
     assert len({tuple(r) for r in out}) > 5
+
+
+def test_the_metrics_report_counts_distinct_pairs_clusters_and_punctuation_only_pairs():
+    """run_metrics on 6 rows: 4 distinct pairs in 2 clusters, 2 pairs scored on punctuation only; the target rule's
+    null flag gives no count."""
+    import pandas as pd
+
+    from gece.io.params import MetricsParams
+    from gece.pipeline.metrics import run_metrics
+
+    ids = [f"p{i}" for i in range(6)]
+    scores = pd.DataFrame(
+        {
+            "pair_id": ids,
+            "p": [0.9, 0.2, 0.7, 0.6, 0.9, 0.4],
+            "y": 1,
+            "gender_more": "male",
+            "gender_less": "female",
+            "scored_punct_only": [True, False, True, False, False, False],
+        }
+    )
+    pairs = pd.DataFrame(
+        {
+            "sent_more": ["a", "b", "c", "d", "a", "b"],
+            "sent_less": ["A", "B", "C", "D", "A", "B"],
+            "cluster": ["t1", "t1", "t2", "t2", "t1", "t1"],
+        },
+        index=pd.Index(ids, name="pair_id"),
+    )
+    report, _ = run_metrics(scores, MetricsParams(bootstrap=1000), pairs)
+    assert (report["n"], report["n_distinct"], report["n_clusters"], report["n_punct_only"]) == (6, 4, 2, 2)
+    report, _ = run_metrics(scores.assign(scored_punct_only=None), MetricsParams(bootstrap=1000), pairs)
+    assert report["n_punct_only"] is None

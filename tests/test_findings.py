@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import subprocess
 
 import pytest
@@ -138,13 +139,19 @@ def test_gece_diff_against_a_git_revision(tmp_path, monkeypatch, capsys):
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "one")
     summary["runs"]["winobias"]["m"] = {"ece": 0.1 + 3e-8, "brier": 0.25}  # float noise and one real change
     (tmp_path / "reports" / "summary.json").write_text(json.dumps(summary))
-    assert main(["diff"]) == 0
+    assert main(["diff"]) == 0  # the summary: one family moved, with its run
+    text = capsys.readouterr().out
+    assert "runs · Brier" in text and "+0.05" in text and "runs · ECE-like" not in text
+    assert "1 of 2 values moved; 0 added, removed or not a number (+N); 1 changed without moving" in text
+    assert main(["diff", "--all"]) == 0
     text = capsys.readouterr().out
     assert "runs.winobias.m.brier" in text and "runs.winobias.m.ece" not in text
-    assert "1 value moved by more than 1e-06 in 1 file; 1 other value moved by 1e-06 or less (hidden)" in text
+    assert "1 value moved (non-zero in dvc metrics diff) in 1 file; 1 other value changed without moving" in text
     assert main(["diff", "--tol", "0", "--json"]) == 0
-    assert [c["key"] for c in json.loads(capsys.readouterr().out)] == ["runs.winobias.m.ece", "runs.winobias.m.brier"]
-    assert main(["diff", "--old", "HEAD~1", "--new", "HEAD"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert [c["key"] for c in got["changes"]] == ["runs.winobias.m.ece", "runs.winobias.m.brier"]
+    assert got["moved"] == 2 and [f["name"] for f in got["families"]] == ["runs · ECE-like", "runs · Brier"]
+    assert main(["diff", "--old", "HEAD~1", "--new", "HEAD", "--all"]) == 0
     assert "reports/summary.json" in capsys.readouterr().out  # the file was added in HEAD
     assert main(["diff", "--old", "no-such-rev"]) == 2
 
@@ -384,3 +391,55 @@ def test_findings_name_the_group_gaps_and_the_annotators():
     assert findings.summary(data)["groups"] == {
         "wq": {"m1": {"gap_identity": 0.2, "gap_soft": None}, "m2": {"gap_identity": 0.1, "gap_soft": None}}
     }
+
+
+# ------------------------------------------------------------------ issue 38: rough edges of the tables
+def test_gender_gap_notes_write_p_once(shipped):
+    from gece.report.stats import gender_gap_table
+
+    text = report_md.doc_markdown(gender_gap_table(shipped))
+    assert "p=p" not in text and "p = p" not in text
+    assert re.search(r"\] p (=|<) 0\.\d{3}, Holm p (=|<) 0\.\d{3}, perm\. p (=|<) 0\.\d{3}", text)
+
+
+def test_the_compare_tables_share_one_label_per_metric(shipped, monkeypatch):
+    """reports/compare/<b>.md, reports/tables/compare.md and `gece compare`'s terminal table label each metric
+    as the registry does."""
+    from rich.console import Console
+
+    from gece import command, registry
+    from gece.pipeline import compare as compare_stage
+    from gece.report.tables import compare_table
+
+    result = shipped.compare["winobias"]
+    keys = list(result["pairs"][0]["metrics"])
+    labels = [registry.label(k) for k in keys]
+    header = report_md.compare_markdown(result).split("\n| A | B | ")[1].split("\n")[0]
+    assert header == " | ".join(labels) + " |"
+    doc = compare_table(shipped)
+    assert [c.label for c in doc.tables[0].columns] == [f"Δ {x}" for x in labels]
+    console = Console(width=400, record=True, soft_wrap=True, emoji=False, file=open("/dev/null", "w"))  # noqa: SIM115
+    monkeypatch.setattr(command, "out", console)
+    compare_stage._print_compare(result)
+    text = console.export_text()
+    assert all(f"Δ {x}" in text for x in labels)
+
+
+def test_gece_compare_never_cuts_a_run_id_at_80_columns(shipped, monkeypatch):
+    """Issue 38, item 4: the terminal table folds a long run id onto the next line instead of "gemma-3-2…"."""
+    from rich.console import Console
+
+    from gece import command
+    from gece.pipeline import compare as compare_stage
+
+    long_id = "paper-deepseek-r1-distill-llama-8b-instruct"
+    result = copy.deepcopy(shipped.compare["winobias"])
+    result["pairs"] = result["pairs"][:2]
+    result["pairs"][0]["a"] = long_id
+    console = Console(width=80, record=True, soft_wrap=False, emoji=False, file=open("/dev/null", "w"))  # noqa: SIM115
+    monkeypatch.setattr(command, "out", console)
+    compare_stage._print_compare(result)
+    text = console.export_text()
+    assert "…" not in text
+    first = "".join(line.split("│")[1].strip() for line in text.splitlines() if line.count("│") > 2)
+    assert long_id in first and result["pairs"][1]["a"] in first

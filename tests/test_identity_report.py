@@ -132,9 +132,21 @@ def test_findings_say_whether_the_share_holds_under_both_rules(data):
     share_shared_m2 = np.mean(p[("cp_shared", "m2")] > 0.5)
     assert np.mean(p[("cp", "m1")] > 0.5) > 0.5 and np.mean(p[("cp_shared", "m1")] > 0.5) > 0.5
     assert np.mean(p[("cp", "m2")] > 0.5) > 0.5 > share_shared_m2
+
+    def side(b: str, m: str) -> str:  # by the cluster-resampled interval, as the page decides it
+        rep = d.metrics[(b, m)]
+        lo, hi = rep["pct_stereotype_ci_low"], rep["pct_stereotype_ci_high"]
+        return "above 0.5" if lo > 0.5 else "below 0.5" if hi < 0.5 else "not distinguishable from 0.5"
+
+    def shown(b: str, m: str) -> str:
+        rep = d.metrics[(b, m)]
+        return f"{rep['pct_stereotype']:.3f} [{rep['pct_stereotype_ci_low']:.3f}, {rep['pct_stereotype_ci_high']:.3f}]"
+
+    assert side("cp", "m1") == side("cp_shared", "m1") == side("cp", "m2") == "above 0.5"
+    assert side("cp_shared", "m2") != "above 0.5"
     assert cp.rules == (
-        "holds under both rules (sentence, shared) for m1: above 0.5; only under sentence for m2 (above 0.5 under "
-        f"sentence; shared {share_shared_m2:.3f}, below)"
+        "holds under both rules (sentence, shared) for m1: above 0.5; differs between the rules for m2 (above 0.5 "
+        f"under sentence, {shown('cp', 'm2')}; shared {shown('cp_shared', 'm2')}, {side('cp_shared', 'm2')})"
     )
     line = findings.identity_sentence(cp)
     assert line.startswith("cp (400 pairs, 350 distinct, 40 clusters, 2 models; y = 1 for every pair): ")
@@ -267,7 +279,7 @@ def test_identity_tables_and_page(data, tmp_path):
     assert ratio == pytest.approx(2.5)  # 0.05 / 0.02: the clustered interval is 2.5 times as wide
     diff = rules.rows[1].cells[cols.index("diff")].value
     assert diff == pytest.approx(np.mean(p[("cp_shared", "m1")] > 0.5) - np.mean(p[("cp", "m1")] > 0.5))
-    assert rules.rows[3].cells[cols.index("side")].value == "below"
+    assert rules.rows[3].cells[cols.index("side")].value == "below 0.5"
     assert rules.rows[2].cells[cols.index("n_distinct")].value is None  # absent in m2's report: shown as –
     # every cell with a pointer shows the value at that pointer of its row's file
     sources = {layout.metrics_file(b, m): d3.metrics[(b, m)] for b, m in d3.metrics}

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import random
+import re
+import unicodedata
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote
@@ -28,7 +30,7 @@ from gece.report import cells as report_cells
 from gece.report import html as report_html
 from gece.report import markdown as report_md
 from gece.report import tables as report_tables
-from gece.report.tables import plain_text
+from gece.report.cells import shown_text
 
 from .report_data import md_row_cells, md_unescape, tiny_meta
 
@@ -241,6 +243,11 @@ def assert_inert(page: Page, allowed: set[str]) -> None:
         assert not str(attrs.get("href", "")).lower().startswith("javascript:"), attrs
 
 
+def plain_text(text: object) -> str:
+    """What a cell of either output reads: the shared policy, ends trimmed (as a table cell trims them)."""
+    return shown_text(text).strip(" ")
+
+
 # ------------------------------------------------------------------------ the page
 def test_page_creates_nothing_from_the_data(evil_report):
     reports, _ = evil_report
@@ -259,7 +266,7 @@ def test_page_shows_the_sentences_exactly(evil_report):
     head, *rows = tables[0]
     assert head == ["model", "pair", "sent_more", "sent_less", "targets", "y", "p"]
     assert rows == expected_rows()
-    assert "line one line two line three four five six and he tab null" in rows[2][2]
+    assert "line one line two line three four five six and he tab<U+0000>null" in rows[2][2]
 
 
 def test_page_shows_names_and_metadata_as_text(evil_report):
@@ -281,10 +288,16 @@ def test_non_ascii_is_unchanged(evil_report):
     md = (reports / "tables" / f"examples_{BENCH}.md").read_text(encoding="utf-8")
     for piece in NON_ASCII.split():
         assert piece in text and piece in md, piece
-    assert "\u202e" in text and "&#x202E;" in md  # kept on the page (inside its cell); a reference in markdown
+    # the override is shown, alike on the page and in markdown, never written raw (it would reorder the line)
+    assert "\u202e" not in text and "\u202e" not in md
+    assert "&lt;U+202E&gt;right-to-left override&lt;U+202C&gt;" in text
+    assert "\\<U+202E>right-to-left override\\<U+202C>" in md
 
 
 # ------------------------------------------------------------------------ markdown
+RAW_HTML = re.compile(r"(?<!\\)<[A-Za-z/!?]|(?<!\\)&[A-Za-z#]")  # a tag, comment, autolink or entity unescaped
+
+
 def md_table_lines(text: str) -> list[list[str]]:
     return [md_row_cells(line) for line in text.splitlines() if line.startswith("|")]
 
@@ -314,7 +327,7 @@ def test_markdown_rows_keep_their_columns(evil_report, built_report):
                 checked += len(block)
                 if path.name.startswith("examples_"):
                     assert widths[0] == 7
-                    assert not any("<" in line for line in block), path  # no raw HTML reaches the renderer
+                    assert not any(RAW_HTML.search(line) for line in block), path  # no raw HTML reaches the renderer
     assert checked > 300
 
 
@@ -387,7 +400,7 @@ NASTY = [
 @pytest.mark.parametrize("text", NASTY)
 def test_md_escape_rules(text):
     escaped = report_md._md_escape(text)
-    assert "\n" not in escaped and "\r" not in escaped and "<" not in escaped and ">" not in escaped
+    assert "\n" not in escaped and "\r" not in escaped and not RAW_HTML.search(escaped)
     assert md_row_cells(f"| {escaped} |") == [escaped]  # one cell: every pipe escaped
     assert md_unescape(escaped) == plain_text(text)
     assert report_md._md_escape("0.158 [0.133, 0.188]") == "0.158 [0.133, 0.188]"  # intervals stay readable
@@ -408,6 +421,68 @@ def test_md_escape_renders_as_the_text():
         assert {t for t, _ in page.tags} <= {"table", "thead", "tbody", "tr", "th", "td"}, (text, rendered)
         cells = page.tables[0][1] if len(page.tables[0]) > 1 else [""]
         assert cells == [plain_text(text)], (text, rendered)
+
+
+# ------------------------------------------------------- one policy, page and markdown
+def _both(texts: list[str]) -> tuple[list[str], list[str], str]:
+    """``texts`` as the cells of one table, through the page's writer and the markdown writer: the cell texts a
+    browser shows, those a markdown renderer shows (GitHub's flavour: raw HTML on), and the markdown source."""
+    markdown_it = pytest.importorskip("markdown_it")
+    table = report_cells.Table(
+        "t",
+        ["label"],
+        [report_cells.Column("s", "text", None, text=True)],
+        [report_cells.Row([f"r{i}"], [report_cells.Cell(t)]) for i, t in enumerate(texts)],
+    )
+    page = parse(report_html.table_html(table))
+    assert_inert(page, {"div", "table", "thead", "tbody", "tr", "th", "td"})
+    source = report_md.table_markdown(table)
+    md = markdown_it.MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
+    rendered = parse(md.render(source + "\n"))
+    assert {t for t, _ in rendered.tags} <= {"table", "thead", "tbody", "tr", "th", "td"}
+    return [r[1] for r in page.tables[0][1:]], [r[1] for r in rendered.tables[0][1:]], source
+
+
+INVISIBLE_CATEGORIES = ("Cc", "Cf", "Cs", "Zl", "Zp")
+BREAKS = set("\t\n\v\f\r\x1c\x1d\x1e\x85\u2028\u2029")
+
+
+def test_invisible_characters_are_shown_alike_on_the_page_and_in_markdown():
+    """Every code point of the categories concerned (controls, format characters such as U+202E, U+200B and
+    U+2066-U+2069, surrogates, line and paragraph separators), inside a word, through both writers: a line break
+    is a space, U+200C/U+200D are kept, every other one reads ``<U+XXXX>``; neither output holds it raw."""
+    points = [chr(c) for c in range(0x110000) if unicodedata.category(chr(c)) in INVISIBLE_CATEGORIES]
+    assert len(points) > 2000 and {"\u202e", "\u200b", "\u2066", "\u2069", "\x1b", "\u2028"} <= set(points)
+    expected = [
+        "a b" if ch in BREAKS else f"a{ch}b" if ch in "\u200c\u200d" else f"a<U+{ord(ch):04X}>b" for ch in points
+    ]
+    assert [plain_text(f"a{ch}b") for ch in points] == expected
+    on_page, in_markdown, source = _both([f"a{ch}b" for ch in points])
+    assert on_page == expected and in_markdown == expected
+    raw = {ch for ch in source if unicodedata.category(ch) in INVISIBLE_CATEGORIES} - {"\n", "\u200c", "\u200d"}
+    assert not raw, sorted(map(ord, raw))
+
+
+MARKUP = [
+    "<script>alert(1)</script>",
+    "a | b || c",
+    "&lt;b&gt; &amp; &#x41; &#65;",
+    "`code` ``x`` ```",
+    "p < 0.001 & q > 2",
+    "<b>bold</b> <!-- c --> <?x?> <https://example.com>",
+    "*x* _y_ **z** ~~s~~ $m$ [l](javascript:alert(1)) ![i](x)",
+    "\\| \\` \\\\",
+    "\u202eevil\u202c <U+202E> literal",
+]
+
+
+def test_markup_payloads_read_alike_on_the_page_and_in_markdown():
+    """Markup in the data is text in both outputs, the same text; and the markdown source holds no HTML entity
+    (``&lt;`` would be shown raw by whoever reads the file): markdown is escaped the markdown way."""
+    on_page, in_markdown, source = _both(MARKUP)
+    assert on_page == in_markdown == [plain_text(t) for t in MARKUP]
+    assert "&lt;b&gt; &amp;" in on_page[2]  # the data's own entities are text, not decoded
+    assert "&lt;" not in source.replace("\\&lt;", "") and "p < 0.001 & q > 2" in source
 
 
 def test_html_table_cells_are_escaped():

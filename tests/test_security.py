@@ -16,6 +16,7 @@ from gece.io.params import ModelSpec
 from gece.scoring import models
 
 from .conftest import ROOT
+from .refusals import refusal
 
 PICKLED = ["model.pt", "weights.bin", "pytorch_model.pth", "model.pkl", "last.ckpt"]
 
@@ -36,6 +37,7 @@ def _evil_pickle(path: Path, marker: Path) -> Path:
 
 
 @pytest.mark.parametrize("name", PICKLED)
+@refusal("E-MODEL-PICKLE", readers=("model loading",))
 def test_pickled_weights_file_is_refused(tmp_path, name):
     marker = tmp_path / "ran"
     src = _evil_pickle(tmp_path / name, marker)
@@ -46,6 +48,7 @@ def test_pickled_weights_file_is_refused(tmp_path, name):
 
 
 @pytest.mark.parametrize("name", PICKLED)
+@refusal("E-MODEL-PICKLE", readers=("model loading",))
 def test_directory_with_only_pickled_weights_is_refused(tmp_path, name):
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama"}))
     marker = tmp_path / "ran"
@@ -79,6 +82,7 @@ def _remote_code_model(path: Path, marker: Path) -> Path:
     return path
 
 
+@refusal("E-MODEL-CODE", readers=("model loading",))
 def test_model_needing_remote_code_is_refused_not_run(tmp_path, monkeypatch, capsys):
     marker = tmp_path / "ran"
     src = _remote_code_model(tmp_path / "evil", marker)
@@ -100,6 +104,7 @@ def test_model_needing_remote_code_is_refused_not_run(tmp_path, monkeypatch, cap
     assert not marker.exists() and not (tmp_path / "out.parquet").exists()
 
 
+@refusal("E-MODEL-CODE", readers=("model loading",))
 def test_custom_tokenizer_code_is_refused(tmp_path):
     src = tmp_path / "m"
     src.mkdir()

@@ -170,7 +170,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("io", ("gece.io",)),  # the file boundary: layout, params, schemas, readers and writers
     ("scoring", ("gece.scoring",)),  # language models -> token log-probabilities
     ("report", ("gece.report",)),  # tables, findings, figures and the page, from report data
-    ("command", ("gece.command",)),  # what the command modules share
+    ("command", ("gece.command", "gece.options")),  # what the command modules share; options checked as parsed
     ("pipeline", ("gece.pipeline",)),  # one module per DVC stage
     ("tools", ("gece.tools",)),  # the commands that are no stage
     ("cli", ("gece.cli",)),  # the command table

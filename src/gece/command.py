@@ -48,6 +48,8 @@ def override(settings, **given):
     like params.yaml: an option outside its bounds is an error, not silently accepted."""
     from pydantic import ValidationError
 
+    from gece.io.params import type_note
+
     values = {k: v for k, v in given.items() if v is not None}
     if not values:
         return settings
@@ -56,7 +58,8 @@ def override(settings, **given):
     except ValidationError as e:
         options = [f"--{str(er['loc'][0]).replace('_', '-')}" if er["loc"] else "options" for er in e.errors()]
         problems = [
-            f"{option}: {er['msg']} (got {er.get('input')!r})" for option, er in zip(options, e.errors(), strict=True)
+            f"{option}: {er['msg']} (got {er.get('input')!r}){type_note(er)}"
+            for option, er in zip(options, e.errors(), strict=True)
         ]
         section = type(settings).__name__.removesuffix("Params").lower()
         raise GeceError(

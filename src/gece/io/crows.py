@@ -22,7 +22,8 @@ construction (the paper's ``ECE_identity.py``); the direction is kept alongside.
 An annotator's label must be a bias type: one of the file's own ``bias_type`` values or one of the
 nine CrowS-Pairs types (:data:`CROWS_BIAS_TYPES`). Anything else (a typo such as ``genedr``) is an
 error, as is an empty ``bias_type`` cell, a list literal that does not parse or is not a list of
-lists of strings, and a row whose number of annotators differs from its number of labels. Every bad
+lists of strings, a row whose number of annotators differs from its number of labels, and a row that names
+one annotator twice (their labels would count twice). Every bad
 row is collected (the first 20 shown) into one :class:`~gece.errors.GeceError`.
 """
 
@@ -189,6 +190,12 @@ def read_crows(path: str | Path) -> Imported:
             labels.append(None)
             annotators.append(None)
             continue
+        twice = sorted({w for w in who or [] if who.count(w) > 1})
+        if twice:
+            problems.append(
+                f"{at}: anon_annotators names {', '.join(repr(w) for w in twice)} more than once; an annotator "
+                "labels a pair once, so give each annotator their own id"
+            )
         if lab is not None and who is not None and len(who) != len(lab):
             problems.append(
                 f"{at}: {len(who)} annotator(s) in anon_annotators but {len(lab)} label list(s) in "

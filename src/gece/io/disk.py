@@ -46,7 +46,7 @@ def limit(name: str) -> int:
     raw = os.environ.get(env)
     if raw is None:
         return LIMITS[name]
-    if not raw.isdigit() or int(raw) < 1:
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 18 or int(raw) < 1:
         raise GeceError(
             f"environment variable {env}={raw!r} is not a positive whole number",
             hint=f"set it to a number ({LIMITS[name]} by default) or unset it",
@@ -128,6 +128,24 @@ def check_input(path: str | Path, hint: str, size_limit: str | None = None) -> P
     if size_limit and (e := over_limit(path, "bytes", st.st_size, size_limit)):
         raise e
     return path
+
+
+NAME_MAX, PATH_MAX = 255, 4096  # bytes of one name and of a whole path, as Linux looks them up
+
+
+def check_names(paths: dict[str, str | Path]) -> None:
+    """Each path of ``paths`` ({option: path}) can be looked up: no name of more than NAME_MAX bytes, no path
+    of PATH_MAX (pathlib's ``exists()`` and ``is_dir()`` raise on those instead of answering), else a
+    GeceError naming the option."""
+    for option, path in paths.items():
+        raw = os.fsencode(path)
+        if len(raw) >= PATH_MAX or max(map(len, raw.split(b"/"))) > NAME_MAX:
+            text = str(path)
+            shown = text if len(text) <= 80 else f"{text[:60]}... ({len(raw)} bytes)"
+            raise GeceError(
+                f"{option} {shown}: the path is too long (at most {NAME_MAX} bytes a name, {PATH_MAX} in all)",
+                hint=f"give {option} a shorter path",
+            )
 
 
 def check_input_dir(path: Path, option: str, holds: str) -> None:

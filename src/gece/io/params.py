@@ -101,7 +101,14 @@ def memory_caps(max_memory: dict[str, str] | None) -> dict[int | str, str] | Non
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """A params.yaml section. Strict (docs/pipeline.md, "Parameters"): a value must already have the key's type
+    as YAML reads it, nothing is converted. A whole-number key takes an integer only (``true``, ``1.0`` and
+    ``"10"`` are refused: YAML reads ``true`` as a boolean, which Python would count as 1); a number key takes a
+    number, an integer included (``ci: 1`` is 1.0), finite (``.nan``, ``.inf`` are refused); a boolean key takes
+    ``true`` or ``false`` only; a text key takes text (quote ``revision: "1234"``). The same rules apply to the
+    command-line options, which argparse has already typed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 REFERENCE_PREFIX = "reference:"
@@ -520,7 +527,8 @@ class _RepeatedKey(Exception):
 
 class _UniqueKeyLoader(yaml.SafeLoader):
     """YAML's safe loader, except that a key written twice in one mapping is an error (PyYAML keeps
-    the last value silently)."""
+    the last value silently), and that a number in exponent notation without a dot (``1e-4``, ``2E3``) is a
+    number, as YAML 1.2 and DVC read it (PyYAML follows YAML 1.1, which reads it as the text ``'1e-4'``)."""
 
     def construct_mapping(self, node, deep=False):
         seen: dict[object, int] = {}
@@ -534,6 +542,15 @@ class _UniqueKeyLoader(yaml.SafeLoader):
             if first != line and key != "<<":
                 raise _RepeatedKey(key, line, first)
         return super().construct_mapping(node, deep)
+
+
+# YAML 1.2's exponent forms that YAML 1.1 reads as text (1e-4, 1.5e3: no dot, or no exponent sign); those 1.1
+# reads as numbers already (1.5e+3) never reach this resolver
+_UniqueKeyLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."),
+)
 
 
 def load_yaml(path: str | Path, hint: str) -> Any:
@@ -557,6 +574,23 @@ def load_yaml(path: str | Path, hint: str) -> Any:
         ) from None
     except RecursionError:
         raise GeceError(f"{path}: not valid YAML (nested too deeply)", hint=hint) from None
+
+
+def type_note(err: dict) -> str:
+    """Why a value of the wrong type is refused, for a pydantic error of a strict section: ``true`` is no
+    count, a quoted number is text."""
+    got, kind = err.get("input"), err.get("type", "")
+    if kind not in ("int_type", "float_type", "bool_type", "string_type"):
+        return ""
+    if isinstance(got, bool):
+        return ": true and false are booleans, not numbers"
+    if isinstance(got, float) and kind == "int_type":
+        return ": a whole number is written without a decimal point"
+    if isinstance(got, str):
+        return ": a quoted value is text; write the value without quotes"
+    if kind == "string_type":
+        return ": quote it to make it text"
+    return ""
 
 
 PARAMS_HINT = (
@@ -594,7 +628,7 @@ def load_params(path: str | Path = DEFAULT_PARAMS) -> Params:
                 msg = err["msg"].removeprefix("Value error, ")
                 got = err.get("input")
                 shown = "" if isinstance(got, dict | list) or repr(got) in msg else f" (got {got!r})"
-                problems.append(f"{msg}{shown}" if not loc else f"{key}: {msg}{shown}")
+                problems.append(f"{msg}{shown}{type_note(err)}" if not loc else f"{key}: {msg}{shown}{type_note(err)}")
         raise GeceError(
             f"{path}: invalid parameters", problems=problems, hint="see the Parameters section of README.md"
         ) from e

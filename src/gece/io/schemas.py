@@ -228,6 +228,9 @@ class _MetricValues(BaseModel):
     pct_stereotype_se_clustered: float | None = Field(
         None, ge=0.0, description="its clustered standard error (Miller 2024): the repeats counted once"
     )
+    n_punct_only: int | None = Field(
+        None, ge=0, description="pairs whose rule scored only punctuation tokens (score files' scored_punct_only)"
+    )
     n_ties: int = Field(ge=0)
     n_bins: int = Field(ge=1)
     binning: Literal["equal_width", "equal_mass"]

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from rich.table import Table
 
-from gece import command
+from gece import command, options
 from gece.errors import GeceError
 from gece.io import layout
 from gece.io.files import read_table, write_json, write_table
@@ -240,11 +240,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--fraction",
-        type=float,
+        type=options.setting(CalibrateParams, "fraction"),
         help="split protocol: share of pairs used for fitting (default: {params:calibrate.fraction})",
     )
-    p.add_argument("--folds", type=int, help="cross-fitting: number of folds (default: {params:calibrate.folds})")
-    p.add_argument("--seed", type=int, help="seed of the split and the folds (default: {params:calibrate.seed})")
+    p.add_argument(
+        "--folds",
+        type=options.setting(CalibrateParams, "folds"),
+        help="cross-fitting: number of folds (default: {params:calibrate.folds})",
+    )
+    p.add_argument(
+        "--seed",
+        type=options.setting(CalibrateParams, "seed"),
+        help="seed of the split and the folds (default: {params:calibrate.seed})",
+    )
     p.set_defaults(outputs={"--out": "out", "--scores-out": "scores_out", "--bins-out": "bins_out"}, inputs=("scores",))
 
 

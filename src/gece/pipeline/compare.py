@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 from rich.table import Table
 
-from gece import command
+from gece import command, options, registry
 from gece.errors import GeceError
 from gece.io import layout
 from gece.io.disk import write_text
@@ -163,7 +163,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, help="write the JSON here (default: not written)")
     p.add_argument("--markdown-out", type=Path, help="write the markdown table here (default: not written)")
     p.add_argument("--json", action="store_true", help="print JSON instead of the table and verdicts")
-    p.add_argument("--draws", type=int, help="paired bootstrap resamples (default: {params:ablate.compare.draws})")
+    p.add_argument(
+        "--draws",
+        type=options.setting(CompareParams, "draws"),
+        help="paired bootstrap resamples, 2000 to 1000000 (default: {params:ablate.compare.draws})",
+    )
     p.set_defaults(outputs={"--out": "out", "--markdown-out": "markdown_out"}, inputs=("scores",))
 
 
@@ -207,7 +211,7 @@ def run(args: argparse.Namespace) -> int:
 def _print_compare(result: dict) -> None:
     """The comparison as a table (A − B per metric) and its verdicts in words."""
     from gece.report.cells import format_p
-    from gece.report.findings import LABELS, verdict
+    from gece.report.findings import verdict
 
     keys = list(result["pairs"][0]["metrics"]) if result["pairs"] else []
     table = Table(
@@ -221,10 +225,10 @@ def _print_compare(result: dict) -> None:
         "human alignment: positive = A agrees more",
         caption_justify="left",
     )
-    table.add_column("A")
-    table.add_column("B")
+    table.add_column("A", overflow="fold")  # a run id folds onto the next line, never cut
+    table.add_column("B", overflow="fold")
     for k in keys:
-        table.add_column(f"Δ {LABELS.get(k, k)}", justify="right")
+        table.add_column(f"Δ {registry.label(k)}", justify="right")
     for pair in result["pairs"]:
         cells = []
         for k in keys:

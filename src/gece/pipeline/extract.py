@@ -26,7 +26,7 @@ from typing import Any
 
 import pandas as pd
 
-from gece import command, faults
+from gece import command, faults, options
 from gece.errors import GeceError
 from gece.io import layout
 from gece.io.disk import atomic_path, check_output, check_output_dir, check_unique_ids
@@ -531,16 +531,6 @@ EXAMPLES = (
 )
 
 
-def _batch_size(value: str) -> int | str:
-    """``--batch-size``: a positive number or ``auto`` (bounds are checked with the params)."""
-    if value == "auto":
-        return value
-    try:
-        return int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number or auto") from None
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "prepared",
@@ -560,12 +550,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--batch-size",
-        type=_batch_size,
+        type=options.setting(ExtractParams, "batch_size"),
         help="pairs per forward pass, a number or auto (default: {params:extract.batch_size})",
     )
     p.add_argument(
         "--limit",
-        type=int,
+        type=options.setting(ExtractParams, "limit"),
         help="score only the first N pairs (default: {params:extract.limit}; "
         "registry.<model>.limit also applies, the smaller wins)",
     )

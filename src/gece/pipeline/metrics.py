@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gece import command
+from gece import command, options
 from gece.io import layout
 from gece.io.files import read_table, write_json
 from gece.io.params import MetricsParams, Params
@@ -66,6 +66,11 @@ def run_metrics(
             "pct_stereotype_se_clustered": intervals.clustered_se(share, clusters),
         }
         report = MetricsReport.model_validate(report).model_dump()
+    flagged = scores.get("scored_punct_only")
+    if flagged is not None and flagged.notna().any():  # a whole-sentence rule (null under the target rule)
+        report = MetricsReport.model_validate(
+            report | {"n_punct_only": int(flagged.to_numpy(dtype=np.float64, na_value=0.0).sum())}
+        ).model_dump()
     bins = metrics.reliability_table(r.p, r.y, settings.n_bins, settings.binning).records() if len(r.p) else []
     return report, bins
 
@@ -133,7 +138,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, help="write the metrics JSON of the score file here (default: not written)")
     p.add_argument("--bins-out", type=Path, help="write its reliability bins JSON here (default: not written)")
     p.add_argument("--json", action="store_true", help="print the metrics as JSON instead of a table")
-    p.add_argument("--n-bins", type=int, help="number of bins M (default: {params:metrics.n_bins})")
+    p.add_argument(
+        "--n-bins",
+        type=options.setting(MetricsParams, "n_bins"),
+        help="number of bins M (default: {params:metrics.n_bins})",
+    )
     p.add_argument(
         "--binning", choices=["equal_width", "equal_mass"], help="bin edges (default: {params:metrics.binning})"
     )

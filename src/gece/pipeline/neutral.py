@@ -44,6 +44,15 @@ def run(args: argparse.Namespace) -> int:
             "genderlex}} (README.md, Parameters)",
         )
     paths = {b: layout.metrics_path(b, args.model) for b in compared}
+    missing = [str(p) for p in paths.values() if not p.exists()]
+    if len(missing) == len(paths):  # no metrics of this model at all: name the option, not only a file
+        runs = [*params.models, *params.references]
+        raise GeceError(
+            f"--model {args.model!r}: no metrics of {', '.join(paths)}",
+            problems=[f"{p}: file not found" for p in missing],
+            hint=f"give a run of {args.params} ({', '.join(runs) or 'none'}) whose metrics stage ran "
+            f"(dvc repro metrics@{compared[0]}), or dvc pull",
+        )
     rows = neutral(args.model, paths, args.out)
     if not args.quiet:
         command.out.print(

@@ -80,6 +80,12 @@ def prepare(
                 hint="rows are numbered from 1 after the header line; fix them and run again",
             )
         dropped = rows.attrs.get("dropped", [])
+        if rows.empty:  # an empty result never replaces the previous output
+            raise GeceError(
+                f"{csv}: no pair left: each of its {len(dropped)} row(s) cannot form a pair; nothing was written",
+                problems=warnings,
+                hint="a benchmark needs at least one pair of sentences that differ in a word on each side",
+            )
         rows = rows.assign(y=1)[["row", *benchmarks.REQUIRED, "bias_type"]].reset_index(drop=True)
         meta |= {
             "format": "crows-pairs",

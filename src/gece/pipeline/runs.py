@@ -11,6 +11,7 @@ the same code.
 from __future__ import annotations
 
 import logging
+from io import StringIO
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +19,7 @@ import pandas as pd
 
 from gece.errors import GeceError
 from gece.io import layout
-from gece.io.disk import check_unique_ids
+from gece.io.disk import check_unique_ids, read_text
 from gece.io.files import as_table, iter_table, parquet_rows, read_table, require_file, validate_records
 from gece.io.params import Params, check_id
 from gece.io.schemas import PreparedPair, ReferenceRow, ScoreRow
@@ -90,9 +91,10 @@ def read_reference(csv: str | Path) -> pd.DataFrame:
     csv = require_file(
         csv, hint=f"{REFERENCE_HINT}; the file is data/reference/<benchmark>/<model>.csv", size_limit="csv_bytes"
     )
+    text = read_text(csv, REFERENCE_HINT, "csv_bytes")  # a byte that is not UTF-8: its line and column
     try:
-        ref = pd.read_csv(csv)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
+        ref = pd.read_csv(StringIO(text))
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as e:
         raise GeceError(f"{csv}: not a readable CSV ({e})", hint=REFERENCE_HINT) from e
     missing = [c for c in ReferenceRow.model_fields if c not in ref.columns]
     if missing:

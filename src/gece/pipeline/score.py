@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -71,6 +72,26 @@ def sentence_records(toks: pd.DataFrame, rule: str, tokens: Path, rerun: str) ->
     return recs
 
 
+def _records(toks: pd.DataFrame, rule: str, word_prob: rules.WordProb, tokens: Path, out: Path, rerun: str) -> list:
+    """Every pair's score columns under the token file's ``rule``; a sum of log-probabilities that overflows
+    (math.fsum raises) is an error naming the token file, not a traceback."""
+    try:
+        if rule in rules.SENTENCE_RULES:
+            return sentence_records(toks, rule, tokens, rerun)
+        return [
+            rules.score_record(*cols, word_prob)
+            for cols in zip(
+                toks["logprobs_more"], toks["logprobs_less"], toks["logits_more"], toks["logits_less"], strict=True
+            )
+        ]
+    except OverflowError as e:
+        raise GeceError(
+            f"{tokens}: the token log-probabilities of a pair overflow when summed ({e}); nothing was written to {out}",
+            hint=f"a token log-probability is a finite number of 0 or less; the file was not written by extract as "
+            f"it is, or is corrupt: {rerun}",
+        ) from e
+
+
 def score(
     prepared: str | Path,
     tokens: str | Path,
@@ -91,6 +112,8 @@ def score(
     toks, tmeta = read_table(tokens, TokenRow)
     meta = read_json(layout.meta_path(tokens), ExtractMeta)
     rerun = f"rerun extract for {meta.model} (dvc repro extract@{meta.model})"
+    if toks.empty:  # an empty score file would replace the previous one, and metrics refuse it
+        raise GeceError(f"{tokens}: no pair in the token file; nothing was written to {out}", hint=rerun)
     base = pairs.head(len(toks))
     if len(toks) > len(pairs) or not (base["pair_id"].to_numpy() == toks["pair_id"].to_numpy()).all():
         at = next(
@@ -104,14 +127,20 @@ def score(
         )
     if meta.rule in rules.SENTENCE_RULES:  # every token of the sentence: word_prob is a rule for target words
         word_prob = "chain"
-        recs = sentence_records(toks, meta.rule, tokens, rerun)
-    else:
-        recs = [
-            rules.score_record(*cols, word_prob)
-            for cols in zip(
-                toks["logprobs_more"], toks["logprobs_less"], toks["logits_more"], toks["logits_less"], strict=True
-            )
-        ]
+    recs = _records(toks, meta.rule, word_prob, tokens, out, rerun)
+    bad = [
+        f"row {i}, pair {pid!r}: logprob_{side} is {rec[f'logprob_{side}']} (the token log-probabilities overflow)"
+        for i, (pid, rec) in enumerate(zip(toks["pair_id"], recs, strict=True), start=1)
+        for side in ("more", "less")
+        if not math.isfinite(rec[f"logprob_{side}"])
+    ]
+    if bad:  # the score file's readers refuse a value that is not finite: write nothing
+        raise GeceError(
+            f"{tokens}: {len(bad)} score(s) that are not finite numbers; nothing was written to {out}",
+            problems=bad[:20],
+            hint=f"a token log-probability is a finite number of 0 or less; the file was not written by extract "
+            f"as it is, or is corrupt: {rerun}",
+        )
     frame = pd.concat([base[PAIR_COLUMNS].reset_index(drop=True), pd.DataFrame(recs, index=toks.index)], axis=1)
     file_meta = {k: tmeta[k] for k in KEPT_META} | {"word_prob": word_prob} | {k: tmeta[k] for k in KEPT_AFTER}
     if meta.rule != "target":  # absent: the target rule (score files from before the setting stay byte-identical)
@@ -158,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
     tokens = layout.tokens_path(args.model, args.benchmark)
     if not tokens.is_file():
         raise GeceError(
-            f"{tokens}: no token scores of {args.benchmark} by {args.model}",
+            f"--benchmark {args.benchmark!r} --model {args.model!r}: no token scores ({tokens} not found)",
             hint=f"run its extract stage first: dvc repro extract@{args.model} (or dvc pull it)",
         )
     meta = score(layout.prepared_path(args.benchmark), tokens, out, word_prob)

@@ -39,8 +39,10 @@ def run(args: argparse.Namespace) -> int:
     params = command.require_params(args)
     if args.model not in params.ablate.special_tokens:
         raise GeceError(
-            f"{args.model} has no variant without special tokens under ablate.special_tokens",
-            hint=f"known: {', '.join(params.ablate.special_tokens) or '(none)'}",
+            f"--model {args.model!r} has no variant without special tokens under ablate.special_tokens of "
+            f"{args.params}",
+            hint=f"give one of: {', '.join(params.ablate.special_tokens) or '(none)'}; or add "
+            f"`{args.model}: <its variant>` under ablate.special_tokens",
         )
     without = params.ablate.special_tokens[args.model]
     pairs = {

@@ -6,9 +6,48 @@ the JSON pointer it came from) under :class:`Column` specs; ``format_*`` turn th
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from dataclasses import dataclass, field
 
 from gece.io.files import is_number
+
+# ------------------------------------------------------------------- untrusted text
+# What breaks a line (tab, \n, \r, \v, \f, the C0 separators, NEL, U+2028 LINE SEPARATOR, U+2029 PARAGRAPH
+# SEPARATOR): one space each run, so a table cell or a heading stays on its line.
+_LINE_BREAKS = re.compile("[\t\n\v\f\r\x1c-\x1e\x85\u2028\u2029]+")
+_SHOWN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+# Cf characters kept as they are: ZERO WIDTH NON-JOINER and ZERO WIDTH JOINER shape Persian and Indic words
+# and emoji sequences (👩‍🔬), and reorder or hide nothing.
+_KEPT_FORMAT = frozenset("\u200c\u200d")
+
+
+def _shown(ch: str) -> str:
+    if ch in _KEPT_FORMAT or unicodedata.category(ch) not in _SHOWN_CATEGORIES:
+        return ch
+    return f"<U+{ord(ch):04X}>"
+
+
+def shown_text(text: object, one_line: bool = True) -> str:
+    """Untrusted text (a sentence, a model id, a benchmark or group name) as the page and the markdown tables
+    show it, before their own markup escaping: one line, and nothing invisible.
+
+    - line breaks and tabs (``\\n``, ``\\r``, U+2028, U+2029, ...) become one space each run (the markdown
+      writer strips the ends too, as a table cell would);
+    - every other control or format character (Unicode categories Cc, Cf, Cs: NUL, ESC, DEL, the C1
+      controls, the bidirectional overrides and isolates U+202A-U+202E and U+2066-U+2069, U+200E/U+200F,
+      U+061C, ZERO WIDTH SPACE U+200B, the soft hyphen, U+FEFF, the tag characters) is written visibly as
+      ``<U+202E>``, so it can neither reorder the text around it nor hide in it; U+200C and U+200D are kept.
+
+    Everything else (accents, CJK, emoji, right-to-left letters, combining marks) is kept unchanged. With
+    ``one_line=False`` (a ``<pre>`` block), ``\\n`` and tabs are kept.
+    ``reports/index.html`` (:mod:`gece.report.html`) and the markdown tables (:mod:`gece.report.markdown`)
+    both call this, then escape their markup.
+    """
+    text = _LINE_BREAKS.sub(" ", str(text)) if one_line else str(text)
+    if text.isprintable():  # no category C or Z character but the space: the common case, nothing to do
+        return text
+    return "".join(ch if not one_line and ch in "\n\t" else _shown(ch) for ch in text)
 
 
 def format_fixed(x: float | None, digits: int = 3) -> str:

@@ -512,7 +512,8 @@ FINDINGS_CAPTION = (
     "Gender-ECE (lower is better), with the 95% bootstrap interval in brackets; overlapping intervals mean the "
     "ranking may be noise (see the model comparison). Then, per identity benchmark (y = 1 for every pair, so "
     "nothing there is calibration), the lowest and highest stereotype share and 1 − mean p (the paper's identity "
-    "ECE), and whether the share stays on the same side of 0.5 under each scoring rule. Then one line per notable "
+    "ECE), and whether the share stays on the same side of 0.5 under each scoring rule (judged by its interval: "
+    "a share whose interval holds 0.5 is on neither side). Then one line per notable "
     f"effect; a gap between groups is one only when its smaller group has at least {GAP_MIN_DISTINCT} distinct "
     f"pairs and its interval is at most {GAP_MAX_WIDTH} wide."
 )

@@ -24,6 +24,7 @@ from gece.report.cells import (
     TableDoc,
     format_cell,
     format_number,
+    shown_text,
 )
 from gece.report.findings import (
     FINDINGS_CAPTION,
@@ -40,7 +41,9 @@ from gece.report.tables import examples_docs, model_provenance
 
 # ----------------------------------------------------------------------------- HTML
 def _e(text: object) -> str:
-    return html.escape(str(text), quote=True)
+    """Text as HTML text or an attribute value: :func:`~gece.report.cells.shown_text` (one line, invisible
+    control and format characters written as ``<U+202E>``), as in the markdown tables, then HTML-escaped."""
+    return html.escape(shown_text(text), quote=True)
 
 
 def _url(path: str) -> str:
@@ -406,7 +409,8 @@ def _provenance_html(data: ReportData) -> str:
             f"for: {_e(', '.join(scored))}.</p>"
         )
     out.append("<h3>Parameters</h3><details><summary>params.yaml, as validated (defaults filled in)</summary>")
-    out.append(f"<pre>{_e(json.dumps(prov.get('params', {}), indent=1, sort_keys=True))}</pre></details>")
+    listing = json.dumps(prov.get("params", {}), indent=1, sort_keys=True)
+    out.append(f"<pre>{html.escape(shown_text(listing, one_line=False), quote=True)}</pre></details>")
     out.append('<h3>Packages</h3><table class="kv"><tbody>')
     out += [f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in prov.get("packages", {}).items()]
     out.append("</tbody></table></section>")

@@ -88,11 +88,21 @@ def members(data: ReportData, first: str) -> dict[str, str]:
     return dict(zip(names, rules if len(set(rules)) == len(rules) else names, strict=True))
 
 
-def side(x: float | None) -> str | None:
-    """Where a stereotype share lies: ``above``, ``below`` or ``at`` 0.5 (None when undefined)."""
+def side(rep: dict | None) -> str | None:
+    """Where a run's stereotype share lies against 0.5, judged by its interval (the metrics JSON's
+    ``pct_stereotype_ci_low`` / ``_high``, cluster-resampled): ``above`` or ``below`` when the interval excludes
+    0.5, ``about`` when it holds 0.5 (the data do not tell the side); by the point value alone in reports without
+    the interval. None when undefined."""
+    x = share(rep)
     if x is None:
         return None
-    return "above" if x > 0.5 else "below" if x < 0.5 else "at"
+    lo, hi = _num((rep or {}).get("pct_stereotype_ci_low")), _num((rep or {}).get("pct_stereotype_ci_high"))
+    if lo is not None and hi is not None:
+        return "above" if lo > 0.5 else "below" if hi < 0.5 else "about"
+    return "above" if x > 0.5 else "below" if x < 0.5 else "about"
+
+
+SIDE_WORDS = {"above": "above 0.5", "below": "below 0.5", "about": "not distinguishable from 0.5"}
 
 
 def rules_summary(data: ReportData) -> dict[str, dict[str, dict]]:
@@ -125,9 +135,9 @@ def rules_summary(data: ReportData) -> dict[str, dict[str, dict]]:
 
 
 def rule_verdict(data: ReportData, first: str) -> str | None:
-    """Whether each run's stereotype share stays on the same side of 0.5 under every rule, in words; None without
-    a variant. ``holds under both rules (sentence, shared) for a, b: above 0.5; only under sentence for c (above
-    0.5 there; shared 0.482, below)``."""
+    """Whether each run's stereotype share stays on the same side of 0.5 under every rule (:func:`side`: by its
+    interval), in words; None without a variant. ``holds under both rules (sentence, shared) for a, b: above 0.5;
+    only under sentence for c (above 0.5 there; shared 0.520 [0.491, 0.547], not distinguishable from 0.5)``."""
     names = members(data, first)
     if len(names) < 2:
         return None
@@ -135,26 +145,34 @@ def rule_verdict(data: ReportData, first: str) -> str | None:
     both: dict[str, list[str]] = {}
     only = []
     for m in data.runs.get(first, []):
-        s0 = side(share(data.metrics.get((first, m))))
-        others = [(rule, share(data.metrics.get((v, m)))) for v, rule in list(names.items())[1:]]
-        others = [(rule, x) for rule, x in others if x is not None]
+        base = data.metrics.get((first, m))
+        s0 = side(base)
+        others = [(rule, data.metrics.get((v, m))) for v, rule in list(names.items())[1:]]
+        others = [(rule, rep) for rule, rep in others if side(rep) is not None]
         if s0 is None or not others:
             continue
-        moved = [(rule, x) for rule, x in others if side(x) != s0]
+        moved = [(rule, rep) for rule, rep in others if side(rep) != s0]
         if not moved:
             both.setdefault(s0, []).append(m)
         else:
-            shown = ", ".join(f"{rule} {x:.3f}, {side(x)}" for rule, x in moved)
-            only.append(f"{m} ({s0} 0.5 under {rules[0]}; {shown})")
-    parts = [f"{', '.join(ms)}: {s} 0.5" for s, ms in both.items()]
+            shown = ", ".join(f"{rule} {_interval(rep)}, {SIDE_WORDS[side(rep)]}" for rule, rep in moved)
+            only.append(f"{m} ({SIDE_WORDS[s0]} under {rules[0]}, {_interval(base)}; {shown})")
+    parts = [f"{', '.join(ms)}: {SIDE_WORDS[s]}" for s, ms in both.items()]
     text = []
     if parts:
         text.append(
             f"holds under {'both' if len(rules) == 2 else 'all'} rules ({', '.join(rules)}) for " + "; ".join(parts)
         )
     if only:
-        text.append(f"only under {rules[0]} for " + "; ".join(only))
+        text.append("differs between the rules for " + "; ".join(only))
     return "; ".join(text) or None
+
+
+def _interval(rep: dict) -> str:
+    """The share with its interval, ``0.520 [0.491, 0.547]`` (the share alone without one)."""
+    x = share(rep)
+    lo, hi = _num(rep.get("pct_stereotype_ci_low")), _num(rep.get("pct_stereotype_ci_high"))
+    return f"{x:.3f}" + (f" [{lo:.3f}, {hi:.3f}]" if lo is not None and hi is not None else "")
 
 
 # ------------------------------------------------------------------------------ tables
@@ -182,6 +200,7 @@ RULE_COLUMNS = [
     Column("n", "pairs", None),
     Column("n_distinct", "distinct pairs", None),
     Column("n_clusters", "clusters", None),
+    Column("n_punct_only", "scoring only punctuation", None),
     Column("se_ratio", "clustered / row-wise SE", None, digits=2),
     Column("pct_stereotype", LABEL["stereotype_share"], None),
     Column("ece", LABEL["shortfall"], None),
@@ -214,11 +233,12 @@ def rules_table(data: ReportData, first: str) -> Table:
                         _value(rep, "n"),
                         _value(rep, "n_distinct"),
                         _value(rep, "n_clusters"),
+                        _value(rep, "n_punct_only"),
                         Cell(se_ratio(rep)),
                         share_cell,
                         _value(rep, "ece", ci=True),
                         Cell(diff) if diff is not None else Cell("–" if v == first else None),
-                        Cell(side(s) or "–"),
+                        Cell(SIDE_WORDS.get(side(rep), "–")),
                     ],
                     layout.metrics_file(v, m),
                 )

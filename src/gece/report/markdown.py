@@ -15,16 +15,14 @@ from gece.report.cells import (
     format_fixed,
     format_p,
     pair_sizes,
+    shown_text,
 )
-from gece.report.tables import plain_text
 from gece.terminal import plural
-
-# the comparison's column labels: the registry's, but human alignment is "Accuracy" here
-LABELS = {"accuracy": "Accuracy"}
 
 
 def _label(key: str) -> str:
-    return LABELS.get(key, registry.label(key))
+    """A comparison column's label: the registry's, as in reports/tables/compare.md and `gece compare`'s table."""
+    return registry.label(key)
 
 
 def compare_markdown(result: dict) -> str:
@@ -92,48 +90,43 @@ def compare_markdown(result: dict) -> str:
 
 # ------------------------------------------------------------------------- markdown
 _MD_BACKSLASH = set("\\`*~|$")  # active anywhere in a line (code, emphasis, strike-through, cells, math)
-_MD_AT_START = set("#+=")  # active at the start of a line (headings, list items, setext underlines)
-_MD_ENTITY = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
-_BIDI_CONTROLS = set("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+_MD_AT_START = set("#+=->")  # active at the start of a line (headings, list items, setext underlines, quotes)
+_MD_OPENS_HTML = set("/!?")  # after "<": a closing tag, a comment or declaration, a processing instruction
 
 
 def _md_escape(text: object) -> str:
     """Text as an inert markdown table cell (GitHub-flavoured markdown) that renders as the text.
 
-    - control characters and line breaks (\\n, \\r, tab, U+2028/2029, ...) become a space and the
-      ends are stripped (:func:`plain_text`): a row stays on one line, and a table cell trims
-      its ends anyway;
-    - ``&``, ``<`` and ``>`` become ``&amp;``, ``&lt;`` and ``&gt;``: markdown passes raw HTML
-      through, so ``<script>`` must reach the renderer as text, and ``&amp;`` in the data shows
-      as ``&amp;``, not ``&``;
+    - :func:`~gece.report.cells.shown_text` first, as on the page: line breaks become a space (a row stays
+      on one line; the ends are stripped) and invisible control and format characters (U+202E, U+200B, ...)
+      are written as ``<U+202E>``;
+    - then markdown's own escapes, never HTML entities (``&lt;`` in the markdown source would read as
+      ``&lt;`` to whoever opens the file): a backslash before each character that would start markup.
+      ``<`` gets one before a letter, ``/``, ``!`` or ``?`` (a raw HTML tag, comment or autolink: ``<script>``
+      must reach the renderer as text), ``&`` before a letter or ``#`` (a character reference: ``&lt;`` in
+      the data shows as ``&lt;``), so ``p < 0.001`` and ``AT & T`` stay as written;
     - a backslash, ``|`` (the cell separator), a backtick (code spans), ``*`` (emphasis), ``~``
       (strike-through) and ``$`` (math on GitHub) get a backslash, wherever they are; so does
       ``_`` unless it is inside a word (``genderlex_person``: intraword ``_`` emphasises
       nothing), ``]`` before ``(`` or ``[`` (links, images) and ``[`` before ``^`` (footnotes);
       other brackets stay (a table cell cannot hold the reference definition a bare ``[x]``
       would need), so an interval reads ``0.158 [0.133, 0.188]``;
-    - ``#``, ``+`` and ``=`` at the start get a backslash (headings, list items, setext lines
-      where the text starts a line);
-    - bidirectional control characters (U+202A–U+202E, U+2066–U+2069, U+200E/200F, U+061C)
-      become numeric character references: they still render, but cannot reorder the other
-      cells of the row in the markdown source.
+    - ``#``, ``+``, ``=``, ``-`` and ``>`` at the start get a backslash (headings, list items, setext lines,
+      block quotes where the text starts a line).
 
     Everything else, non-ASCII included (accents, CJK, emoji, right-to-left letters, combining
-    marks), is kept unchanged. Undoing the backslashes and the character references gives
-    back ``plain_text(text)``. Not made inert: bare URLs (GitHub links them) and ``:name:``
-    emoji codes; neither can add markup.
+    marks), is kept unchanged. Undoing the backslashes gives back ``shown_text(text).strip()``. Not made inert:
+    bare URLs (GitHub links them) and ``:name:`` emoji codes; neither can add markup.
     """
-    text = plain_text(text)
+    text = shown_text(text).strip(" ")
     out = []
     for i, ch in enumerate(text):
         before, after = text[i - 1 : i], text[i + 1 : i + 2]
-        if ch in _MD_ENTITY:
-            out.append(_MD_ENTITY[ch])
-        elif ch in _BIDI_CONTROLS:
-            out.append(f"&#x{ord(ch):04X};")
-        elif (
+        if (
             ch in _MD_BACKSLASH
             or (i == 0 and ch in _MD_AT_START)
+            or (ch == "<" and after != "" and ((after.isascii() and after.isalpha()) or after in _MD_OPENS_HTML))
+            or (ch == "&" and after != "" and ((after.isascii() and after.isalpha()) or after == "#"))
             or (ch == "[" and after == "^")
             or (ch == "]" and after in ("(", "["))
             or (ch == "_" and not (before.isalnum() and after.isalnum()))

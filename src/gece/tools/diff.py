@@ -1,9 +1,13 @@
-"""``gece diff``: the JSON values that moved between two git revisions by more than a tolerance.
+"""``gece diff``: the JSON values that moved between two git revisions, summarised to fit a screen.
 
-``dvc metrics diff`` lists every value that differs, float noise in the 7th digit included; this
-reads the same files from git (``git show REV:path``) or the workspace, flattens them the way DVC
-names the keys (``runs.winobias.smollm2-135m.ece``) and keeps only the numbers that moved by more
-than ``tol`` (plus added, removed and non-numeric changes). Pure except :func:`read_revision`.
+``dvc metrics diff`` lists every value that differs, float noise in the 7th digit included (shown as
+a change of 0); this reads the same files from git (``git show REV:path``) or the workspace,
+flattens them the way DVC names the keys (``runs.winobias.smollm2-135m.ece``) and keeps only the
+numbers that moved: by default those whose change DVC shows as non-zero (rounded to
+:data:`DVC_PRECISION` decimals), or by more than ``tol`` when one is given (plus added, removed and
+non-numeric changes). :func:`review` sums them up per metric family and benchmark (how many moved,
+the largest change, its sign and its run); the full list is one flag away. Pure except
+:func:`read_revision`.
 """
 
 from __future__ import annotations
@@ -14,14 +18,27 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from gece import options, registry
 from gece.errors import GeceError
 from gece.io import layout
+from gece.io.disk import read_text
 from gece.io.files import flatten, is_finite_number
-from gece.tools import options
 
 WORKSPACE = "workspace"
 DEFAULT_PATHS = (layout.summary_path().as_posix(),)  # the DVC metrics of dvc.yaml
-DEFAULT_TOL = 1e-6
+DEFAULT_TOL = None  # DVC's rule: a change that `dvc metrics diff` shows as non-zero
+DVC_PRECISION = 5  # dvc metrics diff rounds the change to this many decimals (dvc.commands.metrics.DEFAULT_PRECISION)
+
+
+def moves(delta: float, tol: float | None) -> bool:
+    """Whether a number that changed by ``delta`` moved: by more than ``tol`` (absolute), or, when ``tol`` is
+    None, by a change that ``dvc metrics diff`` shows as non-zero (``round(delta, 5) != 0``)."""
+    return round(delta, DVC_PRECISION) != 0 if tol is None else abs(delta) > tol
+
+
+def rule(tol: float | None) -> str:
+    """The rule of :func:`moves` in words."""
+    return "non-zero in dvc metrics diff" if tol is None else f"by more than {tol:g}"
 
 
 @dataclass(frozen=True)
@@ -38,24 +55,30 @@ class Change:
         return None
 
 
-def moved(old: dict, new: dict, tol: float, file: str = "") -> tuple[list[Change], int]:
-    """The leaves of ``old`` and ``new`` (flattened) that differ: numbers by more than ``tol``
-    (absolute), anything else when unequal, keys present on one side only. Returns the changes and
-    how many numbers differ by ``tol`` or less (hidden)."""
+def leaves(old: dict, new: dict, file: str = "") -> list[Change]:
+    """Every leaf of ``old`` and ``new`` (flattened), changed or not; None on the side that lacks it."""
     a, b = flatten(old), flatten(new)
+    return [Change(file, k, a.get(k), b.get(k)) for k in dict.fromkeys([*a, *b])]
+
+
+def moved(old: dict, new: dict, tol: float | None, file: str = "") -> tuple[list[Change], int]:
+    """The leaves of ``old`` and ``new`` (flattened) that differ: numbers that moved (:func:`moves`),
+    anything else when unequal, keys present on one side only. Returns the changes and how many
+    numbers differ but did not move (hidden)."""
+    return split(leaves(old, new, file), tol)
+
+
+def split(values: list[Change], tol: float | None) -> tuple[list[Change], int]:
+    """``values`` that changed (as :func:`moved`) and how many changed without moving."""
     changes, hidden = [], 0
-    for key in list(dict.fromkeys([*a, *b])):
-        x, y = a.get(key, _ABSENT), b.get(key, _ABSENT)
-        if x == y:
+    for c in values:
+        if c.old == c.new:
             continue
-        if is_finite_number(x) and is_finite_number(y) and abs(float(y) - float(x)) <= tol:  # type: ignore[arg-type]
+        if c.delta is not None and not moves(c.delta, tol):
             hidden += 1
             continue
-        changes.append(Change(file, key, None if x is _ABSENT else x, None if y is _ABSENT else y))
+        changes.append(c)
     return changes, hidden
-
-
-_ABSENT = object()
 
 
 def _git(args: list[str], hint: str) -> str:
@@ -86,7 +109,7 @@ def read_revision(rev: str, path: str) -> dict | None:
     """The JSON of ``path`` at ``rev`` (``workspace``: the file on disk); None when it is absent."""
     if rev == WORKSPACE:
         p = Path(path)
-        text = p.read_text(encoding="utf-8") if p.is_file() else None
+        text = read_text(p, "compare JSON reports only", "json_bytes") if p.is_file() else None
     else:
         try:
             text = _git(["show", f"{rev}:{path}"], hint="")
@@ -100,31 +123,267 @@ def read_revision(rev: str, path: str) -> dict | None:
         raise GeceError(f"{path} at {rev}: not valid JSON ({e})", hint="compare JSON reports only") from e
 
 
-def diff(old_rev: str, new_rev: str, paths: list[str], tol: float) -> tuple[list[Change], int, int]:
-    """Every change above ``tol`` in the JSON files under ``paths`` from ``old_rev`` to ``new_rev``;
-    also the number of values within ``tol`` and the number of files compared."""
+def compared(old_rev: str, new_rev: str, paths: list[str]) -> tuple[list[Change], int]:
+    """Every leaf of the JSON files under ``paths`` at ``old_rev`` and ``new_rev`` (a file on one side
+    only is one ``(file)`` change), and the number of files."""
     files = list(dict.fromkeys([*files_at(old_rev, paths), *files_at(new_rev, paths)]))
-    changes, hidden = [], 0
+    values = []
     for f in files:
         old, new = read_revision(old_rev, f), read_revision(new_rev, f)
         if old is None or new is None:
-            changes.append(Change(f, "(file)", None if old is None else "present", None if new is None else "present"))
+            values.append(Change(f, "(file)", None if old is None else "present", None if new is None else "present"))
+        else:
+            values += leaves(old, new, f)
+    return values, len(files)
+
+
+def diff(old_rev: str, new_rev: str, paths: list[str], tol: float | None) -> tuple[list[Change], int, int]:
+    """Every change that moved (:func:`moves`) in the JSON files under ``paths`` from ``old_rev`` to
+    ``new_rev``; also the number of values that changed without moving and the number of files compared."""
+    values, n_files = compared(old_rev, new_rev, paths)
+    changes, hidden = split(values, tol)
+    return changes, hidden, n_files
+
+
+# ------------------------------------------------------------------ the one-screen review
+# metric families, in the order shown; each holds quantities of one unit, so their changes can be ranked
+FAMILIES = (
+    "ECE-like",
+    "Gender-ECE",
+    "gender gap",
+    "Brier",
+    "accuracy/shares",
+    "counts",
+    "other",
+)
+_AFFIXES = ("_ci_low", "_ci_high", "_split", "_crossfit", "_min", "_max", "_change")
+
+
+def family(leaf: str) -> str:
+    """The family of a leaf key, from the metric registry: ``ece``, ``best_ece_crossfit`` and ``ece_change``
+    are ECE-like (the registered errors whose worse end is high), ``gender_ece*`` Gender-ECE, signed gaps and
+    ``gap_*`` gender gaps, ``brier*`` Brier, metrics whose worse end is low (and shares) accuracy/shares,
+    registered counts and the comparison's ``*_significant`` counts of model pairs."""
+    if leaf.endswith("_significant"):
+        return "counts"
+    key = leaf.removeprefix("best_")
+    for affix in _AFFIXES:
+        key = key.removesuffix(affix)
+    m = registry.METRIC.get(key)
+    if m is None:
+        if key.startswith("gap"):
+            return "gender gap"
+        if "share" in key or "shortfall" in key:
+            return "accuracy/shares"
+        return "counts" if key.startswith("n_") or key == "n" else "other"
+    if m.key.startswith("gender_ece"):
+        return "Gender-ECE"
+    if m.key.startswith("brier"):
+        return "Brier"
+    if m.signed or m.key in registry.GAPS or m.key == "bias_gap":
+        return "gender gap"
+    if m.worse == "high":
+        return "ECE-like"
+    if m.worse == "low" or "share" in m.key or "confidence" in m.key or m.key == "pct_stereotype":
+        return "accuracy/shares"
+    return "counts" if not m.interval else "other"
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a value lives: the summary's section (or the report folder), the benchmark, the run, the leaf key."""
+
+    section: str
+    benchmark: str
+    run: str
+    leaf: str
+
+
+def place(c: Change, benchmarks: set[str]) -> Place:
+    """The section, benchmark and run of a change. In ``reports/summary.json`` the section is the first key
+    (``runs``, ``calibration``, ``neutral``, ...) and the benchmark is the key part that names one (``neutral``
+    and ``special_tokens`` put the run first); in a detail file ``reports/<kind>/<benchmark>/<run>.json`` they
+    come from the path."""
+    parts = c.key.split(".")
+    path = Path(c.file)
+    if c.file and path.name != layout.summary_path().name:
+        folder = path.parts[1:-1] if path.parts[:1] == ("reports",) else path.parts[:-1]
+        section = folder[0] if folder else path.stem
+        bench = folder[1] if len(folder) > 1 else (parts[0] if parts[0] in benchmarks else "")
+        return Place(section, bench, path.stem if len(folder) > 1 else "", parts[-1])
+    section, middle = parts[0], parts[1:-1]
+    i = next((i for i, p in enumerate(middle) if p in benchmarks), 0 if middle else None)
+    if i is None:
+        return Place(section, "", "", parts[-1])
+    # a run id may hold dots (paper-qwen2.5-7b), which flattening cannot tell from the key's own
+    return Place(section, middle[i], ".".join(middle[:i] + middle[i + 1 :]), parts[-1])
+
+
+@dataclass
+class Group:
+    """What moved in one group of values (a section and family, or a benchmark)."""
+
+    name: str
+    total: int = 0  # values compared
+    moved: int = 0  # numbers that moved (:func:`moves`)
+    up: int = 0
+    down: int = 0
+    other: int = 0  # added, removed or non-numeric changes
+    largest: Change | None = None  # the largest absolute change (groups of one family only)
+    where: Place | None = None
+    families: dict[str, int] | None = None  # per benchmark: moved values per family
+
+    def as_json(self) -> dict:
+        out = {"name": self.name, "total": self.total, "moved": self.moved, "up": self.up, "down": self.down}
+        out["other_changes"] = self.other
+        if self.families is not None:
+            out["families"] = self.families
+        if self.largest is not None and self.where is not None:
+            out["largest"] = {
+                "key": self.largest.key,
+                "file": self.largest.file,
+                "old": self.largest.old,
+                "new": self.largest.new,
+                "change": self.largest.delta,
+                "benchmark": self.where.benchmark,
+                "run": self.where.run,
+            }
+        return out
+
+
+@dataclass
+class Review:
+    """A diff summed up: per section and metric family, per benchmark, and the totals."""
+
+    by_family: list[Group]
+    by_benchmark: list[Group]
+    moved: int
+    other: int
+    hidden: int
+    total: int
+
+    def as_json(self) -> dict:
+        return {
+            "moved": self.moved,
+            "other_changes": self.other,
+            "hidden": self.hidden,
+            "total": self.total,
+            "families": [g.as_json() for g in self.by_family],
+            "benchmarks": [g.as_json() for g in self.by_benchmark],
+        }
+
+
+def benchmarks_of(values: list[Change]) -> set[str]:
+    """The benchmark names of ``reports/summary.json``: the keys under ``runs`` and ``compare``."""
+    names = set()
+    for c in values:
+        parts = c.key.split(".")
+        if parts[0] in ("runs", "compare", "calibration", "binning", "groups") and len(parts) > 2:
+            names.add(parts[1])
+    return names
+
+
+def review(values: list[Change], tol: float | None) -> Review:
+    """``values`` (every leaf compared, changed or not: :func:`compared`) summed up per section and metric
+    family and per benchmark: how many moved (:func:`moves`), up and down, and within a family the largest
+    absolute change with its benchmark and run. Changes are ranked within a family only, never across."""
+    benchmarks = benchmarks_of(values)
+    fam: dict[tuple[str, str], Group] = {}
+    bench: dict[str, Group] = {}
+    moved_n = other = hidden = 0
+    for c in values:
+        where = place(c, benchmarks)
+        f = family(where.leaf)
+        g = fam.setdefault((where.section, f), Group(f"{where.section} · {f}"))
+        b = bench.setdefault(where.benchmark or "(none)", Group(where.benchmark or "(none)", families={}))
+        g.total += 1
+        b.total += 1
+        if c.old == c.new:
             continue
-        c, h = moved(old, new, tol, f)
-        changes += c
-        hidden += h
-    return changes, hidden, len(files)
+        d = c.delta
+        if d is None:
+            g.other += 1
+            b.other += 1
+            other += 1
+            continue
+        if not moves(d, tol):
+            hidden += 1
+            continue
+        moved_n += 1
+        for x in (g, b):
+            x.moved += 1
+            x.up += d > 0
+            x.down += d < 0
+        b.families[f] = b.families.get(f, 0) + 1  # type: ignore[index]
+        if g.largest is None or abs(d) > abs(g.largest.delta or 0.0):
+            g.largest, g.where = c, where
+    order = {f: i for i, f in enumerate(FAMILIES)}
+    sections = list(dict.fromkeys(s for s, _ in fam))
+    by_family = [
+        fam[k] for k in sorted(fam, key=lambda k: (sections.index(k[0]), order[k[1]])) if fam[k].moved or fam[k].other
+    ]
+    by_benchmark = [g for g in bench.values() if g.moved or g.other]
+    for g in by_benchmark:
+        g.families = {f: g.families[f] for f in FAMILIES if f in (g.families or {})}  # type: ignore[index]
+    return Review(by_family, by_benchmark, moved_n, other, hidden, len(values))
+
+
+def print_review(r: Review, title: str, out, more: str) -> None:
+    """The review as two small tables (per section and family; per benchmark) and a closing line: about 30
+    lines at 100 columns whatever moved (a few families per section, a few benchmarks). Run ids fold, never cut."""
+    from rich import box
+    from rich.table import Table
+
+    from gece.terminal import plain, plural
+
+    if r.by_family:
+        t = Table(title=plain(title), title_justify="left", box=box.SIMPLE_HEAD, show_edge=False)
+        t.add_column("section · family", overflow="fold")
+        t.add_column("moved", justify="right", no_wrap=True)
+        t.add_column("largest", justify="right", no_wrap=True)
+        t.add_column("benchmark", overflow="fold")
+        t.add_column("run", overflow="fold")
+        for g in r.by_family:
+            d = g.largest.delta if g.largest is not None else None
+            t.add_row(
+                plain(g.name),
+                f"{g.moved}/{g.total}" + (f" +{g.other}" if g.other else ""),
+                "" if d is None else f"{d:+.4g}",
+                plain(g.where.benchmark if g.where else ""),
+                plain(g.where.run if g.where else ""),
+            )
+        out.print(t)
+        out.print()
+        b = Table(box=box.SIMPLE_HEAD, show_edge=False)
+        b.add_column("benchmark", overflow="fold")
+        b.add_column("moved", justify="right", no_wrap=True)
+        b.add_column("up/down", justify="right", no_wrap=True)
+        b.add_column("moved per family", overflow="fold")
+        for g in r.by_benchmark:
+            b.add_row(
+                plain(g.name),
+                f"{g.moved}/{g.total}" + (f" +{g.other}" if g.other else ""),
+                f"↑{g.up} ↓{g.down}",
+                plain(", ".join(f"{f} {n}" for f, n in (g.families or {}).items())),
+            )
+        out.print(b)
+    out.print(
+        f"{r.moved} of {plural(r.total, 'value')} moved; {r.other} added, removed or not a number (+N); "
+        f"{r.hidden} changed without moving. {more}",
+        highlight=False,
+    )
 
 
 # the line `gece --help` shows for this command (read without importing this module)
 HELP = (
-    "JSON values that moved by more than a tolerance between two revisions: a dvc metrics diff that float noise "
-    "cannot flood"
+    "JSON values that moved between two revisions, summed up per metric family and benchmark in one screen: a "
+    "dvc metrics diff that float noise cannot flood"
 )
 EXAMPLES = (
-    "gece diff                                    # reports/summary.json, HEAD vs the workspace",
+    "gece diff                                    # reports/summary.json, HEAD vs the workspace, one screen",
+    "gece diff --all                              # every value that moved, one row each",
     "gece diff --old main --new HEAD --tol 1e-3",
-    "gece diff reports/metrics reports/calibration  # the detail files, same rule",
+    "gece diff reports/metrics reports/calibration --all  # the detail files, same rule",
 )
 
 
@@ -137,10 +396,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--tol",
         type=options.tolerance,
-        default=1e-6,
-        help="absolute change at or below which a number is hidden (default: %(default)g)",
+        default=DEFAULT_TOL,
+        help="absolute change at or below which a number is hidden (default: none given, DVC's rule: a change "
+        f"that dvc metrics diff shows as non-zero, rounded to {DVC_PRECISION} decimals)",
     )
-    p.add_argument("--json", action="store_true", help="print the changes as JSON")
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help="list every value that moved, one row each (default: the summary per metric family and benchmark)",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the summary and every change as JSON ({moved, families, benchmarks, changes, ...})",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -151,34 +420,42 @@ def run(args: argparse.Namespace) -> int:
     from gece.command import out
     from gece.terminal import plain, plural
 
-    changes, hidden, n_files = diff(args.old, args.new, args.paths or list(DEFAULT_PATHS), args.tol)
+    values, n_files = compared(args.old, args.new, args.paths or list(DEFAULT_PATHS))
+    changes, hidden = split(values, args.tol)
     if args.json:
-        print(
-            json.dumps(
-                [{"file": c.file, "key": c.key, "old": c.old, "new": c.new, "change": c.delta} for c in changes],
-                indent=2,
-            )
-        )
+        summary = review(values, args.tol).as_json()
+        summary["rule"] = rule(args.tol)
+        summary["files"] = n_files
+        summary["changes"] = [
+            {"file": c.file, "key": c.key, "old": c.old, "new": c.new, "change": c.delta} for c in changes
+        ]
+        print(json.dumps(summary, indent=2))
+        return 0
+    if not args.all:
+        title = f"{args.old} -> {args.new}: values that moved ({rule(args.tol)}), per section and family"
+        print_review(review(values, args.tol), title, out, "--all lists them, --json for a script.")
         return 0
     if changes:
         files = list(dict.fromkeys(c.file for c in changes))
         where = f" in {files[0]}" if len(files) == 1 else ""
         table = Table(
-            title=plain(f"{args.old} -> {args.new}{where}: values that moved by more than {args.tol:g}"),
+            title=plain(f"{args.old} -> {args.new}{where}: values that moved ({rule(args.tol)})"),
             title_justify="left",
         )
         columns = (["file"] if len(files) > 1 else []) + ["key", "old", "new", "change"]
         for col in columns:
-            table.add_column(col, justify="left" if col in ("file", "key") else "right")
+            if col in ("file", "key"):
+                table.add_column(col, overflow="fold")
+            else:
+                table.add_column(col, justify="right", no_wrap=True)
         show = lambda v: "–" if v is None else f"{v:.6g}" if isinstance(v, float) else str(v)  # noqa: E731
         for c in changes:
             cells = [plain(c.key), plain(show(c.old)), plain(show(c.new)), "" if c.delta is None else f"{c.delta:+.6g}"]
             table.add_row(*([plain(c.file)] if len(files) > 1 else []), *cells)
         out.print(table)
     out.print(
-        f"{plural(len(changes), 'value')} moved by more than {args.tol:g} in "
-        f"{plural(n_files, 'file')}; {plural(hidden, 'other value')} moved by {args.tol:g} or less "
-        "(hidden)",
+        f"{plural(len(changes), 'value')} moved ({rule(args.tol)}) in "
+        f"{plural(n_files, 'file')}; {plural(hidden, 'other value')} changed without moving (hidden)",
         highlight=False,
     )
     return 0

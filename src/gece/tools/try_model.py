@@ -8,7 +8,7 @@ import logging
 from pathlib import Path
 from typing import get_args
 
-from gece import command
+from gece import command, options
 from gece.errors import GeceError
 from gece.io import layout
 from gece.io.files import read_table
@@ -19,8 +19,8 @@ from gece.pipeline.metrics import run_metrics
 from gece.pipeline.prepare import prepare
 from gece.pipeline.runs import read_run
 from gece.pipeline.score import score
+from gece.registry import METRIC
 from gece.terminal import literal, plural
-from gece.tools import options
 
 log = logging.getLogger("gece")
 
@@ -74,13 +74,20 @@ def try_model(
     settings = (params.extract if params else ExtractParams()).model_copy(update={"limit": limit})
     rules = dict(params.rules if params else {}) | ({benchmark: rule} if rule else {})
     entry = params.benchmarks.get(benchmark) if params else None
+    imported = entry is not None and entry.imported
+    source = layout.benchmark_source(params, benchmark) if imported else layout.benchmark_csv(benchmark)
+    if not layout.prepared_path(benchmark).exists() and not Path(source).exists():  # name the option
+        raise GeceError(
+            f"--benchmark {benchmark!r}: neither {layout.prepared_path(benchmark)} nor {source} exists",
+            hint=f"give a benchmark of {', '.join(params.benchmarks) if params else 'data/benchmarks/'} "
+            "(gece pull restores data/), or gece prepare its CSV first",
+        )
     with tempfile.TemporaryDirectory(prefix="gece-try-") as tmp:
         prepared = layout.prepared_path(benchmark)
         if not prepared.exists():
             prepared = Path(tmp) / f"{benchmark}.parquet"
-            imported = entry is not None and entry.imported
             prepare(
-                layout.benchmark_source(params, benchmark) if imported else layout.benchmark_csv(benchmark),
+                source,
                 prepared,
                 params.prepare if params else PrepareParams(),
                 name=benchmark,
@@ -101,7 +108,7 @@ def stereotype_share(report: dict, cluster: str) -> dict:
     """The share of pairs whose p > 0.5 (``pct_stereotype``) with its interval, which resamples clusters
     (``cluster``: what a cluster is, ``benchmarks.<b>.cluster``), its row-wise and clustered standard errors, and
     n beside the distinct pairs and the clusters: the stereotype share of an identity benchmark, at a glance."""
-    keys = ("n", "n_distinct", "n_clusters", "pct_stereotype_se_rows", "pct_stereotype_se_clustered")
+    keys = ("n", "n_distinct", "n_clusters", "n_punct_only", "pct_stereotype_se_rows", "pct_stereotype_se_clustered")
     return {
         "value": report["pct_stereotype"],
         "ci_low": report["pct_stereotype_ci_low"],
@@ -109,6 +116,53 @@ def stereotype_share(report: dict, cluster: str) -> dict:
         "cluster": cluster,
         **{k.removeprefix("pct_stereotype_"): report.get(k) for k in keys},
     }
+
+
+def too_few_pairs(report: dict) -> str | None:
+    """What a small ``--limit`` leaves undefined or degenerate, in words, or None when nothing is: the metrics
+    that are null (with the metrics stage's reasons) and those whose bootstrap interval has zero width."""
+    null = [k for k, v in report.items() if v is None and k in METRIC]
+    flat = [
+        k
+        for k, v in report.items()
+        if v is not None
+        and k in METRIC
+        and f"{k}_ci_low" in report
+        and report[f"{k}_ci_low"] is not None
+        and report[f"{k}_ci_low"] == report.get(f"{k}_ci_high")
+    ]
+    if not null and not flat:
+        return None
+    parts = []
+    if null:
+        parts.append(f"{', '.join(null)} undefined ({report.get('null_reasons') or 'a group is empty'})")
+    if flat:
+        parts.append(f"{', '.join(flat)} with an interval of zero width (every resample gave the same value)")
+    return (
+        f"too few pairs: {plural(report.get('n') or 0, 'pair')} leave {'; '.join(parts)}. Raise --limit (a few "
+        "hundred pairs give every metric and a real interval)"
+    )
+
+
+def keep_hint(model: str, model_id: str, params: Params | None, limit: int) -> str:
+    """How to keep scoring this model in the pipeline: a new source gets a registry entry and a place in
+    ``models``; a registry id (``gece try smollm2-135m``) already has its entry, so only ``models`` is named (or
+    nothing is to do when the pipeline already scores it). ``--out`` keeps this try's score file."""
+    if params is not None and model in params.registry:
+        if model in params.models:
+            return (
+                f"{model} is already scored by the pipeline (registry.{model} and models in params.yaml): "
+                "`dvc repro` scores it on every pair; --out FILE keeps this try's score file"
+            )
+        return (
+            f"to keep it: add {model} to models in params.yaml (registry.{model} is there already), then "
+            "`dvc repro`; the other models' stages stay up to date. --out FILE keeps this try's score file"
+        )
+    return (
+        f"to keep it: add it under registry in params.yaml (`{model_id}: {{source: {model}, limit: {limit}}}`) "
+        "and to models, then `dvc repro`; the other models' stages stay up to date. --out FILE keeps this try's "
+        "score file"
+    )
 
 
 # the line `gece --help` shows for this command (read without importing this module)
@@ -131,7 +185,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "Face hub id, or package:<distribution>==<version>",
     )
     p.add_argument(
-        "--benchmark", default="winobias", help="benchmark id (data/benchmarks/<id>.csv; default: %(default)s)"
+        "--benchmark", default="winobias", help="a benchmark id of params.yaml's benchmarks (default: %(default)s)"
     )
     p.add_argument(
         "--limit", type=options.count, default=100, help="score only the first N pairs (default: %(default)s)"
@@ -160,8 +214,9 @@ def run(args: argparse.Namespace) -> int:
     )
     entry = params.benchmarks.get(args.benchmark) if params else None
     share = stereotype_share(report, entry.cluster if entry is not None else "pair")
+    few = too_few_pairs(report)
     if args.json:
-        print(json.dumps(report | {"stereotype_share": share}, indent=2))
+        print(json.dumps(report | {"stereotype_share": share, "too_few_pairs": few}, indent=2))
         return 0
     command.out.print(
         f"[green]scored[/] {plural(meta.pairs, 'pair')} of {literal(meta.benchmark)} with "
@@ -181,10 +236,7 @@ def run(args: argparse.Namespace) -> int:
             f"by {share['cluster']}: the interval resamples clusters)",
             highlight=False,
         )
-    command.out.print(
-        f"to keep it: add it under registry in params.yaml (`{literal(meta.model)}: {{source: "
-        f"{literal(args.model)}, limit: {args.limit}}}`) and to models, then `dvc repro`; "
-        "the other models' stages stay up to date",
-        highlight=False,
-    )
+    if few is not None:
+        command.out.print(f"[yellow]{literal(few)}[/]", highlight=False)
+    command.out.print(literal(keep_hint(args.model, meta.model, params, args.limit)), highlight=False)
     return 0
