@@ -137,3 +137,19 @@ def test_the_metrics_report_counts_distinct_pairs_clusters_and_punctuation_only_
     assert (report["n"], report["n_distinct"], report["n_clusters"], report["n_punct_only"]) == (6, 4, 2, 2)
     report, _ = run_metrics(scores.assign(scored_punct_only=None), MetricsParams(bootstrap=1000), pairs)
     assert report["n_punct_only"] is None
+
+
+def test_the_committed_metrics_count_the_pairs_scored_on_punctuation_only():
+    """The metrics stage reads the flag through the run reader (runs.RUN_COLUMNS): WinoQueer's 2,583 pairs that
+    start alike end in their differing word, so under shared only the final "." is scored; none under sentence;
+    null under the target rule."""
+    import json
+
+    from .conftest import ROOT
+
+    def counts(b: str) -> set:
+        return {json.loads(f.read_text())["n_punct_only"] for f in (ROOT / "reports" / "metrics" / b).glob("*.json")}
+
+    assert counts("winoqueer_shared") == {2583}
+    assert counts("winoqueer") == {0}
+    assert counts("winobias") == {None}

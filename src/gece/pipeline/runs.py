@@ -182,7 +182,7 @@ def as_run(scores: pd.DataFrame) -> Run:
     )
 
 
-RUN_COLUMNS = ["pair_id", "row", "y", "gender_more", "gender_less", "p"]
+RUN_COLUMNS = ["pair_id", "row", "y", "gender_more", "gender_less", "p", "scored_punct_only"]
 
 
 READ_ROWS = 8192  # rows validated at a time when only a run's arrays are needed
