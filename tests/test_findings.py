@@ -92,7 +92,8 @@ def test_rescoring_one_run_moves_at_most_30_metrics(shipped):
     assert max(counts.values()) <= findings.MAX_ROWS_PER_RUN == 30
     # the worst case: a model with a special-token variant, on a neutral-wording benchmark with 8 comparisons
     assert counts[("genderlex", "gemma-3-270m")] == max(counts.values()) == 19
-    assert counts[("winobias", "paper-gpt-j-6b")] == 5 + 2 + 2 + 4  # headline, calibration, binning, compare
+    # headline, calibration, binning, and 3 of the 4 compare counts (which ones move depends on the resamples)
+    assert counts[("winobias", "paper-gpt-j-6b")] == 5 + 2 + 2 + 3
 
 
 def test_summary_values_come_from_the_reports(shipped):
@@ -175,7 +176,7 @@ def test_findings_rank_the_models_with_their_intervals(shipped):
     special = dict(f.effects)["special tokens"]
     assert "gemma-3-270m has a higher ECE on 5 of 5 benchmarks" in special
     # the reason comes from the runs' extract metadata (artifacts/, present where the report stage runs)
-    assert "the same ECE on crows_pairs, winoqueer" in special
+    assert "the same ECE on crows_pairs, crows_pairs_shared, winoqueer, winoqueer_shared" in special
 
 
 def test_kendall_tau():

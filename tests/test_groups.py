@@ -35,20 +35,22 @@ def winobias_runs(prepared_dir, data_dir) -> dict[str, pd.DataFrame]:
     }
 
 
-def _by(scores: pd.DataFrame, kind: str) -> groups.GroupResult:
+def _by(scores: pd.DataFrame, kind: str, clusters: np.ndarray | None = None) -> groups.GroupResult:
     p, y = scores["p"].to_numpy(np.float64), scores["y"].to_numpy(np.float64)
     labels, why = groups.gender_grouping(
         kind, p, y, scores["gender_more"].to_numpy(object), scores["gender_less"].to_numpy(object)
     )
-    return groups.calibration_by_group(p, y, labels, left_out=why)
+    return groups.calibration_by_group(p, y, labels, left_out=why, clusters=clusters)
 
 
 @pytest.mark.parametrize("model", PAPER_MODELS)
-def test_gender_groupings_are_the_metrics_reports_parts(winobias_runs, model):
+def test_gender_groupings_are_the_metrics_reports_parts(winobias_runs, prepared_dir, model):
     """By predicted gender: ece_male, ece_female and bias_gap of the committed metrics report, intervals included
-    (same seed and draws: the same resamples); by human gender: ece_true_male and ece_true_female."""
+    (same seed, draws and clusters: the same resamples); by human gender: ece_true_male and ece_true_female."""
     report = read_json(ROOT / "reports" / "metrics" / "winobias" / f"paper-{model}.json")
-    pred = _by(winobias_runs[model], "pred_gender")
+    scores = winobias_runs[model]
+    pairs = pd.read_parquet(prepared_dir / "winobias.parquet").set_index("pair_id")
+    pred = _by(scores, "pred_gender", pairs.loc[scores["pair_id"], "cluster"].to_numpy(object))
     cells = {g.group: g for g in pred.groups}
     for gender in ("male", "female"):
         assert cells[gender].ece == report[f"ece_{gender}"]

@@ -187,9 +187,9 @@ def test_permutation_and_bootstrap_gap_tests_agree_as_the_docs_say():
     assert (a["gap_true"]["agree"], a["gap_true"]["tests"]) == (18, 18)
     assert (a["gap_pred"]["agree"], a["gap_pred"]["tests"]) == (15, 18)
     assert a["gap_true"]["median_diff"] == 0.0
-    assert round(a["gap_pred"]["median_diff"], 3) == 0.056 and round(a["all"]["max_diff"], 2) == 0.57
+    assert round(a["gap_pred"]["median_diff"], 3) == 0.030 and round(a["all"]["max_diff"], 2) == 0.57
     assert a["disagree"] == [
-        ("gap_pred", "winobias", "paper-llama-3.1-8b"),
+        ("gap_pred", "winobias", "paper-deepseek-r1-distill-llama-8b"),
         ("gap_pred", "winogender", "paper-gpt-j-6b"),
         ("gap_pred", "winogender", "paper-llama-3.1-8b"),
     ]

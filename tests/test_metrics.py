@@ -275,6 +275,7 @@ def test_metrics_json_has_exactly_the_documented_keys(reference_scores, capsys):
         "n_clusters",
         "pct_stereotype_se_rows",
         "pct_stereotype_se_clustered",
+        "n_punct_only",
         "n_ties",
         "n_bins",
         "binning",
@@ -301,7 +302,7 @@ def test_metrics_json_has_exactly_the_documented_keys(reference_scores, capsys):
         "gap_pred",
         "gap_true",
     ]
-    expected += [f"{k}_{s}" for k in expected[8:] for s in ("ci_low", "ci_high")]
+    expected += [f"{k}_{s}" for k in expected[expected.index("ece") :] for s in ("ci_low", "ci_high")]
     expected += ["gap_pred_p", "gap_pred_p_perm", "gap_true_p", "gap_true_p_perm"]
     assert keys == expected
 

@@ -114,7 +114,8 @@ def _write(tmp_path, df):
 
 
 def _report(**kw):
-    counts = {"n": 10, "n_distinct": 9, "n_clusters": 8, "n_ties": 0, "n_bins": 10, "binning": "equal_width"}
+    counts = {"n": 10, "n_distinct": 9, "n_clusters": 8, "n_punct_only": 1, "n_ties": 0}
+    counts |= {"n_bins": 10, "binning": "equal_width"}
     base = {k: 0.1 for k in MetricsReport.model_fields if k not in (*counts, "null_reasons")}
     return {**counts, **base, **kw}
 
