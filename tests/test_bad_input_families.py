@@ -169,6 +169,13 @@ def _params_text(mutate=None) -> str:
     return yaml.safe_dump(raw)
 
 
+PARAMS_COMMANDS = {  # a command line of each command that reads --params, on the `work` fixture's files
+    "metrics": ["metrics", "s.parquet", "--out", "m.json"],
+    "validate": ["validate", "bench.csv"],
+    "calibrate": ["calibrate", "s.parquet", "--out", "c.json"],
+    "prepare": ["prepare", "bench.csv", "p.parquet"],
+}
+
 SETTINGS = [  # (bytes of the settings file, what the message says, what the hint says)
     (b"- winobias\n- winogender\n", "the top level is a list, not a mapping of sections", "at the top level"),
     (b"42\n", "the top level is a single value (42), not a mapping of sections", "at the top level"),
@@ -234,12 +241,7 @@ SETTINGS = [  # (bytes of the settings file, what the message says, what the hin
 def test_settings_files(work, capsys, content, message, fix, command):
     (work / "p.yaml").write_bytes(content)
     before = files(work)
-    args = {
-        "metrics": ["metrics", "s.parquet", "--out", "m.json"],
-        "validate": ["validate", "bench.csv"],
-        "calibrate": ["calibrate", "s.parquet", "--out", "c.json"],
-    }[command]
-    _refused(capsys, ["--params", "p.yaml", *args], "p.yaml: ", message, fix)
+    _refused(capsys, ["--params", "p.yaml", *PARAMS_COMMANDS[command]], "p.yaml: ", message, fix)
     assert files(work) == before
 
 

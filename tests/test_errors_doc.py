@@ -13,7 +13,7 @@ import yaml
 from .conftest import ROOT
 from .refusals import refusal
 from .test_bad_input import cli, files
-from .test_bad_input_families import work  # noqa: F401  (the fixture)
+from .test_bad_input_families import PARAMS_COMMANDS, work  # noqa: F401  (work: the fixture)
 
 ENTRY = re.compile(r"^- \*\*(E-[A-Z0-9-]+)\*\* \(([^)]*)\)", re.MULTILINE)
 
@@ -93,13 +93,7 @@ def test_params_values_are_not_converted(work, capsys, section, key, value, mess
     text = _params_text(lambda r: _set(r, section, key, "@VALUE@")).replace("'@VALUE@'", value)
     (work / "p.yaml").write_text(text)
     before = files(work)
-    args = {
-        "metrics": ["metrics", "s.parquet", "--out", "m.json"],
-        "validate": ["validate", "bench.csv"],
-        "calibrate": ["calibrate", "s.parquet", "--out", "c.json"],
-        "prepare": ["prepare", "bench.csv", "p.parquet"],
-    }[command]
-    code, err = cli(capsys, "--params", "p.yaml", *args)
+    code, err = cli(capsys, "--params", "p.yaml", *PARAMS_COMMANDS[command])
     assert code == 2 and "p.yaml: invalid parameters" in err and message in err, err
     assert files(work) == before
 
