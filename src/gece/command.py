@@ -10,10 +10,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rich.table import Table
-
 from gece.errors import GeceError
-from gece.terminal import console, literal, plain, plural
+from gece.terminal import Table, console, literal, plain, plural
 
 out = console()  # data is printed through literal() or plain(): never as markup, emoji or escape codes
 err = console(stderr=True)
@@ -118,7 +116,7 @@ def metrics_title(meta: dict, report: dict) -> str:
 
 def rows_table(title: str, label: str, rows: dict[str, dict], keys: list[str]) -> Table:
     table = Table(title=plain(title), title_justify="left")
-    table.add_column(label, no_wrap=True)
+    table.add_column(label, ids=True)
     for k in keys:
         table.add_column(k, justify="right")
     for name, row in rows.items():

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 from pathlib import Path
-
-from rich.table import Table
 
 from gece import command
 from gece.errors import GeceError
@@ -18,7 +17,7 @@ from gece.pipeline import runs
 from gece.report import plots
 from gece.stats import ablation
 from gece.stats.ablation import Run
-from gece.terminal import plain, plural
+from gece.terminal import Table, plain, plural
 
 log = logging.getLogger("gece")
 
@@ -115,6 +114,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sample-size-out", type=Path, help="write the sample-size ablation JSON of the score file here")
     p.add_argument("--binning-out", type=Path, help="write the binning ablation JSON of the score file here")
     p.add_argument("--figure-out", type=Path, help="PNG of mean ± std against the subset size (default: none)")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the ablations as JSON ({sample_size, binning}; with --benchmark, per run under runs) instead "
+        "of the tables",
+    )
     p.set_defaults(
         outputs={"--sample-size-out": "sample_size_out", "--binning-out": "binning_out", "--figure-out": "figure_out"},
         inputs=("scores",),
@@ -156,7 +161,10 @@ def run(args: argparse.Namespace) -> int:
         command.one_input(args, "scores", "sample_size_out", "binning_out", "figure_out")
         benchmark = command.benchmark_of(args, params)
         results = ablate_benchmark(params, benchmark)
-        if not args.quiet:
+        if args.json:
+            runs_json = {m: {"sample_size": sizes, "binning": grid} for m, (sizes, grid) in results.items()}
+            print(json.dumps({"benchmark": benchmark, "runs": runs_json}, indent=2))
+        elif not args.quiet:
             for m, (sizes, grid) in results.items():
                 _print(f"{benchmark}/{m}", sizes, grid, params.ablate.draws)
         return 0
@@ -169,6 +177,8 @@ def run(args: argparse.Namespace) -> int:
     sizes, grid = ablate(
         args.scores, args.sample_size_out, args.binning_out, args.figure_out, params.metrics, params.ablate
     )
-    if not args.quiet:
+    if args.json:
+        print(json.dumps({"sample_size": sizes, "binning": grid}, indent=2))
+    elif not args.quiet:
         _print(str(args.scores), sizes, grid, params.ablate.draws)
     return 0

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from rich.table import Table
 
 from gece import command, options
 from gece.errors import GeceError
@@ -20,7 +19,7 @@ from gece.io.schemas import CalibratedRow, CalibrationBinsReport, CalibrationRep
 from gece.pipeline import metrics as metrics_stage
 from gece.pipeline import runs
 from gece.stats import calibration, metrics
-from gece.terminal import literal, plain, plural
+from gece.terminal import Table, literal, plain, plural
 
 log = logging.getLogger("gece")
 
@@ -265,7 +264,7 @@ def _print_report(report: dict, meta: dict) -> None:
             f"fit on {rep['n_fit']}, evaluated on {plural(rep['n_eval'], 'pair')}"
         )
         table = Table(title=plain(title), title_justify="left")
-        table.add_column("method")
+        table.add_column("method", ids=True)
         table.add_column("status")
         for k in keys:
             table.add_column(k, justify="right")

@@ -8,7 +8,6 @@ import logging
 from pathlib import Path
 
 import pandas as pd
-from rich.table import Table
 
 from gece import command, options, registry
 from gece.errors import GeceError
@@ -21,7 +20,7 @@ from gece.pipeline import runs
 from gece.report import markdown as report_md
 from gece.stats import ablation
 from gece.stats.ablation import Run
-from gece.terminal import literal, plain, plural
+from gece.terminal import Table, literal, plain, plural
 
 log = logging.getLogger("gece")
 
@@ -225,8 +224,8 @@ def _print_compare(result: dict) -> None:
         "human alignment: positive = A agrees more",
         caption_justify="left",
     )
-    table.add_column("A", overflow="fold")  # a run id folds onto the next line, never cut
-    table.add_column("B", overflow="fold")
+    table.add_column("A", ids=True)  # a run id is never cut (gece.terminal.Table)
+    table.add_column("B", ids=True)
     for k in keys:
         table.add_column(f"Δ {registry.label(k)}", justify="right")
     for pair in result["pairs"]:

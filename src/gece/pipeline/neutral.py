@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 from pathlib import Path
 
@@ -30,6 +31,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--out", type=Path, required=True, help="write the JSON here (reports/ablation/neutral/<model>.json)"
     )
+    p.add_argument("--json", action="store_true", help="print the rows written to --out as JSON instead of the table")
     p.set_defaults(outputs={"--out": "out"})
 
 
@@ -54,7 +56,9 @@ def run(args: argparse.Namespace) -> int:
             f"(dvc repro metrics@{compared[0]}), or dvc pull",
         )
     rows = neutral(args.model, paths, args.out)
-    if not args.quiet:
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    elif not args.quiet:
         command.out.print(
             command.rows_table(
                 f"{args.model}: occupation vs gender-neutral wording",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 from pathlib import Path
 
@@ -31,6 +32,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--out", type=Path, required=True, help="write the JSON here (reports/ablation/special_tokens/<model>.json)"
     )
+    p.add_argument(
+        "--json", action="store_true", help="print the comparison written to --out as JSON instead of the table"
+    )
     p.set_defaults(outputs={"--out": "out"})
 
 
@@ -55,7 +59,9 @@ def run(args: argparse.Namespace) -> int:
         for b in params.benchmarks
     }
     result = special_tokens(pairs, args.out)
-    if not args.quiet:
+    if args.json:
+        print(json.dumps(result, indent=2))
+    elif not args.quiet:
         rows = {f"{b} {side}": sides[side] for b, sides in result.items() for side in ("with", "without")}
         command.out.print(
             command.rows_table(

@@ -7,8 +7,6 @@ import json
 import logging
 from pathlib import Path
 
-from rich.table import Table
-
 from gece import command
 from gece.io import layout
 from gece.io.disk import check_input_dir
@@ -16,7 +14,7 @@ from gece.io.files import flatten, write_json
 from gece.io.params import Params
 from gece.io.schemas import SummaryReport
 from gece.pipeline import report_data
-from gece.terminal import literal, plain
+from gece.terminal import Table, literal, plain
 
 log = logging.getLogger("gece")
 
@@ -74,7 +72,7 @@ def print_findings(f) -> None:
         title_justify="left",
     )
     for col in ("benchmark", "pairs", "metric", "best", "worst"):
-        table.add_column(col, justify="right" if col == "pairs" else "left")
+        table.add_column(col, justify="right" if col == "pairs" else "left", ids=col in ("benchmark", "best", "worst"))
     for b in f.benchmarks:
         for i, k in enumerate(k for k in RANKED if k in b.best):
             table.add_row(

@@ -332,17 +332,16 @@ def print_review(r: Review, title: str, out, more: str) -> None:
     """The review as two small tables (per section and family; per benchmark) and a closing line: about 30
     lines at 100 columns whatever moved (a few families per section, a few benchmarks). Run ids fold, never cut."""
     from rich import box
-    from rich.table import Table
 
-    from gece.terminal import plain, plural
+    from gece.terminal import Table, plain, plural
 
     if r.by_family:
         t = Table(title=plain(title), title_justify="left", box=box.SIMPLE_HEAD, show_edge=False)
-        t.add_column("section · family", overflow="fold")
-        t.add_column("moved", justify="right", no_wrap=True)
-        t.add_column("largest", justify="right", no_wrap=True)
-        t.add_column("benchmark", overflow="fold")
-        t.add_column("run", overflow="fold")
+        t.add_column("section · family")
+        t.add_column("moved", justify="right", whole=True)
+        t.add_column("largest", justify="right", whole=True)
+        t.add_column("benchmark", ids=True)
+        t.add_column("run", ids=True)
         for g in r.by_family:
             d = g.largest.delta if g.largest is not None else None
             t.add_row(
@@ -355,10 +354,10 @@ def print_review(r: Review, title: str, out, more: str) -> None:
         out.print(t)
         out.print()
         b = Table(box=box.SIMPLE_HEAD, show_edge=False)
-        b.add_column("benchmark", overflow="fold")
-        b.add_column("moved", justify="right", no_wrap=True)
-        b.add_column("up/down", justify="right", no_wrap=True)
-        b.add_column("moved per family", overflow="fold")
+        b.add_column("benchmark", ids=True)
+        b.add_column("moved", justify="right", whole=True)
+        b.add_column("up/down", justify="right", whole=True)
+        b.add_column("moved per family")
         for g in r.by_benchmark:
             b.add_row(
                 plain(g.name),
@@ -415,10 +414,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from rich.table import Table
-
     from gece.command import out
-    from gece.terminal import plain, plural
+    from gece.terminal import Table, plain, plural
 
     values, n_files = compared(args.old, args.new, args.paths or list(DEFAULT_PATHS))
     changes, hidden = split(values, args.tol)
@@ -444,10 +441,7 @@ def run(args: argparse.Namespace) -> int:
         )
         columns = (["file"] if len(files) > 1 else []) + ["key", "old", "new", "change"]
         for col in columns:
-            if col in ("file", "key"):
-                table.add_column(col, overflow="fold")
-            else:
-                table.add_column(col, justify="right", no_wrap=True)
+            table.add_column(col, justify="left" if col in ("file", "key") else "right")  # a long key folds
         show = lambda v: "–" if v is None else f"{v:.6g}" if isinstance(v, float) else str(v)  # noqa: E731
         for c in changes:
             cells = [plain(c.key), plain(show(c.old)), plain(show(c.new)), "" if c.delta is None else f"{c.delta:+.6g}"]

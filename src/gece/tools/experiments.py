@@ -209,10 +209,9 @@ def as_json(found: list[Row], params: list[str], tol: float | None) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     from rich import box
-    from rich.table import Table
 
     from gece.command import out
-    from gece.terminal import plain, plural
+    from gece.terminal import Table, plain, plural
 
     found = rows(exp_show_json(*(["--all-commits"] if args.all_commits else [])))
     params, metrics, left = table(found, args.tol, args.keep, args.max_metrics)
@@ -231,11 +230,11 @@ def run(args: argparse.Namespace) -> int:
             box=box.SIMPLE_HEAD,
             show_edge=False,
         )
-        view.add_column("experiment", overflow="fold")
-        view.add_column("vs", overflow="fold")
+        view.add_column("experiment", ids=True)
+        view.add_column("vs", ids=True)
         for k in params:
-            view.add_column(plain(k), justify="right", overflow="fold")
-        view.add_column("moved", justify="right", no_wrap=True)
+            view.add_column(plain(k), justify="right")
+        view.add_column("moved", justify="right", whole=True)
         for r in found:
             rv = moved.get(r.name)
             view.add_row(
@@ -268,11 +267,11 @@ def run(args: argparse.Namespace) -> int:
         ),
         title_justify="left",
     )
-    view.add_column("experiment", overflow="fold")
+    view.add_column("experiment", ids=True)
     for k in params:
-        view.add_column(plain(k), justify="right", overflow="fold")
+        view.add_column(plain(k), justify="right")
     for k in metrics:
-        view.add_column(plain(k.removeprefix("runs.")), justify="right", overflow="fold")
+        view.add_column(plain(k.removeprefix("runs.")), justify="right")
     for r in found:
         view.add_row(
             plain(r.name),
