@@ -294,9 +294,8 @@ def gap_line(g: GenderGaps, scored: set[str] | None = None) -> str:
     if rest:
         low, high = min(x.gap for x in rest), max(x.gap for x in rest)
         parts.append(f"{len(rest)} released {'run' if len(rest) == 1 else 'runs'} {low:+.3f} to {high:+.3f}")
-    if g.wide:
-        parts.append(f"{g.wide} more significant but wider than {GAP_MAX_WIDTH}")
-    return f"{len(g.found)} of {g.runs} runs" + (": " + "; ".join(parts) if parts else "")
+    text = f"{len(g.found)} of {g.runs} runs" + (": " + "; ".join(parts) if parts else "")
+    return text + (f"; {g.wide} more significant but wider than {GAP_MAX_WIDTH}" if g.wide else "")
 
 
 def answer_lines(a: Answers) -> list[str]:

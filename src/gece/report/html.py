@@ -106,6 +106,7 @@ def nav_html(data: ReportData, docs: list[TableDoc], prefix: str = "") -> str:
         + "".join(
             f'<a href="{href(layout.page_file(d.name), prefix)}">{esc(d.name.replace("_", " "))}</a>' for d in docs
         )
+        + f'<a href="{href(layout.page_file(EXAMPLES_PAGE), prefix)}">wrong pairs</a>'
         + "</nav>"
     )
 
