@@ -174,6 +174,7 @@ def report_stage(
     }
     tables_dir, figures_dir = out_dir / layout.TABLES_DIR, out_dir / layout.FIGURES_DIR
     clear_output_dir(tables_dir, (".md",), "--out")  # stale tables of removed runs go too
+    clear_output_dir(out_dir / layout.PAGES_DIR, (".html",), "--out")  # and the pages of removed tables
     # the figures are checked here; those that are not drawn again are removed below
     clear_output_dir(figures_dir, (".png",), "--out", keep=list(figures_dir.rglob("*")))
 
@@ -315,7 +316,6 @@ def report_stage(
     for doc in docs + examples:
         write_text(out_dir / layout.table_file(doc.name), report_md.doc_markdown(doc))
     pages = report_pages.render_pages(data, docs, examples, figures)
-    clear_output_dir(out_dir / layout.PAGES_DIR, (".html",), "--out")  # stale pages of removed tables go too
     for rel, text in pages.items():
         write_text(out_dir / rel, text)
     page = out_dir / layout.PAGE_FILE
