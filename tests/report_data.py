@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from gece.io import layout
 from gece.io.files import read_table, write_json, write_table
 from gece.io.params import MetricsParams, load_params
 from gece.io.schemas import ExtractMeta, MetricsReport, PreparedPair, ScoreRow
@@ -286,3 +287,13 @@ _MD_ESCAPES = re.compile(r"\\([!-/:-@\[-`{-~])|&(?:#[xX][0-9a-fA-F]+|#[0-9]+|[A-
 def md_unescape(text: str) -> str:
     """Undo markdown's escapes: a backslash before ASCII punctuation, and character references."""
     return _MD_ESCAPES.sub(lambda m: m.group(1) if m.group(1) is not None else html.unescape(m.group(0)), text)
+
+
+def report_pages(reports: Path) -> list[Path]:
+    """index.html, then its detail pages (``reports/pages/*.html``), sorted."""
+    return [reports / layout.PAGE_FILE, *sorted((reports / layout.PAGES_DIR).glob("*.html"))]
+
+
+def report_text(reports: Path) -> str:
+    """The text of index.html and every detail page, one after the other."""
+    return "\n".join(p.read_text(encoding="utf-8") for p in report_pages(reports))

@@ -121,8 +121,12 @@ def test_two_outputs_on_one_path(work, capsys):
             "rep/figures holds files gece did not write there",
         ),
         (lambda d: ((d / "rep").mkdir(), (d / "rep" / "tables").symlink_to(d)), "rep/tables is a symlink"),
+        (
+            lambda d: ((d / "rep" / "pages").mkdir(parents=True), (d / "rep" / "pages" / "notes.md").write_text("x")),
+            "rep/pages holds files gece did not write there",
+        ),
     ],
-    ids=["a-file", "foreign-files", "symlinked-subdir"],
+    ids=["a-file", "foreign-files", "symlinked-subdir", "foreign-pages"],
 )
 @refusal("E-OUT-REPORT", readers=("report",))
 def test_report_output_directory(work, capsys, setup, message):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -24,6 +25,7 @@ from gece.pipeline import runs
 from gece.report import cells as report_cells
 from gece.report import html as report_html
 from gece.report import markdown as report_md
+from gece.report import markup as report_markup
 from gece.report import plots
 from gece.report import stats as report_stats
 from gece.report import tables as report_tables
@@ -84,17 +86,32 @@ def docs_of(reports: Path) -> list[report_cells.TableDoc]:
 
 # ------------------------------------------------------------------ files and links
 def test_every_figure_and_table_referenced_in_the_page_exists(built_report):
+    """Every image and link of index.html and its detail pages resolves (from the page's own directory), every
+    figure, table and detail page the stage wrote is shown or linked, and every detail page is one click from
+    index.html."""
     reports, result = built_report
-    page = parse_page(reports / "index.html")
-    assert len(page.images) >= len(result["figures"]) > 0
-    for src in page.images + [h for h in page.links if not h.startswith("#")]:
-        assert not re.match(r"^[a-z]+://", src), f"{src}: the page must not use the network"
-        assert (reports / src).is_file(), f"{src} is referenced by index.html but does not exist"
-    # and the other way round: every figure and table the stage wrote is on the page
-    assert set(result["figures"]) <= set(page.images)
-    assert {f"tables/{p.name}" for p in (reports / "tables").glob("*.md")} <= set(page.links)
-    anchors = set(re.findall(r'id="([^"]+)"', (reports / "index.html").read_text()))
-    assert {h[1:] for h in page.links if h.startswith("#")} <= anchors
+    images, links, anchors = set(), set(), {}
+    for path in report_data.report_pages(reports):
+        page = parse_page(path)
+        for src in page.images + [h for h in page.links if not h.startswith("#")]:
+            assert not re.match(r"^[a-z]+://", src), f"{src}: the page must not use the network"
+            target = (path.parent / src.split("#")[0]).resolve()
+            assert target.is_file(), f"{src} is referenced by {path.name} but does not exist"
+        rel = [os.path.relpath((path.parent / h).resolve(), reports.resolve()) for h in page.images]
+        images |= set(rel)
+        links |= {os.path.relpath((path.parent / h.split("#")[0]).resolve(), reports.resolve()) for h in page.links}
+        anchors[path.name] = set(re.findall(r'id="([^"]+)"', path.read_text()))
+        own = {h[1:] for h in page.links if h.startswith("#")}
+        assert own <= anchors[path.name]
+    assert len(images) >= len(result["figures"]) > 0
+    assert set(result["figures"]) <= images
+    assert {f"tables/{p.name}" for p in (reports / "tables").glob("*.md")} <= links
+    index = parse_page(reports / "index.html")
+    assert set(result["pages"]) == {h for h in index.links if h.startswith("pages/")}  # one click from the top
+    assert {p.relative_to(reports).as_posix() for p in (reports / "pages").glob("*.html")} == set(result["pages"])
+    for path in report_data.report_pages(reports)[1:]:  # a detail page's links into index.html name its sections
+        ids = {h.split("#")[1] for h in parse_page(path).links if h.startswith("../index.html#")}
+        assert ids and ids <= anchors["index.html"]
 
 
 def test_full_build_has_every_part_and_misses_nothing(built_report):
@@ -239,8 +256,8 @@ def test_markdown_shows_the_json_values(built_report):
 
 def test_html_tables_are_the_markdown_tables(built_report):
     reports, _ = built_report
-    page = parse_page(reports / "index.html")
-    html_rows = [[re.sub(r"\s+", " ", c) for c in r] for t in page.tables for r in t[1:]]
+    pages = [parse_page(p) for p in report_data.report_pages(reports)]
+    html_rows = [[re.sub(r"\s+", " ", c) for c in r] for page in pages for t in page.tables for r in t[1:]]
     md_rows = []
     for doc in docs_of(reports):
         for md in _md_tables((reports / "tables" / f"{doc.name}.md").read_text()):
@@ -370,7 +387,7 @@ def test_missing_parts_are_listed_not_fatal(full_reports, tmp_path):
     result = report_stage.report_stage(
         params, reports, tmp_path / "no-scores", data_dvc=tmp_path / "no-data.dvc", root=tmp_path
     )  # no released scores either
-    text = (reports / "index.html").read_text()
+    text = report_data.report_text(reports)
     assert "Missing parts" in text and result["missing"]
     joined = " ".join(result["missing"])
     for part in (
@@ -383,8 +400,8 @@ def test_missing_parts_are_listed_not_fatal(full_reports, tmp_path):
         assert part in joined, part
     assert "Not available: no calibration reports" in text
     assert result["figures"] == [layout.fig_reliability("winobias", "paper-gpt-j-6b"), layout.fig_grid("winobias")]
-    page = parse_page(reports / "index.html")
-    assert all((reports / src).is_file() for src in page.images)
+    for path in report_data.report_pages(reports):
+        assert all((path.parent / src).is_file() for src in parse_page(path).images)
 
 
 def test_a_reference_run_is_known_by_its_registry_source_not_its_name(full_reports, tmp_path):
@@ -448,13 +465,16 @@ def test_cli_report(full_reports, tmp_path, capsys):
     page = parse_page(out / "index.html")
     for src in page.images:  # every image is inside --out: the page can be moved or published alone
         assert (out / src).is_file() and not src.startswith("../"), src
+    for path in report_data.report_pages(out)[1:]:  # the detail pages' images too, one level up
+        for src in parse_page(path).images:
+            assert src.startswith("../figures/") and (path.parent / src).is_file(), src
     assert any(src.startswith("figures/sample_size/") for src in page.images)  # the sample-size PNGs, copied
     assert (out / "figures" / "sample_size").is_dir()
 
 
 def test_text_is_escaped():
     table = Table("<b>", ["model"], [Column("ece", "E<C>E")], [Row(["<script>x</script>"], [Cell(0.1)])])
-    html_text = report_html.table_html(table)
+    html_text = report_markup.table_html(table)
     assert "<script>" not in html_text and "&lt;script&gt;" in html_text and "E&lt;C&gt;E" in html_text
     assert (
         report_md.table_markdown(Table("t", ["m"], [Column("e", "e")], [Row(["a|b"], [Cell("x|y")])])).count("\\|") == 2

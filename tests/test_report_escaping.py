@@ -8,6 +8,7 @@ markdown tables must show that text exactly (as one line) and create nothing fro
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
 import unicodedata
@@ -20,6 +21,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from gece.io import layout
 from gece.io.files import write_json, write_table
 from gece.io.params import load_params
 from gece.io.schemas import ScoreRow
@@ -27,12 +29,12 @@ from gece.pipeline import metrics as metrics_stage
 from gece.pipeline import report as report_stage
 from gece.pipeline import report_data as report_loader
 from gece.report import cells as report_cells
-from gece.report import html as report_html
 from gece.report import markdown as report_md
+from gece.report import markup as report_markup
 from gece.report import tables as report_tables
 from gece.report.cells import shown_text
 
-from .report_data import md_row_cells, md_unescape, tiny_meta
+from .report_data import md_row_cells, md_unescape, report_pages, report_text, tiny_meta
 
 BENCH = "evil_bench"  # ids are [a-z0-9][a-z0-9._-]*: the text to escape is in the data
 MODELS = ("m1", "m2.evil")
@@ -100,6 +102,7 @@ ALLOWED_PAGE_TAGS = {
     "dl",
     "dt",
     "dd",
+    "br",
     "pre",
 }
 
@@ -251,16 +254,16 @@ def plain_text(text: object) -> str:
 # ------------------------------------------------------------------------ the page
 def test_page_creates_nothing_from_the_data(evil_report):
     reports, _ = evil_report
-    text = (reports / "index.html").read_text(encoding="utf-8")
-    page = parse(text)
-    assert_inert(page, ALLOWED_PAGE_TAGS)
-    assert "<script" not in text and "<img src=x" not in text
-    assert '<meta charset="utf-8">' in text
+    for path in report_pages(reports):  # index.html and its detail pages
+        text = path.read_text(encoding="utf-8")
+        assert_inert(parse(text), ALLOWED_PAGE_TAGS)
+        assert "<script" not in text and "<img src=x" not in text
+        assert '<meta charset="utf-8">' in text
 
 
 def test_page_shows_the_sentences_exactly(evil_report):
     reports, _ = evil_report
-    page = parse((reports / "index.html").read_text(encoding="utf-8"))
+    page = parse((reports / layout.page_file("examples")).read_text(encoding="utf-8"))
     tables = [t for t, d in zip(page.tables, page.details, strict=True) if d == f"examples_{BENCH}"]
     assert len(tables) == 1
     head, *rows = tables[0]
@@ -271,20 +274,22 @@ def test_page_shows_the_sentences_exactly(evil_report):
 
 def test_page_shows_names_and_metadata_as_text(evil_report):
     reports, result = evil_report
-    text = (reports / "index.html").read_text(encoding="utf-8")
-    page = parse(text)
-    cells = {c for t in page.tables for r in t for c in r}
+    cells, links = set(), set()
+    for path in report_pages(reports):
+        page = parse(path.read_text(encoding="utf-8"))
+        cells |= {c for t in page.tables for r in t for c in r}
+        for src in [a["src"] for t, a in page.tags if t == "img"]:
+            assert (path.parent / unquote(src)).is_file(), src  # names percent-encoded in links, not broken
+        hrefs = [unquote(a["href"]) for t, a in page.tags if t == "a" and not a["href"].startswith("#")]
+        links |= {os.path.relpath((path.parent / h).resolve(), reports.resolve()) for h in hrefs}
     assert {"package:<script>alert(1)</script>", "weights.<b>torch</b>", "2|3 `x` *y*", MODELS[1]} <= cells
-    for src in [a["src"] for t, a in page.tags if t == "img"]:
-        assert (reports / unquote(src)).is_file(), src  # names percent-encoded in links, not broken
-    links = [unquote(a["href"]) for t, a in page.tags if t == "a" and not a["href"].startswith("#")]
-    assert set(result["tables"]) <= set(links)
+    assert set(result["tables"]) <= links
     assert f"tables/examples_{BENCH}.md" in result["tables"]
 
 
 def test_non_ascii_is_unchanged(evil_report):
     reports, _ = evil_report
-    text = (reports / "index.html").read_text(encoding="utf-8")
+    text = report_text(reports)
     md = (reports / "tables" / f"examples_{BENCH}.md").read_text(encoding="utf-8")
     for piece in NON_ASCII.split():
         assert piece in text and piece in md, piece
@@ -434,7 +439,7 @@ def _both(texts: list[str]) -> tuple[list[str], list[str], str]:
         [report_cells.Column("s", "text", None, text=True)],
         [report_cells.Row([f"r{i}"], [report_cells.Cell(t)]) for i, t in enumerate(texts)],
     )
-    page = parse(report_html.table_html(table))
+    page = parse(report_markup.table_html(table))
     assert_inert(page, {"div", "table", "thead", "tbody", "tr", "th", "td"})
     source = report_md.table_markdown(table)
     md = markdown_it.MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
@@ -498,7 +503,7 @@ def test_html_table_cells_are_escaped():
             )
         ],
     )
-    page = parse(report_html.table_html(table))
+    page = parse(report_markup.table_html(table))
     assert_inert(page, {"div", "table", "thead", "tbody", "tr", "th", "td"})
     assert page.tables[0] == [["<m>", "<s>"], ["<script>x</script>", '"><img src=x onerror=alert(1)>']]
     assert [a.get("data-source") for t, a in page.tags if t == "tr"] == [None, 'x" onclick="alert(1)']
@@ -539,7 +544,7 @@ def test_examples_in_the_full_build(built_report):
     reports, result = built_report
     params = load_params(reports.parent / "params.yaml")
     data = report_loader.load_report_data(params, reports, reports.parent / "artifacts" / "scores", reports)
-    page = parse((reports / "index.html").read_text(encoding="utf-8"))
+    page = parse((reports / layout.page_file("examples")).read_text(encoding="utf-8"))
     for b in data.benchmarks:
         assert f"tables/examples_{b}.md" in result["tables"]
         html_rows = next(t for t, d in zip(page.tables, page.details, strict=True) if d == f"examples_{b}")[1:]

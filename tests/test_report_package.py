@@ -26,7 +26,7 @@ def test_every_data_file_of_the_report_package_is_declared_package_data():
 def test_the_page_template_has_exactly_the_fields_render_html_fills():
     template = report_html._page_template()
     assert sorted(template.get_identifiers()) == sorted(
-        ["css", "n_benchmarks", "benchmarks", "n_models", "n_runs", "nav", "content"]
+        ["css", "title", "heading", "n_benchmarks", "n_models", "n_runs", "nav", "content"]
     )
     assert template.is_valid()
     assert report_html.page_css().startswith(":root") and "$" not in report_html.page_css()

@@ -1,4 +1,5 @@
-"""The HTML report in headless Chromium: it loads, every image loads, the console stays clean.
+"""The HTML report in headless Chromium: it loads, every image loads, the console stays clean, and the answers
+are on the first screen of a laptop (1366×900).
 
 Needs the Debian packages chromium and chromium-driver; the session fixture installs them with
 apt-get when they are missing (CI runs as root). Saves a full-page screenshot of the report
@@ -35,6 +36,7 @@ CHROME_ARGS = (
     "--hide-scrollbars",
 )
 WIDTH = 1400
+FIRST_SCREEN = (1366, 900)  # a common laptop viewport: the answers must fit in it without scrolling
 SCREENSHOT = ROOT / "reports" / "screenshot.png"
 
 
@@ -113,10 +115,12 @@ def test_full_report_loads_without_missing_images_or_console_errors(browser, bui
     reports, result = built_report
     state = load(browser, reports / "index.html")
     assert state["title"].startswith("gece report")
-    assert len(state["images"]) >= len(result["figures"])
+    assert len(state["images"]) >= len(result["figures"]) - len(
+        [p for p in result["figures"] if "calibration_" in p]  # the calibration figures are on its detail page
+    )
     assert state["broken"] == []
     assert state["severe"] == []
-    assert state["tables"] > 20
+    assert state["tables"] + sum(load(browser, reports / rel)["tables"] for rel in result["pages"]) > 20
 
 
 def test_repository_report_in_the_browser(browser, reference_scores, tmp_path):
@@ -135,3 +139,34 @@ def test_repository_report_in_the_browser(browser, reference_scores, tmp_path):
     if committed.exists():
         state = load(browser, committed)
         assert state["broken"] == [] and state["severe"] == []
+
+
+def test_the_answers_are_on_the_first_screen_and_every_page_is_one_click_away(browser, built_report):
+    """At 1366×900 the answers (model differences, gender gaps, calibration changes) end above the fold; every
+    detail page index.html links loads, with its images and without console errors."""
+    reports, result = built_report
+    width, height = FIRST_SCREEN
+    browser.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
+    )
+    browser.get((reports / "index.html").resolve().as_uri())
+    viewport = browser.execute_script("return [window.innerWidth, window.innerHeight, window.scrollY]")
+    assert viewport == [width, height, 0]
+    boxes = browser.execute_script(
+        "return Array.from(document.querySelectorAll('#answers h3, #answers dd'))"
+        ".map(e => [e.textContent, e.getBoundingClientRect().top, e.getBoundingClientRect().bottom])"
+    )
+    headings = [text for text, _, _ in boxes if text.startswith(("Which models", "Gender gaps", "Largest change"))]
+    assert len(headings) == 3, boxes
+    for text, top, bottom in boxes:
+        assert top > 0 and bottom <= height, f"below the first screen ({bottom:.0f} > {height}): {text[:80]}"
+    nav = browser.execute_script(
+        "return Array.from(document.querySelectorAll('nav a')).map(a => a.getAttribute('href'))"
+    )
+    assert set(result["pages"]) <= set(nav)  # every detail page one click from the top
+    for rel in result["pages"]:
+        state = load(browser, reports / rel)
+        assert state["title"].startswith("gece report: ")
+        assert state["broken"] == [] and state["severe"] == [], (rel, state)
+    assert load(browser, reports / "pages" / "calibration.html")["images"]  # the calibration figures moved along

@@ -297,11 +297,17 @@ def annotation_file(b: str) -> str:
 TABLES_DIR = "tables"  # the page's tables as markdown, beside index.html
 FIGURES_DIR = "figures"  # the page's figures, beside index.html
 PAGE_FILE = "index.html"  # the HTML page, in the reports directory or --out
+PAGES_DIR = "pages"  # the page's detail pages (its tables, the confidently wrong pairs), beside index.html
 
 
 def table_file(name: str) -> str:
     """One table of the page as markdown, relative to the directory of index.html."""
     return f"{TABLES_DIR}/{name}.md"
+
+
+def page_file(name: str) -> str:
+    """One detail page of the report, relative to the directory of index.html."""
+    return f"{PAGES_DIR}/{name}.html"
 
 
 def report_path(rel: str, reports: str | Path = REPORTS) -> Path:

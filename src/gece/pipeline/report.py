@@ -22,6 +22,7 @@ from gece.io.schemas import ScoreRow
 from gece.pipeline import report_data, runs, summary
 from gece.report import html as report_html
 from gece.report import markdown as report_md
+from gece.report import pages as report_pages
 from gece.report import plots
 from gece.report import tables as report_tables
 from gece.report.cells import constant_y
@@ -156,7 +157,8 @@ def report_stage(
     root: str | Path = Path(),
 ) -> dict:
     """reports/** (+ artifacts/scores for the equal-mass diagrams and the confidently wrong
-    pairs) -> reports/figures/, reports/tables/*.md and reports/index.html. Returns what was written."""
+    pairs) -> reports/figures/, reports/tables/*.md, reports/pages/*.html and reports/index.html. Returns what
+    was written."""
     reports_dir, scores_dir = Path(reports_dir), Path(scores_dir)
     check_input_dir(reports_dir, "--reports", "the JSON reports")
     check_input_dir(scores_dir, "--scores", "the score files")
@@ -172,6 +174,7 @@ def report_stage(
     }
     tables_dir, figures_dir = out_dir / layout.TABLES_DIR, out_dir / layout.FIGURES_DIR
     clear_output_dir(tables_dir, (".md",), "--out")  # stale tables of removed runs go too
+    clear_output_dir(out_dir / layout.PAGES_DIR, (".html",), "--out")  # and the pages of removed tables
     # the figures are checked here; those that are not drawn again are removed below
     clear_output_dir(figures_dir, (".png",), "--out", keep=list(figures_dir.rglob("*")))
 
@@ -312,6 +315,9 @@ def report_stage(
     docs, examples = report_tables.build_tables(data), report_tables.examples_docs(data)
     for doc in docs + examples:
         write_text(out_dir / layout.table_file(doc.name), report_md.doc_markdown(doc))
+    pages = report_pages.render_pages(data, docs, examples, figures)
+    for rel, text in pages.items():
+        write_text(out_dir / rel, text)
     page = out_dir / layout.PAGE_FILE
     write_text(page, report_html.render_html(data, docs, figures))
     log.info(
@@ -328,6 +334,7 @@ def report_stage(
     return {
         "figures": written,
         "tables": [layout.table_file(d.name) for d in docs + examples],
+        "pages": list(pages),
         "missing": data.missing,
         "html": str(page),
         "reused": reused,
@@ -351,7 +358,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--out",
         type=Path,
-        help="where index.html, figures/ and tables/ go; the last two are replaced (default: --reports)",
+        help="where index.html, figures/, tables/ and pages/ go; the last three are replaced (default: --reports)",
     )
     p.add_argument("--data-dvc", type=Path, default=Path("data.dvc"), help="for the data hash (default: %(default)s)")
 

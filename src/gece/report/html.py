@@ -1,31 +1,19 @@
-"""The HTML page, ``reports/index.html``: the findings, the tables, the figures, the definitions,
-the conventions and the provenance; no network. Its style sheet and skeleton are package data
-(``page.css``, ``page.html``)."""
+"""The HTML page, ``reports/index.html``: the answers and findings, links to the detail pages (the tables:
+:mod:`gece.report.pages`), the figures, the definitions, the conventions and the provenance; no network. Its
+style sheet and skeleton are package data (``page.css``, ``page.html``), shared by the detail pages."""
 
 from __future__ import annotations
 
 import html
 import json
-import re
 from functools import cache
 from importlib.resources import files
 from string import Template
-from urllib.parse import quote
 
 from gece import registry
 from gece.io import layout
-from gece.report.cells import (
-    BEST_MARK,
-    WORST_MARK,
-    Cell,
-    Column,
-    ReportData,
-    Table,
-    TableDoc,
-    format_cell,
-    format_number,
-    shown_text,
-)
+from gece.report.answers import GAP_GROUPING, Answers, answers, differ_line, gap_line, same_line
+from gece.report.cells import ReportData, TableDoc, format_number, shown_text
 from gece.report.findings import (
     FINDINGS_CAPTION,
     IDENTITY_RANKED,
@@ -36,88 +24,10 @@ from gece.report.findings import (
     findings,
     identity_sentence,
 )
+from gece.report.gaps import GAP_MAX_WIDTH
+from gece.report.markup import esc, href, img, md_inline
 from gece.report.tables import examples_docs, model_provenance
-
-
-# ----------------------------------------------------------------------------- HTML
-def _e(text: object) -> str:
-    """Text as HTML text or an attribute value: :func:`~gece.report.cells.shown_text` (one line, invisible
-    control and format characters written as ``<U+202E>``), as in the markdown tables, then HTML-escaped."""
-    return html.escape(shown_text(text), quote=True)
-
-
-def _url(path: str) -> str:
-    """A relative path as an attribute value: percent-encoded (a ``#``, ``?`` or space in a name
-    stays part of the path), then escaped."""
-    return _e(quote(path, safe="/"))
-
-
-def _md_inline(text: str) -> str:
-    """The little markdown the captions use (`code`, **bold**, *italic*) as HTML, escaped."""
-    out = _e(text)
-    out = re.sub(r"`([^`]+)`", r"<code>\1</code>", out)
-    out = re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", out)
-    return re.sub(r"\*([^*]+)\*", r"<em>\1</em>", out)
-
-
-def _html_cell(cell: Cell, col: Column) -> str:
-    full = format_cell(cell, col)
-    main = format_cell(Cell(cell.value), col)  # the value; the interval, spread and note follow it, muted
-    rest = full[len(main) :]
-    text = _e(main) + (f'<span class="ci">{_e(rest)}</span>' if rest else "")
-    classes = ["wrap"] if col.text else ["num"] if not isinstance(cell.value, str) else ["text"]
-    title = ""
-    if cell.worst:
-        classes.append("worst")
-        text = f'<strong>{text}</strong> <span class="mark">{WORST_MARK[cell.worst]}</span>'
-        title = f' title="worst ({cell.worst}est) in this column"'
-    elif cell.best:
-        classes.append("best")
-        text = f'{text} <span class="mark">{BEST_MARK}</span>'
-        title = f' title="best ({cell.best}est) in this column"'
-    elif cell.strong:
-        classes.append("strong")
-        text = f"<strong>{text}</strong>"
-    if cell.mark:
-        text += f" {_e(cell.mark)}"
-    return f'<td class="{" ".join(classes)}"{title}>{text}</td>'
-
-
-NUM_CLASS = ' class="num"'
-
-
-def table_html(table: Table) -> str:
-    head = "".join(f'<th scope="col">{_e(x)}</th>' for x in table.label_columns)
-    head += "".join(f'<th scope="col"{"" if c.text else NUM_CLASS}>{_e(c.label)}</th>' for c in table.columns)
-    body = []
-    for row in table.rows:
-        src = f' data-source="{_e(row.source)}"' if row.source else ""
-        labels = "".join(
-            f'<th scope="row">{_e(x)}</th>' if i == 0 else f'<td class="text">{_e(x)}</td>'
-            for i, x in enumerate(row.label)
-        )
-        cells = "".join(_html_cell(c, col) for c, col in zip(row.cells, table.columns, strict=True))
-        body.append(f"<tr{src}>{labels}{cells}</tr>")
-    return (
-        f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>' + "".join(body) + "</tbody></table></div>"
-    )
-
-
-def doc_html(doc: TableDoc) -> str:
-    parts = [
-        f'<section id="table-{_e(doc.name)}" class="tabledoc">',
-        f'<h3>{_e(doc.title)} <a class="md" href="{_url(layout.table_file(doc.name))}">markdown</a></h3>',
-        f'<p class="caption">{_md_inline(doc.caption)}</p>',
-    ]
-    if not doc.tables:
-        parts.append(f'<p class="missing">Not available: {_e(doc.empty)}.</p>')
-    for t in doc.tables:
-        parts.append(f"<h4>{_e(t.heading)}</h4>")
-        if t.note:
-            parts.append(f'<p class="note">{_e(t.note)}</p>')
-        parts.append(table_html(t))
-    parts.append("</section>")
-    return "\n".join(parts)
+from gece.terminal import plural
 
 
 def special_tokens_statement(data: ReportData) -> str:
@@ -169,59 +79,85 @@ def special_tokens_statement(data: ReportData) -> str:
     )
 
 
-def render_html(data: ReportData, docs: list[TableDoc], figures: dict) -> str:
-    """The page: tables, figures, definitions, conventions and provenance; no network.
+TITLE = "gece report: calibration of model confidence against human judgements of gender bias"
+# the sections of index.html, in order (id, title); "Missing parts" opens the page when something is
+SECTIONS = (
+    ("findings", "Findings"),
+    ("tables", "Tables"),
+    ("diagrams", "Reliability diagrams"),
+    ("examples", "Confidently wrong pairs"),
+    ("runs", "Every run"),
+    ("definitions", "Definitions"),
+    ("conventions", "Conventions"),
+    ("provenance", "Provenance"),
+)
+EXAMPLES_PAGE = "examples"  # the detail page of the confidently wrong pairs (layout.page_file)
 
-    ``figures``: ``grid`` {benchmark: path}, ``calibration`` {benchmark: path}, ``runs``
-    {benchmark: [(model, [(path, label)])]}, optionally ``sizes`` {path: (width, height)}; paths relative to
-    the page. The page opens with the findings (:mod:`gece.report.findings`).
-    """
-    runs_n = sum(len(v) for v in data.runs.values())
-    models = list(dict.fromkeys(m for b in data.benchmarks for m in data.runs.get(b, [])))
-    toc = [("missing", "Missing parts")] if data.missing else []
-    examples = examples_docs(data)
-    toc += [
-        ("findings", "Findings"),
-        ("tables", "Tables"),
-        ("diagrams", "Reliability diagrams"),
-        ("examples", "Confidently wrong pairs"),
-        ("runs", "Every run"),
-        ("definitions", "Definitions"),
-        ("conventions", "Conventions"),
-        ("provenance", "Provenance"),
-    ]
-    nav = (
+
+def nav_html(data: ReportData, docs: list[TableDoc], prefix: str = "") -> str:
+    """The bar under the header: every section of index.html and every detail page, one click each. ``prefix``:
+    ``../`` on a detail page."""
+    index = f"{prefix}{layout.PAGE_FILE}" if prefix else ""
+    toc = ([("missing", "Missing parts")] if data.missing else []) + list(SECTIONS)
+    return (
         "<nav>"
-        + "".join(f'<a href="#{i}">{_e(t)}</a>' for i, t in toc)
-        + "<span>tables:</span>"
-        + "".join(f'<a href="#table-{_e(d.name)}">{_e(d.name.replace("_", " "))}</a>' for d in docs)
+        + "".join(f'<a href="{href(index)}#{i}">{esc(t)}</a>' for i, t in toc)
+        + "<span>pages:</span>"
+        + "".join(
+            f'<a href="{href(layout.page_file(d.name), prefix)}">{esc(d.name.replace("_", " "))}</a>' for d in docs
+        )
+        + f'<a href="{href(layout.page_file(EXAMPLES_PAGE), prefix)}">wrong pairs</a>'
         + "</nav>"
     )
+
+
+def fill_page(data: ReportData, title: str, heading: str, nav: str, content: str) -> str:
+    """A whole page (index.html or a detail page): the skeleton of ``page.html`` around ``content``."""
+    models = list(dict.fromkeys(m for b in data.benchmarks for m in data.runs.get(b, [])))
+    return _page_template().substitute(
+        css=page_css(),
+        title=esc(title),
+        heading=esc(heading),
+        n_benchmarks=len(data.benchmarks),
+        n_models=len(models),
+        n_runs=sum(len(v) for v in data.runs.values()),
+        nav=nav,
+        content=content,
+    )
+
+
+def render_html(data: ReportData, docs: list[TableDoc], figures: dict) -> str:
+    """index.html: the answers and findings, links to the detail pages (:mod:`gece.report.pages`: the tables and
+    the confidently wrong pairs), the figures, definitions, conventions and provenance; no network.
+
+    ``figures``: ``grid`` {benchmark: path}, ``runs`` {benchmark: [(model, [(path, label)])]}, optionally
+    ``sizes`` {path: (width, height)}; paths relative to the page. The page opens with the answers
+    (:mod:`gece.report.answers`) and the findings (:mod:`gece.report.findings`).
+    """
+    examples = examples_docs(data)
     out: list[str] = []
     if data.missing:
         out.append(
             '<section id="missing"><h2>Missing parts</h2><div class="missing"><p>This build has no '
             "results for the following; the rest of the page is complete for what exists. Run "
             "<code>dvc repro</code> to build them.</p><ul>"
-            + "".join(f"<li>{_e(x)}</li>" for x in data.missing)
+            + "".join(f"<li>{esc(x)}</li>" for x in data.missing)
             + "</ul></div></section>"
         )
 
-    out.append(findings_html(findings(data)))
+    out.append(findings_html(findings(data), answers(data)))
 
-    out.append('<section id="tables"><h2>Tables</h2>')
+    out.append(
+        '<section id="tables"><h2>Tables</h2><p class="caption">Each table on its own page, also as markdown in '
+        '<code>reports/tables/</code>.</p><ul class="pages">'
+    )
     for doc in docs:
-        out.append(doc_html(doc))
-        if doc.name == "calibration":
-            for b in data.benchmarks:
-                if b in figures.get("calibration", {}):
-                    alt = f"reliability diagrams before and after calibration on {b}"
-                    out.append(
-                        f"<figure>{_img(figures['calibration'][b], alt, figures)}<figcaption>{_e(b)}: before "
-                        "calibration (top row) and after each method (one row per method), on the held-out "
-                        "pairs of the split protocol; one column per model.</figcaption></figure>"
-                    )
-    out.append("</section>")
+        size = f"{plural(len(doc.tables), 'table')}" if doc.tables else "not available"
+        out.append(
+            f'<li><a href="{href(layout.page_file(doc.name))}">{esc(doc.title)}</a> <span class="ci">{esc(size)}'
+            f'</span> <a class="md" href="{href(layout.table_file(doc.name))}">markdown</a></li>'
+        )
+    out.append("</ul></section>")
 
     out.append(
         '<section id="diagrams"><h2>Reliability diagrams</h2>'
@@ -235,12 +171,23 @@ def render_html(data: ReportData, docs: list[TableDoc], figures: dict) -> str:
     for b in data.benchmarks:
         if b in figures.get("grid", {}):
             out.append(
-                f"<figure>{_img(figures['grid'][b], f'reliability diagrams of every model on {b}', figures)}"
-                f"<figcaption>{_e(b)}: every model side by side.</figcaption></figure>"
+                f"<figure>{img(figures['grid'][b], f'reliability diagrams of every model on {b}', figures)}"
+                f"<figcaption>{esc(b)}: every model side by side.</figcaption></figure>"
             )
     out.append("</section>")
 
-    out.append(examples_html(data, examples))
+    rows = sum(len(d.tables[0].rows) for d in examples)
+    out.append(
+        '<section id="examples"><h2>Confidently wrong pairs</h2><p>'
+        + (
+            f'<a href="{href(layout.page_file(EXAMPLES_PAGE))}">{plural(rows, "pair")} on '
+            f"{plural(len(examples), 'benchmark')}</a>: the pairs where each model is most confident and the human "
+            "judgement disagrees.</p></section>"
+            if examples
+            else "Not available: no score files (artifacts/scores/&lt;benchmark&gt;/&lt;model&gt;.parquet) with a "
+            "wrong prediction.</p></section>"
+        )
+    )
 
     out.append(
         '<section id="runs"><h2>Every run</h2><p class="caption">The reliability diagram of each benchmark × '
@@ -251,12 +198,12 @@ def render_html(data: ReportData, docs: list[TableDoc], figures: dict) -> str:
         entries = figures.get("runs", {}).get(b, [])
         if not entries:
             continue
-        out.append(f'<details><summary>{_e(b)} ({len(entries)} models)</summary><div class="runs">')
+        out.append(f'<details><summary>{esc(b)} ({len(entries)} models)</summary><div class="runs">')
         for m, images in entries:
             for path, label in images:
                 out.append(
-                    f"<figure>{_img(path, f'{b} / {m}: {label}', figures)}"
-                    f"<figcaption>{_e(m)}: {_e(label)}</figcaption></figure>"
+                    f"<figure>{img(path, f'{b} / {m}: {label}', figures)}"
+                    f"<figcaption>{esc(m)}: {esc(label)}</figcaption></figure>"
                 )
         out.append("</div></details>")
     out.append("</section>")
@@ -265,10 +212,17 @@ def render_html(data: ReportData, docs: list[TableDoc], figures: dict) -> str:
         '<section id="definitions"><h2>Definitions</h2><p class="caption">n pairs, M bins; pred = 1 when '
         'p &gt; 0.5, conf = max(p, 1 − p), correct = 1 when pred equals the human label y.</p><dl class="defs">'
     )
-    out += [f"<dt>{_e(d.title)}</dt><dd>{_e(d.text)}</dd>" for d in registry.DEFINITIONS]
+    out += [f"<dt>{esc(d.title)}</dt><dd>{esc(d.text)}</dd>" for d in registry.DEFINITIONS]
     out.append("</dl></section>")
 
     out.append('<section id="conventions"><h2>Conventions</h2>')
+    out.append(
+        "<p><strong>What is measured.</strong> For each minimal pair the model's confidence p in sent_more (the "
+        "male variant in the gender benchmarks, the stereotypical sentence in the CrowS-Pairs-format ones), "
+        "against the human judgement. Lower calibration errors are better; human alignment is the share of pairs "
+        "where the model prefers the same variant as people. Built by <code>gece report</code> (the DVC stage "
+        "<code>report</code>) from the JSON reports; every table is also in <code>reports/tables/*.md</code>.</p>"
+    )
     out.append(
         "<p><strong>Paper-convention ECE.</strong> The ECE, MCE and every grouped ECE here bin p, the "
         "confidence in sent_more (the male variant in the gender benchmarks, the stereotypical sentence in the "
@@ -293,7 +247,7 @@ def render_html(data: ReportData, docs: list[TableDoc], figures: dict) -> str:
         "what the authors' code computes, mean ((1 − p) − y)², which squares the wrong column (it is large "
         "exactly when p is good); it appears only in the paper-reproduction table.</p>"
     )
-    out.append(f"<p><strong>Special tokens.</strong> {_e(special_tokens_statement(data))}</p>")
+    out.append(f"<p><strong>Special tokens.</strong> {esc(special_tokens_statement(data))}</p>")
     out.append(
         "<p><strong>Ties and empty groups.</strong> A pair with p exactly 0.5 has no predicted gender and is "
         "left out of Gender-ECE (counted as <code>n_ties</code>); a metric with no pairs to average is null "
@@ -301,15 +255,7 @@ def render_html(data: ReportData, docs: list[TableDoc], figures: dict) -> str:
     )
 
     out.append(_provenance_html(data))
-    return _page_template().substitute(
-        css=page_css(),
-        n_benchmarks=len(data.benchmarks),
-        benchmarks=_e(", ".join(data.benchmarks)),
-        n_models=len(models),
-        n_runs=runs_n,
-        nav=nav,
-        content="\n".join(out),
-    )
+    return fill_page(data, TITLE, "gece report", nav_html(data, docs), "\n".join(out))
 
 
 @cache
@@ -323,36 +269,6 @@ def _page_template() -> Template:
     """The page's skeleton around its content (package data ``page.html``): ``${css}``, the header's
     counts, ``${nav}`` and ``${content}``."""
     return Template(files("gece.report").joinpath("page.html").read_text(encoding="utf-8"))
-
-
-def _img(path: str, alt: str, figures: dict) -> str:
-    """An image that the browser loads when it scrolls into view, with its size reserved (no reflow)."""
-    size = figures.get("sizes", {}).get(path)
-    dims = f' width="{size[0]}" height="{size[1]}"' if size else ""
-    return f'<img src="{_url(path)}" alt="{_e(alt)}"{dims} loading="lazy" decoding="async">'
-
-
-def examples_html(data: ReportData, docs: list[TableDoc]) -> str:
-    """The examples section: the caption once, then one collapsed table per benchmark."""
-    out = ['<section id="examples"><h2>Confidently wrong pairs</h2>']
-    if not docs:
-        out.append(
-            '<p class="missing">Not available: no score files (artifacts/scores/&lt;benchmark&gt;/'
-            "&lt;model&gt;.parquet) with a wrong prediction.</p></section>"
-        )
-        return "\n".join(out)
-    out.append(f'<p class="caption">{_md_inline(docs[0].caption)}</p>')
-    for doc in docs:
-        t = doc.tables[0]
-        out.append(
-            f'<details id="{_e(doc.name)}"><summary>{_e(t.heading)} ({len(t.rows)} rows) '
-            f'<a class="md" href="{_url(layout.table_file(doc.name))}">markdown</a></summary>'
-        )
-        out.append(f'<p class="note">{_e(t.note)}</p>')
-        out.append(table_html(t))
-        out.append("</details>")
-    out.append("</section>")
-    return "\n".join(out)
 
 
 def _provenance_html(data: ReportData) -> str:
@@ -381,21 +297,21 @@ def _provenance_html(data: ReportData) -> str:
         ),
         '<table class="kv"><tbody>',
     ]
-    out += [f"<tr><th>{_e(k)}</th><td>{_md_inline(v) if k == 'git revision' else _e(v)}</td></tr>" for k, v in rows]
+    out += [f"<tr><th>{esc(k)}</th><td>{md_inline(v) if k == 'git revision' else esc(v)}</td></tr>" for k, v in rows]
     out.append("</tbody></table>")
     out.append("<h3>Models</h3>")
     paper = sorted({m for b in data.benchmarks for m in data.runs.get(b, []) if m in data.references})
     if paper:
         out.append(
-            f"<p>{_e(', '.join(paper))}: the authors' released per-pair scores "
+            f"<p>{esc(', '.join(paper))}: the authors' released per-pair scores "
             "(<code>data/reference/&lt;benchmark&gt;/&lt;model&gt;.csv</code>, part of the data snapshot above; "
             "sources in <code>data/SOURCES.md</code>); no weights were run here.</p>"
         )
     provs = model_provenance(data)
     for m, rows_m in provs:
         out.append(
-            f'<h4>{_e(m)}</h4><table class="kv"><tbody>'
-            + "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in rows_m)
+            f'<h4>{esc(m)}</h4><table class="kv"><tbody>'
+            + "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in rows_m)
             + "</tbody></table>"
         )
     scored = [
@@ -406,33 +322,89 @@ def _provenance_html(data: ReportData) -> str:
     if scored:
         out.append(
             f'<p class="missing">No extract metadata (artifacts/scores/&lt;benchmark&gt;/&lt;model&gt;.meta.json) '
-            f"for: {_e(', '.join(scored))}.</p>"
+            f"for: {esc(', '.join(scored))}.</p>"
         )
     out.append("<h3>Parameters</h3><details><summary>params.yaml, as validated (defaults filled in)</summary>")
     listing = json.dumps(prov.get("params", {}), indent=1, sort_keys=True)
     out.append(f"<pre>{html.escape(shown_text(listing, one_line=False), quote=True)}</pre></details>")
     out.append('<h3>Packages</h3><table class="kv"><tbody>')
-    out += [f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in prov.get("packages", {}).items()]
+    out += [f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in prov.get("packages", {}).items()]
     out.append("</tbody></table></section>")
     return "\n".join(out)
 
 
-def findings_html(f: Findings) -> str:
-    """The section that opens the page: a table of the best and worst models, then the effects."""
-    out = ['<section id="findings"><h2>Findings</h2>', f'<p class="caption">{_e(FINDINGS_CAPTION)}</p>']
+def answers_html(a: Answers) -> str:
+    """The first screen (:mod:`gece.report.answers`): per benchmark whose labels vary, the model differences after
+    Holm and the pairs asked about that do not differ, the gender gaps that are findings and the largest change by
+    post-hoc calibration; each heading links to the detail page behind it."""
+    out = ['<div id="answers" class="answers">']
+
+    def block(title: str, page: str, note: str, rows: list[tuple[str, str]]) -> None:
+        if not rows:
+            return
+        link = f'<a class="md" href="{href(layout.page_file(page))}">table</a>'
+        out.append(f'<h3>{esc(title)} <span class="note">{esc(note)}</span> {link}</h3><dl>')
+        out.extend(f"<dt>{esc(b)}</dt><dd>{html_text}</dd>" for b, html_text in rows)
+        out.append("</dl>")
+
+    block(
+        "Which models differ in ECE?",
+        "compare",
+        "paired bootstrap, significant after Holm over the benchmark's pairs: the pairs of the lowest ECE and of "
+        "the models scored here, the higher model by how much [95% interval]; ≈: no difference",
+        [
+            (
+                c.benchmark,
+                esc(differ_line(c))
+                + (
+                    f'<br><span class="same">no difference: {esc(same_line(c))}</span>'
+                    if c.same or c.other_same
+                    else ""
+                ),
+            )
+            for c in a.comparisons
+        ],
+    )
+    gaps: dict[str, list[str]] = {}
+    for g in a.gaps:
+        gaps.setdefault(g.benchmark, []).append(f"by {GAP_GROUPING[g.grouping]}: {gap_line(g, a.scored)}")
+    block(
+        "Gender gaps, ECE female − ECE male",
+        "gender_gap",
+        f"significant after Holm over the benchmark's runs, interval at most {GAP_MAX_WIDTH} wide; the runs scored "
+        "here [95% interval], the authors' released runs as a range",
+        [(b, esc(". ".join(parts))) for b, parts in gaps.items()],
+    )
+    block(
+        "Largest change by post-hoc calibration",
+        "calibration",
+        "held-out ECE [95% interval] before → after the best method (split protocol)",
+        [(x.benchmark, esc(x.text())) for x in a.calibration],
+    )
+    out.append("</div>")
+    return "\n".join(out)
+
+
+def findings_html(f: Findings, a: Answers | None = None) -> str:
+    """The section that opens the page: the answers (when given), a table of the best and worst models, then the
+    effects."""
+    out = ['<section id="findings"><h2>Findings</h2>']
+    if a is not None:
+        out.append(answers_html(a))
+    out.append(f'<p class="caption">{esc(FINDINGS_CAPTION)}</p>')
     if not f.benchmarks and not f.identity:
         out.append('<p class="missing">Not available: no metrics reports found.</p></section>')
         return "\n".join(out)
     head = ["benchmark", "pairs", "models"] + [f"{end} {LABELS[k]}" for k in RANKED for end in ("best", "worst")]
     out.append(
         '<div class="scroll"><table class="findings"><thead><tr>'
-        + "".join(f'<th scope="col">{_e(h)}</th>' for h in head)
+        + "".join(f'<th scope="col">{esc(h)}</th>' for h in head)
         + "</tr></thead><tbody>"
     )
     for b in f.benchmarks:
         cells = [
-            f'<th scope="row">{_e(b.benchmark)}</th>',
-            f'<td class="num">{_e("/".join(map(str, b.n)))}</td>',
+            f'<th scope="row">{esc(b.benchmark)}</th>',
+            f'<td class="num">{esc("/".join(map(str, b.n)))}</td>',
             f'<td class="num">{b.models}</td>',
         ]
         for k in RANKED:
@@ -445,7 +417,7 @@ def findings_html(f: Findings) -> str:
     if f.effects:
         out.append(
             '<ul class="effects">'
-            + "".join(f"<li><strong>{_e(topic)}</strong>: {_e(text)}</li>" for topic, text in f.effects)
+            + "".join(f"<li><strong>{esc(topic)}</strong>: {esc(text)}</li>" for topic, text in f.effects)
             + "</ul>"
         )
     out.append("</section>")
@@ -457,8 +429,8 @@ def _end_cell(end, cls: str) -> str:
     if end is None:
         return '<td class="text">–</td>'
     return (
-        f'<td class="{cls}">{_e(end.model)} <strong>{end.value:.3f}</strong>'
-        f'<span class="ci">{_e(end.interval())}</span></td>'
+        f'<td class="{cls}">{esc(end.model)} <strong>{end.value:.3f}</strong>'
+        f'<span class="ci">{esc(end.interval())}</span></td>'
     )
 
 
@@ -470,18 +442,20 @@ def identity_findings_html(identity: list[IdentityFinding]) -> str:
     head.append("under each rule")
     out = [
         '<div class="scroll"><table class="findings identity"><thead><tr>'
-        + "".join(f'<th scope="col">{_e(h)}</th>' for h in head)
+        + "".join(f'<th scope="col">{esc(h)}</th>' for h in head)
         + "</tr></thead><tbody>"
     ]
     for b in identity:
-        cells = [f'<th scope="row">{_e(b.benchmark)}</th>']
-        cells += [f'<td class="num">{_e("/".join(map(str, v)) or "–")}</td>' for v in (b.n, b.n_distinct, b.n_clusters)]
+        cells = [f'<th scope="row">{esc(b.benchmark)}</th>']
+        cells += [
+            f'<td class="num">{esc("/".join(map(str, v)) or "–")}</td>' for v in (b.n, b.n_distinct, b.n_clusters)
+        ]
         cells.append(f'<td class="num">{b.models}</td>')
         for key in IDENTITY_RANKED:
             for end, name in ((b.lowest.get(key), "lowest"), (b.highest.get(key), "highest")):
                 cells.append(_end_cell(None if name == "highest" and b.models < 2 else end, "text"))
-        cells.append(f'<td class="text wrap">{_e(b.rules or "one rule only")}</td>')
+        cells.append(f'<td class="text wrap">{esc(b.rules or "one rule only")}</td>')
         out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</tbody></table></div>")
-    out.append('<ul class="effects">' + "".join(f"<li>{_e(identity_sentence(b))}</li>" for b in identity) + "</ul>")
+    out.append('<ul class="effects">' + "".join(f"<li>{esc(identity_sentence(b))}</li>" for b in identity) + "</ul>")
     return "\n".join(out)

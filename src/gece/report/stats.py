@@ -75,13 +75,19 @@ def gap_agreement(data: ReportData, runs: Callable[[str], bool] | None = None, a
     return out
 
 
+def gap_holm(data: ReportData, b: str) -> tuple[list[str], dict[str, list[float | None]]]:
+    """The runs of ``b`` with metrics and, per gender gap of :data:`gece.registry.GAPS`, each run's bootstrap
+    p-value adjusted by Holm's method over those runs (the † of the gender-gap table; the page's first screen)."""
+    models = [m for m in data.runs.get(b, []) if (b, m) in data.metrics]
+    return models, {gap: holm([data.metrics[(b, m)].get(f"{gap}_p") for m in models]) for gap in GAPS}
+
+
 def gender_gap_table(data: ReportData) -> TableDoc:
     tables = []
     for b in data.benchmarks:
-        models = [m for m in data.runs.get(b, []) if (b, m) in data.metrics]
+        models, adjusted = gap_holm(data, b)
         if not models:
             continue
-        adjusted = {gap: holm([data.metrics[(b, m)].get(f"{gap}_p") for m in models]) for gap in GAPS}
         rows, survivors = [], 0
         for i, m in enumerate(models):
             obj = data.metrics[(b, m)]
