@@ -1,0 +1,26 @@
+"""``gece lmeval-model``: the model directory lm-eval should load for a registry entry (``pretrained=``)."""
+
+from __future__ import annotations
+
+import argparse
+
+from gece import command
+from gece.errors import GeceError
+
+HELP = "print the model directory lm-eval's HF backend should load for a registry entry (pretrained=...)"
+EXAMPLES = ('lm_eval --model hf --model_args pretrained="$(gece lmeval-model --model smollm2-135m)",dtype=float32 ...',)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, help="a registry entry gece loads (package, directory, hub id)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from gece.lmeval.export import model_dir
+
+    command.check_id(args.model, "--model")
+    params = command.require_params(args)
+    if args.model not in params.registry:
+        raise GeceError(f"--model {args.model}: no such registry entry in {args.params}", hint="add it under registry")
+    print(model_dir(params.registry[args.model]))
+    return 0
