@@ -76,9 +76,9 @@ def documents(
     docs, out = [], []
     for rec, (more, less) in zip(recs, sides, strict=True):
         req = requests.request_for(rec, rule)
-        if isinstance(req, requests.Request) and rule == "target" and word_prob == "max":
-            if len(more.words[0]) > 1 or len(less.words[0]) > 1:
-                req = "max"
+        several = len(more.words[0]) > 1 or len(less.words[0]) > 1
+        if isinstance(req, requests.Request) and rule == "target" and word_prob == "max" and several:
+            req = "max"
         if isinstance(req, requests.Request):
             n_tokens, ok = [], True
             for side, other, (ctx, cont) in ((more, less, req.more), (less, more, req.less)):

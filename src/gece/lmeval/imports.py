@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     if directory is None:
         raise GeceError(
             f"--model {args.model}: not a registry entry with source {samples.SOURCE_PREFIX}<directory>",
-            hint=f"add registry: {{{args.model}: {{source: '{samples.SOURCE_PREFIX}lmeval/out/<run>'}}}} (docs/lmeval.md)",
+            hint=f"give it source: {samples.SOURCE_PREFIX}<lm_eval's --output_path> under registry (docs/lmeval.md)",
         )
     if args.benchmark not in params.benchmarks:
         raise GeceError(f"--benchmark {args.benchmark}: not a benchmark of {args.params}", hint="see benchmarks")
