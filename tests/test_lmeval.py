@@ -126,7 +126,7 @@ def good_samples(n: int = 10) -> list[dict]:
     return rows
 
 
-def test_import_writes_a_score_file(workdir):
+def test_import_writes_a_score_file(workdir, capsys):
     write_samples(workdir, good_samples())
     assert main(["lmeval-import", "--model", "smol-lm", "--benchmark", "winobias"]) == 0
     scores, meta = read_table("artifacts/scores/winobias/smol-lm.parquet", ScoreRow)
@@ -138,6 +138,15 @@ def test_import_writes_a_score_file(workdir):
     m = read_json("artifacts/scores/winobias/smol-lm.meta.json", ImportMeta)
     assert (m.lm_eval_version, m.backend, m.model_args, m.dtype) == ("0.4.13", "hf", "dtype=float32", "unknown")
     assert (m.pairs_scored, m.pairs_prepared, m.source) == (10, 771, "lmeval:lm")
+    # a run of winobias like any other: listed among its runs, its metrics computed from the file
+    from gece.io.params import load_params
+    from gece.pipeline import runs
+
+    assert runs.runs(load_params(), "winobias")[-1] == "smol-lm"
+    assert "smol-lm" not in runs.runs(load_params(), "crows_pairs")  # no score file for it
+    capsys.readouterr()
+    assert main(["metrics", "artifacts/scores/winobias/smol-lm.parquet", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["n"] == 10
     # an older run of the same task is not read; the newest is
     write_samples(workdir, good_samples(4), name="samples_gece_winobias_2025-01-01T00-00-00.000001.jsonl")
     assert main(["lmeval-import", "--model", "smol-lm", "--benchmark", "winobias"]) == 0

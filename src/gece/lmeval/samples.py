@@ -29,10 +29,11 @@ from gece.io.files import read_table
 from gece.io.schemas import PreparedPair
 from gece.lmeval import requests
 from gece.lmeval.schemas import ImportMeta, Sample
+from gece.pipeline import runs
 from gece.scoring import rules
 
 TASK_PREFIX = "gece_"  # task gece_<benchmark>
-SOURCE_PREFIX = "lmeval:"  # a registry source: lmeval:<the lm-eval output directory>
+SOURCE_PREFIX = runs.LMEVAL_PREFIX
 DATE = r"(?P<date>\d{4}-\d{2}-\d{2}T[0-9.\-]+)"
 PAIR_COLUMNS = ["pair_id", "row", "sent_more", "sent_less", "y", "bias_type", "targets_more", "targets_less"]
 PAIR_COLUMNS += ["gender_more", "gender_less"]
