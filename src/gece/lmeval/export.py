@@ -1,4 +1,4 @@
-"""Prepared pairs -> an lm-evaluation-harness task directory (docs/lmeval.md "Export").
+"""Prepared pairs -> an lm-evaluation-harness task directory (docs/lmeval.md "Export, run, import").
 
 One task per benchmark, ``gece_<benchmark>``, in ``<out>/gece_<benchmark>/``: ``gece_<benchmark>.yaml`` (a
 ``multiple_choice`` task read from local JSON: ``dataset_path: json``, no hub), ``docs.jsonl`` (one

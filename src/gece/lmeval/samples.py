@@ -1,4 +1,4 @@
-"""lm-evaluation-harness's logged samples -> a gece score file (docs/lmeval.md "Import").
+"""lm-evaluation-harness's logged samples -> a gece score file (docs/lmeval.md "Export, run, import").
 
 A registry entry ``source: lmeval:<directory>`` names the output directory of ``lm_eval --output_path <directory>
 --log_samples``. lm-eval writes ``<directory>/<model name>/samples_<task>_<date>.jsonl`` per task and run; the
