@@ -12,9 +12,9 @@ import yaml
 
 from gece.cli import main
 from gece.io.files import read_json, read_table
+from gece.io.lmeval_files import ImportMeta
 from gece.io.schemas import ScoreRow
 from gece.lmeval import export, requests, samples
-from gece.lmeval.schemas import ImportMeta
 from gece.pipeline import prepare as prepare_stage
 from gece.scoring.planning import SideTokens
 
@@ -215,3 +215,29 @@ def test_task_yaml_reads_local_json(tmp_path):
     assert export.add_bos_token("target", True) is None and export.add_bos_token("target", False) is False
     assert export.add_bos_token("shared", False) is True
     assert samples.output_dir("lmeval:lm/out") is not None and samples.output_dir("reference:x") is None
+
+
+def test_the_page_marks_lm_eval_runs():
+    from gece.report import html
+    from gece.report.cells import ReportData
+
+    meta = ImportMeta(
+        model="smol-lm",
+        benchmark="winobias",
+        source="lmeval:lm",
+        rule="target",
+        samples_file="m/samples_gece_winobias_x.jsonl",
+        lm_eval_version="0.4.13",
+        backend="hf",
+        model_args="dtype=float32",
+        dtype="float32",
+        pairs_prepared=771,
+        pairs_scored=768,
+        coverage=768 / 771,
+    )
+    data = ReportData(benchmarks=["winobias"], runs={"winobias": ["smol-lm"]}, lmeval={"smol-lm"})
+    data.meta[("winobias", "smol-lm")] = meta.model_dump()
+    page = html._provenance_html(data)
+    assert "smol-lm: lm-eval runs" in page and "float32 sums, not byte-identical" in page
+    assert "<th>pairs_scored</th><td>768</td>" in page and "<th>lm_eval_version</th><td>0.4.13</td>" in page
+    assert "No extract metadata" not in page

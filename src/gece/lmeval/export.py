@@ -21,8 +21,8 @@ import yaml
 from gece.errors import GeceError
 from gece.io.disk import write_text
 from gece.io.files import write_json
+from gece.io.lmeval_files import Doc, Excluded, Export
 from gece.lmeval import requests, samples
-from gece.lmeval.schemas import Doc, Excluded, Export
 from gece.scoring import planning
 
 DOCS = "docs.jsonl"

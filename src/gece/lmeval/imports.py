@@ -11,9 +11,9 @@ from gece import command
 from gece.errors import GeceError
 from gece.io import layout
 from gece.io.files import write_json, write_table
+from gece.io.lmeval_files import ImportMeta
 from gece.io.schemas import ScoreRow
 from gece.lmeval import samples
-from gece.lmeval.schemas import ImportMeta
 from gece.terminal import literal
 
 HELP = "import lm-evaluation-harness samples as a run's score file (registry source lmeval:<directory>)"

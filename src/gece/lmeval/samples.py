@@ -26,9 +26,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from gece.errors import GeceError
 from gece.io.files import read_table
+from gece.io.lmeval_files import ImportMeta, Sample
 from gece.io.schemas import PreparedPair
 from gece.lmeval import requests
-from gece.lmeval.schemas import ImportMeta, Sample
 from gece.pipeline import runs
 from gece.scoring import rules
 

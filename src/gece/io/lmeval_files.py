@@ -1,5 +1,5 @@
-"""The files between gece and lm-evaluation-harness: the documents gece exports, its record of an export, the
-samples lm-eval logs (the part gece reads) and the meta of an imported run (docs/lmeval.md)."""
+"""The files between gece and lm-evaluation-harness (docs/lmeval.md): the documents gece exports, its record of an
+export, the samples lm-eval logs (the part gece reads) and the meta of an imported run."""
 
 from __future__ import annotations
 
