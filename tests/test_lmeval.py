@@ -167,6 +167,8 @@ def hostile(kind: str) -> list[dict]:
         bad["doc"]["choices"][1] = "it"
     elif kind == "changed hash":
         bad["doc"]["sha"] = "0" * 64
+    elif kind == "max":
+        bad["doc"]["n_tokens"] = [2, 1]
     return rows
 
 
@@ -179,9 +181,14 @@ def hostile(kind: str) -> list[dict]:
         ("nan", "is not finite"),
         ("changed sentence", "not the ones gece exports"),
         ("changed hash", "sentences differ from the prepared pair"),
+        ("max", "word_prob is max"),
     ],
 )
 def test_import_refuses_hostile_samples(workdir, capsys, kind, says):
+    if kind == "max":
+        params = yaml.safe_load((workdir / "params.yaml").read_text())
+        params["extract"]["word_prob"] = "max"
+        (workdir / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     write_samples(workdir, hostile(kind))
     assert main(["lmeval-import", "--model", "smol-lm", "--benchmark", "winobias"]) == 2
     err = capsys.readouterr().err.replace("\n", " ")

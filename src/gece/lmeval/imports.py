@@ -42,7 +42,12 @@ def run(args: argparse.Namespace) -> int:
         raise GeceError(f"--benchmark {args.benchmark}: not a benchmark of {args.params}", hint="see benchmarks")
     out = args.out or layout.scores_path(args.benchmark, args.model)
     frame, meta, file_meta = samples.import_scores(
-        layout.prepared_path(args.benchmark), directory, args.benchmark, args.model, params.rule_for(args.benchmark)
+        layout.prepared_path(args.benchmark),
+        directory,
+        args.benchmark,
+        args.model,
+        params.rule_for(args.benchmark),
+        params.extract.word_prob,
     )
     write_table(out, frame, ScoreRow, file_meta)
     write_json(layout.meta_path(out), meta, ImportMeta)

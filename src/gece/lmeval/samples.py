@@ -111,7 +111,9 @@ def read_samples(path: Path) -> list[tuple[int, Sample | str]]:
     return out
 
 
-def score_frame(prepared: pd.DataFrame, samples: list[tuple[int, Sample | str]], rule: str, path: Path) -> pd.DataFrame:
+def score_frame(
+    prepared: pd.DataFrame, samples: list[tuple[int, Sample | str]], rule: str, path: Path, word_prob: str = "chain"
+) -> pd.DataFrame:
     """The score rows (``ScoreRow`` columns) of the pairs the samples answer, in the prepared order; a GeceError
     listing every sample that does not match a prepared pair, its sentences or its requests, lacks a side or
     holds a log-likelihood that is not finite."""
@@ -142,6 +144,9 @@ def score_frame(prepared: pd.DataFrame, samples: list[tuple[int, Sample | str]],
         if not isinstance(expected, requests.Request) or args != expected.arguments:
             problems.append(f"{where}: its requests are not the ones gece exports for this pair under rule {rule}")
             continue
+        if rule == "target" and word_prob == "max" and max(doc.n_tokens) > 1:
+            problems.append(f"{where}: a target word of several tokens, but word_prob is max (lm-eval sums them)")
+            continue
         lls = [_loglikelihood(r[0] if r else None) for r in sample.filtered_resps]
         if not all(math.isfinite(v) for v in lls):
             problems.append(f"{where}: log-likelihood {lls} is not finite")
@@ -171,7 +176,7 @@ def score_frame(prepared: pd.DataFrame, samples: list[tuple[int, Sample | str]],
 
 
 def import_scores(
-    prepared_path: Path, directory: Path, benchmark: str, model: str, rule: str
+    prepared_path: Path, directory: Path, benchmark: str, model: str, rule: str, word_prob: str = "chain"
 ) -> tuple[pd.DataFrame, ImportMeta, dict[str, str]]:
     """A benchmark's score rows from lm-eval's output ``directory``, the run's meta and the score file's metadata
     (nothing written: :func:`gece.lmeval.command` writes both once everything is checked)."""
@@ -183,7 +188,7 @@ def import_scores(
     prepared, _ = read_table(prepared_path, PreparedPair)
     path = samples_file(directory, f"{TASK_PREFIX}{benchmark}")
     info = run_info(path)
-    frame = score_frame(prepared, read_samples(path), rule, path)
+    frame = score_frame(prepared, read_samples(path), rule, path, word_prob)
     meta = ImportMeta(
         model=model,
         benchmark=benchmark,
