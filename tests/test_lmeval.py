@@ -248,3 +248,12 @@ def test_the_page_marks_lm_eval_runs():
     assert "smol-lm: lm-eval runs" in page and "float32 sums, not byte-identical" in page
     assert "<th>pairs_scored</th><td>768</td>" in page and "<th>lm_eval_version</th><td>0.4.13</td>" in page
     assert "No extract metadata" not in page
+
+
+def test_every_reason_is_explained():
+    from typing import get_args
+
+    from gece.io.lmeval_files import Reason, Rule
+
+    assert set(requests.REASONS) == set(get_args(Reason))
+    assert get_args(Rule) == requests.RULES

@@ -2,8 +2,8 @@
 
 One task per benchmark, ``gece_<benchmark>``, in ``<out>/gece_<benchmark>/``: ``gece_<benchmark>.yaml`` (a
 ``multiple_choice`` task read from local JSON: ``dataset_path: json``, no hub), ``docs.jsonl`` (one
-:class:`gece.lmeval.schemas.Doc` per pair that lm-eval can score exactly) and ``export.json``
-(:class:`gece.lmeval.schemas.Export`: the model, the BOS option, the pairs left out and why).
+:class:`gece.io.lmeval_files.Doc` per pair that lm-eval can score exactly) and ``export.json``
+(:class:`gece.io.lmeval_files.Export`: the model, the BOS option, the pairs left out and why).
 
 Whether a pair is exact depends on the tokenizer, so an export is for one registry entry (``--model``). Its
 ``special_tokens`` setting maps to lm-eval's ``add_bos_token`` (:func:`add_bos_token`).
