@@ -170,7 +170,7 @@ def export(params: Any, model: str, benchmarks: list[str], out: Path, limit: int
     spec = params.registry[model]
     if spec.reference is not None or str(spec.source).startswith(samples.SOURCE_PREFIX):
         raise GeceError(
-            f"--model {model}: source {spec.source} holds scores, not a model lm-eval can load",
+            f"--model {model!r}: source {spec.source} holds scores, not a model lm-eval can load",
             hint="export for a registry entry gece scores itself (a package, a directory or a hub id)",
         )
     folder = model_dir(spec)
@@ -235,12 +235,12 @@ def run(args: Any) -> int:
     command.check_id(args.model, "--model")
     params = command.require_params(args)
     if args.model not in params.registry:
-        raise GeceError(f"--model {args.model}: no such registry entry in {args.params}", hint="add it under registry")
+        raise GeceError(f"--model {args.model!r}: no such registry entry in {args.params}", hint="see registry")
     names = args.benchmark or list(params.benchmarks)
     for b in names:
         command.check_id(b, "--benchmark")
         if b not in params.benchmarks:
-            raise GeceError(f"--benchmark {b}: not a benchmark of {args.params}", hint="see benchmarks in params.yaml")
+            raise GeceError(f"--benchmark {b!r}: not a benchmark of {args.params}", hint="see benchmarks")
     for r in export(params, args.model, names, args.out, args.limit):
         command.out.print(
             f"{literal(r.task)}: {r.pairs_exported} of {r.pairs_prepared} pairs under rule {r.rule}"

@@ -31,15 +31,15 @@ def run(args: argparse.Namespace) -> int:
     command.check_id(args.model, "--model")
     command.check_id(args.benchmark, "--benchmark")
     params = command.require_params(args)
+    if args.benchmark not in params.benchmarks:
+        raise GeceError(f"--benchmark {args.benchmark!r}: not a benchmark of {args.params}", hint="see benchmarks")
     spec = params.registry.get(args.model)
     directory = samples.output_dir(spec.source) if spec is not None else None
     if directory is None:
         raise GeceError(
-            f"--model {args.model}: not a registry entry with source {samples.SOURCE_PREFIX}<directory>",
+            f"--model {args.model!r}: not a registry entry with source {samples.SOURCE_PREFIX}<directory>",
             hint=f"give it source: {samples.SOURCE_PREFIX}<lm_eval's --output_path> under registry (docs/lmeval.md)",
         )
-    if args.benchmark not in params.benchmarks:
-        raise GeceError(f"--benchmark {args.benchmark}: not a benchmark of {args.params}", hint="see benchmarks")
     out = args.out or layout.scores_path(args.benchmark, args.model)
     frame, meta, file_meta = samples.import_scores(
         layout.prepared_path(args.benchmark),

@@ -21,6 +21,6 @@ def run(args: argparse.Namespace) -> int:
     command.check_id(args.model, "--model")
     params = command.require_params(args)
     if args.model not in params.registry:
-        raise GeceError(f"--model {args.model}: no such registry entry in {args.params}", hint="add it under registry")
+        raise GeceError(f"--model {args.model!r}: no such registry entry in {args.params}", hint="see registry")
     print(model_dir(params.registry[args.model]))
     return 0
