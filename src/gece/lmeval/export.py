@@ -147,6 +147,19 @@ def write_task(out: Path, record: Export, docs: list[Doc]) -> Path:
     return folder
 
 
+def loadable(params: Any, model: str) -> Any:
+    """The registry entry ``model`` (``--model``) if it is a model lm-eval can load, else a GeceError naming it."""
+    spec = params.registry.get(model)
+    if spec is None:
+        raise GeceError(f"--model {model!r}: no such registry entry", hint="see registry in params.yaml")
+    if spec.reference is not None or str(spec.source).startswith(samples.SOURCE_PREFIX):
+        raise GeceError(
+            f"--model {model!r}: source {spec.source} holds scores, not a model lm-eval can load",
+            hint="name a registry entry gece scores itself (a package, a directory or a hub id)",
+        )
+    return spec
+
+
 def model_dir(spec: Any) -> Path:
     """The transformers directory lm-eval should load for a registry entry: the model directory or hub snapshot
     gece reads, or, for a GGUF (a ``package:`` source included), gece's converted copy (built on first use)."""
@@ -167,12 +180,7 @@ def export(params: Any, model: str, benchmarks: list[str], out: Path, limit: int
     from gece.io.files import read_table
     from gece.io.schemas import PreparedPair
 
-    spec = params.registry[model]
-    if spec.reference is not None or str(spec.source).startswith(samples.SOURCE_PREFIX):
-        raise GeceError(
-            f"--model {model!r}: source {spec.source} holds scores, not a model lm-eval can load",
-            hint="export for a registry entry gece scores itself (a package, a directory or a hub id)",
-        )
+    spec = loadable(params, model)
     folder = model_dir(spec)
     gece_tok = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
     records = []
@@ -234,8 +242,7 @@ def run(args: Any) -> int:
 
     command.check_id(args.model, "--model")
     params = command.require_params(args)
-    if args.model not in params.registry:
-        raise GeceError(f"--model {args.model!r}: no such registry entry in {args.params}", hint="see registry")
+    loadable(params, args.model)
     names = args.benchmark or list(params.benchmarks)
     for b in names:
         command.check_id(b, "--benchmark")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 
 from gece import command
-from gece.errors import GeceError
 
 HELP = "print the model directory lm-eval's HF backend should load for a registry entry (pretrained=...)"
 EXAMPLES = ('lm_eval --model hf --model_args pretrained="$(gece lmeval-model --model smollm2-135m)",dtype=float32 ...',)
@@ -16,11 +15,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gece.lmeval.export import model_dir
+    from gece.lmeval.export import loadable, model_dir
 
     command.check_id(args.model, "--model")
     params = command.require_params(args)
-    if args.model not in params.registry:
-        raise GeceError(f"--model {args.model!r}: no such registry entry in {args.params}", hint="see registry")
-    print(model_dir(params.registry[args.model]))
+    print(model_dir(loadable(params, args.model)))
     return 0
