@@ -257,3 +257,22 @@ def test_every_reason_is_explained():
 
     assert set(requests.REASONS) == set(get_args(Reason))
     assert get_args(Rule) == requests.RULES
+
+
+def test_mean_divides_lm_evals_sentence_sums_by_the_token_counts(workdir):
+    from gece.io.lmeval_files import Sample
+    from gece.io.schemas import PreparedPair
+
+    pairs, _ = read_table("artifacts/prepared/winobias.parquet", PreparedPair)
+    rec = pairs.iloc[0].to_dict()
+    req = requests.request_for(rec, "mean")
+    doc = {"pair_id": rec["pair_id"], "sha": requests.pair_sha(rec["sent_more"], rec["sent_less"])}
+    doc |= {"context": "", "choices": [rec["sent_more"], rec["sent_less"]], "n_tokens": [10, 8], "punct_only": False}
+    args = {f"gen_args_{k}": {"arg_0": c, "arg_1": t} for k, (c, t) in enumerate(req.arguments)}
+    sample = Sample.model_validate(
+        {"doc_id": 0, "doc": doc, "arguments": args, "filtered_resps": [["-30", "x"], ["-20", "x"]]}
+    )
+    frame = samples.score_frame(pairs, [(1, sample)], "mean", workdir / "s.jsonl")
+    assert (frame["logprob_more"].iloc[0], frame["logprob_less"].iloc[0]) == (-3.0, -2.5)
+    assert frame["p"].iloc[0] == pytest.approx(1 / (1 + math.exp(0.5)))
+    assert not frame["scored_punct_only"].iloc[0] and len(frame) == 1
