@@ -7,7 +7,9 @@ import argparse
 from gece import command
 
 HELP = "print the model directory lm-eval's HF backend should load for a registry entry (pretrained=...)"
-EXAMPLES = ('lm_eval --model hf --model_args pretrained="$(gece lmeval-model --model smollm2-135m)",dtype=float32 ...',)
+EXAMPLES = (
+    "gece lmeval-model --model smollm2-135m   # then: lm_eval --model hf --model_args pretrained=<it>,dtype=float32",
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
