@@ -173,6 +173,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("command", ("gece.command", "gece.options")),  # what the command modules share; options checked as parsed
     ("pipeline", ("gece.pipeline",)),  # one module per DVC stage
     ("tools", ("gece.tools",)),  # the commands that are no stage
+    ("lmeval", ("gece.lmeval",)),  # lm-evaluation-harness: tasks out, logged samples in
     ("cli", ("gece.cli",)),  # the command table
 )
 

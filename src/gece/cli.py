@@ -51,6 +51,9 @@ COMMANDS: dict[str, str] = {
     "try": "gece.tools.try_model",
     "diff": "gece.tools.diff",
     "exp-summary": "gece.tools.experiments",
+    "lmeval-export": "gece.lmeval.export",
+    "lmeval-model": "gece.lmeval.model",
+    "lmeval-import": "gece.lmeval.imports",
 }
 
 NATIVE_BLAS = {"extract"}  # commands whose only OpenBLAS work is correctly rounded products (gece.native_blas)

@@ -9,6 +9,7 @@ from typing import Any
 
 from gece.io import layout
 from gece.io.files import read_json
+from gece.io.lmeval_files import ImportMeta
 from gece.io.params import Params
 from gece.io.schemas import (
     AnnotationReport,
@@ -74,6 +75,7 @@ def load_report_data(
         benchmarks=benchmarks,
         runs={},
         references=runs.reference_ids(params),
+        lmeval=set(runs.lmeval_ids(params)),
         special_pairs=dict(params.ablate.special_tokens),
         rules=params.rules,
         variants=layout.rule_variants(params),
@@ -120,7 +122,7 @@ def load_report_data(
             scores = scores_dir / layout.scores_file(b, m)
             if not scores.exists():
                 lost["scores (for the equal-mass diagrams)"].append(key)
-            meta = _read_optional(layout.meta_path(scores), ExtractMeta)
+            meta = _read_optional(layout.meta_path(scores), ImportMeta if m in data.lmeval else ExtractMeta)
             if meta is None:
                 lost["extract metadata"].append(key)
             else:

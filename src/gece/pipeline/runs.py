@@ -1,7 +1,8 @@
 """Runs: which (benchmark, model) runs a configuration has, and their scores whatever the source.
 
 A run's scores come from its registry source (``params.ModelSpec``): a scored model's score
-file (``artifacts/scores/<b>/<m>.parquet``, written by the extract stage), or, for a
+file (``artifacts/scores/<b>/<m>.parquet``, written by the score stage, or by ``gece lmeval-import`` for an
+``lmeval:<directory>`` source), or, for a
 ``reference:<name>`` source, the released per-pair scores ``data/reference/<b>/<name>.csv``,
 checked against the prepared benchmark and put in the same schema. Every stage after extract
 reads runs through :func:`load_scores`, so the authors' runs and the scored models go through
@@ -28,13 +29,27 @@ from gece.stats.ablation import Run
 log = logging.getLogger("gece")
 
 
+LMEVAL_PREFIX = "lmeval:"  # a registry source: lmeval:<lm-evaluation-harness output directory> (docs/lmeval.md)
+
+
 def runs(params: Params, benchmark: str, root: Path = Path()) -> list[str]:
     """The run ids of ``benchmark``: the scored models (``models``), then the references that have
     released scores for it (``references`` whose ``data/reference/<benchmark>/<name>.csv`` exists under
-    the repository ``root``)."""
-    return list(params.models) + [
+    the repository ``root``), then the registry entries with an ``lmeval:`` source whose score file for it
+    exists (imported by ``gece lmeval-import``), in registry order."""
+    refs = [
         m for m in params.references if (root / layout.reference_csv(benchmark, params.registry[m].reference)).is_file()
     ]
+    return (
+        list(params.models)
+        + refs
+        + [m for m in lmeval_ids(params) if (root / layout.scores_path(benchmark, m)).is_file()]
+    )
+
+
+def lmeval_ids(params: Params) -> list[str]:
+    """The run ids of the registry whose source is ``lmeval:<directory>`` (lm-eval's samples, imported)."""
+    return [m for m, spec in params.registry.items() if spec.source.startswith(LMEVAL_PREFIX)]
 
 
 def is_reference(params: Params, model: str) -> bool:

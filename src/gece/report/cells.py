@@ -80,6 +80,7 @@ class ReportData:
     benchmarks: list[str]
     runs: dict[str, list[str]]  # benchmark -> models with metrics, in display order
     references: set[str] = field(default_factory=set)  # the runs read from released scores (registry: reference:)
+    lmeval: set[str] = field(default_factory=set)  # the runs imported from lm-evaluation-harness (registry: lmeval:)
     metrics: dict[tuple[str, str], dict] = field(default_factory=dict)
     bins: dict[tuple[str, str], list[dict]] = field(default_factory=dict)
     sample_size: dict[tuple[str, str], dict] = field(default_factory=dict)
@@ -93,7 +94,7 @@ class ReportData:
     compare: dict[str, dict] = field(default_factory=dict)
     annotations: dict[str, dict] = field(default_factory=dict)  # benchmark -> AnnotationReport (annotated ones)
     groups: dict[str, dict] = field(default_factory=dict)  # benchmark -> GroupsReport
-    meta: dict[tuple[str, str], dict] = field(default_factory=dict)  # extract metadata per run
+    meta: dict[tuple[str, str], dict] = field(default_factory=dict)  # extract (or lm-eval import) metadata per run
     examples: dict[tuple[str, str], list[dict]] = field(default_factory=dict)  # confident_mistakes per run
     missing: list[str] = field(default_factory=list)
     provenance: dict = field(default_factory=dict)

@@ -1,0 +1,205 @@
+"""lm-evaluation-harness's logged samples -> a gece score file (docs/lmeval.md "Export, run, import").
+
+A registry entry ``source: lmeval:<directory>`` names the output directory of ``lm_eval --output_path <directory>
+--log_samples``. lm-eval writes ``<directory>/<model name>/samples_<task>_<date>.jsonl`` per task and run; the
+import reads the newest (the greatest ``<date>``, lm-eval's own timestamp) of task ``gece_<benchmark>`` anywhere
+under the directory, and ``results_<date>.json`` beside it for the lm-eval version, backend, model arguments and
+dtype. Every sample must be a prepared pair (its ``pair_id``), with the same two sentences (the document's
+``sha``), the requests gece exports for it under the benchmark's rule, both sides answered, and finite
+log-likelihoods; anything else is refused, naming the pair, the line and the file, and nothing is written.
+
+A side's ``logprob`` is lm-eval's sum (``mean``: divided by the side's token count ``n_tokens``), so under
+``shared`` it lacks the common prefix gece's own score file includes; ``p = sigmoid(logprob_more - logprob_less)``
+is the same function of the same tokens under every rule.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from gece.errors import GeceError
+from gece.io.files import read_table
+from gece.io.lmeval_files import ImportMeta, Sample
+from gece.io.schemas import PreparedPair
+from gece.lmeval import requests
+from gece.pipeline import runs
+from gece.scoring import rules
+
+TASK_PREFIX = "gece_"  # task gece_<benchmark>
+SOURCE_PREFIX = runs.LMEVAL_PREFIX
+DATE = r"(?P<date>\d{4}-\d{2}-\d{2}T[0-9.\-]+)"
+PAIR_COLUMNS = ["pair_id", "row", "sent_more", "sent_less", "y", "bias_type", "targets_more", "targets_less"]
+PAIR_COLUMNS += ["gender_more", "gender_less"]
+RERUN = "export again (gece lmeval-export) and rerun lm_eval on the exported task, or fix the sample log"
+
+
+def output_dir(source: str) -> Path | None:
+    """The lm-eval output directory of an ``lmeval:<directory>`` source, else None."""
+    return Path(source.removeprefix(SOURCE_PREFIX)) if source.startswith(SOURCE_PREFIX) else None
+
+
+def samples_file(directory: Path, task: str) -> Path:
+    """The newest ``samples_<task>_<date>.jsonl`` under ``directory`` (the greatest date; lm-eval's names)."""
+    pattern = re.compile(rf"^samples_{re.escape(task)}_{DATE}\.jsonl$")
+    found = sorted(
+        ((m.group("date"), p) for p in directory.rglob("samples_*.jsonl") if (m := pattern.match(p.name))),
+        key=lambda t: (t[0], str(t[1])),
+    )
+    if not found:
+        raise GeceError(
+            f"{directory}: no lm-eval samples of task {task} (samples_{task}_<date>.jsonl)",
+            hint=f"run lm_eval with --tasks {task} --output_path {directory} --log_samples (docs/lmeval.md)",
+        )
+    return found[-1][1]
+
+
+class _Results(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    lm_eval_version: str
+    config: dict[str, Any]
+
+
+def run_info(samples: Path) -> dict[str, str]:
+    """lm-eval's version, backend, model arguments and dtype from ``results_<date>.json`` beside ``samples``."""
+    date = re.search(rf"_{DATE}\.jsonl$", samples.name).group("date")  # type: ignore[union-attr]
+    path = samples.parent / f"results_{date}.json"
+    try:
+        res = _Results.model_validate_json(path.read_bytes())
+    except FileNotFoundError:
+        raise GeceError(f"{path} not found (lm-eval writes it beside {samples.name})", hint=RERUN) from None
+    except ValidationError as e:
+        raise GeceError(f"{path}: not an lm-eval results file ({e.errors()[0]['msg']})", hint=RERUN) from None
+    args = res.config.get("model_args", "")
+    if isinstance(args, dict):
+        args = ",".join(f"{k}={v}" for k, v in args.items())
+    dtype = res.config.get("model_dtype") or "unknown"
+    return {
+        "lm_eval_version": res.lm_eval_version,
+        "backend": str(res.config.get("model", "unknown")),
+        "model_args": str(args),
+        "dtype": str(dtype).removeprefix("torch."),
+    }
+
+
+def _loglikelihood(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def read_samples(path: Path) -> list[tuple[int, Sample | str]]:
+    """Each line of a samples file: its number and the parsed sample, or what is wrong with it."""
+    out: list[tuple[int, Sample | str]] = []
+    with path.open(encoding="utf-8") as f:
+        for n, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                out.append((n, Sample.model_validate(json.loads(line))))
+            except (json.JSONDecodeError, ValidationError) as e:
+                msg = e.errors()[0] if isinstance(e, ValidationError) else {"loc": (), "msg": str(e)}
+                out.append((n, f"line {n}: not a gece sample ({'.'.join(map(str, msg['loc']))} {msg['msg']})"))
+    return out
+
+
+def score_frame(
+    prepared: pd.DataFrame, samples: list[tuple[int, Sample | str]], rule: str, path: Path, word_prob: str = "chain"
+) -> pd.DataFrame:
+    """The score rows (``ScoreRow`` columns) of the pairs the samples answer, in the prepared order; a GeceError
+    listing every sample that does not match a prepared pair, its sentences or its requests, lacks a side or
+    holds a log-likelihood that is not finite."""
+    by_id = {r["pair_id"]: r for r in prepared.to_dict("records")}
+    problems: list[str] = []
+    scored: dict[str, dict[str, Any]] = {}
+    for n, sample in samples:
+        if isinstance(sample, str):
+            problems.append(sample)
+            continue
+        doc, pid = sample.doc, sample.doc.pair_id
+        where = f"line {n}, pair {pid}"
+        pair = by_id.get(pid)
+        if pair is None:
+            problems.append(f"{where}: no such pair in the prepared benchmark (a foreign pair)")
+            continue
+        if doc.sha != requests.pair_sha(pair["sent_more"], pair["sent_less"]):
+            problems.append(f"{where} (row {pair['row']}): its sentences differ from the prepared pair's")
+            continue
+        if pid in scored:
+            problems.append(f"{where}: the pair is answered twice")
+            continue
+        args = [(a.get("arg_0"), a.get("arg_1")) for _, a in sorted(sample.arguments.items())]
+        if len(args) != 2 or len(sample.filtered_resps) != 2:
+            problems.append(f"{where}: {len(sample.filtered_resps)} side(s) answered, not 2 (a side is missing)")
+            continue
+        expected = requests.request_for(pair, rule)
+        if not isinstance(expected, requests.Request) or args != expected.arguments:
+            problems.append(f"{where}: its requests are not the ones gece exports for this pair under rule {rule}")
+            continue
+        if rule == "target" and word_prob == "max" and max(doc.n_tokens) > 1:
+            problems.append(f"{where}: a target word of several tokens, but word_prob is max (lm-eval sums them)")
+            continue
+        lls = [_loglikelihood(r[0] if r else None) for r in sample.filtered_resps]
+        if not all(math.isfinite(v) for v in lls):
+            problems.append(f"{where}: log-likelihood {lls} is not finite")
+            continue
+        if rule == "mean":
+            lls = [v / t for v, t in zip(lls, doc.n_tokens, strict=True)]
+        scored[pid] = {
+            "n_tokens_more": doc.n_tokens[0],
+            "n_tokens_less": doc.n_tokens[1],
+            "logprob_more": lls[0],
+            "logprob_less": lls[1],
+            "logit_more": None,
+            "logit_less": None,
+            "p": rules.pair_p(lls[0], lls[1]),
+            "scored_punct_only": doc.punct_only,
+        }
+    if problems:
+        raise GeceError(
+            f"{path}: {len(problems)} sample(s) do not match the prepared pairs; nothing was written",
+            problems=problems[:20] + ([f"... and {len(problems) - 20} more"] if len(problems) > 20 else []),
+            hint=RERUN,
+        )
+    if not scored:
+        raise GeceError(f"{path}: no sample", hint=RERUN)
+    rows = [{k: pair[k] for k in PAIR_COLUMNS} | scored[pid] for pid, pair in by_id.items() if pid in scored]
+    return pd.DataFrame(rows)
+
+
+def import_scores(
+    prepared_path: Path, directory: Path, benchmark: str, model: str, rule: str, word_prob: str = "chain"
+) -> tuple[pd.DataFrame, ImportMeta, dict[str, str]]:
+    """A benchmark's score rows from lm-eval's output ``directory``, the run's meta and the score file's metadata
+    (nothing written: :func:`gece.lmeval.command` writes both once everything is checked)."""
+    if not directory.is_dir():
+        raise GeceError(
+            f"{directory}: no such directory (the lm-eval output of source {SOURCE_PREFIX}{directory})",
+            hint="run lm_eval with --output_path on that directory, or dvc pull it",
+        )
+    prepared, _ = read_table(prepared_path, PreparedPair)
+    path = samples_file(directory, f"{TASK_PREFIX}{benchmark}")
+    info = run_info(path)
+    frame = score_frame(prepared, read_samples(path), rule, path, word_prob)
+    meta = ImportMeta(
+        model=model,
+        benchmark=benchmark,
+        source=f"{SOURCE_PREFIX}{directory}",
+        rule=rule,
+        samples_file=str(path.relative_to(directory)),
+        pairs_prepared=len(prepared),
+        pairs_scored=len(frame),
+        coverage=len(frame) / len(prepared),
+        **info,
+    )
+    file_meta = {"model": model, "benchmark": benchmark, "source": meta.source, "backend": "lm-eval"}
+    file_meta |= {"rule": rule, "coverage": f"{meta.pairs_scored}/{meta.pairs_prepared}"}
+    return frame, meta, file_meta
