@@ -122,10 +122,23 @@ def files_at(rev: str, paths: list[str]) -> list[str]:
             hint="name a revision git knows (HEAD, HEAD~1, a branch, a tag or a commit)",
         ).splitlines()
         fs = None if listed else _dvc_fs(rev)
-        if fs is not None and fs.exists(path):
-            listed = [path] if fs.isfile(path) else sorted(fs.find(path))
+        if fs is not None:
+            listed = _dvc_files(fs, rev, path)
         out += [x for x in listed if x.endswith(".json")]
     return out
+
+
+def _dvc_files(fs, rev: str, path: str) -> list[str]:
+    """The files under ``path`` in the DVC outputs of ``rev`` (``fs``: :func:`_dvc_fs`); a folder whose listing
+    DVC's cache lacks is an error naming the fetch."""
+    from dvc_data.index.index import DataIndexDirError
+
+    try:
+        if not fs.exists(path):
+            return []
+        return [path] if fs.isfile(path) else sorted(fs.find(path))
+    except (DataIndexDirError, FileNotFoundError) as e:
+        raise _not_cached(path, rev, e) from e
 
 
 def read_revision(rev: str, path: str) -> dict | None:
@@ -147,6 +160,13 @@ def read_revision(rev: str, path: str) -> dict | None:
         raise GeceError(f"{path} at {rev}: not valid JSON ({e})", hint="compare JSON reports only") from e
 
 
+def _not_cached(path: str, rev: str, e: Exception) -> GeceError:
+    return GeceError(
+        f"{path} at {rev}: dvc.lock there names it, but DVC's cache does not hold it ({e})",
+        hint=f"fetch it: `dvc fetch --rev {rev}` (from the default remote), or compare with the workspace",
+    )
+
+
 def _read_dvc(rev: str, path: str) -> str | None:
     """``path`` as a DVC output at ``rev`` holds it, None when DVC names no such file there; DVC's cache lacking
     the file is an error."""
@@ -156,10 +176,7 @@ def _read_dvc(rev: str, path: str) -> str | None:
     try:
         return fs.read_bytes(path).decode("utf-8")
     except (FileNotFoundError, OSError) as e:
-        raise GeceError(
-            f"{path} at {rev}: dvc.lock there names it, but DVC's cache does not hold it ({e})",
-            hint=f"fetch it: `dvc fetch --rev {rev}` (from the default remote), or compare with the workspace",
-        ) from e
+        raise _not_cached(path, rev, e) from e
     except UnicodeDecodeError as e:
         raise GeceError(f"{path} at {rev}: not valid UTF-8 ({e})", hint="compare JSON reports only") from e
 
