@@ -140,7 +140,8 @@ def reference_reports(tmp_path_factory, data_dir) -> Path:
 @pytest.fixture(scope="session")
 def workspace_reports() -> Path:
     """The workspace's ``reports/`` with the DVC-cached detail of every run in place (after ``make repro``);
-    skipped on a clean clone, where the same test runs on :func:`reference_reports` instead."""
+    skipped on a clean clone, where each test that asks for it has a counterpart on reports the tests build
+    (:func:`reference_reports`, or the e2e slice)."""
     from gece.io import layout
     from gece.io.params import load_params
     from gece.pipeline import runs
@@ -156,7 +157,7 @@ def workspace_reports() -> Path:
     if missing:
         pytest.skip(
             f"reports/ lacks the DVC-cached reports of {len(missing)} runs (e.g. {missing[0]}): `make repro` puts "
-            "them there; the reference_reports variant of this test ran"
+            "them there; on a clean clone the claim is checked on reports the tests build (see the docstring)"
         )
     return reports
 
