@@ -30,20 +30,30 @@ PAPER_MODELS = (
 # the modules whose tests start from the e2e slice (tests/e2e/conftest.py: slice_origin, one sliced dvc repro
 # per test process): run in one pytest-xdist worker (pytest_xdist_make_scheduler), so that the slice is run once
 SLICE_MODULES = ("tests/e2e/test_scale.py", "tests/e2e/test_repro.py", "tests/e2e/test_pipeline_determinism.py")
+# the modules that read the reference runs' reports (the reference_reports fixture, about two minutes to build):
+# one worker, so that they are built once
+REFERENCE_MODULES = (
+    "tests/test_findings.py",
+    "tests/test_groups.py",
+    "tests/test_intervals.py",
+    "tests/e2e/test_report_browser.py",
+)
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: without it installed, never called
 def pytest_xdist_make_scheduler(config, log):
     """``make test`` (``pytest -n 2``): tests are spread one by one over the workers, except the
-    :data:`SLICE_MODULES`, which go to one worker together. (xdist's own ``--dist loadgroup`` does not
-    group with pytest 9: it renames items through an attribute pytest 9 no longer reads.)"""
+    :data:`SLICE_MODULES`, which go to one worker together, and the :data:`REFERENCE_MODULES`, which go to one
+    worker together. (xdist's own ``--dist loadgroup`` does not group with pytest 9: it renames items through an
+    attribute pytest 9 no longer reads.)"""
     if config.getvalue("dist") != "load":  # another --dist asked for explicitly
         return None
     from xdist.scheduler import LoadScopeScheduling
 
     class SliceTogether(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return "slice" if nodeid.split("::")[0] in SLICE_MODULES else nodeid
+            module = nodeid.split("::")[0]
+            return "slice" if module in SLICE_MODULES else "reference" if module in REFERENCE_MODULES else nodeid
 
     return SliceTogether(config, log)
 
@@ -88,6 +98,68 @@ def reference_scores(tmp_path_factory, prepared_dir, data_dir) -> dict[tuple[str
             write_reference(prepared_dir / f"{b}.parquet", data_dir / "reference" / b / f"{m}.csv", path, f"paper-{m}")
             paths[(b, m)] = path
     return paths
+
+
+@pytest.fixture(scope="session")
+def reference_reports(tmp_path_factory, data_dir) -> Path:
+    """The pipeline's reports of the authors' runs (``paper-<model>`` on the benchmarks with released scores),
+    built by the stage commands (prepare, metrics, calibrate, ablate, groups, compare) in a temporary tree with
+    ``models: []``: the runs need no model, their scores come from ``data/``. The per-run files are the bytes
+    ``dvc repro`` writes under ``reports/`` (a benchmark's groups and compare files hold the reference runs only).
+    Since the detail under ``reports/`` is a DVC-cached output, not in git (docs/dvc.md, "What git holds and what
+    DVC holds"), this is what the tests of the reports read on a clean clone. Returns the tree's root."""
+    import contextlib
+
+    import yaml
+
+    from gece.cli import main
+    from gece.io import layout
+
+    root = tmp_path_factory.mktemp("reference")
+    params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+    references = params["references"]
+    params["models"], params["ablate"]["special_tokens"] = [], {}
+    params["benchmarks"] = {b: params["benchmarks"][b] for b in PAPER_BENCHMARKS}
+    params["registry"] = {m: params["registry"][m] for m in references}
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
+    (root / "data").symlink_to(data_dir, target_is_directory=True)
+    (root / "artifacts" / "scores").mkdir(parents=True)  # no scored model: the report stage reads an empty folder
+    handlers = list(logging.getLogger().handlers)
+    try:
+        with contextlib.chdir(root):
+            for b in PAPER_BENCHMARKS:
+                for stage in ("prepare", "metrics", "calibrate", "ablate", "groups"):
+                    assert main(["-q", stage, "--benchmark", b]) == 0, (stage, b)
+                out = layout.report_path(layout.compare_file(b))
+                assert main(["-q", "compare", "--benchmark", b, "--out", str(out)]) == 0, ("compare", b)
+    finally:
+        logging.getLogger().handlers[:] = handlers
+    return root
+
+
+@pytest.fixture(scope="session")
+def workspace_reports() -> Path:
+    """The workspace's ``reports/`` with the DVC-cached detail of every run in place (after ``make repro``);
+    skipped on a clean clone, where each test that asks for it has a counterpart on reports the tests build
+    (:func:`reference_reports`, or the e2e slice)."""
+    from gece.io import layout
+    from gece.io.params import load_params
+    from gece.pipeline import runs
+
+    params = load_params(ROOT / "params.yaml")
+    reports = ROOT / layout.REPORTS
+    missing = [
+        layout.metrics_file(b, m)
+        for b in params.benchmarks
+        for m in runs.runs(params, b, ROOT)
+        if not (reports / layout.metrics_file(b, m)).is_file()
+    ]
+    if missing:
+        pytest.skip(
+            f"reports/ lacks the DVC-cached reports of {len(missing)} runs (e.g. {missing[0]}): `make repro` puts "
+            "them there; on a clean clone the claim is checked on reports the tests build (see the docstring)"
+        )
+    return reports
 
 
 @pytest.fixture(scope="session")

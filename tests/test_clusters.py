@@ -139,16 +139,15 @@ def test_the_metrics_report_counts_distinct_pairs_clusters_and_punctuation_only_
     assert report["n_punct_only"] is None
 
 
-def test_the_committed_metrics_count_the_pairs_scored_on_punctuation_only():
+def test_the_pipeline_metrics_count_the_pairs_scored_on_punctuation_only(workspace_reports):
     """The metrics stage reads the flag through the run reader (runs.RUN_COLUMNS): WinoQueer's 2,583 pairs that
     start alike end in their differing word, so under shared only the final "." is scored; none under sentence;
-    null under the target rule."""
+    null under the target rule. Every run's reports are DVC outputs (after `make repro`); on a clean clone the e2e
+    slice checks the flag (tests/e2e/test_pipeline_determinism.py: 0 under sentence, null under target)."""
     import json
 
-    from .conftest import ROOT
-
     def counts(b: str) -> set:
-        return {json.loads(f.read_text())["n_punct_only"] for f in (ROOT / "reports" / "metrics" / b).glob("*.json")}
+        return {json.loads(f.read_text())["n_punct_only"] for f in (workspace_reports / "metrics" / b).glob("*.json")}
 
     assert counts("winoqueer_shared") == {2583}
     assert counts("winoqueer") == {0}

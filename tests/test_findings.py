@@ -26,11 +26,28 @@ from .report_data import report_text
 from .test_report import parse_page
 
 
+def _load(root):
+    """The reports under ``root`` as the page and the summary stage read them."""
+    params = load_params(root / "params.yaml")
+    return report_data.load_report_data(params, root / "reports", root / "artifacts" / "scores", root / "reports", root)
+
+
 @pytest.fixture(scope="module")
-def shipped():
-    """The committed reports of the repository, as the page and the summary stage read them."""
-    params = load_params(ROOT / "params.yaml")
-    return report_data.load_report_data(params, ROOT / "reports", ROOT / "artifacts" / "scores", ROOT / "reports")
+def references(reference_reports):
+    """The reference runs' reports, built afresh (tests/conftest.py: reference_reports): on every clone."""
+    return _load(reference_reports)
+
+
+@pytest.fixture(scope="module")
+def shipped(workspace_reports):
+    """The workspace's reports of every run (DVC-cached, after `make repro`); skipped on a clean clone."""
+    return _load(ROOT)
+
+
+@pytest.fixture(params=["reference", "workspace"])
+def reports(request):
+    """(the reports, which): the reference runs' on every clone, and every run's where `make repro` put them."""
+    return request.getfixturevalue("references" if request.param == "reference" else "shipped"), request.param
 
 
 # ------------------------------------------------------------------- dvc metrics diff
@@ -79,18 +96,29 @@ def rescored(data: report_cells.ReportData, b: str, m: str) -> report_cells.Repo
     return new
 
 
-def test_rescoring_one_run_moves_at_most_30_metrics(shipped):
-    """`dvc metrics diff` lists one row per flattened key that changed: re-scoring any one model on any one
-    benchmark changes at most MAX_ROWS_PER_RUN keys of reports/summary.json, however much its values move."""
-    before = flatten(findings.summary(shipped))
-    assert 300 < len(before) < 700  # all 39 runs (522 values when written)
+def _rescored_counts(data: report_cells.ReportData) -> tuple[int, dict]:
+    """(the number of summary values, {(b, m): how many of them move when run m is re-scored on b})."""
+    before = flatten(findings.summary(data))
     counts = {}
-    for b in shipped.benchmarks:
-        for m in shipped.runs[b]:
-            after = flatten(findings.summary(rescored(shipped, b, m)))
+    for b in data.benchmarks:
+        for m in data.runs[b]:
+            after = flatten(findings.summary(rescored(data, b, m)))
             assert set(after) == set(before)
             counts[(b, m)] = sum(after[k] != before[k] for k in before)
+    return len(before), counts
+
+
+def test_rescoring_one_run_moves_at_most_30_metrics(reports):
+    """`dvc metrics diff` lists one row per flattened key that changed: re-scoring any one model on any one
+    benchmark changes at most MAX_ROWS_PER_RUN keys of reports/summary.json, however much its values move."""
+    data, which = reports
+    n, counts = _rescored_counts(data)
     assert max(counts.values()) <= findings.MAX_ROWS_PER_RUN == 30
+    if which == "reference":  # 18 runs: headline, calibration, binning, and the 4 compare counts of 6 runs
+        assert 150 < n < 300 and len(counts) == 18
+        assert counts[("winobias", "paper-gpt-j-6b")] == 5 + 2 + 2 + 4
+        return
+    assert 300 < n < 700  # all 39 runs (522 values when written)
     # the worst case: a model with a special-token variant, on a neutral-wording benchmark with 8 comparisons
     assert counts[("genderlex", "gemma-3-270m")] == max(counts.values()) == 19
     # headline, calibration, binning, and 3 of the 4 compare counts (which ones move depends on the resamples)
@@ -108,6 +136,21 @@ def test_summary_values_come_from_the_reports(shipped):
     st = shipped.special_tokens["gemma-3-270m"]["winobias"]
     assert s["special_tokens"]["gemma-3-270m"]["winobias"]["ece_change"] == st["without"]["ece"] - st["with"]["ece"]
     assert s == json.loads((ROOT / "reports" / "summary.json").read_text())  # the committed file is up to date
+
+
+def test_the_committed_summary_holds_the_reference_runs_as_built_afresh(references):
+    """On every clone: the reference runs' lines of the committed reports/summary.json (headline, calibration,
+    binning, groups: one run's own numbers) equal those of their reports built afresh by the stage commands."""
+    committed = json.loads((ROOT / "reports" / "summary.json").read_text())
+    s = findings.summary(references)
+    checked = 0
+    for section in ("runs", "calibration", "binning", "groups"):
+        for b, per_run in s[section].items():
+            for m, line in per_run.items():
+                assert committed[section][b][m] == line, (section, b, m)
+                checked += 1
+    assert checked == 4 * 18
+    assert s["runs"]["winobias"]["paper-gpt-j-6b"]["ece"] == pytest.approx(0.15764973445164981, abs=1e-12)
 
 
 # ------------------------------------------------------------------------ gece diff
@@ -159,19 +202,25 @@ def test_gece_diff_against_a_git_revision(tmp_path, monkeypatch, capsys):
 
 
 # --------------------------------------------------------------------------- findings
-def test_findings_rank_the_models_with_their_intervals(shipped):
+def test_findings_rank_the_models_with_their_intervals(reports):
+    shipped, which = reports
     f = findings.findings(shipped)
     # the benchmarks whose labels vary are ranked by ECE; those with y = 1 for every pair are identity findings
     scored = [b for b in shipped.benchmarks if any((b, m) in shipped.metrics for m in shipped.runs[b])]
     assert [b.benchmark for b in f.benchmarks] == [b for b in scored if not constant_y(shipped, b)]
-    assert [b.benchmark for b in f.identity] == ["crows_pairs", "winoqueer"] == identity.identity_benchmarks(shipped)
     wb = f.benchmarks[0]
     eces = {m: shipped.metrics[("winobias", m)]["ece"] for m in shipped.runs["winobias"]}
     assert wb.best["ece"].model == min(eces, key=eces.get) and wb.worst["ece"].model == max(eces, key=eces.get)
     rep = shipped.metrics[("winobias", wb.best["ece"].model)]
     assert (wb.best["ece"].low, wb.best["ece"].high) == (rep["ece_ci_low"], rep["ece_ci_high"])
     line = findings.benchmark_sentence(wb)
-    assert line.startswith("winobias (771 pairs, 9 models): ECE best ") and f"[{rep['ece_ci_low']:.3f}, " in line
+    n_models = 6 if which == "reference" else 9
+    assert line.startswith(f"winobias (771 pairs, {n_models} models): ECE best ")
+    assert f"[{rep['ece_ci_low']:.3f}, " in line
+    if which == "reference":  # no identity benchmark, no special-token variant: the rest needs every run
+        assert f.identity == [] == identity.identity_benchmarks(shipped)
+        return
+    assert [b.benchmark for b in f.identity] == ["crows_pairs", "winoqueer"] == identity.identity_benchmarks(shipped)
     topics = [t for t, _ in f.effects]
     assert topics[:2] == ["special tokens", "Brier ranking"]
     special = dict(f.effects)["special tokens"]
@@ -239,8 +288,8 @@ def test_verdicts_in_words():
     )
 
 
-def test_compare_markdown_is_proofread(shipped):
-    one = dict(shipped.compare["winobias"], pairs=shipped.compare["winobias"]["pairs"][:1])
+def test_compare_markdown_is_proofread(references):
+    one = dict(references.compare["winobias"], pairs=references.compare["winobias"]["pairs"][:1])
     text = report_md.compare_markdown(one)
     assert "with 1 model pair and 4 differences in the table" in text and "p=" not in text
     assert ", p = " in text or ", p < 0.001" in text
@@ -406,15 +455,15 @@ def test_the_committed_tables_write_p_once():
         assert "p=p" not in text and "p = p" not in text, path.name
 
 
-def test_gender_gap_notes_write_p_once(shipped):
+def test_gender_gap_notes_write_p_once(references):
     from gece.report.stats import gender_gap_table
 
-    text = report_md.doc_markdown(gender_gap_table(shipped))
+    text = report_md.doc_markdown(gender_gap_table(references))
     assert "p=p" not in text and "p = p" not in text
     assert re.search(r"\] p (=|<) 0\.\d{3}, Holm p (=|<) 0\.\d{3}, perm\. p (=|<) 0\.\d{3}", text)
 
 
-def test_the_compare_tables_share_one_label_per_metric(shipped, monkeypatch):
+def test_the_compare_tables_share_one_label_per_metric(references, monkeypatch):
     """reports/compare/<b>.md, reports/tables/compare.md and `gece compare`'s terminal table label each metric
     as the registry does."""
     from rich.console import Console
@@ -423,12 +472,12 @@ def test_the_compare_tables_share_one_label_per_metric(shipped, monkeypatch):
     from gece.pipeline import compare as compare_stage
     from gece.report.tables import compare_table
 
-    result = shipped.compare["winobias"]
+    result = references.compare["winobias"]
     keys = list(result["pairs"][0]["metrics"])
     labels = [registry.label(k) for k in keys]
     header = report_md.compare_markdown(result).split("\n| A | B | ")[1].split("\n")[0]
     assert header == " | ".join(labels) + " |"
-    doc = compare_table(shipped)
+    doc = compare_table(references)
     assert [c.label for c in doc.tables[0].columns] == [f"Δ {x}" for x in labels]
     console = Console(width=400, record=True, soft_wrap=True, emoji=False, file=open("/dev/null", "w"))  # noqa: SIM115
     monkeypatch.setattr(command, "out", console)
@@ -437,7 +486,7 @@ def test_the_compare_tables_share_one_label_per_metric(shipped, monkeypatch):
     assert all(f"Δ {x}" in text for x in labels)
 
 
-def test_gece_compare_never_cuts_a_run_id_at_80_columns(shipped, monkeypatch):
+def test_gece_compare_never_cuts_a_run_id_at_80_columns(references, monkeypatch):
     """Issue 38, item 4: the terminal table keeps a long run id whole (here: a key and a legend) instead of
     "gemma-3-2…"."""
     from rich.console import Console
@@ -446,7 +495,7 @@ def test_gece_compare_never_cuts_a_run_id_at_80_columns(shipped, monkeypatch):
     from gece.pipeline import compare as compare_stage
 
     long_id = "paper-deepseek-r1-distill-llama-8b-instruct"
-    result = copy.deepcopy(shipped.compare["winobias"])
+    result = copy.deepcopy(references.compare["winobias"])
     result["pairs"] = result["pairs"][:2]
     result["pairs"][0]["a"] = long_id
     console = Console(width=80, record=True, soft_wrap=False, emoji=False, file=open("/dev/null", "w"))  # noqa: SIM115

@@ -44,10 +44,10 @@ def _by(scores: pd.DataFrame, kind: str, clusters: np.ndarray | None = None) -> 
 
 
 @pytest.mark.parametrize("model", PAPER_MODELS)
-def test_gender_groupings_are_the_metrics_reports_parts(winobias_runs, prepared_dir, model):
-    """By predicted gender: ece_male, ece_female and bias_gap of the committed metrics report, intervals included
+def test_gender_groupings_are_the_metrics_reports_parts(winobias_runs, prepared_dir, reference_reports, model):
+    """By predicted gender: ece_male, ece_female and bias_gap of the metrics stage's report, intervals included
     (same seed, draws and clusters: the same resamples); by human gender: ece_true_male and ece_true_female."""
-    report = read_json(ROOT / "reports" / "metrics" / "winobias" / f"paper-{model}.json")
+    report = read_json(reference_reports / "reports" / "metrics" / "winobias" / f"paper-{model}.json")
     scores = winobias_runs[model]
     pairs = pd.read_parquet(prepared_dir / "winobias.parquet").set_index("pair_id")
     pred = _by(scores, "pred_gender", pairs.loc[scores["pair_id"], "cluster"].to_numpy(object))
@@ -67,7 +67,7 @@ def test_gender_groupings_are_the_metrics_reports_parts(winobias_runs, prepared_
 
 
 def test_golden_gpt_j(winobias_runs):
-    """GPT-J on WinoBias by human gender: female pairs are far worse calibrated (the numbers of reports/)."""
+    """GPT-J on WinoBias by human gender: female pairs are far worse calibrated (the numbers of its metrics report)."""
     r = _by(winobias_runs["gpt-j-6b"], "true_gender")
     cells = {g.group: g for g in r.groups}
     assert cells["female"].ece == pytest.approx(0.5074359163304606, abs=1e-12)

@@ -1,5 +1,6 @@
 """Intervals, the gender-gap tests, power, and the claims docs/statistics.md makes about the
-committed reports (issue 19)."""
+pipeline's reports (issue 19): the reference runs' reports built afresh (the reference_reports fixture), and the
+workspace's reports when `make repro` has put them there."""
 
 from __future__ import annotations
 
@@ -21,9 +22,6 @@ from gece.report.stats import gap_agreement, mean_rmse
 from gece.stats import gap, intervals
 from gece.stats import metrics as M
 
-from .conftest import ROOT
-
-REPORTS = ROOT / "reports"
 draws_strategy = arrays(np.float64, st.integers(1, 300), elements=st.floats(-1, 1))
 
 
@@ -131,7 +129,7 @@ def test_summary_gap_values_and_p_values():
         assert outside == (r[f"{k}_p"] < 0.05) or abs(r[f"{k}_p"] - 0.05) < 0.01
 
 
-# --------------------------------------------------------------- the committed reports
+# --------------------------------------------------------------- the pipeline's reports
 def _intervals(obj, where=""):
     """Every (estimate, low, high, location) in a JSON document."""
     if isinstance(obj, dict):
@@ -148,15 +146,25 @@ def _intervals(obj, where=""):
             yield from _intervals(v, f"{where}/{i}")
 
 
-def committed(*dirs: str) -> list[Path]:
-    return sorted(p for d in dirs for p in (REPORTS / d).rglob("*.json"))
+def reports_of(reports: Path, *dirs: str) -> list[Path]:
+    return sorted(p for d in dirs for p in (reports / d).rglob("*.json"))
 
 
-def test_no_committed_interval_excludes_its_estimate():
+@pytest.fixture(params=["reference", "workspace"])
+def reports_dir(request) -> tuple[Path, int]:
+    """(a reports directory, the least number of intervals it holds): the reference runs' reports built afresh
+    (every run), and the workspace's reports/ when `make repro` has put the DVC-cached detail there."""
+    if request.param == "reference":
+        return request.getfixturevalue("reference_reports") / "reports", 3_000
+    return request.getfixturevalue("workspace_reports"), 9_000
+
+
+def test_no_interval_excludes_its_estimate(reports_dir):
     """Issue 19: across every metrics, calibration, ablation and comparison report, 0 intervals
     exclude their own estimate."""
-    files = committed("metrics", "calibration", "ablation", "compare")
-    assert files, "no committed reports"
+    reports, least = reports_dir
+    files = reports_of(reports, "metrics", "calibration", "ablation", "compare")
+    assert files, f"no reports under {reports}"
     checked, missed = 0, []
     for path in files:
         for value, lo, hi, where in _intervals(json.loads(path.read_text())):
@@ -165,24 +173,26 @@ def test_no_committed_interval_excludes_its_estimate():
                 continue
             checked += 1
             if not lo <= value <= hi:
-                missed.append(f"{path.relative_to(ROOT)}{where}: {value} not in [{lo}, {hi}]")
+                missed.append(f"{path.relative_to(reports)}{where}: {value} not in [{lo}, {hi}]")
     assert not missed, "\n".join(missed[:20])
-    assert checked > 9_000  # 33 metrics, 33 × 12 calibrated and every compare report
+    assert checked > least  # every metrics report, 12 calibrated per run and every compare report
 
 
-def committed_data() -> ReportData:
-    params = load_params(ROOT / "params.yaml")
+def reference_data(root: Path) -> ReportData:
+    """The metrics and sample-size reports of the reference runs under ``root`` (the reference_reports tree)."""
+    params = load_params(root / "params.yaml")
     data = ReportData(benchmarks=list(params.benchmarks), runs={}, references=reference_ids(params))
-    for path in committed("metrics"):
+    for path in reports_of(root / "reports", "metrics"):
         data.metrics[(path.parent.name, path.stem)] = json.loads(path.read_text())
-    for path in committed("ablation/sample_size"):
+    for path in reports_of(root / "reports", "ablation/sample_size"):
         data.sample_size[(path.parent.name, path.stem)] = json.loads(path.read_text())
     return data
 
 
-def test_permutation_and_bootstrap_gap_tests_agree_as_the_docs_say():
-    """The agreement docs/statistics.md quotes, recomputed from the committed metrics reports."""
-    a = gap_agreement(committed_data())
+def test_permutation_and_bootstrap_gap_tests_agree_as_the_docs_say(reference_reports):
+    """The agreement docs/statistics.md quotes (over the reference runs), recomputed from their metrics reports."""
+    data = reference_data(reference_reports)
+    a = gap_agreement(data)
     assert a["tests"] == 36
     assert (a["gap_true"]["agree"], a["gap_true"]["tests"]) == (18, 18)
     assert (a["gap_pred"]["agree"], a["gap_pred"]["tests"]) == (15, 18)
@@ -194,17 +204,16 @@ def test_permutation_and_bootstrap_gap_tests_agree_as_the_docs_say():
         ("gap_pred", "winogender", "paper-llama-3.1-8b"),
     ]
     # none of them survives Holm's correction over the runs of its benchmark table
-    data = committed_data()
     for g, b, m in a["disagree"]:
         runs = sorted(mm for bb, mm in data.metrics if bb == b)
         adjusted = intervals.holm([data.metrics[(b, r)][f"{g}_p"] for r in runs])
         assert adjusted[runs.index(m)] >= 0.05
 
 
-def test_the_recommended_small_sample_estimator_has_the_lowest_rmse():
+def test_the_recommended_small_sample_estimator_has_the_lowest_rmse(reference_reports):
     """docs/statistics.md recommends smooth ECE for small benchmarks: lowest mean RMSE at N = 50
     on the paper runs, for ECE and for Gender-ECE."""
-    rmse = mean_rmse(committed_data())
+    rmse = mean_rmse(reference_data(reference_reports))
     quoted = {
         "ece": 0.066,
         "ece_debiased": 0.079,

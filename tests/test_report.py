@@ -85,6 +85,14 @@ def docs_of(reports: Path) -> list[report_cells.TableDoc]:
 
 
 # ------------------------------------------------------------------ files and links
+def test_the_readme_figure_is_the_first_benchmarks_grid(built_report, full_reports):
+    """layout.README_FIGURE (kept in git while figures/ is DVC-cached): the bytes of the first benchmark's grid."""
+    reports, result = built_report
+    first = next(iter(load_params(full_reports / "params.yaml").benchmarks))
+    assert result["readme_figure"] == layout.README_FIGURE
+    assert (reports / layout.README_FIGURE).read_bytes() == (reports / layout.fig_grid(first)).read_bytes()
+
+
 def test_every_figure_and_table_referenced_in_the_page_exists(built_report):
     """Every image and link of index.html and its detail pages resolves (from the page's own directory), every
     figure, table and detail page the stage wrote is shown or linked, and every detail page is one click from

@@ -38,6 +38,9 @@ def test_pipeline_twice_from_clean_gives_identical_bytes(tmp_path, data_dir, sli
     for b in BENCHMARKS:
         report = json.loads((a / f"reports/metrics/{b}/smollm2-135m.json").read_text())
         assert report["n"] == 40 and 0.0 <= report["ece"] <= 1.0 and report["accuracy"] is not None
+        # the punctuation-only flag reaches the metrics stage (runs.RUN_COLUMNS): counted under the sentence rule
+        # (crows_pairs: none of its pairs), null under the target rule (tests/test_clusters.py: the full counts)
+        assert report["n_punct_only"] == (0 if b == "crows_pairs" else None)
         meta = json.loads((a / f"artifacts/scores/{b}/smollm2-135m.meta.json").read_text())
         assert (
             meta["pairs"] == 40

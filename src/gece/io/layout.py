@@ -5,7 +5,9 @@ Paths are relative to the repository root (the directory ``dvc repro`` runs in):
 - ``data/``: the data snapshot (DVC-tracked by ``data.dvc``): benchmark CSVs and the authors'
   released scores.
 - ``artifacts/``: cached stage outputs (Parquet; DVC-tracked, pushed to a remote, not to git).
-- ``reports/``: small results committed to git (JSON, markdown, figures, the HTML page).
+- ``reports/``: the results. What a reviewer reads stays in git (``summary.json``, ``tables/``, ``index.html``,
+  the README's figure); the detail (per-run JSON, figures) is a DVC-cached output like ``artifacts/``
+  (docs/dvc.md, "What git holds and what DVC holds").
 
 Report files are also named relative to the reports directory (``metrics_file(b, m)`` is
 ``metrics/<b>/<m>.json``): the tables cite these strings as their sources and the page links its
@@ -298,6 +300,7 @@ TABLES_DIR = "tables"  # the page's tables as markdown, beside index.html
 FIGURES_DIR = "figures"  # the page's figures, beside index.html
 PAGE_FILE = "index.html"  # the HTML page, in the reports directory or --out
 PAGES_DIR = "pages"  # the page's detail pages (its tables, the confidently wrong pairs), beside index.html
+README_FIGURE = "readme_grid.png"  # the README's figure, beside index.html: a copy of the first benchmark's grid
 
 
 def table_file(name: str) -> str:

@@ -157,8 +157,8 @@ def report_stage(
     root: str | Path = Path(),
 ) -> dict:
     """reports/** (+ artifacts/scores for the equal-mass diagrams and the confidently wrong
-    pairs) -> reports/figures/, reports/tables/*.md, reports/pages/*.html and reports/index.html. Returns what
-    was written."""
+    pairs) -> reports/figures/, reports/tables/*.md, reports/pages/*.html, reports/index.html and the README's
+    figure (``layout.README_FIGURE``). Returns what was written."""
     reports_dir, scores_dir = Path(reports_dir), Path(scores_dir)
     check_input_dir(reports_dir, "--reports", "the JSON reports")
     check_input_dir(scores_dir, "--scores", "the score files")
@@ -311,6 +311,7 @@ def report_stage(
     _draw_figures(todo)
     figures["sizes"].update({rel: png_size(out_dir / rel) for rel in written})
     clear_output_dir(figures_dir, (".png",), "--out", keep=[out_dir / rel for rel in written])
+    readme = _readme_figure(out_dir, figures["grid"])
 
     docs, examples = report_tables.build_tables(data), report_tables.examples_docs(data)
     for doc in docs + examples:
@@ -333,6 +334,7 @@ def report_stage(
 
     return {
         "figures": written,
+        "readme_figure": readme,
         "tables": [layout.table_file(d.name) for d in docs + examples],
         "pages": list(pages),
         "missing": data.missing,
@@ -340,6 +342,19 @@ def report_stage(
         "reused": reused,
         "findings": findings(data),
     }
+
+
+def _readme_figure(out_dir: Path, grids: dict[str, str]) -> str | None:
+    """The README's figure (``layout.README_FIGURE``, kept in git while ``figures/`` is DVC-cached): a copy of
+    the grid of the first benchmark of params.yaml that has one; None, and no file, when none has."""
+    path = out_dir / layout.README_FIGURE
+    if not grids:
+        path.unlink(missing_ok=True)
+        return None
+    src = (out_dir / next(iter(grids.values()))).read_bytes()
+    if not path.exists() or path.read_bytes() != src:
+        write_bytes(path, src)
+    return layout.README_FIGURE
 
 
 # the line `gece --help` shows for this command (read without importing this module)

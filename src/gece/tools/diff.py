@@ -1,7 +1,8 @@
 """``gece diff``: the JSON values that moved between two git revisions, summarised to fit a screen.
 
 ``dvc metrics diff`` lists every value that differs, float noise in the 7th digit included (shown as
-a change of 0); this reads the same files from git (``git show REV:path``) or the workspace,
+a change of 0); this reads the same files from git (``git show REV:path``), from DVC's cache for the
+reports DVC holds at that revision (``dvc.fs.DVCFileSystem``: per-run detail, not in git), or the workspace,
 flattens them the way DVC names the keys (``runs.winobias.smollm2-135m.ece``) and keeps only the
 numbers that moved: by default those whose change DVC shows as non-zero (rounded to
 :data:`DVC_PRECISION` decimals), or by more than ``tol`` when one is given (plus added, removed and
@@ -91,22 +92,58 @@ def _git(args: list[str], hint: str) -> str:
     return done.stdout
 
 
+_DVC_FS: dict[str, object] = {}  # DVCFileSystem per revision: opening one reads the revision's pipeline
+
+
+def _dvc_fs(rev: str):
+    """DVC's view of the repository at ``rev`` (git's files and the outputs dvc.lock names there, read from
+    DVC's cache), or None outside a DVC project."""
+    if rev not in _DVC_FS:
+        _DVC_FS[rev] = None
+        if Path(".dvc").is_dir():
+            from dvc.fs import DVCFileSystem
+
+            _DVC_FS[rev] = DVCFileSystem(repo=".", rev=rev)
+    return _DVC_FS[rev]
+
+
 def files_at(rev: str, paths: list[str]) -> list[str]:
-    """The ``*.json`` files under ``paths`` (files or directories) at ``rev`` or in the workspace."""
+    """The ``*.json`` files under ``paths`` (files or directories) at ``rev`` or in the workspace: at a
+    revision, those git holds, else those DVC's outputs hold there."""
     if rev == WORKSPACE:
         out = []
         for p in map(Path, paths):
             out += [p.as_posix()] if p.is_file() else sorted(x.as_posix() for x in p.rglob("*.json"))
         return out
-    listed = _git(
-        ["ls-tree", "-r", "--name-only", rev, "--", *paths],
-        hint="name a revision git knows (HEAD, HEAD~1, a branch, a tag or a commit)",
-    )
-    return [x for x in listed.splitlines() if x.endswith(".json")]
+    out = []
+    for path in paths:
+        listed = _git(
+            ["ls-tree", "-r", "--name-only", rev, "--", path],
+            hint="name a revision git knows (HEAD, HEAD~1, a branch, a tag or a commit)",
+        ).splitlines()
+        fs = None if listed else _dvc_fs(rev)
+        if fs is not None:
+            listed = _dvc_files(fs, rev, path)
+        out += [x for x in listed if x.endswith(".json")]
+    return out
+
+
+def _dvc_files(fs, rev: str, path: str) -> list[str]:
+    """The files under ``path`` in the DVC outputs of ``rev`` (``fs``: :func:`_dvc_fs`); a folder whose listing
+    DVC's cache lacks is an error naming the fetch."""
+    from dvc_data.index.index import DataIndexDirError
+
+    try:
+        if not fs.exists(path):
+            return []
+        return [path] if fs.isfile(path) else sorted(fs.find(path))
+    except (DataIndexDirError, FileNotFoundError) as e:
+        raise _not_cached(path, rev, e) from e
 
 
 def read_revision(rev: str, path: str) -> dict | None:
-    """The JSON of ``path`` at ``rev`` (``workspace``: the file on disk); None when it is absent."""
+    """The JSON of ``path`` at ``rev`` (``workspace``: the file on disk; a report DVC holds at ``rev``: from
+    DVC's cache); None when it is absent."""
     if rev == WORKSPACE:
         p = Path(path)
         text = read_text(p, "compare JSON reports only", "json_bytes") if p.is_file() else None
@@ -114,13 +151,34 @@ def read_revision(rev: str, path: str) -> dict | None:
         try:
             text = _git(["show", f"{rev}:{path}"], hint="")
         except GeceError:
-            text = None
+            text = _read_dvc(rev, path)
     if text is None:
         return None
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
         raise GeceError(f"{path} at {rev}: not valid JSON ({e})", hint="compare JSON reports only") from e
+
+
+def _not_cached(path: str, rev: str, e: Exception) -> GeceError:
+    return GeceError(
+        f"{path} at {rev}: dvc.lock there names it, but DVC's cache does not hold it ({e})",
+        hint=f"fetch it: `dvc fetch --rev {rev}` (from the default remote), or compare with the workspace",
+    )
+
+
+def _read_dvc(rev: str, path: str) -> str | None:
+    """``path`` as a DVC output at ``rev`` holds it, None when DVC names no such file there; DVC's cache lacking
+    the file is an error."""
+    fs = _dvc_fs(rev)
+    if fs is None or not fs.isfile(path):
+        return None
+    try:
+        return fs.read_bytes(path).decode("utf-8")
+    except (FileNotFoundError, OSError) as e:
+        raise _not_cached(path, rev, e) from e
+    except UnicodeDecodeError as e:
+        raise GeceError(f"{path} at {rev}: not valid UTF-8 ({e})", hint="compare JSON reports only") from e
 
 
 def compared(old_rev: str, new_rev: str, paths: list[str]) -> tuple[list[Change], int]:
