@@ -172,6 +172,7 @@ def test_the_answers_are_on_the_first_screen_and_every_page_is_one_click_away(br
         assert state["broken"] == [] and state["severe"] == [], (rel, state)
     assert load(browser, reports / "pages" / "calibration.html")["images"]  # the calibration figures moved along
 
+
 def test_committed_report_in_the_browser(browser, workspace_reports):
     """The committed reports/index.html with the DVC-cached figures it shows, where `make repro` has put them
     (on a clean clone tests/test_git_outputs.py checks that every file the page links is in git or is an output
