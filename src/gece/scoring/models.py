@@ -291,18 +291,33 @@ def resolve_device(device: str) -> str:
     return device
 
 
-def resolve_dtype(dtype: str, device: str):
-    """``auto`` and ``float32`` -> float32 (exact); bfloat16/float16 only on a GPU."""
+STORED_DTYPES = ("float32", "bfloat16", "float16")  # dtypes a CPU model keeps its weights in
+
+
+def stored_dtype(resolved: Resolved) -> str:
+    """The dtype a checkpoint stores its weights in (``config.json``'s ``dtype`` or ``torch_dtype``); float32 for a
+    GGUF (dequantized to float32) and for a config that names none or another."""
+    if resolved.kind == "gguf":
+        return "float32"
+    try:
+        config = json.loads((resolved.path / "config.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return "float32"
+    name = config.get("dtype") or config.get("torch_dtype") if isinstance(config, dict) else None
+    return name if name in STORED_DTYPES else "float32"
+
+
+def resolve_dtype(dtype: str, device: str, stored: str = "float32"):
+    """The dtype a model's weights are loaded in. On the CPU, ``auto`` keeps the checkpoint's ``stored`` dtype
+    (float32, bfloat16 or float16) and the model computes in float32 with correctly rounded products whatever
+    the weights' dtype (:func:`gece.scoring.exact.make_exact`): upcasting a bfloat16 or float16 value to float32
+    is exact, so the scores are those of the model loaded in float32. On a GPU, ``auto`` is float32 and the
+    model computes in the dtype it is loaded in."""
     import torch
 
-    if dtype in ("auto", "float32"):
-        return torch.float32
-    if device == "cpu":
-        raise GeceError(
-            f"dtype {dtype} is for GPUs: CPU scoring runs in float32",
-            hint="set dtype: float32 (or auto) for this model, or device: cuda",
-        )
-    return {"bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
+    if dtype == "auto":
+        dtype = stored if device == "cpu" else "float32"
+    return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
 
 
 # --------------------------------------------------------------- converted cache
@@ -412,6 +427,27 @@ def converted_dir(gguf: Path, sha: str) -> Path:
 
 
 # -------------------------------------------------------------------------- loading
+def float32_buffers(model: Any) -> None:
+    """Give a model loaded in bfloat16 or float16 the buffers it computes at construction (RoPE frequencies,
+    Gemma's embedding scale) as the float32 model has them: transformers builds them in the load dtype, which
+    rounds sqrt(640) or 1 / 10000^(i/d) to 8 bits. They are taken from the same architecture built in float32
+    with its parameters left on the meta device (no memory), so they are the float32 model's, bit for bit. Only
+    buffers the checkpoint does not hold (non-persistent ones) are taken."""
+    import torch
+    from accelerate import init_empty_weights
+    from transformers import AutoModelForCausalLM
+
+    with init_empty_weights(include_buffers=False):
+        skeleton = AutoModelForCausalLM.from_config(model.config, dtype=torch.float32)
+    built = dict(skeleton.named_modules())
+    with torch.no_grad():
+        for name, mod in model.named_modules():  # the buffers no checkpoint holds (non-persistent)
+            for b in mod._non_persistent_buffers_set:
+                mine, theirs = getattr(mod, b, None), getattr(built.get(name), b, None)
+                if mine is not None and theirs is not None and mine.is_floating_point() and mine.shape == theirs.shape:
+                    mine.data = theirs.to(mine.device)
+
+
 @dataclass
 class LoadedModel:
     """A model ready to score, and what identifies it (for the meta file)."""
@@ -508,12 +544,14 @@ def load(spec: ModelSpec, *, use_cache: bool = True, resolved: Resolved | None =
     GGUF sources go through the converted-model cache unless ``use_cache`` is false (then the
     GGUF is dequantized by transformers directly, which is slower and gives the same logits).
     """
+    import torch
+
     if spec.backend != "transformers":  # gece.scoring.vllm_backend.load loads a vLLM engine
         raise ValueError(f"models.load loads transformers models; backend {spec.backend!r} has its own loader")
     resolved = resolved or resolve(spec)
     t0 = time.perf_counter()
     device = resolve_device(spec.device)
-    dtype = resolve_dtype(spec.dtype, device)
+    dtype = resolve_dtype(spec.dtype, device, stored_dtype(resolved))
     weights = weight_hashes(resolved)
     if resolved.kind == "gguf":
         (sha,) = weights.values()
@@ -529,6 +567,8 @@ def load(spec: ModelSpec, *, use_cache: bool = True, resolved: Resolved | None =
         path = resolved.path
         model, tok = _load_directory(path, dtype, device, spec.attention, spec.max_memory)
     require_offsets(tok, spec.source)
+    if device in exact.EXACT_DEVICES and dtype != torch.float32:
+        float32_buffers(model)
     if device in exact.EXACT_DEVICES:  # the float64 weights are made here, so that their cost counts as loading
         try:
             exact.make_exact(model)
