@@ -12,9 +12,12 @@ import numpy as np
 import pytest
 import torch
 
+from gece.cli import main
 from gece.io.params import ModelSpec
 from gece.scoring import engine, exact, models
 
+from .conftest import ROOT
+from .refusals import refusal
 from .tiny import tiny_model
 
 
@@ -92,3 +95,35 @@ def test_weights_in_blocks_give_the_same_bits(monkeypatch):
         for cached in (True, False):
             got = exact.matmul_weights(x, exact.Weights([lambda: w], cached=cached))
             assert torch.equal(got, whole)
+
+
+def test_memory_estimate_counts_the_weights_in_their_kept_dtype(tmp_path):
+    source = _save(tmp_path, "llama", torch.bfloat16)
+    resolved = models.resolve(ModelSpec(source=source))
+    lm = models.load(ModelSpec(source=source))
+    stored = {id(p): p for p in lm.model.parameters()}.values()
+    bf16 = sum(p.numel() * p.element_size() for p in stored if p.dtype == torch.bfloat16)
+    values = sum(p.numel() for p in stored)
+    assert bf16 > 0.99 * 2 * values  # the norms (float32 in memory, bfloat16 in the file) are the rest
+    assert models.estimate_memory(resolved, "bfloat16").weights == 2 * values
+    assert models.estimate_memory(resolved, "float32").weights == 4 * values
+    est = models.estimate_memory(resolved, "bfloat16", threads=2)
+    assert est.scoring == 2 * 2 * exact.WEIGHT_BLOCK_BYTES + 4 * engine.HEAD_ROWS * 97 * 8 + models.RUNTIME_BYTES
+
+
+@refusal("E-MODEL-MEMORY", readers=("model loading",))
+def test_model_that_cannot_fit_is_refused_before_loading(tmp_path, monkeypatch, capsys):
+    source = _save(tmp_path, "llama", torch.bfloat16)
+    monkeypatch.setattr(models, "available_memory", lambda: 0.5e9)
+    loads: list[str] = []
+    monkeypatch.setattr(models, "_load_directory", lambda path, *a, **k: loads.append(str(path)))
+    with pytest.raises(models.GeceError) as e:
+        models.load(ModelSpec(source=source))
+    assert "needs about 0.9 GB of memory on the CPU (0.0 GB of bfloat16 weights" in e.value.message
+    assert "0.5 GB is available" in e.value.message and "device: multi" in e.value.hint
+    with pytest.raises(models.GeceError) as e:
+        models.load(ModelSpec(source=source, dtype="float32"))
+    assert "dtype: bfloat16" in e.value.hint  # a float32 model is told of the half-size dtype
+    assert main(["--params", str(ROOT / "params.yaml"), "try", source, "--limit", "2"]) == 2
+    assert "needs about" in capsys.readouterr().err
+    assert loads == []  # nothing was loaded
