@@ -401,7 +401,7 @@ def bench_model(name: str, work: Path, methods=("float64", "gece", "minicons")) 
     return row
 
 
-def main(names: list[str] | None = None, out: Path | None = None) -> dict:
+def main(names: list[str] | None = None, out: Path | None = None, methods=("float64", "gece", "minicons")) -> dict:
     import tempfile
 
     from gece.io.files import write_json
@@ -416,7 +416,7 @@ def main(names: list[str] | None = None, out: Path | None = None) -> dict:
         for name in names or DEFAULT:
             print(f"bench size: {name} ...", flush=True)
             t = time.perf_counter()
-            models[name] = bench_model(name, Path(tmp))
+            models[name] = bench_model(name, Path(tmp), methods)
             models[name]["measured"] = time.strftime("%Y-%m-%d")
             print(json.dumps(models[name], indent=1), f"({time.perf_counter() - t:.0f} s)", flush=True)
     write_json(out, report)

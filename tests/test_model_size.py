@@ -88,13 +88,16 @@ def test_weights_in_blocks_give_the_same_bits(monkeypatch):
     """Cutting a layer's rows into blocks of any size changes no bit of the correctly rounded product."""
     rng = np.random.default_rng(3)
     x = torch.from_numpy(rng.standard_normal((37, 48)).astype(np.float32))
-    w = torch.from_numpy(rng.standard_normal((101, 48)).astype(np.float32)).to(torch.bfloat16)
-    whole = exact.matmul(x, w.float().T)
-    for block in (8 * 48, 8 * 48 * 7, 1 << 25):
-        monkeypatch.setattr(exact, "WEIGHT_BLOCK_BYTES", block)
-        for cached in (True, False):
-            got = exact.matmul_weights(x, exact.Weights([lambda: w], cached=cached))
-            assert torch.equal(got, whole)
+    w32 = torch.from_numpy(rng.standard_normal((101, 48)).astype(np.float32))
+    w32[0, :2] = torch.tensor([-0.0, 1e-40])  # the upcast keeps signed zeros and subnormals
+    for dtype in (torch.float32, torch.bfloat16, torch.float16):
+        w = w32.to(dtype)
+        whole = exact.matmul(x, w.float().T)
+        for block in (8 * 48, 8 * 48 * 7, 1 << 25):
+            monkeypatch.setattr(exact, "WEIGHT_BLOCK_BYTES", block)
+            for cached in (True, False):
+                got = exact.matmul_weights(x, exact.Weights([lambda w=w: w], cached=cached))
+                assert torch.equal(got, whole)
 
 
 def test_memory_estimate_counts_the_weights_in_their_kept_dtype(tmp_path):
@@ -127,3 +130,23 @@ def test_model_that_cannot_fit_is_refused_before_loading(tmp_path, monkeypatch, 
     assert main(["--params", str(ROOT / "params.yaml"), "try", source, "--limit", "2"]) == 2
     assert "needs about" in capsys.readouterr().err
     assert loads == []  # nothing was loaded
+
+
+@pytest.mark.slow
+def test_size_bench_runs_a_tiny_shape(tmp_path, monkeypatch):
+    """The size bench's code on its ``tiny`` shape (bfloat16, the 49,152-word vocabulary): gece in its own
+    process keeps the weights in bfloat16, meets the memory target and matches the bench's own float64
+    forward within 1e-5 (minicons is left to `make bench-size`)."""
+    import importlib.util
+    import json
+
+    monkeypatch.setenv("GECE_SIZE_PAIRS", "4")
+    spec = importlib.util.spec_from_file_location("size_bench", ROOT / "benchmarks" / "size.py")
+    size = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(size)
+    out = tmp_path / "size.json"
+    report = size.main(["tiny"], out=out, methods=("float64", "gece"))
+    assert json.loads(out.read_text()) == report and report["machine"]["cpus"] >= 1
+    row = report["models"]["tiny"]
+    assert row["gece"]["dtype"] == "bfloat16" and row["gece"]["pairs"] == 4
+    assert row["gece"]["max_abs_diff_vs_float64"] <= 1e-5 and row["pass"] == {"memory": True, "accuracy": True}
