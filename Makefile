@@ -8,7 +8,7 @@ STAMP := $(VENV)/.gece-installed
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_NO_ADVISORY_WARNINGS ?= 1
 
-.PHONY: install data repro lint format test test-fast bench bench-gpu clean
+.PHONY: install data repro lint format test test-fast bench bench-size bench-gpu clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -59,6 +59,11 @@ test-fast: data
 
 bench: data
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python benchmarks/run.py
+
+# gece and minicons on random-weight models of real shapes (0.4B, 1.2B) and the shipped ones (reports/bench/size.json);
+# SIZES="3b" for a one-off run of another shape (docs/models.md)
+bench-size: data
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python benchmarks/size.py $(SIZES)
 
 # extract on one CUDA GPU (reports/bench/gpu.json); GPU_PYTHON: an interpreter with torch and transformers,
 # e.g. a GPU image's python3 (docs/models.md, "Measuring on a GPU"); GECE_GPU_DRY=1 rehearses it on the CPU

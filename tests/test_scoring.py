@@ -352,12 +352,6 @@ def test_missing_file_directory_and_hub_id(tmp_path, monkeypatch):
     assert "not available from the Hugging Face hub" in e.value.message and "download" in e.value.hint
 
 
-def test_half_precision_is_refused_on_cpu():
-    with pytest.raises(GeceError, match="dtype bfloat16 is for GPUs"):
-        models.resolve_dtype("bfloat16", "cpu")
-    assert models.resolve_dtype("auto", "cpu") == torch.float32
-
-
 def test_extract_cli_unknown_model_exits_2(capsys):
     assert main(["--params", str(ROOT / "params.yaml"), "extract", "x.parquet", "y.parquet", "--model", "gpt-9"]) == 2
     assert "no entry under registry" in capsys.readouterr().err

@@ -218,7 +218,7 @@ class Runner:
     def _mask(self, allowed):
         if not self.additive_mask:
             return allowed
-        dtype = self.model.dtype
+        dtype = self.torch.float32 if self.exact else self.model.dtype  # a CPU model computes in float32
         return self.torch.zeros(allowed.shape, dtype=dtype).masked_fill(~allowed, self.torch.finfo(dtype).min)
 
     def hidden(self, packed: packing.Packed):

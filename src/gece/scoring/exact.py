@@ -105,7 +105,8 @@ class Operand:
     """The right-hand side of :func:`matmul` prepared once: float64 values, stored transposed
     (..., N, K) so that a column is contiguous, and column norms (..., N).
 
-    A weight is prepared at load (:func:`make_exact`); other operands on each call.
+    Made on each call for an operand that is no weight (attention's keys and values); weights are
+    :class:`Weights`, kept in their stored dtype.
     """
 
     def __init__(self, bt64):
@@ -156,17 +157,18 @@ def matmul(a, b, keep=None):
 
 
 def _float64_product(a64: np.ndarray, bt) -> np.ndarray:
-    """Stage 1's product a64 (..., M, K) @ bt (..., N, K)^T in float64: numpy's OpenBLAS in the calling
-    thread when torch runs one thread (batches side by side, :func:`gece.scoring.engine.score`), torch's
-    BLAS on all its threads otherwise. Any BLAS and kernel will do, since stage 1 bounds every summation
-    order; OpenBLAS's own kernels for an AVX-512 CPU (``gece extract`` lets it choose:
-    :func:`gece.native_blas`) run about 1.7x faster than MKL's in torch on AMD CPUs, which MKL gives its
-    AVX2 code (docs/numerics.md)."""
+    """Stage 1's product a64 (..., M, K) @ bt (..., N, K)^T in float64 (bt a numpy array or a torch tensor):
+    numpy's OpenBLAS in the calling thread when torch runs one thread (batches side by side,
+    :func:`gece.scoring.engine.score`), torch's BLAS on all its threads otherwise. Any BLAS and kernel will
+    do, since stage 1 bounds every summation order; OpenBLAS's own kernels for an AVX-512 CPU (``gece
+    extract`` lets it choose: :func:`gece.native_blas`) run about 1.7x faster than MKL's in torch on AMD
+    CPUs, which MKL gives its AVX2 code (docs/numerics.md)."""
     import torch
 
+    b = bt if isinstance(bt, np.ndarray) else bt.numpy()
     if torch.get_num_threads() == 1:
-        return np.matmul(a64, np.swapaxes(bt.numpy(), -1, -2))
-    return torch.matmul(torch.from_numpy(a64), bt.transpose(-1, -2)).numpy()
+        return np.matmul(a64, np.swapaxes(b, -1, -2))
+    return torch.matmul(torch.from_numpy(a64), torch.from_numpy(b).transpose(-1, -2)).numpy()
 
 
 def _check(y, ea, nb):
@@ -235,14 +237,101 @@ def _resolve(out, idx, a3, bt3, na, nb) -> None:
     out[p, i, j] = vals
 
 
+WEIGHT_BLOCK_BYTES = 1 << 25  # float64 weight rows upcast at a time (32 MiB): a layer's, a vocabulary's
+_BLOCK = threading.local()  # .flat: each thread's one float64 block buffer, reused by every layer
+
+
+class Weights:
+    """The right-hand side of some linear layers' products, kept in the weights' stored dtype (float32,
+    bfloat16, float16: each value a float32 value) and upcast to float64 a block of rows at a time while
+    the product runs (:func:`matmul_weights`): the model takes its checkpoint's size, not twice its float32
+    size. Each output column depends on its own weight row only, so cutting the rows into blocks changes no
+    bit of a correctly rounded product.
+
+    ``weights``: callables returning each layer's current weight (N_i, K); ``cached``: their row norms (float64,
+    N) are computed once, otherwise (weights that accelerate moves in for each forward pass) on every call.
+    """
+
+    def __init__(self, weights, cached: bool = True):
+        self.weights = weights
+        self.offsets = np.cumsum([0] + [int(w().shape[0]) for w in weights]).tolist()
+        self.k = int(weights[0]().shape[1])
+        self.rows = max(1, WEIGHT_BLOCK_BYTES // (8 * max(1, self.k)))
+        self.norms = None
+        self.norms = np.concatenate([nb for _, _, nb in self.blocks()]) if cached else None
+
+    def _buffer(self) -> np.ndarray:
+        """This thread's block buffer (:data:`_BLOCK`), shared by every layer, as (rows, K)."""
+        size = min(self.rows, self.offsets[-1]) * self.k
+        flat = getattr(_BLOCK, "flat", None)
+        if flat is None or flat.size < size:
+            flat = _BLOCK.flat = np.empty(max(size, WEIGHT_BLOCK_BYTES // 8), np.float64)
+        return flat[:size].reshape(-1, self.k)
+
+    def blocks(self):
+        """(first output column, float64 block (n, K) numpy, its row norms (n,)) over every layer's rows. A
+        block lives in a per-thread buffer until the next one is made: use it before asking for the next."""
+
+        buf = self._buffer()
+        for start, w in zip(self.offsets[:-1], self.weights, strict=True):
+            w = w().detach()
+            for r in range(0, w.shape[0], self.rows):
+                n = min(self.rows, w.shape[0] - r)
+                block = buf[:n]
+                _upcast(w[r : r + n], block)
+                lo = start + r
+                nb = self.norms[lo : lo + n] if self.norms is not None else np.sqrt(np.einsum("nk,nk->n", block, block))
+                yield lo, block, nb
+
+
+def _upcast(src, out: np.ndarray) -> None:
+    """Write the float32, bfloat16 or float16 tensor ``src`` into the float64 array ``out``, exactly, with
+    numpy's vectorized conversions (torch's portable kernels, which gece runs, take about four times as
+    long): a bfloat16 value's bits are the top half of its float32 value's."""
+    import torch
+
+    if src.dtype == torch.float32:
+        np.copyto(out, src.numpy())
+    elif src.dtype == torch.bfloat16:
+        bits = src.view(torch.int16).numpy().view(np.uint16).astype(np.uint32) << 16
+        np.copyto(out, bits.view(np.float32))
+    elif src.dtype == torch.float16:
+        np.copyto(out, src.view(torch.int16).numpy().view(np.float16))
+    else:
+        torch.from_numpy(out).copy_(src)
+
+
+def matmul_weights(a, op: Weights):
+    """Correctly rounded float32 product a (M, K) @ W^T -> (M, N) for the stacked weights W of ``op``
+    (:class:`Weights`), a block of W's rows at a time: the stages of :func:`matmul` per block."""
+    import torch
+
+    a64 = a.detach().float().numpy().astype(np.float64)
+    m, k = a64.shape
+    out = np.empty((m, op.offsets[-1]), np.float32)
+    if m == 0 or out.size == 0:
+        return torch.from_numpy(out)
+    a3 = a64[None]
+    na = np.sqrt(np.einsum("mk,mk->m", a64, a64))[None]  # (1, M)
+    ea = _gamma(k) * na
+    for lo, block, nb in op.blocks():
+        y = _float64_product(a64, block)[None]  # (1, M, n)
+        part, idx = _check(y, ea, nb[None])
+        if idx[0].size:
+            _resolve(part, idx, a3, block[None], na, nb[None])
+        out[:, lo : lo + block.shape[0]] = part[0]
+    return torch.from_numpy(out)
+
+
 class Product:
     """The correctly rounded products of some linear layers that read the same input (a model's q, k
-    and v projections, say), computed together: one :func:`matmul` over their stacked weights the
-    first time one of them sees an input, and the others' columns taken from it. Each entry of a
-    correctly rounded product depends on its own row and column only, so stacking changes no bit.
+    and v projections, say), computed together: one :func:`matmul_weights` over their stacked weights
+    (:class:`Weights`, kept in their stored dtype) the first time one of them sees an input, and the
+    others' columns taken from it. Each entry of a correctly rounded product depends on its own row and
+    column only, so stacking changes no bit.
 
-    ``cached``: the stacked float64 weights are made once; otherwise (weights that accelerate
-    offloads and moves in for each forward pass) on every call.
+    ``cached``: the weights' row norms are computed once; otherwise (weights that accelerate offloads and
+    moves in for each forward pass) on every call.
 
     A group keeps its last input and product until each of its layers has read it, per thread: forward
     passes of several batches run at once on the CPU (:func:`gece.scoring.engine.score`), each in its
@@ -252,25 +341,22 @@ class Product:
 
     def __init__(self, weights, cached: bool = True):
         self.weights = weights  # callables returning each layer's current weight (N_i, K)
-        self.offsets = np.cumsum([0] + [int(w().shape[0]) for w in weights]).tolist()
-        self.op = self._operand() if cached else None
+        self.op = Weights(weights, cached) if cached else None
+        self.offsets = (self.op or Weights(weights, cached=False)).offsets
         self.last = threading.local()  # .x (held, so that its storage cannot be reused while kept), .key, .out, .read
 
-    def _operand(self) -> Operand:
-        import torch
-
-        stacked = np.concatenate([w().detach().float().numpy() for w in self.weights])
-        return Operand(torch.from_numpy(stacked.astype(np.float64)))
+    def _product(self, x):
+        return matmul_weights(x.reshape(-1, x.shape[-1]), self.op or Weights(self.weights, cached=False))
 
     def __call__(self, x, part: int, bias=None):
         lo, hi = self.offsets[part], self.offsets[part + 1]
         if len(self.offsets) == 2:  # one layer: nothing to share
-            y = matmul(x.reshape(-1, x.shape[-1]), self.op or self._operand())
+            y = self._product(x)
         else:
             last = self.last
             key = (x.data_ptr(), tuple(x.shape), x.stride())
             if getattr(last, "x", None) is not x or last.key != key:
-                last.out = matmul(x.reshape(-1, x.shape[-1]), self.op or self._operand())
+                last.out = self._product(x)
                 last.x, last.key, last.read = x, key, set()
             y = last.out[:, lo:hi]
             last.read.add(part)
@@ -391,13 +477,39 @@ def _exact_tanh_mode():
     return ExactTanh()
 
 
-def _release(weight) -> None:
-    """Free a float32 weight whose float64 copy now does its work: its values are replaced by a
-    zero-strided view of one element (the shape, dtype and device stay, for code that reads them)."""
+def _float32_embedding(module: Any):
+    """An embedding's forward that looks its rows up in their stored dtype and returns them in float32
+    (exact), times the embedding's ``embed_scale`` in float32 where it has one (Gemma's scaled embedding),
+    as the model loaded in float32 computes it."""
     import torch
 
+    def forward(input_ids):
+        out = torch.nn.functional.embedding(input_ids, module.weight, module.padding_idx).float()
+        scale = getattr(module, "embed_scale", None)
+        return out if scale is None else out * scale.float()
+
+    return forward
+
+
+def compute_in_float32(model: Any) -> None:
+    """Make a model whose weights are stored in bfloat16 or float16 compute in float32, as if it had been
+    loaded in float32, while its linear and embedding weights (all but a few MB) stay in their dtype: every
+    other parameter and buffer (norms, biases, scales) becomes float32 (exact: the values are float32
+    values), the embeddings return float32 rows, and the linear layers' products read their stored weights
+    (:func:`make_exact`). Buffers computed at construction (RoPE frequencies, embedding scales) must be
+    the float32 model's, not rounded to the stored dtype: :func:`gece.scoring.models.load` restores them."""
+    import torch
+
+    kept = set()
+    for mod in model.modules():
+        if isinstance(mod, torch.nn.Linear | torch.nn.Embedding):
+            kept.add(id(mod.weight))
+            if isinstance(mod, torch.nn.Embedding) and mod.weight.dtype != torch.float32:
+                mod.forward = _float32_embedding(mod)
     with torch.no_grad():
-        weight.data = torch.zeros(1, dtype=weight.dtype, device=weight.device).expand(weight.shape)
+        for t in [*model.parameters(), *model.buffers()]:
+            if id(t) not in kept and t.is_floating_point() and t.dtype != torch.float32:
+                t.data = t.data.float()
 
 
 def _weight_of(module: Any):
@@ -413,10 +525,11 @@ def _forward_of(prod: Product, part: int, module: Any):
 def make_exact(model: Any) -> Any:
     """Route a CPU model's CPU-dependent numerics through this module (idempotent):
 
-    - every ``nn.Linear`` (the LM head included) computes its product with :func:`matmul`, siblings
-      that read one input (:data:`FUSED`) in one :class:`Product`. The float64 weights replace the
-      float32 ones, whose memory is freed (a weight shared with an embedding is kept), so the model
-      takes twice its float32 size;
+    - every ``nn.Linear`` (the LM head included) computes its product with :func:`matmul_weights`,
+      siblings that read one input (:data:`FUSED`) in one :class:`Product`. The weights stay as they
+      are, in their stored dtype, and are upcast to float64 a block of rows at a time during the
+      product (:class:`Weights`), so the model takes its checkpoint's size;
+    - a model stored in bfloat16 or float16 computes in float32 (:func:`compute_in_float32`);
     - every rotary embedding with fixed frequencies computes cos/sin with :func:`rope_tables`;
     - a model that soft-caps its logits does it with :func:`tanh`.
 
@@ -437,7 +550,8 @@ def make_exact(model: Any) -> Any:
                 )
             mod.forward = _rope_forward(mod)
     offloaded = any(p.device.type == "meta" for p in model.parameters())  # accelerate moves them in per pass
-    embedded = {m.weight.data_ptr() for m in model.modules() if isinstance(m, torch.nn.Embedding)}
+    if not offloaded and any(p.is_floating_point() and p.dtype != torch.float32 for p in model.parameters()):
+        compute_in_float32(model)
     for parent in list(model.modules()):
         children = dict(parent.named_children())
         linears = {n: c for n, c in children.items() if isinstance(c, torch.nn.Linear)}
@@ -451,13 +565,6 @@ def make_exact(model: Any) -> Any:
                 mod = linears[n]
                 fwd = _forward_of(prod, part, mod)
                 setattr(mod, "_old_forward" if hasattr(mod, "_hf_hook") else "forward", fwd)  # behind accelerate's hook
-                if not offloaded and mod.weight.data_ptr() not in embedded:
-                    _release(mod.weight)
-    if not offloaded:  # the other tensors may be views of the weights file, mapped in memory whole:
-        with torch.no_grad():  # copied out, so that the mapping (the released weights' pages) can go
-            for t in [*model.parameters(), *model.buffers()]:
-                if t.stride() and 0 not in t.stride():
-                    t.data = t.data.clone()
     cfg = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
     if getattr(cfg, "final_logit_softcapping", None):
         stock = model.forward

@@ -29,11 +29,13 @@ that converted it, so it can never serve weights other than the file named in th
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import importlib.metadata as md
 import importlib.util
 import json
+import math
 import os
 import re
 import shutil
@@ -291,18 +293,145 @@ def resolve_device(device: str) -> str:
     return device
 
 
-def resolve_dtype(dtype: str, device: str):
-    """``auto`` and ``float32`` -> float32 (exact); bfloat16/float16 only on a GPU."""
+STORED_DTYPES = ("float32", "bfloat16", "float16")  # dtypes a CPU model keeps its weights in
+
+
+def stored_dtype(resolved: Resolved) -> str:
+    """The dtype a checkpoint stores its weights in (``config.json``'s ``dtype`` or ``torch_dtype``); float32 for a
+    GGUF (dequantized to float32) and for a config that names none or another."""
+    if resolved.kind == "gguf":
+        return "float32"
+    try:
+        config = json.loads((resolved.path / "config.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return "float32"
+    name = config.get("dtype") or config.get("torch_dtype") if isinstance(config, dict) else None
+    return name if name in STORED_DTYPES else "float32"
+
+
+def resolve_dtype(dtype: str, device: str, stored: str = "float32"):
+    """The dtype a model's weights are loaded in. On the CPU, ``auto`` keeps the checkpoint's ``stored`` dtype
+    (float32, bfloat16 or float16) and the model computes in float32 with correctly rounded products whatever
+    the weights' dtype (:func:`gece.scoring.exact.make_exact`): upcasting a bfloat16 or float16 value to float32
+    is exact, so the scores are those of the model loaded in float32. On a GPU, ``auto`` is float32 and the
+    model computes in the dtype it is loaded in."""
     import torch
 
-    if dtype in ("auto", "float32"):
-        return torch.float32
-    if device == "cpu":
+    if dtype == "auto":
+        dtype = stored if device == "cpu" else "float32"
+    return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
+
+
+# ------------------------------------------------------------------ memory estimate
+GB = 1e9
+RUNTIME_BYTES = 0.8 * GB  # torch, transformers, numba's code, the tokenizer and a batch's activations (measured)
+GGUF_CONVERSION_COPIES = 3  # float32 copies of the weights transformers holds while it dequantizes a GGUF (measured)
+ITEMSIZE = {"F64": 8, "F32": 4, "BF16": 2, "F16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}
+
+
+def _safetensors_counts(path: Path) -> tuple[int, int]:
+    """(floating-point values, bytes of the other tensors) of a safetensors file, from its header alone."""
+    with open(path, "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(n))
+    values = other = 0
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        count = 1
+        for d in t["shape"]:
+            count *= int(d)
+        if t["dtype"] in ("F64", "F32", "BF16", "F16"):
+            values += count
+        else:
+            other += count * ITEMSIZE.get(t["dtype"], 8)
+    return values, other
+
+
+def _gguf_values(path: Path) -> int:
+    """The number of weight values of a GGUF (what it dequantizes to), from its tensor list."""
+    from gguf import GGUFReader
+
+    return int(sum(int(t.n_elements) for t in GGUFReader(str(path)).tensors))
+
+
+def _vocab(config_dir: Path) -> int:
+    try:
+        config = json.loads((config_dir / "config.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return 0
+    text = config.get("text_config") or {} if isinstance(config, dict) else {}
+    return int(config.get("vocab_size") or text.get("vocab_size") or 0) if isinstance(config, dict) else 0
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """What loading and scoring a model on the CPU needs (bytes): the weights in the dtype they are kept in,
+    the float64 blocks of the products (one per scoring thread), the LM head's float64 rows over the
+    vocabulary (:data:`gece.scoring.engine.HEAD_ROWS` at a time, a few arrays), and the runtime."""
+
+    weights: float
+    scoring: float
+    dtype: str
+
+    @property
+    def total(self) -> float:
+        return self.weights + self.scoring
+
+
+def estimate_memory(resolved: Resolved, dtype: str, threads: int = 2) -> MemoryEstimate:
+    """:class:`MemoryEstimate` of a resolved model kept in ``dtype`` on the CPU, read from the weights files'
+    headers (no weight is read). A GGUF is dequantized to float32: from its converted directory when it
+    exists, else from the GGUF's tensor list."""
+    from gece.scoring.engine import HEAD_ROWS
+
+    size = {"float32": 4, "bfloat16": 2, "float16": 2}[dtype]
+    if resolved.kind == "gguf":
+        config_dir = cache_root() / "models" / sha256_file(resolved.path)
+        if any(config_dir.glob("*.safetensors")):
+            counts = [_safetensors_counts(f) for f in config_dir.glob("*.safetensors")]
+            values, other = sum(c[0] for c in counts), sum(c[1] for c in counts)
+        else:  # the first load converts it: transformers' dequantization holds about three float32 copies
+            values, other = GGUF_CONVERSION_COPIES * _gguf_values(resolved.path), 0
+    else:
+        config_dir = resolved.path
+        counts = [_safetensors_counts(f) for f in resolved.path.glob("*.safetensors")]
+        values, other = sum(c[0] for c in counts), sum(c[1] for c in counts)
+    head = 4 * HEAD_ROWS * _vocab(config_dir) * 8
+    return MemoryEstimate(values * size + other, threads * 2 * exact.WEIGHT_BLOCK_BYTES + head + RUNTIME_BYTES, dtype)
+
+
+def available_memory() -> float:
+    """Bytes this process may still use: the kernel's MemAvailable, or less under a cgroup (v2) limit."""
+    avail = math.inf
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                avail = int(line.split()[1]) * 1024
+    with contextlib.suppress(OSError, ValueError):
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        if limit != "max":
+            used = int(Path("/sys/fs/cgroup/memory.current").read_text().strip())
+            avail = min(avail, int(limit) - used)
+    return float(avail)
+
+
+def check_memory(spec: ModelSpec, resolved: Resolved, dtype: str, threads: int = 2) -> MemoryEstimate:
+    """Refuse, before loading, a CPU model that would not fit in the memory available (E-MODEL-MEMORY),
+    with the estimate and what to do; return the estimate otherwise."""
+    est = estimate_memory(resolved, dtype, threads)
+    avail = available_memory()
+    if est.total > avail:
+        half = "" if dtype != "float32" else ", dtype: bfloat16 (half the weights, scored exactly from them)"
         raise GeceError(
-            f"dtype {dtype} is for GPUs: CPU scoring runs in float32",
-            hint="set dtype: float32 (or auto) for this model, or device: cuda",
+            f"model {spec.source}: needs about {est.total / GB:.1f} GB of memory on the CPU "
+            f"({est.weights / GB:.1f} GB of {dtype} weights + {est.scoring / GB:.1f} GB to score), "
+            f"and {avail / GB:.1f} GB is available",
+            hint="free memory or use a machine with more" + half + ", spread the model with device: multi "
+            "(accelerate offloads layers to disk), a GPU (device: cuda), or a smaller model; "
+            "a smaller slice (--limit) does not shrink the weights",
         )
-    return {"bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
+    return est
 
 
 # --------------------------------------------------------------- converted cache
@@ -346,6 +475,9 @@ def convert_gguf(gguf: Path, sha: str, dest: Path) -> Path:
     A GGUF-loaded model cannot ``save_pretrained`` (it carries a GGUF quantization config), so
     its state dict is copied into a model made ``from_config``. Built in a temporary directory,
     checked to give bit-identical logits to the GGUF-loaded model, then renamed into place.
+
+    Memory: transformers' dequantization peaks at about three times the float32 size (3.3 GB for
+    gemma-3-270m's 1.07 GB), once per GGUF; later loads read the float32 directory.
     """
     import copy
 
@@ -412,6 +544,27 @@ def converted_dir(gguf: Path, sha: str) -> Path:
 
 
 # -------------------------------------------------------------------------- loading
+def float32_buffers(model: Any) -> None:
+    """Give a model loaded in bfloat16 or float16 the buffers it computes at construction (RoPE frequencies,
+    Gemma's embedding scale) as the float32 model has them: transformers builds them in the load dtype, which
+    rounds sqrt(640) or 1 / 10000^(i/d) to 8 bits. They are taken from the same architecture built in float32
+    with its parameters left on the meta device (no memory), so they are the float32 model's, bit for bit. Only
+    buffers the checkpoint does not hold (non-persistent ones) are taken."""
+    import torch
+    from accelerate import init_empty_weights
+    from transformers import AutoModelForCausalLM
+
+    with init_empty_weights(include_buffers=False):
+        skeleton = AutoModelForCausalLM.from_config(model.config, dtype=torch.float32)
+    built = dict(skeleton.named_modules())
+    with torch.no_grad():
+        for name, mod in model.named_modules():  # the buffers no checkpoint holds (non-persistent)
+            for b in mod._non_persistent_buffers_set:
+                mine, theirs = getattr(mod, b, None), getattr(built.get(name), b, None)
+                if mine is not None and theirs is not None and mine.is_floating_point() and mine.shape == theirs.shape:
+                    mine.data = theirs.to(mine.device)
+
+
 @dataclass
 class LoadedModel:
     """A model ready to score, and what identifies it (for the meta file)."""
@@ -508,12 +661,16 @@ def load(spec: ModelSpec, *, use_cache: bool = True, resolved: Resolved | None =
     GGUF sources go through the converted-model cache unless ``use_cache`` is false (then the
     GGUF is dequantized by transformers directly, which is slower and gives the same logits).
     """
+    import torch
+
     if spec.backend != "transformers":  # gece.scoring.vllm_backend.load loads a vLLM engine
         raise ValueError(f"models.load loads transformers models; backend {spec.backend!r} has its own loader")
     resolved = resolved or resolve(spec)
     t0 = time.perf_counter()
     device = resolve_device(spec.device)
-    dtype = resolve_dtype(spec.dtype, device)
+    dtype = resolve_dtype(spec.dtype, device, stored_dtype(resolved))
+    if device == "cpu":
+        check_memory(spec, resolved, str(dtype).removeprefix("torch."), torch.get_num_threads())
     weights = weight_hashes(resolved)
     if resolved.kind == "gguf":
         (sha,) = weights.values()
@@ -529,7 +686,9 @@ def load(spec: ModelSpec, *, use_cache: bool = True, resolved: Resolved | None =
         path = resolved.path
         model, tok = _load_directory(path, dtype, device, spec.attention, spec.max_memory)
     require_offsets(tok, spec.source)
-    if device in exact.EXACT_DEVICES:  # the float64 weights are made here, so that their cost counts as loading
+    if device in exact.EXACT_DEVICES and dtype != torch.float32:
+        float32_buffers(model)
+    if device in exact.EXACT_DEVICES:  # the row norms are computed here, so that their cost counts as loading
         try:
             exact.make_exact(model)
         except ValueError as e:
