@@ -198,6 +198,7 @@ def import_scores(
         pairs_prepared=len(prepared),
         pairs_scored=len(frame),
         coverage=len(frame) / len(prepared),
+        unscored=prepared["pair_id"][~prepared["pair_id"].isin(frame["pair_id"])].tolist(),
         **info,
     )
     file_meta = {"model": model, "benchmark": benchmark, "source": meta.source, "backend": "lm-eval"}
