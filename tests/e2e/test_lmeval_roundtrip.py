@@ -65,7 +65,7 @@ def test_the_page_runs_lm_eval_imports_and_reports_the_run(tmp_path, data_dir):
     # 1. export and lm_eval: one samples file per task
     bash(0)
     for b in BENCHMARKS:
-        assert len(list((repo / "lmeval/out" / MODEL).rglob(f"samples_gece_{b}_*.jsonl"))) == 1, b
+        assert len(list((repo / "lmeval/out" / MODEL).rglob(f"samples_gece_{b}_[0-9]*.jsonl"))) == 1, b
     # 2. the registry entry
     params = yaml.safe_load((repo / "params.yaml").read_text())
     params["registry"] |= yaml.safe_load(steps[1][1])["registry"]
