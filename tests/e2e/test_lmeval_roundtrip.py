@@ -26,6 +26,7 @@ import pytest
 import yaml
 
 from ..conftest import ROOT
+from ..test_stage_deps import deps_report
 from .conftest import DVC_ENV, copy_repo, git, ran, run
 
 pytestmark = pytest.mark.slow
@@ -82,6 +83,7 @@ def test_the_page_runs_lm_eval_imports_and_reports_the_run(tmp_path, data_dir):
     for b in BENCHMARKS:
         deps = stages[f"lmeval-import-{b}"]["deps"]
         assert f"lmeval/out/{MODEL}" in deps and "src/gece" in deps, deps
+    assert not deps_report(repo), deps_report(repo)  # the added stages' code dep passes tests/test_stage_deps.py
     for b in BENCHMARKS:  # dvc metrics diff: the run's metrics are new (HEAD has none)
         assert re.search(rf"^reports/summary\.json\s+runs\.{b}\.{re.escape(RUN)}\.n\s+-\s+\d", out, re.M), out
     summary = json.loads((repo / "reports/summary.json").read_text())
