@@ -383,6 +383,18 @@ def _with_data(tmp_path: Path) -> None:
             lambda r: r["registry"]["paper-gpt-j-6b"].update(dtype="float16"),
             "dtype: settings of a model that is loaded and scored, but source 'reference:gpt-j-6b' reads released",
         ),
+        (
+            lambda r: r["registry"].update({"smol-lm": {"source": "lmeval:lm", "special_tokens": False}}),
+            "special_tokens: settings of a model that gece loads and scores, but source 'lmeval:lm' imports lm-eval's",
+        ),
+        (
+            lambda r: r["registry"].update({"smol-lm": {"source": "lmeval: "}}),
+            "source 'lmeval: ': no directory after 'lmeval:'; write lmeval:<lm_eval's --output_path>",
+        ),
+        (
+            lambda r: r["models"].append("smol-lm") or r["registry"].update({"smol-lm": {"source": "lmeval:lm"}}),
+            "['smol-lm'] have an lmeval: source, imported by gece lmeval-import, neither scored nor read",
+        ),
         (lambda r: r["metrics"].update(bins=15), "metrics.bins: unknown key (did you mean 'n_bins'?)"),
         (lambda r: r.update(benchmark={"winobias": {}}), "benchmark: unknown key (did you mean 'benchmarks'?)"),
         (

@@ -138,6 +138,7 @@ def test_import_writes_a_score_file(workdir, capsys):
     m = read_json("artifacts/scores/winobias/smol-lm.meta.json", ImportMeta)
     assert (m.lm_eval_version, m.backend, m.model_args, m.dtype) == ("0.4.13", "hf", "dtype=float32", "unknown")
     assert (m.pairs_scored, m.pairs_prepared, m.source) == (10, 771, "lmeval:lm")
+    assert len(m.unscored) == 761 and scores["pair_id"].iloc[-1] not in m.unscored  # the pairs without a sample
     # a run of winobias like any other: listed among its runs, its metrics computed from the file
     from gece.io.params import load_params
     from gece.pipeline import runs
@@ -241,6 +242,7 @@ def test_the_page_marks_lm_eval_runs():
         pairs_prepared=771,
         pairs_scored=768,
         coverage=768 / 771,
+        unscored=["winobias-0001", "winobias-0002", "winobias-0003"],
     )
     data = ReportData(benchmarks=["winobias"], runs={"winobias": ["smol-lm"]}, lmeval={"smol-lm"})
     data.meta[("winobias", "smol-lm")] = meta.model_dump()

@@ -38,6 +38,11 @@ CODE = "src/gece"
 WHOLE_PACKAGE = {
     "report": "the page shows a fingerprint of the whole package, so any code change must redraw it",
 }
+# The commands whose stages a user adds by hand (one `dvc stage add` per benchmark, docs/lmeval.md) and that
+# depend on the whole package: one dep to type, and a stage of seconds re-run by any code change.
+WHOLE_PACKAGE_COMMANDS = {
+    "lmeval-import": "its stages are added with dvc stage add (docs/lmeval.md): src/gece is the one code dep to type",
+}
 
 
 def dvc_stages(dvc_yaml: Path = ROOT / "dvc.yaml") -> dict[str, dict]:
@@ -109,9 +114,12 @@ def deps_report(root: Path = ROOT) -> dict[str, list[str]]:
         covered, absent = code_deps(spec, root)
         found += [f"runs a command that is not `gece <command>`: {cmd!r}" for cmd in foreign]
         found += [f"dep names no file or folder: {dep}" for dep in absent]
-        if name in WHOLE_PACKAGE:
+        whole = WHOLE_PACKAGE.get(name) or next(
+            (WHOLE_PACKAGE_COMMANDS[s] for s in subs if s in WHOLE_PACKAGE_COMMANDS), None
+        )
+        if whole is not None:
             if CODE not in dep_paths(spec):
-                found.append(f"must depend on {CODE} as a whole ({WHOLE_PACKAGE[name]})")
+                found.append(f"must depend on {CODE} as a whole ({whole})")
         else:
             missing, extra = sorted(expected - covered), sorted(covered - expected)
             if missing:
@@ -415,3 +423,23 @@ def test_stage_parsing(tmp_path):
     covered, absent = code_deps(stages["one"], ROOT)
     assert "src/gece/stats/metrics.py" in covered and "src/gece/scoring/models.py" in covered and not absent
     assert code_deps(stages["two"], ROOT) == (set(), ["src/gece/nothing.py"])
+
+
+def test_an_lmeval_import_stage_added_as_documented_depends_on_the_package(tmp_path):
+    """docs/lmeval.md's `dvc stage add` import stages (deps: the lm-eval output, the prepared pairs, src/gece) pass
+    the closure check; one that lists part of the package does not."""
+    import shutil
+
+    shutil.copytree(ROOT / CODE, tmp_path / CODE, ignore=shutil.ignore_patterns("__pycache__"))
+    stage = {
+        "cmd": "gece lmeval-import --model smollm2-135m-lmeval --benchmark winobias",
+        "deps": ["lmeval/out/smollm2-135m", "artifacts/prepared/winobias.parquet", CODE],
+    }
+    partial = {**stage, "deps": ["lmeval/out/smollm2-135m", "src/gece/lmeval"]}
+    stages = {"lmeval-import-winobias": stage, "lmeval-import-crows_pairs": partial}
+    (tmp_path / "dvc.yaml").write_text(yaml.safe_dump({"stages": stages}), encoding="utf-8")
+    problems = deps_report(tmp_path)
+    assert list(problems) == ["lmeval-import-crows_pairs (gece lmeval-import)"], problems
+    assert problems["lmeval-import-crows_pairs (gece lmeval-import)"] == [
+        f"must depend on {CODE} as a whole ({WHOLE_PACKAGE_COMMANDS['lmeval-import']})"
+    ]

@@ -85,3 +85,4 @@ class ImportMeta(_Strict):
     pairs_prepared: int = Field(ge=0)
     pairs_scored: int = Field(ge=0)
     coverage: float = Field(ge=0.0, le=1.0)
+    unscored: list[str]  # the prepared pairs with no sample, in prepared order: export.json's excluded, or not run

@@ -112,6 +112,7 @@ class _Section(BaseModel):
 
 
 REFERENCE_PREFIX = "reference:"
+LMEVAL_PREFIX = "lmeval:"  # a registry source: lmeval:<lm-evaluation-harness output directory> (docs/lmeval.md)
 
 
 class ModelSpec(_Section):
@@ -169,6 +170,18 @@ class ModelSpec(_Section):
 
     @model_validator(mode="after")
     def _consistent(self) -> ModelSpec:
+        if self.source.startswith(LMEVAL_PREFIX):
+            if not self.source.removeprefix(LMEVAL_PREFIX).strip():
+                raise ValueError(
+                    f"source {self.source!r}: no directory after {LMEVAL_PREFIX!r}; "
+                    f"write {LMEVAL_PREFIX}<lm_eval's --output_path> (docs/lmeval.md)"
+                )
+            loading = sorted(k for k in self.model_fields_set if k != "source")
+            if loading:
+                raise ValueError(
+                    f"{', '.join(loading)}: settings of a model that gece loads and scores, but source "
+                    f"{self.source!r} imports lm-eval's samples (set them in lm_eval's --model_args); remove them"
+                )
         if self.reference is not None:
             if not is_id(self.reference):
                 raise ValueError(
@@ -426,6 +439,12 @@ class Params(_Section):
         if wrong:
             raise ValueError(
                 f"models {wrong} have a reference: source, which is read, not scored: list them under references"
+            )
+        wrong = [m for m in [*self.models, *self.references] if self.registry[m].source.startswith(LMEVAL_PREFIX)]
+        if wrong:
+            raise ValueError(
+                f"{wrong} have an {LMEVAL_PREFIX} source, imported by gece lmeval-import, neither scored nor read: "
+                "remove them from models and references (a registry entry alone is a run, docs/lmeval.md)"
             )
         wrong = [m for m in self.references if self.registry[m].reference is None]
         if wrong:

@@ -27,13 +27,13 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from gece.errors import GeceError
 from gece.io.files import read_table
 from gece.io.lmeval_files import ImportMeta, Sample
+from gece.io.params import LMEVAL_PREFIX
 from gece.io.schemas import PreparedPair
 from gece.lmeval import requests
-from gece.pipeline import runs
 from gece.scoring import rules
 
 TASK_PREFIX = "gece_"  # task gece_<benchmark>
-SOURCE_PREFIX = runs.LMEVAL_PREFIX
+SOURCE_PREFIX = LMEVAL_PREFIX
 DATE = r"(?P<date>\d{4}-\d{2}-\d{2}T[0-9.\-]+)"
 PAIR_COLUMNS = ["pair_id", "row", "sent_more", "sent_less", "y", "bias_type", "targets_more", "targets_less"]
 PAIR_COLUMNS += ["gender_more", "gender_less"]
@@ -198,6 +198,7 @@ def import_scores(
         pairs_prepared=len(prepared),
         pairs_scored=len(frame),
         coverage=len(frame) / len(prepared),
+        unscored=prepared["pair_id"][~prepared["pair_id"].isin(frame["pair_id"])].tolist(),
         **info,
     )
     file_meta = {"model": model, "benchmark": benchmark, "source": meta.source, "backend": "lm-eval"}

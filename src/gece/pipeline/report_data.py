@@ -125,8 +125,8 @@ def load_report_data(
             meta = _read_optional(layout.meta_path(scores), ImportMeta if m in data.lmeval else ExtractMeta)
             if meta is None:
                 lost["extract metadata"].append(key)
-            else:
-                data.meta[key] = meta
+            else:  # an import's unscored pair ids stay in its meta file: the page shows their count
+                data.meta[key] = {k: v for k, v in meta.items() if k != "unscored"}
     for m in params.models:
         rep = _read_optional(reports_dir / layout.neutral_file(m), NeutralReport)
         if rep is not None:

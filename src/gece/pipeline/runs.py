@@ -22,14 +22,11 @@ from gece.errors import GeceError
 from gece.io import layout
 from gece.io.disk import check_unique_ids, read_text
 from gece.io.files import as_table, iter_table, parquet_rows, read_table, require_file, validate_records
-from gece.io.params import Params, check_id
+from gece.io.params import LMEVAL_PREFIX, Params, check_id
 from gece.io.schemas import PreparedPair, ReferenceRow, ScoreRow
 from gece.stats.ablation import Run
 
 log = logging.getLogger("gece")
-
-
-LMEVAL_PREFIX = "lmeval:"  # a registry source: lmeval:<lm-evaluation-harness output directory> (docs/lmeval.md)
 
 
 def runs(params: Params, benchmark: str, root: Path = Path()) -> list[str]:
