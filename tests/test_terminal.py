@@ -86,9 +86,11 @@ def test_gece_summary_keeps_every_id_at_any_width(width, full_reports, tmp_path,
     assert cli.main(["summary", "--out", str(tmp_path / "summary.json")]) == 0
     text = capsys.readouterr().out
     assert "…" not in text
-    runs = ["tiny-lm-nobos", "genderlex_someone", "paper-gpt-j-6b", "paper-gemma-2-9b"]
-    for run in runs:
-        assert text.count(run) == wide.count(run) > 0, run
+    ids = ["tiny-lm-nobos", "tiny-lm", "genderlex_someone", "genderlex_person", "paper-gpt-j-6b", "paper-gemma-2-9b"]
+    shown = [i for i in ids if i in wide]  # the findings name the best and worst runs, not every run
+    assert {"tiny-lm-nobos", "genderlex_someone"} <= set(shown)
+    for run in shown:
+        assert text.count(run) == wide.count(run), run
 
 
 def test_no_table_bypasses_the_printer():
