@@ -135,6 +135,18 @@ def _render(width: int, fn) -> str:
     return console.export_text()
 
 
+def test_the_review_footer_wraps_at_the_terminal_width():
+    """gece's console soft-wraps (ids are never broken by rich), so the footer line wraps itself: at 100 columns no
+    line of ``gece diff`` is wider than 100 (it printed 129 columns after a real n_bins experiment)."""
+    old = json.loads((ROOT / "reports" / "summary.json").read_text())
+    new = copy.deepcopy(old)
+    new["runs"]["winobias"]["smollm2-135m"]["ece"] += 0.01
+    r = diff.review(diff.leaves(old, new, "reports/summary.json"), None)
+    console = Console(width=100, record=True, soft_wrap=True, emoji=False, file=open("/dev/null", "w"))  # noqa: SIM115
+    diff.print_review(r, "HEAD -> workspace: what moved", console, "--all lists them, --json for a script.")
+    assert max(len(line) for line in console.export_text().splitlines()) <= 100
+
+
 def test_the_review_fits_one_screen_even_when_everything_moves():
     """The committed summary with every number moved: still under 40 lines at 100 columns, no id cut."""
     old = json.loads((ROOT / "reports" / "summary.json").read_text())

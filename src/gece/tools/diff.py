@@ -428,6 +428,7 @@ def print_review(r: Review, title: str, out, more: str) -> None:
         f"{r.moved} of {plural(r.total, 'value')} moved; {r.other} added, removed or not a number (+N); "
         f"{r.hidden} changed without moving. {more}",
         highlight=False,
+        soft_wrap=False,  # wrapped at the terminal's width, like the tables above it
     )
 
 
