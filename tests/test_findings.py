@@ -185,11 +185,11 @@ def test_gece_diff_against_a_git_revision(tmp_path, monkeypatch, capsys):
     summary["runs"]["winobias"]["m"] = {"ece": 0.1 + 3e-8, "brier": 0.25}  # float noise and one real change
     (tmp_path / "reports" / "summary.json").write_text(json.dumps(summary))
     assert main(["diff"]) == 0  # the summary: one family moved, with its run
-    text = capsys.readouterr().out
+    text = " ".join(capsys.readouterr().out.split())  # the footer wraps at the terminal's width
     assert "runs · Brier" in text and "+0.05" in text and "runs · ECE-like" not in text
     assert "1 of 2 values moved; 0 added, removed or not a number (+N); 1 changed without moving" in text
     assert main(["diff", "--all"]) == 0
-    text = capsys.readouterr().out
+    text = " ".join(capsys.readouterr().out.split())
     assert "runs.winobias.m.brier" in text and "runs.winobias.m.ece" not in text
     assert "1 value moved (non-zero in dvc metrics diff) in 1 file; 1 other value changed without moving" in text
     assert main(["diff", "--tol", "0", "--json"]) == 0
