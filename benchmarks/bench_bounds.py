@@ -76,9 +76,9 @@ def worker(scores: str, result: str) -> None:
     """``gece metrics --json`` in this process; its exit status, seconds and peak RSS go to ``result``."""
     import contextlib
     import io
-    import resource
 
     from gece.cli import main
+    from gece.scoring.memory import peak_rss_mb
 
     t = time.perf_counter()
     err = io.StringIO()
@@ -89,7 +89,7 @@ def worker(scores: str, result: str) -> None:
             {
                 "exit": code,
                 "seconds": round(time.perf_counter() - t, 2),
-                "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+                "peak_rss_mb": round(peak_rss_mb(), 1),
                 "stderr": err.getvalue().strip()[:600],
             }
         )

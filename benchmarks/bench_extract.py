@@ -65,9 +65,9 @@ def _setup(work: Path):
 
 
 def _rss_mb() -> float:
-    import resource
+    from gece.scoring.memory import peak_rss_mb
 
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return peak_rss_mb()
 
 
 def _side_logprobs(token_lps) -> list[list[float]]:

@@ -47,9 +47,9 @@ def synthetic_csv(path: Path, n: int) -> None:
 
 # ------------------------------------------------------------------------ workers
 def _rss_mb() -> float:
-    import resource
+    from gece.scoring.memory import peak_rss_mb
 
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return peak_rss_mb()
 
 
 def worker_extract(prepared: Path, out: Path, n: int) -> dict:

@@ -150,9 +150,9 @@ def checkpoint_bytes(path: Path) -> int:
 
 # ------------------------------------------------------------------------ workers
 def _rss_mb() -> float:
-    import resource
+    from gece.scoring.memory import peak_rss_mb
 
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return peak_rss_mb()
 
 
 def _pairs(tokenizer, special_tokens: bool, n: int):

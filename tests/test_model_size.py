@@ -14,7 +14,7 @@ import torch
 
 from gece.cli import main
 from gece.io.params import ModelSpec
-from gece.scoring import engine, exact, models
+from gece.scoring import engine, exact, memory, models
 
 from .conftest import ROOT
 from .refusals import refusal
@@ -111,13 +111,13 @@ def test_memory_estimate_counts_the_weights_in_their_kept_dtype(tmp_path):
     assert models.estimate_memory(resolved, "bfloat16").weights == 2 * values
     assert models.estimate_memory(resolved, "float32").weights == 4 * values
     est = models.estimate_memory(resolved, "bfloat16", threads=2)
-    assert est.scoring == 2 * 2 * exact.WEIGHT_BLOCK_BYTES + 4 * engine.HEAD_ROWS * 97 * 8 + models.RUNTIME_BYTES
+    assert est.scoring == 2 * 2 * exact.WEIGHT_BLOCK_BYTES + 4 * engine.HEAD_ROWS * 97 * 8 + memory.RUNTIME_BYTES
 
 
 @refusal("E-MODEL-MEMORY", readers=("model loading",))
 def test_model_that_cannot_fit_is_refused_before_loading(tmp_path, monkeypatch, capsys):
     source = _save(tmp_path, "llama", torch.bfloat16)
-    monkeypatch.setattr(models, "available_memory", lambda: 0.5e9)
+    monkeypatch.setattr(memory, "available_memory", lambda: 0.5e9)
     loads: list[str] = []
     monkeypatch.setattr(models, "_load_directory", lambda path, *a, **k: loads.append(str(path)))
     with pytest.raises(models.GeceError) as e:

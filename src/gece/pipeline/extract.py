@@ -150,14 +150,12 @@ def extract(
     already loaded :class:`gece.scoring.models.LoadedModel` of ``spec`` (tests, benchmarks), and ``key`` the
     :func:`fingerprint` of these arguments when the caller has it already (:func:`extract_model`).
     """
-    import resource
-
     import torch
     import transformers
 
     import gece
     from gece.progress import Progress
-    from gece.scoring import engine, exact, models, packing, selfcheck
+    from gece.scoring import engine, exact, memory, models, packing, selfcheck
 
     prepared, out, settings = Path(prepared), Path(out), settings or ExtractParams()
     meta_out = Path(meta_out) if meta_out else layout.meta_path(out)
@@ -347,7 +345,7 @@ def extract(
         seconds=round(seconds, 3),
         load_seconds=round(lm.load_seconds, 3),
         pairs_per_s=round(n / seconds, 3) if n and seconds > 0 else None,
-        peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        peak_rss_mb=round(memory.peak_rss_mb(), 1),
     )
     write_json(meta_out, meta)
     write_json(layout.timing_path(out), timing)

@@ -29,13 +29,11 @@ that converted it, so it can never serve weights other than the file named in th
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import importlib
 import importlib.metadata as md
 import importlib.util
 import json
-import math
 import os
 import re
 import shutil
@@ -47,7 +45,7 @@ from typing import Any, Literal
 
 from gece.errors import GeceError
 from gece.io.params import ModelSpec, memory_caps
-from gece.scoring import exact
+from gece.scoring import exact, memory
 
 CACHE_ENV = "GECE_CACHE"
 CACHE_FORMAT = "1"  # bump when the converted-model layout changes
@@ -323,115 +321,14 @@ def resolve_dtype(dtype: str, device: str, stored: str = "float32"):
 
 
 # ------------------------------------------------------------------ memory estimate
-GB = 1e9
-RUNTIME_BYTES = 0.8 * GB  # torch, transformers, numba's code, the tokenizer and a batch's activations (measured)
-GGUF_CONVERSION_COPIES = 3  # float32 copies of the weights transformers holds while it dequantizes a GGUF (measured)
-ITEMSIZE = {"F64": 8, "F32": 4, "BF16": 2, "F16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}
-
-
-def _safetensors_counts(path: Path) -> tuple[int, int]:
-    """(floating-point values, bytes of the other tensors) of a safetensors file, from its header alone."""
-    with open(path, "rb") as f:
-        n = int.from_bytes(f.read(8), "little")
-        header = json.loads(f.read(n))
-    values = other = 0
-    for name, t in header.items():
-        if name == "__metadata__":
-            continue
-        count = 1
-        for d in t["shape"]:
-            count *= int(d)
-        if t["dtype"] in ("F64", "F32", "BF16", "F16"):
-            values += count
-        else:
-            other += count * ITEMSIZE.get(t["dtype"], 8)
-    return values, other
-
-
-def _gguf_values(path: Path) -> int:
-    """The number of weight values of a GGUF (what it dequantizes to), from its tensor list."""
-    from gguf import GGUFReader
-
-    return int(sum(int(t.n_elements) for t in GGUFReader(str(path)).tensors))
-
-
-def _vocab(config_dir: Path) -> int:
-    try:
-        config = json.loads((config_dir / "config.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return 0
-    text = config.get("text_config") or {} if isinstance(config, dict) else {}
-    return int(config.get("vocab_size") or text.get("vocab_size") or 0) if isinstance(config, dict) else 0
-
-
-@dataclass(frozen=True)
-class MemoryEstimate:
-    """What loading and scoring a model on the CPU needs (bytes): the weights in the dtype they are kept in,
-    the float64 blocks of the products (one per scoring thread), the LM head's float64 rows over the
-    vocabulary (:data:`gece.scoring.engine.HEAD_ROWS` at a time, a few arrays), and the runtime."""
-
-    weights: float
-    scoring: float
-    dtype: str
-
-    @property
-    def total(self) -> float:
-        return self.weights + self.scoring
-
-
-def estimate_memory(resolved: Resolved, dtype: str, threads: int = 2) -> MemoryEstimate:
-    """:class:`MemoryEstimate` of a resolved model kept in ``dtype`` on the CPU, read from the weights files'
-    headers (no weight is read). A GGUF is dequantized to float32: from its converted directory when it
-    exists, else from the GGUF's tensor list."""
-    from gece.scoring.engine import HEAD_ROWS
-
-    size = {"float32": 4, "bfloat16": 2, "float16": 2}[dtype]
+def estimate_memory(resolved: Resolved, dtype: str, threads: int = 2) -> memory.MemoryEstimate:
+    """:func:`gece.scoring.memory.estimate_memory` of a resolved model: a GGUF from its converted directory when
+    it exists, else from the GGUF's tensor list."""
     if resolved.kind == "gguf":
         config_dir = cache_root() / "models" / sha256_file(resolved.path)
-        if any(config_dir.glob("*.safetensors")):
-            counts = [_safetensors_counts(f) for f in config_dir.glob("*.safetensors")]
-            values, other = sum(c[0] for c in counts), sum(c[1] for c in counts)
-        else:  # the first load converts it: transformers' dequantization holds about three float32 copies
-            values, other = GGUF_CONVERSION_COPIES * _gguf_values(resolved.path), 0
-    else:
-        config_dir = resolved.path
-        counts = [_safetensors_counts(f) for f in resolved.path.glob("*.safetensors")]
-        values, other = sum(c[0] for c in counts), sum(c[1] for c in counts)
-    head = 4 * HEAD_ROWS * _vocab(config_dir) * 8
-    return MemoryEstimate(values * size + other, threads * 2 * exact.WEIGHT_BLOCK_BYTES + head + RUNTIME_BYTES, dtype)
-
-
-def available_memory() -> float:
-    """Bytes this process may still use: the kernel's MemAvailable, or less under a cgroup (v2) limit."""
-    avail = math.inf
-    with contextlib.suppress(OSError, ValueError):
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                avail = int(line.split()[1]) * 1024
-    with contextlib.suppress(OSError, ValueError):
-        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
-        if limit != "max":
-            used = int(Path("/sys/fs/cgroup/memory.current").read_text().strip())
-            avail = min(avail, int(limit) - used)
-    return float(avail)
-
-
-def check_memory(spec: ModelSpec, resolved: Resolved, dtype: str, threads: int = 2) -> MemoryEstimate:
-    """Refuse, before loading, a CPU model that would not fit in the memory available (E-MODEL-MEMORY),
-    with the estimate and what to do; return the estimate otherwise."""
-    est = estimate_memory(resolved, dtype, threads)
-    avail = available_memory()
-    if est.total > avail:
-        half = "" if dtype != "float32" else ", dtype: bfloat16 (half the weights, scored exactly from them)"
-        raise GeceError(
-            f"model {spec.source}: needs about {est.total / GB:.1f} GB of memory on the CPU "
-            f"({est.weights / GB:.1f} GB of {dtype} weights + {est.scoring / GB:.1f} GB to score), "
-            f"and {avail / GB:.1f} GB is available",
-            hint="free memory or use a machine with more" + half + ", spread the model with device: multi "
-            "(accelerate offloads layers to disk), a GPU (device: cuda), or a smaller model; "
-            "a smaller slice (--limit) does not shrink the weights",
-        )
-    return est
+        return memory.estimate_memory(sorted(config_dir.glob("*.safetensors")), config_dir, dtype, threads,
+                                      gguf=resolved.path)  # fmt: skip
+    return memory.estimate_memory(sorted(resolved.path.glob("*.safetensors")), resolved.path, dtype, threads)
 
 
 # --------------------------------------------------------------- converted cache
@@ -670,7 +567,9 @@ def load(spec: ModelSpec, *, use_cache: bool = True, resolved: Resolved | None =
     device = resolve_device(spec.device)
     dtype = resolve_dtype(spec.dtype, device, stored_dtype(resolved))
     if device == "cpu":
-        check_memory(spec, resolved, str(dtype).removeprefix("torch."), torch.get_num_threads())
+        memory.check_memory(
+            spec.source, estimate_memory(resolved, str(dtype).removeprefix("torch."), torch.get_num_threads())
+        )
     weights = weight_hashes(resolved)
     if resolved.kind == "gguf":
         (sha,) = weights.values()

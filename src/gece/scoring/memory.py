@@ -1,0 +1,143 @@
+"""What a model needs in memory on the CPU, said before it loads, and what a process used.
+
+:func:`estimate_memory` reads the weights files' headers (no weight is read) and adds what scoring
+needs besides the weights:
+
+    weights = values x bytes per value in the kept dtype (+ the non-float tensors as stored)
+    scoring = threads x 2 x WEIGHT_BLOCK_BYTES      (the float64 blocks of the exact products)
+            + 4 x HEAD_ROWS x vocabulary x 8         (the LM head's float64 rows over the vocabulary)
+            + RUNTIME_BYTES                          (torch, transformers, numba's code, a batch)
+
+:func:`check_memory` compares the total with what the machine has left (``MemAvailable``, or less
+under a cgroup v2 limit) and refuses the model before loading (E-MODEL-MEMORY) with the estimate
+and what to do. :func:`peak_rss_mb` is the peak resident set of this process since it started
+(``VmHWM``), which, unlike ``getrusage``'s ``ru_maxrss``, does not carry over the parent's peak
+into a child started with ``fork``/``vfork`` and ``exec``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import resource
+from dataclasses import dataclass
+from pathlib import Path
+
+from gece.errors import GeceError
+from gece.scoring import exact
+
+GB = 1e9
+RUNTIME_BYTES = 0.8 * GB  # torch, transformers, numba's code, the tokenizer and a batch's activations (measured)
+GGUF_CONVERSION_COPIES = 3  # float32 copies of the weights transformers holds while it dequantizes a GGUF (measured)
+ITEMSIZE = {"F64": 8, "F32": 4, "BF16": 2, "F16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}
+
+
+def _safetensors_counts(path: Path) -> tuple[int, int]:
+    """(floating-point values, bytes of the other tensors) of a safetensors file, from its header alone."""
+    with open(path, "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(n))
+    values = other = 0
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        count = 1
+        for d in t["shape"]:
+            count *= int(d)
+        if t["dtype"] in ("F64", "F32", "BF16", "F16"):
+            values += count
+        else:
+            other += count * ITEMSIZE.get(t["dtype"], 8)
+    return values, other
+
+
+def _gguf_values(path: Path) -> int:
+    """The number of weight values of a GGUF (what it dequantizes to), from its tensor list."""
+    from gguf import GGUFReader
+
+    return int(sum(int(t.n_elements) for t in GGUFReader(str(path)).tensors))
+
+
+def _vocab(config_dir: Path) -> int:
+    try:
+        config = json.loads((config_dir / "config.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return 0
+    text = config.get("text_config") or {} if isinstance(config, dict) else {}
+    return int(config.get("vocab_size") or text.get("vocab_size") or 0) if isinstance(config, dict) else 0
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """What loading and scoring a model on the CPU needs (bytes): the weights in the dtype they are kept in,
+    the float64 blocks of the products (one per scoring thread), the LM head's float64 rows over the
+    vocabulary (:data:`gece.scoring.engine.HEAD_ROWS` at a time, a few arrays), and the runtime."""
+
+    weights: float
+    scoring: float
+    dtype: str
+
+    @property
+    def total(self) -> float:
+        return self.weights + self.scoring
+
+
+def estimate_memory(weights: list[Path], config_dir: Path, dtype: str, threads: int = 2,
+                    gguf: Path | None = None) -> MemoryEstimate:  # fmt: skip
+    """:class:`MemoryEstimate` of a model kept in ``dtype`` on the CPU, read from the headers of its
+    safetensors files ``weights`` (no weight is read) and the vocabulary in ``config_dir``. A GGUF not yet
+    converted (``gguf`` given, ``weights`` empty) is counted from its tensor list at what its conversion
+    holds (:data:`GGUF_CONVERSION_COPIES` float32 copies)."""
+    from gece.scoring.engine import HEAD_ROWS
+
+    size = {"float32": 4, "bfloat16": 2, "float16": 2}[dtype]
+    if weights or gguf is None:
+        counts = [_safetensors_counts(f) for f in weights]
+        values, other = sum(c[0] for c in counts), sum(c[1] for c in counts)
+    else:
+        values, other = GGUF_CONVERSION_COPIES * _gguf_values(gguf), 0
+    head = 4 * HEAD_ROWS * _vocab(config_dir) * 8
+    return MemoryEstimate(values * size + other, threads * 2 * exact.WEIGHT_BLOCK_BYTES + head + RUNTIME_BYTES, dtype)
+
+
+def available_memory() -> float:
+    """Bytes this process may still use: the kernel's MemAvailable, or less under a cgroup (v2) limit."""
+    avail = math.inf
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                avail = int(line.split()[1]) * 1024
+    with contextlib.suppress(OSError, ValueError):
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        if limit != "max":
+            used = int(Path("/sys/fs/cgroup/memory.current").read_text().strip())
+            avail = min(avail, int(limit) - used)
+    return float(avail)
+
+
+def check_memory(source: str, est: MemoryEstimate) -> MemoryEstimate:
+    """Refuse, before loading, a CPU model (named by ``source``) that would not fit in the memory available
+    (E-MODEL-MEMORY), with the estimate and what to do; return the estimate otherwise."""
+    dtype = est.dtype
+    avail = available_memory()
+    if est.total > avail:
+        half = "" if dtype != "float32" else ", dtype: bfloat16 (half the weights, scored exactly from them)"
+        raise GeceError(
+            f"model {source}: needs about {est.total / GB:.1f} GB of memory on the CPU "
+            f"({est.weights / GB:.1f} GB of {dtype} weights + {est.scoring / GB:.1f} GB to score), "
+            f"and {avail / GB:.1f} GB is available",
+            hint="free memory or use a machine with more" + half + ", spread the model with device: multi "
+            "(accelerate offloads layers to disk), a GPU (device: cuda), or a smaller model; "
+            "a smaller slice (--limit) does not shrink the weights",
+        )
+    return est
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident set size in MiB (``VmHWM`` / 1024, from ``/proc/self/status``;
+    ``ru_maxrss`` where that file is missing)."""
+    with contextlib.suppress(OSError, ValueError, StopIteration):
+        lines = Path("/proc/self/status").read_text().splitlines()
+        return int(next(ln.split()[1] for ln in lines if ln.startswith("VmHWM:"))) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
