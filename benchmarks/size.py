@@ -20,8 +20,8 @@ other, with the machine's threads:
 - gece: ``models.load`` (the checkpoint's dtype kept, :func:`gece.scoring.models.resolve_dtype`), then
   ``extract`` on the first 32 pairs (a first try: load included, as ``gece try``), then on the slice;
 - minicons: ``IncrementalLMScorer(...).token_score`` in batches of 32 sentences, in float32 where the
-  float32 model takes less than :data:`MINICONS_FP32_GB`, else in the checkpoint's bfloat16; the same
-  two timings;
+  float32 model and :data:`MINICONS_EXTRA_GB` fit in the memory available (the comparison the targets
+  name), else in the checkpoint's bfloat16; the same two timings;
 - float64: an independent float64 forward of the same stored weights (:func:`llama_float64`: read from
   the safetensors file a layer at a time, the LM head a block of the vocabulary at a time) on the first
   :data:`REF_PAIRS` pairs; transformers' own float64 model for a model that is no Llama (gemma).
@@ -55,7 +55,7 @@ FIRST_TRY = 32
 PAIRS = int(os.environ.get("GECE_SIZE_PAIRS", "128"))
 REF_PAIRS = int(os.environ.get("GECE_SIZE_REF_PAIRS", "4"))
 MINICONS_BATCH = 32
-MINICONS_FP32_GB = 6.0
+MINICONS_EXTRA_GB = 3.0  # what minicons needs besides its float32 weights (a batch of 32, the runtime)
 TOL = 1e-5
 RSS_FACTOR, RSS_EXTRA_GB = 1.3, 1.0
 GB = 1e9
@@ -217,11 +217,12 @@ def worker_minicons(path: Path, start: float) -> dict:
     torch.zeros(1).exp()  # minicons runs torch's native kernels, as its users run it
     from minicons import scorer
 
-    from gece.scoring import engine
+    from gece.scoring import engine, memory
 
     threads = engine.set_threads()
     values = checkpoint_bytes(path) / (2 if "bf16" in path.name else 4)
-    dtype = torch.float32 if 4 * values / GB < MINICONS_FP32_GB else torch.bfloat16
+    fits = 4 * values + MINICONS_EXTRA_GB * GB < memory.available_memory()
+    dtype = torch.float32 if fits else torch.bfloat16
     t = time.perf_counter()
     lm = scorer.IncrementalLMScorer(str(path), device="cpu", dtype=dtype)
     load = time.perf_counter() - t
