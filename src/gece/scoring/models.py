@@ -614,7 +614,7 @@ def load(spec: ModelSpec, *, use_cache: bool = True, resolved: Resolved | None =
     require_offsets(tok, spec.source)
     if device in exact.EXACT_DEVICES and dtype != torch.float32:
         float32_buffers(model)
-    if device in exact.EXACT_DEVICES:  # the row norms are computed here, so that their cost counts as loading
+    if device in exact.EXACT_DEVICES:  # refused here (a rotary embedding it cannot port), before any scoring
         try:
             exact.make_exact(model)
         except ValueError as e:
