@@ -135,7 +135,7 @@ def worker_naive(work: Path) -> dict:
     lm = models.load(spec)
     sides, _ = planning.plans_for(lm.tokenizer, pairs, spec.special_tokens)
     t = time.perf_counter()
-    scores = engine.score_naive(lm.model, sides)
+    scores = engine.score_naive(lm.model, sides, batched=False)  # each sentence alone
     seconds = time.perf_counter() - t
     tokens = sum(len(s.ids) for pair in sides for s in pair)
     return {

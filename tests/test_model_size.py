@@ -8,6 +8,9 @@ The checks are on tiny random Llama and Gemma-3 models saved in each dtype; the 
 
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -85,7 +88,8 @@ def test_half_checkpoint_kept_in_its_dtype_scores_as_in_float32(tmp_path, kind, 
 
 
 def test_weights_in_blocks_give_the_same_bits(monkeypatch):
-    """Cutting a layer's rows into blocks of any size changes no bit of the correctly rounded product."""
+    """Cutting a layer's rows into blocks of any size changes no bit of the correctly rounded product, nor do the
+    row norms a first product keeps for the next."""
     rng = np.random.default_rng(3)
     x = torch.from_numpy(rng.standard_normal((37, 48)).astype(np.float32))
     w32 = torch.from_numpy(rng.standard_normal((101, 48)).astype(np.float32))
@@ -96,8 +100,23 @@ def test_weights_in_blocks_give_the_same_bits(monkeypatch):
         for block in (8 * 48, 8 * 48 * 7, 1 << 25):
             monkeypatch.setattr(exact, "WEIGHT_BLOCK_BYTES", block)
             for cached in (True, False):
-                got = exact.matmul_weights(x, exact.Weights([lambda w=w: w], cached=cached))
+                op = exact.Weights([lambda w=w: w], cached=cached)
+                got = exact.matmul_weights(x, op)
                 assert torch.equal(got, whole)
+                if cached:  # the norms kept by the first product, read by the next
+                    assert op.normed == set(range(0, 101, op.rows))
+                    assert torch.equal(exact.matmul_weights(x, op), whole)
+
+
+def test_load_hashes_the_weights_files_beside_the_load(tmp_path):
+    """A directory's weights files are hashed in a thread while transformers loads them: the same sha256 per file,
+    and an error in the thread is raised in the caller's."""
+    source = _save(tmp_path, "llama", torch.bfloat16)
+    lm = models.load(ModelSpec(source=source))
+    files = sorted(Path(source).glob("*.safetensors"))
+    assert files and lm.weights == {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in files}
+    with pytest.raises(ZeroDivisionError):
+        models._Background(lambda: 1 / 0).result()
 
 
 def test_memory_estimate_counts_the_weights_in_their_kept_dtype(tmp_path):

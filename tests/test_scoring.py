@@ -183,6 +183,33 @@ def test_batches_scored_at_once_give_the_same_bits(kind):
     assert engine.max_abs_diff(fast, naive[3]) == 0.0
 
 
+@pytest.mark.parametrize("kind", ["llama", "gemma3", "mistral"])
+def test_naive_path_in_padded_batches_gives_each_sentence_its_bits_alone(kind, monkeypatch):
+    """The naive path feeds the self-check's sentences in right-padded batches with an attention mask where gece's
+    numerics apply: every sentence's scores, and its logits at every position, are its bits fed alone (sliding
+    windows and soft-capping included)."""
+    model = _tiny(kind)
+    sides = _random_pairs(np.random.default_rng(5), 20)
+    flat = [s for pair in sides for s in pair]
+    assert engine.naive_batched(model)
+    monkeypatch.setattr(engine, "NAIVE_ROWS", 64)  # several batches, of several widths
+    groups = engine.naive_groups([len(s.ids) for s in flat])
+    assert len(groups) > 2 and max(map(len, groups)) > 2 and len({len(flat[g[0]].ids) for g in groups}) > 1
+    alone = engine.score_naive(model, sides, batched=False)
+    for workers in (1, 2):
+        assert engine.score_naive(model, sides, workers=workers) == alone
+    width = max(len(s.ids) for s in flat)
+    ids = torch.tensor([list(s.ids) + [0] * (width - len(s.ids)) for s in flat])
+    mask = torch.tensor([[1] * len(s.ids) + [0] * (width - len(s.ids)) for s in flat])
+    with torch.inference_mode():
+        batch = model(input_ids=ids, attention_mask=mask).logits
+        for b, s in enumerate(flat):
+            one = model(input_ids=torch.tensor([s.ids])).logits[0]
+            assert torch.equal(batch[b, : len(s.ids)], one)
+    model.set_attn_implementation("sdpa")  # stock attention: each sentence alone, as the model's bits depend on it
+    assert not engine.naive_batched(model)
+
+
 def test_lm_head_in_chunks_gives_the_same_bits():
     """The LM head runs HEAD_ROWS rows at a time (its float64 arrays bounded under the sentence rule): one row
     at a time, or all at once, the same values (soft-capped Gemma-3 head)."""

@@ -47,8 +47,9 @@ The optimized path computes exactly these numbers with much less work:
   the LM head runs on :data:`HEAD_ROWS` states at a time, so the batch size changes no bit there
   either (docs/numerics.md, "On GPUs").
 
-The naive reference (:func:`score_naive`) feeds each whole sentence alone and reads the
-model's own full logits. On the CPU, with gece's numerics (correctly rounded matrix products,
+The naive reference (:func:`score_naive`) feeds whole sentences through the model's own forward
+pass and reads its own full logits (on the CPU in right-padded batches, which give each sentence its
+bits alone; elsewhere each sentence alone). On the CPU, with gece's numerics (correctly rounded matrix products,
 portable kernels and layout-independent attention: :mod:`gece.scoring.exact`), the two paths
 agree bit for bit, and so do any batch size, thread count and x86-64 CPU.
 """
@@ -423,30 +424,82 @@ def auto_batch_size(runner: Runner, plans: Sequence[PairPlan]) -> int:
 
 
 # ------------------------------------------------------------------ naive reference
-def score_naive(model: Any, sides: Sequence[tuple[SideTokens, SideTokens]], workers: int = 1) -> list[PairScore]:
-    """The reference path: each sentence alone, whole, one forward pass, the model's own logits.
+NAIVE_ROWS = 4 * HEAD_ROWS  # padded positions per batch of the naive path (their float32 logits over the vocabulary)
+
+
+def naive_batched(model: Any) -> bool:
+    """True where :func:`score_naive` scores its sentences in padded batches: a CPU model with gece's numerics and
+    attention, where a sentence's bits in a right-padded batch are its bits alone (correctly rounded products,
+    portable kernels, attention over rows laid out the same way in every batch: :mod:`gece.scoring.exact`).
+    Elsewhere (a GPU, stock attention) each sentence is fed alone, since a batch's shape changes its bits."""
+    from gece.scoring import attention
+
+    device = model.get_input_embeddings().weight.device
+    return exact.rounded(device) and getattr(model.config, "_attn_implementation", None) == attention.NAME
+
+
+def naive_groups(lengths: Sequence[int], rows: int | None = None) -> list[list[int]]:
+    """The sentences (by index, in order) of each padded batch of the naive path: as many as fit in ``rows``
+    (:data:`NAIVE_ROWS`) padded positions (a longer sentence alone)."""
+    rows = rows or NAIVE_ROWS
+    groups: list[list[int]] = []
+    width = 0
+    for i, n in enumerate(lengths):
+        if groups and (len(groups[-1]) + 1) * max(width, n) <= rows:
+            groups[-1].append(i)
+            width = max(width, n)
+        else:
+            groups.append([i])
+            width = n
+    return groups
+
+
+def score_naive(
+    model: Any, sides: Sequence[tuple[SideTokens, SideTokens]], workers: int = 1, batched: bool | None = None
+) -> list[PairScore]:
+    """The reference path: whole sentences through the model's own forward pass, its own full logits.
 
     log P(x_t) = log_softmax(model(x).logits[t-1])[x_t] (:func:`log_probs`), for every target token t.
-    ``workers`` sentences at once (:func:`side_by_side`; a CPU model's :attr:`Runner.workers`).
+
+    Where gece's numerics apply (:func:`naive_batched`, the default for ``batched``) the sentences go through the
+    model in right-padded batches with an attention mask (:func:`naive_groups`): one pass over the weights for
+    the self-check's eight sentences instead of eight, the same bits as each sentence alone (tested). Elsewhere
+    each sentence is fed alone, with no mask. ``workers`` batches at once (:func:`side_by_side`; a CPU model's
+    :attr:`Runner.workers`).
     """
     device = model.get_input_embeddings().weight.device
     if exact.rounded(device):
         exact.make_exact(model)
+    if batched is None:
+        batched = naive_batched(model)
     flat = [side for pair in sides for side in pair]
-    scores = list(side_by_side(workers, functools.partial(_naive_side, model, device), flat))
+    groups = naive_groups([len(s.ids) for s in flat]) if batched else [[i] for i in range(len(flat))]
+    done = side_by_side(workers, functools.partial(_naive_batch, model, device), [[flat[i] for i in g] for g in groups])
+    scores = [s for batch in done for s in batch]
     return [PairScore(i, scores[2 * i], scores[2 * i + 1]) for i in range(len(sides))]
 
 
-def _naive_side(model: Any, device: Any, side: SideTokens) -> SideScore:
+def _naive_batch(model: Any, device: Any, batch: Sequence[SideTokens]) -> list[SideScore]:
+    """Some sentences through the model's own forward pass: one alone as it is, several right-padded to the
+    longest with an attention mask (the padding's positions are never read)."""
     import torch
 
+    width = max(len(side.ids) for side in batch)
     with torch.inference_mode():
-        ids = torch.tensor([side.ids], device=device)
-        logits = model(input_ids=ids).logits[0].float()
-        lp = log_probs(logits)
-    words = tuple(tuple(float(lp[t - 1, side.ids[t]]) for t in w) for w in side.words)
-    raw = tuple(tuple(float(logits[t - 1, side.ids[t]]) for t in w) for w in side.words)
-    return SideScore(words, raw)
+        ids = torch.tensor([list(side.ids) + [0] * (width - len(side.ids)) for side in batch], device=device)
+        if len(batch) == 1:
+            logits = model(input_ids=ids).logits.float()
+        else:
+            mask = torch.tensor([[1] * len(s.ids) + [0] * (width - len(s.ids)) for s in batch], device=device)
+            logits = model(input_ids=ids, attention_mask=mask).logits.float()
+        out = []
+        for b, side in enumerate(batch):
+            z = logits[b, : len(side.ids)]
+            lp = log_probs(z)
+            words = tuple(tuple(float(lp[t - 1, side.ids[t]]) for t in w) for w in side.words)
+            raw = tuple(tuple(float(z[t - 1, side.ids[t]]) for t in w) for w in side.words)
+            out.append(SideScore(words, raw))
+    return out
 
 
 # ---------------------------------------------------------------------------- costs

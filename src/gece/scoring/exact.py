@@ -249,7 +249,10 @@ class Weights:
     bit of a correctly rounded product.
 
     ``weights``: callables returning each layer's current weight (N_i, K); ``cached``: their row norms (float64,
-    N) are computed once, otherwise (weights that accelerate moves in for each forward pass) on every call.
+    N) are kept, each block's computed the first time a product upcasts it (no pass over the weights of its own:
+    a model's first forward pass computes them), otherwise (weights that accelerate moves in for each forward
+    pass) on every call. A norm only bounds stage 1's error, so where it was computed changes no bit of a
+    product.
     """
 
     def __init__(self, weights, cached: bool = True):
@@ -257,8 +260,8 @@ class Weights:
         self.offsets = np.cumsum([0] + [int(w().shape[0]) for w in weights]).tolist()
         self.k = int(weights[0]().shape[1])
         self.rows = max(1, WEIGHT_BLOCK_BYTES // (8 * max(1, self.k)))
-        self.norms = None
-        self.norms = np.concatenate([nb for _, _, nb in self.blocks()]) if cached else None
+        self.norms = np.empty(self.offsets[-1]) if cached else None
+        self.normed: set[int] = set()  # the first rows of the blocks whose norms are in self.norms (set in any thread)
 
     def _buffer(self) -> np.ndarray:
         """This thread's block buffer (:data:`_BLOCK`), shared by every layer, as (rows, K)."""
@@ -280,7 +283,13 @@ class Weights:
                 block = buf[:n]
                 _upcast(w[r : r + n], block)
                 lo = start + r
-                nb = self.norms[lo : lo + n] if self.norms is not None else np.sqrt(np.einsum("nk,nk->n", block, block))
+                if lo in self.normed:
+                    nb = self.norms[lo : lo + n]
+                else:
+                    nb = np.sqrt(np.einsum("nk,nk->n", block, block))
+                    if self.norms is not None:  # written before it is marked, so another thread reads it whole
+                        self.norms[lo : lo + n] = nb
+                        self.normed.add(lo)
                 yield lo, block, nb
 
 
@@ -330,8 +339,8 @@ class Product:
     others' columns taken from it. Each entry of a correctly rounded product depends on its own row and
     column only, so stacking changes no bit.
 
-    ``cached``: the weights' row norms are computed once; otherwise (weights that accelerate offloads and
-    moves in for each forward pass) on every call.
+    ``cached``: the weights' row norms are kept once computed (:class:`Weights`); otherwise (weights that
+    accelerate offloads and moves in for each forward pass) computed on every call.
 
     A group keeps its last input and product until each of its layers has read it, per thread: forward
     passes of several batches run at once on the CPU (:func:`gece.scoring.engine.score`), each in its

@@ -4,9 +4,14 @@ The optimized path (pairs packed into a token trie, the LM head only where a tar
 predicted) assumes that a model's log-probabilities are ``log_softmax(head(decoder(x)))`` (plus
 soft-capping where the model caps). An architecture that computes them otherwise would give wrong
 scores silently, so extract first scores :data:`SAMPLE` pairs of the benchmark (spread over its
-first window) with both the optimized path and the model's own forward pass, each sentence alone
-(:func:`gece.scoring.engine.score_naive`), and refuses the model when they differ by more than the
-model's numbers can explain. Over the target tokens of the sample:
+first window) with both the optimized path and the model's own forward pass
+(:func:`gece.scoring.engine.score_naive`: whole sentences through ``model(...)``, its own full logits,
+unmodified), and refuses the model when they differ by more than the model's numbers can explain. On
+the CPU with gece's numerics and attention the naive path feeds the sample's sentences in one
+right-padded batch with an attention mask, which gives each sentence the bits it has alone (tested:
+``tests/test_scoring.py``), so the check reads the weights once instead of once per sentence, and
+the two paths run at once, a thread each; elsewhere each sentence is fed alone, after the optimized
+path. Over the target tokens of the sample:
 
     d_fast = max |lp_optimized - lp_naive|          (the same model, dtype and device)
 
@@ -109,12 +114,22 @@ def run(runner: engine.Runner, sides: Sequence, plans: Sequence[planning.PairPla
         return None
     model = runner.model
     dtype = str(model.dtype).removeprefix("torch.")
-    ((fast, _),) = engine.score(runner, [[plans[i] for i in picked]])  # one batch, halved on out-of-memory
-    fast = sorted(fast, key=lambda s: s.index)  # the plans' order, as the naive path's
-    try:
-        naive = engine.score_naive(model, [sides[i] for i in picked], runner.workers)
-    except runner.torch.OutOfMemoryError:
-        naive = None
+    together = runner.workers > 1 and engine.naive_batched(model)  # the CPU: both passes at once, a thread each
+
+    def fast_path() -> list[engine.PairScore]:
+        ((scores, _),) = engine.score(runner, [[plans[i] for i in picked]])  # one batch, halved on out-of-memory
+        return sorted(scores, key=lambda s: s.index)  # the plans' order, as the naive path's
+
+    def naive_path() -> list[engine.PairScore] | None:
+        try:
+            return engine.score_naive(model, [sides[i] for i in picked], 1 if together else runner.workers)
+        except runner.torch.OutOfMemoryError:
+            return None
+
+    if together:
+        fast, naive = engine.side_by_side(2, lambda path: path(), [fast_path, naive_path])
+    else:
+        fast, naive = fast_path(), naive_path()
     if naive is None:
         runner.out_of_memory(1)
     d_fast = engine.max_abs_diff(fast, naive)
