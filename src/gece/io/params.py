@@ -170,13 +170,13 @@ class ModelSpec(_Section):
 
     @model_validator(mode="after")
     def _consistent(self) -> ModelSpec:
-        loading = sorted(k for k in self.model_fields_set if k != "source")  # settings of a model gece loads
         if self.source.startswith(LMEVAL_PREFIX):
             if not self.source.removeprefix(LMEVAL_PREFIX).strip():
                 raise ValueError(
                     f"source {self.source!r}: no directory after {LMEVAL_PREFIX!r}; "
                     f"write {LMEVAL_PREFIX}<lm_eval's --output_path> (docs/lmeval.md)"
                 )
+            loading = sorted(k for k in self.model_fields_set if k != "source")
             if loading:
                 raise ValueError(
                     f"{', '.join(loading)}: settings of a model that gece loads and scores, but source "
@@ -188,6 +188,7 @@ class ModelSpec(_Section):
                     f"source {self.source!r}: {self.reference!r} is not a valid id (the name after "
                     f"{REFERENCE_PREFIX!r} is a file name of data/reference/<benchmark>/); {ID_HELP}"
                 )
+            loading = sorted(k for k in self.model_fields_set if k != "source")
             if loading:
                 raise ValueError(
                     f"{', '.join(loading)}: settings of a model that is loaded and scored, but source "
