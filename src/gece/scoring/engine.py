@@ -464,17 +464,25 @@ def score_naive(
     Where gece's numerics apply (:func:`naive_batched`, the default for ``batched``) the sentences go through the
     model in right-padded batches with an attention mask (:func:`naive_groups`): one pass over the weights for
     the self-check's eight sentences instead of eight, the same bits as each sentence alone (tested). Elsewhere
-    each sentence is fed alone, with no mask. ``workers`` batches at once (:func:`side_by_side`; a CPU model's
-    :attr:`Runner.workers`).
+    each sentence is fed alone, with no mask, as it is when a batch runs out of memory. ``workers`` batches at
+    once (:func:`side_by_side`; a CPU model's :attr:`Runner.workers`).
     """
     device = model.get_input_embeddings().weight.device
     if exact.rounded(device):
         exact.make_exact(model)
     if batched is None:
         batched = naive_batched(model)
+    import torch
+
     flat = [side for pair in sides for side in pair]
     groups = naive_groups([len(s.ids) for s in flat]) if batched else [[i] for i in range(len(flat))]
-    done = side_by_side(workers, functools.partial(_naive_batch, model, device), [[flat[i] for i in g] for g in groups])
+    try:
+        batches = [[flat[i] for i in g] for g in groups]
+        done = list(side_by_side(workers, functools.partial(_naive_batch, model, device), batches))
+    except torch.OutOfMemoryError:
+        if not batched:
+            raise
+        return score_naive(model, sides, workers, batched=False)  # a batch did not fit: each sentence alone
     scores = [s for batch in done for s in batch]
     return [PairScore(i, scores[2 * i], scores[2 * i + 1]) for i in range(len(sides))]
 
