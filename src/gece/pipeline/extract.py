@@ -430,8 +430,9 @@ def pairs_key(prepared: Path, limit: int | None) -> str:
 
 
 def copy_tokens(model_id: str, source: str, benchmark: str, rule: str, key: str) -> None:
-    """The token file (and its meta and timing) of ``benchmark`` from those of ``source``, scored in this run from
-    the same pairs: the same rows with ``benchmark``'s pair ids, its name, rule and fingerprint."""
+    """The token file (and its meta and timing, where it has one) of ``benchmark`` from those of ``source``,
+    scored in this run from the same pairs: the same rows with ``benchmark``'s pair ids, its name, rule and
+    fingerprint."""
     src = layout.tokens_path(model_id, source)
     frame, file_meta = read_table(src, TokenRow)
     pairs, _ = read_table(layout.prepared_path(benchmark), PreparedPair)
@@ -440,8 +441,9 @@ def copy_tokens(model_id: str, source: str, benchmark: str, rule: str, key: str)
     write_table(out, frame, TokenRow, meta=file_meta | {"benchmark": benchmark, "rule": rule, FINGERPRINT: key})
     meta = read_json(layout.meta_path(src), ExtractMeta)
     write_json(layout.meta_path(out), meta.model_copy(update={"benchmark": benchmark, "rule": rule}))
-    timing = read_json(layout.timing_path(src), ExtractTiming)
-    write_json(layout.timing_path(out), timing.model_copy(update={"benchmark": benchmark}))
+    if layout.timing_path(src).exists():  # not when ``source`` was itself reused from a checkout (DVC ignores timings)
+        timing = read_json(layout.timing_path(src), ExtractTiming)
+        write_json(layout.timing_path(out), timing.model_copy(update={"benchmark": benchmark}))
 
 
 @dataclasses.dataclass
