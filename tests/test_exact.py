@@ -21,7 +21,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gece.scoring import exact
+from gece.scoring import exact, exact_model
 
 
 def round_f32(q: Fraction) -> np.float32:
@@ -157,13 +157,13 @@ import gece
 if "--native-blas" in sys.argv:
     assert gece.native_blas()
 import hashlib, threadpoolctl, torch
-from gece.scoring import exact
+from gece.scoring import exact, exact_model
 g = torch.Generator().manual_seed(0)
 w = torch.randn(1536, 576, generator=g)
 x = torch.randn(300, 576, generator=g) * 3
 x[:, 7] *= 200
 blas = [i.get("architecture") for i in threadpoolctl.threadpool_info() if i["internal_api"] == "openblas"]
-print(hashlib.md5(exact.linear(x, w).numpy().tobytes()).hexdigest(), exact.cpu_kernels(), torch.get_num_threads(),
+print(hashlib.md5(exact.linear(x, w).numpy().tobytes()).hexdigest(), exact_model.cpu_kernels(), torch.get_num_threads(),
       *blas)
 """
 
@@ -233,4 +233,4 @@ def test_a_rotary_embedding_that_changes_with_the_input_is_refused():
         max_position_embeddings=64,
     )
     with pytest.raises(ValueError, match="changes with the input"):
-        exact.make_exact(LlamaForCausalLM(cfg))
+        exact_model.make_exact(LlamaForCausalLM(cfg))

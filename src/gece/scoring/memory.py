@@ -4,7 +4,7 @@
 needs besides the weights:
 
     weights = values x bytes per value in the kept dtype (+ the non-float tensors as stored)
-    scoring = threads x 2 x WEIGHT_BLOCK_BYTES      (the float64 blocks of the exact products)
+    scoring = threads x 2 x WEIGHT_BLOCK_BYTES      (each thread's float64 weight block and its product)
             + 4 x HEAD_ROWS x vocabulary x 8         (the LM head's float64 rows over the vocabulary)
             + RUNTIME_BYTES                          (torch, transformers, numba's code, a batch)
 

@@ -49,7 +49,7 @@ from typing import Any, Literal
 
 from gece.errors import GeceError
 from gece.io.params import ModelSpec, memory_caps
-from gece.scoring import exact, gguf, memory
+from gece.scoring import exact, exact_model, gguf, memory
 
 CACHE_ENV = "GECE_CACHE"
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -312,7 +312,7 @@ def stored_dtype(resolved: Resolved) -> str:
 def resolve_dtype(dtype: str, device: str, stored: str = "float32"):
     """The dtype a model's weights are loaded in. On the CPU, ``auto`` keeps the checkpoint's ``stored`` dtype
     (float32, bfloat16 or float16) and the model computes in float32 with correctly rounded products whatever
-    the weights' dtype (:func:`gece.scoring.exact.make_exact`): upcasting a bfloat16 or float16 value to float32
+    the weights' dtype (:func:`gece.scoring.exact_model.make_exact`): upcasting a bfloat16 or float16 value to float32
     is exact, so the scores are those of the model loaded in float32. On a GPU, ``auto`` is float32 and the
     model computes in the dtype it is loaded in."""
     import torch
@@ -515,7 +515,7 @@ def load(spec: ModelSpec, *, use_cache: bool = True, resolved: Resolved | None =
         float32_buffers(model)
     if device in exact.EXACT_DEVICES:  # refused here (a rotary embedding it cannot port), before any scoring
         try:
-            exact.make_exact(model)
+            exact_model.make_exact(model)
         except ValueError as e:
             raise GeceError(f"{spec.source}: {e}", hint="score this model on a GPU (device: cuda)") from e
     if hashing is not None:
