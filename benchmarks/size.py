@@ -29,9 +29,10 @@ other, with the machine's threads:
 Records pairs/s, peak RSS, load time and max |Δ log p| against the float64 forward, and per model
 pass/fail against the targets (issue 40): peak RSS <= 1.3 x checkpoint + 1 GB; gece at least as fast as
 minicons for the first try and the slice; |Δ log p| <= 1e-5. Writes ``reports/bench/size.json`` (a run of
-some models keeps the others' entries). ``GECE_SIZE_PAIRS`` sets the slice (default 128 pairs).
+some models keeps the others' entries; each entry says its slice, its machine and its date).
+``GECE_SIZE_PAIRS`` sets the slice (default 128 pairs).
 
-    python benchmarks/size.py                 # 0.4b, 1.2b and the shipped models (about 30 min, 2 cores)
+    python benchmarks/size.py                 # 0.4b, 1.2b and the shipped models (7 min on 2 cores, quiet)
     python benchmarks/size.py 3b              # a one-off run (6.4 GB of bfloat16 weights)
 """
 
@@ -409,16 +410,20 @@ def main(names: list[str] | None = None, out: Path | None = None, methods=("floa
 
     out = out or ROOT / "reports" / "bench" / "size.json"
     report = json.loads(out.read_text()) if out.exists() else {}
-    report.update({"benchmark": BENCHMARK, "pairs": PAIRS, "first_try_pairs": FIRST_TRY, "machine": _machine(),
+    report.update({"benchmark": BENCHMARK,
                    "targets": f"peak RSS <= {RSS_FACTOR} x checkpoint + {RSS_EXTRA_GB:g} GB; gece pairs/s and "
                    f"first try at least minicons'; |Δ log p| vs float64 <= {TOL:g}"})  # fmt: skip
+    for key in ("pairs", "first_try_pairs", "machine"):  # per model: a run of some models keeps the others' rows
+        report.pop(key, None)
     models = report.setdefault("models", {})
+    machine = _machine()
     with tempfile.TemporaryDirectory(prefix="gece-size-") as tmp:
         for name in names or DEFAULT:
             print(f"bench size: {name} ...", flush=True)
             t = time.perf_counter()
             models[name] = bench_model(name, Path(tmp), methods)
-            models[name]["measured"] = time.strftime("%Y-%m-%d")
+            models[name].update(pairs=PAIRS, first_try_pairs=FIRST_TRY, machine=machine,
+                                measured=time.strftime("%Y-%m-%d"))  # fmt: skip
             print(json.dumps(models[name], indent=1), f"({time.perf_counter() - t:.0f} s)", flush=True)
     write_json(out, report)
     return report
