@@ -413,8 +413,6 @@ def main(names: list[str] | None = None, out: Path | None = None, methods=("floa
     report.update({"benchmark": BENCHMARK,
                    "targets": f"peak RSS <= {RSS_FACTOR} x checkpoint + {RSS_EXTRA_GB:g} GB; gece pairs/s and "
                    f"first try at least minicons'; |Δ log p| vs float64 <= {TOL:g}"})  # fmt: skip
-    for key in ("pairs", "first_try_pairs", "machine"):  # per model: a run of some models keeps the others' rows
-        report.pop(key, None)
     models = report.setdefault("models", {})
     machine = _machine()
     with tempfile.TemporaryDirectory(prefix="gece-size-") as tmp:

@@ -75,7 +75,9 @@ TOKENIZER_CHECK = (PROBE, "Hello, world! 123 naïve café — «quotes»\n\tinde
 
 def header(path: Path) -> tuple[int, str]:
     """The number of values a GGUF's tensors dequantize to and its ``general.architecture``, from its header (the
-    file is memory-mapped; no tensor is read)."""
+    file is memory-mapped; no tensor is read). gguf's reader gives the tensors' element counts, which
+    transformers' reader does not, but parses every metadata array too: 13 s and 0.87 GB for gemma-3-270m's
+    262,144-word vocabulary, against 1 s and 0.2 GB (:func:`architecture`)."""
     from gguf import GGUFReader
     from transformers.modeling_gguf_pytorch_utils import read_field
 
@@ -84,8 +86,12 @@ def header(path: Path) -> tuple[int, str]:
 
 
 def architecture(path: Path) -> str:
-    """The GGUF's ``general.architecture``."""
-    return header(path)[1]
+    """The GGUF's ``general.architecture``, from transformers' reader, which leaves the vocabulary's arrays
+    unparsed (:func:`header` reads the same key and the element counts, at a cost)."""
+    from transformers.integrations.gguf.reader import read_gguf_metadata
+
+    metadata, _ = read_gguf_metadata(str(path))
+    return str(metadata["general.architecture"])
 
 
 def streamed(arch: str) -> bool:
