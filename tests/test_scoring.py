@@ -227,6 +227,20 @@ def test_lm_head_in_chunks_gives_the_same_bits():
     assert lp_all.tolist() == engine.log_probs(z).numpy()[asked[:, 0], asked[:, 1]].tolist()
 
 
+def test_log_softmax_on_asked_rows_apart_gives_the_same_bits():
+    """The CPU's float64 log-softmax runs on the asked rows only, SOFTMAX_ROWS at a time: the same bits as over
+    every row at once (wide logits of mixed scales, repeated and unordered rows, one row asked many times)."""
+    gen = torch.Generator().manual_seed(3)
+    z = torch.randn(29, 70_001, generator=gen) * torch.logspace(-3, 2, 29)[:, None]
+    rng = np.random.default_rng(4)
+    r = np.concatenate([rng.integers(0, 29, 300), np.full(40, 7)])
+    tok = rng.integers(0, 70_001, len(r))
+    whole = engine.log_probs_at(z, r, tok, apart=False)
+    assert engine.log_probs_at(z, r, tok, apart=True).tobytes() == whole.tobytes()
+    assert whole.tolist() == engine.log_probs(z).numpy()[r, tok].tolist()
+    assert engine.log_probs_at(z, r[:0], tok[:0], apart=True).shape == (0,)
+
+
 def test_stats_count_fed_tokens_and_head_positions():
     model = _tiny("llama")
     more, less = _side([5, 6, 7, 10, 11], [3]), _side([5, 6, 7, 20, 11], [3])

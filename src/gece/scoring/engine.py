@@ -67,7 +67,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from gece.errors import GeceError
-from gece.scoring import exact, exact_model, packing, rules
+from gece.scoring import exact, exact_model, heap, packing, rules
 from gece.scoring.planning import PairPlan, SideTokens
 from gece.scoring.rules import WordProb
 
@@ -120,6 +120,30 @@ class PairScore:
 def log_probs(logits):
     """log_softmax(z) of float32 logits, accumulated in float64 (rows over the whole vocabulary)."""
     return logits.double().log_softmax(dim=-1)
+
+
+SOFTMAX_ROWS = 8  # rows of float64 log-softmax at a time where rows are computed apart (a CPU with gece's numerics)
+
+
+def log_probs_at(logits, r: np.ndarray, tok: np.ndarray, apart: bool) -> np.ndarray:
+    """:func:`log_probs` of ``logits`` (N, V) at the (row ``r``, token ``tok``) pairs, as float64.
+
+    ``apart`` (a CPU with gece's numerics): the float64 log-softmax runs on the asked rows only,
+    :data:`SOFTMAX_ROWS` at a time. Each row's log-softmax is computed from that row alone (torch's CPU
+    kernel reduces each row on its own), so this changes no bit (tested), and the float64 arrays are
+    (SOFTMAX_ROWS, V) instead of (N, V): for a 262,144-word vocabulary, 17 MB against 134 MB each at
+    N = :data:`HEAD_ROWS`, two of them per scoring thread. Otherwise (a GPU) over all of ``logits`` at once,
+    as the GPU path always has."""
+    if not apart:
+        return log_probs(logits).cpu().numpy()[r, tok]
+    out = np.empty(len(r))
+    want = np.unique(r)
+    for s in range(0, len(want), SOFTMAX_ROWS):
+        rows = want[s : s + SOFTMAX_ROWS]
+        lp = log_probs(logits[rows.tolist()]).numpy()
+        at = np.isin(r, rows)
+        out[at] = lp[np.searchsorted(rows, r[at]), tok[at]]
+    return out
 
 
 # ------------------------------------------------------------------------- the model
@@ -321,7 +345,7 @@ def head_values(
         logits = runner.logits(chunk)  # (rows, V), float32
         here = np.flatnonzero((asked[:, 0] >= start) & (asked[:, 0] < start + rows))
         r, tok = asked[here, 0] - start, asked[here, 1]
-        lp[here] = log_probs(logits).cpu().numpy()[r, tok]
+        lp[here] = log_probs_at(logits, r, tok, runner.exact)
         lg[here] = logits.cpu().numpy()[r, tok]
     return lp, lg
 
@@ -351,6 +375,7 @@ def score(
     """
     results = side_by_side(runner.workers, functools.partial(_score_fitting, runner), batch_list)
     for b, res in zip(batch_list, results, strict=True):
+        heap.release_free_memory()  # a done batch's arrays, which its thread's arena would otherwise keep
         if on_batch:
             on_batch(len(b))
         yield res
@@ -500,11 +525,14 @@ def _naive_batch(model: Any, device: Any, batch: Sequence[SideTokens]) -> list[S
         else:
             mask = torch.tensor([[1] * len(s.ids) + [0] * (width - len(s.ids)) for s in batch], device=device)
             logits = model(input_ids=ids, attention_mask=mask).logits.float()
+        apart = exact.rounded(device)
         out = []
         for b, side in enumerate(batch):
             z = logits[b, : len(side.ids)]
-            lp = log_probs(z)
-            words = tuple(tuple(float(lp[t - 1, side.ids[t]]) for t in w) for w in side.words)
+            t = np.array([t for w in side.words for t in w], dtype=np.int64)
+            ids = np.asarray(side.ids, dtype=np.int64)
+            lp = iter(log_probs_at(z, t - 1, ids[t], apart).tolist())
+            words = tuple(tuple(next(lp) for _ in w) for w in side.words)
             raw = tuple(tuple(float(z[t - 1, side.ids[t]]) for t in w) for w in side.words)
             out.append(SideScore(words, raw))
     return out

@@ -65,6 +65,7 @@ from pathlib import Path
 from typing import Any
 
 from gece.errors import GeceError
+from gece.scoring import heap
 
 CACHE_FORMAT = "2"  # bump when the converted-model layout changes (2: sharded safetensors, streamed)
 SHARD_BYTES = 512 * 2**20  # the largest safetensors shard written (a tensor larger than this gets its own)
@@ -225,12 +226,10 @@ def _dequantize(tensor) -> Any:
 
 
 def _release() -> None:
-    """Hand the memory freed by a phase back to the system (glibc keeps the heap otherwise: ``malloc_trim``)."""
-    import ctypes
-
+    """Hand the memory freed by a phase back to the system (glibc keeps the heap otherwise:
+    :func:`gece.scoring.heap.release_free_memory`)."""
     gc.collect()
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None).malloc_trim(0)
+    heap.release_free_memory()
 
 
 def _drop_pages(reader) -> None:
