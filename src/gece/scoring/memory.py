@@ -5,8 +5,14 @@ needs besides the weights:
 
     weights = values x bytes per value in the kept dtype (+ the non-float tensors as stored)
     scoring = threads x 2 x WEIGHT_BLOCK_BYTES      (each thread's float64 weight block and its product)
-            + 4 x HEAD_ROWS x vocabulary x 8         (the LM head's float64 rows over the vocabulary)
+            + threads x vocabulary x head_bytes_per_word()
+                        (each thread's LM-head arrays: HEAD_ROWS float32 logits, SOFTMAX_ROWS asked rows
+                         copied and their float64 log-softmax, two arrays)
+            + vocabulary x TOKENIZER_BYTES_PER_WORD  (the fast tokenizer's tables)
             + RUNTIME_BYTES                          (torch, transformers, numba's code, a batch)
+
+The two constants are measured (``make bench-size`` on 2 cores, docs/models.md): every model of the size
+bench, the shipped ones included, peaked 0.04-0.17 GB under its estimate.
 
 :func:`check_memory` compares the total with what the machine has left (``MemAvailable``, or less
 under a cgroup v2 limit) and refuses the model before loading (E-MODEL-MEMORY) with the estimate
@@ -29,7 +35,8 @@ from gece.scoring import exact
 from gece.scoring import gguf as gguf_conversion
 
 GB = 1e9
-RUNTIME_BYTES = 0.8 * GB  # torch, transformers, numba's code, the tokenizer and a batch's activations (measured)
+RUNTIME_BYTES = 0.75 * GB  # torch, transformers, numba's code and a batch's activations (measured)
+TOKENIZER_BYTES_PER_WORD = 1400  # a fast tokenizer's vocabulary and merges (gemma-3-270m's 262,144 words: 0.35 GB)
 # float32 copies of the weights a GGUF's conversion holds at its peak, the runtime aside (measured, gece.scoring.gguf):
 GGUF_CONVERSION_COPIES = 1  # streamed, then loaded once to check it (peak 1.49 GB for gemma-3-270m, 1.07 GB)
 GGUF_WHOLE_CONVERSION_COPIES = 3  # converted whole (architectures transformers reads with its newer GGUF loader)
@@ -67,8 +74,8 @@ def _vocab(config_dir: Path) -> int:
 @dataclass(frozen=True)
 class MemoryEstimate:
     """What loading and scoring a model on the CPU needs (bytes): the weights in the dtype they are kept in,
-    the float64 blocks of the products (one per scoring thread), the LM head's float64 rows over the
-    vocabulary (:data:`gece.scoring.engine.HEAD_ROWS` at a time, a few arrays), and the runtime."""
+    the float64 blocks of the products and the LM head's arrays over the vocabulary (one set per scoring
+    thread), the tokenizer, and the runtime (the module's docstring)."""
 
     weights: float
     scoring: float
@@ -86,8 +93,6 @@ def estimate_memory(weights: list[Path], config_dir: Path, dtype: str, threads: 
     converted (``gguf`` given, ``weights`` empty) is counted from its tensor list at what its conversion holds
     (:data:`GGUF_CONVERSION_COPIES` float32 copies, :data:`GGUF_WHOLE_CONVERSION_COPIES` for an architecture
     converted whole), which is at least what the converted model then takes in ``dtype``."""
-    from gece.scoring.engine import HEAD_ROWS
-
     size = {"float32": 4, "bfloat16": 2, "float16": 2}[dtype]
     if weights or gguf is None:
         counts = [_safetensors_counts(f) for f in weights]
@@ -96,8 +101,20 @@ def estimate_memory(weights: list[Path], config_dir: Path, dtype: str, threads: 
         values, arch = gguf_conversion.header(gguf)
         copies = GGUF_CONVERSION_COPIES if gguf_conversion.streamed(arch) else GGUF_WHOLE_CONVERSION_COPIES
         values, other, size = copies * values, 0, 4  # the conversion is in float32, whatever dtype keeps
-    head = 4 * HEAD_ROWS * _vocab(config_dir) * 8
-    return MemoryEstimate(values * size + other, threads * 2 * exact.WEIGHT_BLOCK_BYTES + head + RUNTIME_BYTES, dtype)
+    vocab = _vocab(config_dir)
+    per_thread = 2 * exact.WEIGHT_BLOCK_BYTES + vocab * head_bytes_per_word()
+    return MemoryEstimate(
+        values * size + other, threads * per_thread + vocab * TOKENIZER_BYTES_PER_WORD + RUNTIME_BYTES, dtype
+    )
+
+
+def head_bytes_per_word() -> int:
+    """Bytes per vocabulary word of one scoring thread's LM-head arrays (:func:`gece.scoring.engine.head_values`):
+    :data:`~gece.scoring.engine.HEAD_ROWS` rows of float32 logits, and :data:`~gece.scoring.engine.SOFTMAX_ROWS`
+    asked rows copied (float32) with their float64 log-softmax (two arrays)."""
+    from gece.scoring.engine import HEAD_ROWS, SOFTMAX_ROWS
+
+    return HEAD_ROWS * 4 + SOFTMAX_ROWS * (4 + 2 * 8)
 
 
 def available_memory() -> float:
