@@ -22,23 +22,27 @@ other, with the machine's threads:
 - minicons: ``IncrementalLMScorer(...).token_score`` in batches of 32 sentences, in float32 where the
   float32 model and :data:`MINICONS_EXTRA_GB` fit in the memory available (the comparison the targets
   name), else in the checkpoint's bfloat16; the same two timings;
+- minicons_bfloat16: the same in bfloat16, for the shapes (stored in bfloat16): how fast it is depends on
+  whether the CPU multiplies bfloat16 natively (``machine.bf16_products``: AVX512-BF16 or AMX);
 - float64: an independent float64 forward of the same stored weights (:func:`llama_float64`: read from
   the safetensors file a layer at a time, the LM head a block of the vocabulary at a time) on the first
   :data:`REF_PAIRS` pairs; transformers' own float64 model for a model that is no Llama (gemma).
 
 Records pairs/s, peak RSS, load time and max |Δ log p| against the float64 forward, and per model
 pass/fail against the targets (issue 40): peak RSS <= 1.3 x checkpoint + 1 GB; gece at least as fast as
-minicons for the first try and the slice; |Δ log p| <= 1e-5. Writes ``reports/bench/size.json`` (a run of
+minicons for the first try and the slice (``speed_*``; ``speed_*_bfloat16`` against minicons_bfloat16);
+|Δ log p| <= 1e-5. Writes ``reports/bench/size.json`` (a run of
 some models keeps the others' entries; each entry says its slice, its machine and its date).
 ``GECE_SIZE_PAIRS`` sets the slice (default 128 pairs).
 
-    python benchmarks/size.py                 # 0.4b, 1.2b and the shipped models (7 min on 2 cores, quiet)
+    python benchmarks/size.py                 # 0.4b, 1.2b and the shipped models
     python benchmarks/size.py 3b              # a one-off run (6.4 GB of bfloat16 weights)
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import os
@@ -213,7 +217,8 @@ def worker_gece(path: Path, start: float) -> dict:
     }
 
 
-def worker_minicons(path: Path, start: float) -> dict:
+def worker_minicons(path: Path, start: float, dtype: str | None = None) -> dict:
+    """minicons in ``dtype``; by default float32 where it fits (:data:`MINICONS_EXTRA_GB`), else bfloat16."""
     import torch
 
     torch.zeros(1).exp()  # minicons runs torch's native kernels, as its users run it
@@ -224,7 +229,7 @@ def worker_minicons(path: Path, start: float) -> dict:
     threads = engine.set_threads()
     values = checkpoint_bytes(path) / (2 if "bf16" in path.name else 4)
     fits = 4 * values + MINICONS_EXTRA_GB * GB < memory.available_memory()
-    dtype = torch.float32 if fits else torch.bfloat16
+    dtype = getattr(torch, dtype) if dtype else torch.float32 if fits else torch.bfloat16
     t = time.perf_counter()
     lm = scorer.IncrementalLMScorer(str(path), device="cpu", dtype=dtype)
     load = time.perf_counter() - t
@@ -344,7 +349,12 @@ def worker_float64(path: Path, start: float) -> dict:
             "peak_rss_gb": _rss_gb(), "logprobs": _chain(token_lps)}  # fmt: skip
 
 
-WORKERS = {"gece": worker_gece, "minicons": worker_minicons, "float64": worker_float64}
+WORKERS = {
+    "gece": worker_gece,
+    "minicons": worker_minicons,
+    "minicons_bfloat16": functools.partial(worker_minicons, dtype="bfloat16"),
+    "float64": worker_float64,
+}
 
 
 # --------------------------------------------------------------------- the bench
@@ -362,20 +372,29 @@ def _run_worker(name: str, path: Path, work: Path) -> dict:
 
 
 def _machine() -> dict:
-    cpu, mem = "", 0
+    """The CPU, its cores, memory, Python, and whether it multiplies bfloat16 natively (AVX512-BF16 or AMX-BF16:
+    what makes a bfloat16 forward fast on the CPU, minicons_bfloat16's figures)."""
+    cpu, mem, flags = "", 0, set()
     with contextlib.suppress(OSError):
         info = Path("/proc/cpuinfo").read_text().splitlines()
         cpu = next((ln.split(":", 1)[1].strip() for ln in info if ln.startswith("model name")), "")
+        flags = set(next((ln.split(":", 1)[1].split() for ln in info if ln.startswith("flags")), []))
     with contextlib.suppress(OSError, StopIteration):
         meminfo = Path("/proc/meminfo").read_text().splitlines()
         mem = int(next(ln.split()[1] for ln in meminfo if ln.startswith("MemTotal"))) * 1024
-    return {"cpu": cpu, "cpus": os.cpu_count(), "memory_gb": round(mem / GB, 1), "python": platform.python_version()}
+    return {"cpu": cpu, "cpus": os.cpu_count(), "memory_gb": round(mem / GB, 1), "python": platform.python_version(),
+            "bf16_products": bool(flags & {"avx512_bf16", "amx_bf16"})}  # fmt: skip
 
 
-def bench_model(name: str, work: Path, methods=("float64", "gece", "minicons")) -> dict:
+METHODS = ("float64", "gece", "minicons", "minicons_bfloat16")
+
+
+def bench_model(name: str, work: Path, methods=METHODS) -> dict:
     """Score one model with each method (own process each) and judge it against the targets."""
     import numpy as np
 
+    if name not in SHAPES:  # a shipped float32 checkpoint: in bfloat16 it would be another model
+        methods = tuple(m for m in methods if m != "minicons_bfloat16")
     path = model_dir(name)
     ckpt = checkpoint_bytes(path)
     (work / name).mkdir(parents=True, exist_ok=True)
@@ -390,7 +409,7 @@ def bench_model(name: str, work: Path, methods=("float64", "gece", "minicons")) 
         r["pairs_per_s"] = r["pairs"] / r["seconds"]
         r["max_abs_diff_vs_float64"] = float(np.max(np.abs(lp[: len(ref)] - ref))) if ref is not None else None
         row[m] = {k: round(v, 4) if isinstance(v, float) and not k.startswith("max_") else v for k, v in r.items()}
-    g, mc = row.get("gece", {}), row.get("minicons", {})
+    g = row.get("gece", {})
     limit = RSS_FACTOR * ckpt / GB + RSS_EXTRA_GB
     row["targets"] = {"peak_rss_gb": round(limit, 2), "max_abs_diff": TOL}
     if "peak_rss_gb" in g:
@@ -398,13 +417,14 @@ def bench_model(name: str, work: Path, methods=("float64", "gece", "minicons")) 
             "memory": g["peak_rss_gb"] <= limit,
             "accuracy": g["max_abs_diff_vs_float64"] is not None and g["max_abs_diff_vs_float64"] <= TOL,
         }
-        if "pairs_per_s" in mc:
-            row["pass"]["speed_slice"] = g["pairs_per_s"] >= mc["pairs_per_s"]
-            row["pass"]["speed_first_try"] = g["first_try_seconds"] <= mc["first_try_seconds"]
+        for m, suffix in (("minicons", ""), ("minicons_bfloat16", "_bfloat16")):
+            if "pairs_per_s" in row.get(m, {}):
+                row["pass"][f"speed_slice{suffix}"] = g["pairs_per_s"] >= row[m]["pairs_per_s"]
+                row["pass"][f"speed_first_try{suffix}"] = g["first_try_seconds"] <= row[m]["first_try_seconds"]
     return row
 
 
-def main(names: list[str] | None = None, out: Path | None = None, methods=("float64", "gece", "minicons")) -> dict:
+def main(names: list[str] | None = None, out: Path | None = None, methods=METHODS) -> dict:
     import tempfile
 
     from gece.io.files import write_json

@@ -294,6 +294,29 @@ def test_self_check_catches_a_head_the_engine_does_not_know():
         selfcheck.run(runner, sides, plans)
 
 
+def test_self_check_beside_the_scoring_judges_the_first_batch():
+    """The exact CPU path's check runs beside the scoring: its sample is spread over the first batch, whose own
+    scores are the optimized side; the same record as the check before the scoring, and a disagreement raises
+    before the first batch reaches the caller."""
+    model = _tiny("llama")
+    sides = _random_pairs(np.random.default_rng(2), 9)
+    plans = [planning.plan_pair(i, m, l) for i, (m, l) in enumerate(sides)]
+    runner = engine.Runner(model)
+    batch_list = engine.batches(plans, 5)
+    pending = selfcheck.beside(runner, sides, plans, batch_list[0])
+    assert pending.picked == [batch_list[0][j].index for j in (0, 1, 3, 4)]
+    seen = [scores for scores, _ in pending.watch(engine.score(runner, batch_list))]
+    assert [len(s) for s in seen] == [5, 4]
+    assert pending.result == selfcheck.run(runner, sides, plans)
+    assert selfcheck.beside(runner, sides, plans, batch_list[0][:3]) is None  # fewer than the sample: checked before
+    runner.softcap = 1.0  # pretend the architecture caps logits when the model does not
+    pending = selfcheck.beside(runner, sides, plans, batch_list[0])
+    reached = []
+    with pytest.raises(RuntimeError, match=r"disagrees with the model's own forward pass .* rule exact"):
+        reached += list(pending.watch(engine.score(runner, batch_list)))
+    assert reached == []
+
+
 def test_self_check_allows_what_the_dtype_explains():
     """Elsewhere than the exact CPU path: 8 times the naive pass's distance to a pass one precision up, plus a
     floor; a fixed tolerance per dtype where no reference can be had."""

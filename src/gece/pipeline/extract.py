@@ -225,7 +225,7 @@ def extract(
         "tokens_whole": 0,
     }
     resumed, shard_no, bad = 0, 0, []
-    checked = None
+    checked = pending = None
     t_score = time.perf_counter()
     with Progress(f"extract {benchmark}/{model_id}", n) as progress:
         for w, pairs in enumerate(iter_table(prepared, PreparedPair, WINDOW_PAIRS, limit=n)):
@@ -237,8 +237,6 @@ def extract(
             sides, plans = planning.plans_for(
                 lm.tokenizer, pairs, spec.special_tokens, source=str(prepared), rule=planning.plan_of(settings.rule)
             )
-            if w == 0 and plans and spec.backend == "transformers":
-                checked = selfcheck.run(runner, sides, plans)
             counts["multi_target_pairs"] += sum(1 for m, l in sides if len(m.words) > 1 or len(l.words) > 1)
             counts["multi_token_targets"] += sum(1 for pair in sides for side in pair for x in side.words if len(x) > 1)
             counts["continued_pairs"] += sum(1 for pl in plans if pl.continued)
@@ -250,13 +248,18 @@ def extract(
             paths = [sdir / f"shard-{shard_no + i:05d}.parquet" for i in range(len(shards))]
             done = [p.exists() for p in paths]
             # the window's batches still to score, in one stream: the backend runs ahead across shards
-            scored = contextlib.closing(
-                backend.score(
-                    runner,
-                    [b for shard, d in zip(shards, done, strict=True) if not d for b in shard],
-                    on_batch=progress.advance,
-                )
+            stream = backend.score(
+                runner,
+                [b for shard, d in zip(shards, done, strict=True) if not d for b in shard],
+                on_batch=progress.advance,
             )
+            if w == 0 and plans and spec.backend == "transformers":  # the self-check, beside the scoring or before it
+                pending = selfcheck.beside(runner, sides, plans, batch_list[0]) if not done[0] else None
+                if pending is None:
+                    checked = selfcheck.run(runner, sides, plans)
+                else:
+                    stream = pending.watch(stream)
+            scored = contextlib.closing(stream)
             with scored as results:
                 for shard, path, d in zip(shards, paths, done, strict=True):
                     if d:
@@ -276,6 +279,7 @@ def extract(
                                 on_shard(shard_no)
                     shard_no += 1
     seconds = time.perf_counter() - t_score
+    checked = pending.result if pending is not None else checked
     if bad:
         raise GeceError(
             f"{prepared}: {model_id} gave NaN or infinite scores for {len(bad)} of {n} pairs; no output was written",

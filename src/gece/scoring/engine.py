@@ -60,6 +60,7 @@ import functools
 import logging
 import math
 import os
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -212,10 +213,18 @@ class Runner:
         # one under accelerate (device: multi), whose hooks move a layer's weights in and out around each call
         self.workers = torch.get_num_threads() if self.exact and not getattr(model, "hf_device_map", None) else 1
         self.oom_retries = 0
+        self._cap_lock = threading.Lock()  # workers that run out of memory at once halve the cap once
 
     def out_of_memory(self, size: int) -> None:
         """A forward pass over ``size`` pairs ran out of device memory: halve the pairs per pass
-        for the rest of the run, or fail when a single pair does not fit."""
+        for the rest of the run, or fail when a single pair does not fit. A pass larger than the cap already
+        is retried at the cap (another worker lowered it meanwhile), not counted again."""
+        with self._cap_lock:
+            if self.cap is not None and size > self.cap:
+                return
+            self._halve(size)
+
+    def _halve(self, size: int) -> None:
         if size <= 1:
             raise GeceError(
                 "one pair does not fit in device memory"
@@ -407,6 +416,33 @@ def side_by_side(workers: int, fn: Callable[[T], R], items: Sequence[T]) -> Iter
     finally:
         pool.shutdown(cancel_futures=True)
         torch.set_num_threads(threads)
+
+
+class Background:
+    """``fn(*args)`` computed in a daemon thread; :meth:`result` waits for it and re-raises its exception. Used
+    where the work releases the GIL: a model's weights files hashed while transformers loads them (7.5 s of a
+    1.2B checkpoint's 18 s load on 2 cores, :func:`gece.scoring.models.load`), the self-check's naive pass beside
+    the scoring (:func:`gece.scoring.selfcheck.beside`). Work the caller abandons (a load that fails, a run that
+    stops) finishes on its own: a daemon thread, where :mod:`concurrent.futures`' workers are joined at exit (a
+    failed load would wait for the hash of a 16 GB checkpoint before the error reaches the user)."""
+
+    def __init__(self, fn: Any, *args: Any):
+        self._out: Any = None
+        self._err: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(fn, args), daemon=True, name="gece-background")
+        self._thread.start()
+
+    def _run(self, fn: Any, args: tuple) -> None:
+        try:
+            self._out = fn(*args)
+        except BaseException as e:  # re-raised in the caller's thread by result()
+            self._err = e
+
+    def result(self) -> Any:
+        self._thread.join()
+        if self._err is not None:
+            raise self._err
+        return self._out
 
 
 def _score_fitting(runner: Runner, plans: Sequence[PairPlan]) -> tuple[list[PairScore], packing.BatchStats]:

@@ -41,7 +41,6 @@ import os
 import re
 import shutil
 import tempfile
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,7 +48,7 @@ from typing import Any, Literal
 
 from gece.errors import GeceError
 from gece.io.params import ModelSpec, memory_caps
-from gece.scoring import exact, exact_model, gguf, memory
+from gece.scoring import engine, exact, exact_model, gguf, memory
 
 CACHE_ENV = "GECE_CACHE"
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -452,32 +451,6 @@ def require_offsets(tokenizer: Any, source: str) -> None:
         )
 
 
-class _Background:
-    """``fn(*args)`` computed in a daemon thread (sha256 and file reads release the GIL, so a model's weights files
-    are hashed while transformers loads them: 7.5 s of a 1.2B checkpoint's 18 s load on 2 cores); :meth:`result`
-    waits for it and re-raises its exception. A load that fails leaves the thread to finish on its own: it is a
-    daemon thread, where :mod:`concurrent.futures`' workers are joined at exit (a failed load would wait for the
-    hash of a 16 GB checkpoint before the error reaches the user)."""
-
-    def __init__(self, fn: Any, *args: Any):
-        self._out: Any = None
-        self._err: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(fn, args), daemon=True, name="gece-background")
-        self._thread.start()
-
-    def _run(self, fn: Any, args: tuple) -> None:
-        try:
-            self._out = fn(*args)
-        except BaseException as e:  # re-raised in the caller's thread by result()
-            self._err = e
-
-    def result(self) -> Any:
-        self._thread.join()
-        if self._err is not None:
-            raise self._err
-        return self._out
-
-
 def load(spec: ModelSpec, *, use_cache: bool = True, resolved: Resolved | None = None) -> LoadedModel:
     """Resolve, fingerprint and load a model with its tokenizer (backend transformers).
 
@@ -497,7 +470,7 @@ def load(spec: ModelSpec, *, use_cache: bool = True, resolved: Resolved | None =
             spec.source, estimate_memory(resolved, str(dtype).removeprefix("torch."), torch.get_num_threads())
         )
     # a GGUF's hash names its converted directory; a directory's files are hashed in a thread while it loads
-    hashing = None if resolved.kind == "gguf" else _Background(weight_hashes, resolved)
+    hashing = None if resolved.kind == "gguf" else engine.Background(weight_hashes, resolved)
     weights = weight_hashes(resolved) if hashing is None else {}
     if resolved.kind == "gguf":
         (sha,) = weights.values()

@@ -3,15 +3,17 @@
 The optimized path (pairs packed into a token trie, the LM head only where a target token is
 predicted) assumes that a model's log-probabilities are ``log_softmax(head(decoder(x)))`` (plus
 soft-capping where the model caps). An architecture that computes them otherwise would give wrong
-scores silently, so extract first scores :data:`SAMPLE` pairs of the benchmark (spread over its
-first window) with both the optimized path and the model's own forward pass
-(:func:`gece.scoring.engine.score_naive`: whole sentences through ``model(...)``, its own full logits,
-unmodified), and refuses the model when they differ by more than the model's numbers can explain. On
-the CPU with gece's numerics and attention the naive path feeds the sample's sentences in one
-right-padded batch with an attention mask, which gives each sentence the bits it has alone (tested:
-``tests/test_scoring.py``), so the check reads the weights once instead of once per sentence, and
-the two paths run at once, a thread each; elsewhere each sentence is fed alone, after the optimized
-path. Over the target tokens of the sample:
+scores silently, so extract scores :data:`SAMPLE` pairs of the benchmark with both the optimized path
+and the model's own forward pass (:func:`gece.scoring.engine.score_naive`: whole sentences through
+``model(...)``, its own full logits, unmodified), and refuses the model when they differ by more than the
+model's numbers can explain. On the CPU with gece's numerics and attention the naive path feeds the
+sample's sentences in one right-padded batch with an attention mask, which gives each sentence the bits
+it has alone (tested: ``tests/test_scoring.py``), so the check reads the weights once instead of once
+per sentence; the sample is spread over the first batch the scoring yields, whose own scores are the
+optimized side, and the naive pass runs in a thread beside the scoring (:func:`beside`), judged before
+that batch is written. Elsewhere (:func:`run`: a GPU, stock attention, or a resumed first shard) the
+sample is spread over the first window and scored both ways before the scoring, each sentence fed
+alone. Over the target tokens of the sample:
 
     d_fast = max |lp_optimized - lp_naive|          (the same model, dtype and device)
 
@@ -45,7 +47,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -113,7 +115,6 @@ def run(runner: engine.Runner, sides: Sequence, plans: Sequence[planning.PairPla
     if not picked:
         return None
     model = runner.model
-    dtype = str(model.dtype).removeprefix("torch.")
     together = runner.workers > 1 and engine.naive_batched(model)  # the CPU: both passes at once, a thread each
 
     def fast_path() -> list[engine.PairScore]:
@@ -121,15 +122,30 @@ def run(runner: engine.Runner, sides: Sequence, plans: Sequence[planning.PairPla
         return sorted(scores, key=lambda s: s.index)  # the plans' order, as the naive path's
 
     def naive_path() -> list[engine.PairScore] | None:
-        try:
-            return engine.score_naive(model, [sides[i] for i in picked], 1 if together else runner.workers)
-        except runner.torch.OutOfMemoryError:
-            return None
+        return _naive(runner, [sides[i] for i in picked], 1 if together else runner.workers)
 
     if together:
         fast, naive = engine.side_by_side(2, lambda path: path(), [fast_path, naive_path])
     else:
         fast, naive = fast_path(), naive_path()
+    return _judge(runner, [sides[i] for i in picked], fast, naive)
+
+
+def _naive(runner: engine.Runner, sides: Sequence, workers: int) -> list[engine.PairScore] | None:
+    """The sample's naive path (None when it runs out of device memory)."""
+    try:
+        return engine.score_naive(runner.model, sides, workers)
+    except runner.torch.OutOfMemoryError:
+        return None
+
+
+def _judge(
+    runner: engine.Runner, sides: Sequence, fast: list[engine.PairScore], naive: list[engine.PairScore] | None
+) -> SelfCheck | None:
+    """Compare the sample's two paths (``fast`` and ``naive`` in the order of ``sides``), with a reference pass one
+    precision up where the rule needs one; raise RuntimeError beyond :func:`allowed_difference` (see :func:`run`)."""
+    model = runner.model
+    dtype = str(model.dtype).removeprefix("torch.")
     if naive is None:
         runner.out_of_memory(1)
     d_fast = engine.max_abs_diff(fast, naive)
@@ -142,7 +158,7 @@ def run(runner: engine.Runner, sides: Sequence, plans: Sequence[planning.PairPla
     ref = None
     if not runner.exact and not getattr(model, "hf_device_map", None):
         ref_dtype = REFERENCE.get(dtype)
-        ref = _cast_reference(model, [sides[i] for i in picked], ref_dtype) if ref_dtype else None
+        ref = _cast_reference(model, sides, ref_dtype) if ref_dtype else None
         ref_diff = engine.max_abs_diff(naive, ref) if ref is not None else None
     rule, allowed = allowed_difference(exact, dtype, ref_diff)
     p_med = p_max = None
@@ -152,7 +168,7 @@ def run(runner: engine.Runner, sides: Sequence, plans: Sequence[planning.PairPla
     if not d_fast <= allowed:
         raise RuntimeError(
             f"{type(model).__name__}: the optimized scoring path disagrees with the model's own forward pass by "
-            f"{d_fast:.3g} in log-probability on {len(picked)} pairs, more than {dtype} rounding explains "
+            f"{d_fast:.3g} in log-probability on {len(sides)} pairs, more than {dtype} rounding explains "
             f"(allowed {allowed:.3g}, rule {rule}"
             + (
                 f": the {ref_dtype} reference differs from the {dtype} pass by {ref_diff:.3g}"
@@ -162,7 +178,7 @@ def run(runner: engine.Runner, sides: Sequence, plans: Sequence[planning.PairPla
             + "); this architecture needs support in gece.scoring.engine.Runner.logits"
         )
     return SelfCheck(
-        pairs=len(picked),
+        pairs=len(sides),
         rule=rule,
         max_abs_diff=_sig(d_fast),
         reference_dtype=ref_dtype if ref is not None else None,
@@ -171,3 +187,51 @@ def run(runner: engine.Runner, sides: Sequence, plans: Sequence[planning.PairPla
         p_diff_median=_sig(p_med),
         p_diff_max=_sig(p_max),
     )
+
+
+def beside(
+    runner: engine.Runner, sides: Sequence, plans: Sequence[planning.PairPlan], first: Sequence[planning.PairPlan]
+) -> Beside | None:
+    """The self-check of the exact CPU path, run beside the scoring instead of before it; None where it does not
+    apply (then :func:`run`): elsewhere than the CPU with gece's numerics and attention, or when ``first`` (the
+    first batch the scoring will yield, from ``plans``) holds fewer than the :func:`sample` of ``plans``.
+
+    There both paths must give the same bits, and the scoring gives a pair the same bits in any batch, so the
+    optimized path's side of the check is the scoring's own first batch: the sample is spread over ``first``, its
+    naive pass starts at once in a thread of its own, and :meth:`Beside.watch` compares the two when the first
+    batch's scores arrive, before the caller sees them (nothing of a refused model is written). The check no
+    longer scores its pairs a second time, and its naive pass overlaps the scoring instead of running before it
+    beside an optimized pass of 4 pairs on one thread (a first try of 32 pairs of a 1.2B model on 2 cores:
+    docs/models.md)."""
+    if not (runner.exact and engine.naive_batched(runner.model)) or getattr(runner.model, "hf_device_map", None):
+        return None
+    if len(first) < len(sample(len(plans))):
+        return None
+    picked = [first[j].index for j in sample(len(first))]
+    return Beside(runner, [sides[i] for i in picked], picked)
+
+
+class Beside:
+    """A self-check under way (:func:`beside`): the naive pass of the sample ``sides`` (the plans ``picked``)
+    computing in the background (:class:`gece.scoring.engine.Background`); :attr:`result` is the
+    :class:`SelfCheck` once :meth:`watch` has judged it."""
+
+    def __init__(self, runner: engine.Runner, sides: Sequence, picked: list[int]):
+        self.runner, self.sides, self.picked = runner, sides, picked
+        self.result: SelfCheck | None = None
+        self._naive = engine.Background(_naive, runner, sides, 1)
+
+    def watch(self, results: Iterator) -> Iterator:
+        """``results`` (:func:`gece.scoring.engine.score`'s stream of (scores, stats)) passed through, judged when
+        its first batch arrives: a disagreement raises before that batch reaches the caller."""
+        try:
+            for n, res in enumerate(results):
+                if n == 0:
+                    by_index = {score.index: score for score in res[0]}
+                    fast = [by_index[i] for i in self.picked]
+                    self.result = _judge(self.runner, self.sides, fast, self._naive.result())
+                yield res
+        finally:
+            close = getattr(results, "close", None)
+            if close is not None:
+                close()
