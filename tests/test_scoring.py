@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -304,7 +305,10 @@ def test_self_check_beside_the_scoring_judges_the_first_batch():
     runner = engine.Runner(model)
     batch_list = engine.batches(plans, 5)
     pending = selfcheck.beside(runner, sides, plans, batch_list[0])
-    assert pending.picked == [batch_list[0][j].index for j in (0, 1, 3, 4)]
+    first = batch_list[0]
+    longer = [max(len(sides[p.index][0].ids), len(sides[p.index][1].ids)) for p in first]
+    shortest_of_two = min((0, 1), key=lambda j: (longer[j], j))  # 5 pairs in 4 parts: (0, 1), (2,), (3,), (4,)
+    assert pending.picked == [first[j].index for j in (shortest_of_two, 2, 3, 4)]
     seen = [scores for scores, _ in pending.watch(engine.score(runner, batch_list))]
     assert [len(s) for s in seen] == [5, 4]
     assert pending.result == selfcheck.run(runner, sides, plans)
@@ -315,6 +319,17 @@ def test_self_check_beside_the_scoring_judges_the_first_batch():
     with pytest.raises(RuntimeError, match=r"disagrees with the model's own forward pass .* rule exact"):
         reached += list(pending.watch(engine.score(runner, batch_list)))
     assert reached == []
+
+
+def test_the_sample_beside_the_scoring_is_the_shortest_pair_of_each_part():
+    """selfcheck.shortest_spread: one pair per part of the first batch, the one whose longer side is shortest (ties
+    by position), so the naive pass pads the sample to a short width."""
+    lengths = [(9, 9), (5, 6), (7, 7), (4, 4), (4, 5), (8, 3), (6, 6), (2, 12), (6, 6)]
+    sides = [tuple(SimpleNamespace(ids=list(range(n))) for n in pair) for pair in lengths]
+    first = [SimpleNamespace(index=i) for i in (8, 7, 6, 5, 4, 3, 2, 1, 0)]  # a batch in its own order
+    # parts of first: positions (0, 1, 2), (3, 4), (5, 6), (7, 8) -> pairs (8, 7, 6), (5, 4), (3, 2), (1, 0)
+    assert selfcheck.shortest_spread(first, sides, 4) == [8, 4, 3, 1]
+    assert selfcheck.shortest_spread(first[:2], sides, 4) == [8, 7]  # fewer pairs than parts: each its own
 
 
 def test_self_check_allows_what_the_dtype_explains():

@@ -8,6 +8,9 @@ needs besides the weights:
             + threads x vocabulary x head_bytes_per_word()
                         (each thread's LM-head arrays: HEAD_ROWS float32 logits, SOFTMAX_ROWS asked rows
                          copied and their float64 log-softmax, two arrays)
+            + 2 x WEIGHT_BLOCK_BYTES + vocabulary x naive_bytes_per_word()
+                        (the self-check's naive pass, in a thread of its own beside the scoring: its block
+                         and product, and its NAIVE_ROWS float32 logits over the vocabulary)
             + vocabulary x TOKENIZER_BYTES_PER_WORD  (the fast tokenizer's tables)
             + RUNTIME_BYTES                          (torch, transformers, numba's code, a batch)
 
@@ -103,8 +106,9 @@ def estimate_memory(weights: list[Path], config_dir: Path, dtype: str, threads: 
         values, other, size = copies * values, 0, 4  # the conversion is in float32, whatever dtype keeps
     vocab = _vocab(config_dir)
     per_thread = 2 * exact.WEIGHT_BLOCK_BYTES + vocab * head_bytes_per_word()
+    naive = 2 * exact.WEIGHT_BLOCK_BYTES + vocab * naive_bytes_per_word()
     return MemoryEstimate(
-        values * size + other, threads * per_thread + vocab * TOKENIZER_BYTES_PER_WORD + RUNTIME_BYTES, dtype
+        values * size + other, threads * per_thread + naive + vocab * TOKENIZER_BYTES_PER_WORD + RUNTIME_BYTES, dtype
     )
 
 
@@ -115,6 +119,15 @@ def head_bytes_per_word() -> int:
     from gece.scoring.engine import HEAD_ROWS, SOFTMAX_ROWS
 
     return HEAD_ROWS * 4 + SOFTMAX_ROWS * (4 + 2 * 8)
+
+
+def naive_bytes_per_word() -> int:
+    """Bytes per vocabulary word of the self-check's naive pass (:func:`gece.scoring.engine.score_naive`): the
+    model's own float32 logits at up to :data:`~gece.scoring.engine.NAIVE_ROWS` padded positions, and its
+    :data:`~gece.scoring.engine.SOFTMAX_ROWS` rows at a time as :func:`head_bytes_per_word` counts them."""
+    from gece.scoring.engine import NAIVE_ROWS, SOFTMAX_ROWS
+
+    return NAIVE_ROWS * 4 + SOFTMAX_ROWS * (4 + 2 * 8)
 
 
 def available_memory() -> float:

@@ -9,8 +9,8 @@ and the model's own forward pass (:func:`gece.scoring.engine.score_naive`: whole
 model's numbers can explain. On the CPU with gece's numerics and attention the naive path feeds the
 sample's sentences in one right-padded batch with an attention mask, which gives each sentence the bits
 it has alone (tested: ``tests/test_scoring.py``), so the check reads the weights once instead of once
-per sentence; the sample is spread over the first batch the scoring yields, whose own scores are the
-optimized side, and the naive pass runs in a thread beside the scoring (:func:`beside`), judged before
+per sentence; the sample is the shortest pair of each part of the first batch the scoring yields, whose own
+scores are the optimized side, and the naive pass runs in a thread beside the scoring (:func:`beside`), judged before
 that batch is written. Elsewhere (:func:`run`: a GPU, stock attention, or a resumed first shard) the
 sample is spread over the first window and scored both ways before the scoring, each sentence fed
 alone. Over the target tokens of the sample:
@@ -68,6 +68,20 @@ FALLBACK = {"float64": 1e-8, "float32": 1e-4, "float16": 0.1, "bfloat16": 0.5}
 def sample(n: int, k: int = SAMPLE) -> list[int]:
     """k indices spread evenly over range(n), first and last included (fewer when n < k)."""
     return sorted({round(float(i)) for i in np.linspace(0, n - 1, min(k, n))}) if n else []
+
+
+def shortest_spread(first: Sequence[planning.PairPlan], sides: Sequence, k: int) -> list[int]:
+    """The plans' indices of the shortest pair (its longer side's tokens; ties by position) in each of ``k``
+    equal parts of ``first`` (a batch, ordered by its fed tokens): spread over the batch's beginnings as
+    :func:`sample` is, and as short as a part allows, since the naive pass pads every sentence of the sample
+    to the longest and computes each position's logits over the whole vocabulary."""
+    parts = np.array_split(np.arange(len(first)), min(k, len(first)))
+
+    def length(j: int) -> int:
+        more, less = sides[first[j].index]
+        return max(len(more.ids), len(less.ids))
+
+    return [first[min(part.tolist(), key=lambda j: (length(j), j))].index for part in parts]
 
 
 def _sig(x: float | None, digits: int = 3) -> float | None:
@@ -197,9 +211,11 @@ def beside(
     first batch the scoring will yield, from ``plans``) holds fewer than the :func:`sample` of ``plans``.
 
     There both paths must give the same bits, and the scoring gives a pair the same bits in any batch, so the
-    optimized path's side of the check is the scoring's own first batch: the sample is spread over ``first``, its
-    naive pass starts at once in a thread of its own, and :meth:`Beside.watch` compares the two when the first
-    batch's scores arrive, before the caller sees them (nothing of a refused model is written). The check no
+    optimized path's side of the check is the scoring's own first batch: the sample is the shortest pair of each
+    part of ``first`` (:func:`shortest_spread`: where every product must agree to the bit, any position shows a
+    wrong architecture, and the naive pass's cost grows with the sample's longest sentence), its naive pass
+    starts at once in a thread of its own, and :meth:`Beside.watch` compares the two when the first batch's
+    scores arrive, before the caller sees them (nothing of a refused model is written). The check no
     longer scores its pairs a second time, and its naive pass overlaps the scoring instead of running before it
     beside an optimized pass of 4 pairs on one thread (a first try of 32 pairs of a 1.2B model on 2 cores:
     docs/models.md)."""
@@ -207,7 +223,7 @@ def beside(
         return None
     if len(first) < len(sample(len(plans))):
         return None
-    picked = [first[j].index for j in sample(len(first))]
+    picked = shortest_spread(first, sides, len(sample(len(plans))))
     return Beside(runner, [sides[i] for i in picked], picked)
 
 
