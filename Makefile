@@ -60,7 +60,8 @@ test-fast: data
 bench: data
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python benchmarks/run.py
 
-# gece and minicons on random-weight models of real shapes (0.4B, 1.2B) and the shipped ones (reports/bench/size.json);
+# gece and minicons on random-weight models of real shapes (0.4B, 1.2B) and the shipped ones (reports/bench/size.json;
+# GECE_SIZE_BF16=1 adds minicons in bfloat16 on a CPU without native bfloat16 products);
 # SIZES="3b" for a one-off run of another shape (docs/models.md)
 bench-size: data
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python benchmarks/size.py $(SIZES)

@@ -22,8 +22,8 @@ other, with the machine's threads:
 - minicons: ``IncrementalLMScorer(...).token_score`` in batches of 32 sentences, in float32 where the
   float32 model and :data:`MINICONS_EXTRA_GB` fit in the memory available (the comparison the targets
   name), else in the checkpoint's bfloat16; the same two timings;
-- minicons_bfloat16: the same in bfloat16, for the shapes (stored in bfloat16): how fast it is depends on
-  whether the CPU multiplies bfloat16 natively (``machine.bf16_products``: AVX512-BF16 or AMX);
+- minicons_bfloat16: the same in bfloat16, for the shapes (stored in bfloat16), where the CPU multiplies
+  bfloat16 natively (``machine.bf16_products``: AVX512-BF16 or AMX) or ``GECE_SIZE_BF16=1`` (:func:`default_methods`);
 - float64: an independent float64 forward of the same stored weights (:func:`llama_float64`: read from
   the safetensors file a layer at a time, the LM head a block of the vocabulary at a time) on the first
   :data:`REF_PAIRS` pairs; transformers' own float64 model for a model that is no Llama (gemma).
@@ -33,7 +33,7 @@ pass/fail against the targets (issue 40): peak RSS <= 1.3 x checkpoint + 1 GB; g
 minicons for the first try and the slice (``speed_*``; ``speed_*_bfloat16`` against minicons_bfloat16);
 |Δ log p| <= 1e-5. Writes ``reports/bench/size.json`` (a run of
 some models keeps the others' entries; each entry says its slice, its machine and its date).
-``GECE_SIZE_PAIRS`` sets the slice (default 128 pairs).
+``GECE_SIZE_PAIRS`` sets the slice (default 128 pairs); ``GECE_SIZE_BF16=1`` runs minicons_bfloat16 on any CPU.
 
     python benchmarks/size.py                 # 0.4b, 1.2b and the shipped models
     python benchmarks/size.py 3b              # a one-off run (6.4 GB of bfloat16 weights)
@@ -424,7 +424,17 @@ def bench_model(name: str, work: Path, methods=METHODS) -> dict:
     return row
 
 
-def main(names: list[str] | None = None, out: Path | None = None, methods=METHODS) -> dict:
+def default_methods(machine: dict) -> tuple[str, ...]:
+    """:data:`METHODS`, minicons_bfloat16 only where the CPU multiplies bfloat16 natively or ``GECE_SIZE_BF16=1``
+    asks for it: elsewhere torch emulates bfloat16 products, and minicons in bfloat16 is 6-8x slower than in
+    float32 for a first try and 13x on the slice (0.40 and 0.15 pairs/s at 0.4B and 1.2B on 2 AMD EPYC cores
+    without AVX512-BF16: about 20 of the bench's 26 minutes, docs/models.md), slower than gece too."""
+    if machine["bf16_products"] or os.environ.get("GECE_SIZE_BF16") == "1":
+        return METHODS
+    return tuple(m for m in METHODS if m != "minicons_bfloat16")
+
+
+def main(names: list[str] | None = None, out: Path | None = None, methods=None) -> dict:
     import tempfile
 
     from gece.io.files import write_json
@@ -436,6 +446,7 @@ def main(names: list[str] | None = None, out: Path | None = None, methods=METHOD
                    f"first try at least minicons'; |Δ log p| vs float64 <= {TOL:g}"})  # fmt: skip
     models = report.setdefault("models", {})
     machine = _machine()
+    methods = methods or default_methods(machine)
     with tempfile.TemporaryDirectory(prefix="gece-size-") as tmp:
         for name in names or DEFAULT:
             print(f"bench size: {name} ...", flush=True)

@@ -176,6 +176,22 @@ def test_size_bench_runs_a_tiny_shape(tmp_path, monkeypatch):
     assert row["gece"]["max_abs_diff_vs_float64"] <= 1e-5 and row["pass"] == {"memory": True, "accuracy": True}
 
 
+def test_minicons_in_bfloat16_runs_where_the_cpu_multiplies_bfloat16(monkeypatch):
+    """The size bench runs minicons in bfloat16 by default only on a CPU with native bfloat16 products (elsewhere
+    torch emulates them, 13x slower than float32); GECE_SIZE_BF16=1 asks for it anywhere."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("size_bench", ROOT / "benchmarks" / "size.py")
+    size = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(size)
+    monkeypatch.delenv("GECE_SIZE_BF16", raising=False)
+    assert size.default_methods({"bf16_products": True}) == size.METHODS
+    without = size.default_methods({"bf16_products": False})
+    assert "minicons_bfloat16" not in without and set(without) == set(size.METHODS) - {"minicons_bfloat16"}
+    monkeypatch.setenv("GECE_SIZE_BF16", "1")
+    assert size.default_methods({"bf16_products": False}) == size.METHODS
+
+
 def test_malloc_trim_is_found_on_glibc():
     """heap.release_free_memory, which engine.score calls after every batch, finds glibc's malloc_trim on a glibc
     Linux (a no-op elsewhere); its effect on the peak is measured by the size bench, not here."""
