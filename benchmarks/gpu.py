@@ -23,7 +23,7 @@ they do fix the work, the memory and the numerics. For each shape and dtype:
 
 The models are built on the GPU and saved once, in bfloat16 (a float32 load of the same directory holds
 the same values, so both dtypes score the same weights). ``GECE_GPU_DRY=1`` rehearses the whole run on
-the CPU with tiny shapes, float32 only, on 40 pairs (the CPU refuses bfloat16), on the GPU's code path
+the CPU with tiny shapes, on 40 pairs, in both dtypes (torch emulates bfloat16 there), on the GPU's code path
 (``exact.EXACT_DEVICES`` emptied: torch's own kernels, forward passes of fixed shapes), writing
 reports/bench/gpu-dry.json. ``GECE_TOKENIZER`` names a tokenizer directory (default: smollm2-135m's, from
 the registry); ``GECE_GPU_SHAPES`` (``smol,l8b``) and ``GECE_GPU_DTYPES`` (``float32,bfloat16``) narrow the
@@ -366,7 +366,7 @@ def main() -> dict:
     if dry:  # the CPU takes the GPU's path: torch's own kernels, forward passes of fixed shapes
         exact.EXACT_DEVICES = frozenset()
     shapes = os.environ.get("GECE_GPU_SHAPES", "smol,l8b").split(",")
-    dtypes = ["float32"] if dry else os.environ.get("GECE_GPU_DTYPES", "float32,bfloat16").split(",")
+    dtypes = os.environ.get("GECE_GPU_DTYPES", "float32,bfloat16").split(",")
     names = [n for n in SHAPES if any(n.startswith({"smol": "smollm2", "l8b": "llama"}[s]) for s in shapes)]
     started = time.perf_counter()
     report: dict = {
