@@ -446,7 +446,7 @@ def main(names: list[str] | None = None, out: Path | None = None, methods=None) 
                    f"first try at least minicons'; |Δ log p| vs float64 <= {TOL:g}"})  # fmt: skip
     models = report.setdefault("models", {})
     machine = _machine()
-    methods = methods or default_methods(machine)
+    methods = default_methods(machine) if methods is None else methods
     with tempfile.TemporaryDirectory(prefix="gece-size-") as tmp:
         for name in names or DEFAULT:
             print(f"bench size: {name} ...", flush=True)

@@ -155,18 +155,26 @@ def test_model_that_cannot_fit_is_refused_before_loading(tmp_path, monkeypatch, 
     assert loads == []  # nothing was loaded
 
 
+def _size_bench():
+    """benchmarks/size.py as a module (it is a script, not part of the package), loaded anew: its settings
+    (``GECE_SIZE_PAIRS``, ...) are read at import."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("size_bench", ROOT / "benchmarks" / "size.py")
+    size = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(size)
+    return size
+
+
 @pytest.mark.slow
 def test_size_bench_runs_a_tiny_shape(tmp_path, monkeypatch):
     """The size bench's code on its ``tiny`` shape (bfloat16, the 49,152-word vocabulary): gece in its own
     process keeps the weights in bfloat16, meets the memory target and matches the bench's own float64
     forward within 1e-5 (minicons is left to `make bench-size`)."""
-    import importlib.util
     import json
 
     monkeypatch.setenv("GECE_SIZE_PAIRS", "4")
-    spec = importlib.util.spec_from_file_location("size_bench", ROOT / "benchmarks" / "size.py")
-    size = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(size)
+    size = _size_bench()
     out = tmp_path / "size.json"
     report = size.main(["tiny"], out=out, methods=("float64", "gece"))
     assert json.loads(out.read_text()) == report
@@ -179,11 +187,7 @@ def test_size_bench_runs_a_tiny_shape(tmp_path, monkeypatch):
 def test_minicons_in_bfloat16_runs_where_the_cpu_multiplies_bfloat16(monkeypatch):
     """The size bench runs minicons in bfloat16 by default only on a CPU with native bfloat16 products (elsewhere
     torch emulates them, 13x slower than float32); GECE_SIZE_BF16=1 asks for it anywhere."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("size_bench", ROOT / "benchmarks" / "size.py")
-    size = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(size)
+    size = _size_bench()
     monkeypatch.delenv("GECE_SIZE_BF16", raising=False)
     assert size.default_methods({"bf16_products": True}) == size.METHODS
     without = size.default_methods({"bf16_products": False})
