@@ -106,7 +106,7 @@ def main() -> dict:
     from rich.console import Console
     from rich.table import Table
 
-    from gece.io.files import write_json
+    from gece.io.writer import write_json
     from gece.pipeline import extract as extract_stage
     from gece.pipeline import prepare as prepare_stage
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from .closure import (
+from gece.closure import (
     Tree,
     closure,
     command_closure,
@@ -386,7 +386,7 @@ def test_cycles(fake):
 
 def test_commands_from_cli(fake):
     """COMMANDS of cli.py is read without importing it."""
-    from .closure import commands
+    from gece.closure import commands
 
     tree = _write(
         fake.root,

@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from ..closure import Tree, command_names, commands
+from gece.closure import Tree, command_names, commands
+
 from ..conftest import ROOT
 from ..test_stage_deps import WHOLE_PACKAGE, dvc_stages, expected_code
 from .conftest import git, run

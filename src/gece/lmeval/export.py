@@ -19,9 +19,9 @@ import pandas as pd
 import yaml
 
 from gece.errors import GeceError
-from gece.io.disk import write_text
-from gece.io.files import write_json
+from gece.io.atomic import write_text
 from gece.io.lmeval_files import Doc, Excluded, Export
+from gece.io.writer import write_json
 from gece.lmeval import requests, samples
 from gece.scoring import planning
 

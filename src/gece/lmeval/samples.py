@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from gece.errors import GeceError
 from gece.io.files import read_table
 from gece.io.lmeval_files import ImportMeta, Sample
-from gece.io.params import LMEVAL_PREFIX
+from gece.io.model_entry import LMEVAL_PREFIX
 from gece.io.schemas import PreparedPair
 from gece.lmeval import requests
 from gece.scoring import rules

@@ -29,20 +29,14 @@ import pandas as pd
 from gece import command, faults, options
 from gece.errors import GeceError
 from gece.io import layout
-from gece.io.disk import atomic_path, check_output, check_output_dir, check_unique_ids
-from gece.io.files import (
-    ROW_GROUP_ROWS,
-    TableWriter,
-    iter_table,
-    pair_ids,
-    parquet_rows,
-    read_json,
-    read_table,
-    write_json,
-    write_table,
-)
-from gece.io.params import ExtractParams, ModelSpec, Rule
-from gece.io.schemas import ExtractMeta, ExtractTiming, PreparedPair, TokenRow
+from gece.io.atomic import atomic_path, check_output
+from gece.io.disk import check_output_dir, check_unique_ids
+from gece.io.files import iter_table, pair_ids, parquet_rows, read_json, read_table
+from gece.io.model_entry import ModelSpec
+from gece.io.params import ExtractParams, Rule
+from gece.io.schemas import PreparedPair
+from gece.io.tokens import ExtractMeta, ExtractTiming, TokenRow
+from gece.io.writer import ROW_GROUP_ROWS, TableWriter, write_json, write_table
 from gece.pipeline import reuse
 from gece.scoring import planning
 from gece.terminal import literal, plural
@@ -582,7 +576,7 @@ def model_hint(model: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gece.io.params import ID_HELP, is_id
+    from gece.io.model_entry import ID_HELP, is_id
 
     if not is_id(args.model):  # a path or a hub id, most likely: say where it goes
         raise GeceError(

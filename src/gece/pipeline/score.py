@@ -22,8 +22,10 @@ import pandas as pd
 from gece import command
 from gece.errors import GeceError
 from gece.io import layout
-from gece.io.files import ROW_GROUP_ROWS, TableWriter, read_json, read_table, write_json
-from gece.io.schemas import ExtractMeta, PreparedPair, ScoreRow, TokenRow
+from gece.io.files import read_json, read_table
+from gece.io.schemas import PreparedPair, ScoreRow
+from gece.io.tokens import ExtractMeta, TokenRow
+from gece.io.writer import ROW_GROUP_ROWS, TableWriter, write_json
 from gece.scoring import rules
 from gece.terminal import literal, plural
 

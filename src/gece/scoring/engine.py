@@ -105,7 +105,7 @@ class PairScore:
     less: SideScore
 
     def tokens(self) -> dict[str, Any]:
-        """The pair's columns of a token file (:class:`gece.io.schemas.TokenRow`)."""
+        """The pair's columns of a token file (:class:`gece.io.tokens.TokenRow`)."""
         return {
             "logprobs_more": self.more.token_logprobs,
             "logprobs_less": self.less.token_logprobs,

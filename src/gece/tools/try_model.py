@@ -12,8 +12,10 @@ from gece import command, options
 from gece.errors import GeceError
 from gece.io import layout
 from gece.io.files import read_table
-from gece.io.params import ExtractParams, MetricsParams, ModelSpec, Params, PrepareParams, Rule, check_id
-from gece.io.schemas import ExtractMeta, ExtractTiming, PreparedPair
+from gece.io.model_entry import ModelSpec, check_id
+from gece.io.params import ExtractParams, MetricsParams, Params, PrepareParams, Rule
+from gece.io.schemas import PreparedPair
+from gece.io.tokens import ExtractMeta, ExtractTiming
 from gece.pipeline.extract import extract
 from gece.pipeline.metrics import run_metrics
 from gece.pipeline.prepare import prepare
