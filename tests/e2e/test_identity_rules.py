@@ -19,9 +19,9 @@ import math
 import numpy as np
 import pytest
 
-from gece.pipeline.extract import token_columns
 from gece.pipeline.prepare import prepare
 from gece.scoring import engine, planning, rules
+from gece.scoring.extraction import token_columns
 
 from ..conftest import DATA
 
