@@ -351,7 +351,7 @@ def commands(tree: Tree = Tree()) -> dict[str, str]:
             except ValueError:
                 raise ValueError(
                     f"{tree.rel(path)}:{stmt.lineno}: COMMANDS is not a literal dict "
-                    "(tests/closure.py reads it without importing gece)"
+                    "(gece.closure reads it without importing it)"
                 ) from None
     raise ValueError(f"{tree.rel(path)} has no COMMANDS")
 
