@@ -173,7 +173,10 @@ def test_no_import_cycle_between_modules():
 # The package's layers, lowest first (docs/development.md, "Architecture"): a module may import from its own
 # layer and the layers below it, never from one above. ``gece`` is the package's __init__.py.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("base", ("gece", "gece.errors", "gece.faults", "gece.terminal", "gece.progress", "gece.registry")),
+    (
+        "base",
+        ("gece", "gece.errors", "gece.faults", "gece.terminal", "gece.progress", "gece.registry", "gece.rule_registry"),
+    ),
     ("stats", ("gece.stats",)),  # pure numpy: no file, no option
     ("io", ("gece.io",)),  # the file boundary: layout, params, schemas, readers and writers
     ("scoring", ("gece.scoring",)),  # language models -> token log-probabilities

@@ -19,7 +19,6 @@ import json
 import logging
 import shutil
 import time
-import typing
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -41,9 +40,10 @@ from gece.io.files import (
     write_json,
     write_table,
 )
-from gece.io.params import ExtractParams, ModelSpec, Rule
+from gece.io.params import ExtractParams, ModelSpec
 from gece.io.schemas import ExtractMeta, ExtractTiming, PreparedPair, TokenRow
 from gece.pipeline import reuse
+from gece.rule_registry import RULE_NAMES, RuleName
 from gece.scoring import planning
 from gece.terminal import literal, plural
 
@@ -67,7 +67,7 @@ def _fingerprint(**parts: object) -> str:
 
 
 def effective(
-    settings: ExtractParams, spec: ModelSpec, benchmark: str, rules: Mapping[str, Rule] | None = None
+    settings: ExtractParams, spec: ModelSpec, benchmark: str, rules: Mapping[str, RuleName] | None = None
 ) -> ExtractParams:
     """The settings that score ``benchmark`` with ``spec``: its rule (``rules[benchmark]``, the rule of its
     params.yaml entry, :attr:`gece.io.params.Params.rules`; else ``settings.rule``), and the smaller of
@@ -125,7 +125,7 @@ def extract(
     loaded: object | None = None,
     shards: str | Path | None = None,
     key: str | None = None,
-    rules: Mapping[str, Rule] | None = None,
+    rules: Mapping[str, RuleName] | None = None,
 ) -> tuple[ExtractMeta, ExtractTiming]:
     """artifacts/prepared/<b>.parquet -> artifacts/tokens/<m>/<b>.parquet, <b>.meta.json and <b>.timing.json.
 
@@ -190,7 +190,7 @@ def extract(
     first: list = []
     for pairs in iter_table(prepared, PreparedPair, WINDOW_PAIRS, limit=n):  # every pair scorable, before any work
         _, plans = planning.plans_for(
-            lm.tokenizer, pairs, spec.special_tokens, source=str(prepared), rule=planning.plan_of(settings.rule)
+            lm.tokenizer, pairs, spec.special_tokens, source=str(prepared), extraction=planning.plan_of(settings.rule)
         )
         first = first or plans
     batch_size = settings.batch_size if isinstance(settings.batch_size, int) else backend.auto_batch_size(runner, first)
@@ -235,7 +235,11 @@ def extract(
                     hint="the file was not written by gece prepare; rerun prepare",
                 )
             sides, plans = planning.plans_for(
-                lm.tokenizer, pairs, spec.special_tokens, source=str(prepared), rule=planning.plan_of(settings.rule)
+                lm.tokenizer,
+                pairs,
+                spec.special_tokens,
+                source=str(prepared),
+                extraction=planning.plan_of(settings.rule),
             )
             counts["multi_target_pairs"] += sum(1 for m, l in sides if len(m.words) > 1 or len(l.words) > 1)
             counts["multi_token_targets"] += sum(1 for pair in sides for side in pair for x in side.words if len(x) > 1)
@@ -464,7 +468,7 @@ def extract_model(
     benchmarks: list[str],
     settings: ExtractParams,
     *,
-    rules: Mapping[str, Rule] | None = None,
+    rules: Mapping[str, RuleName] | None = None,
     loaded: object | None = None,
     lock: str | Path = reuse.LOCK,
 ) -> ModelRun:
@@ -565,7 +569,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--rule",
-        choices=typing.get_args(Rule),
+        choices=RULE_NAMES,
         help="what a side's tokens are, with PREPARED: the target words' (target) or the whole sentence's "
         "(sentence, lm-evaluation-harness's crows_pairs; mean and shared read the same tokens, docs/metrics.md "
         "#scoring-rules) (default: the rule of the benchmark's entry, "
