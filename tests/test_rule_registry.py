@@ -17,10 +17,11 @@ from pathlib import Path
 from gece import cli
 from gece.io import layout, lmeval_files, params, schemas
 from gece.pipeline import extract as extract_stage
+from gece.pipeline import prepare as prepare_stage
 from gece.pipeline import score as score_stage
 from gece.rule_registry import RULE_NAMES, RULES
 from gece.scoring import planning
-from tests.test_rules_identity import ROWS, SPEC, _prepared
+from tests.test_rules_identity import ROWS, SPEC
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -168,8 +169,10 @@ def test_a_rule_added_to_the_registry_alone_is_accepted_everywhere(tmp_path, smo
     """A toy rule (the mean of the shared tokens) written into a copy of the registry, and nowhere else: params
     validation, the CLI, planning, the score stage, lm-eval's export and import all take it."""
     monkeypatch.chdir(tmp_path)
+    csv = tmp_path / "wq.csv"
+    csv.write_text("sent_more,sent_less,y\n" + "".join(f"{r}\n" for r in ROWS))
     for b in ("wq", "wq_toy"):
-        _prepared(tmp_path, b, ROWS)
+        prepare_stage.prepare(csv, layout.prepared_path(b), name=b)
     extract_stage.extract(
         layout.prepared_path("wq"),
         layout.tokens_path("smol", "wq"),
