@@ -188,7 +188,7 @@ def test_one_extraction_feeds_a_benchmark_and_its_rule_variant(tmp_path, smol, m
     ]  # all but "Gay" / "Straight", " he" / " she", " gay" / " straight"
 
 
-def test_a_token_file_without_token_ids_cannot_be_scored_by_mean_or_shared(tmp_path, smol, monkeypatch):
+def test_a_token_file_without_token_ids_cannot_be_scored_by_a_rule_that_matches_tokens(tmp_path, smol, monkeypatch):
     monkeypatch.chdir(tmp_path)
     prepared = _prepared(tmp_path, "wq", ROWS[:1])
     tokens = tmp_path / "t.parquet"

@@ -732,7 +732,7 @@ def test_a_side_without_target_word_is_an_error_under_the_target_rule(smol):
         "pair adds-0003 (row 3 of the benchmark CSV)",
     ]
     assert "extract.rule: sentence" in e.value.hint
-    sides, _ = planning.plans_for(smol.tokenizer, pairs, True, rule="sentence")
+    sides, _ = planning.plans_for(smol.tokenizer, pairs, True, extraction="sentence")
     assert all(len(side.words) == 1 for pair in sides for side in pair)
 
 
@@ -807,7 +807,7 @@ def test_sentence_rule_scores_each_whole_sentence(smol):
     """rule sentence: one word per side, every token after the prefix token; the log-probability is the
     sentence's log-likelihood, the optimized path equal to the naive one, bit for bit."""
     pairs = _pair("The doctor asked the nurse to help him.", "The doctor asked the nurse to help Zbigniewski.")
-    sides, plans = planning.plans_for(smol.tokenizer, pairs, True, rule="sentence")
+    sides, plans = planning.plans_for(smol.tokenizer, pairs, True, extraction="sentence")
     ((more, less),) = sides
     bos = smol.tokenizer.bos_token_id
     for side, sent in ((more, pairs["sent_more"][0]), (less, pairs["sent_less"][0])):

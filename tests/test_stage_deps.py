@@ -183,7 +183,16 @@ def test_no_import_cycle_between_modules():
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "base",
-        ("gece", "gece.errors", "gece.faults", "gece.terminal", "gece.progress", "gece.registry", "gece.closure"),
+        (
+            "gece",
+            "gece.errors",
+            "gece.faults",
+            "gece.terminal",
+            "gece.progress",
+            "gece.registry",
+            "gece.rule_registry",
+            "gece.closure",
+        ),
     ),
     ("stats", ("gece.stats",)),  # pure numpy: no file, no option
     ("io", ("gece.io",)),  # the file boundary: layout, params, schemas, readers and writers

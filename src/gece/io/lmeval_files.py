@@ -7,7 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Rule = Literal["target", "sentence", "mean", "shared"]
+from gece.rule_registry import RuleName
+
 Reason = Literal["spans", "no_suffix", "max", "tokens"]
 
 
@@ -18,9 +19,10 @@ class _Strict(BaseModel):
 class Doc(_Strict):
     """One lm-eval document (a line of ``<task>/docs.jsonl``): a pair, its requests and what the import needs.
 
-    ``context`` and ``choices`` (target, sentence, mean: one context, the two sides as choices) or ``contexts`` and
-    ``continuation`` (shared: the two sides as contexts, one continuation); ``gold`` is 0, sent_more;
-    ``n_tokens`` the tokens lm-eval sums per side (mean divides by them); ``punct_only`` is ``scored_punct_only``.
+    ``context`` and ``choices`` (a rule's request ``word`` or ``sentence``, gece.rule_registry: one context, the two
+    sides as choices) or ``contexts`` and ``continuation`` (``suffix``: the two sides as contexts, one continuation);
+    ``gold`` is 0, sent_more; ``n_tokens`` the tokens lm-eval sums per side (a ``mean`` rule divides by them);
+    ``punct_only`` is ``scored_punct_only``.
     """
 
     pair_id: str
@@ -47,7 +49,7 @@ class Export(_Strict):
 
     task: str
     benchmark: str
-    rule: Rule
+    rule: RuleName  # type: ignore[valid-type]
     word_prob: Literal["chain", "max"]
     model: str
     model_dir: str
@@ -76,7 +78,7 @@ class ImportMeta(_Strict):
     model: str
     benchmark: str
     source: str
-    rule: Rule
+    rule: RuleName  # type: ignore[valid-type]
     samples_file: str
     lm_eval_version: str
     backend: str

@@ -25,6 +25,7 @@ from pydantic import (
 from gece.errors import GeceError
 from gece.io.model_entry import LMEVAL_PREFIX, Id, ModelSpec, Section
 from gece.registry import GROUP_PROTOCOLS, GROUPINGS, METHOD_NAMES, GroupingName, GroupProtocol, MethodName
+from gece.rule_registry import DEFAULT_RULE, RULE_NAMES, SUMMARY, RuleName
 
 DEFAULT_PARAMS = Path("params.yaml")
 
@@ -43,11 +44,6 @@ class PrepareParams(Section):
     duplicates: Literal["keep", "drop", "error"] = "keep"
 
 
-Rule = Literal["target", "sentence", "mean", "shared"]
-"""What a side's score is (docs/metrics.md "Scoring rules"): ``target``, the words the sentences differ in;
-``sentence``, every token of the sentence (summed); ``mean``, the same tokens' mean; ``shared``, the tokens the
-two sentences share, each given its own sentence's prefix. The last three read one extraction of whole
-sentences, so a second of them runs no model."""
 Cluster = Literal["pair", "template"]
 
 
@@ -63,12 +59,10 @@ class ExtractParams(Section):
         "Applied by the score stage to the token scores extract stored: changing it runs no model. Benchmarks scored "
         "by the sentence rule sum every token of the sentence (chain) whatever it says",
     )
-    rule: Rule = Field(
-        "target",
-        description="what a side's score is, for every benchmark whose entry sets no rule: target, the "
-        "log-probability of the words in which the sentences differ; sentence, the log-likelihood of the whole "
-        "sentence (lm-evaluation-harness's crows_pairs); mean, its mean per token (bias-bench); shared, the "
-        "log-probability of the tokens both sentences share (WinoQueer's authors)",
+    rule: RuleName = Field(  # type: ignore[valid-type]
+        DEFAULT_RULE,
+        description=f"what a side's score is, for every benchmark whose entry sets no rule (gece.rule_registry): "
+        f"{SUMMARY}",
     )
     limit: int | None = Field(None, ge=1, description="score only the first N pairs (smoke runs)")
 
@@ -174,9 +168,9 @@ class BenchmarkSpec(Section):
         description="a CrowS-Pairs-format CSV the benchmark is read from (gece.io.crows: identity protocol, "
         "annotations included); none: data/benchmarks/<name>.csv, gece's own format",
     )
-    rule: Rule | None = Field(
+    rule: RuleName | None = Field(  # type: ignore[valid-type]
         None,
-        description="target | sentence | mean | shared: the rule that scores this benchmark, in place of "
+        description=f"{' | '.join(RULE_NAMES)}: the rule that scores this benchmark, in place of "
         "extract.rule. Two entries with the same source and different rules are one benchmark under two rules "
         "(the page and reports/summary.json show them side by side)",
     )
@@ -230,13 +224,13 @@ class Params(Section):
     calibrate: CalibrateParams = CalibrateParams()
     annotate: AnnotateParams = AnnotateParams()
 
-    def rule_for(self, benchmark: str) -> Rule:
+    def rule_for(self, benchmark: str) -> RuleName:  # type: ignore[valid-type]
         """The rule that scores ``benchmark``: its entry's ``rule``, else ``extract.rule``."""
         entry = self.benchmarks.get(benchmark)
         return entry.rule if entry is not None and entry.rule is not None else self.extract.rule
 
     @property
-    def rules(self) -> dict[str, Rule]:
+    def rules(self) -> dict[str, RuleName]:  # type: ignore[valid-type]
         """Every benchmark's rule (:meth:`rule_for`), in ``benchmarks`` order."""
         return {b: self.rule_for(b) for b in self.benchmarks}
 

@@ -12,6 +12,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from gece.rule_registry import DEFAULT_RULE, SUMMARY, RuleName
+
 
 class TokenRow(BaseModel):
     """Per-pair token scores from a model: extract's output, before any word rule applies.
@@ -95,11 +97,7 @@ class ExtractMeta(BaseModel):
     word_prob: Literal["chain", "max"] | None = Field(
         description="the word rule the score stage applied; null in the token meta of extract, which applies none"
     )
-    rule: Literal["target", "sentence", "mean", "shared"] = Field(
-        "target",
-        description="target: the words in which the sentences differ; sentence: the whole sentences' "
-        "log-likelihoods; mean: their mean per token; shared: the tokens both sentences share",
-    )
+    rule: RuleName = Field(DEFAULT_RULE, description=f"the rule that scores the pairs: {SUMMARY}")  # type: ignore[valid-type]
     batch_size: Annotated[int, Field(ge=1)] | Literal["auto"] = Field(
         description="as set in params (auto: the size used is in the timing file)"
     )

@@ -37,11 +37,12 @@ from gece.io.atomic import atomic_path, check_output
 from gece.io.disk import check_output_dir, check_unique_ids
 from gece.io.files import iter_table, pair_ids, parquet_rows, read_json, read_table
 from gece.io.model_entry import ModelSpec
-from gece.io.params import ExtractParams, Rule
+from gece.io.params import ExtractParams
 from gece.io.schemas import PreparedPair
 from gece.io.tokens import ExtractMeta, ExtractTiming, TokenRow
 from gece.io.writer import write_json, write_table
 from gece.pipeline import reuse
+from gece.rule_registry import RULE_NAMES, RuleName
 from gece.scoring import extraction, planning
 from gece.terminal import literal, plural
 
@@ -49,7 +50,7 @@ log = logging.getLogger("gece")
 
 
 def effective(
-    settings: ExtractParams, spec: ModelSpec, benchmark: str, rules: Mapping[str, Rule] | None = None
+    settings: ExtractParams, spec: ModelSpec, benchmark: str, rules: Mapping[str, RuleName] | None = None
 ) -> ExtractParams:
     """The settings that score ``benchmark`` with ``spec``: its rule (``rules[benchmark]``, the rule of its
     params.yaml entry, :attr:`gece.io.params.Params.rules`; else ``settings.rule``), and the smaller of
@@ -86,7 +87,7 @@ def extract(
     loaded: object | None = None,
     shards: str | Path | None = None,
     key: str | None = None,
-    rules: Mapping[str, Rule] | None = None,
+    rules: Mapping[str, RuleName] | None = None,
 ) -> tuple[ExtractMeta, ExtractTiming]:
     """artifacts/prepared/<b>.parquet -> artifacts/tokens/<m>/<b>.parquet, <b>.meta.json and <b>.timing.json
     (:func:`gece.scoring.extraction.extract`), every path checked before any work.
@@ -249,7 +250,7 @@ def extract_model(
     benchmarks: list[str],
     settings: ExtractParams,
     *,
-    rules: Mapping[str, Rule] | None = None,
+    rules: Mapping[str, RuleName] | None = None,
     loaded: object | None = None,
     lock: str | Path = reuse.LOCK,
     registry: Mapping[str, ModelSpec] | None = None,
@@ -354,7 +355,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--rule",
-        choices=typing.get_args(Rule),
+        choices=RULE_NAMES,
         help="what a side's tokens are, with PREPARED: the target words' (target) or the whole sentence's "
         "(sentence, lm-evaluation-harness's crows_pairs; mean and shared read the same tokens, docs/metrics.md "
         "#scoring-rules) (default: the rule of the benchmark's entry, "

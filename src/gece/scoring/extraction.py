@@ -123,7 +123,7 @@ def planned(tokenizer: Any, inputs: Inputs, spec: ModelSpec, rule: str) -> tuple
         nonlocal first
         for pairs in inputs.windows():
             _, plans = planning.plans_for(
-                tokenizer, pairs, spec.special_tokens, source=str(inputs.prepared), rule=planning.plan_of(rule)
+                tokenizer, pairs, spec.special_tokens, source=str(inputs.prepared), extraction=planning.plan_of(rule)
             )
             first = first or plans
             yield pairs, plans
@@ -370,7 +370,7 @@ def _score_windows(
                 pairs,
                 spec.special_tokens,
                 source=str(inputs.prepared),
-                rule=planning.plan_of(scoring.rule),
+                extraction=planning.plan_of(scoring.rule),
             )
             _count(run.counts, sides, plans)
             base = pairs[KEY_COLUMNS]
