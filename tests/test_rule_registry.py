@@ -15,7 +15,7 @@ import typing
 from pathlib import Path
 
 from gece import cli
-from gece.io import layout, lmeval_files, params, schemas
+from gece.io import layout, lmeval_files, params, tokens
 from gece.pipeline import extract as extract_stage
 from gece.pipeline import prepare as prepare_stage
 from gece.pipeline import score as score_stage
@@ -31,7 +31,7 @@ def _rule_literals() -> dict[str, tuple[str, ...]]:
     fields = {
         "ExtractParams.rule": params.ExtractParams.model_fields["rule"].annotation,
         "BenchmarkSpec.rule": params.BenchmarkSpec.model_fields["rule"].annotation,
-        "ExtractMeta.rule": schemas.ExtractMeta.model_fields["rule"].annotation,
+        "ExtractMeta.rule": tokens.ExtractMeta.model_fields["rule"].annotation,
         "Export.rule": lmeval_files.Export.model_fields["rule"].annotation,
         "ImportMeta.rule": lmeval_files.ImportMeta.model_fields["rule"].annotation,
     }
