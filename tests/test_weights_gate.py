@@ -201,7 +201,7 @@ def _gguf(path: Path, n_tensors: int | None = None, truncate: int = 0, version: 
 
 
 @refusal("E-MODEL-WEIGHTS", readers=("model loading",))
-def test_damaged_ggufs_are_refused_before_any_allocation(tmp_path, capsys):
+def test_damaged_ggufs_are_refused_before_any_allocation(tmp_path, capsys, monkeypatch):
     ok = weights_gate.read_gguf(_gguf(tmp_path / "ok.gguf"))
     assert ok.architecture == "llama" and [(t.name, t.dtype, t.shape, t.nbytes) for t in ok.tensors] == [
         ("t", "F32", (4,), 16)
@@ -220,6 +220,11 @@ def test_damaged_ggufs_are_refused_before_any_allocation(tmp_path, capsys):
     long_key = tmp_path / "key.gguf"
     long_key.write_bytes(b"GGUF" + struct.pack("<IQQQ", 3, 0, 1, 1 << 62) + b"k" * 16)
     cases.append((long_key, "needs 4,611,686,018,427,387,904 bytes, past the end of the file"))
+    strings = struct.pack("<Q", 1) + b"s" + struct.pack("<I", 9) + struct.pack("<IQ", 8, 200)
+    items = tmp_path / "items.gguf"  # 200 strings, over a budget of 100 (8,388,608 in use)
+    items.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + strings + struct.pack("<Q", 0) * 200)
+    cases.append((items, "more than 100 strings and arrays in its metadata"))
+    monkeypatch.setattr(weights_gate, "MAX_ITEMS", 100)
     for path, message in cases:
         msg = _refused(path, capsys)
         assert f"{path} is not a valid weights file: not a readable GGUF: " in msg and message in msg, msg
@@ -275,6 +280,11 @@ def test_config_that_is_no_json_object_or_no_file_is_refused(tiny, tmp_path, cap
     (src / "config.json").unlink()
     os.mkfifo(src / "config.json")  # read, it would hang
     assert f"{src / 'config.json'}: not a file: it is a FIFO" in _refused(src, capsys)
+    (src / "config.json").unlink()
+    (src / "config.json").write_text((tiny / "config.json").read_text())
+    (src / "tokenizer.json").unlink()
+    os.mkfifo(src / "tokenizer.json")  # transformers reads it by name
+    assert f"{src / 'tokenizer.json'} is a FIFO (named pipe), not a file" in _refused(src, capsys)
 
 
 def test_an_index_naming_a_missing_file_or_a_tensor_its_file_lacks_is_refused(tiny, tmp_path):

@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import mmap
 import os
+import stat
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +48,7 @@ SAFE_HINT = (
 )
 MAX_HEADER_BYTES = 100_000_000  # safetensors' own limit on its JSON header
 MAX_COUNT = 1 << 20  # tensors, metadata keys or array items a GGUF may claim (the largest real ones: a few thousand)
+MAX_ITEMS = 1 << 23  # GGUF metadata strings and arrays in all (gemma-3's 262,144-word vocabulary: 0.26 million)
 MAX_ARRAY_DEPTH = 4  # GGUF arrays of arrays
 MAX_DIMS = 4  # GGML_MAX_DIMS
 GGUF_VERSIONS = (2, 3)
@@ -237,7 +239,7 @@ class _Cursor:
     """Bounded reads over a GGUF's bytes: every read past the end is a :class:`_Bad`, never an allocation."""
 
     def __init__(self, data: Any, size: int):
-        self.data, self.size, self.at = data, size, 0
+        self.data, self.size, self.at, self.items = data, size, 0, 0
 
     def take(self, n: int, what: str) -> int:
         """Advance over ``n`` bytes (of ``what``), returning where they start."""
@@ -280,6 +282,9 @@ class _Cursor:
             if item in _SCALARS:
                 self.take(n * _SCALARS[item], what)
             else:
+                self.items += n
+                if self.items > MAX_ITEMS:
+                    raise _Bad(f"{what}: more than {MAX_ITEMS:,} strings and arrays in its metadata")
                 for _ in range(n):
                     self.skip_value(item, what, depth + 1)
         else:
@@ -548,9 +553,26 @@ def weight_files(directory: Path, source: str, config: dict) -> dict[str, Path]:
     return {name: directory / name for name in named}
 
 
+def check_entries(directory: Path, source: str) -> None:
+    """No entry of a model directory is a FIFO, socket or device (the loaders read its files by name: reading one
+    would hang or never end); symlinks are followed, as the loaders follow them."""
+    for entry in sorted(directory.iterdir()):
+        try:
+            mode = entry.stat().st_mode
+        except OSError:
+            continue  # a dangling link: its reader says the file is missing
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raise GeceError(
+                f"model source {source}: {entry} is {disk._kind(mode)}, not a file",
+                hint="a model directory holds regular files (save_pretrained writes them); remove it",
+            )
+
+
 def check_directory(directory: Path, source: str = "") -> tuple[WeightsHeader, ...]:
     """The checked headers of every weights file a model directory names (:func:`weight_files`), ``config.json``
-    typed (:func:`read_config`); every tensor the index maps to a file must be in that file's header."""
+    typed (:func:`read_config`), no entry a FIFO or device (:func:`check_entries`); every tensor the index maps to
+    a file must be in that file's header."""
+    check_entries(directory, source)
     config = read_config(directory / "config.json", source)
     files = weight_files(directory, source, config)
     headers = {name: read_safetensors(path, source) for name, path in files.items()}
