@@ -124,7 +124,10 @@ def test_truncated_and_fake_safetensors_are_refused_by_their_header(tiny, tmp_pa
     assert "interrupted download" in msg
     weights.write_bytes(b"version https://git-lfs.github.com/spec/v1\noid sha256:0\nsize 123\n")  # a text file
     msg = _refused(src, capsys)
-    assert "its first 8 bytes give a header of" in msg and "not a safetensors file" in msg and "git lfs pull" in msg
+    assert "its first 8 bytes give a header of" in msg and "beyond safetensors' limit of 100,000,000 bytes" in msg
+    assert "not safetensors, or cut short" in msg and "git lfs pull" in msg
+    weights.write_bytes((1000).to_bytes(8, "little") + b"{}")  # cut inside the header
+    assert "a header of 1,000 bytes, beyond the end of the file (10 bytes)" in _refused(src, capsys)
     weights.write_bytes(whole + b"\0" * 8)
     assert "8 bytes after the last tensor's data" in _refused(src, capsys)
     weights.write_bytes(b"\x04")

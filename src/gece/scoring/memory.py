@@ -1,7 +1,7 @@
 """What a model needs in memory on the CPU, said before it loads, and what a process used.
 
-:func:`estimate_memory` reads the weights files' headers (no weight is read) and adds what scoring
-needs besides the weights:
+:func:`estimate_memory` counts the weights files' headers as the gate checked them
+(:mod:`gece.scoring.weights_gate`; no weight is read) and adds what scoring needs besides the weights:
 
     weights = values x bytes per value in the kept dtype (+ the non-float tensors as stored)
     scoring = threads x 2 x WEIGHT_BLOCK_BYTES      (each thread's float64 weight block and its product)

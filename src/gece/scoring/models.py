@@ -14,7 +14,10 @@ A model is named in ``params.yaml`` by a :class:`gece.io.params.ModelSpec` whose
 ``trust_remote_code`` is never enabled, a model whose config asks for custom code (``auto_map``)
 is refused, and so are pickle-based weights (``.bin``, ``.pt``, ``.pth``, ``.pkl``, ``.ckpt``;
 unpickling can run arbitrary code): only safetensors and GGUF are loaded, so loading a model
-never runs code that came with it. :func:`resolve` checks a source without loading it,
+never runs code that came with it. Every weights file a source names passes one gate first
+(:mod:`gece.scoring.weights_gate`: its header parsed with bounds, a pickle anywhere in the load path refused, the
+config fields gece reads typed), and the memory estimate counts the headers it checked. :func:`resolve` checks a
+source without loading it,
 so a missing package, file or hub id fails before any work with a message saying what to
 install or pass.
 

@@ -141,7 +141,7 @@ def _not_safetensors_hint(head: bytes) -> str:
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     keys = [k for k, _ in pairs]
     if len(keys) != len(set(keys)):
-        raise _Bad(f"key {next(k for k in keys if keys.count(k) > 1)!r} appears twice in the header")
+        raise _Bad(f"key {next(k for k in keys if keys.count(k) > 1)!r} appears twice")
     return dict(pairs)
 
 
@@ -198,14 +198,13 @@ def parse_safetensors(path: Path, source: str = "") -> WeightsHeader:
             raise _weights_error(path, source, f"{size} bytes, shorter than a safetensors header's 8-byte length")
         n = int.from_bytes(head, "little")
         if n > MAX_HEADER_BYTES or 8 + n > size:
-            limit = "the file" if n <= MAX_HEADER_BYTES else f"safetensors' limit of {MAX_HEADER_BYTES:,} bytes"
-            raise _weights_error(
-                path,
-                source,
-                f"its first 8 bytes give a header of {n:,} bytes, beyond {limit} ({size:,} bytes): not a safetensors "
-                "file, or a truncated one",
-                _not_safetensors_hint(head),
+            beyond = (
+                f"safetensors' limit of {MAX_HEADER_BYTES:,} bytes"
+                if n > MAX_HEADER_BYTES
+                else f"the end of the file ({size:,} bytes)"
             )
+            why = f"its first 8 bytes give a header of {n:,} bytes, beyond {beyond}: not safetensors, or cut short"
+            raise _weights_error(path, source, why, _not_safetensors_hint(head))
         raw = f.read(n)
     try:
         header = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates)
