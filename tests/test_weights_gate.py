@@ -290,6 +290,7 @@ def test_config_that_is_no_json_object_or_no_file_is_refused(tiny, tmp_path, cap
     assert f"{src / 'tokenizer.json'} is a FIFO (named pipe), not a file" in _refused(src, capsys)
 
 
+@refusal("E-MODEL-WEIGHTS", readers=("model loading",))
 def test_an_index_naming_a_missing_file_or_a_tensor_its_file_lacks_is_refused(tiny, tmp_path):
     src = _index_to_pickle(tiny, tmp_path / "m", tmp_path / "ran")
     index = json.loads((src / weights_gate.INDEX).read_text())
@@ -303,6 +304,16 @@ def test_an_index_naming_a_missing_file_or_a_tensor_its_file_lacks_is_refused(ti
     (src / weights_gate.INDEX).write_text(json.dumps(index))
     with pytest.raises(GeceError, match=r"names model-00001-of-00002\.safetensors, which is not in"):
         models.resolve(ModelSpec(source=str(src)))
+    for name, message in [
+        ("/etc/passwd.safetensors", "a path outside the model directory"),
+        ("../m/model-00002-of-00002.safetensors", "a path outside the model directory"),
+        ("a\0.safetensors", "a path outside the model directory"),
+        ("x" * 300 + ".safetensors", "which is not in"),
+    ]:
+        index["weight_map"]["model.extra.weight"] = name
+        (src / weights_gate.INDEX).write_text(json.dumps(index))
+        with pytest.raises(GeceError, match=message):
+            models.resolve(ModelSpec(source=str(src)))
 
 
 # ------------------------------------------------------------------ item 7: the gate, not torch's

@@ -479,7 +479,16 @@ def read_config(path: Path, source: str = "") -> dict:
 def _inside(name: str) -> bool:
     """A relative name that stays inside the directory it is joined to (no absolute path, no ``..``)."""
     parts = name.replace("\\", "/").split("/")
-    return bool(name) and not os.path.isabs(name) and ".." not in parts and "" not in parts
+    return bool(name) and "\0" not in name and not os.path.isabs(name) and ".." not in parts and "" not in parts
+
+
+def _exists(path: Path) -> bool:
+    """Whether ``path`` exists (a name too long or otherwise unreadable counts as missing, as it cannot be read)."""
+    try:
+        path.stat()
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def _index_files(directory: Path, source: str) -> dict[str, list[str]]:
@@ -544,7 +553,7 @@ def weight_files(directory: Path, source: str, config: dict) -> dict[str, Path]:
             hint=SAFE_HINT,
         )
     for name, by in named.items():
-        if not (directory / name).exists():
+        if not _exists(directory / name):
             raise GeceError(
                 f"model source {source}: {by} names {name}, which is not in {directory}",
                 hint="download the missing file, or restore the model directory",
