@@ -23,7 +23,7 @@ from gece.io import layout
 from gece.io.disk import check_unique_ids, read_text
 from gece.io.files import as_table, iter_table, parquet_rows, read_table, require_file, validate_records
 from gece.io.params import LMEVAL_PREFIX, Params, check_id
-from gece.io.schemas import PreparedPair, ReferenceRow, ScoreRow
+from gece.io.schemas import SCORE_PAIR_COLUMNS, PreparedPair, ReferenceRow, ScoreRow
 from gece.stats.ablation import Run
 
 log = logging.getLogger("gece")
@@ -158,20 +158,7 @@ def reference_scores(prepared: str | Path, csv: str | Path, model: str) -> tuple
             problems=problems[:20],
             hint="reference scores and benchmark must come from the same snapshot (dvc pull data.dvc)",
         )
-    scores = pairs[
-        [
-            "pair_id",
-            "row",
-            "sent_more",
-            "sent_less",
-            "y",
-            "bias_type",
-            "targets_more",
-            "targets_less",
-            "gender_more",
-            "gender_less",
-        ]
-    ].copy()
+    scores = pairs[SCORE_PAIR_COLUMNS].copy()
     scores["n_tokens_more"] = None
     scores["n_tokens_less"] = None
     scores["logprob_more"] = np.log(ref["Pronoun_Probability_more"].to_numpy(np.float64))
