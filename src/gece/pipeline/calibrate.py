@@ -212,17 +212,7 @@ EXAMPLES = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "scores",
-        type=Path,
-        nargs="?",
-        help="a score file, artifacts/scores/<benchmark>/<model>.parquet (or --benchmark)",
-    )
-    p.add_argument(
-        "--benchmark",
-        help="every run of this benchmark (models and references of params.yaml) -> "
-        "reports/calibration/<b>/, artifacts/calibrated/<b>/, reports/calibration_bins/<b>/",
-    )
+    command.add_run_inputs(p, "reports/calibration/<b>/, artifacts/calibrated/<b>/, reports/calibration_bins/<b>/")
     p.add_argument("--out", type=Path, help="write the calibration report JSON here (default: not written)")
     p.add_argument(
         "--scores-out", type=Path, help="write the per-pair calibrated scores (Parquet) here (default: not written)"

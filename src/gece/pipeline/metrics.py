@@ -124,17 +124,7 @@ EXAMPLES = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "scores",
-        type=Path,
-        nargs="?",
-        help="a score file, artifacts/scores/<benchmark>/<model>.parquet (or --benchmark)",
-    )
-    p.add_argument(
-        "--benchmark",
-        help="every run of this benchmark (models and references of params.yaml) -> "
-        "reports/metrics/<benchmark>/ and reports/bins/<benchmark>/",
-    )
+    command.add_run_inputs(p, "reports/metrics/<benchmark>/ and reports/bins/<benchmark>/")
     p.add_argument("--out", type=Path, help="write the metrics JSON of the score file here (default: not written)")
     p.add_argument("--bins-out", type=Path, help="write its reliability bins JSON here (default: not written)")
     p.add_argument("--json", action="store_true", help="print the metrics as JSON instead of a table")
