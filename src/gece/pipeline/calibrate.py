@@ -16,7 +16,6 @@ from gece.io import layout
 from gece.io.files import read_table, write_json, write_table
 from gece.io.params import CalibrateParams, MetricsParams, Params
 from gece.io.schemas import CalibratedRow, CalibrationBinsReport, CalibrationReport, ScoreRow
-from gece.pipeline import metrics as metrics_stage
 from gece.pipeline import runs
 from gece.stats import calibration, metrics
 from gece.terminal import Table, literal, plain, plural
@@ -69,7 +68,7 @@ def run_calibration(
             return None
         table = metrics.reliability_table(q[idx], y[idx], metric_settings.n_bins, metric_settings.binning)
         bins.extend({"protocol": protocol, "method": method, **r} for r in table.records())
-        return metrics_stage.metrics_report(q[idx], y[idx], gm[idx], gl[idx], metric_settings)
+        return runs.metrics_report(q[idx], y[idx], gm[idx], gl[idx], metric_settings)
 
     ev, every = split.eval_idx, np.arange(len(p))
     report = {

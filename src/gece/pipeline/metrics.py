@@ -21,31 +21,6 @@ from gece.stats import intervals, metrics
 log = logging.getLogger("gece")
 
 
-def metrics_report(
-    p: np.ndarray,
-    y: np.ndarray,
-    gender_more: np.ndarray,
-    gender_less: np.ndarray,
-    settings: MetricsParams,
-    clusters: np.ndarray | None = None,
-) -> dict:
-    """The metrics report (``MetricsReport``) of scores p against y with the ``metrics`` settings; ``clusters``
-    (each pair's cluster key) makes the intervals and tests resample clusters."""
-    report = metrics.summarize(
-        p,
-        y,
-        gender_more,
-        gender_less,
-        n_bins=settings.n_bins,
-        binning=settings.binning,
-        draws=settings.bootstrap,
-        seed=settings.seed,
-        level=settings.ci,
-        clusters=clusters,
-    )
-    return MetricsReport.model_validate(report).model_dump()
-
-
 def run_metrics(
     scores: pd.DataFrame, settings: MetricsParams, pairs: pd.DataFrame | None = None
 ) -> tuple[dict, list[dict]]:
@@ -57,7 +32,7 @@ def run_metrics(
     if pairs is not None:
         mine = pairs.loc[scores["pair_id"].to_numpy(object)]
         clusters = mine["cluster"].to_numpy(object)
-    report = metrics_report(r.p, r.y, r.gender_more, r.gender_less, settings, clusters)
+    report = runs.metrics_report(r.p, r.y, r.gender_more, r.gender_less, settings, clusters)
     if pairs is not None and len(r.p):
         share = (r.p > 0.5).astype(np.float64)
         report |= {
