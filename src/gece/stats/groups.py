@@ -57,10 +57,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gece.registry import FEMALE, MALE
 from gece.stats.bootstrap import bootstrap
 from gece.stats.gap import null_statistics
 from gece.stats.intervals import bias_corrected_interval
-from gece.stats.lexicon import FEMALE, MALE
 from gece.stats.metrics import G_FEMALE, G_MALE, G_TIE, Binning, binned_stats, predicted_groups, true_groups
 
 NO_GROUP = -1  # code of a pair that belongs to no group (left out)
