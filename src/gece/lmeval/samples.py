@@ -177,7 +177,7 @@ def import_scores(
     prepared_path: Path, directory: Path, benchmark: str, model: str, rule: str, word_prob: str = "chain"
 ) -> tuple[pd.DataFrame, ImportMeta, dict[str, str]]:
     """A benchmark's score rows from lm-eval's output ``directory``, the run's meta and the score file's metadata
-    (nothing written: :func:`gece.lmeval.command` writes both once everything is checked)."""
+    (nothing written: :mod:`gece.lmeval.imports` writes both once everything is checked)."""
     if not directory.is_dir():
         raise GeceError(
             f"{directory}: no such directory (the lm-eval output of source {SOURCE_PREFIX}{directory})",
