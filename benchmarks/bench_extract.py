@@ -28,14 +28,13 @@ import contextlib
 import json
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py, however this is loaded
-from common import chain_logprobs, minicons_word_logprobs
+from common import chain_logprobs, minicons_word_logprobs, run_worker
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "smollm2-135m"
@@ -261,16 +260,7 @@ def _run_worker(name: str, work: Path) -> dict:
         if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
     }
     env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_NO_ADVISORY_WARNINGS="1")
-    res = subprocess.run(
-        [sys.executable, __file__, "--worker", name, str(work), str(out)],
-        check=False,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    if res.returncode != 0:
-        raise SystemExit(f"bench worker {name} failed:\n{res.stderr[-4000:]}")
-    return json.loads(out.read_text())
+    return run_worker(__file__, [name, str(work), str(out)], out, env, name)
 
 
 def main() -> dict:

@@ -4,6 +4,22 @@ folder on ``sys.path`` before importing it, so it loads however the script is ru
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+
+def run_worker(script: str, args: list[str], result: Path, env: dict[str, str], what: str) -> dict:
+    """Run ``script --worker *args`` in a fresh Python, which writes its measurements to ``result`` as JSON, and
+    return them; a worker that fails ends the bench with the end of its stderr (``what`` names it)."""
+    res = subprocess.run(
+        [sys.executable, script, "--worker", *args], check=False, env=env, capture_output=True, text=True
+    )
+    if res.returncode != 0 or not result.exists():
+        raise SystemExit(f"bench worker {what} exited {res.returncode}:\n{res.stderr[-4000:]}")
+    return json.loads(result.read_text())
+
 
 def chain_logprobs(token_lps) -> list[list[float]]:
     """Per pair [logprob_more, logprob_less] (chain rule, logsumexp over target words) of per-pair, per-side,
