@@ -46,7 +46,7 @@ TEST_WORKERS ?= 2
 PYTEST = PATH="$(abspath $(BIN)):$$PATH" $(BIN)/pytest -n $(TEST_WORKERS)
 
 # ruff's linter and formatter (rules and line length: pyproject.toml; why: docs/development.md)
-LINTED = src tests benchmarks
+LINTED = src tests bench
 lint: install
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
@@ -63,19 +63,19 @@ test-fast: data
 	$(PYTEST) -m "not slow"
 
 bench: data
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python benchmarks/run.py
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python bench/run.py
 
 # gece and minicons on random-weight models of real shapes (0.4B, 1.2B) and the shipped ones (reports/bench/size.json;
 # GECE_SIZE_BF16=1 adds minicons in bfloat16 on a CPU without native bfloat16 products);
 # SIZES="3b" for a one-off run of another shape (docs/models.md)
 bench-size: data
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python benchmarks/size.py $(SIZES)
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python bench/size.py $(SIZES)
 
 # extract on one CUDA GPU (reports/bench/gpu.json); GPU_PYTHON: an interpreter with torch and transformers,
 # e.g. a GPU image's python3 (docs/models.md, "Measuring on a GPU"); GECE_GPU_DRY=1 rehearses it on the CPU
 GPU_PYTHON ?= $(BIN)/python
 bench-gpu:
-	$(GPU_PYTHON) benchmarks/gpu.py
+	$(GPU_PYTHON) bench/gpu.py
 
 clean:
 	rm -rf artifacts .pytest_cache .hypothesis

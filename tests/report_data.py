@@ -20,8 +20,8 @@ import pandas as pd
 import yaml
 
 from gece.io import layout
-from gece.io.files import read_table
 from gece.io.params import MetricsParams, load_params
+from gece.io.readers import read_table
 from gece.io.schemas import SCORE_PAIR_COLUMNS, MetricsReport, PreparedPair, ScoreRow
 from gece.io.tokens import ExtractMeta
 from gece.io.writer import write_json, write_table

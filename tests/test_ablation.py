@@ -80,7 +80,7 @@ def test_compare_refuses_different_pairs():
 def test_compare_stage_uses_the_pairs_every_run_scores(reference_scores, tmp_path, capsys):
     """A smoke run (extract.limit) is compared with full runs on the pairs it has; runs that
     share no pair are a clear error (exit 2), not a traceback."""
-    from gece.io.files import read_table
+    from gece.io.readers import read_table
 
     full = reference_scores[("winobias", "gpt-j-6b")]
     df, meta = read_table(full, ScoreRow)

@@ -20,7 +20,7 @@ import yaml
 from gece.cli import main
 from gece.errors import GeceError
 from gece.io import layout
-from gece.io.files import read_table
+from gece.io.readers import read_table
 from gece.io.schemas import ScoreRow
 from gece.io.writer import arrow_schema, write_table
 
@@ -592,7 +592,7 @@ def test_pull_without_a_default_remote(tmp_path, monkeypatch, capsys):
 # ------------------------------------------------------------------ text that is not UTF-8: the line, not a byte offset
 @refusal("E-TEXT-UTF8", readers=("report", "metrics", "diff"))
 def test_a_latin1_file_is_named_by_line_and_column(tmp_path, monkeypatch, capsys):
-    from gece.io.files import read_json
+    from gece.io.readers import read_json
     from gece.pipeline.runs import read_reference
 
     (tmp_path / "r.json").write_bytes('{\n  "a": "schl\xe4ft"\n}\n'.encode("latin-1"))

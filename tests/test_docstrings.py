@@ -1,7 +1,7 @@
 """The numpydoc sections of the statistics modules cannot drift from the code.
 
 Read with ``ast`` (nothing is imported): every public function and public method of
-``gece.stats.{metrics, groups, calibration, gap}`` has a docstring with a ``Parameters`` section
+``gece.stats.{metrics, by_group, calibration, gap}`` has a docstring with a ``Parameters`` section
 when it takes parameters and a ``Returns`` section when it returns something other than None, and
 the names under ``Parameters`` are exactly its parameters. A method without a docstring of its own
 is checked against the docstring of the method it overrides (``inspect.getdoc`` inherits it the
@@ -20,7 +20,7 @@ import pytest
 
 from .conftest import ROOT
 
-MODULES = ("metrics", "groups", "calibration", "gap")
+MODULES = ("metrics", "by_group", "calibration", "gap")
 SRC = ROOT / "src" / "gece" / "stats"
 # an entry of a Parameters/Attributes/Returns section: "name : type", "a, b : type" or a bare "name"
 ENTRY = re.compile(r"^(\*{0,2}\w+(?:\s*,\s*\*{0,2}\w+)*)\s*(?::.*)?$")
@@ -237,7 +237,7 @@ def test_every_module_is_covered() -> None:
     """The walk finds the public API (a parser that found nothing would pass every check)."""
     found = {m: set(problems(_source(m))) for m in MODULES}
     assert {"ece", "gender_ece", "summarize", "BinStats.ece", "BinTable.records"} <= found["metrics"]
-    assert {"calibration_by_group", "permutation_gap_p", "GroupResult"} <= found["groups"]
+    assert {"calibration_by_group", "permutation_gap_p", "GroupResult"} <= found["by_group"]
     assert {"fit_predict", "run_crossfit", "TemperatureScaling.fit", "HistogramBinning"} <= found["calibration"]
     assert {"shuffled_groups", "null_statistics", "permutation_p"} <= found["gap"]
 

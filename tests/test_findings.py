@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from gece.cli import build_parser, main
-from gece.io.files import flatten
 from gece.io.params import load_params
+from gece.io.readers import flatten
 from gece.pipeline import report as report_stage
 from gece.pipeline import report_data
 from gece.report import cells as report_cells
@@ -456,7 +456,7 @@ def test_the_committed_tables_write_p_once():
 
 
 def test_gender_gap_notes_write_p_once(references):
-    from gece.report.stats import gender_gap_table
+    from gece.report.stat_tables import gender_gap_table
 
     text = report_md.doc_markdown(gender_gap_table(references))
     assert "p=p" not in text and "p = p" not in text

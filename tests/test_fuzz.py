@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from gece.cli import main
-from gece.io.files import read_table
+from gece.io.readers import read_table
 from gece.io.schemas import PreparedPair, ScoreRow
 from gece.io.writer import write_table
 

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from gece.io.files import read_table
 from gece.io.params import MetricsParams
+from gece.io.readers import read_table
 from gece.io.schemas import ScoreRow
 from gece.pipeline import metrics as metrics_stage
 

@@ -1,4 +1,4 @@
-"""Calibration by group (gece.stats.groups, the groups stage): real values, cross-checks and properties."""
+"""Calibration by group (gece.stats.by_group, the groups stage): real values, cross-checks and properties."""
 
 from __future__ import annotations
 
@@ -11,15 +11,15 @@ import pandas as pd
 import pytest
 
 from gece.errors import GeceError
-from gece.io.files import read_json, read_table
 from gece.io.params import Params, load_params
+from gece.io.readers import read_json, read_table
 from gece.io.schemas import SCORE_PAIR_COLUMNS, AnnotatedPair, GroupsReport, PreparedPair, ScoreRow
 from gece.io.writer import write_table
 from gece.pipeline import groups as stage
 from gece.pipeline import runs
-from gece.report.groups import groups_doc
+from gece.report.group_tables import groups_doc
 from gece.report.markdown import doc_markdown
-from gece.stats import groups, metrics
+from gece.stats import by_group, metrics
 
 from .conftest import PAPER_MODELS, ROOT
 
@@ -36,12 +36,12 @@ def winobias_runs(prepared_dir, data_dir) -> dict[str, pd.DataFrame]:
     }
 
 
-def _by(scores: pd.DataFrame, kind: str, clusters: np.ndarray | None = None) -> groups.GroupResult:
+def _by(scores: pd.DataFrame, kind: str, clusters: np.ndarray | None = None) -> by_group.GroupResult:
     p, y = scores["p"].to_numpy(np.float64), scores["y"].to_numpy(np.float64)
-    labels, why = groups.gender_grouping(
+    labels, why = by_group.gender_grouping(
         kind, p, y, scores["gender_more"].to_numpy(object), scores["gender_less"].to_numpy(object)
     )
-    return groups.calibration_by_group(p, y, labels, left_out=why, clusters=clusters)
+    return by_group.calibration_by_group(p, y, labels, left_out=why, clusters=clusters)
 
 
 @pytest.mark.parametrize("model", PAPER_MODELS)
@@ -93,7 +93,7 @@ def _random(seed: int, n: int = 600, k: int = 4):
 def test_identity_equals_metrics_group_ece(seed, binning):
     p, y, g = _random(seed)
     g[::37] = None  # pairs without a group are left out of both
-    r = groups.calibration_by_group(p, y, g, min_size=1, binning=binning, draws=10)
+    r = by_group.calibration_by_group(p, y, g, min_size=1, binning=binning, draws=10)
     assert {c.group: c.ece for c in r.groups} == metrics.group_ece(p, y, g, binning=binning)
     assert r.n_left_out == int(sum(v is None for v in g)) and r.left_out
 
@@ -119,8 +119,8 @@ def test_soft_ece_equals_a_loop(seed):
     y[: n // 4] = 0  # y = 0: the share supporting sent_more is 1 − y_soft
     y_soft[::11] = np.nan  # no annotations: left out
     g = np.array(["a", "b", "c"], dtype=object)[rng.integers(0, 3, n)]
-    t = groups.soft_target(y, y_soft)
-    r = groups.calibration_by_group(p, t, g, min_size=1, draws=10)
+    t = by_group.soft_target(y, y_soft)
+    r = by_group.calibration_by_group(p, t, g, min_size=1, draws=10)
     for cell in r.groups:
         keep = (g == cell.group) & ~np.isnan(y_soft)
         want_t = np.where(y[keep] == 1, y_soft[keep], 1 - y_soft[keep])
@@ -132,13 +132,13 @@ def test_soft_ece_equals_a_loop(seed):
 # --------------------------------------------------------------------- properties
 def test_permuting_within_a_group_changes_nothing():
     p, y, g = _random(3)
-    r1 = groups.calibration_by_group(p, y, g, draws=200)
+    r1 = by_group.calibration_by_group(p, y, g, draws=200)
     rng = np.random.default_rng(9)
     order = np.arange(len(p))
     for name in set(g):  # shuffle the pairs of each group among that group's positions
         where = np.flatnonzero(g == name)
         order[where] = rng.permutation(where)
-    r2 = groups.calibration_by_group(p[order], y[order], g[order], draws=200)
+    r2 = by_group.calibration_by_group(p[order], y[order], g[order], draws=200)
     for a, b in zip(r1.groups, r2.groups, strict=True):
         assert a.group == b.group and a.n == b.n and a.ece == pytest.approx(b.ece, abs=1e-12)
     assert r1.gap.gap == pytest.approx(r2.gap.gap, abs=1e-12)
@@ -147,14 +147,14 @@ def test_permuting_within_a_group_changes_nothing():
 def test_renaming_groups_changes_nothing_but_names():
     p, y, g = _random(4)
     renamed = np.array([{"g0": "z", "g1": "y", "g2": "x", "g3": "w"}[v] for v in g], dtype=object)
-    a, b = groups.calibration_by_group(p, y, g, draws=100), groups.calibration_by_group(p, y, renamed, draws=100)
+    a, b = by_group.calibration_by_group(p, y, g, draws=100), by_group.calibration_by_group(p, y, renamed, draws=100)
     assert sorted(c.ece for c in a.groups) == sorted(c.ece for c in b.groups)
     assert a.gap.gap == b.gap.gap
 
 
 def test_one_group_gap_is_zero():
     p, y, _ = _random(5)
-    r = groups.calibration_by_group(p, y, np.full(len(p), "all", dtype=object), draws=100)
+    r = by_group.calibration_by_group(p, y, np.full(len(p), "all", dtype=object), draws=100)
     assert r.gap.gap == 0.0 and (r.gap.ci_low, r.gap.ci_high) == (0.0, 0.0)
     assert r.gap.high == r.gap.low == "all" and r.gap.n_groups == 1
     assert r.groups[0].ece == metrics.ece(p, y)
@@ -163,7 +163,7 @@ def test_one_group_gap_is_zero():
 def test_gap_is_max_minus_min_of_the_large_groups():
     p, y, g = _random(6, n=800, k=5)
     g[:15] = "tiny"  # 15 pairs < min_size 20
-    r = groups.calibration_by_group(p, y, g, min_size=20, draws=300)
+    r = by_group.calibration_by_group(p, y, g, min_size=20, draws=300)
     cells = {c.group: c for c in r.groups}
     assert cells["tiny"].n == 15 and cells["tiny"].ece is None and cells["tiny"].ci_low is None
     assert "fewer than min_size = 20" in cells["tiny"].reason
@@ -174,12 +174,12 @@ def test_gap_is_max_minus_min_of_the_large_groups():
     for c in large:
         assert cells[c].ci_low <= cells[c].ece <= cells[c].ci_high
     # the tiny group counts once min_size lets it in
-    assert groups.calibration_by_group(p, y, g, min_size=15, draws=10).gap.n_groups == 6
+    assert by_group.calibration_by_group(p, y, g, min_size=15, draws=10).gap.n_groups == 6
 
 
 def test_no_group_large_enough():
     p, y, g = _random(7, n=30)
-    r = groups.calibration_by_group(p, y, g, min_size=100, draws=10)
+    r = by_group.calibration_by_group(p, y, g, min_size=100, draws=10)
     assert r.gap.gap is None and "min_size = 100" in r.gap.reason
     assert all(c.ece is None for c in r.groups)
 
@@ -187,18 +187,18 @@ def test_no_group_large_enough():
 def test_identity_with_y_one_is_one_minus_mean_p():
     """CrowS-format benchmarks: y = 1 everywhere, so every bin's gap is 1 − mean p and ECE = 1 − mean p."""
     p, _, g = _random(8)
-    r = groups.calibration_by_group(p, np.ones(len(p)), g, draws=10)
+    r = by_group.calibration_by_group(p, np.ones(len(p)), g, draws=10)
     for c in r.groups:
         assert c.ece == pytest.approx(1 - p[g == c.group].mean(), abs=1e-12)
 
 
 def test_bad_input():
     with pytest.raises(ValueError, match="differ in length"):
-        groups.calibration_by_group([0.5], [1, 0], ["a"])
+        by_group.calibration_by_group([0.5], [1, 0], ["a"])
     with pytest.raises(ValueError, match="min_size"):
-        groups.calibration_by_group([0.5], [1], ["a"], min_size=0)
+        by_group.calibration_by_group([0.5], [1], ["a"], min_size=0)
     with pytest.raises(ValueError, match="target"):
-        groups.calibration_by_group([0.5], [1.5], ["a"])
+        by_group.calibration_by_group([0.5], [1.5], ["a"])
 
 
 # ---------------------------------------------------------------------- params
@@ -351,8 +351,8 @@ def test_permutation_p_equals_a_loop_over_the_same_shuffles():
     from gece.stats.gap import shuffled_groups
 
     p, y, g = _random(10, n=300, k=3)
-    r = groups.calibration_by_group(p, y, g, min_size=1, draws=60, seed=5)
-    names, seg = groups.encode(g)
+    r = by_group.calibration_by_group(p, y, g, min_size=1, draws=60, seed=5)
+    names, seg = by_group.encode(g)
     rng = np.random.default_rng(5)
     null = []
     for start in range(0, 60, chunk_size(300)):
@@ -369,10 +369,10 @@ def test_permutation_p_sees_a_real_difference_and_not_a_random_split():
     p = rng.random(n)
     g = np.array(["a", "b"], dtype=object)[rng.integers(0, 2, n)]
     y = (rng.random(n) < p).astype(float)  # calibrated everywhere: labels say nothing
-    assert groups.calibration_by_group(p, y, g, draws=200).gap.p_perm > 0.05
+    assert by_group.calibration_by_group(p, y, g, draws=200).gap.p_perm > 0.05
     y_bad = np.where(g == "a", y, (rng.random(n) < 0.5).astype(float))  # group b: y ignores p
-    assert groups.calibration_by_group(p, y_bad, g, draws=200).gap.p_perm == pytest.approx(1 / 201)
-    one = groups.calibration_by_group(p, y, np.full(n, "a", dtype=object), draws=200)
+    assert by_group.calibration_by_group(p, y_bad, g, draws=200).gap.p_perm == pytest.approx(1 / 201)
+    one = by_group.calibration_by_group(p, y, np.full(n, "a", dtype=object), draws=200)
     assert one.gap.p_perm is None
 
 
@@ -407,7 +407,7 @@ def test_table_escapes_group_and_run_names():
     evil = "<script>x</script>|# *a*"
     p, y, _ = _random(12, n=100)
     g = np.where(np.arange(100) < 50, evil, "b").astype(object)
-    r = groups.calibration_by_group(p, y, g, draws=10)
+    r = by_group.calibration_by_group(p, y, g, draws=10)
     result = {
         "grouping": "bias_type",
         "protocol": "identity",

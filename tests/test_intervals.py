@@ -18,7 +18,7 @@ from gece import registry
 from gece.io.params import load_params
 from gece.pipeline.runs import reference_ids
 from gece.report.cells import ReportData
-from gece.report.stats import gap_agreement, mean_rmse
+from gece.report.stat_tables import gap_agreement, mean_rmse
 from gece.stats import gap, intervals
 from gece.stats import metrics as M
 

@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from gece.cli import main
-from gece.io.files import read_json, read_table
 from gece.io.lmeval_files import ImportMeta
+from gece.io.readers import read_json, read_table
 from gece.io.schemas import ScoreRow
 from gece.lmeval import export, requests, samples
 from gece.pipeline import prepare as prepare_stage

@@ -3,7 +3,7 @@ block of rows at a time inside the correctly rounded products, bfloat16 and floa
 float32, and the memory estimate that refuses a model before loading it.
 
 The checks are on tiny random Llama and Gemma-3 models saved in each dtype; the size bench
-(``benchmarks/bench_size.py``) runs the same code on models of real shapes.
+(``bench/bench_size.py``) runs the same code on models of real shapes.
 """
 
 from __future__ import annotations
@@ -156,11 +156,11 @@ def test_model_that_cannot_fit_is_refused_before_loading(tmp_path, monkeypatch, 
 
 
 def _size_bench():
-    """benchmarks/size.py as a module (it is a script, not part of the package), loaded anew: its settings
+    """bench/size.py as a module (it is a script, not part of the package), loaded anew: its settings
     (``GECE_SIZE_PAIRS``, ...) are read at import."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("size_bench", ROOT / "benchmarks" / "size.py")
+    spec = importlib.util.spec_from_file_location("size_bench", ROOT / "bench" / "size.py")
     size = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(size)
     return size

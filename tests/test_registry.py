@@ -16,7 +16,7 @@ from gece.registry import METHOD_NAMES, METRIC, METRICS
 from gece.report import cells as report_cells
 from gece.report import findings
 from gece.report import html as report_html
-from gece.report import stats as report_stats
+from gece.report import stat_tables as report_stats
 from gece.report import tables as report_tables
 from gece.stats import calibration, metrics
 

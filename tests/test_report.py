@@ -15,8 +15,8 @@ import yaml
 
 from gece.cli import main
 from gece.io import layout
-from gece.io.files import read_json
 from gece.io.params import MetricsParams, load_params
+from gece.io.readers import read_json
 from gece.io.schemas import BinsReport
 from gece.pipeline import metrics as metrics_stage
 from gece.pipeline import report as report_stage
@@ -27,7 +27,7 @@ from gece.report import html as report_html
 from gece.report import markdown as report_md
 from gece.report import markup as report_markup
 from gece.report import plots
-from gece.report import stats as report_stats
+from gece.report import stat_tables as report_stats
 from gece.report import tables as report_tables
 from gece.report.cells import Cell, Column, Row, Table, format_cell, mark_worst, resolve
 from gece.stats import metrics
@@ -376,7 +376,7 @@ def test_diagram_ece_is_the_metrics_ece(built_report):
 
 def test_figure_bytes_are_deterministic(tmp_path):
     bins = metrics.reliability_table(np.linspace(0, 1, 50), (np.arange(50) % 3 == 0).astype(float)).records()
-    from gece.io.files import write_figure
+    from gece.io.readers import write_figure
 
     for name in ("a.png", "b.png"):
         write_figure(tmp_path / name, plots.reliability_figure(bins, "m", 0.1), dpi=100)

@@ -273,7 +273,7 @@ def test_the_documented_dvc_exp_show_command_lines_parse_and_keep_real_columns()
     import yaml
     from dvc.cli import parse_args
 
-    from gece.io.files import flatten
+    from gece.io.readers import flatten
 
     commands = _documented_exp_show()
     assert len(commands) >= 4

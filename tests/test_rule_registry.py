@@ -123,7 +123,7 @@ from transformers import AutoTokenizer
 
 import gece
 from gece import cli
-from gece.io.files import read_table
+from gece.io.readers import read_table
 from gece.io.params import BenchmarkSpec, ExtractParams
 from gece.io.schemas import PreparedPair, ScoreRow
 from gece.io.lmeval_files import Sample

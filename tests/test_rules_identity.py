@@ -11,9 +11,9 @@ import pytest
 
 from gece.errors import GeceError
 from gece.io import layout
-from gece.io.files import read_json, read_table
 from gece.io.model_entry import ModelSpec
 from gece.io.params import ExtractParams
+from gece.io.readers import read_json, read_table
 from gece.io.schemas import PreparedPair, ScoreRow
 from gece.io.tokens import ExtractMeta, TokenRow
 from gece.io.writer import write_table

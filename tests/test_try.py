@@ -10,9 +10,9 @@ import yaml
 
 from gece.cli import main
 from gece.io import layout
-from gece.io.files import read_json
 from gece.io.model_entry import ModelSpec
 from gece.io.params import ExtractParams, load_params
+from gece.io.readers import read_json
 from gece.io.tokens import ExtractMeta
 from gece.pipeline import extract as extract_stage
 from gece.tools import try_model

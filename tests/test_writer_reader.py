@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from gece.cli import main
 from gece.io import benchmarks, crows
-from gece.io.files import read_table
+from gece.io.readers import read_table
 from gece.io.schemas import AnnotationRow, PreparedPair
 
 from .refusals import refusal
@@ -259,9 +259,9 @@ def labelled(draw) -> tuple[list[str], list[tuple[int, str, list[str]]]]:
 def test_what_prepare_and_annotate_write_their_readers_accept(tmp_path, case, tie):
     import pandas as pd
 
-    from gece.io.disk import check_unique_ids
-    from gece.io.files import iter_table, pair_ids
+    from gece.io.inputs import check_unique_ids
     from gece.io.params import AnnotateParams
+    from gece.io.readers import iter_table, pair_ids
     from gece.io.writer import write_table
     from gece.pipeline import annotate, groups
     from gece.pipeline import prepare as prepare_stage

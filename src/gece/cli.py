@@ -216,9 +216,9 @@ def _labels(parser: argparse.ArgumentParser, command: str) -> dict[str, str]:
 def check_paths(args: argparse.Namespace, labels: dict[str, str] | None = None) -> None:
     """Every path on the command line is one the system can look up (no name too long), and every output
     option names a writable path (no FIFO, device or directory; not an input), checked before any work (see
-    gece.io.disk)."""
-    from gece.io.atomic import check_outputs
-    from gece.io.disk import check_names
+    gece.io.inputs)."""
+    from gece.io.inputs import check_names
+    from gece.io.outputs import check_outputs
 
     labels = labels or {}
     check_names(

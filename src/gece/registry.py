@@ -375,7 +375,7 @@ DERIVED_GROUPINGS = ("pred_gender", "true_gender")
 GROUPING_COLUMNS = ("bias_type", "position", "first_diff", "n_targets", "y", "gender_more", "gender_less")
 GROUPINGS = DERIVED_GROUPINGS + GROUPING_COLUMNS
 GroupingName = Literal[GROUPINGS]  # type: ignore[valid-type]
-# the two protocols of the groups stage (gece.stats.groups): the paper's identity protocol and the annotators'
+# the two protocols of the groups stage (gece.stats.by_group): the paper's identity protocol and the annotators'
 # soft labels
 GROUP_PROTOCOLS = ("identity", "soft")
 GroupProtocol = Literal["identity", "soft"]

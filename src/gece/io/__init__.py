@@ -1,6 +1,6 @@
 """The file boundary: where every file lives (:mod:`gece.io.layout`), the parameters
 (:mod:`gece.io.params`), the schema of every file (:mod:`gece.io.schemas`), reading and writing them
-(:mod:`gece.io.files`), the checks every path and input size passes (:mod:`gece.io.disk`), and the readers
+(:mod:`gece.io.readers`), the checks every path and input size passes (:mod:`gece.io.inputs`), and the readers
 of benchmark files (:mod:`gece.io.benchmarks`, :mod:`gece.io.crows`). The only code that touches a file
 on disk.
 """

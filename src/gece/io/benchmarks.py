@@ -20,11 +20,11 @@ from typing import Literal
 import pandas as pd
 
 from gece.errors import GeceError
-from gece.io.disk import iconv_hint
-from gece.io.files import require_file
+from gece.io.inputs import iconv_hint
 from gece.io.lexicon import side_group
 from gece.io.model_entry import ID_HELP, is_id
 from gece.io.params import Cluster
+from gece.io.readers import require_file
 from gece.io.schemas import PreparedPair
 
 REQUIRED = ("sent_more", "sent_less", "y")

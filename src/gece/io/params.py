@@ -101,7 +101,7 @@ class AblateParams(Section):
 
 
 class GroupsParams(Section):
-    """Calibration by group (docs/metrics.md, gece.stats.groups): what to group by, the protocols, the smallest
+    """Calibration by group (docs/metrics.md, gece.stats.by_group): what to group by, the protocols, the smallest
     group."""
 
     by: list[GroupingName] = Field(  # type: ignore[valid-type]
@@ -392,7 +392,7 @@ _UniqueKeyLoader.add_implicit_resolver(
 def load_yaml(path: str | Path, hint: str) -> Any:
     """A small YAML file (params.yaml, a .dvc file) read strictly: a regular file within the size limit,
     UTF-8, valid YAML, no key written twice. Every failure is a GeceError naming the file and line."""
-    from gece.io.disk import read_text
+    from gece.io.inputs import read_text
 
     text = read_text(path, hint, "params_bytes")
     try:

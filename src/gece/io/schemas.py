@@ -2,7 +2,7 @@
 
 Tabular artifacts are Parquet whose columns and Arrow types follow a row model (``PreparedPair``,
 ``ScoreRow``, ...); reports are JSON validated by a report model. The models only say what a
-valid file holds; ``gece.io.files`` reads and writes the files against them.
+valid file holds; ``gece.io.readers`` reads and writes the files against them.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 Tabular artifacts are Parquet whose columns and Arrow types follow a pydantic row model of
 :mod:`gece.io.schemas` (or :mod:`gece.io.tokens`); reports are JSON validated by a pydantic model. Every
 write goes to a temporary file in the target directory and is renamed into place
-(:func:`gece.io.atomic.atomic_path`), so a killed run never leaves a half-written artifact, and a file's
-bytes depend only on its data. The readers are :mod:`gece.io.files`. This module is part of the code
+(:func:`gece.io.outputs.atomic_path`), so a killed run never leaves a half-written artifact, and a file's
+bytes depend only on its data. The readers are :mod:`gece.io.readers`. This module is part of the code
 that determines a token file's bytes (:func:`gece.scoring.extraction.scoring_code`), so it holds only the
 writers.
 """
@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from gece.errors import GeceError
-from gece.io.atomic import atomic_path, write_text
+from gece.io.outputs import atomic_path, write_text
 
 SCHEMA_VERSION = "1"
 

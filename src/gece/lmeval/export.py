@@ -19,8 +19,8 @@ import pandas as pd
 import yaml
 
 from gece.errors import GeceError
-from gece.io.atomic import write_text
 from gece.io.lmeval_files import Doc, Excluded, Export
+from gece.io.outputs import write_text
 from gece.io.writer import write_json
 from gece.lmeval import requests, samples
 from gece.rule_registry import RULE
@@ -180,7 +180,7 @@ def export(params: Any, model: str, benchmarks: list[str], out: Path, limit: int
     from transformers import AutoTokenizer
 
     from gece.io import layout
-    from gece.io.files import read_table
+    from gece.io.readers import read_table
     from gece.io.schemas import PreparedPair
 
     spec = loadable(params, model)

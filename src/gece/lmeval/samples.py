@@ -25,9 +25,9 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from gece.errors import GeceError
-from gece.io.files import read_table
 from gece.io.lmeval_files import ImportMeta, Sample
 from gece.io.model_entry import LMEVAL_PREFIX
+from gece.io.readers import read_table
 from gece.io.schemas import SCORE_PAIR_COLUMNS, PreparedPair
 from gece.lmeval import requests
 from gece.rule_registry import RULE

@@ -10,8 +10,8 @@ from pathlib import Path
 from gece import command
 from gece.errors import GeceError
 from gece.io import layout
-from gece.io.files import write_figure
 from gece.io.params import AblateParams, MetricsParams, Params
+from gece.io.readers import write_figure
 from gece.io.schemas import BinningReport, SampleSizeReport
 from gece.io.writer import write_json
 from gece.pipeline import runs

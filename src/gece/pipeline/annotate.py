@@ -18,8 +18,8 @@ import pandas as pd
 from gece import command
 from gece.errors import GeceError
 from gece.io import layout
-from gece.io.files import read_table
 from gece.io.params import AnnotateParams
+from gece.io.readers import read_table
 from gece.io.schemas import AnnotatedPair, AnnotationReport, AnnotationRow, PreparedPair
 from gece.io.writer import write_json, write_table
 
@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
     params = command.require_params(args)
     b = command.benchmark_of(args, params)
     settings = command.override(params.annotate, tie=args.tie)
-    from gece.io.atomic import check_outputs
+    from gece.io.outputs import check_outputs
 
     check_outputs({"annotated": layout.annotated(b), "report": layout.annotation_report(b)})
     annotate(

@@ -12,10 +12,10 @@ import pandas as pd
 from gece import command, options, registry
 from gece.errors import GeceError
 from gece.io import layout
-from gece.io.atomic import write_text
-from gece.io.files import read_table
 from gece.io.model_entry import is_id
+from gece.io.outputs import write_text
 from gece.io.params import AblateParams, CompareParams, MetricsParams
+from gece.io.readers import read_table
 from gece.io.schemas import CompareReport, PreparedPair
 from gece.io.writer import write_json
 from gece.pipeline import runs

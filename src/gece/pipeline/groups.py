@@ -1,7 +1,7 @@
 """Stage groups: calibration by group (Gender-ECE generalised, the paper's Table 4) of every run of a benchmark.
 
 For every run (:func:`gece.pipeline.runs.runs`), every grouping of ``groups.by`` and every protocol of
-``groups.protocols`` (:mod:`gece.stats.groups`): each group's ECE with its interval, and the largest gap
+``groups.protocols`` (:mod:`gece.stats.by_group`): each group's ECE with its interval, and the largest gap
 between groups -> ``reports/groups/<b>.json`` (``GroupsReport``) and the tables of ``reports/tables/groups.md``
 (Table-4-style tables). The groupings other than the genders are columns of the prepared pairs;
 the soft protocol reads the annotators' soft labels from ``artifacts/annotated/<b>.parquet``.
@@ -20,13 +20,13 @@ import pandas as pd
 from gece import command
 from gece.errors import GeceError
 from gece.io import layout
-from gece.io.files import read_table
 from gece.io.params import GroupsParams, MetricsParams, Params
+from gece.io.readers import read_table
 from gece.io.schemas import AnnotatedPair, GroupsReport, PreparedPair
 from gece.io.writer import write_json
 from gece.pipeline import runs
 from gece.registry import DERIVED_GROUPINGS
-from gece.stats import groups
+from gece.stats import by_group
 from gece.terminal import plain
 
 log = logging.getLogger("gece")
@@ -58,10 +58,10 @@ def soft_labels(benchmark: str, pairs: pd.DataFrame, root: Path = Path()) -> tup
 
 
 def group_counts(labels: np.ndarray, p: np.ndarray, rows: pd.DataFrame) -> dict[str, dict]:
-    """Per group (named as :func:`gece.stats.groups.encode` names it): its distinct (sent_more, sent_less) pairs
+    """Per group (named as :func:`gece.stats.by_group.encode` names it): its distinct (sent_more, sent_less) pairs
     and clusters among the prepared ``rows`` (:func:`gece.pipeline.runs.pair_counts`) and its share of pairs with
     p > 0.5 (the stereotype share of an identity benchmark's group)."""
-    names, codes = groups.encode(labels)
+    names, codes = by_group.encode(labels)
     inside = codes >= 0
     counts = runs.pair_counts(rows[inside], codes[inside])
     n = np.bincount(codes[inside], minlength=len(names))
@@ -106,12 +106,12 @@ def run_groups(
     if y_soft is None:
         targets["soft"] = (None, soft_reason)
     else:
-        targets["soft"] = (groups.soft_target(y, y_soft.reindex(ids).to_numpy(np.float64)), None)
+        targets["soft"] = (by_group.soft_target(y, y_soft.reindex(ids).to_numpy(np.float64)), None)
     rows = pairs.loc[ids, ["sent_more", "sent_less", "cluster"]]
     out = []
     for grouping in settings.by:
         if grouping in DERIVED_GROUPINGS:
-            labels, why = groups.gender_grouping(grouping, p, y, gm, gl)
+            labels, why = by_group.gender_grouping(grouping, p, y, gm, gl)
         else:
             labels, why = pairs.loc[ids, grouping].to_numpy(object), None
         for protocol in settings.protocols:
@@ -131,7 +131,7 @@ def run_groups(
                 )
                 continue
             extra = group_counts(labels, p, rows) if protocol == "identity" else {}
-            r = groups.calibration_by_group(
+            r = by_group.calibration_by_group(
                 p,
                 target,
                 labels,

@@ -12,8 +12,8 @@ import pandas as pd
 
 from gece import command, options
 from gece.io import layout
-from gece.io.files import read_table
 from gece.io.params import MetricsParams, Params
+from gece.io.readers import read_table
 from gece.io.schemas import BinsReport, MetricsReport, PreparedPair
 from gece.io.writer import write_json
 from gece.pipeline import runs

@@ -10,7 +10,7 @@ from pathlib import Path
 from gece import command
 from gece.errors import GeceError
 from gece.io import layout
-from gece.io.files import read_json
+from gece.io.readers import read_json
 from gece.io.schemas import NEUTRAL_KEYS, MetricsReport, NeutralReport
 from gece.io.writer import write_json
 

@@ -17,10 +17,10 @@ import pandas as pd
 from gece import command, registry
 from gece.errors import GeceError
 from gece.io import layout
-from gece.io.atomic import check_output_dir, clear_output_dir, write_bytes, write_text
-from gece.io.disk import check_input_dir
-from gece.io.files import png_size, png_text, read_table, write_figure
+from gece.io.inputs import check_input_dir
+from gece.io.outputs import check_output_dir, clear_output_dir, write_bytes, write_text
 from gece.io.params import Params
+from gece.io.readers import png_size, png_text, read_table, write_figure
 from gece.io.schemas import ScoreRow
 from gece.pipeline import report_data, runs, summary
 from gece.report import html as report_html

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from gece.io import layout
-from gece.io.files import read_json
 from gece.io.lmeval_files import ImportMeta
 from gece.io.params import Params
+from gece.io.readers import read_json
 from gece.io.schemas import (
     AnnotationReport,
     BinningReport,

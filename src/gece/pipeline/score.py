@@ -22,7 +22,7 @@ import pandas as pd
 from gece import command
 from gece.errors import GeceError
 from gece.io import layout
-from gece.io.files import read_json, read_table
+from gece.io.readers import read_json, read_table
 from gece.io.schemas import SCORE_PAIR_COLUMNS, PreparedPair, ScoreRow
 from gece.io.tokens import ExtractMeta, TokenRow
 from gece.io.writer import ROW_GROUP_ROWS, TableWriter, write_json

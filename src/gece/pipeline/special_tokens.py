@@ -10,7 +10,7 @@ from pathlib import Path
 from gece import command
 from gece.errors import GeceError
 from gece.io import layout
-from gece.io.files import read_json
+from gece.io.readers import read_json
 from gece.io.schemas import MetricsReport, SpecialTokensReport
 from gece.io.writer import write_json
 from gece.pipeline import runs

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from gece import command
 from gece.io import layout
-from gece.io.disk import check_input_dir
-from gece.io.files import flatten
+from gece.io.inputs import check_input_dir
 from gece.io.params import Params
+from gece.io.readers import flatten
 from gece.io.schemas import SummaryReport
 from gece.io.writer import write_json
 from gece.pipeline import report_data

@@ -11,8 +11,8 @@ Three questions, answered per benchmark whose labels vary (on a benchmark with y
   Each difference is oriented lower ECE first: ``A below B by d [l, h]`` with d = ECE_B − ECE_A.
 - **Gender gaps** (``reports/metrics/<b>/<m>.json``): the gap ECE female − ECE male, grouped by predicted and
   by human gender (:data:`gece.registry.GAPS`), is a finding when its bootstrap p-value, adjusted by Holm's
-  method over the runs of the benchmark (:func:`gece.report.stats.gap_holm`, the † of the gender-gap table),
-  is below :data:`gece.report.stats.ALPHA` and its interval is at most :data:`gece.report.gaps.GAP_MAX_WIDTH`
+  method over the runs of the benchmark (:func:`gece.report.stat_tables.gap_holm`, the † of the gender-gap table),
+  is below :data:`gece.report.stat_tables.ALPHA` and its interval is at most :data:`gece.report.gaps.GAP_MAX_WIDTH`
   wide (the width rule of the gaps between groups; the metrics reports carry no per-gender distinct counts, so
   the size rule cannot be applied here).
 - **Calibration changes** (``reports/calibration/<b>/<m>.json``, held-out split): per run the change
@@ -31,7 +31,7 @@ from gece.registry import GAPS
 from gece.report.cells import ReportData, constant_y, format_p
 from gece.report.findings import ranking
 from gece.report.gaps import GAP_MAX_WIDTH
-from gece.report.stats import ALPHA, gap_holm
+from gece.report.stat_tables import ALPHA, gap_holm
 
 COMPARED = "ece"  # the metric the model differences are stated in
 GAP_GROUPING = {"gap_pred": "predicted gender", "gap_true": "human gender"}

@@ -2,14 +2,14 @@
 
 The findings (:mod:`gece.report.findings`) headline the largest gap between the groups of a grouping only when its
 smaller group has at least :data:`GAP_MIN_DISTINCT` distinct pairs and its bootstrap interval is at most
-:data:`GAP_MAX_WIDTH` wide (:func:`gap_refusal`); the groups table (:mod:`gece.report.groups`) still shows every
+:data:`GAP_MAX_WIDTH` wide (:func:`gap_refusal`); the groups table (:mod:`gece.report.group_tables`) still shows every
 gap and marks the others :data:`GAP_MARK`. The two thresholds live here only (docs/metrics.md, Identity
 benchmarks).
 """
 
 from __future__ import annotations
 
-from gece.io.files import is_finite_number
+from gece.io.readers import is_finite_number
 from gece.report import identity
 from gece.report.cells import ReportData
 

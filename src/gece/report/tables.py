@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 
 from gece import registry
 from gece.io import layout
-from gece.io.files import flatten
+from gece.io.readers import flatten
 from gece.registry import METRIC, ONE_LABEL
 from gece.report.annotations import annotations_doc
 from gece.report.cells import (
@@ -33,10 +33,10 @@ from gece.report.cells import (
     ptr,
     shown_text,
 )
-from gece.report.groups import groups_doc
+from gece.report.group_tables import groups_doc
 from gece.report.identity import LABEL as IDENTITY_LABEL
 from gece.report.identity import OVERALL_COLUMNS, identity_doc
-from gece.report.stats import brier_ranking_tables, estimator_table, gender_gap_table, power_note
+from gece.report.stat_tables import brier_ranking_tables, estimator_table, gender_gap_table, power_note
 
 # Everything here is pure: the report stage (:mod:`gece.pipeline.report`) reads the JSON files into a
 # ``ReportData``, draws the figures, and writes what these functions return. A row's source is relative to

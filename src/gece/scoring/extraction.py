@@ -10,7 +10,7 @@ whose fingerprint still holds (:mod:`gece.pipeline.extract`), so an edit anywher
 help, a reader, a comment here) re-scores nothing, and an edit that may change a score re-scores.
 
 What this module reads comes through :class:`Inputs`, from readers outside this closure
-(:mod:`gece.io.files`): they validate and decode files whose bytes the fingerprint already holds (the
+(:mod:`gece.io.readers`): they validate and decode files whose bytes the fingerprint already holds (the
 prepared pairs) or that this module wrote (its shards).
 """
 

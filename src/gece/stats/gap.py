@@ -126,7 +126,7 @@ def null_statistics(
     p : ndarray of shape (n,)
         Pair scores in [0, 1], kept in place across the shufflings.
     y : ndarray of shape (n,)
-        Targets (0/1 labels, or the soft targets in [0, 1] of :mod:`gece.stats.groups`), kept in place.
+        Targets (0/1 labels, or the soft targets in [0, 1] of :mod:`gece.stats.by_group`), kept in place.
     groups : ndarray of int of shape (n,)
         Group codes; codes >= 0 are shuffled among themselves (:func:`shuffled_groups`), negative codes
         (no group) stay where they are.

@@ -22,8 +22,8 @@ from pathlib import Path
 from gece import options, registry
 from gece.errors import GeceError
 from gece.io import layout
-from gece.io.disk import read_text
-from gece.io.files import flatten, is_finite_number
+from gece.io.inputs import read_text
+from gece.io.readers import flatten, is_finite_number
 
 WORKSPACE = "workspace"
 DEFAULT_PATHS = (layout.summary_path().as_posix(),)  # the DVC metrics of dvc.yaml

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from gece import options
 from gece.errors import GeceError
-from gece.io.files import flatten, is_finite_number
+from gece.io.readers import flatten, is_finite_number
 from gece.tools import diff
 
 MAX_METRICS = 8  # metric columns shown at most (the largest spread first)

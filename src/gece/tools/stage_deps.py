@@ -25,8 +25,8 @@ from pathlib import Path
 from gece import command
 from gece.closure import PACKAGE, Tree, command_closure, commands
 from gece.errors import GeceError
-from gece.io.atomic import write_text
-from gece.io.disk import read_text
+from gece.io.inputs import read_text
+from gece.io.outputs import write_text
 from gece.terminal import literal, plural
 
 CODE = f"src/{PACKAGE}"  # how dvc.yaml spells the package's folder

@@ -3,7 +3,7 @@
 "Every metric" is the whole metrics report: binned, debiased and smooth ECE, Gender-ECE and its
 parts, the gender gaps with their bootstrap and permutation p-values, and a bias-corrected
 interval for each of the 21 scalars from the same 1000 resamples (issue 19).
-Target (issues 3 and 19): under 5 s. Runnable alone: ``python benchmarks/bench_metrics.py``.
+Target (issues 3 and 19): under 5 s. Runnable alone: ``python bench/bench_metrics.py``.
 Writes reports/bench/metrics.json.
 """
 
@@ -27,8 +27,8 @@ def main() -> dict:
     from rich.console import Console
     from rich.table import Table
 
-    from gece.io.files import read_table
     from gece.io.params import load_params
+    from gece.io.readers import read_table
     from gece.io.schemas import ScoreRow
     from gece.io.writer import write_json
     from gece.stats import metrics

@@ -1,6 +1,6 @@
 """What the bench scripts share (a script of its own folder, not part of the package): each script puts this
-folder on ``sys.path`` before importing it, so it loads however the script is run (``python benchmarks/x.py``,
-``benchmarks/run.py`` or a test's ``importlib``)."""
+folder on ``sys.path`` before importing it, so it loads however the script is run (``python bench/x.py``,
+``bench/run.py`` or a test's ``importlib``)."""
 
 from __future__ import annotations
 

@@ -148,7 +148,7 @@ def _peak_mb(device: str) -> float | None:
 def _logprobs(path: Path):
     import numpy as np
 
-    from gece.io.files import read_table
+    from gece.io.readers import read_table
     from gece.io.tokens import TokenRow
     from gece.scoring import rules
 
@@ -167,9 +167,9 @@ def _gece(model_dir: Path, dtype: str, prepared: Path, n: int, work: Path, devic
     import numpy as np
 
     from gece.io import layout
-    from gece.io.files import read_json
     from gece.io.model_entry import ModelSpec
     from gece.io.params import ExtractParams
+    from gece.io.readers import read_json
     from gece.pipeline import extract as extract_stage
     from gece.scoring import models
 
@@ -260,7 +260,7 @@ def _profile(run, pairs: int, device: str) -> dict:
 def _naive(lm, prepared: Path, n: int, ref, device: str) -> dict:
     import numpy as np
 
-    from gece.io.files import read_table
+    from gece.io.readers import read_table
     from gece.io.schemas import PreparedPair
     from gece.scoring import engine, planning
 
@@ -329,7 +329,7 @@ def _minicons(model_dir: Path, dtype: str, prepared: Path, n: int, device: str) 
     import torch
     from minicons import scorer
 
-    from gece.io.files import read_table
+    from gece.io.readers import read_table
     from gece.io.schemas import PreparedPair
 
     pairs, _ = read_table(prepared, PreparedPair)
@@ -384,7 +384,7 @@ def main() -> dict:
         work = Path(tmp)
         prepared = work / f"{BENCHMARK}.parquet"
         prepare_stage.prepare(ROOT / "data" / "benchmarks" / f"{BENCHMARK}.csv", prepared)
-        from gece.io.files import read_table
+        from gece.io.readers import read_table
         from gece.io.schemas import PreparedPair
 
         n = 40 if dry else len(read_table(prepared, PreparedPair)[0])

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gece.errors import GeceError
-from gece.io.atomic import node_kind
+from gece.io.outputs import node_kind
 
 MiB = 1 << 20
 # what one run holds in memory at most: bytes of a text input, rows of a Parquet file read whole

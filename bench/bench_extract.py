@@ -33,7 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py, however this is loaded
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/common.py, however this is loaded
 from common import chain_logprobs, minicons_word_logprobs, run_worker
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,8 +50,8 @@ REF_PAIRS = int(os.environ.get("GECE_BENCH_REF_PAIRS", "60"))  # pairs scored by
 # ------------------------------------------------------------------------ workers
 def _setup(work: Path):
     import gece  # noqa: F401  (pins torch's kernels and OpenBLAS's threads before torch and numpy load)
-    from gece.io.files import read_table
     from gece.io.params import load_params
+    from gece.io.readers import read_table
     from gece.io.schemas import PreparedPair
     from gece.pipeline import prepare as prepare_stage
     from gece.scoring import engine
@@ -119,8 +119,8 @@ def worker_matmul(work: Path) -> dict:
 
 
 def worker_gece(work: Path) -> dict:
-    from gece.io.files import read_table
     from gece.io.params import ExtractParams
+    from gece.io.readers import read_table
     from gece.io.tokens import TokenRow
     from gece.pipeline import extract as extract_stage
     from gece.scoring import models

@@ -35,8 +35,8 @@ minicons for the first try and the slice (``speed_*``; ``speed_*_bfloat16`` agai
 some models keeps the others' entries; each entry says its slice, its machine and its date).
 ``GECE_SIZE_PAIRS`` sets the slice (default 128 pairs); ``GECE_SIZE_BF16=1`` runs minicons_bfloat16 on any CPU.
 
-    python benchmarks/size.py                 # 0.4b, 1.2b and the shipped models
-    python benchmarks/size.py 3b              # a one-off run (6.4 GB of bfloat16 weights)
+    python bench/size.py                 # 0.4b, 1.2b and the shipped models
+    python bench/size.py 3b              # a one-off run (6.4 GB of bfloat16 weights)
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ import time
 import zlib
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py, however this is loaded
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/common.py, however this is loaded
 from common import chain_logprobs, minicons_word_logprobs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -165,7 +165,7 @@ def _rss_gb() -> float:
 
 
 def _pairs(tokenizer, special_tokens: bool, n: int):
-    from gece.io.files import read_table
+    from gece.io.readers import read_table
     from gece.io.schemas import PreparedPair
     from gece.pipeline import prepare as prepare_stage
     from gece.scoring import planning
@@ -178,9 +178,9 @@ def _pairs(tokenizer, special_tokens: bool, n: int):
 
 
 def worker_gece(path: Path, start: float) -> dict:
-    from gece.io.files import read_table
     from gece.io.model_entry import ModelSpec
     from gece.io.params import ExtractParams
+    from gece.io.readers import read_table
     from gece.io.tokens import TokenRow
     from gece.pipeline import extract as extract_stage
     from gece.scoring import engine, models

@@ -21,8 +21,8 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from gece.errors import GeceError
-from gece.io.atomic import atomic_path
-from gece.io.disk import check_input, check_unique_ids, over_limit, read_text
+from gece.io.inputs import check_input, check_unique_ids, over_limit, read_text
+from gece.io.outputs import atomic_path
 from gece.io.writer import META_PREFIX, arrow_schema, checked_arrow, fmt_error, validate_records, write_schema
 
 
@@ -47,7 +47,7 @@ def is_finite_number(x: object) -> bool:
 
 
 def require_file(path: str | Path, hint: str, size_limit: str | None = None) -> Path:
-    """``path`` if it is a readable regular file (within the ``size_limit`` of ``gece.io.disk.LIMITS``),
+    """``path`` if it is a readable regular file (within the ``size_limit`` of ``gece.io.inputs.LIMITS``),
     else a GeceError with ``hint``.
 
     Every reader of an input file calls this, so a file under a ``data/`` directory that does not
@@ -95,7 +95,7 @@ def read_json(path: str | Path, model: type[BaseModel] | TypeAdapter | None = No
 
 def _check_size(path: Path, pf: pq.ParquetFile, columns: list[str]) -> None:
     """A file read whole must fit the run: its rows and the uncompressed bytes of ``columns`` within
-    ``gece.io.disk.LIMITS`` (checked from the footer, before any row is read)."""
+    ``gece.io.inputs.LIMITS`` (checked from the footer, before any row is read)."""
     md = pf.metadata
     wanted = {i for i in range(md.num_columns) if md.schema.column(i).path.split(".")[0] in columns}
     size = sum(md.row_group(g).column(i).total_uncompressed_size for g in range(md.num_row_groups) for i in wanted)

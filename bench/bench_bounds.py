@@ -2,7 +2,7 @@
 
 Metrics, ablations, comparison and calibration hold a whole score file in memory (equal-mass bins
 sort it, the bootstrap resamples it), so they cannot stream: each checks the file's footer
-(rows, uncompressed bytes) against ``gece.io.disk.LIMITS`` before reading a row, and refuses a
+(rows, uncompressed bytes) against ``gece.io.inputs.LIMITS`` before reading a row, and refuses a
 larger file with exit 2, naming the limit and ``GECE_MAX_ROWS`` to raise it.
 
 Measured, each in its own process (its own peak RSS): ``gece metrics --json`` of
@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py, however this is loaded
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/common.py, however this is loaded
 from common import run_worker
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -111,7 +111,7 @@ def _measure(scores: Path, work: Path) -> dict:
 
 
 def main() -> dict:
-    from gece.io.disk import limit
+    from gece.io.inputs import limit
     from gece.io.writer import write_json
 
     accepted = int(os.environ.get("GECE_BENCH_ROWS", "100000"))

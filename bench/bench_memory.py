@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py, however this is loaded
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/common.py, however this is loaded
 from common import run_worker
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -3,7 +3,7 @@ figures of the previous build in place, as `dvc repro` finds them: reports/figur
 
 Targets: a rebuild under 10 s (issue 20); index.html under 200 KB, so the page loads fast (issue 38: the tables
 are on reports/pages/). Writes reports/bench/report.json. Run alone with
-`python benchmarks/run.py report`.
+`python bench/run.py report`.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Every output goes through :func:`check_output` (the CLI calls it for each output
 :func:`atomic_path` again before each write): only a regular file or a path that does not exist yet is
 written, after symlinks are resolved. A FIFO, a device, a directory or a path below a file is refused, so
 the temporary-file-and-rename never replaces such a node. The input side (sizes, kinds of input, the
-checks of several outputs together) is :mod:`gece.io.disk`.
+checks of several outputs together) is :mod:`gece.io.inputs`.
 """
 
 from __future__ import annotations
