@@ -200,7 +200,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
             formatter_class=_Help,
         )
         module.add_arguments(p)
-        p.set_defaults(func=module.run)
+        p.set_defaults(func=module.run, reads=getattr(module, "reads", None), writes=getattr(module, "writes", None))
     return parser
 
 
@@ -213,10 +213,30 @@ def _labels(parser: argparse.ArgumentParser, command: str) -> dict[str, str]:
     }
 
 
-def check_paths(args: argparse.Namespace, labels: dict[str, str] | None = None) -> None:
+def declared_inputs(args: argparse.Namespace) -> list[Path]:
+    """Every path the command of ``args`` reads, as its module declares them: ``--params``, the options named
+    by ``inputs`` (``p.set_defaults(inputs=(...))``) and what its ``reads(args)`` derives from the arguments
+    (the prepared file of ``--benchmark``, a run's source directory...). Files or directories."""
+    given = [getattr(args, name) for name in getattr(args, "inputs", ())]
+    derived = args.reads(args) if getattr(args, "reads", None) else []
+    return [
+        Path(args.params),
+        *(Path(p) for g in given for p in (g if isinstance(g, list) else [g]) if p is not None),
+    ] + [Path(p) for p in derived]
+
+
+def declared_outputs(args: argparse.Namespace) -> dict[str, Path | None]:
+    """Every path the command of ``args`` writes: its output options (``outputs``: label -> dest) and what its
+    ``writes(args)`` derives (the meta file beside a score file...), label -> path."""
+    given = {option: getattr(args, dest) for option, dest in getattr(args, "outputs", {}).items()}
+    return given | (args.writes(args) if getattr(args, "writes", None) else {})
+
+
+def check_paths(args: argparse.Namespace, labels: dict[str, str] | None = None) -> list[Path]:
     """Every path on the command line is one the system can look up (no name too long), and every output
-    option names a writable path (no FIFO, device or directory; not an input), checked before any work (see
-    gece.io.inputs)."""
+    (an option, or a file the command derives from one) names a writable path (no FIFO, device or directory;
+    not equal to, inside or around an input), checked before any work (see gece.io.outputs). Returns the
+    declared inputs."""
     from gece.io.inputs import check_names
     from gece.io.outputs import check_outputs
 
@@ -230,9 +250,9 @@ def check_paths(args: argparse.Namespace, labels: dict[str, str] | None = None) 
             if isinstance(p, Path)
         }
     )
-    given = [getattr(args, name) for name in getattr(args, "inputs", ())]
-    inputs = [p for g in given for p in (g if isinstance(g, list) else [g]) if p is not None]
-    check_outputs({option: getattr(args, dest) for option, dest in getattr(args, "outputs", {}).items()}, inputs)
+    inputs = declared_inputs(args)
+    check_outputs(declared_outputs(args), inputs)
+    return inputs
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -251,8 +271,12 @@ def main(argv: list[str] | None = None) -> int:
     handler.addFilter(LiteralFilter())
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, handlers=[handler], force=True)
     try:
-        check_paths(args, _labels(parser, args.command))
-        return args.func(args)
+        inputs = check_paths(args, _labels(parser, args.command))
+        sys.audit("gece.command", args.command, tuple(map(str, inputs)))  # for the tests that watch what it reads
+        try:
+            return args.func(args)
+        finally:
+            sys.audit("gece.command.end", args.command)
     except GeceError as e:
         err.print(f"[red]error[/]: {literal(e.message)}", highlight=False)
         for p in e.problems:

@@ -34,6 +34,15 @@ def require_params(args: argparse.Namespace):
     return load_params(args.params)
 
 
+def params_if_valid(args: argparse.Namespace):
+    """params.yaml (or --params) when it loads, else None: for a command's ``reads(args)``, which derives the
+    paths it reads before ``run`` (an invalid file is reported by ``run``, with its usual message)."""
+    try:
+        return require_params(args)
+    except GeceError:
+        return None
+
+
 def check_id(value: str, option: str) -> str:
     """``value`` of a command-line ``option`` if it is a valid benchmark or model id, else a GeceError."""
     from gece.io.model_entry import check_id as check

@@ -146,19 +146,36 @@ def write_bytes(path: str | Path, data: bytes) -> None:
         tmp.write_bytes(data)
 
 
-def check_outputs(outputs: dict[str, str | Path | None], inputs: list[str | Path] = ()) -> None:
-    """Check every given output (option -> path) before any work; none may be one of ``inputs``."""
+def overlap(output: Path, given: Path) -> str | None:
+    """How ``output`` (resolved) overlaps the input ``given`` (resolved): ``is``, ``contains``, ``is inside``, or
+    None when writing one cannot touch the other."""
+    if output == given:
+        return "is"
+    if given.is_relative_to(output):
+        return "contains"
+    if output.is_relative_to(given):
+        return "is inside"
+    return None
+
+
+def check_outputs(outputs: dict[str, str | Path | None], inputs: Collection[str | Path] = ()) -> None:
+    """Check every given output (option -> path) before any work: each is writable (:func:`check_output`), none
+    equals, contains or sits inside one of ``inputs`` (files or directories the command reads, after symlinks
+    are resolved), and no two are one path."""
     seen: dict[Path, str] = {}
     read = {Path(os.path.realpath(p)): p for p in inputs if p is not None}
     for option, path in outputs.items():
         if path is None:
             continue
         real = check_output(path, option)
-        if real in read:
-            raise GeceError(
-                f"{option} {path} is the input {read[real]}; writing it would replace the input",
-                hint=f"give {option} another path",
-            )
+        for given, shown in read.items():
+            how = overlap(real, given)
+            if how is not None:
+                what = "replace the input" if how == "is" else "replace or write into what the command reads"
+                raise GeceError(
+                    f"{option} {path} {how} the input {shown}; writing it would {what}",
+                    hint=f"give {option} a path outside {shown}",
+                )
         if real in seen:
             raise GeceError(
                 f"{option} {path} is also {seen[real]}; one would overwrite the other",

@@ -27,6 +27,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.set_defaults(outputs={"--out": "out"})
 
 
+def reads(args: argparse.Namespace) -> list[Path]:
+    """What this command reads besides --params: the prepared benchmark and the run's lm-eval output directory
+    (the registry entry's ``lmeval:<directory>``; its samples and results files are below it)."""
+    params = command.params_if_valid(args)
+    spec = params.registry.get(args.model) if params is not None else None
+    directory = samples.output_dir(spec.source) if spec is not None else None
+    return [layout.prepared_path(args.benchmark), *([directory] if directory is not None else [])]
+
+
+def writes(args: argparse.Namespace) -> dict[str, Path]:
+    """The files written besides --out: the score file (its default) and its meta beside it."""
+    out = args.out or layout.scores_path(args.benchmark, args.model)
+    return {"--out": out, "the meta file of --out": layout.meta_path(out)}
+
+
 def run(args: argparse.Namespace) -> int:
     command.check_id(args.model, "--model")
     command.check_id(args.benchmark, "--benchmark")

@@ -170,6 +170,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.set_defaults(outputs={"--out": "out"})
 
 
+def reads(args: argparse.Namespace) -> list[Path]:
+    """What this command reads besides --params: the prepared benchmark, the model's token file and its meta."""
+    tokens = layout.tokens_path(args.model, args.benchmark)
+    return [layout.prepared_path(args.benchmark), tokens, layout.meta_path(tokens)]
+
+
+def writes(args: argparse.Namespace) -> dict[str, Path]:
+    """The files written: the score file (--out, or its default) and its meta beside it."""
+    out = args.out or layout.scores_path(args.benchmark, args.model)
+    return {"--out": out, "the meta file of --out": layout.meta_path(out)}
+
+
 def run(args: argparse.Namespace) -> int:
     command.check_id(args.benchmark, "--benchmark")
     command.check_id(args.model, "--model")

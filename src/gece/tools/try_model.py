@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 from pathlib import Path
 
 from gece import command, options
@@ -207,6 +208,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, help="keep the score file here (default: a temporary file, removed)")
     p.add_argument("--json", action="store_true", help="print the metrics as JSON instead of a table")
     p.set_defaults(outputs={"--out": "out"})
+
+
+def reads(args: argparse.Namespace) -> list[Path]:
+    """What this command reads besides --params: the prepared benchmark (or the CSV it is prepared from) and a
+    model given as a local path (a directory or a .gguf file)."""
+    params = command.params_if_valid(args)
+    entry = params.benchmarks.get(args.benchmark) if params is not None else None
+    imported = entry is not None and entry.imported
+    source = layout.benchmark_source(params, args.benchmark) if imported else layout.benchmark_csv(args.benchmark)
+    model = params.registry[args.model].source if params is not None and args.model in params.registry else args.model
+    local = [Path(model)] if os.path.lexists(model) else []
+    return [layout.prepared_path(args.benchmark), Path(source), *local]
+
+
+def writes(args: argparse.Namespace) -> dict[str, Path]:
+    """The files written besides --out: the meta file beside it."""
+    return {"the meta file of --out": layout.meta_path(args.out)} if args.out else {}
 
 
 def run(args: argparse.Namespace) -> int:
