@@ -10,6 +10,8 @@ import pytest
 
 import gece  # noqa: F401  (first: torch must run its portable CPU kernels, see gece.scoring.exact)
 
+from .audit import watch_reads  # noqa: F401  (autouse: what each command reads is what it declares)
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -51,9 +52,11 @@ def require_file(path: str | Path, hint: str, size_limit: str | None = None) -> 
     else a GeceError with ``hint``.
 
     Every reader of an input file calls this, so a file under a ``data/`` directory that does not
-    exist (the DVC-tracked snapshot was never pulled) says so, instead of "file not found".
+    exist (the DVC-tracked snapshot was never pulled) says so, instead of "file not found". Raises the audit
+    event ``gece.read`` (the tests check what a command reads against what it declares: tests/audit.py).
     """
     path = Path(path)
+    sys.audit("gece.read", os.fspath(path))
     if os.path.lexists(path):
         return check_input(path, hint, size_limit)
     absent = [d for d in Path(os.path.abspath(path)).parents if d.name == "data" and not d.exists()]
