@@ -88,3 +88,4 @@ class ImportMeta(_Strict):
     pairs_scored: int = Field(ge=0)
     coverage: float = Field(ge=0.0, le=1.0)
     unscored: list[str]  # the prepared pairs with no sample, in prepared order: export.json's excluded, or not run
+    data_sha256: str | None = None  # the sha256 of the score file this meta describes (gece.io.paired)

@@ -126,6 +126,11 @@ class ExtractMeta(BaseModel):
         None,
         description="null: not run (backend vllm, no pairs, or the model's own forward pass overflows on the sample)",
     )
+    data_sha256: str | None = Field(
+        None,
+        description="the sha256 of the token or score file this meta describes (gece.io.paired; null: written "
+        "before gece recorded it, not checked)",
+    )
 
 
 class ExtractTiming(BaseModel):

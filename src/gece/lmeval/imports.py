@@ -9,7 +9,7 @@ from pathlib import Path
 
 from gece import command
 from gece.errors import GeceError
-from gece.io import layout
+from gece.io import layout, paired
 from gece.io.lmeval_files import ImportMeta
 from gece.io.schemas import ScoreRow
 from gece.io.writer import write_json, write_table
@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         params.extract.word_prob,
     )
     write_table(out, frame, ScoreRow, file_meta)
-    write_json(layout.meta_path(out), meta, ImportMeta)
+    write_json(layout.meta_path(out), paired.describing(meta, out), ImportMeta)
     command.out.print(
         f"[green]imported[/] {meta.pairs_scored} of {meta.pairs_prepared} pairs of {literal(args.benchmark)} "
         f"({literal(meta.samples_file)}, lm-eval {literal(meta.lm_eval_version)}) -> {literal(str(out))}",

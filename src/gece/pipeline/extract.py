@@ -32,7 +32,7 @@ from pathlib import Path
 
 from gece import command, options
 from gece.errors import GeceError
-from gece.io import layout
+from gece.io import layout, paired
 from gece.io.inputs import check_unique_ids
 from gece.io.model_entry import ModelSpec
 from gece.io.outputs import atomic_path, check_output, check_output_dir
@@ -111,6 +111,8 @@ def extract(
         shards=Path(shards) if shards else layout.shards_dir(out),
     )
     beside = f"remove it, or give OUT another name (the timing file and the shards directory are named after {out})"
+    check_output(outputs.tokens, "OUT")  # every output before any is written
+    check_output(outputs.meta, "the meta file", beside)
     check_output(outputs.timing, "the timing file", beside)
     check_output_dir(outputs.shards, "the shards directory", beside)
     resolved = models.resolve(spec)  # a missing package/file/hub id fails before any work
@@ -147,9 +149,9 @@ def retagged(src: Path, src_meta: Path, out: Path, updates: dict[str, object]) -
     frame, file_meta = read_table(src, TokenRow)
     write_table(out, frame, TokenRow, meta=file_meta | {k: v for k, v in updates.items() if k in file_meta})
     meta = read_json(src_meta, ExtractMeta)
-    write_json(
-        layout.meta_path(out), meta.model_copy(update={k: updates[k] for k in updates if k in meta.model_fields})
-    )
+    paired.check_pair(src, src_meta, meta, f"rerun gece extract --model {meta.model}")
+    meta = meta.model_copy(update={k: updates[k] for k in updates if k in meta.model_fields})
+    write_json(layout.meta_path(out), paired.describing(meta, out))
 
 
 def copy_tokens(model_id: str, source: str, benchmark: str, rule: str, key: str) -> None:
@@ -164,7 +166,10 @@ def copy_tokens(model_id: str, source: str, benchmark: str, rule: str, key: str)
     meta = {"benchmark": benchmark, "rule": rule, extraction.FINGERPRINT: key}
     write_table(out, frame, TokenRow, meta=file_meta | meta)
     old = read_json(layout.meta_path(src), ExtractMeta)
-    write_json(layout.meta_path(out), old.model_copy(update={"benchmark": benchmark, "rule": rule}))
+    paired.check_pair(src, layout.meta_path(src), old, f"rerun gece extract --model {model_id}")
+    write_json(
+        layout.meta_path(out), paired.describing(old.model_copy(update={"benchmark": benchmark, "rule": rule}), out)
+    )
     if layout.timing_path(src).exists():  # not when ``source`` was itself reused from a checkout (DVC ignores timings)
         timing = read_json(layout.timing_path(src), ExtractTiming)
         write_json(layout.timing_path(out), timing.model_copy(update={"benchmark": benchmark}))

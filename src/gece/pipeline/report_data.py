@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from gece.io import layout
+from gece.io import layout, paired
 from gece.io.lmeval_files import ImportMeta
 from gece.io.params import Params
 from gece.io.readers import read_json
@@ -150,6 +150,13 @@ def _read_run(
     if not scores.exists():
         lost["scores (for the equal-mass diagrams)"].append(key)
     meta = _read_optional(layout.meta_path(scores), ImportMeta if m in data.lmeval else ExtractMeta)
+    if meta is not None and scores.exists():
+        writer = (
+            f"gece lmeval-import --model {m} --benchmark {b}"
+            if m in data.lmeval
+            else f"gece score --benchmark {b} --model {m}"
+        )
+        paired.check_pair(scores, layout.meta_path(scores), meta, f"rerun {writer}")
     if meta is None:
         lost["extract metadata"].append(key)
     else:  # an import's unscored pair ids stay in its meta file: the page shows their count

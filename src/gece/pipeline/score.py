@@ -21,7 +21,8 @@ import pandas as pd
 
 from gece import command
 from gece.errors import GeceError
-from gece.io import layout
+from gece.io import layout, paired
+from gece.io.outputs import check_output
 from gece.io.readers import read_json, read_table
 from gece.io.schemas import SCORE_PAIR_COLUMNS, PreparedPair, ScoreRow
 from gece.io.tokens import ExtractMeta, TokenRow
@@ -100,10 +101,15 @@ def score(
     """
     prepared, tokens, out = Path(prepared), Path(tokens), Path(out)
     meta_out = Path(meta_out) if meta_out else layout.meta_path(out)
+    check_output(out, "the score file")  # both outputs before either is written
+    check_output(
+        meta_out, "the meta file of the score file", f"remove it, or give the score file another name than {out}"
+    )
     pairs, _ = read_table(prepared, PreparedPair)
     toks, tmeta = read_table(tokens, TokenRow)
     meta = read_json(layout.meta_path(tokens), ExtractMeta)
     rerun = f"rerun extract for {meta.model} (dvc repro extract@{meta.model})"
+    paired.check_pair(tokens, layout.meta_path(tokens), meta, rerun)
     if toks.empty:  # an empty score file would replace the previous one, and metrics refuse it
         raise GeceError(f"{tokens}: no pair in the token file; nothing was written to {out}", hint=rerun)
     base = pairs.head(len(toks))
@@ -140,7 +146,7 @@ def score(
     with TableWriter(out, ScoreRow, file_meta) as writer:  # row groups as extract wrote them before it kept tokens
         for start in range(0, max(len(frame), 1), ROW_GROUP_ROWS):
             writer.write(frame.iloc[start : start + ROW_GROUP_ROWS])
-    scored = meta.model_copy(update={"word_prob": word_prob})
+    scored = paired.describing(meta.model_copy(update={"word_prob": word_prob}), out)
     write_json(meta_out, scored)
     log.info("%s/%s: %d pairs, word_prob %s -> %s", meta.benchmark, meta.model, len(frame), word_prob, out)
     return scored

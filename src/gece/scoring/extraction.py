@@ -33,6 +33,7 @@ import pandas as pd
 
 from gece import closure, faults
 from gece.errors import GeceError
+from gece.io import paired
 from gece.io.model_entry import ModelSpec
 from gece.io.tokens import ExtractMeta, ExtractTiming, TokenRow
 from gece.io.writer import ROW_GROUP_ROWS, TableWriter, write_json, write_table
@@ -291,6 +292,7 @@ def extract(
         pairs_per_s=round(n / seconds, 3) if n and seconds > 0 else None,
         peak_rss_mb=round(_peak_rss_mb(), 1),
     )
+    meta = paired.describing(meta, outputs.tokens)
     write_json(outputs.meta, meta)
     write_json(outputs.timing, timing)
     shutil.rmtree(outputs.shards, ignore_errors=True)
