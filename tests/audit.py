@@ -14,7 +14,8 @@ of those, these are not inputs of the command and are allowed (:func:`allowed`):
 
 - Python's imports (``.py``, ``.pyc``, ``.so`` files, ``__pycache__``) and gece's own package files
   (``src/gece``: the report's page.css and page.html);
-- DVC's and git's internals (a path with a ``.dvc`` or ``.git`` component, ``.dvcignore``);
+- DVC's and git's internals (a path with a ``.dvc`` or ``.git`` component, ``.dvcignore``, ``.gitignore``);
+- a path that does not exist (an open that failed read nothing);
 - files the command itself wrote or created earlier in the same run (a temporary directory, a file it
   prepared and then reads).
 """
@@ -60,13 +61,13 @@ def allowed(path: Path) -> bool:
         return True
     if path.suffix in (".py", ".pyc", ".so") or "__pycache__" in path.parts or path.is_relative_to(PACKAGE):
         return True
-    if {".dvc", ".git"} & set(path.parts) or path.name == ".dvcignore":
+    if {".dvc", ".git"} & set(path.parts) or path.name in (".dvcignore", ".gitignore"):
         return True
     return any(path == w or path.is_relative_to(w) for w in WATCH.written)
 
 
 def _judge(path: Path) -> None:
-    if allowed(path) or any(path == d or path.is_relative_to(d) for d in WATCH.declared):
+    if not path.exists() or allowed(path) or any(path == d or path.is_relative_to(d) for d in WATCH.declared):
         return
     WATCH.undeclared.append((WATCH.command or "?", path))
 

@@ -153,6 +153,21 @@ def add_run_inputs(p: argparse.ArgumentParser, outputs: str) -> None:
     )
 
 
+def run_reads(args: argparse.Namespace) -> list[Path]:
+    """What a stage of :func:`add_run_inputs` reads besides its score file: with ``--benchmark``, the benchmark's
+    prepared pairs, its score files and the released scores of its references (an id that is no plain name
+    reads nothing: ``run`` refuses it)."""
+    from gece.io import layout
+
+    if not getattr(args, "benchmark", None):
+        return []
+    try:
+        b = args.benchmark
+        return [layout.prepared_path(b), layout.scores_dir(b), layout.reference_dir() / b]
+    except GeceError:
+        return []
+
+
 def one_input(args: argparse.Namespace, file: str, *file_options: str) -> None:
     """Either a score file (the positional ``file``, with its ``file_options``) or ``--benchmark``, not both."""
     if args.benchmark is not None:

@@ -146,6 +146,9 @@ def _print(title: str, sizes: dict, grid: dict, draws: int) -> None:
     command.out.print(table)
 
 
+reads = command.run_reads  # with --benchmark: the prepared pairs, score files and released scores it reads
+
+
 def run(args: argparse.Namespace) -> int:
     params = command.require_params(args)
     if args.benchmark is not None:

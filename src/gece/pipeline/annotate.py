@@ -115,6 +115,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.set_defaults(outputs={})
 
 
+def reads(args: argparse.Namespace) -> list[Path]:
+    """What it reads besides --params: the benchmark's prepared pairs and per-annotator labels."""
+    try:
+        return [layout.prepared_path(args.benchmark), layout.annotations(args.benchmark)]
+    except GeceError:  # no plain id: run refuses it
+        return []
+
+
 def run(args: argparse.Namespace) -> int:
     params = command.require_params(args)
     b = command.benchmark_of(args, params)

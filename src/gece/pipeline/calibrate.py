@@ -269,6 +269,9 @@ def _print_report(report: dict, meta: dict) -> None:
                 command.out.print(f"  {name}: {literal(m['reason'])}", highlight=False)
 
 
+reads = command.run_reads  # with --benchmark: the prepared pairs, score files and released scores it reads
+
+
 def run(args: argparse.Namespace) -> int:
     params = command.params_or_defaults(args)
     settings = command.override(

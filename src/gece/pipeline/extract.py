@@ -25,6 +25,7 @@ import argparse
 import contextlib
 import dataclasses
 import logging
+import os
 import shutil
 import typing
 from collections.abc import Mapping
@@ -374,6 +375,18 @@ def model_hint(model: str) -> str:
         f"add it to params.yaml (under registry: `my-model: {{source: {model}}}`, and to models), or try it "
         f"first without editing params.yaml: gece try {model} --benchmark winobias --limit 100"
     )
+
+
+def reads(args: argparse.Namespace) -> list[Path]:
+    """What it reads besides --params and PREPARED: the model's files (a source that is a local path), and the
+    finished shards of a killed run of OUT (resumed); without PREPARED (the stage), every prepared benchmark,
+    the token files of the entries with the same weights (reused) and dvc.lock (the last recorded run)."""
+    params = command.params_if_valid(args)
+    spec = params.registry.get(args.model) if params is not None else None
+    model = [Path(spec.source)] if spec is not None and os.path.lexists(spec.source) else []
+    if args.prepared is not None and args.out is not None:
+        return [*model, layout.shards_dir(args.out)]
+    return [*model, layout.ARTIFACTS / "prepared", layout.ARTIFACTS / "tokens", Path("dvc.lock")]
 
 
 def run(args: argparse.Namespace) -> int:

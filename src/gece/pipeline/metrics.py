@@ -115,6 +115,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.set_defaults(outputs={"--out": "out", "--bins-out": "bins_out"}, inputs=("scores",))
 
 
+reads = command.run_reads  # with --benchmark: the prepared pairs, score files and released scores it reads
+
+
 def run(args: argparse.Namespace) -> int:
     params = command.params_or_defaults(args)
     settings = command.override(params.metrics if params else MetricsParams(), n_bins=args.n_bins, binning=args.binning)

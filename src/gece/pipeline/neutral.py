@@ -36,6 +36,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.set_defaults(outputs={"--out": "out"})
 
 
+def reads(args: argparse.Namespace) -> list[Path]:
+    """What it reads besides --params: the runs' metrics reports (and score files) of every benchmark."""
+    return [layout.REPORTS / layout.METRICS_DIR, layout.scores_root()]
+
+
 def run(args: argparse.Namespace) -> int:
     command.check_id(args.model, "--model")
     params = command.require_params(args)

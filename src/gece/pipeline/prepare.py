@@ -178,6 +178,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.set_defaults(outputs={"OUT": "out", "--annotations": "annotations"}, inputs=("csv", "labels"))
 
 
+def reads(args: argparse.Namespace) -> list[Path]:
+    """What ``--benchmark B`` reads besides --params: its source CSV and its per-annotator labels (when the
+    file exists); CSV and --labels are declared as options."""
+    params = command.params_if_valid(args)
+    if args.benchmark is None or params is None or args.benchmark not in params.benchmarks:
+        return []
+    return [layout.benchmark_source(params, args.benchmark), layout.annotations_csv(args.benchmark)]
+
+
 def run(args: argparse.Namespace) -> int:
     params = command.params_or_defaults(args)
     settings = command.override(params.prepare if params else PrepareParams(), duplicates=args.duplicates)

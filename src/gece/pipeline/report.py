@@ -436,6 +436,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-dvc", type=Path, default=Path("data.dvc"), help="for the data hash (default: %(default)s)")
 
 
+def reads(args: argparse.Namespace) -> list[Path]:
+    """What it reads besides --params: --reports, --scores, --data-dvc and the benchmarks' source files."""
+    params = command.params_if_valid(args)
+    sources = [layout.benchmark_source(params, b) for b in params.benchmarks] if params is not None else []
+    return [args.reports, args.scores, args.data_dvc, *sources]
+
+
 def run(args: argparse.Namespace) -> int:
     params = command.require_params(args)
     result = report_stage(params, args.reports, args.scores, args.out, args.data_dvc)

@@ -54,6 +54,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.set_defaults(outputs={"--out": "out"})
 
 
+def reads(args: argparse.Namespace) -> list[Path]:
+    """What it reads besides --params: every report folder below --reports (not --reports itself, whose
+    summary.json is this command's output) and the score files' meta files."""
+    folders = sorted(d for d in Path(args.reports).iterdir() if d.is_dir()) if Path(args.reports).is_dir() else []
+    return [*folders, layout.scores_root()]
+
+
 def run(args: argparse.Namespace) -> int:
     params = command.require_params(args)
     result, f = summary_stage(params, args.reports, args.out)

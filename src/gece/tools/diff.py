@@ -470,6 +470,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def reads(args: argparse.Namespace) -> list[Path]:
+    """What it reads in the workspace: the given paths, else reports/ (summary.json and the DVC metrics) and
+    dvc.yaml, which names the metrics; the revisions' files are read from git."""
+    return [Path(p) for p in args.paths] or [layout.REPORTS, Path("dvc.yaml")]
+
+
 def run(args: argparse.Namespace) -> int:
     import json
 

@@ -148,6 +148,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "targets", nargs="*", default=list(DEFAULT_TARGETS), help=".dvc files to pull (default: %(default)s)"
     )
+    p.set_defaults(inputs=("targets",))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -25,6 +25,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--allow-duplicates", action="store_true", help="same as --duplicates keep (conflicting labels stay errors)"
     )
+    p.set_defaults(inputs=("csv",))
 
 
 def run(args: argparse.Namespace) -> int:
