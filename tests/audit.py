@@ -1,10 +1,10 @@
 """What a command reads, checked against what it declares (issue 49, item 2).
 
 Every command declares the paths it reads (``gece.cli.declared_inputs``: ``--params``, its input options and its
-module's ``reads(args)``) and announces them with the audit event ``gece.command`` before it runs
-(``gece.command.end`` after). An audit hook (:func:`sys.addaudithook`, installed once per test process) records,
+module's ``reads(args)``) and announces them with the audit event ``gece_command`` before it runs
+(``gece_command_end`` after). An audit hook (:func:`sys.addaudithook`, installed once per test process) records,
 between the two, every file the command opens for reading (the ``open`` event) or checks as an input (the
-``gece.read`` event of ``gece.io.readers.require_file``, which every reader of an artifact calls: Parquet is
+``gece_read`` event of ``gece.io.readers.require_file``, which every reader of an artifact calls: Parquet is
 opened by Arrow's C++, which raises no ``open`` event). The autouse fixture :func:`watch_reads` fails a test
 whose command read a file that its declaration does not name, so every in-process CLI test checks the
 declarations against what really happens.
@@ -86,15 +86,15 @@ def _opened(args: tuple) -> None:
 def _hook(event: str, args: tuple) -> None:
     """The audit hook: never raises (an exception here would fail the call that raised the event)."""
     try:
-        if event == "gece.command":
+        if event == "gece_command":
             WATCH.command, WATCH.declared, WATCH.written = args[0], tuple(real(p) for p in args[1]), set()
-        elif event == "gece.command.end":
+        elif event == "gece_command_end":
             WATCH.command = None
         elif WATCH.command is None:
             return
         elif event == "open":
             _opened(args)
-        elif event == "gece.read":
+        elif event == "gece_read":
             _judge(real(args[0]))
         elif event == "os.rename":
             WATCH.written.add(real(args[1]))

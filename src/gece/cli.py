@@ -272,11 +272,11 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, handlers=[handler], force=True)
     try:
         inputs = check_paths(args, _labels(parser, args.command))
-        sys.audit("gece.command", args.command, tuple(map(str, inputs)))  # for the tests that watch what it reads
+        sys.audit("gece_command", args.command, tuple(map(str, inputs)))  # for the tests that watch what it reads
         try:
             return args.func(args)
         finally:
-            sys.audit("gece.command.end", args.command)
+            sys.audit("gece_command_end", args.command)
     except GeceError as e:
         err.print(f"[red]error[/]: {literal(e.message)}", highlight=False)
         for p in e.problems:

@@ -53,10 +53,10 @@ def require_file(path: str | Path, hint: str, size_limit: str | None = None) -> 
 
     Every reader of an input file calls this, so a file under a ``data/`` directory that does not
     exist (the DVC-tracked snapshot was never pulled) says so, instead of "file not found". Raises the audit
-    event ``gece.read`` (the tests check what a command reads against what it declares: tests/audit.py).
+    event ``gece_read`` (the tests check what a command reads against what it declares: tests/audit.py).
     """
     path = Path(path)
-    sys.audit("gece.read", os.fspath(path))
+    sys.audit("gece_read", os.fspath(path))
     if os.path.lexists(path):
         return check_input(path, hint, size_limit)
     absent = [d for d in Path(os.path.abspath(path)).parents if d.name == "data" and not d.exists()]

@@ -172,6 +172,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.set_defaults(outputs={"--out": "out", "--markdown-out": "markdown_out"}, inputs=("scores",))
 
 
+def reads(args: argparse.Namespace) -> list[Path]:
+    """What it reads besides its score files: with --benchmark, that benchmark's (:func:`gece.command.run_reads`);
+    with score files, the prepared pairs of the benchmark their metadata names (one of artifacts/prepared/)."""
+    return command.run_reads(args) if args.benchmark else [layout.ARTIFACTS / "prepared"]
+
+
 def run(args: argparse.Namespace) -> int:
     params = command.params_or_defaults(args)
     metric_settings = params.metrics if params else MetricsParams()
