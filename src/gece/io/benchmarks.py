@@ -14,13 +14,14 @@ import difflib
 import re
 from dataclasses import dataclass
 from io import StringIO
+from itertools import islice
 from pathlib import Path
 from typing import Literal
 
 import pandas as pd
 
 from gece.errors import GeceError
-from gece.io.disk import iconv_hint
+from gece.io.disk import iconv_hint, limit, read_bytes
 from gece.io.files import require_file
 from gece.io.params import ID_HELP, Cluster, is_id
 from gece.io.schemas import PreparedPair
@@ -46,6 +47,11 @@ def words(sentence: str) -> list[Word]:
     return [Word(m.group(), m.start(), m.end()) for m in WORD.finditer(sentence)]
 
 
+def more_words_than(sentence: str, cap: int) -> bool:
+    """Whether ``sentence`` has more than ``cap`` words, found by reading no further than its word ``cap + 1``."""
+    return next(islice(WORD.finditer(sentence), cap, None), None) is not None
+
+
 @dataclass(frozen=True)
 class Alignment:
     """Words in which two sentences differ: one list per side, in sentence order."""
@@ -60,7 +66,9 @@ class Alignment:
 def align(sent_more: str, sent_less: str) -> Alignment:
     """Word-level alignment of two sentences (difflib on word lists, case-sensitive).
 
-    Every non-equal block contributes its words on each side as targets.
+    Every non-equal block contributes its words on each side as targets. Its cost grows with the product of the
+    two sentences' words (far more for a sentence of one repeated word), so :func:`check_rows` refuses a sentence
+    of more than ``limit("sentence_words")`` words before it is aligned.
     """
     a, b = words(sent_more), words(sent_less)
     sm = difflib.SequenceMatcher(a=[w.text for w in a], b=[w.text for w in b], autojunk=False)
@@ -79,8 +87,8 @@ def align(sent_more: str, sent_less: str) -> Alignment:
 
 
 # ------------------------------------------------------------------------- reading
-def _decode(path: Path) -> str:
-    raw = path.read_bytes()
+def _decode(path: Path, hint: str) -> str:
+    raw = read_bytes(path, hint, "csv_bytes")
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -116,11 +124,42 @@ def benchmark_id(path: str | Path) -> str:
     return name
 
 
+# one CSV field: quoted (a doubled quote inside), or unquoted and free of quotes
+_FIELD = re.compile(r'"(?:[^"]|"")*"|[^,"\r\n]*')
+CSV_HINT = 'quote fields that contain commas, quotes or line breaks ("a, b"), and double the quotes inside them ("")'
+
+
+def stray_quote(text: str) -> int | None:
+    """The offset of the first quote inside an unquoted field of a CSV (``The cook said "he was late.``), or None.
+
+    Python's csv module reads such a quote as text, where RFC 4180 allows a quote only in a quoted field, doubled;
+    a stray quote is often the opening quote of a field whose closing one is missing. Read field by field."""
+    if '"' not in text:
+        return None
+    pos, n = 0, len(text)
+    while pos < n:
+        end = _FIELD.match(text, pos).end()  # type: ignore[union-attr]  # matches at every offset (may be empty)
+        if end < n and text[end] not in ",\r\n":
+            return end if text[end] == '"' else end - 1  # a quote in the field, or the quote that closed it early
+        pos = end + 1
+    return None
+
+
+def _nul_rows(path: Path, records: list[tuple[int, list[str]]]) -> list[str]:
+    """A problem for each record holding a NUL character: no text has one, so the file is corrupt."""
+    return [
+        f"{path}: {'the header' if i == 0 else f'row {i}'} (line {line}): a NUL byte in field {k + 1}"
+        for i, (line, fields) in enumerate(records)
+        for k in [next((k for k, f in enumerate(fields) if "\x00" in f), None)]
+        if k is not None
+    ]
+
+
 def _records(path: Path, text: str) -> tuple[list[str], list[tuple[int, list[str]]]]:
     """The header and the data records of a CSV, each record with the line it starts on.
 
     Blank lines are skipped; a malformed file (a stray quote, a field over the size limit) is an
-    error naming the line.
+    error naming the line, and so is a NUL byte (no text has one: the file is corrupt).
     """
     reader = csv.reader(StringIO(text, newline=""), strict=True)
     records: list[tuple[int, list[str]]] = []
@@ -131,11 +170,22 @@ def _records(path: Path, text: str) -> tuple[list[str], list[tuple[int, list[str
                 records.append((line, fields))
             line = reader.line_num + 1
     except csv.Error as e:
+        raise GeceError(f"{path}: not a readable CSV: line {line}: {e}", hint=CSV_HINT) from e
+    if (at := stray_quote(text)) is not None:
+        start = text.rfind("\n", 0, at) + 1
+        shown = text[start : text.find("\n", at) if "\n" in text[at:] else len(text)].rstrip("\r")
+        shown = shown if len(shown) <= 80 else f"...{text[max(start, at - 40) : at + 20]}..."
         raise GeceError(
-            f"{path}: not a readable CSV: line {line}: {e}",
-            hint='quote fields that contain commas, quotes or line breaks ("a, b"), '
-            'and double the quotes inside them ("")',
-        ) from e
+            f"{path}: not a readable CSV: line {text.count(chr(10), 0, at) + 1}, column {at - start + 1}: a quote "
+            f"inside an unquoted field ({shown!r}); the field's opening quote is missing, or its quote is not doubled",
+            hint=CSV_HINT,
+        )
+    if nul := _nul_rows(path, records):
+        raise GeceError(
+            f"{path}: {len(nul)} record(s) hold a NUL byte, which no text has: the file is corrupt or not text",
+            problems=nul[:MAX_SHOWN] + _more(len(nul)),
+            hint="get a fresh copy of the file (a NUL usually comes from an interrupted copy or a binary file)",
+        )
     if not records:
         raise GeceError(
             f"{path}: the file is empty",
@@ -148,7 +198,7 @@ def _records(path: Path, text: str) -> tuple[list[str], list[tuple[int, list[str
 def read_records(path: str | Path, hint: str) -> tuple[Path, list[str], list[tuple[int, list[str]]]]:
     """A CSV read strictly (size limit, UTF-8, quoting): (path, header, data records with their line)."""
     path = require_file(path, hint=hint, size_limit="csv_bytes")
-    header, rows = _records(path, _decode(path))
+    header, rows = _records(path, _decode(path, hint))
     return path, header, rows
 
 
@@ -213,9 +263,17 @@ def check_rows(
     keep: list[int] = []
     unscorable: list[str] = []
     dropped: list[int] = []
+    cap = limit("sentence_words")
     for i, (line, more, less, y) in enumerate(zip(df.index, df["sent_more"], df["sent_less"], df["y"], strict=True)):
         row = i + 1
         at = f"{source}: row {row} (line {line})"
+        if long := [side for side, text in (("sent_more", more), ("sent_less", less)) if more_words_than(text, cap)]:
+            problems.append(
+                f"{at}: {' and '.join(long)} has more than {cap} words, the limit of a sentence (aligning two "
+                "sentences costs the product of their words); shorten or split it, or raise the limit with "
+                f"GECE_MAX_SENTENCE_WORDS in the environment"
+            )
+            continue
         bad = []
         if not more.strip():
             bad.append("sent_more is empty; fill in both sentences")
