@@ -14,7 +14,6 @@ import difflib
 import re
 from dataclasses import dataclass
 from io import StringIO
-from itertools import islice
 from pathlib import Path
 from typing import Literal
 
@@ -47,9 +46,31 @@ def words(sentence: str) -> list[Word]:
     return [Word(m.group(), m.start(), m.end()) for m in WORD.finditer(sentence)]
 
 
-def more_words_than(sentence: str, cap: int) -> bool:
-    """Whether ``sentence`` has more than ``cap`` words, found by reading no further than its word ``cap + 1``."""
-    return next(islice(WORD.finditer(sentence), cap, None), None) is not None
+class AlignTooCostly(ValueError):
+    """Aligning two sentences would take more steps than its budget (:func:`align`)."""
+
+    def __init__(self, budget: int):
+        super().__init__(budget)
+        self.budget = budget
+
+
+class _Counted(difflib.SequenceMatcher):
+    """difflib's matcher, same results, that stops once its longest-match searches would try more than ``budget``
+    places: each search tries, for each word of side a in its range, every place side b has that word."""
+
+    def __init__(self, a: list[str], b: list[str], budget: int):
+        super().__init__(a=a, b=b, autojunk=False)
+        self.budget, self.steps = budget, 0
+        self.tries = [0]  # tries[i]: the places side b has words a[:i]
+        for word in a:
+            self.tries.append(self.tries[-1] + len(self.b2j.get(word, ())))
+
+    def find_longest_match(self, alo: int = 0, ahi: int | None = None, blo: int = 0, bhi: int | None = None):
+        ahi = len(self.a) if ahi is None else ahi
+        self.steps += self.tries[ahi] - self.tries[alo] + 1
+        if self.steps > self.budget:
+            raise AlignTooCostly(self.budget)
+        return super().find_longest_match(alo, ahi, blo, bhi)
 
 
 @dataclass(frozen=True)
@@ -66,12 +87,14 @@ class Alignment:
 def align(sent_more: str, sent_less: str) -> Alignment:
     """Word-level alignment of two sentences (difflib on word lists, case-sensitive).
 
-    Every non-equal block contributes its words on each side as targets. Its cost grows with the product of the
-    two sentences' words (far more for a sentence of one repeated word), so :func:`check_rows` refuses a sentence
-    of more than ``limit("sentence_words")`` words before it is aligned.
+    Every non-equal block contributes its words on each side as targets. difflib's cost grows with the product
+    of the two sentences' words where they repeat words (a sentence of one word repeated: the cube of its
+    length), so the alignment has a budget of ``limit("align_steps")`` steps a word of the pair (at least 50 words
+    counted) and raises :class:`AlignTooCostly` past it: the cost of a file stays linear in its size.
     """
     a, b = words(sent_more), words(sent_less)
-    sm = difflib.SequenceMatcher(a=[w.text for w in a], b=[w.text for w in b], autojunk=False)
+    budget = limit("align_steps") * max(len(a) + len(b), 50)
+    sm = _Counted([w.text for w in a], [w.text for w in b], budget)
     more: list[Word] = []
     less: list[Word] = []
     blocks, first = 0, len(a)
@@ -263,17 +286,9 @@ def check_rows(
     keep: list[int] = []
     unscorable: list[str] = []
     dropped: list[int] = []
-    cap = limit("sentence_words")
     for i, (line, more, less, y) in enumerate(zip(df.index, df["sent_more"], df["sent_less"], df["y"], strict=True)):
         row = i + 1
         at = f"{source}: row {row} (line {line})"
-        if long := [side for side, text in (("sent_more", more), ("sent_less", less)) if more_words_than(text, cap)]:
-            problems.append(
-                f"{at}: {' and '.join(long)} has more than {cap} words, the limit of a sentence (aligning two "
-                "sentences costs the product of their words); shorten or split it, or raise the limit with "
-                f"GECE_MAX_SENTENCE_WORDS in the environment"
-            )
-            continue
         bad = []
         if not more.strip():
             bad.append("sent_more is empty; fill in both sentences")
@@ -285,7 +300,16 @@ def check_rows(
             if more == less:
                 bad.append("sent_more and sent_less are identical; they must differ in the gendered word")
             else:
-                al = align(more, less)
+                try:
+                    al = align(more, less)
+                except AlignTooCostly as e:
+                    problems.append(
+                        f"{at}: the two sentences repeat words too often to be aligned word by word within "
+                        f"{e.budget:,} steps ({limit('align_steps')} a word; a real pair needs at most 2 a word); "
+                        "shorten them (a sentence of one word repeated), or raise the steps a word with "
+                        "GECE_MAX_ALIGN_STEPS in the environment"
+                    )
+                    continue
                 if not al.more or not al.less:
                     side = "sent_more" if not al.more else "sent_less"
                     what = (
