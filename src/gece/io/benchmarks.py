@@ -54,7 +54,7 @@ class AlignTooCostly(ValueError):
         self.budget = budget
 
 
-class _Counted(difflib.SequenceMatcher):
+class CountedMatcher(difflib.SequenceMatcher):
     """difflib's matcher, same results, that stops once its longest-match searches would try more than ``budget``
     places: each search tries, for each word of side a in its range, every place side b has that word."""
 
@@ -94,7 +94,7 @@ def align(sent_more: str, sent_less: str) -> Alignment:
     """
     a, b = words(sent_more), words(sent_less)
     budget = limit("align_steps") * max(len(a) + len(b), 50)
-    sm = _Counted([w.text for w in a], [w.text for w in b], budget)
+    sm = CountedMatcher([w.text for w in a], [w.text for w in b], budget)
     more: list[Word] = []
     less: list[Word] = []
     blocks, first = 0, len(a)
@@ -193,6 +193,13 @@ def _records(path: Path, text: str) -> tuple[list[str], list[tuple[int, list[str
                 records.append((line, fields))
             line = reader.line_num + 1
     except csv.Error as e:
+        if "field larger than field limit" in str(e):
+            raise GeceError(
+                f"{path}: not a readable CSV: line {line}: a field of more than {csv.field_size_limit():,} "
+                "characters, the most one field may hold",
+                hint="a quote that is never closed makes the rest of the file one field: check the quoting on that "
+                "line; a sentence is at most that long",
+            ) from None
         raise GeceError(f"{path}: not a readable CSV: line {line}: {e}", hint=CSV_HINT) from e
     if (at := stray_quote(text)) is not None:
         start = text.rfind("\n", 0, at) + 1

@@ -343,7 +343,7 @@ def read_text(path: str | Path, hint: str, size_limit: str) -> str:
 
 JSON_DEPTH = 64  # arrays and objects inside one another: gece's own files and lm-eval's logs nest fewer than 10
 JSON_NUMBER_CHARS = 100  # characters of one number: a float as Python writes it has at most 24
-_SURROGATE = re.compile(r"\\u[dD][89abAB]")  # an escaped UTF-16 half, which is text only in a pair
+_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")  # an escaped UTF-16 half, which is text only in a pair
 
 
 class _JsonRefused(ValueError):
