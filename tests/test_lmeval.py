@@ -365,7 +365,7 @@ def test_import_reads_bounded_json(workdir, capsys, kind, says):
     assert not (workdir / "artifacts/scores").exists()
 
 
-@refusal("E-LMEVAL-FILE", readers=["lmeval-import"])
+@refusal("E-LMEVAL-FILE", "E-SIZE-TEXT", readers=["lmeval-import"])
 def test_import_bounds_the_samples_file_and_reads_results_strictly(workdir, capsys, monkeypatch):
     write_samples(workdir, good_samples(3))
     monkeypatch.setenv("GECE_MAX_LMEVAL_BYTES", "100")
