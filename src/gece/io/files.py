@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from gece.errors import GeceError
-from gece.io.disk import atomic_path, check_input, check_unique_ids, over_limit, read_text, write_text
+from gece.io.disk import atomic_path, check_input, check_unique_ids, over_limit, parse_json, read_text, write_text
 
 SCHEMA_VERSION = "1"
 ROW_GROUP_ROWS = 2048  # rows per row group of a file written in chunks (extract's window of pairs)
@@ -119,12 +119,7 @@ def write_json(path: str | Path, obj: Any, model: type[BaseModel] | TypeAdapter 
 def read_json(path: str | Path, model: type[BaseModel] | TypeAdapter | None = None) -> Any:
     path = require_file(path, hint="run the stage that writes it (dvc repro)", size_limit="json_bytes")
     text = read_text(path, "run the stage that writes it (dvc repro)", "json_bytes")  # a bad byte: its line
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise GeceError(f"{path}: not valid JSON ({e})", hint="delete it and rerun the stage") from e
-    except RecursionError:
-        raise GeceError(f"{path}: not valid JSON (nested too deeply)", hint="delete it and rerun the stage") from None
+    data = parse_json(text, str(path), "delete it and rerun the stage")  # bounded depth and numbers
     if model is None:
         return data
     try:
