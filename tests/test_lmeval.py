@@ -341,7 +341,7 @@ def _hostile_text(kind: str, text: str) -> str | bytes:
 HOSTILE_TEXT = [
     ("not utf-8", "not valid UTF-8 text: line 2, column"),
     ("long number", "line 1: refused JSON: a number of 1,000,001 characters (at most 100)"),
-    ("deep", "line 1: not valid JSON: nested too deeply (at most 64)"),
+    ("deep", "line 1: not valid JSON (nested too deeply), at most 64 levels"),
     ("depth 65", "line 1: refused JSON: nested more than 64 deep"),
     ("key twice", "line 1: refused JSON: key 'doc_id' is written twice"),
     ("not json", "line 1: not valid JSON: line 1, column"),

@@ -55,7 +55,7 @@ def test_the_limit_is_named_and_read_no_further(tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     ("text", "says"),
     [
-        ("[" * 100_000, "nested too deeply (at most 64)"),
+        ("[" * 100_000, "not valid JSON (nested too deeply), at most 64 levels"),
         ("[" * 65 + "]" * 65, "nested more than 64 deep"),
         ('{"a": ' * 65 + "1" + "}" * 65, "nested more than 64 deep"),
         ("1" * 1_000_000, "a number of 1,000,000 characters (at most 100)"),

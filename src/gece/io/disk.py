@@ -400,7 +400,9 @@ def parse_json(text: str, source: str, hint: str) -> Any:
     except json.JSONDecodeError as e:
         raise GeceError(f"{source}: not valid JSON: line {e.lineno}, column {e.colno}: {e.msg}", hint=hint) from None
     except RecursionError:
-        raise GeceError(f"{source}: not valid JSON: nested too deeply (at most {JSON_DEPTH})", hint=hint) from None
+        raise GeceError(
+            f"{source}: not valid JSON (nested too deeply), at most {JSON_DEPTH} levels", hint=hint
+        ) from None
     except _JsonRefused as e:
         raise GeceError(f"{source}: refused JSON: {e}", hint=hint) from None
     return value
