@@ -434,3 +434,12 @@ def test_import_takes_numbers_and_lm_evals_text_alike(workdir, capsys):
     scores, _ = read_table("artifacts/scores/winobias/smol-lm.parquet", ScoreRow)
     assert scores["logprob_more"].tolist()[1:3] == [-1.5, -1.5e-3]
     assert scores["logprob_less"].tolist()[1:3] == [-2.0, 0.0]
+
+
+def test_a_foreign_id_is_shown_cut_and_quoted(workdir, capsys):
+    rows = good_samples(3)
+    rows[1]["doc"]["pair_id"] = "\x1b[31m" + "x" * 1_000_000
+    write_samples(workdir, rows)
+    assert main(["lmeval-import", "--model", "smol-lm", "--benchmark", "winobias"]) == 2
+    err = capsys.readouterr().err
+    assert "line 2, pair '\\x1b[31mxxx" in err and "(1,000,005 characters)" in err and len(err) < 2000

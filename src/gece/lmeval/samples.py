@@ -90,6 +90,13 @@ def run_info(samples: Path) -> dict[str, str]:
     }
 
 
+def shown_id(pair_id: str) -> str:
+    """A pair id from lm-eval's log as a message shows it: as it is when short and printable, else quoted and cut."""
+    if len(pair_id) <= 80 and pair_id.isprintable():
+        return pair_id
+    return repr(pair_id[:60]) + (f"... ({len(pair_id):,} characters)" if len(pair_id) > 60 else "")
+
+
 def read_samples(path: Path) -> list[tuple[int, Sample | str]]:
     """Each line of a samples file: its number and the parsed sample, or what is wrong with it.
 
@@ -102,7 +109,7 @@ def read_samples(path: Path) -> list[tuple[int, Sample | str]]:
     for n, value in read_json_lines(path, RERUN, "lmeval_bytes"):
         doc = value.get("doc") if isinstance(value, dict) else None
         pid = doc.get("pair_id") if isinstance(doc, dict) else None
-        where = f"line {n}" + (f", pair {pid}" if isinstance(pid, str) and len(pid) <= 80 else "")
+        where = f"line {n}" + (f", pair {shown_id(pid)}" if isinstance(pid, str) else "")
         try:
             sample = Sample.model_validate(value)
         except ValidationError as e:
@@ -130,7 +137,7 @@ def score_frame(
             problems.append(sample)
             continue
         doc, pid = sample.doc, sample.doc.pair_id
-        where = f"line {n}, pair {pid}"
+        where = f"line {n}, pair {shown_id(pid)}"
         pair = by_id.get(pid)
         if pair is None:
             problems.append(f"{where}: no such pair in the prepared benchmark (a foreign pair)")
