@@ -8,7 +8,7 @@ STAMP := $(VENV)/.gece-installed
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_NO_ADVISORY_WARNINGS ?= 1
 
-.PHONY: install data repro lint format test test-fast bench bench-size bench-gpu clean
+.PHONY: install data repro deps lint format test test-fast bench bench-size bench-gpu clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -33,6 +33,11 @@ data: install
 # named and skipped), dvc repro what is still missing, then print "pulled N, ran M" (gece repro --help)
 repro: install
 	$(BIN)/gece repro
+
+# each stage's code deps in dvc.yaml, written from its command's import closure (gece stage-deps --help);
+# tests/test_stage_deps.py fails when dvc.yaml is not what this writes
+deps: install
+	$(BIN)/gece stage-deps
 
 # pytest in TEST_WORKERS processes (pytest-xdist; 0: one process); the tests that share one pipeline run
 # (the e2e slice) stay in one worker (tests/conftest.py). 2 by default: more is faster only with more free

@@ -36,8 +36,8 @@ def score_file(path: Path, n: int, distinct: bool) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from gece.io.files import arrow_schema
     from gece.io.schemas import ScoreRow
+    from gece.io.writer import arrow_schema
 
     schema = arrow_schema(ScoreRow)
     rng = np.random.default_rng(0)
@@ -118,7 +118,7 @@ def _measure(scores: Path, work: Path) -> dict:
 
 def main() -> dict:
     from gece.io.disk import limit
-    from gece.io.files import write_json
+    from gece.io.writer import write_json
 
     accepted = int(os.environ.get("GECE_BENCH_ROWS", "100000"))
     cases = {}

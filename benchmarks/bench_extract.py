@@ -99,7 +99,7 @@ def worker_matmul(work: Path) -> dict:
 def worker_gece(work: Path) -> dict:
     from gece.io.files import read_table
     from gece.io.params import ExtractParams
-    from gece.io.schemas import TokenRow
+    from gece.io.tokens import TokenRow
     from gece.pipeline import extract as extract_stage
     from gece.scoring import models
 
@@ -287,7 +287,7 @@ def main() -> dict:
     from rich.console import Console
     from rich.table import Table
 
-    from gece.io.files import write_json
+    from gece.io.writer import write_json
 
     console = Console(width=max(120, Console().width))
     results = {}

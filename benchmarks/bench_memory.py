@@ -106,9 +106,9 @@ def main() -> dict:
     from rich.console import Console
     from rich.table import Table
 
-    from gece.io.files import write_json
-    from gece.pipeline import extract as extract_stage
+    from gece.io.writer import write_json
     from gece.pipeline import prepare as prepare_stage
+    from gece.scoring import extraction
 
     large = int(os.environ.get("GECE_BENCH_LARGE", "0")) or LARGE
     console = Console()
@@ -129,7 +129,7 @@ def main() -> dict:
         "model": MODEL,
         "benchmark": f"synthetic ({large} WinoBias pairs behind numbered lead-ins)",
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.python_version()}",
-        "window_pairs": extract_stage.WINDOW_PAIRS,
+        "window_pairs": extraction.WINDOW_PAIRS,
         "sizes": [SMALL, large],
         "stages": rows,
         "peak_rss_ratio": ratios,

@@ -27,9 +27,10 @@ def main() -> dict:
     from rich.console import Console
     from rich.table import Table
 
-    from gece.io.files import read_table, write_json
+    from gece.io.files import read_table
     from gece.io.params import load_params
     from gece.io.schemas import ScoreRow
+    from gece.io.writer import write_json
     from gece.stats import metrics
 
     params = load_params(ROOT / "params.yaml")

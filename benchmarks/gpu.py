@@ -149,7 +149,7 @@ def _logprobs(path: Path):
     import numpy as np
 
     from gece.io.files import read_table
-    from gece.io.schemas import TokenRow
+    from gece.io.tokens import TokenRow
     from gece.scoring import rules
 
     df, _ = read_table(path, TokenRow)  # each side's log-probability under the chain rule
@@ -168,7 +168,8 @@ def _gece(model_dir: Path, dtype: str, prepared: Path, n: int, work: Path, devic
 
     from gece.io import layout
     from gece.io.files import read_json
-    from gece.io.params import ExtractParams, ModelSpec
+    from gece.io.model_entry import ModelSpec
+    from gece.io.params import ExtractParams
     from gece.pipeline import extract as extract_stage
     from gece.scoring import models
 
@@ -287,7 +288,8 @@ def _pipeline(model_dir: Path, dtype: str, work: Path, device: str, limit: int |
     load, in a folder laid out as the repository (prepared pairs under artifacts/; no dvc.lock, so nothing is
     reused), and :data:`PIPELINE_MODELS` times that."""
     from gece.io import layout
-    from gece.io.params import ExtractParams, ModelSpec
+    from gece.io.model_entry import ModelSpec
+    from gece.io.params import ExtractParams
     from gece.pipeline import extract as extract_stage
     from gece.pipeline import prepare as prepare_stage
 
@@ -355,7 +357,7 @@ def main() -> dict:
     import torch
     import transformers
 
-    from gece.io.files import write_json
+    from gece.io.writer import write_json
     from gece.pipeline import prepare as prepare_stage
     from gece.scoring import exact, packing
 

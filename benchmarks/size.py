@@ -182,8 +182,9 @@ def _chain(token_lps) -> list[list[float]]:
 
 def worker_gece(path: Path, start: float) -> dict:
     from gece.io.files import read_table
-    from gece.io.params import ExtractParams, ModelSpec
-    from gece.io.schemas import TokenRow
+    from gece.io.model_entry import ModelSpec
+    from gece.io.params import ExtractParams
+    from gece.io.tokens import TokenRow
     from gece.pipeline import extract as extract_stage
     from gece.scoring import engine, models
 
@@ -437,7 +438,7 @@ def default_methods(machine: dict) -> tuple[str, ...]:
 def main(names: list[str] | None = None, out: Path | None = None, methods=None) -> dict:
     import tempfile
 
-    from gece.io.files import write_json
+    from gece.io.writer import write_json
 
     out = out or ROOT / "reports" / "bench" / "size.json"
     report = json.loads(out.read_text()) if out.exists() else {}

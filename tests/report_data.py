@@ -20,9 +20,11 @@ import pandas as pd
 import yaml
 
 from gece.io import layout
-from gece.io.files import read_table, write_json, write_table
+from gece.io.files import read_table
 from gece.io.params import MetricsParams, load_params
-from gece.io.schemas import ExtractMeta, MetricsReport, PreparedPair, ScoreRow
+from gece.io.schemas import MetricsReport, PreparedPair, ScoreRow
+from gece.io.tokens import ExtractMeta
+from gece.io.writer import write_json, write_table
 from gece.pipeline import ablate as ablate_stage
 from gece.pipeline import compare as compare_stage
 from gece.pipeline import metrics as metrics_stage

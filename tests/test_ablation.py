@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from gece.cli import main
-from gece.io.files import write_table
 from gece.io.params import AblateParams, CompareParams, MetricsParams
 from gece.io.schemas import ScoreRow
+from gece.io.writer import write_table
 from gece.pipeline import ablate as ablate_stage
 from gece.pipeline import compare as compare_stage
 from gece.pipeline import metrics as metrics_stage

@@ -20,8 +20,9 @@ import yaml
 from gece.cli import main
 from gece.errors import GeceError
 from gece.io import layout
-from gece.io.files import arrow_schema, read_table, write_table
+from gece.io.files import read_table
 from gece.io.schemas import ScoreRow
+from gece.io.writer import arrow_schema, write_table
 
 from .conftest import ROOT
 from .refusals import refusal

@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from gece.cli import main
-from gece.io.files import write_table
 from gece.io.schemas import ScoreRow
+from gece.io.writer import write_table
 
 from .conftest import ROOT
 from .refusals import refusal

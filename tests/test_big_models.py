@@ -22,8 +22,10 @@ from gece.cli import main
 from gece.errors import GeceError
 from gece.io import layout
 from gece.io.files import read_json, read_table
-from gece.io.params import ExtractParams, ModelSpec
-from gece.io.schemas import ExtractMeta, ExtractTiming, PreparedPair, ScoreRow, TokenRow
+from gece.io.model_entry import ModelSpec
+from gece.io.params import ExtractParams
+from gece.io.schemas import PreparedPair, ScoreRow
+from gece.io.tokens import ExtractMeta, ExtractTiming, TokenRow
 from gece.pipeline import extract as extract_stage
 from gece.pipeline import prepare as prepare_stage
 from gece.pipeline import score as score_stage

@@ -16,8 +16,9 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from gece.cli import main
-from gece.io.files import read_table, write_table
+from gece.io.files import read_table
 from gece.io.schemas import PreparedPair, ScoreRow
+from gece.io.writer import write_table
 
 from .conftest import ROOT
 from .test_bad_input import _scores

@@ -11,9 +11,10 @@ import pandas as pd
 import pytest
 
 from gece.errors import GeceError
-from gece.io.files import read_json, read_table, write_table
+from gece.io.files import read_json, read_table
 from gece.io.params import Params, load_params
 from gece.io.schemas import AnnotatedPair, GroupsReport, PreparedPair, ScoreRow
+from gece.io.writer import write_table
 from gece.pipeline import groups as stage
 from gece.pipeline import runs
 from gece.report.groups import groups_doc

@@ -8,7 +8,8 @@ import yaml
 from gece.cli import main
 from gece.errors import GeceError
 from gece.io import layout
-from gece.io.params import load_params, memory_caps
+from gece.io.model_entry import memory_caps
+from gece.io.params import load_params
 
 from .conftest import ROOT
 

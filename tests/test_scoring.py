@@ -19,12 +19,14 @@ from gece.cli import main
 from gece.errors import GeceError
 from gece.io import benchmarks, layout
 from gece.io.files import read_json, read_table
-from gece.io.params import ExtractParams, ModelSpec
-from gece.io.schemas import ExtractMeta, ExtractTiming, PreparedPair, ScoreRow, TokenRow
+from gece.io.model_entry import ModelSpec
+from gece.io.params import ExtractParams
+from gece.io.schemas import PreparedPair, ScoreRow
+from gece.io.tokens import ExtractMeta, ExtractTiming, TokenRow
 from gece.pipeline import extract as extract_stage
 from gece.pipeline import prepare as prepare_stage
 from gece.pipeline import score as score_stage
-from gece.scoring import engine, exact_model, models, packing, planning, rules, selfcheck
+from gece.scoring import engine, exact_model, extraction, models, packing, planning, rules, selfcheck
 
 from .conftest import BENCHMARKS, ROOT
 from .tiny import random_pairs as _random_pairs
@@ -569,7 +571,7 @@ def test_extract_stage_writes_tokens_and_meta(tmp_path, prepared_dir, smol):
     df, fmeta = read_table(out, TokenRow)
     assert len(df) == 24 and list(df["pair_id"]) == [f"winobias-{i:04d}" for i in range(1, 25)]
     assert fmeta["model"] == "smollm2-135m" and SMOL_SHA in fmeta["weights_sha256"] and fmeta["rule"] == "target"
-    assert fmeta[extract_stage.FINGERPRINT] == extract_stage.fingerprint(
+    assert fmeta[extraction.FINGERPRINT] == extract_stage.fingerprint(
         prepared_dir / "winobias.parquet", "smollm2-135m", SPEC, extract_stage.effective(SMALL, SPEC, "winobias")
     )
     assert all(len(w) == 1 and len(w[0]) == 1 for side in ("more", "less") for w in df[f"logprobs_{side}"])
@@ -634,7 +636,7 @@ def test_extract_streams_in_windows_with_the_same_scores(tmp_path, prepared_dir,
     prepared = prepared_dir / "winobias.parquet"
     whole, windowed = tmp_path / "whole.parquet", tmp_path / "windowed.parquet"
     extract_stage.extract(prepared, whole, "smollm2-135m", SPEC, SMALL, loaded=smol)
-    monkeypatch.setattr(extract_stage, "WINDOW_PAIRS", 10)  # windows of 10, 10 and 4 pairs
+    monkeypatch.setattr(extraction, "WINDOW_PAIRS", 10)  # windows of 10, 10 and 4 pairs
     meta, _ = extract_stage.extract(prepared, windowed, "smollm2-135m", SPEC, SMALL, loaded=smol)
     assert meta.shards == 2 + 2 + 1  # 5, 5 and 2 batches of 2 pairs
     a, b = read_table(whole, TokenRow)[0], read_table(windowed, TokenRow)[0]
@@ -730,7 +732,7 @@ def test_a_side_without_target_word_is_an_error_under_the_target_rule(smol):
         "pair adds-0003 (row 3 of the benchmark CSV)",
     ]
     assert "extract.rule: sentence" in e.value.hint
-    sides, _ = planning.plans_for(smol.tokenizer, pairs, True, rule="sentence")
+    sides, _ = planning.plans_for(smol.tokenizer, pairs, True, extraction="sentence")
     assert all(len(side.words) == 1 for pair in sides for side in pair)
 
 
@@ -805,7 +807,7 @@ def test_sentence_rule_scores_each_whole_sentence(smol):
     """rule sentence: one word per side, every token after the prefix token; the log-probability is the
     sentence's log-likelihood, the optimized path equal to the naive one, bit for bit."""
     pairs = _pair("The doctor asked the nurse to help him.", "The doctor asked the nurse to help Zbigniewski.")
-    sides, plans = planning.plans_for(smol.tokenizer, pairs, True, rule="sentence")
+    sides, plans = planning.plans_for(smol.tokenizer, pairs, True, extraction="sentence")
     ((more, less),) = sides
     bos = smol.tokenizer.bos_token_id
     for side, sent in ((more, pairs["sent_more"][0]), (less, pairs["sent_less"][0])):

@@ -12,7 +12,7 @@ import yaml
 
 from gece.cli import main
 from gece.errors import GeceError
-from gece.io.params import ModelSpec
+from gece.io.model_entry import ModelSpec
 from gece.scoring import models
 
 from .conftest import ROOT

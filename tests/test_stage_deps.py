@@ -3,9 +3,9 @@
 For every stage of dvc.yaml (each template under ``stages:``; ``do:`` for foreach), its command
 ``gece [global options] <command> ...`` runs cli.py and the module that implements the command, so its
 code deps (the deps under src/gece; a folder covers the .py files under it) must be exactly
-closure(cli.py, gece/__init__.py) | closure(module) (tests/closure.py): a missing file means a change
+closure(cli.py, gece/__init__.py) | closure(module) (gece.closure): a missing file means a change
 to it leaves `dvc repro` believing a result is up to date; an extra one reruns a stage for nothing.
-``python tests/closure.py`` prints each command's closure, ready to paste into dvc.yaml.
+``gece stage-deps`` (``make deps``) writes them into dvc.yaml.
 
 Package data (CSS, templates read with importlib.resources) is not in the closure: such deps are
 neither required nor flagged here; list them by hand.
@@ -13,15 +13,15 @@ neither required nor flagged here; list them by hand.
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 
 import pytest
 import yaml
 
-from .closure import (
+from gece.closure import (
     Tree,
     closure,
+    code_hash,
     command_closure,
     command_names,
     cycles,
@@ -29,6 +29,7 @@ from .closure import (
     file_imports,
     module_graph,
 )
+from gece.tools.stage_deps import gece_command, generate
 
 ROOT = Path(__file__).resolve().parents[1]
 CODE = "src/gece"
@@ -54,14 +55,6 @@ def dvc_stages(dvc_yaml: Path = ROOT / "dvc.yaml") -> dict[str, dict]:
 def stage_commands(spec: dict) -> list[str]:
     cmd = spec.get("cmd", [])
     return [cmd] if isinstance(cmd, str) else list(cmd)
-
-
-def gece_command(cmd: str, known: set[str]) -> str | None:
-    """The subcommand of ``gece [-q] [--params FILE] <command> ...``; None for a command that is not gece's."""
-    words = shlex.split(cmd)
-    if not words or Path(words[0]).name != "gece":
-        return None
-    return next((w for w in words[1:] if w in known), None)
 
 
 def dep_paths(spec: dict) -> list[str]:
@@ -131,13 +124,28 @@ def deps_report(root: Path = ROOT) -> dict[str, list[str]]:
     return problems
 
 
+def test_dvc_yaml_is_what_gece_stage_deps_writes():
+    text = (ROOT / "dvc.yaml").read_text(encoding="utf-8")
+    assert generate(text, Tree()) == text, "dvc.yaml's code deps are out of date: run `make deps` and commit dvc.yaml"
+
+
+def test_stage_deps_writes_the_closure_and_keeps_the_rest(tmp_path):
+    text = (ROOT / "dvc.yaml").read_text(encoding="utf-8")
+    stale = text.replace("      - src/gece/pipeline/score.py\n", "").replace(
+        "      - src/gece/stats/lexicon.py\n", "      - src/gece/stats/lexicon.py\n      - src/gece/report/html.py\n", 1
+    )
+    assert stale != text and generate(stale, Tree()) == text  # a missing dep restored, an extra one dropped
+    lines = [line for line in text.splitlines() if "src/gece/" not in line]
+    assert [line for line in generate(stale, Tree()).splitlines() if "src/gece/" not in line] == lines
+
+
 def test_stage_code_deps_are_the_import_closure():
     problems = deps_report()
     lines = [f"  {stage}:\n" + "\n".join(f"    - {p}" for p in found) for stage, found in problems.items()]
     if problems:
         pytest.fail(
             "dvc.yaml code deps differ from the import closure of each stage's command "
-            "(`python tests/closure.py` prints each closure):\n" + "\n".join(lines),
+            "(`make deps` writes them):\n" + "\n".join(lines),
             pytrace=False,
         )
 
@@ -173,7 +181,19 @@ def test_no_import_cycle_between_modules():
 # The package's layers, lowest first (docs/development.md, "Architecture"): a module may import from its own
 # layer and the layers below it, never from one above. ``gece`` is the package's __init__.py.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("base", ("gece", "gece.errors", "gece.faults", "gece.terminal", "gece.progress", "gece.registry")),
+    (
+        "base",
+        (
+            "gece",
+            "gece.errors",
+            "gece.faults",
+            "gece.terminal",
+            "gece.progress",
+            "gece.registry",
+            "gece.rule_registry",
+            "gece.closure",
+        ),
+    ),
     ("stats", ("gece.stats",)),  # pure numpy: no file, no option
     ("io", ("gece.io",)),  # the file boundary: layout, params, schemas, readers and writers
     ("scoring", ("gece.scoring",)),  # language models -> token log-probabilities
@@ -386,7 +406,7 @@ def test_cycles(fake):
 
 def test_commands_from_cli(fake):
     """COMMANDS of cli.py is read without importing it."""
-    from .closure import commands
+    from gece.closure import commands
 
     tree = _write(
         fake.root,
@@ -443,3 +463,28 @@ def test_an_lmeval_import_stage_added_as_documented_depends_on_the_package(tmp_p
     assert problems["lmeval-import-crows_pairs (gece lmeval-import)"] == [
         f"must depend on {CODE} as a whole ({WHOLE_PACKAGE_COMMANDS['lmeval-import']})"
     ]
+
+
+def test_code_hash_counts_what_the_code_does(tmp_path):
+    """gece.closure.code_hash: a comment, a blank line or a reflow changes nothing; a statement does; docstrings
+    count unless left out; a module's path is part of it."""
+    src = tmp_path / "src" / "pkg"
+    src.mkdir(parents=True)
+    (src / "__init__.py").write_text("")
+    mod = src / "m.py"
+    tree = Tree(root=tmp_path, src=tmp_path / "src", package="pkg")
+
+    def digest(text: str, docstrings: bool = True) -> str:
+        mod.write_text(text)
+        return code_hash(["src/pkg/__init__.py", "src/pkg/m.py"], tree, docstrings)
+
+    base = digest('"""Doc."""\n\n\ndef f(x):\n    return x + 1\n')
+    assert digest('"""Doc."""\n\n# a comment\n\ndef f(x):  # why\n    return (\n        x + 1\n    )\n') == base
+    assert digest('"""Doc."""\n\n\ndef f(x):\n    return x + 2\n') != base
+    assert digest('"""Other."""\n\n\ndef f(x):\n    return x + 1\n') != base
+    assert digest('"""Other."""\n\n\ndef f(x):\n    return x + 1\n', docstrings=False) == digest(
+        '"""Doc."""\n\n\ndef f(x):\n    """More."""\n    return x + 1\n', docstrings=False
+    )
+    mod.write_text('"""Doc."""\n\n\ndef f(x):\n    return x + 1\n')
+    (src / "n.py").write_text(mod.read_text())
+    assert code_hash(["src/pkg/__init__.py", "src/pkg/n.py"], tree) != base

@@ -11,8 +11,9 @@ import yaml
 from gece.cli import main
 from gece.io import layout
 from gece.io.files import read_json
-from gece.io.params import ExtractParams, ModelSpec, load_params
-from gece.io.schemas import ExtractMeta
+from gece.io.model_entry import ModelSpec
+from gece.io.params import ExtractParams, load_params
+from gece.io.tokens import ExtractMeta
 from gece.pipeline import extract as extract_stage
 from gece.tools import try_model
 

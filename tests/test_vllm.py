@@ -16,7 +16,8 @@ import pytest
 import torch
 
 from gece.io.files import read_table
-from gece.io.params import ExtractParams, ModelSpec
+from gece.io.model_entry import ModelSpec
+from gece.io.params import ExtractParams
 from gece.io.schemas import ScoreRow
 from gece.pipeline import extract as extract_stage
 from gece.pipeline import score as score_stage

@@ -205,8 +205,9 @@ def test_what_score_writes_metrics_and_compare_read(prepared_pairs, tmp_path, ro
     import pandas as pd
 
     from gece.errors import GeceError
-    from gece.io.files import write_json, write_table
-    from gece.io.schemas import ExtractMeta, ScoreRow, TokenRow
+    from gece.io.schemas import ScoreRow
+    from gece.io.tokens import ExtractMeta, TokenRow
+    from gece.io.writer import write_json, write_table
     from gece.pipeline import runs, score
 
     prepared, _ = read_table(prepared_pairs, PreparedPair)
@@ -259,8 +260,9 @@ def test_what_prepare_and_annotate_write_their_readers_accept(tmp_path, case, ti
     import pandas as pd
 
     from gece.io.disk import check_unique_ids
-    from gece.io.files import iter_table, pair_ids, write_table
+    from gece.io.files import iter_table, pair_ids
     from gece.io.params import AnnotateParams
+    from gece.io.writer import write_table
     from gece.pipeline import annotate, groups
     from gece.pipeline import prepare as prepare_stage
 
@@ -299,7 +301,7 @@ def tiny_lm(tmp_path_factory):
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
     from gece.errors import GeceError
-    from gece.io.params import ModelSpec
+    from gece.io.model_entry import ModelSpec
     from gece.scoring import exact_model, models
 
     try:
@@ -389,8 +391,10 @@ def test_what_extract_writes_score_reads_under_every_rule(tiny_lm, rows, word_pr
     import tempfile
 
     from gece.io import layout
-    from gece.io.params import ExtractParams, ModelSpec
-    from gece.io.schemas import ScoreRow, TokenRow
+    from gece.io.model_entry import ModelSpec
+    from gece.io.params import ExtractParams
+    from gece.io.schemas import ScoreRow
+    from gece.io.tokens import TokenRow
     from gece.pipeline import extract as extract_stage
     from gece.pipeline import prepare as prepare_stage
     from gece.pipeline import runs

@@ -54,6 +54,7 @@ COMMANDS: dict[str, str] = {
     "lmeval-export": "gece.lmeval.export",
     "lmeval-model": "gece.lmeval.model",
     "lmeval-import": "gece.lmeval.imports",
+    "stage-deps": "gece.tools.stage_deps",
 }
 
 NATIVE_BLAS = {"extract"}  # commands whose only OpenBLAS work is correctly rounded products (gece.native_blas)

@@ -36,7 +36,7 @@ def require_params(args: argparse.Namespace):
 
 def check_id(value: str, option: str) -> str:
     """``value`` of a command-line ``option`` if it is a valid benchmark or model id, else a GeceError."""
-    from gece.io.params import check_id as check
+    from gece.io.model_entry import check_id as check
 
     return check(value, option)
 

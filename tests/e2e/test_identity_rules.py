@@ -19,9 +19,9 @@ import math
 import numpy as np
 import pytest
 
-from gece.pipeline.extract import token_columns
 from gece.pipeline.prepare import prepare
 from gece.scoring import engine, planning, rules
+from gece.scoring.extraction import token_columns
 
 from ..conftest import DATA
 
@@ -91,7 +91,7 @@ def _stock(model, sentences: list[tuple[int, ...]], batch: int = 32) -> list[lis
 def test_rules_against_a_stock_forward_and_an_lcs(smol, stock, tmp_path, source, rows):
     pairs = prepare(DATA / source, tmp_path / "p.parquet", imported=True).iloc[rows].reset_index(drop=True)
     assert len(pairs) >= 100
-    sides, plans = planning.plans_for(smol.tokenizer, pairs, True, rule=planning.plan_of("shared"))
+    sides, plans = planning.plans_for(smol.tokenizer, pairs, True, extraction=planning.plan_of("shared"))
     runner = engine.Runner(smol.model, smol.tokenizer.pad_token_id)
     scores = sorted((s for r, _ in engine.score(runner, engine.batches(plans, 16)) for s in r), key=lambda s: s.index)
     text = smol.tokenizer.decode

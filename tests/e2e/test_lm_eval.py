@@ -47,7 +47,7 @@ def test_sentence_loglikelihoods_agree_with_lm_eval(smol):
         }
     )
     pairs = benchmarks.prepare_pairs(rows, "crows_pairs")
-    sides, plans = planning.plans_for(smol.tokenizer, pairs, True, rule="sentence")
+    sides, plans = planning.plans_for(smol.tokenizer, pairs, True, extraction="sentence")
     assert all(s.prefixed and s.ids[0] == smol.tokenizer.bos_token_id for pair in sides for s in pair)
     runner = engine.Runner(smol.model, smol.tokenizer.pad_token_id)
     scores = sorted(

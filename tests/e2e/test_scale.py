@@ -399,3 +399,28 @@ def test_a_benchmark_added_later_is_the_only_one_scored(origin, tmp_path):
         for name in (f"{b}.parquet", f"{b}.meta.json"):
             assert (tokens / name).read_bytes() == (origin.repo / "artifacts/tokens" / MODEL / name).read_bytes()
     assert len(pd.read_parquet(tokens / "winogender.parquet")) == 40
+
+
+def test_an_edit_outside_the_scoring_code_rescores_nothing(origin, poison, tmp_path):
+    """Reuse by content (docs/dvc.md): an edit to extract's code outside the scoring code (a comment in cli.py,
+    a statement in io/layout.py) makes DVC run the extract stage, which loads no model and leaves every token
+    file byte-identical; an edit inside it (a statement in the engine) scores again (here: refused by the
+    poison, which proves the stage tried to load the model)."""
+    b = _clone(origin, tmp_path / "b", tmp_path / "b-dvc-cache")
+    run(["dvc", "pull", "--allow-missing"], b, env=poison)
+    env = {**poison, "PYTHONPATH": os.pathsep.join([poison["PYTHONPATH"], str(b / "src")])}  # b's code runs
+    stage, tokens = f"extract@{MODEL}", b / "artifacts/tokens" / MODEL
+    before = {p.name: p.read_bytes() for p in sorted(tokens.iterdir())}
+    assert any(name.endswith(".parquet") for name in before)
+    for path, text in (("src/gece/cli.py", "# a comment\n"), ("src/gece/io/layout.py", "EDITED = 1\n")):
+        with (b / path).open("a") as f:
+            f.write(text)
+    res = run(["dvc", "repro", "-s", stage], b, env=env)
+    assert _ran(res.stdout) == [stage]  # its code deps moved, so DVC ran it
+    assert {p.name: p.read_bytes() for p in sorted(tokens.iterdir())} == before
+    assert list(Path(poison["GECE_CACHE"]).iterdir()) == []  # no model was converted or read
+
+    with (b / "src/gece/scoring/engine.py").open("a") as f:
+        f.write("EDITED = 1\n")
+    res = run(["dvc", "repro", "-s", stage], b, check=False, env=env)
+    assert res.returncode != 0 and "refused: no model may load here" in res.stdout + res.stderr, res.stderr[-2000:]

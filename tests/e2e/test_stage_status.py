@@ -3,7 +3,7 @@
 In a throw-away copy of the repository (the working tree's files as they are on disk, committed
 dvc.lock; no data, no artifacts, no DVC remote), one module gets a comment line appended and
 ``dvc status --json`` must report a changed code dep (the file itself, or a folder holding it) for
-exactly the stages whose import closure (tests/closure.py) contains that module, plus the stages that
+exactly the stages whose import closure (gece.closure) contains that module, plus the stages that
 depend on the whole package on purpose (test_stage_deps.WHOLE_PACKAGE). The copy lacks data and
 artifacts, so dvc status also reports those deps deleted and the outputs missing; only deps under src/
 are read.
@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from ..closure import Tree, command_names, commands
+from gece.closure import Tree, command_names, commands
+
 from ..conftest import ROOT
 from ..test_stage_deps import WHOLE_PACKAGE, dvc_stages, expected_code
 from .conftest import git, run
@@ -133,7 +134,7 @@ def test_dvc_status_marks_the_stages_that_run_the_module(code_copy, edited):
     if missed or spurious:
         pytest.fail(
             f"after editing {edited}, dvc status marks stages that differ from the closures "
-            f"(`python tests/closure.py`):\n"
+            f"(`python -m gece.closure`):\n"
             f"  not marked, though their code contains {edited}: {_grouped(missed)}\n"
             f"  marked, though their code does not contain it: {_grouped(spurious)}",
             pytrace=False,

@@ -22,7 +22,8 @@ import pandas as pd
 from gece.errors import GeceError
 from gece.io.disk import iconv_hint, limit, read_bytes
 from gece.io.files import require_file
-from gece.io.params import ID_HELP, Cluster, is_id
+from gece.io.model_entry import ID_HELP, is_id
+from gece.io.params import Cluster
 from gece.io.schemas import PreparedPair
 from gece.stats.lexicon import side_group
 

@@ -14,23 +14,16 @@ named by line) and :func:`parse_json` (bounded nesting and number length, no key
 
 from __future__ import annotations
 
-import errno
-import glob
 import json
 import os
 import re
 import stat
-import tempfile
-from collections.abc import Collection, Iterator
-from contextlib import contextmanager
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from gece import faults
 from gece.errors import GeceError
-
-_UMASK = os.umask(0)
-os.umask(_UMASK)
+from gece.io.atomic import check_output, node_kind
 
 MiB = 1 << 20
 # what one run holds in memory at most: bytes of a text input, rows of a Parquet file read whole
@@ -111,17 +104,6 @@ def check_unique_ids(path: str | Path, pair_id: Any) -> None:
     )
 
 
-def _kind(mode: int) -> str:
-    kinds = (
-        (stat.S_ISDIR, "a directory"),
-        (stat.S_ISFIFO, "a FIFO (named pipe)"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-    )
-    return next((name for test, name in kinds if test(mode)), "not a regular file")
-
-
 def check_input(path: str | Path, hint: str, size_limit: str | None = None) -> Path:
     """``path`` if it is a readable regular file (within ``size_limit`` of :data:`LIMITS`), else a GeceError."""
     path = Path(path)
@@ -133,7 +115,7 @@ def check_input(path: str | Path, hint: str, size_limit: str | None = None) -> P
     except OSError as e:  # a loop of symlinks, a name too long, a component that is a file
         raise GeceError(f"{path}: cannot be read ({e.strerror})", hint=hint) from None
     if not stat.S_ISREG(st.st_mode):
-        raise GeceError(f"{path}: not a file: it is {_kind(st.st_mode)}", hint=hint)
+        raise GeceError(f"{path}: not a file: it is {node_kind(st.st_mode)}", hint=hint)
     if not os.access(path, os.R_OK):
         raise GeceError(f"{path}: permission denied", hint=f"make it readable (chmod u+r {path})")
     if size_limit and (e := over_limit(path, "bytes", st.st_size, size_limit)):
@@ -165,36 +147,6 @@ def check_input_dir(path: Path, option: str, holds: str) -> None:
         raise GeceError(f"{option} {path} is not a directory", hint=f"give {option} the directory of {holds}")
 
 
-def check_output(path: str | Path, option: str = "output", hint: str | None = None) -> Path:
-    """The path to write for ``path`` (symlinks resolved), or a GeceError naming ``option``.
-
-    Writable: an existing regular file (replaced) or a path that does not exist yet whose nearest
-    existing ancestor is a directory (missing directories are created). Anything else is refused.
-    """
-    given = Path(path)
-    real = Path(os.path.realpath(given))
-    hint = hint or f"give {option} the path of a regular file or of a new file"
-    shown = f"{option} {given}" + (f" (a symlink to {real})" if real != Path(os.path.abspath(given)) else "")
-    try:
-        st = real.stat()
-    except (FileNotFoundError, NotADirectoryError):  # new, or below a file (refused next)
-        st = None
-    except OSError as e:
-        raise GeceError(f"{shown}: cannot be written ({e.strerror})", hint=hint) from None
-    if st is not None and not stat.S_ISREG(st.st_mode):
-        raise GeceError(
-            f"{shown} is {_kind(st.st_mode)}, not a regular file; gece writes outputs to a new file "
-            "and renames it into place, which would replace it",
-            hint=hint,
-        )
-    parent = next(p for p in real.parents if p.exists() or p == p.parent)
-    if not parent.is_dir():
-        raise GeceError(f"{shown}: {parent} is a file, so nothing can be created below it", hint=hint)
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise GeceError(f"{shown}: directory {parent} is not writable", hint=f"{hint} in a writable directory")
-    return real
-
-
 def check_outputs(outputs: dict[str, str | Path | None], inputs: list[str | Path] = ()) -> None:
     """Check every given output (option -> path) before any work; none may be one of ``inputs``."""
     seen: dict[Path, str] = {}
@@ -214,86 +166,6 @@ def check_outputs(outputs: dict[str, str | Path | None], inputs: list[str | Path
                 hint=f"give {option} and {seen[real]} different paths",
             )
         seen[real] = option
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process
-        return True
-    return True
-
-
-def remove_stale_temporaries(path: str | Path) -> list[Path]:
-    """Delete the temporary files a killed writer of ``path`` left beside it.
-
-    Temporary names carry the writer's pid (``.<name>.<pid>.<random>.tmp``); one whose process
-    is gone can never be renamed into place, so it is removed. Returns what was removed.
-    """
-    path = Path(path)
-    removed = []
-    for tmp in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
-        pid = tmp.name[len(path.name) + 2 :].split(".", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
-            tmp.unlink(missing_ok=True)
-            removed.append(tmp)
-    return removed
-
-
-ENVIRONMENT_ERRORS = {
-    errno.ENOSPC: "no space left on the device",
-    errno.EDQUOT: "disk quota exceeded",
-    errno.EROFS: "read-only file system",
-    errno.EACCES: "permission denied",
-    errno.EPERM: "operation not permitted",
-}
-
-
-@contextmanager
-def atomic_path(path: str | Path) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; rename it onto ``path`` only on success.
-
-    The rename is atomic, so ``path`` is either absent, the old file or the complete new one,
-    whatever happens to the process. A temporary file left by a killed writer (SIGKILL skips
-    the cleanup below) is removed by the next write of the same path. ``path`` is checked by
-    :func:`check_output` first; a symlink to a regular file is replaced by the new file, and the file it
-    points to (say, in DVC's cache) is never written through.
-    """
-    check_output(path)
-    path = Path(path)
-    tmp_path = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        remove_stale_temporaries(path)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
-        os.close(fd)
-        tmp_path = Path(tmp)
-        os.chmod(tmp_path, 0o666 & ~_UMASK)  # mkstemp creates 0600; give the usual permissions
-        yield tmp_path
-        faults.checkpoint(f"rename:{path.name}")
-        os.replace(tmp_path, path)
-    except OSError as e:
-        if e.errno not in ENVIRONMENT_ERRORS:
-            raise
-        raise GeceError(
-            f"{path}: cannot be written: {ENVIRONMENT_ERRORS[e.errno]}",
-            hint="free space, or write to another directory",
-        ) from e
-    finally:
-        if tmp_path is not None and tmp_path.exists():
-            tmp_path.unlink()
-
-
-def write_text(path: str | Path, text: str) -> None:
-    with atomic_path(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
-
-
-def write_bytes(path: str | Path, data: bytes) -> None:
-    with atomic_path(path) as tmp:
-        tmp.write_bytes(data)
 
 
 def iconv_hint(raw: bytes, path: str | Path) -> str:
@@ -319,7 +191,7 @@ def read_bytes(path: str | Path, hint: str, size_limit: str) -> bytes:
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(f.fileno())
         if not stat.S_ISREG(st.st_mode):
-            raise GeceError(f"{path}: not a file: it is {_kind(st.st_mode)}", hint=hint)
+            raise GeceError(f"{path}: not a file: it is {node_kind(st.st_mode)}", hint=hint)
         data = f.read(cap + 1)
     if len(data) > cap:
         raise over_limit(path, "bytes", max(len(data), st.st_size), size_limit)  # type: ignore[misc]

@@ -1,61 +1,28 @@
-"""Reading and writing the pipeline's files: the only code that touches them on disk.
+"""Reading the pipeline's files against their schemas (and the PNG figures' writer and readers).
 
 Tabular artifacts are Parquet whose columns and Arrow types follow a pydantic model of
 ``gece.io.schemas`` (``PreparedPair``, ``ScoreRow``, ...); reports are JSON validated by a pydantic
-model. Every write goes to a temporary file in the target directory and is renamed into place
-(``gece.io.disk.atomic_path``), so a killed run never leaves a half-written artifact. Every read
-checks columns, types and each row, and names the file, the row and the fix when something is
-wrong.
+model. Every read checks columns, types and each row, and names the file, the row and the fix when
+something is wrong. The writers of tables and reports are :mod:`gece.io.writer`.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import types
-import typing
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from gece.errors import GeceError
-from gece.io.disk import atomic_path, check_input, check_unique_ids, over_limit, parse_json, read_text, write_text
-
-SCHEMA_VERSION = "1"
-ROW_GROUP_ROWS = 2048  # rows per row group of a file written in chunks (extract's window of pairs)
-META_PREFIX = "gece."
-
-
-def _json_default(o: Any) -> Any:
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if isinstance(o, BaseModel):
-        return o.model_dump(mode="json", exclude_none=False)
-    raise TypeError(f"cannot serialise {type(o).__name__}")
-
-
-def clean_floats(obj: Any) -> Any:
-    """Replace NaN/inf by None recursively (JSON has no NaN; an undefined value is null)."""
-    if isinstance(obj, dict):
-        return {k: clean_floats(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [clean_floats(v) for v in obj]
-    if isinstance(obj, float | np.floating):
-        return float(obj) if math.isfinite(obj) else None
-    if isinstance(obj, np.integer):
-        return int(obj)
-    return obj
+from gece.io.atomic import atomic_path
+from gece.io.disk import check_input, check_unique_ids, over_limit, parse_json, read_text
+from gece.io.writer import META_PREFIX, arrow_schema, checked_arrow, fmt_error, validate_records, write_schema
 
 
 def flatten(obj: object, prefix: str = "") -> dict[str, object]:
@@ -99,23 +66,6 @@ def require_file(path: str | Path, hint: str, size_limit: str | None = None) -> 
     return check_input(path, hint, size_limit)
 
 
-def write_json(path: str | Path, obj: Any, model: type[BaseModel] | TypeAdapter | None = None) -> None:
-    """Validate ``obj`` against ``model`` (when given) and write it as indented JSON, atomically."""
-    if isinstance(obj, BaseModel):
-        payload = obj.model_dump(mode="json")
-    else:
-        payload = clean_floats(obj)
-        if model is not None:
-            try:
-                if isinstance(model, TypeAdapter):
-                    model.validate_python(payload)
-                else:
-                    model.model_validate(payload)
-            except ValidationError as e:  # a bug in gece, not a user error
-                raise ValueError(f"refusing to write {path}: {e}") from e
-    write_text(path, json.dumps(payload, indent=2, default=_json_default, allow_nan=False) + "\n")
-
-
 def read_json(path: str | Path, model: type[BaseModel] | TypeAdapter | None = None) -> Any:
     path = require_file(path, hint="run the stage that writes it (dvc repro)", size_limit="json_bytes")
     text = read_text(path, "run the stage that writes it (dvc repro)", "json_bytes")  # a bad byte: its line
@@ -129,184 +79,12 @@ def read_json(path: str | Path, model: type[BaseModel] | TypeAdapter | None = No
     except ValidationError as e:
         raise GeceError(
             f"{path}: does not match the {getattr(model, '__name__', 'expected')} schema",
-            problems=[_fmt_error(err) for err in e.errors()[:20]],
+            problems=[fmt_error(err) for err in e.errors()[:20]],
             hint="it was written by another gece version or edited by hand; rerun the stage that writes it",
         ) from e
 
 
 # -------------------------------------------------------------------- Parquet I/O
-def _arrow_type(annotation: Any) -> tuple[pa.DataType, bool]:
-    """Arrow type and nullability for a pydantic field annotation."""
-    nullable = False
-    origin = typing.get_origin(annotation)
-    if origin in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(annotation) if a is not type(None)]
-        nullable = len(args) < len(typing.get_args(annotation))
-        (annotation,) = args
-        origin = typing.get_origin(annotation)
-    if origin is Literal:
-        lit = typing.get_args(annotation)
-        return (pa.int64() if isinstance(lit[0], int) else pa.string()), nullable
-    if origin is list:
-        (inner,) = typing.get_args(annotation)
-        return pa.list_(_arrow_type(inner)[0]), nullable
-    mapping = {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_()}
-    return mapping[annotation], nullable
-
-
-def arrow_schema(model: type[BaseModel]) -> pa.Schema:
-    fields = []
-    for name, info in model.model_fields.items():
-        typ, nullable = _arrow_type(info.annotation)
-        fields.append(pa.field(name, typ, nullable=nullable))
-    return pa.schema(fields)
-
-
-def _fmt_error(err: dict, row_offset: int | None = None) -> str:
-    loc = list(err.get("loc", ()))
-    where = ""
-    if row_offset is not None and loc and isinstance(loc[0], int):
-        where = f"row {loc.pop(0) + row_offset}, "
-    field = ".".join(str(x) for x in loc)
-    got = err.get("input")
-    got_s = "" if isinstance(got, dict) else f" (got {got!r})"
-    msg = err["msg"].removeprefix("Value error, ")
-    return f"{where}{field + ': ' if field else ''}{msg}{got_s}"
-
-
-def validate_records(
-    records: list[dict], model: type[BaseModel], source: str, *, hint: str, first_row: int = 1
-) -> None:
-    """Validate every record; raise a GeceError naming the source, the rows and the fix.
-
-    ``first_row`` is the 1-based row number of ``records[0]`` in the file (chunked reads).
-    """
-    try:
-        TypeAdapter(list[model]).validate_python(records)
-    except ValidationError as e:
-        errs = e.errors()
-        raise GeceError(
-            f"{source}: {len(errs)} invalid value(s) for the {model.__name__} schema",
-            problems=[_fmt_error(err, row_offset=first_row) for err in errs[:20]],
-            hint=hint,
-        ) from e
-
-
-def _file_metadata(model: type[BaseModel], meta: dict[str, str] | None) -> dict[bytes, bytes]:
-    kv = {f"{META_PREFIX}schema": model.__name__, f"{META_PREFIX}schema_version": SCHEMA_VERSION}
-    kv.update({f"{META_PREFIX}{k}": str(v) for k, v in (meta or {}).items()})
-    return {k.encode(): v.encode() for k, v in kv.items()}
-
-
-def _checked_arrow(
-    path: str | Path, df: pd.DataFrame, model: type[BaseModel], schema: pa.Schema, first_row: int = 1
-) -> pa.Table:
-    """``df`` validated row by row against ``model`` and converted to an Arrow table of ``schema``; a column the
-    frame lacks whose field defaults to None (a later addition to the schema, e.g. ``ScoreRow.scored_punct_only``)
-    is written as nulls."""
-    fields = model.model_fields
-    optional = [c for c in schema.names if c not in df.columns and c in fields and fields[c].default is None]
-    if optional:
-        df = df.assign(**dict.fromkeys(optional, None))
-    missing = [c for c in schema.names if c not in df.columns]
-    if missing:
-        raise ValueError(f"{path}: columns {missing} of the {model.__name__} schema are missing")
-    df = df[schema.names]
-    nullable = _nullable(model)
-    validate_records(
-        [_plain_record(r, nullable) for r in df.to_dict(orient="records")],
-        model,
-        f"{path} (about to be written)",
-        hint="this is a bug in gece",
-        first_row=first_row,
-    )
-    return pa.Table.from_pandas(df, schema=schema.remove_metadata(), preserve_index=False)
-
-
-def _write_schema(df_columns: list[str], model: type[BaseModel]) -> pa.Schema:
-    """``model``'s Arrow schema, plus float columns for the extra columns of a model that allows them."""
-    schema = arrow_schema(model)
-    extra = [c for c in df_columns if c not in schema.names]
-    if extra and model.model_config.get("extra") == "allow":
-        for c in extra:
-            schema = schema.append(pa.field(c, pa.float64(), nullable=True))
-    elif extra:
-        raise ValueError(f"columns {extra} are not in the {model.__name__} schema")
-    return schema
-
-
-def write_table(path: str | Path, df: pd.DataFrame, model: type[BaseModel], meta: dict[str, str] | None = None) -> None:
-    """Validate ``df`` row by row against ``model`` and write it as Parquet, atomically.
-
-    ``meta`` (e.g. benchmark and model ids) is stored in the file's key-value metadata.
-    Output bytes depend only on the data, so identical inputs give identical files.
-    """
-    schema = _write_schema(list(df.columns), model)
-    table = _checked_arrow(path, df, model, schema).replace_schema_metadata(_file_metadata(model, meta))
-    with atomic_path(path) as tmp:
-        pq.write_table(table, tmp, compression="zstd")
-
-
-class TableWriter:
-    """Write a Parquet artifact chunk by chunk (one row group per chunk), atomically.
-
-    Memory stays bounded by one chunk. Each chunk is validated like :func:`write_table`; the
-    file appears under ``path`` only when the ``with`` block ends without an exception. A
-    single chunk gives the same bytes as :func:`write_table`.
-    """
-
-    def __init__(self, path: str | Path, model: type[BaseModel], meta: dict[str, str] | None = None):
-        self.path, self.model, self.meta = Path(path), model, meta
-        self.rows = 0
-        self._schema = arrow_schema(model)
-        self._writer: pq.ParquetWriter | None = None
-
-    def __enter__(self) -> typing.Self:
-        self._atomic = atomic_path(self.path)
-        self._tmp = self._atomic.__enter__()
-        self._writer = pq.ParquetWriter(
-            self._tmp, self._schema.with_metadata(_file_metadata(self.model, self.meta)), compression="zstd"
-        )
-        return self
-
-    def write(self, df: pd.DataFrame) -> None:
-        assert self._writer is not None, "use TableWriter in a with block"
-        table = _checked_arrow(self.path, df, self.model, self._schema, first_row=self.rows + 1)
-        self._writer.write_table(table)
-        self.rows += len(df)
-
-    def __exit__(self, et, ev, tb) -> bool:
-        assert self._writer is not None
-        self._writer.close()
-        return bool(self._atomic.__exit__(et, ev, tb))
-
-
-def _nullable(model: type[BaseModel]) -> set[str]:
-    """The fields of ``model`` that may be null."""
-    return {name for name, info in model.model_fields.items() if _arrow_type(info.annotation)[1]}
-
-
-def _plain_list(v: np.ndarray) -> list:
-    """A numpy array as nested lists; pandas reads a list-of-lists column as arrays of arrays."""
-    return [_plain_list(x) if isinstance(x, np.ndarray) else x for x in v.tolist()]
-
-
-def _plain_record(record: dict, nullable: set[str]) -> dict:
-    """Convert numpy scalars/arrays in a record into plain Python for validation.
-
-    pandas stores a null as NaN: NaN becomes None in ``nullable`` columns only, so a NaN in any
-    other column fails validation as what it is ("should be a finite number", not "missing").
-    """
-    out = {}
-    for k, v in record.items():
-        if isinstance(v, np.ndarray):
-            v = _plain_list(v)
-        elif isinstance(v, np.generic):
-            v = v.item()
-        if k in nullable and isinstance(v, float) and math.isnan(v):
-            v = None
-        out[k] = v
-    return out
 
 
 def _check_size(path: Path, pf: pq.ParquetFile, columns: list[str]) -> None:
@@ -443,8 +221,8 @@ def as_table(df: pd.DataFrame, model: type[BaseModel], source: str | Path) -> pd
     the columns in ``model``'s order and of its file types (scores made in memory, e.g. from a CSV,
     equal those read from a file, bit for bit). The rows are validated once, as :func:`write_table` does; the
     Arrow table made of them holds the same values, so they are not validated again as a read would."""
-    schema = _write_schema(list(df.columns), model)
-    return _frame(Path(source), _checked_arrow(source, df, model, schema), model, schema, 1, validate=False)
+    schema = write_schema(list(df.columns), model)
+    return _frame(Path(source), checked_arrow(source, df, model, schema), model, schema, 1, validate=False)
 
 
 def read_table(path: str | Path, model: type[BaseModel]) -> tuple[pd.DataFrame, dict[str, str]]:

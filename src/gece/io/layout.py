@@ -22,7 +22,8 @@ from pathlib import Path
 
 from gece.errors import GeceError
 from gece.io.disk import clear_output_dir
-from gece.io.params import Params, check_id
+from gece.io.model_entry import check_id
+from gece.io.params import Params
 
 DATA = Path("data")
 ARTIFACTS = Path("artifacts")

@@ -9,7 +9,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
-Rule = Literal["target", "sentence", "mean", "shared"]
+from gece.rule_registry import RuleName
+
 Reason = Literal["spans", "no_suffix", "max", "tokens"]
 
 
@@ -53,9 +54,10 @@ TokenCount = Annotated[StrictInt, Field(ge=1)]  # mean divides by it
 class Doc(_Strict):
     """One lm-eval document (a line of ``<task>/docs.jsonl``): a pair, its requests and what the import needs.
 
-    ``context`` and ``choices`` (target, sentence, mean: one context, the two sides as choices) or ``contexts`` and
-    ``continuation`` (shared: the two sides as contexts, one continuation); ``gold`` is 0, sent_more;
-    ``n_tokens`` the tokens lm-eval sums per side (mean divides by them); ``punct_only`` is ``scored_punct_only``.
+    ``context`` and ``choices`` (a rule's request ``word`` or ``sentence``, gece.rule_registry: one context, the two
+    sides as choices) or ``contexts`` and ``continuation`` (``suffix``: the two sides as contexts, one continuation);
+    ``gold`` is 0, sent_more; ``n_tokens`` the tokens lm-eval sums per side (a ``mean`` rule divides by them);
+    ``punct_only`` is ``scored_punct_only``.
     """
 
     pair_id: StrictStr
@@ -82,7 +84,7 @@ class Export(_Strict):
 
     task: str
     benchmark: str
-    rule: Rule
+    rule: RuleName  # type: ignore[valid-type]
     word_prob: Literal["chain", "max"]
     model: str
     model_dir: str
@@ -111,7 +113,7 @@ class ImportMeta(_Strict):
     model: str
     benchmark: str
     source: str
-    rule: Rule
+    rule: RuleName  # type: ignore[valid-type]
     samples_file: str
     lm_eval_version: str
     backend: str

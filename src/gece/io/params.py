@@ -14,10 +14,8 @@ from typing import Annotated, Any, Literal, get_args, get_origin
 
 import yaml
 from pydantic import (
-    AfterValidator,
     BaseModel,
     BeforeValidator,
-    ConfigDict,
     Field,
     PlainValidator,
     ValidationError,
@@ -25,66 +23,15 @@ from pydantic import (
 )
 
 from gece.errors import GeceError
+from gece.io.model_entry import LMEVAL_PREFIX, Id, ModelSpec, Section
 from gece.registry import GROUP_PROTOCOLS, GROUPINGS, METHOD_NAMES, GroupingName, GroupProtocol, MethodName
+from gece.rule_registry import DEFAULT_RULE, RULE_NAMES, SUMMARY, RuleName
 
 DEFAULT_PARAMS = Path("params.yaml")
 
-# Benchmark and model ids become file and directory names (data/benchmarks/<b>.csv,
-# artifacts/scores/<b>/<m>.parquet): no separators, no leading dot, nothing outside the repository.
-ID_RULE = "[a-z0-9][a-z0-9._-]*"
-ID_PATTERN = re.compile(ID_RULE)
-ID_HELP = (
-    f"ids are lowercase letters, digits, '.', '_' and '-', starting with a letter or digit "
-    f"(regex {ID_RULE}), e.g. winobias or gemma-3-270m"
-)
-
-
-def is_id(value: object) -> bool:
-    """Whether ``value`` is a valid benchmark or model id (the whole string matches ``ID_RULE``)."""
-    return isinstance(value, str) and ID_PATTERN.fullmatch(value) is not None
-
-
-def _valid_id(value: str) -> str:
-    if not is_id(value):
-        raise ValueError(f"{value!r} is not a valid id: {ID_HELP}")
-    return value
-
-
-def check_id(value: str, what: str) -> str:
-    """``value`` if it is a valid id, else a GeceError naming ``what`` (an option or key) and the rule."""
-    if not is_id(value):
-        raise GeceError(f"{what} {value!r} is not a valid id", hint=ID_HELP)
-    return value
-
-
-def _plain_file_name(value: str | None) -> str | None:
-    if value is not None and (not value or any(bad in value for bad in ("/", "\\", ".."))):
-        raise ValueError(
-            f"{value!r} is not a plain file name (no '/', '\\' or '..'): gguf_file names a "
-            "file inside the source directory or package"
-        )
-    return value
-
-
-Id = Annotated[str, AfterValidator(_valid_id)]
 
 MAX_SEED = 2**32 - 1  # numpy and scikit-learn seeds are unsigned 32-bit
 Seed = Annotated[int, Field(ge=0, le=MAX_SEED, description="a random seed, 0 to 2**32 - 1")]
-
-MEMORY_DEVICE = re.compile(r"\d+|cpu|mps|disk")
-MEMORY_SIZE = re.compile(r"\d+(\.\d+)?\s*([KMGT]i?B)", re.IGNORECASE)
-
-
-def _memory_device(value: str) -> str:
-    if not MEMORY_DEVICE.fullmatch(str(value)):
-        raise ValueError(f"max_memory key {value!r} is not a device: use a GPU index ('0', '1', ...), cpu, mps or disk")
-    return str(value)
-
-
-def _memory_size(value: str) -> str:
-    if not MEMORY_SIZE.fullmatch(str(value).strip()):
-        raise ValueError(f"max_memory value {value!r} is not a size such as '70GiB' or '500MB'")
-    return str(value).strip()
 
 
 def _batch_size(value: object) -> int | str:
@@ -93,142 +40,14 @@ def _batch_size(value: object) -> int | str:
     raise ValueError("must be a positive number of pairs or auto")
 
 
-def memory_caps(max_memory: dict[str, str] | None) -> dict[int | str, str] | None:
-    """params.yaml's ``max_memory`` as accelerate wants it: GPU indices as ints."""
-    if max_memory is None:
-        return None
-    return {int(k) if k.isdigit() else k: v for k, v in max_memory.items()}
-
-
-class _Section(BaseModel):
-    """A params.yaml section. Strict (docs/pipeline.md, "Parameters"): a value must already have the key's type
-    as YAML reads it, nothing is converted. A whole-number key takes an integer only (``true``, ``1.0`` and
-    ``"10"`` are refused: YAML reads ``true`` as a boolean, which Python would count as 1); a number key takes a
-    number, an integer included (``ci: 1`` is 1.0), finite (``.nan``, ``.inf`` are refused); a boolean key takes
-    ``true`` or ``false`` only; a text key takes text (quote ``revision: "1234"``). The same rules apply to the
-    command-line options, which argparse has already typed."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
-
-
-REFERENCE_PREFIX = "reference:"
-LMEVAL_PREFIX = "lmeval:"  # a registry source: lmeval:<lm-evaluation-harness output directory> (docs/lmeval.md)
-
-
-class ModelSpec(_Section):
-    """Where a run's scores come from. ``source`` is a Hugging Face hub id, a local model directory,
-    a local ``.gguf`` file, or ``package:<distribution>`` for a GGUF shipped in an installed
-    Python package: a model that the extract stage scores. Or ``reference:<name>``: scores
-    released by others, read from ``data/reference/<benchmark>/<name>.csv`` for every benchmark
-    that has that file (the authors' runs of the paper); nothing is extracted."""
-
-    source: str = Field(min_length=1)
-    gguf_file: Annotated[str | None, AfterValidator(_plain_file_name)] = None
-    revision: str | None = None
-    special_tokens: bool = True
-    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
-    device: str = Field(
-        "auto",
-        pattern=r"^(auto|cpu|multi|mps|cuda(:\d+)?)$",
-        description="auto (a GPU if visible, else cpu), cpu, cuda[:N], mps, or multi "
-        "(device_map='auto': spread a model too large for one device)",
-    )
-    attention: Literal["exact", "sdpa", "eager"] = Field(
-        "exact",
-        description="exact: gece's float64-core attention, bit-identical whatever the batch "
-        "(gece.scoring.attention); sdpa/eager: transformers' stock float32 kernels",
-    )
-    max_memory: (
-        dict[
-            Annotated[str, BeforeValidator(str), AfterValidator(_memory_device)],
-            Annotated[str, AfterValidator(_memory_size)],
-        ]
-        | None
-    ) = Field(
-        None,
-        description="device: multi only: the most memory accelerate may fill on each device, "
-        "e.g. {'0': '70GiB', '1': '70GiB', cpu: '200GiB'}",
-    )
-    backend: Literal["transformers", "vllm"] = Field(
-        "transformers",
-        description="transformers: gece's exact engine; vllm: vLLM's prompt log-probabilities "
-        "(CUDA, pip install 'gece[vllm]'; same output schema)",
-    )
-    tensor_parallel: int = Field(1, ge=1, description="backend vllm: GPUs one model is split over")
-    limit: int | None = Field(
-        None,
-        ge=1,
-        description="score only the first N pairs of each benchmark with this "
-        "model (a cheap first try that leaves the other models' extract stages up to date); "
-        "with extract.limit too, the smaller applies",
-    )
-
-    @property
-    def reference(self) -> str | None:
-        """The ``<name>`` of a ``reference:<name>`` source, else None."""
-        return self.source.removeprefix(REFERENCE_PREFIX) if self.source.startswith(REFERENCE_PREFIX) else None
-
-    @model_validator(mode="after")
-    def _consistent(self) -> ModelSpec:
-        if self.source.startswith(LMEVAL_PREFIX):
-            if not self.source.removeprefix(LMEVAL_PREFIX).strip():
-                raise ValueError(
-                    f"source {self.source!r}: no directory after {LMEVAL_PREFIX!r}; "
-                    f"write {LMEVAL_PREFIX}<lm_eval's --output_path> (docs/lmeval.md)"
-                )
-            loading = sorted(k for k in self.model_fields_set if k != "source")
-            if loading:
-                raise ValueError(
-                    f"{', '.join(loading)}: settings of a model that gece loads and scores, but source "
-                    f"{self.source!r} imports lm-eval's samples (set them in lm_eval's --model_args); remove them"
-                )
-        if self.reference is not None:
-            if not is_id(self.reference):
-                raise ValueError(
-                    f"source {self.source!r}: {self.reference!r} is not a valid id (the name after "
-                    f"{REFERENCE_PREFIX!r} is a file name of data/reference/<benchmark>/); {ID_HELP}"
-                )
-            loading = sorted(k for k in self.model_fields_set if k != "source")
-            if loading:
-                raise ValueError(
-                    f"{', '.join(loading)}: settings of a model that is loaded and scored, but source "
-                    f"{self.source!r} reads released scores; remove them"
-                )
-        if self.max_memory is not None and self.device != "multi":
-            raise ValueError(
-                f"max_memory caps the devices of device: multi (device_map='auto'), but device is "
-                f"{self.device!r}; set device: multi or remove max_memory"
-            )
-        if self.backend == "vllm":
-            if self.tensor_parallel > 1 and self.device not in ("auto", "cuda"):
-                raise ValueError("tensor_parallel spreads the model over GPUs: use device: auto (or cuda)")
-            if self.device not in ("auto", "cuda") and not self.device.startswith("cuda"):
-                raise ValueError(
-                    f"backend vllm runs on CUDA GPUs; device {self.device!r} is for the transformers backend"
-                )
-            if self.max_memory is not None:
-                raise ValueError("max_memory is for the transformers backend; vLLM sizes its own memory")
-        elif self.tensor_parallel > 1:
-            raise ValueError(
-                "tensor_parallel is for backend: vllm; the transformers backend spreads a model over "
-                "GPUs with device: multi"
-            )
-        return self
-
-
-class PrepareParams(_Section):
+class PrepareParams(Section):
     duplicates: Literal["keep", "drop", "error"] = "keep"
 
 
-Rule = Literal["target", "sentence", "mean", "shared"]
-"""What a side's score is (docs/metrics.md "Scoring rules"): ``target``, the words the sentences differ in;
-``sentence``, every token of the sentence (summed); ``mean``, the same tokens' mean; ``shared``, the tokens the
-two sentences share, each given its own sentence's prefix. The last three read one extraction of whole
-sentences, so a second of them runs no model."""
 Cluster = Literal["pair", "template"]
 
 
-class ExtractParams(_Section):
+class ExtractParams(Section):
     batch_size: Annotated[int | str, PlainValidator(_batch_size)] = Field(
         32,
         description="pairs per forward pass, or auto: on a GPU, as many as fit in free memory (measured on a "
@@ -240,17 +59,15 @@ class ExtractParams(_Section):
         "Applied by the score stage to the token scores extract stored: changing it runs no model. Benchmarks scored "
         "by the sentence rule sum every token of the sentence (chain) whatever it says",
     )
-    rule: Rule = Field(
-        "target",
-        description="what a side's score is, for every benchmark whose entry sets no rule: target, the "
-        "log-probability of the words in which the sentences differ; sentence, the log-likelihood of the whole "
-        "sentence (lm-evaluation-harness's crows_pairs); mean, its mean per token (bias-bench); shared, the "
-        "log-probability of the tokens both sentences share (WinoQueer's authors)",
+    rule: RuleName = Field(  # type: ignore[valid-type]
+        DEFAULT_RULE,
+        description=f"what a side's score is, for every benchmark whose entry sets no rule (gece.rule_registry): "
+        f"{SUMMARY}",
     )
     limit: int | None = Field(None, ge=1, description="score only the first N pairs (smoke runs)")
 
 
-class MetricsParams(_Section):
+class MetricsParams(Section):
     n_bins: int = Field(10, ge=1, le=1000)
     binning: Literal["equal_width", "equal_mass"] = "equal_width"
     bootstrap: int = Field(1000, ge=1000, le=1_000_000, description="bootstrap resamples for confidence intervals")
@@ -258,7 +75,7 @@ class MetricsParams(_Section):
     seed: Seed = 0
 
 
-class CompareParams(_Section):
+class CompareParams(Section):
     draws: int = Field(2000, ge=2000, le=1_000_000, description="paired bootstrap resamples")
     seed: Seed = 0
     ci: float = Field(0.95, gt=0.0, lt=1.0)
@@ -266,7 +83,7 @@ class CompareParams(_Section):
     power: float = Field(0.8, gt=0.0, lt=1.0, description="power of the minimum detectable difference")
 
 
-class AblateParams(_Section):
+class AblateParams(Section):
     sizes: list[int] = Field([50, 100, 150, 250, 500], min_length=1)
     draws: int = Field(100, ge=1, le=100_000, description="random subsets per sample size")
     seed: Seed = 0
@@ -283,7 +100,7 @@ class AblateParams(_Section):
         return self
 
 
-class GroupsParams(_Section):
+class GroupsParams(Section):
     """Calibration by group (docs/metrics.md, gece.stats.groups): what to group by, the protocols, the smallest
     group."""
 
@@ -308,7 +125,7 @@ class GroupsParams(_Section):
         return self
 
 
-class CalibrateParams(_Section):
+class CalibrateParams(Section):
     """Post-hoc calibration (docs/metrics.md): which methods, the split and the cross-fitting."""
 
     methods: list[MethodName] = Field(default_factory=lambda: list(METHOD_NAMES), min_length=1)
@@ -324,7 +141,7 @@ class CalibrateParams(_Section):
         return self
 
 
-class AnnotateParams(_Section):
+class AnnotateParams(Section):
     """How the annotators' labels become a hard label (gece.stats.annotations): a strict majority of the
     annotators decides; a tie goes to the writer's label (writer) or leaves the pair unlabelled (drop)."""
 
@@ -341,7 +158,7 @@ def _source(value: object) -> str | None:
     )
 
 
-class BenchmarkSpec(_Section):
+class BenchmarkSpec(Section):
     """One benchmark (``benchmarks.<name>``): where its pairs come from, the rule that scores them and its part
     in the gender-neutral wording comparison. Every field has a default, so ``<name>: {}`` is a gece CSV,
     ``data/benchmarks/<name>.csv``, scored under ``extract.rule``."""
@@ -351,9 +168,9 @@ class BenchmarkSpec(_Section):
         description="a CrowS-Pairs-format CSV the benchmark is read from (gece.io.crows: identity protocol, "
         "annotations included); none: data/benchmarks/<name>.csv, gece's own format",
     )
-    rule: Rule | None = Field(
+    rule: RuleName | None = Field(  # type: ignore[valid-type]
         None,
-        description="target | sentence | mean | shared: the rule that scores this benchmark, in place of "
+        description=f"{' | '.join(RULE_NAMES)}: the rule that scores this benchmark, in place of "
         "extract.rule. Two entries with the same source and different rules are one benchmark under two rules "
         "(the page and reports/summary.json show them side by side)",
     )
@@ -392,12 +209,12 @@ def _entries(value: object) -> object:
     return value
 
 
-class Params(_Section):
+class Params(Section):
     benchmarks: Annotated[dict[Id, BenchmarkSpec], BeforeValidator(_entries)] = Field(
         min_length=1, description="one entry per benchmark: name -> source, rule, neutral_of"
     )
     models: list[Id]
-    references: list[Id] = []
+    references: list[Id] = []  # noqa: RUF012 (pydantic copies the default; ruff cannot see the base is pydantic)
     registry: dict[Id, ModelSpec]
     prepare: PrepareParams = PrepareParams()
     extract: ExtractParams = ExtractParams()
@@ -407,13 +224,13 @@ class Params(_Section):
     calibrate: CalibrateParams = CalibrateParams()
     annotate: AnnotateParams = AnnotateParams()
 
-    def rule_for(self, benchmark: str) -> Rule:
+    def rule_for(self, benchmark: str) -> RuleName:  # type: ignore[valid-type]
         """The rule that scores ``benchmark``: its entry's ``rule``, else ``extract.rule``."""
         entry = self.benchmarks.get(benchmark)
         return entry.rule if entry is not None and entry.rule is not None else self.extract.rule
 
     @property
-    def rules(self) -> dict[str, Rule]:
+    def rules(self) -> dict[str, RuleName]:  # type: ignore[valid-type]
         """Every benchmark's rule (:meth:`rule_for`), in ``benchmarks`` order."""
         return {b: self.rule_for(b) for b in self.benchmarks}
 

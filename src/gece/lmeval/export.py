@@ -19,10 +19,11 @@ import pandas as pd
 import yaml
 
 from gece.errors import GeceError
-from gece.io.disk import write_text
-from gece.io.files import write_json
+from gece.io.atomic import write_text
 from gece.io.lmeval_files import Doc, Excluded, Export
+from gece.io.writer import write_json
 from gece.lmeval import requests, samples
+from gece.rule_registry import RULE
 from gece.scoring import planning
 
 DOCS = "docs.jsonl"
@@ -35,11 +36,12 @@ def task_name(benchmark: str) -> str:
 
 
 def add_bos_token(rule: str, special_tokens: bool) -> bool | None:
-    """lm-eval's ``add_bos_token`` for a registry entry's ``special_tokens`` under a rule. ``target``: gece encodes
-    each sentence with the tokenizer's special tokens (``true``: lm-eval's default, None) or without (``false``:
-    False). Whole-sentence rules: gece always feeds the prefix token (the tokenizer's BOS) before the sentence, so
-    lm-eval must add it to every context (True); the sentence rule's empty context gets it anyway."""
-    if rule == "target":
+    """lm-eval's ``add_bos_token`` for a registry entry's ``special_tokens`` under a rule. Extraction ``target``
+    (:mod:`gece.rule_registry`): gece encodes each sentence with the tokenizer's special tokens (``true``: lm-eval's
+    default, None) or without (``false``: False). Extraction ``sentence``: gece always feeds the prefix token (the
+    tokenizer's BOS) before the sentence, so lm-eval must add it to every context (True); the ``sentence``
+    request's empty context gets it anyway."""
+    if RULE[rule].extraction == "target":
         return None if special_tokens else False
     return True
 
@@ -72,12 +74,13 @@ def documents(
     """The documents of the pairs lm-eval scores exactly under ``rule`` and the pairs left out (with the reason),
     in the prepared order. ``gece_tok`` is the tokenizer gece scores with; ``encode``/``prefix_id`` lm-eval's."""
     recs = pairs.to_dict("records")
-    sides, _ = planning.plans_for(gece_tok, pairs, special_tokens, rule=planning.plan_of(rule))
+    spec = RULE[rule]
+    sides, _ = planning.plans_for(gece_tok, pairs, special_tokens, extraction=planning.plan_of(rule))
     docs, out = [], []
     for rec, (more, less) in zip(recs, sides, strict=True):
         req = requests.request_for(rec, rule)
         several = len(more.words[0]) > 1 or len(less.words[0]) > 1
-        if isinstance(req, requests.Request) and rule == "target" and word_prob == "max" and several:
+        if isinstance(req, requests.Request) and spec.extraction == "target" and word_prob == "max" and several:
             req = "max"
         if isinstance(req, requests.Request):
             n_tokens, ok = [], True
@@ -92,16 +95,16 @@ def documents(
             out.append(Excluded(pair_id=rec["pair_id"], row=int(rec["row"]), reason=req))
             continue
         punct = None
-        if rule == "shared":
+        if spec.matched:
             positions = requests.scored_positions(more, less, rule)
             punct = requests.punctuation_only(more, positions, [gece_tok.decode([i]) for i in more.ids])
-        elif rule in ("sentence", "mean"):
+        elif spec.extraction == "sentence":
             punct = False
         fields: dict[str, Any] = {
             "pair_id": rec["pair_id"],
             "sha": requests.pair_sha(rec["sent_more"], rec["sent_less"]),
         }
-        if rule == "shared":
+        if spec.request == "suffix":
             fields |= {"contexts": [req.more[0], req.less[0]], "continuation": req.more[1]}
         else:
             fields |= {"context": req.more[0], "choices": [req.more[1], req.less[1]]}
@@ -119,7 +122,7 @@ def task_yaml(task: str, docs_path: Path, rule: str) -> str:
         "output_type": "multiple_choice",
         "target_delimiter": "",
     }
-    if rule == "shared":  # several contexts, one continuation (lm-eval's multiple-input pattern)
+    if RULE[rule].request == "suffix":  # several contexts, one continuation (lm-eval's multiple-input pattern)
         config |= {"doc_to_text": "gold", "doc_to_choice": "contexts", "doc_to_target": "continuation"}
     else:
         config |= {"doc_to_text": "context", "doc_to_choice": "choices", "doc_to_target": "gold"}

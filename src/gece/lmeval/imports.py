@@ -10,9 +10,9 @@ from pathlib import Path
 from gece import command
 from gece.errors import GeceError
 from gece.io import layout
-from gece.io.files import write_json, write_table
 from gece.io.lmeval_files import ImportMeta
 from gece.io.schemas import ScoreRow
+from gece.io.writer import write_json, write_table
 from gece.lmeval import samples
 from gece.terminal import literal
 

@@ -1,6 +1,8 @@
 """gece's scoring rules as lm-evaluation-harness requests, and the check that a request scores what gece scores.
 
-Every rule becomes one ``multiple_choice`` document with two ``loglikelihood`` requests (docs/lmeval.md):
+Every rule becomes one ``multiple_choice`` document with two ``loglikelihood`` requests (docs/lmeval.md), of the
+kind its ``request`` names (:mod:`gece.rule_registry`: ``word`` for target, ``sentence`` for sentence and mean,
+``suffix`` for shared):
 
     target:    context = sent[:start] (the same on both sides), continuations = the two target words
                log P(word | context)                      = gece's chain rule on the word's tokens
@@ -29,10 +31,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gece.rule_registry import RULE
 from gece.scoring import rules
 from gece.scoring.planning import SideTokens
-
-RULES = ("target", "sentence", "mean", "shared")  # every rule lm-eval can express (all of gece's)
 
 REASONS = {
     "spans": "the sentences differ in several places: one lm-eval context cannot hold both sides",
@@ -61,24 +62,24 @@ class Request:
 
 
 def request_for(pair: Mapping[str, Any], rule: str) -> Request | str:
-    """The requests of a prepared pair under ``rule``, or the key of :data:`REASONS` that leaves it out."""
+    """The requests of a prepared pair under ``rule`` (its ``request``), or the key of :data:`REASONS` that leaves
+    it out."""
     m, l = pair["sent_more"], pair["sent_less"]
-    if rule in ("sentence", "mean"):
+    kind = RULE[rule].request
+    if kind == "sentence":
         return Request(("", m), ("", l))
     if int(pair["n_targets"]) != 1 or len(pair["starts_more"]) != 1 or len(pair["starts_less"]) != 1:
         return "spans"
     sm, em, sl, el = (int(pair[k][0]) for k in ("starts_more", "ends_more", "starts_less", "ends_less"))
-    if rule == "target":
+    if kind == "word":
         if m[:sm] != l[:sl]:
             return "spans"
         return Request((m[:sm], m[sm:em]), (l[:sl], l[sl:el]))
-    if rule == "shared":
-        if m[em:] != l[el:]:
-            return "spans"
-        if not m[em:].strip():
-            return "no_suffix"
-        return Request((m[:em], m[em:]), (l[:el], l[el:]))
-    raise ValueError(f"rule must be one of {', '.join(RULES)}, got {rule!r}")
+    if m[em:] != l[el:]:  # suffix
+        return "spans"
+    if not m[em:].strip():
+        return "no_suffix"
+    return Request((m[:em], m[em:]), (l[:el], l[el:]))
 
 
 # ------------------------------------------------------------------ lm-eval's tokens, rebuilt
@@ -99,11 +100,11 @@ def lmeval_tokens(encode: Any, prefix_id: int, context: str, continuation: str) 
 
 def scored_positions(side: SideTokens, other: SideTokens, rule: str) -> list[int]:
     """The positions (in ``side.ids``) of the tokens gece sums for one side, less those that cancel in p: the target
-    word's tokens; every token of the sentence; under ``shared`` the matched tokens after the common prefix (the
-    prefix is matched on both sides with the same log-probabilities). Empty when the shared tokens are not the
-    common prefix plus what follows the differing span (then no lm-eval request holds them)."""
+    word's tokens; every token of the sentence; under a rule that sums matched tokens (``shared``) those after the
+    common prefix (the prefix is matched on both sides with the same log-probabilities). Empty when the shared
+    tokens are not the common prefix plus what follows the differing span (then no lm-eval request holds them)."""
     (word,) = side.words
-    if rule != "shared":
+    if not RULE[rule].matched:
         return list(word)
     (other_word,) = other.words
     ids = [side.ids[i] for i in word]
@@ -128,6 +129,6 @@ def exact(side: SideTokens, positions: Sequence[int], fed: Sequence[int], n_cont
 
 
 def punctuation_only(side: SideTokens, positions: Sequence[int], texts: Sequence[str]) -> bool:
-    """``scored_punct_only`` of a shared-rule pair: every token that can move p is punctuation (``texts`` are the
-    side's token texts, by position in ``side.ids``)."""
+    """``scored_punct_only`` of a pair under a rule that sums matched tokens (``shared``): every token that can move
+    p is punctuation (``texts`` are the side's token texts, by position in ``side.ids``)."""
     return all(rules.is_punctuation(texts[i]) for i in positions)

@@ -8,9 +8,9 @@ dtype. Every sample must be a prepared pair (its ``pair_id``), with the same two
 ``sha``), the requests gece exports for it under the benchmark's rule, both sides answered, and finite
 log-likelihoods; anything else is refused, naming the pair, the line and the file, and nothing is written.
 
-A side's ``logprob`` is lm-eval's sum (``mean``: divided by the side's token count ``n_tokens``), so under
-``shared`` it lacks the common prefix gece's own score file includes; ``p = sigmoid(logprob_more - logprob_less)``
-is the same function of the same tokens under every rule.
+A side's ``logprob`` is lm-eval's sum (a rule with ``mean``, :mod:`gece.rule_registry`: divided by the side's
+token count ``n_tokens``), so under ``shared`` it lacks the common prefix gece's own score file includes;
+``p = sigmoid(logprob_more - logprob_less)`` is the same function of the same tokens under every rule.
 """
 
 from __future__ import annotations
@@ -28,9 +28,10 @@ from gece.errors import GeceError
 from gece.io.disk import read_json_file, read_json_lines
 from gece.io.files import read_table
 from gece.io.lmeval_files import ImportMeta, Sample
-from gece.io.params import LMEVAL_PREFIX
+from gece.io.model_entry import LMEVAL_PREFIX
 from gece.io.schemas import PreparedPair
 from gece.lmeval import requests
+from gece.rule_registry import RULE
 from gece.scoring import rules
 
 TASK_PREFIX = "gece_"  # task gece_<benchmark>
@@ -130,6 +131,7 @@ def score_frame(
     listing every sample that does not match a prepared pair, its sentences or its requests, lacks a side or
     holds a log-likelihood that is not finite."""
     by_id = {r["pair_id"]: r for r in prepared.to_dict("records")}
+    spec = RULE[rule]
     problems: list[str] = []
     scored: dict[str, dict[str, Any]] = {}
     for n, sample in samples:
@@ -156,14 +158,14 @@ def score_frame(
         if not isinstance(expected, requests.Request) or args != expected.arguments:
             problems.append(f"{where}: its requests are not the ones gece exports for this pair under rule {rule}")
             continue
-        if rule == "target" and word_prob == "max" and max(doc.n_tokens) > 1:
+        if spec.extraction == "target" and word_prob == "max" and max(doc.n_tokens) > 1:
             problems.append(f"{where}: a target word of several tokens, but word_prob is max (lm-eval sums them)")
             continue
         lls = [float(r[0]) for r in sample.filtered_resps]
         if not all(math.isfinite(v) for v in lls):
             problems.append(f"{where}: log-likelihood {lls} is not finite")
             continue
-        if rule == "mean":
+        if spec.mean:
             lls = [v / t for v, t in zip(lls, doc.n_tokens, strict=True)]
         scored[pid] = {
             "n_tokens_more": doc.n_tokens[0],

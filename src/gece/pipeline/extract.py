@@ -2,9 +2,21 @@
 ``artifacts/tokens/<m>/<b>.parquet`` (every target token's log-probability and logit) and its metadata.
 
 The word rule and the side rule are not applied here but by the score stage (:mod:`gece.pipeline.score`),
-so changing ``extract.word_prob`` runs no model. When the stage runs again because a benchmark was
-added or changed, the benchmarks whose token files still fit (same prepared pairs, model, settings and
-code) are taken from the last run (:mod:`gece.pipeline.reuse`) and only the others are scored.
+so changing ``extract.word_prob`` runs no model. A benchmark is scored by :mod:`gece.scoring.extraction`, whose
+import closure is the code that determines a token file's bytes. When the stage runs, a benchmark whose token
+file still fits is not scored again (docs/dvc.md, "Reuse by content"), in this order:
+
+1. a variant of a benchmark scored in this run (the same pairs under a rule that extracts the same tokens):
+   its file is copied;
+2. the file the last recorded run of this stage wrote (``dvc.lock`` and DVC's cache, :mod:`gece.pipeline.reuse`)
+   whose fingerprint (:func:`gece.scoring.extraction.fingerprint`: the pairs, the entry, the settings, the
+   library versions and the hash of the scoring code) is this run's;
+3. the file of another registry entry that fed the same token ids to the same weights
+   (:func:`gece.scoring.extraction.content_key`, checked with the tokenizer alone, and the weights' hashes):
+   its rows, under this entry's name.
+
+Only the others load the model. So an edit outside the scoring code re-scores nothing, and every token
+file stays byte-identical.
 """
 
 from __future__ import annotations
@@ -12,62 +24,33 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import functools
-import hashlib
-import itertools
-import json
 import logging
 import shutil
-import time
 import typing
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
-import pandas as pd
-
-from gece import command, faults, options
+from gece import command, options
 from gece.errors import GeceError
 from gece.io import layout
-from gece.io.disk import atomic_path, check_output, check_output_dir, check_unique_ids
-from gece.io.files import (
-    ROW_GROUP_ROWS,
-    TableWriter,
-    iter_table,
-    pair_ids,
-    parquet_rows,
-    read_json,
-    read_table,
-    write_json,
-    write_table,
-)
-from gece.io.params import ExtractParams, ModelSpec, Rule
-from gece.io.schemas import ExtractMeta, ExtractTiming, PreparedPair, TokenRow
+from gece.io.atomic import atomic_path, check_output
+from gece.io.disk import check_output_dir, check_unique_ids
+from gece.io.files import iter_table, pair_ids, parquet_rows, read_json, read_table
+from gece.io.model_entry import ModelSpec
+from gece.io.params import ExtractParams
+from gece.io.schemas import PreparedPair
+from gece.io.tokens import ExtractMeta, ExtractTiming, TokenRow
+from gece.io.writer import write_json, write_table
 from gece.pipeline import reuse
-from gece.scoring import planning
+from gece.rule_registry import RULE_NAMES, RuleName
+from gece.scoring import extraction, planning
 from gece.terminal import literal, plural
 
 log = logging.getLogger("gece")
 
 
-# ---------------------------------------------------------------------------- extract
-KEY_COLUMNS = ["pair_id", "row"]  # what a token file keeps of the prepared pair (the score stage joins the rest)
-
-
-FINGERPRINT = "fingerprint"  # the token file's metadata key holding :func:`fingerprint`
-SHARD_BATCHES = 4  # batches per resumable shard
-
-
-WINDOW_PAIRS = ROW_GROUP_ROWS  # pairs read, tokenized, planned and ordered together: memory does not grow with n
-
-
-def _fingerprint(**parts: object) -> str:
-    """sha256 of the JSON of everything a file's content depends on."""
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
-
-
 def effective(
-    settings: ExtractParams, spec: ModelSpec, benchmark: str, rules: Mapping[str, Rule] | None = None
+    settings: ExtractParams, spec: ModelSpec, benchmark: str, rules: Mapping[str, RuleName] | None = None
 ) -> ExtractParams:
     """The settings that score ``benchmark`` with ``spec``: its rule (``rules[benchmark]``, the rule of its
     params.yaml entry, :attr:`gece.io.params.Params.rules`; else ``settings.rule``), and the smaller of
@@ -77,40 +60,19 @@ def effective(
 
 
 def fingerprint(prepared: Path, model_id: str, spec: ModelSpec, settings: ExtractParams) -> str:
-    """What a token file's numbers depend on, known before the model loads: the prepared pairs' bytes, the
-    model's registry entry, the settings that choose the scored tokens (the rule, the limit; not ``word_prob``,
-    nor the batch size, which changes no bit), and the versions of torch, transformers and the engine. Stored in
-    the file; a later run reuses the file only when it is unchanged."""
-    from importlib.metadata import PackageNotFoundError, version
+    """:func:`gece.scoring.extraction.fingerprint` of a benchmark's effective settings (:func:`effective`)."""
+    return extraction.fingerprint(prepared, model_id, spec, settings.rule, settings.limit)
 
-    from gece.scoring import engine, models
 
-    def installed(name: str) -> str | None:
-        try:
-            return version(name)
-        except PackageNotFoundError:
-            return None
-
-    return _fingerprint(
-        prepared=models.sha256_file(prepared),
-        model=model_id,
-        spec=spec.model_dump(),
-        rule=settings.rule,
-        limit=settings.limit,
-        torch=installed("torch"),
-        transformers=installed("transformers"),
-        engine=engine.ENGINE_VERSION,
+def inputs(prepared: Path, benchmark: str, n: int) -> extraction.Inputs:
+    """What :func:`gece.scoring.extraction.extract` reads, through this package's validating readers."""
+    return extraction.Inputs(
+        prepared=prepared,
+        benchmark=benchmark,
+        pairs=n,
+        windows=lambda: iter_table(prepared, PreparedPair, extraction.WINDOW_PAIRS, limit=n),
+        read_tokens=lambda path: read_table(path, TokenRow),
     )
-
-
-def _layout(n: int, batch_size: int) -> list[tuple[int, int, int]]:
-    """The windows of a run of n pairs: (first pair, end, number of shards), fixed before any scoring."""
-    out = []
-    for lo in range(0, n, WINDOW_PAIRS):
-        hi = min(lo + WINDOW_PAIRS, n)
-        n_batches = -(-(hi - lo) // batch_size)
-        out.append((lo, hi, -(-n_batches // SHARD_BATCHES)))
-    return out
 
 
 def extract(
@@ -121,308 +83,53 @@ def extract(
     settings: ExtractParams | None = None,
     *,
     meta_out: str | Path | None = None,
-    on_shard: Callable[[int], None] | None = None,
+    on_shard: typing.Callable[[int], None] | None = None,
     loaded: object | None = None,
     shards: str | Path | None = None,
     key: str | None = None,
-    rules: Mapping[str, Rule] | None = None,
+    rules: Mapping[str, RuleName] | None = None,
 ) -> tuple[ExtractMeta, ExtractTiming]:
-    """artifacts/prepared/<b>.parquet -> artifacts/tokens/<m>/<b>.parquet, <b>.meta.json and <b>.timing.json.
-
-    Scores every pair with the model (docs/models.md; :mod:`gece.scoring.engine`), streaming: pairs are
-    read, tokenized, ordered and batched ``WINDOW_PAIRS`` at a time, so memory does not grow
-    with the benchmark. Work is written in shards of ``SHARD_BATCHES`` batches under ``shards`` (default
-    :func:`gece.io.layout.shards_dir`, beside ``out``; the stage's are :func:`gece.io.layout.tokens_shards_dir`, outside
-    the folder DVC removes before a run); a run that is killed and started again reuses the finished shards (when
-    inputs, model and settings are unchanged), and the final file, assembled window by window
-    from the shards, is byte-identical to an uninterrupted run's. The shards are removed once
-    the output is written.
+    """artifacts/prepared/<b>.parquet -> artifacts/tokens/<m>/<b>.parquet, <b>.meta.json and <b>.timing.json
+    (:func:`gece.scoring.extraction.extract`), every path checked before any work.
 
     The benchmark's rule (``rules[benchmark]``, else ``settings.rule``; :func:`effective`) says what is scored:
-    the target words (``target``) or the whole
-    sentences (``sentence``); a pair with a word at its sentence's first token is fed with the prefix
-    token (BOS, else EOS) in front (:func:`gece.scoring.planning.prefix_pairs`; counted in the
-    meta's ``prefixed_sentences``). Every pair is tokenized and aligned before any is scored: a
-    target word that covers no token fails the run at once, listing every such pair with its row.
-    A pair whose score is NaN or infinite (the model's logits overflowed, e.g. in float16) is
-    never written: the run scores every pair, then fails listing the affected pairs, and
-    writes no output. ``on_shard(i)`` is called after shard i is written, ``loaded`` is an
-    already loaded :class:`gece.scoring.models.LoadedModel` of ``spec`` (tests, benchmarks), and ``key`` the
-    :func:`fingerprint` of these arguments when the caller has it already (:func:`extract_model`).
+    the target words (``target``) or the whole sentences (``sentence``); a pair with a word at its sentence's
+    first token is fed with the prefix token (BOS, else EOS) in front (:func:`gece.scoring.planning.prefix_pairs`;
+    counted in the meta's ``prefixed_sentences``). Shards go under ``shards`` (default
+    :func:`gece.io.layout.shards_dir`, beside ``out``; the stage's are :func:`gece.io.layout.tokens_shards_dir`,
+    outside the folder DVC removes before a run). ``loaded`` is an already loaded
+    :class:`gece.scoring.models.LoadedModel` of ``spec`` (tests, benchmarks), and ``key`` the :func:`fingerprint`
+    of these arguments when the caller has it already (:func:`extract_model`).
     """
-    import torch
-    import transformers
-
-    import gece
-    from gece.progress import Progress
-    from gece.scoring import engine, exact_model, memory, models, packing, selfcheck
+    from gece.scoring import models
 
     prepared, out, settings = Path(prepared), Path(out), settings or ExtractParams()
-    meta_out = Path(meta_out) if meta_out else layout.meta_path(out)
+    outputs = extraction.Outputs(
+        tokens=out,
+        meta=Path(meta_out) if meta_out else layout.meta_path(out),
+        timing=layout.timing_path(out),
+        shards=Path(shards) if shards else layout.shards_dir(out),
+    )
     beside = f"remove it, or give OUT another name (the timing file and the shards directory are named after {out})"
-    check_output(layout.timing_path(out), "the timing file", beside)
-    sdir = Path(shards) if shards else layout.shards_dir(out)
-    check_output_dir(sdir, "the shards directory", beside)
+    check_output(outputs.timing, "the timing file", beside)
+    check_output_dir(outputs.shards, "the shards directory", beside)
     resolved = models.resolve(spec)  # a missing package/file/hub id fails before any work
     n_rows, pmeta = parquet_rows(prepared, PreparedPair, whole=False)  # streamed
     benchmark = pmeta.get("benchmark", prepared.stem)
     settings = effective(settings, spec, benchmark, rules)
     n = n_rows if settings.limit is None else min(n_rows, settings.limit)
     check_unique_ids(prepared, pair_ids(prepared, n))  # one column read: a repeated pair fails before the model loads
-    key = key or fingerprint(prepared, model_id, spec, settings)
-    threads = engine.set_threads()
-    backend: Any = engine
-    lm: Any = loaded if loaded is not None else _load(spec, resolved)
-    if spec.backend == "vllm":
-        from gece.scoring import vllm_backend as backend
-
-        runner = backend.Runner.for_model(lm)
-    else:
-        if not exact_model.portable_kernels():
-            log.warning(
-                "torch runs its %s CPU kernels, not the portable ones (ATEN_CPU_CAPABILITY=default was set "
-                "after torch ran a kernel): scores may differ in the last bits between machines",
-                exact_model.cpu_kernels(),
-            )
-        runner = engine.Runner(lm.model, lm.tokenizer.pad_token_id)
-
-    text = functools.lru_cache(maxsize=None)(lambda tid: lm.tokenizer.decode([tid]))  # a token's text, decoded alone
-    first: list = []
-    for pairs in iter_table(prepared, PreparedPair, WINDOW_PAIRS, limit=n):  # every pair scorable, before any work
-        _, plans = planning.plans_for(
-            lm.tokenizer, pairs, spec.special_tokens, source=str(prepared), rule=planning.plan_of(settings.rule)
-        )
-        first = first or plans
-    batch_size = settings.batch_size if isinstance(settings.batch_size, int) else backend.auto_batch_size(runner, first)
-    del first
-    windows = _layout(n, batch_size)
-
-    fp = _fingerprint(
-        key=key,
-        batch_size=batch_size,
-        weights=lm.weights,
-        dtype=lm.dtype,
-        device=lm.device,
-        attention=lm.attention,
-        shards=SHARD_BATCHES,
-        window=WINDOW_PAIRS,
-    )
-    manifest = sdir / "manifest.json"
-    if sdir.exists() and (not manifest.exists() or read_json(manifest).get("fingerprint") != fp):
-        log.info("%s: discarding shards of a run with other inputs", sdir)
-        shutil.rmtree(sdir)
-    sdir.mkdir(parents=True, exist_ok=True)
-    if not manifest.exists():
-        write_json(manifest, {"fingerprint": fp, "shards": sum(w[2] for w in windows), "out": str(out)})
-    faults.checkpoint("extract:loaded")
-
-    stats = packing.BatchStats()
-    counts = {
-        "multi_target_pairs": 0,
-        "multi_token_targets": 0,
-        "continued_pairs": 0,
-        "prefixed_sentences": 0,
-        "tokens_whole": 0,
-    }
-    resumed, shard_no, bad = 0, 0, []
-    checked = pending = None
-    t_score = time.perf_counter()
-    with Progress(f"extract {benchmark}/{model_id}", n) as progress:
-        for w, pairs in enumerate(iter_table(prepared, PreparedPair, WINDOW_PAIRS, limit=n)):
-            if not pairs["row"].is_monotonic_increasing:
-                raise GeceError(
-                    f"{prepared}: pairs are not in the order of their rows",
-                    hint="the file was not written by gece prepare; rerun prepare",
-                )
-            sides, plans = planning.plans_for(
-                lm.tokenizer, pairs, spec.special_tokens, source=str(prepared), rule=planning.plan_of(settings.rule)
-            )
-            counts["multi_target_pairs"] += sum(1 for m, l in sides if len(m.words) > 1 or len(l.words) > 1)
-            counts["multi_token_targets"] += sum(1 for pair in sides for side in pair for x in side.words if len(x) > 1)
-            counts["continued_pairs"] += sum(1 for pl in plans if pl.continued)
-            counts["prefixed_sentences"] += sum(side.prefixed for pair in sides for side in pair)
-            counts["tokens_whole"] += sum(len(side.ids) for pair in sides for side in pair)
-            batch_list = engine.batches(plans, batch_size)
-            base = pairs[KEY_COLUMNS]
-            shards = [batch_list[k : k + SHARD_BATCHES] for k in range(0, len(batch_list), SHARD_BATCHES)]
-            paths = [sdir / f"shard-{shard_no + i:05d}.parquet" for i in range(len(shards))]
-            done = [p.exists() for p in paths]
-            # the window's batches still to score, in one stream: the backend runs ahead across shards
-            stream = backend.score(
-                runner,
-                [b for shard, d in zip(shards, done, strict=True) if not d for b in shard],
-                on_batch=progress.advance,
-            )
-            if w == 0 and plans and spec.backend == "transformers":  # the self-check, beside the scoring or before it
-                pending = selfcheck.beside(runner, sides, plans, batch_list[0]) if not done[0] else None
-                if pending is None:
-                    checked = selfcheck.run(runner, sides, plans)
-                else:
-                    stream = pending.watch(stream)
-            scored = contextlib.closing(stream)
-            with scored as results:
-                for shard, path, d in zip(shards, paths, done, strict=True):
-                    if d:
-                        _, smeta = read_table(path, TokenRow)
-                        stats.add(packing.BatchStats(**json.loads(smeta["stats"])))
-                        resumed += 1
-                        progress.advance(sum(len(b) for b in shard))
-                    else:
-                        broken, shard_stats = _write_shard(
-                            itertools.islice(results, len(shard)), base, path, plans, text
-                        )
-                        stats.add(shard_stats)
-                        bad += broken
-                        if not broken:
-                            faults.checkpoint(f"extract:shard:{shard_no}")
-                            if on_shard:
-                                on_shard(shard_no)
-                    shard_no += 1
-    seconds = time.perf_counter() - t_score
-    checked = pending.result if pending is not None else checked
-    if bad:
-        raise GeceError(
-            f"{prepared}: {model_id} gave NaN or infinite scores for {len(bad)} of {n} pairs; no output was written",
-            problems=bad[:20] + ([f"... and {len(bad) - 20} more"] if len(bad) > 20 else []),
-            hint="the model's logits overflowed: in float16 use dtype: bfloat16 or float32 for this model under "
-            "registry in params.yaml; in float32 the weights themselves are broken",
-        )
-
-    file_meta = {
-        "benchmark": benchmark,
-        "model": model_id,
-        "source": spec.source,
-        "weights_sha256": ",".join(f"{k}={v}" for k, v in lm.weights.items()),
-        "special_tokens": spec.special_tokens,
-        "dtype": lm.dtype,
-        "device": lm.device,
-        "attention": lm.attention,
-        "rule": settings.rule,
-        FINGERPRINT: key,
-    }
-    with TableWriter(out, TokenRow, file_meta) as writer:  # window by window, in the prepared order
-        first = 0
-        for _, _, n_shards in windows:
-            parts = [read_table(sdir / f"shard-{i:05d}.parquet", TokenRow)[0] for i in range(first, first + n_shards)]
-            writer.write(pd.concat(parts, ignore_index=True).sort_values("row", kind="stable", ignore_index=True))
-            first += n_shards
-        if not windows:
-            writer.write(pd.DataFrame(columns=list(TokenRow.model_fields)))
-
-    total_flops = engine.flops(lm.model, stats.tokens_fed, stats.head_positions) if backend is engine else None
-    meta = ExtractMeta(
-        benchmark=benchmark,
-        model=model_id,
-        backend=spec.backend,
-        source=spec.source,
-        kind=lm.kind,
-        weights=lm.weights,
-        dtype=lm.dtype,
-        device=lm.device,
-        attention=lm.attention,
-        special_tokens=spec.special_tokens,
-        word_prob=None,
+    scoring = extraction.Scoring(
+        model_id=model_id,
+        spec=spec,
         rule=settings.rule,
-        batch_size=settings.batch_size,
         limit=settings.limit,
-        torch=torch.__version__,
-        transformers=transformers.__version__,
-        gece=gece.__version__,
-        pairs=n,
-        **counts,
-        tokens=stats.tokens_fed,
-        tokens_padded=stats.tokens_padded,
-        head_positions=stats.head_positions,
-        flops=total_flops,
-        flops_per_pair=total_flops / n if n and total_flops is not None else None,
-        shards=shard_no,
-        self_check=checked,
+        batch_size=settings.batch_size,
+        key=key or fingerprint(prepared, model_id, spec, settings),
     )
-    timing = ExtractTiming(
-        benchmark=benchmark,
-        model=model_id,
-        pairs=n,
-        threads=threads,
-        shards_resumed=resumed,
-        batch_size=batch_size,
-        oom_retries=runner.oom_retries,
-        seconds=round(seconds, 3),
-        load_seconds=round(lm.load_seconds, 3),
-        pairs_per_s=round(n / seconds, 3) if n and seconds > 0 else None,
-        peak_rss_mb=round(memory.peak_rss_mb(), 1),
+    return extraction.extract(
+        inputs(prepared, benchmark, n), outputs, scoring, loaded=loaded, on_shard=on_shard, resolved=resolved
     )
-    write_json(meta_out, meta)
-    write_json(layout.timing_path(out), timing)
-    shutil.rmtree(sdir, ignore_errors=True)
-    log.info(
-        "%s/%s: %d pairs in %.1f s (%.1f pairs/s; %d multi-target pairs, %d multi-token targets, "
-        "%d shards resumed; peak RSS %.0f MB) -> %s",
-        benchmark,
-        model_id,
-        n,
-        seconds,
-        timing.pairs_per_s or 0,
-        meta.multi_target_pairs,
-        meta.multi_token_targets,
-        resumed,
-        timing.peak_rss_mb,
-        out,
-    )
-    return meta, timing
-
-
-def token_columns(plan: Any, text: Callable[[int], str]) -> dict[str, list[list[Any]]]:
-    """The ids and texts (``text(id)``: the token decoded alone) of a pair's stored tokens, per side, per word, in
-    the order of its log-probabilities (:class:`gece.scoring.planning.SidePlan`'s targets)."""
-    out = {}
-    for side in ("more", "less"):
-        words = getattr(plan, side).targets
-        out[f"token_ids_{side}"] = [[tid for _, tid in w] for w in words]
-        out[f"token_text_{side}"] = [[text(tid) for _, tid in w] for w in words]
-    return out
-
-
-def _write_shard(
-    results: Iterable[tuple[list, Any]],
-    base: pd.DataFrame,
-    path: Path,
-    plans: list,
-    text: Callable[[int], str],
-) -> tuple[list[str], Any]:
-    """Write one shard from its batches' results (a backend's ``score``: :mod:`gece.scoring.engine` or
-    :mod:`gece.scoring.vllm_backend`), its pairs in their window's order, the key columns from ``base`` (the
-    window's pairs), the token ids and texts from the window's ``plans`` (:func:`token_columns`). Returns the
-    pairs with non-finite scores (then nothing is written, so a rerun scores them again) and the shard's stats."""
-    from gece.scoring import engine, packing
-
-    recs: list[dict] = []
-    shard_stats = packing.BatchStats()
-    for scores, st in results:
-        shard_stats.add(st)
-        recs += [{"_index": sc.index, **sc.tokens(), **token_columns(plans[sc.index], text)} for sc in scores]
-    recs.sort(key=lambda r: r["_index"])
-    idx = [r.pop("_index") for r in recs]
-    frame = pd.concat([base.iloc[idx].reset_index(drop=True), pd.DataFrame(recs)], axis=1)
-    broken = [
-        f"pair {pid} (row {row}): {', '.join(fields)}"
-        for pid, row, fields in zip(frame["pair_id"], frame["row"], map(engine.non_finite, recs), strict=True)
-        if fields
-    ]
-    if not broken:
-        write_table(path, frame, TokenRow, meta={"stats": json.dumps(dataclasses.asdict(shard_stats))})
-    return broken, shard_stats
-
-
-def _load(spec: ModelSpec, resolved: object | None = None) -> object:
-    """The model of ``spec``, loaded by its backend."""
-    from gece.scoring import models
-
-    resolved = resolved or models.resolve(spec)
-    if spec.backend == "vllm":
-        from gece.scoring import vllm_backend
-
-        return vllm_backend.load(spec, resolved)
-    return models.load(spec, resolved=resolved)
 
 
 def pairs_key(prepared: Path, limit: int | None) -> str:
@@ -430,7 +137,19 @@ def pairs_key(prepared: Path, limit: int | None) -> str:
     first ``limit`` pairs (not the pair ids nor the file's metadata, which name the benchmark)."""
     pairs, _ = read_table(prepared, PreparedPair)
     pairs = pairs.head(limit) if limit is not None else pairs
-    return _fingerprint(rows=pairs[["row", "sent_more", "sent_less"]].to_numpy().tolist())
+    return extraction.digest(rows=pairs[["row", "sent_more", "sent_less"]].to_numpy().tolist())
+
+
+def retagged(src: Path, src_meta: Path, out: Path, updates: dict[str, object]) -> None:
+    """The token file ``src`` and its meta ``src_meta`` written as ``out``: the same rows, the metadata with
+    ``updates`` (the keys each file has: model, special tokens, rule, limit, fingerprint), through the same
+    writers as a scored file, so the bytes a scoring run would write."""
+    frame, file_meta = read_table(src, TokenRow)
+    write_table(out, frame, TokenRow, meta=file_meta | {k: v for k, v in updates.items() if k in file_meta})
+    meta = read_json(src_meta, ExtractMeta)
+    write_json(
+        layout.meta_path(out), meta.model_copy(update={k: updates[k] for k in updates if k in meta.model_fields})
+    )
 
 
 def copy_tokens(model_id: str, source: str, benchmark: str, rule: str, key: str) -> None:
@@ -442,9 +161,10 @@ def copy_tokens(model_id: str, source: str, benchmark: str, rule: str, key: str)
     pairs, _ = read_table(layout.prepared_path(benchmark), PreparedPair)
     frame = frame.assign(pair_id=frame["row"].map(dict(zip(pairs["row"], pairs["pair_id"], strict=True))))
     out = layout.tokens_path(model_id, benchmark)
-    write_table(out, frame, TokenRow, meta=file_meta | {"benchmark": benchmark, "rule": rule, FINGERPRINT: key})
-    meta = read_json(layout.meta_path(src), ExtractMeta)
-    write_json(layout.meta_path(out), meta.model_copy(update={"benchmark": benchmark, "rule": rule}))
+    meta = {"benchmark": benchmark, "rule": rule, extraction.FINGERPRINT: key}
+    write_table(out, frame, TokenRow, meta=file_meta | meta)
+    old = read_json(layout.meta_path(src), ExtractMeta)
+    write_json(layout.meta_path(out), old.model_copy(update={"benchmark": benchmark, "rule": rule}))
     if layout.timing_path(src).exists():  # not when ``source`` was itself reused from a checkout (DVC ignores timings)
         timing = read_json(layout.timing_path(src), ExtractTiming)
         write_json(layout.timing_path(out), timing.model_copy(update={"benchmark": benchmark}))
@@ -458,22 +178,88 @@ class ModelRun:
     reused: list[str]
 
 
+def recorded(out: Path, previous: Mapping[str, Path], key: str) -> bool:
+    """Reuse 2 (module docstring): copy the last recorded run's token file of ``out`` (and its meta) when its
+    fingerprint is ``key``."""
+    old, old_meta = previous.get(out.name), previous.get(layout.meta_path(out).name)
+    if not (old and old_meta and parquet_rows(old, TokenRow)[1].get(extraction.FINGERPRINT) == key):
+        return False
+    for src, dest in ((old, out), (old_meta, layout.meta_path(out))):
+        with atomic_path(dest) as tmp:
+            shutil.copyfile(src, tmp)
+    return True
+
+
+def same_weights(spec: ModelSpec, other: ModelSpec) -> bool:
+    """Whether two registry entries load the same weights the same way (all but what acts through the token ids)."""
+    drop = {"special_tokens", "limit"}
+    return spec.model_dump(exclude=drop) == other.model_dump(exclude=drop)
+
+
+class Siblings:
+    """Reuse 3 (module docstring): the token files of the other registry entries with the same weights
+    (:func:`same_weights`), in the workspace or as their last recorded run wrote them, and this entry's
+    :func:`gece.scoring.extraction.content_key` of a benchmark, from its tokenizer alone (loaded once, and only
+    when some sibling has a file for that benchmark)."""
+
+    def __init__(self, model_id: str, spec: ModelSpec, registry: Mapping[str, ModelSpec], lock: str | Path):
+        self.spec, self.lock = spec, lock
+        self.ids = [m for m, s in registry.items() if m != model_id and s.reference is None and same_weights(spec, s)]
+        self._previous: dict[str, dict[str, Path]] = {}
+        self._tokenizer: tuple[object, dict[str, str]] | None = None
+
+    def files(self, benchmark: str) -> list[tuple[Path, Path]]:
+        """Each sibling's token file of ``benchmark`` and its meta, where both exist."""
+        found = []
+        for m in self.ids:
+            here = layout.tokens_path(m, benchmark)
+            if here.is_file() and layout.meta_path(here).is_file():
+                found.append((here, layout.meta_path(here)))
+                continue
+            if m not in self._previous:
+                self._previous[m] = reuse.previous_outputs(layout.tokens_dir(m), self.lock)
+            old, old_meta = self._previous[m].get(here.name), self._previous[m].get(layout.meta_path(here).name)
+            if old and old_meta:
+                found.append((old, old_meta))
+        return found
+
+    def match(self, benchmark: str, prepared: Path, settings: ExtractParams) -> tuple[Path, Path] | None:
+        """A sibling's token file of ``benchmark`` (and its meta) with this entry's content key and weights."""
+        candidates = self.files(benchmark)
+        if not candidates:
+            return None
+        from gece.scoring import models
+
+        if self._tokenizer is None:
+            self._tokenizer = models.load_tokenizer(self.spec)
+        tokenizer, weights = self._tokenizer
+        n_rows, _ = parquet_rows(prepared, PreparedPair, whole=False)
+        n = n_rows if settings.limit is None else min(n_rows, settings.limit)
+        _, content = extraction.planned(tokenizer, inputs(prepared, benchmark, n), self.spec, settings.rule)
+        hashes = ",".join(f"{k}={v}" for k, v in weights.items())
+        for path, meta in candidates:
+            file_meta = parquet_rows(path, TokenRow)[1]
+            if file_meta.get(extraction.CONTENT) == content and file_meta.get("weights_sha256") == hashes:
+                return path, meta
+        return None
+
+
 def extract_model(
     model_id: str,
     spec: ModelSpec,
     benchmarks: list[str],
     settings: ExtractParams,
     *,
-    rules: Mapping[str, Rule] | None = None,
+    rules: Mapping[str, RuleName] | None = None,
     loaded: object | None = None,
     lock: str | Path = reuse.LOCK,
+    registry: Mapping[str, ModelSpec] | None = None,
 ) -> ModelRun:
     """The extract stage of one model: every benchmark's prepared pairs -> ``artifacts/tokens/<model>/``, each
-    scored under its rule (``rules[b]``, else ``settings.rule``).
+    scored under its rule (``rules[b]``, else ``settings.rule``), unless its token file can be reused (the
+    module docstring's three ways; ``registry`` holds the entries that may have scored the same token ids).
 
-    The model is loaded once, and only when a benchmark needs scoring: a benchmark whose token file the last
-    recorded run wrote (:func:`gece.pipeline.reuse.previous_outputs`: ``dvc.lock`` and DVC's cache, with the
-    stage's code unchanged) with the same :func:`fingerprint` is copied from there instead.
+    The model is loaded once, and only when a benchmark needs scoring.
     """
     missing = [f"{b}: {layout.prepared_path(b)}" for b in benchmarks if not layout.prepared_path(b).is_file()]
     if missing:
@@ -483,6 +269,7 @@ def extract_model(
             hint="run the prepare stages first: dvc repro prepare (or gece prepare --benchmark <b>)",
         )
     previous = reuse.previous_outputs(layout.tokens_dir(model_id), lock)
+    siblings = Siblings(model_id, spec, registry or {}, lock)
     run = ModelRun({}, [])
     lm = loaded
     scored_as: dict[tuple[str, str], str] = {}  # (the pairs, what is extracted) -> the benchmark scored so
@@ -497,15 +284,18 @@ def extract_model(
             run.reused.append(b)
             continue
         scored_as[same] = b
-        old, old_meta = previous.get(out.name), previous.get(layout.meta_path(out).name)
-        if old and old_meta and parquet_rows(old, TokenRow)[1].get(FINGERPRINT) == key:
-            for src, dest in ((old, out), (old_meta, layout.meta_path(out))):
-                with atomic_path(dest) as tmp:
-                    shutil.copyfile(src, tmp)
+        if recorded(out, previous, key):
             log.info("%s/%s: unchanged since the recorded run, reused -> %s", b, model_id, out)
             run.reused.append(b)
             continue
-        lm = lm or _load(spec)
+        sibling = siblings.match(b, prepared, eff)
+        if sibling is not None:
+            updates = {"model": model_id, "special_tokens": spec.special_tokens, "rule": eff.rule, "limit": eff.limit}
+            retagged(*sibling, out, updates | {extraction.FINGERPRINT: key})
+            log.info("%s/%s: the same token ids and weights as %s, reused -> %s", b, model_id, sibling[0], out)
+            run.reused.append(b)
+            continue
+        lm = lm or extraction.load(spec)
         run.scored[b] = extract(
             prepared,
             out,
@@ -565,7 +355,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--rule",
-        choices=typing.get_args(Rule),
+        choices=RULE_NAMES,
         help="what a side's tokens are, with PREPARED: the target words' (target) or the whole sentence's "
         "(sentence, lm-evaluation-harness's crows_pairs; mean and shared read the same tokens, docs/metrics.md "
         "#scoring-rules) (default: the rule of the benchmark's entry, "
@@ -582,7 +372,7 @@ def model_hint(model: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gece.io.params import ID_HELP, is_id
+    from gece.io.model_entry import ID_HELP, is_id
 
     if not is_id(args.model):  # a path or a hub id, most likely: say where it goes
         raise GeceError(
@@ -610,7 +400,7 @@ def run(args: argparse.Namespace) -> int:
     settings = command.override(params.extract, batch_size=args.batch_size, limit=args.limit, rule=args.rule)
     rules = {} if args.rule is not None else params.rules  # --rule scores this benchmark with it, whatever its entry
     if args.prepared is None:
-        done = extract_model(args.model, spec, list(params.benchmarks), settings, rules=rules)
+        done = extract_model(args.model, spec, list(params.benchmarks), settings, rules=rules, registry=params.registry)
         pairs = sum(t.pairs for t in done.scored.values())
         seconds = sum(t.seconds for t in done.scored.values())
         command.out.print(

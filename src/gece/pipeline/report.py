@@ -15,7 +15,8 @@ import numpy as np
 from gece import command, registry
 from gece.errors import GeceError
 from gece.io import layout
-from gece.io.disk import check_input_dir, check_output_dir, clear_output_dir, write_bytes, write_text
+from gece.io.atomic import write_bytes, write_text
+from gece.io.disk import check_input_dir, check_output_dir, clear_output_dir
 from gece.io.files import png_size, png_text, read_table, write_figure
 from gece.io.params import Params
 from gece.io.schemas import ScoreRow

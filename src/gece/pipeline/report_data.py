@@ -18,13 +18,13 @@ from gece.io.schemas import (
     CalibrationBinsReport,
     CalibrationReport,
     CompareReport,
-    ExtractMeta,
     GroupsReport,
     MetricsReport,
     NeutralReport,
     SampleSizeReport,
     SpecialTokensReport,
 )
+from gece.io.tokens import ExtractMeta
 from gece.pipeline import runs
 from gece.report import cells as report_cells
 from gece.report.cells import ReportData

@@ -1,16 +1,17 @@
 """What the last run of a stage wrote, found again after DVC removed it: the reuse behind one model load per model.
 
 The extract stage of a model writes one folder, ``artifacts/tokens/<model>/``, with a file per benchmark.
-DVC removes a stage's outputs before it runs the stage again, so when a benchmark is added (or one
-benchmark's pairs change) the folder is gone, but the run that wrote it is recorded in ``dvc.lock``
-(the folder's hash) and its files are in DVC's cache (committed by that run, or fetched by ``dvc pull``).
-:func:`previous_outputs` finds them there, so extract scores only what changed, with one model load.
+DVC removes a stage's outputs before it runs the stage again (a benchmark was added, one benchmark's pairs
+changed, or a file of the stage's code changed), so the folder is gone, but the run that wrote it is
+recorded in ``dvc.lock`` (the folder's hash) and its files are in DVC's cache (committed by that run, or
+fetched by ``dvc pull``). :func:`previous_outputs` finds them there, so extract scores only what changed,
+with one model load.
 
-A file of the previous run is offered for reuse only when every file dependency of the stage in
-``dvc.lock`` (its code: the import closure dvc.yaml lists) has the same md5 as now: a code change
-scores everything again, as DVC promises. Whether an offered file still fits its benchmark (the same
-prepared pairs, model and settings) is the caller's check: extract compares the fingerprint each
-token file carries (:func:`gece.pipeline.extract.fingerprint`).
+Every file of the recorded run is offered, whatever changed since: whether it still fits its benchmark is
+the caller's check. Extract compares the fingerprint each token file carries
+(:func:`gece.scoring.extraction.fingerprint`), which holds the prepared pairs, the model's entry, the
+settings, the library versions and the hash of the code that scores, so an edit of the scoring code
+re-scores and any other edit does not (docs/dvc.md, "Reuse by content").
 
 Nothing here is needed to run the stage: without ``dvc.lock``, outside a DVC repository, or with the
 objects not in the cache, there is nothing to reuse and every benchmark is scored.
@@ -18,7 +19,6 @@ objects not in the cache, there is nothing to reuse and every benchmark is score
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from pathlib import Path
@@ -28,17 +28,6 @@ import yaml
 log = logging.getLogger("gece")
 
 LOCK = Path("dvc.lock")
-
-
-def _md5(path: Path) -> str | None:
-    """DVC 3's hash of a file (``hash: md5``: the md5 of its bytes), None if it is not a file."""
-    if not path.is_file():
-        return None
-    h = hashlib.md5(usedforsecurity=False)
-    with path.open("rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _recorded(out_dir: Path, lock: Path) -> tuple[str, dict] | None:
@@ -73,25 +62,13 @@ def _object(store: Path, md5: str) -> Path:
 
 def previous_outputs(out_dir: str | Path, lock: str | Path = LOCK) -> dict[str, Path]:
     """The files of the folder ``out_dir`` as the last recorded run of its stage wrote them (name -> a
-    read-only file in DVC's cache), or {} when there is nothing to reuse: no lock entry, a code
-    dependency changed since, or the objects are not in the cache."""
+    read-only file in DVC's cache), or {} when there is nothing to reuse: no lock entry, or the objects are
+    not in the cache (then only those that are)."""
     out_dir, lock = Path(out_dir), Path(lock)
     found = _recorded(out_dir, lock) if lock.is_file() else None
     if found is None:
         return {}
-    name, entry = found
-    changed = [
-        d["path"]
-        for d in entry.get("deps", [])
-        if not str(d.get("md5", "")).endswith(".dir") and _md5(Path(d["path"])) != d.get("md5")
-    ]
-    if changed:
-        log.info(
-            "%s: code changed since the recorded run (%s): every benchmark is scored again",
-            name,
-            ", ".join(changed[:3]) + (", ..." if len(changed) > 3 else ""),
-        )
-        return {}
+    _, entry = found
     (out,) = [o for o in entry["outs"] if Path(o["path"]) == out_dir]
     store = _cache() if str(out.get("md5", "")).endswith(".dir") else None
     manifest = _object(store, out["md5"]) if store else None

@@ -1,6 +1,6 @@
 """Runs: which (benchmark, model) runs a configuration has, and their scores whatever the source.
 
-A run's scores come from its registry source (``params.ModelSpec``): a scored model's score
+A run's scores come from its registry source (``gece.io.model_entry.ModelSpec``): a scored model's score
 file (``artifacts/scores/<b>/<m>.parquet``, written by the score stage, or by ``gece lmeval-import`` for an
 ``lmeval:<directory>`` source), or, for a
 ``reference:<name>`` source, the released per-pair scores ``data/reference/<b>/<name>.csv``,
@@ -21,9 +21,11 @@ import pandas as pd
 from gece.errors import GeceError
 from gece.io import layout
 from gece.io.disk import check_unique_ids, read_text
-from gece.io.files import as_table, iter_table, parquet_rows, read_table, require_file, validate_records
-from gece.io.params import LMEVAL_PREFIX, Params, check_id
+from gece.io.files import as_table, iter_table, parquet_rows, read_table, require_file
+from gece.io.model_entry import LMEVAL_PREFIX, check_id
+from gece.io.params import Params
 from gece.io.schemas import PreparedPair, ReferenceRow, ScoreRow
+from gece.io.writer import validate_records
 from gece.stats.ablation import Run
 
 log = logging.getLogger("gece")

@@ -2,10 +2,10 @@
 
 extract stores every target token's log-probability and logit (``artifacts/tokens/<m>/<b>.parquet``);
 this stage applies the word rule ``extract.word_prob`` (``chain`` or ``max``) and the side rule
-(:mod:`gece.scoring.rules`), or the whole-sentence rule of the token file (``sentence``, ``mean``,
-``shared``), and joins the prepared pairs' sentences and labels, giving the
-:class:`gece.io.schemas.ScoreRow` file every later stage reads, with its meta (extract's, with the rule
-applied). It runs no model (no torch is imported), so ``dvc exp run -S extract.word_prob=max`` takes
+(:mod:`gece.scoring.rules`), or the whole-sentence rule of the token file (extraction ``sentence`` in
+:mod:`gece.rule_registry`: ``sentence``, ``mean``, ``shared``), and joins the prepared pairs' sentences and
+labels, giving the :class:`gece.io.schemas.ScoreRow` file every later stage reads, with its meta (extract's,
+with the rule applied). It runs no model (no torch is imported), so ``dvc exp run -S extract.word_prob=max`` takes
 seconds. A benchmark scored by a whole-sentence rule reads every token of each sentence (``chain``) whatever
 ``word_prob`` says: the word rule is about the sub-tokens of a target word, and its meta says ``chain``.
 """
@@ -22,8 +22,11 @@ import pandas as pd
 from gece import command
 from gece.errors import GeceError
 from gece.io import layout
-from gece.io.files import ROW_GROUP_ROWS, TableWriter, read_json, read_table, write_json
-from gece.io.schemas import ExtractMeta, PreparedPair, ScoreRow, TokenRow
+from gece.io.files import read_json, read_table
+from gece.io.schemas import PreparedPair, ScoreRow
+from gece.io.tokens import ExtractMeta, TokenRow
+from gece.io.writer import ROW_GROUP_ROWS, TableWriter, write_json
+from gece.rule_registry import DEFAULT_RULE, RULE
 from gece.scoring import rules
 from gece.terminal import literal, plural
 
@@ -49,8 +52,10 @@ KEPT_AFTER = ("dtype", "device", "attention")
 
 def sentence_records(toks: pd.DataFrame, rule: str, tokens: Path, rerun: str) -> list[dict]:
     """The score columns of every pair of a token file under a whole-sentence rule
-    (:func:`gece.scoring.rules.sentence_record`; each side's one "word" is its sentence's tokens)."""
-    if rule != "sentence" and ("token_ids_more" not in toks or toks["token_ids_more"].isna().any()):
+    (:func:`gece.scoring.rules.sentence_record`; each side's one "word" is its sentence's tokens). A rule that
+    sums matched tokens reads their ids and texts."""
+    matched = RULE[rule].matched
+    if matched and ("token_ids_more" not in toks or toks["token_ids_more"].isna().any()):
         raise GeceError(
             f"{tokens}: no token ids (a token file written before gece kept them), and the {rule} rule reads them",
             hint=rerun,
@@ -58,7 +63,7 @@ def sentence_records(toks: pd.DataFrame, rule: str, tokens: Path, rerun: str) ->
     recs = []
     for row in toks.itertuples(index=False):
         ids_m = ids_l = text_m = ()
-        if rule == "shared":
+        if matched:
             ids_m, ids_l, text_m = row.token_ids_more[0], row.token_ids_less[0], row.token_text_more[0]
         rec = rules.sentence_record(row.logprobs_more[0], row.logprobs_less[0], ids_m, ids_l, text_m, rule)
         logits = (row.logits_more, row.logits_less)
@@ -76,7 +81,7 @@ def _records(toks: pd.DataFrame, rule: str, word_prob: rules.WordProb, tokens: P
     """Every pair's score columns under the token file's ``rule``; a sum of log-probabilities that overflows
     (math.fsum raises) is an error naming the token file, not a traceback."""
     try:
-        if rule in rules.SENTENCE_RULES:
+        if RULE[rule].extraction == "sentence":
             return sentence_records(toks, rule, tokens, rerun)
         return [
             rules.score_record(*cols, word_prob)
@@ -125,7 +130,7 @@ def score(
             f"{base['pair_id'].iloc[at] if at < len(base) else 'no such row'!r})",
             hint=f"the prepared pairs changed since; {rerun}",
         )
-    if meta.rule in rules.SENTENCE_RULES:  # every token of the sentence: word_prob is a rule for target words
+    if RULE[meta.rule].extraction == "sentence":  # every token of the sentence: word_prob is a rule for target words
         word_prob = "chain"
     recs = _records(toks, meta.rule, word_prob, tokens, out, rerun)
     bad = [
@@ -143,7 +148,7 @@ def score(
         )
     frame = pd.concat([base[PAIR_COLUMNS].reset_index(drop=True), pd.DataFrame(recs, index=toks.index)], axis=1)
     file_meta = {k: tmeta[k] for k in KEPT_META} | {"word_prob": word_prob} | {k: tmeta[k] for k in KEPT_AFTER}
-    if meta.rule != "target":  # absent: the target rule (score files from before the setting stay byte-identical)
+    if meta.rule != DEFAULT_RULE:  # absent: the target rule (score files from before the setting stay byte-identical)
         file_meta["rule"] = meta.rule
     with TableWriter(out, ScoreRow, file_meta) as writer:  # row groups as extract wrote them before it kept tokens
         for start in range(0, max(len(frame), 1), ROW_GROUP_ROWS):

@@ -10,9 +10,10 @@ from pathlib import Path
 from gece import command
 from gece.io import layout
 from gece.io.disk import check_input_dir
-from gece.io.files import flatten, write_json
+from gece.io.files import flatten
 from gece.io.params import Params
 from gece.io.schemas import SummaryReport
+from gece.io.writer import write_json
 from gece.pipeline import report_data
 from gece.terminal import Table, literal, plain
 

@@ -18,10 +18,10 @@ else its EOS): when a target of either side of a pair is its sentence's first to
 sentences of the pair are fed with the prefix token in front (:func:`gece.scoring.planning.prefix_pairs`). A
 tokenizer that adds its BOS itself (special tokens on) never needs it: that BOS is the prefix.
 
-The sentence rule (``rule="sentence"``, lm-evaluation-harness's crows_pairs task) is the same
-computation with one "word" per side covering every token of the sentence (after the prefix
-token, which it always has), so a side's log-probability is the sentence's log-likelihood
-``sum_{t>=1} log P(x_t | x_<t)`` (chain rule; the sum is :func:`math.fsum` of the float64
+The sentence extraction (``extraction="sentence"``, which the whole-sentence rules read; the sentence rule
+is lm-evaluation-harness's crows_pairs task) is the same computation with one "word" per side covering every
+token of the sentence (after the prefix token, which it always has), so a side's log-probability is the
+sentence's log-likelihood ``sum_{t>=1} log P(x_t | x_<t)`` (chain rule; the sum is :func:`math.fsum` of the float64
 token log-probabilities, correctly rounded). The logits are
 float32 (upcast from the model's dtype); log_softmax over the full vocabulary runs on them with
 float64 accumulation (:func:`log_probs`: torch's float32 log_softmax loses up to 2.6e-5 over
@@ -105,7 +105,7 @@ class PairScore:
     less: SideScore
 
     def tokens(self) -> dict[str, Any]:
-        """The pair's columns of a token file (:class:`gece.io.schemas.TokenRow`)."""
+        """The pair's columns of a token file (:class:`gece.io.tokens.TokenRow`)."""
         return {
             "logprobs_more": self.more.token_logprobs,
             "logprobs_less": self.less.token_logprobs,

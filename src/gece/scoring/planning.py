@@ -3,7 +3,7 @@
 Alignment: a target word covers the tokens whose character span intersects the word's span
 (:func:`word_tokens`, from the tokenizer's offset mapping). A word at its sentence's first token
 is predicted from a prefix token (:func:`prefix_token`: the tokenizer's BOS, else its EOS), fed
-in front of both sentences of the pair (:func:`prefix_pairs`). Under the sentence rule a side's
+in front of both sentences of the pair (:func:`prefix_pairs`). Under the sentence extraction a side's
 one "word" is every token of the sentence after the prefix token.
 
 Planning: side s needs the hidden states at positions t-1 for its target tokens t, so it feeds
@@ -15,18 +15,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, get_args
 
 from gece.errors import GeceError
+from gece.rule_registry import RULE, Extraction
 
-Rule = Literal["target", "sentence"]  # what is extracted: the target words, or every token of each sentence
 
-
-def plan_of(rule: str) -> Rule:
-    """What a scoring rule (:data:`gece.io.params.Rule`) extracts: ``target`` its target words; ``sentence``,
-    ``mean`` and ``shared`` every token of each sentence (one extraction feeds the three; the score stage applies
-    the rule)."""
-    return "target" if rule == "target" else "sentence"
+def plan_of(rule: str) -> Extraction:
+    """What a scoring rule extracts (its ``extraction`` in :mod:`gece.rule_registry`): ``target`` its target
+    words; ``sentence`` every token of each sentence (one extraction feeds every such rule; the score stage
+    applies the rule)."""
+    return RULE[rule].extraction
 
 
 # ------------------------------------------------------------------------ alignment
@@ -67,21 +66,21 @@ def tokenize(
     ends: Sequence[Sequence[int]],
     special_tokens: bool,
     names: Sequence[str] | None = None,
-    rule: Rule = "target",
+    extraction: Extraction = "target",
 ) -> list[SideTokens]:
     """Tokenize sentences (with the tokenizer's special tokens or none) and align their target words.
 
-    Under the sentence rule each sentence has one word, every token from its first to its last
+    Under the sentence extraction each sentence has one word, every token from its first to its last
     that covers a character (``starts``/``ends`` are not read). A word may start at the first
     token; :func:`prefix_pairs` puts the prefix token in front of such pairs. Raises one
     GeceError listing every target word that covers no token and every sentence without a
-    target word (target rule), each named by ``names[k]`` (file, pair and row).
+    target word (target extraction), each named by ``names[k]`` (file, pair and row).
     """
     enc = tokenizer(list(sentences), add_special_tokens=special_tokens, return_offsets_mapping=True)
     out, problems, hints = [], [], []
     for k, (ids, offs) in enumerate(zip(enc["input_ids"], enc["offset_mapping"], strict=True)):
         where = f"{names[k]}: " if names is not None else ""
-        spans = [(0, len(sentences[k]))] if rule == "sentence" else list(zip(starts[k], ends[k], strict=True))
+        spans = [(0, len(sentences[k]))] if extraction == "sentence" else list(zip(starts[k], ends[k], strict=True))
         if not spans:
             problems.append(
                 f"{where}{sentences[k]!r} has no target word (the other sentence of the pair only adds "
@@ -92,10 +91,10 @@ def tokenize(
         for s, e in spans:
             toks = word_tokens(offs, s, e)
             if not toks:
-                what = "the sentence" if rule == "sentence" else f"target word {sentences[k][s:e]!r} of"
+                what = "the sentence" if extraction == "sentence" else f"target word {sentences[k][s:e]!r} of"
                 problems.append(f"{where}{what} {sentences[k]!r} covers no token")
                 hints.append(NO_TOKEN_HINT)
-            elif rule == "sentence":  # contiguous, whatever zero-width tokens lie inside
+            elif extraction == "sentence":  # contiguous, whatever zero-width tokens lie inside
                 toks = list(range(toks[0], toks[-1] + 1))
             words.append(tuple(toks))
         out.append(SideTokens(tuple(int(i) for i in ids), tuple(words)))
@@ -202,16 +201,16 @@ def plan_pair(index: int, more: SideTokens, less: SideTokens) -> PairPlan:
 
 
 def plans_for(
-    tokenizer: Any, pairs: Any, special_tokens: bool, source: str | None = None, rule: Rule = "target"
+    tokenizer: Any, pairs: Any, special_tokens: bool, source: str | None = None, extraction: Extraction = "target"
 ) -> tuple[list[tuple[SideTokens, SideTokens]], list[PairPlan]]:
     """Tokenize and plan the prepared pairs (a frame with ``sent_*``, ``starts_*``, ``ends_*``, ``pair_id``)
-    under a rule: ``target`` (the target words) or ``sentence`` (the whole sentences); pairs with
-    a word at the first token get the prefix token (:func:`prefix_pairs`).
+    for an extraction (:func:`plan_of`): ``target`` (the target words) or ``sentence`` (the whole sentences);
+    pairs with a word at the first token get the prefix token (:func:`prefix_pairs`).
 
     ``source`` (the prepared file) and each pair's ``row`` name the pair in alignment errors.
     """
-    if rule not in ("target", "sentence"):
-        raise ValueError(f"rule must be target or sentence, got {rule!r}")
+    if extraction not in get_args(Extraction):
+        raise ValueError(f"extraction must be {' or '.join(get_args(Extraction))}, got {extraction!r}")
     ids = list(pairs["pair_id"])
     rows = list(pairs["row"]) if "row" in pairs else [None] * len(ids)
     names = [
@@ -225,7 +224,7 @@ def plans_for(
         [*pairs["ends_more"], *pairs["ends_less"]],
         special_tokens,
         names + names,
-        rule,
+        extraction,
     )
     sides = prefix_pairs(list(zip(both[: len(ids)], both[len(ids) :], strict=True)), lambda: prefix_token(tokenizer))
     return sides, [plan_pair(i, m, l) for i, (m, l) in enumerate(sides)]

@@ -16,9 +16,10 @@ confidence is ``p = P_more / (P_more + P_less) = sigmoid(logprob_more - logprob_
 Sums are :func:`math.fsum` (correctly rounded), so the result does not depend on the order in
 which tokens were scored.
 
-Whole-sentence rules (docs/metrics.md "Scoring rules"). Under ``sentence``, ``mean`` and ``shared`` the token
-file holds every token x_1..x_T of each sentence after the prefix token (one extraction feeds all three), with
-its id, and a side's score is
+Whole-sentence rules (docs/metrics.md "Scoring rules"). Under a rule whose extraction is ``sentence``
+(``sentence``, ``mean``, ``shared``) the token file holds every token x_1..x_T of each sentence after the prefix
+token (one extraction feeds them all), with its id, and a side's score is (the rule's ``matched`` and ``mean`` in
+:mod:`gece.rule_registry`: which tokens are summed, and whether the sum is divided by their number)
 
     sentence:  s = fsum_t lp_t                          (lm-evaluation-harness's crows_pairs)
     mean:      s = fsum_t lp_t / T                      (bias-bench's rule for generative models)
@@ -43,8 +44,9 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Literal
 
+from gece.rule_registry import RULE, RULES
+
 WordProb = Literal["chain", "max"]
-SENTENCE_RULES = ("sentence", "mean", "shared")  # the rules that read whole sentences (one extraction)
 
 
 def word_logprob(token_logprobs: Sequence[float], rule: WordProb = "chain") -> float:
@@ -129,9 +131,15 @@ def sentence_record(
     text_more: Sequence[str],
     rule: str,
 ) -> dict[str, float | int | bool]:
-    """A pair's score columns under a whole-sentence rule (``sentence``, ``mean``, ``shared``) from every token
-    of its two sentences (log-probabilities, ids, and sent_more's token texts for the punctuation flag)."""
-    if rule == "shared":
+    """A pair's score columns under a whole-sentence rule (extraction ``sentence``: ``sentence``, ``mean``,
+    ``shared``) from every token of its two sentences (log-probabilities, ids, and sent_more's token texts for the
+    punctuation flag): the matched tokens' sum or every token's (the rule's ``matched``), divided by their number
+    under ``mean``."""
+    spec = RULE.get(rule)
+    if spec is None or spec.extraction != "sentence":
+        names = ", ".join(r.name for r in RULES if r.extraction == "sentence")
+        raise ValueError(f"rule must be one of {names}, got {rule!r}")
+    if spec.matched:
         at_more, at_less = shared_positions(ids_more, ids_less)
         lm = math.fsum(logprobs_more[i] for i in at_more)
         ll = math.fsum(logprobs_less[j] for j in at_less)
@@ -140,14 +148,12 @@ def sentence_record(
         moving = [text_more[i] for i in at_more if i >= first]
         n_more = n_less = len(at_more)
         punct = all(map(is_punctuation, moving))
-    elif rule in ("sentence", "mean"):
+    else:
         lm, ll = math.fsum(logprobs_more), math.fsum(logprobs_less)
         n_more, n_less = len(logprobs_more), len(logprobs_less)
-        if rule == "mean":
-            lm, ll = lm / n_more, ll / n_less
         punct = False
-    else:
-        raise ValueError(f"rule must be one of {', '.join(SENTENCE_RULES)}, got {rule!r}")
+    if spec.mean and n_more:  # nothing matched: both sums are 0, and so is their mean
+        lm, ll = lm / n_more, ll / n_less
     return {
         "n_tokens_more": n_more,
         "n_tokens_less": n_less,

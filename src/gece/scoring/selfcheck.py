@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from gece.io.schemas import SelfCheck
+from gece.io.tokens import SelfCheck
 from gece.scoring import attention as exact_attention
 from gece.scoring import engine, planning, rules
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from gece.errors import GeceError
-from gece.io.params import ModelSpec
+from gece.io.model_entry import ModelSpec
 from gece.scoring import models
 from gece.scoring.engine import PairScore, SideScore
 from gece.scoring.packing import BatchStats

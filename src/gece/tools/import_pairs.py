@@ -20,7 +20,7 @@ from pathlib import Path
 
 from gece.errors import GeceError
 from gece.io import benchmarks, crows
-from gece.io.disk import write_text
+from gece.io.atomic import write_text
 
 log = logging.getLogger("gece")
 

@@ -6,20 +6,22 @@ import argparse
 import json
 import logging
 from pathlib import Path
-from typing import get_args
 
 from gece import command, options
 from gece.errors import GeceError
 from gece.io import layout
 from gece.io.files import read_table
-from gece.io.params import ExtractParams, MetricsParams, ModelSpec, Params, PrepareParams, Rule, check_id
-from gece.io.schemas import ExtractMeta, ExtractTiming, PreparedPair
+from gece.io.model_entry import ModelSpec, check_id
+from gece.io.params import ExtractParams, MetricsParams, Params, PrepareParams
+from gece.io.schemas import PreparedPair
+from gece.io.tokens import ExtractMeta, ExtractTiming
 from gece.pipeline.extract import extract
 from gece.pipeline.metrics import run_metrics
 from gece.pipeline.prepare import prepare
 from gece.pipeline.runs import read_run
 from gece.pipeline.score import score
 from gece.registry import METRIC
+from gece.rule_registry import RULE_NAMES, RuleName
 from gece.terminal import literal, plural
 
 log = logging.getLogger("gece")
@@ -42,7 +44,7 @@ def try_model(
     limit: int | None,
     special_tokens: bool | None = None,
     out: str | Path | None = None,
-    rule: Rule | None = None,
+    rule: RuleName | None = None,  # type: ignore[valid-type]
 ) -> tuple[dict, ExtractMeta, ExtractTiming]:
     """``gece try``: score the first ``limit`` pairs of one benchmark with a model given by registry id, local
     path, hub id or ``package:`` source, and compute its metrics; params.yaml is read, never changed.
@@ -198,7 +200,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--rule",
-        choices=get_args(Rule),
+        choices=RULE_NAMES,
         help="score the benchmark under this rule (docs/metrics.md, Scoring rules) (default: its entry's rule, "
         "benchmarks.<b>.rule, else {params:extract.rule})",
     )

@@ -1,10 +1,17 @@
-"""The import closure of a gece module, read from the source with :mod:`ast` (nothing is imported).
+"""The import closure of a gece module, read from the source with :mod:`ast` (nothing is imported), and the
+hash of what a closure's code does.
 
 The closure of a module is every file of the package that Python may execute when that module is
 imported and its functions run: the module itself, every gece module it imports, at module level or
 lazily (inside a function, a method, an ``if`` or ``try`` block), the ``__init__.py`` of every
-package traversed on the way, and, recursively, their closures. tests/test_stage_deps.py compares it
-with the code deps of each DVC stage in dvc.yaml.
+package traversed on the way, and, recursively, their closures. ``gece stage-deps`` writes it as the
+code deps of each DVC stage in dvc.yaml (:mod:`gece.tools.stage_deps`), and tests/test_stage_deps.py
+checks them.
+
+:func:`code_hash` is the sha256 of a closure's syntax trees (:func:`semantic_source`): comments, blank
+lines, line breaks and, optionally, docstrings do not count, so an edit that cannot change what the code
+computes leaves it unchanged. Extract stores it in every token file's fingerprint
+(:func:`gece.scoring.extraction.scoring_code`), and reuses a token file by content while it holds.
 
 Import forms followed (``P`` is the package of the importing module):
 
@@ -20,20 +27,22 @@ Not followed: stdlib and third-party imports, imports of a computed name (``impo
 ``from gece.x import *`` beyond gece.x itself, and package data (``importlib.resources.files("gece.x")``,
 CSS, templates): a stage that reads package data must list those files in dvc.yaml by hand.
 
-``python tests/closure.py`` prints the closure of every ``gece`` subcommand (handy when editing
-dvc.yaml); ``python tests/closure.py gece.stats.metrics ...`` prints the closure of the modules named.
+``python -m gece.closure`` prints the closure of every ``gece`` subcommand; ``python -m gece.closure
+gece.stats.metrics ...`` prints the closure of the modules named.
 """
 
 from __future__ import annotations
 
 import ast
+import hashlib
 import sys
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+SRC = Path(__file__).resolve().parents[1]  # the folder holding the package (src/ in a checkout)
+ROOT = SRC.parent  # the repository root in a checkout: paths are reported relative to it
 PACKAGE = "gece"
 
 
@@ -43,7 +52,7 @@ class Tree:
     holding the top-level package) and ``package`` (its name; imports of other packages are ignored)."""
 
     root: Path = ROOT
-    src: Path = ROOT / "src"
+    src: Path = SRC
     package: str = PACKAGE
 
     def file(self, module: str) -> Path | None:
@@ -290,6 +299,37 @@ def cycles(graph: Mapping[str, Mapping[str, object]]) -> list[tuple[list[str], l
     return found
 
 
+# ------------------------------------------------------------------ what the code does
+def semantic_source(path: Path, docstrings: bool = True) -> str:
+    """The syntax tree of a Python file as text (:func:`ast.dump`, without line numbers): what runs, not how it
+    is laid out. Comments, blank lines and line breaks are not in it; docstrings are unless ``docstrings`` is
+    false (a module, class or function's first string statement, which only ``__doc__`` reads)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    if not docstrings:
+        for node in ast.walk(tree):
+            body = getattr(node, "body", None)
+            if (
+                isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                and body
+                and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)
+            ):
+                node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree, include_attributes=False)
+
+
+def code_hash(files: Iterable[str], tree: Tree = Tree(), docstrings: bool = True) -> str:
+    """sha256 over ``files`` (repository-relative, as :func:`closure` returns them), each by its path below the
+    package's folder and its :func:`semantic_source`: a renamed module changes it, a comment does not."""
+    h = hashlib.sha256()
+    for rel in sorted(files):
+        path = tree.root / rel
+        h.update(path.resolve().relative_to(tree.src.resolve()).as_posix().encode() + b"\0")
+        h.update(hashlib.sha256(semantic_source(path, docstrings).encode()).digest())
+    return h.hexdigest()
+
+
 # -------------------------------------------------------------------- gece subcommands
 def commands(tree: Tree = Tree()) -> dict[str, str]:
     """cli.py's ``COMMANDS`` (subcommand -> module that implements it), read with ast."""
@@ -311,7 +351,7 @@ def commands(tree: Tree = Tree()) -> dict[str, str]:
             except ValueError:
                 raise ValueError(
                     f"{tree.rel(path)}:{stmt.lineno}: COMMANDS is not a literal dict "
-                    "(tests/closure.py reads it without importing gece)"
+                    "(gece.closure reads it without importing it)"
                 ) from None
     raise ValueError(f"{tree.rel(path)} has no COMMANDS")
 
@@ -336,7 +376,7 @@ def main(argv: list[str]) -> int:
             for path in sorted(closure([name], tree)):
                 print(f"  - {path}")
         return 0
-    print("# the code of each gece subcommand, from the COMMANDS of cli.py: dvc.yaml deps")
+    print("# the code of each gece subcommand, from the COMMANDS of cli.py: its stages' code deps in dvc.yaml")
     for command in command_names(tree):
         print(f"{command}:")
         for path in sorted(command_closure(command, tree)):

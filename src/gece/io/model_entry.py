@@ -1,0 +1,202 @@
+"""A model's entry of params.yaml's registry (:class:`ModelSpec`), the id rule of benchmarks and models, and
+the strict base of every params.yaml section (:class:`Section`).
+
+Kept apart from :mod:`gece.io.params` (the other sections and the file's loader) because the scoring code
+reads a :class:`ModelSpec`: this module is part of the code that determines a token file's bytes
+(:func:`gece.scoring.extraction.scoring_code`), and an edit to another stage's settings re-scores no model.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from gece.errors import GeceError
+
+# Benchmark and model ids become file and directory names (data/benchmarks/<b>.csv,
+# artifacts/scores/<b>/<m>.parquet): no separators, no leading dot, nothing outside the repository.
+ID_RULE = "[a-z0-9][a-z0-9._-]*"
+
+
+ID_PATTERN = re.compile(ID_RULE)
+
+
+ID_HELP = (
+    f"ids are lowercase letters, digits, '.', '_' and '-', starting with a letter or digit "
+    f"(regex {ID_RULE}), e.g. winobias or gemma-3-270m"
+)
+
+
+def is_id(value: object) -> bool:
+    """Whether ``value`` is a valid benchmark or model id (the whole string matches ``ID_RULE``)."""
+    return isinstance(value, str) and ID_PATTERN.fullmatch(value) is not None
+
+
+def valid_id(value: str) -> str:
+    if not is_id(value):
+        raise ValueError(f"{value!r} is not a valid id: {ID_HELP}")
+    return value
+
+
+def check_id(value: str, what: str) -> str:
+    """``value`` if it is a valid id, else a GeceError naming ``what`` (an option or key) and the rule."""
+    if not is_id(value):
+        raise GeceError(f"{what} {value!r} is not a valid id", hint=ID_HELP)
+    return value
+
+
+def _plain_file_name(value: str | None) -> str | None:
+    if value is not None and (not value or any(bad in value for bad in ("/", "\\", ".."))):
+        raise ValueError(
+            f"{value!r} is not a plain file name (no '/', '\\' or '..'): gguf_file names a "
+            "file inside the source directory or package"
+        )
+    return value
+
+
+Id = Annotated[str, AfterValidator(valid_id)]
+
+
+MEMORY_DEVICE = re.compile(r"\d+|cpu|mps|disk")
+
+
+MEMORY_SIZE = re.compile(r"\d+(\.\d+)?\s*([KMGT]i?B)", re.IGNORECASE)
+
+
+def _memory_device(value: str) -> str:
+    if not MEMORY_DEVICE.fullmatch(str(value)):
+        raise ValueError(f"max_memory key {value!r} is not a device: use a GPU index ('0', '1', ...), cpu, mps or disk")
+    return str(value)
+
+
+def _memory_size(value: str) -> str:
+    if not MEMORY_SIZE.fullmatch(str(value).strip()):
+        raise ValueError(f"max_memory value {value!r} is not a size such as '70GiB' or '500MB'")
+    return str(value).strip()
+
+
+def memory_caps(max_memory: dict[str, str] | None) -> dict[int | str, str] | None:
+    """params.yaml's ``max_memory`` as accelerate wants it: GPU indices as ints."""
+    if max_memory is None:
+        return None
+    return {int(k) if k.isdigit() else k: v for k, v in max_memory.items()}
+
+
+class Section(BaseModel):
+    """A params.yaml section. Strict (docs/pipeline.md, "Parameters"): a value must already have the key's type
+    as YAML reads it, nothing is converted. A whole-number key takes an integer only (``true``, ``1.0`` and
+    ``"10"`` are refused: YAML reads ``true`` as a boolean, which Python would count as 1); a number key takes a
+    number, an integer included (``ci: 1`` is 1.0), finite (``.nan``, ``.inf`` are refused); a boolean key takes
+    ``true`` or ``false`` only; a text key takes text (quote ``revision: "1234"``). The same rules apply to the
+    command-line options, which argparse has already typed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+
+
+REFERENCE_PREFIX = "reference:"
+
+
+LMEVAL_PREFIX = "lmeval:"  # a registry source: lmeval:<lm-evaluation-harness output directory> (docs/lmeval.md)
+
+
+class ModelSpec(Section):
+    """Where a run's scores come from. ``source`` is a Hugging Face hub id, a local model directory,
+    a local ``.gguf`` file, or ``package:<distribution>`` for a GGUF shipped in an installed
+    Python package: a model that the extract stage scores. Or ``reference:<name>``: scores
+    released by others, read from ``data/reference/<benchmark>/<name>.csv`` for every benchmark
+    that has that file (the authors' runs of the paper); nothing is extracted."""
+
+    source: str = Field(min_length=1)
+    gguf_file: Annotated[str | None, AfterValidator(_plain_file_name)] = None
+    revision: str | None = None
+    special_tokens: bool = True
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    device: str = Field(
+        "auto",
+        pattern=r"^(auto|cpu|multi|mps|cuda(:\d+)?)$",
+        description="auto (a GPU if visible, else cpu), cpu, cuda[:N], mps, or multi "
+        "(device_map='auto': spread a model too large for one device)",
+    )
+    attention: Literal["exact", "sdpa", "eager"] = Field(
+        "exact",
+        description="exact: gece's float64-core attention, bit-identical whatever the batch "
+        "(gece.scoring.attention); sdpa/eager: transformers' stock float32 kernels",
+    )
+    max_memory: (
+        dict[
+            Annotated[str, BeforeValidator(str), AfterValidator(_memory_device)],
+            Annotated[str, AfterValidator(_memory_size)],
+        ]
+        | None
+    ) = Field(
+        None,
+        description="device: multi only: the most memory accelerate may fill on each device, "
+        "e.g. {'0': '70GiB', '1': '70GiB', cpu: '200GiB'}",
+    )
+    backend: Literal["transformers", "vllm"] = Field(
+        "transformers",
+        description="transformers: gece's exact engine; vllm: vLLM's prompt log-probabilities "
+        "(CUDA, pip install 'gece[vllm]'; same output schema)",
+    )
+    tensor_parallel: int = Field(1, ge=1, description="backend vllm: GPUs one model is split over")
+    limit: int | None = Field(
+        None,
+        ge=1,
+        description="score only the first N pairs of each benchmark with this "
+        "model (a cheap first try that leaves the other models' extract stages up to date); "
+        "with extract.limit too, the smaller applies",
+    )
+
+    @property
+    def reference(self) -> str | None:
+        """The ``<name>`` of a ``reference:<name>`` source, else None."""
+        return self.source.removeprefix(REFERENCE_PREFIX) if self.source.startswith(REFERENCE_PREFIX) else None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ModelSpec:
+        if self.source.startswith(LMEVAL_PREFIX):
+            if not self.source.removeprefix(LMEVAL_PREFIX).strip():
+                raise ValueError(
+                    f"source {self.source!r}: no directory after {LMEVAL_PREFIX!r}; "
+                    f"write {LMEVAL_PREFIX}<lm_eval's --output_path> (docs/lmeval.md)"
+                )
+            loading = sorted(k for k in self.model_fields_set if k != "source")
+            if loading:
+                raise ValueError(
+                    f"{', '.join(loading)}: settings of a model that gece loads and scores, but source "
+                    f"{self.source!r} imports lm-eval's samples (set them in lm_eval's --model_args); remove them"
+                )
+        if self.reference is not None:
+            if not is_id(self.reference):
+                raise ValueError(
+                    f"source {self.source!r}: {self.reference!r} is not a valid id (the name after "
+                    f"{REFERENCE_PREFIX!r} is a file name of data/reference/<benchmark>/); {ID_HELP}"
+                )
+            loading = sorted(k for k in self.model_fields_set if k != "source")
+            if loading:
+                raise ValueError(
+                    f"{', '.join(loading)}: settings of a model that is loaded and scored, but source "
+                    f"{self.source!r} reads released scores; remove them"
+                )
+        if self.max_memory is not None and self.device != "multi":
+            raise ValueError(
+                f"max_memory caps the devices of device: multi (device_map='auto'), but device is "
+                f"{self.device!r}; set device: multi or remove max_memory"
+            )
+        if self.backend == "vllm":
+            if self.tensor_parallel > 1 and self.device not in ("auto", "cuda"):
+                raise ValueError("tensor_parallel spreads the model over GPUs: use device: auto (or cuda)")
+            if self.device not in ("auto", "cuda") and not self.device.startswith("cuda"):
+                raise ValueError(
+                    f"backend vllm runs on CUDA GPUs; device {self.device!r} is for the transformers backend"
+                )
+            if self.max_memory is not None:
+                raise ValueError("max_memory is for the transformers backend; vLLM sizes its own memory")
+        elif self.tensor_parallel > 1:
+            raise ValueError(
+                "tensor_parallel is for backend: vllm; the transformers backend spreads a model over "
+                "GPUs with device: multi"
+            )
+        return self
