@@ -15,6 +15,8 @@ from gece.errors import GeceError
 from gece.io import benchmarks, disk
 from gece.io.params import load_yaml
 
+from .refusals import refusal
+
 NODES = {
     "fifo": (lambda p: os.mkfifo(p), "not a file: it is a FIFO"),
     "device": (lambda p: p.symlink_to("/dev/zero"), "not a file: it is a character device"),
@@ -145,3 +147,17 @@ def test_the_budget_never_changes_an_alignment():
     counted = benchmarks.CountedMatcher(a, b, 10**9)
     assert counted.get_opcodes() == difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes()
     assert 0 < counted.steps <= 10 * 50
+
+
+@refusal("E-JSON", readers=("diff",))
+@pytest.mark.parametrize("side", ["workspace", "revision"])
+def test_gece_diff_reads_json_with_bounds(tmp_path, monkeypatch, capsys, side):
+    """gece diff parsed a report with json.loads: JSON nested 100,000 deep was a RecursionError's traceback."""
+    deep = "[" * 100_000 + "]" * 100_000
+    (tmp_path / "r.json").write_text(deep if side == "workspace" else '{"a": 1}')
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("gece.tools.diff.files_at", lambda rev, paths: ["r.json"])
+    monkeypatch.setattr("gece.tools.diff._git", lambda *a, **k: '{"a": 1}' if side == "workspace" else deep)
+    code = main(["diff", "r.json"])
+    err = capsys.readouterr().err.replace("\n", " ")
+    assert code == 2 and "r.json" in err and "not valid JSON (nested too deeply)" in err and "Traceback" not in err
