@@ -392,6 +392,8 @@ def _strict(kind: str) -> list[dict]:
         bad["filtered_resps"][0][0] = "-1_0"
     elif kind == "zero tokens":
         bad["doc"]["n_tokens"] = [0, 1]
+    elif kind == "huge tokens":  # an int64 column of the score file could not hold it
+        bad["doc"]["n_tokens"] = [1, 10**30]
     elif kind == "text tokens":
         bad["doc"]["n_tokens"] = ["1", 1]
     elif kind == "doc_id twice":
@@ -406,6 +408,7 @@ STRICT = [
     ("text", "log-likelihood '5.0' is above 0"),
     ("words", "a log-likelihood is a number, not the text '-1_0'"),
     ("zero tokens", "doc.n_tokens.0: Input should be greater than or equal to 1"),
+    ("huge tokens", "doc.n_tokens.1: Input should be less than or equal to 2147483647"),
     ("text tokens", "doc.n_tokens.0: Input should be a valid integer"),
     ("doc_id twice", "doc_id 1 appears again (first on line 2)"),
     ("doc_id text", "doc_id: Input should be a valid integer"),

@@ -48,7 +48,7 @@ def _response(value: Any) -> Any:
 Response = Annotated[
     list[float | StrictStr | StrictBool], Field(min_length=1, max_length=2), BeforeValidator(_response)
 ]
-TokenCount = Annotated[StrictInt, Field(ge=1)]  # mean divides by it
+TokenCount = Annotated[StrictInt, Field(ge=1, le=2**31 - 1)]  # mean divides by it; an int64 column holds it
 
 
 class Doc(_Strict):
@@ -101,7 +101,7 @@ class Sample(BaseModel):
 
     model_config = ConfigDict(extra="ignore", strict=True)
 
-    doc_id: StrictInt = Field(ge=0)
+    doc_id: StrictInt = Field(ge=0, le=2**63 - 1)
     doc: Doc
     arguments: dict[str, dict[str, StrictStr]]  # {"gen_args_0": {"arg_0": context, "arg_1": continuation}, ...}
     filtered_resps: list[Response]  # [["-1.37", "False"], ...]: lm-eval 0.4 logs strings
