@@ -19,11 +19,13 @@ from __future__ import annotations
 import json
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py, however this is loaded
+from common import run_worker
 
 ROOT = Path(__file__).resolve().parents[1]
 HUGE = 5_000_000
@@ -100,19 +102,11 @@ def _measure(scores: Path, work: Path) -> dict:
     result = work / f"{scores.stem}.json"
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     t = time.perf_counter()
-    res = subprocess.run(
-        [sys.executable, __file__, "--worker", str(scores), str(result)],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if res.returncode != 0 or not result.exists():
-        raise SystemExit(f"bench bounds: worker on {scores} exited {res.returncode}:\n{res.stderr[-3000:]}")
+    measured = run_worker(__file__, [str(scores), str(result)], result, env, f"bounds on {scores}")
     return {
         "file_mb": round(scores.stat().st_size / 2**20, 2),
         "process_seconds": round(time.perf_counter() - t, 2),
-        **json.loads(result.read_text()),
+        **measured,
     }
 
 

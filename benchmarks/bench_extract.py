@@ -28,11 +28,13 @@ import contextlib
 import json
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py, however this is loaded
+from common import chain_logprobs, minicons_word_logprobs, run_worker
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "smollm2-135m"
@@ -70,11 +72,31 @@ def _rss_mb() -> float:
     return peak_rss_mb()
 
 
-def _side_logprobs(token_lps) -> list[list[float]]:
-    """Per pair [logprob_more, logprob_less] (chain rule, logsumexp over target words)."""
-    from gece.scoring import rules
+def _converted_dir(spec) -> Path:
+    """The plain transformers directory built from the model's GGUF, which minicons and transformers load by path."""
+    from gece.scoring import models
 
-    return [[rules.side_score(side, "chain") for side in lps] for lps in token_lps]
+    resolved = models.resolve(spec)
+    (sha,) = models.weight_hashes(resolved).values()
+    return models.converted_dir(resolved.path, sha)
+
+
+def _unpadded_result(pairs, seconds: float, sides, model, threads: int, logprobs: list) -> dict:
+    """A worker's result when it scores each sentence alone: every token is a head position, none is padding."""
+    from gece.scoring import engine
+
+    tokens = sum(len(s.ids) for pair in sides for s in pair)
+    return {
+        "pairs": len(pairs),
+        "seconds": seconds,
+        "tokens": tokens,
+        "tokens_padded": tokens,
+        "head_positions": tokens,
+        "flops": engine.flops(model, tokens, tokens),
+        "threads": threads,
+        "peak_rss_mb": _rss_mb(),
+        "logprobs": logprobs,
+    }
 
 
 def worker_matmul(work: Path) -> dict:
@@ -123,7 +145,7 @@ def worker_gece(work: Path) -> dict:
         "load_seconds": lm.load_seconds,
         "model_dir": lm.loaded_from,
         "peak_rss_mb": _rss_mb(),
-        "logprobs": _side_logprobs(zip(df["logprobs_more"], df["logprobs_less"], strict=True)),
+        "logprobs": chain_logprobs(zip(df["logprobs_more"], df["logprobs_less"], strict=True)),
     }
 
 
@@ -137,18 +159,8 @@ def worker_naive(work: Path) -> dict:
     t = time.perf_counter()
     scores = engine.score_naive(lm.model, sides, batched=False)  # each sentence alone
     seconds = time.perf_counter() - t
-    tokens = sum(len(s.ids) for pair in sides for s in pair)
-    return {
-        "pairs": len(pairs),
-        "seconds": seconds,
-        "tokens": tokens,
-        "tokens_padded": tokens,
-        "head_positions": tokens,
-        "flops": engine.flops(lm.model, tokens, tokens),
-        "threads": threads,
-        "peak_rss_mb": _rss_mb(),
-        "logprobs": [[s.more.logprob("chain"), s.less.logprob("chain")] for s in scores],
-    }
+    logprobs = [[s.more.logprob("chain"), s.less.logprob("chain")] for s in scores]
+    return _unpadded_result(pairs, seconds, sides, lm.model, threads, logprobs)
 
 
 def worker_minicons(work: Path, attention: str) -> dict:
@@ -162,9 +174,7 @@ def worker_minicons(work: Path, attention: str) -> dict:
 
     params, _prepared, pairs, threads = _setup(work)
     spec = params.registry[MODEL]
-    resolved = models.resolve(spec)
-    (sha,) = models.weight_hashes(resolved).values()
-    model_dir = models.converted_dir(resolved.path, sha)  # the plain transformers directory built from the GGUF
+    model_dir = _converted_dir(spec)
     lm = scorer.IncrementalLMScorer(
         str(model_dir), device="cpu", attn_implementation=models.attn_implementation(attention)
     )
@@ -175,19 +185,12 @@ def worker_minicons(work: Path, attention: str) -> dict:
     for i in range(0, len(sents), MINICONS_BATCH):
         out += lm.token_score(sents[i : i + MINICONS_BATCH])
     seconds = time.perf_counter() - t
-    token_lps, padded = [], 0
+    padded = 0
     for k in range(0, len(sents), MINICONS_BATCH):
         padded += len(sents[k : k + MINICONS_BATCH]) * max(
             len(out[j]) for j in range(k, min(k + MINICONS_BATCH, len(sents)))
         )
-    for i, pair in enumerate(sides):
-        lps = []
-        for j, side in enumerate(pair):
-            toks = out[2 * i + j]
-            if [t for t, _ in toks] != lm.tokenizer.convert_ids_to_tokens(list(side.ids)):
-                raise AssertionError(f"minicons tokenized pair {i} differently")
-            lps.append([[toks[t][1] for t in w] for w in side.words])
-        token_lps.append(lps)
+    token_lps = minicons_word_logprobs(lm.tokenizer, sides, out)
     tokens = sum(len(s.ids) for pair in sides for s in pair)
     return {
         "pairs": len(pairs),
@@ -200,7 +203,7 @@ def worker_minicons(work: Path, attention: str) -> dict:
         "attention": lm.model.config._attn_implementation,
         "peak_rss_mb": _rss_mb(),
         "cpu_kernels": str(torch.backends.cpu.get_cpu_capability()),
-        "logprobs": _side_logprobs(token_lps),
+        "logprobs": chain_logprobs(token_lps),
     }
 
 
@@ -213,14 +216,12 @@ def worker_float64(work: Path) -> dict:
     torch.zeros(1).exp()  # native kernels: this reference needs no portability
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from gece.scoring import engine, models, planning
+    from gece.scoring import planning
 
     params, _prepared, pairs, threads = _setup(work)
     pairs = pairs.head(REF_PAIRS)
     spec = params.registry[MODEL]
-    resolved = models.resolve(spec)
-    (sha,) = models.weight_hashes(resolved).values()
-    model_dir = models.converted_dir(resolved.path, sha)
+    model_dir = _converted_dir(spec)
     model = AutoModelForCausalLM.from_pretrained(
         str(model_dir), dtype=torch.float64, attn_implementation="eager"
     ).eval()
@@ -236,18 +237,7 @@ def worker_float64(work: Path) -> dict:
                 lps.append([[float(lp[t - 1, side.ids[t]]) for t in w] for w in side.words])
             token_lps.append(lps)
     seconds = time.perf_counter() - t
-    tokens = sum(len(s.ids) for pair in sides for s in pair)
-    return {
-        "pairs": len(pairs),
-        "seconds": seconds,
-        "tokens": tokens,
-        "tokens_padded": tokens,
-        "head_positions": tokens,
-        "flops": engine.flops(model, tokens, tokens),
-        "threads": threads,
-        "peak_rss_mb": _rss_mb(),
-        "logprobs": _side_logprobs(token_lps),
-    }
+    return _unpadded_result(pairs, seconds, sides, model, threads, chain_logprobs(token_lps))
 
 
 NATIVE_BLAS = ("gece", "naive")  # gece's engine, in the kernels `gece extract` gives OpenBLAS (gece.native_blas)
@@ -270,16 +260,7 @@ def _run_worker(name: str, work: Path) -> dict:
         if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
     }
     env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_NO_ADVISORY_WARNINGS="1")
-    res = subprocess.run(
-        [sys.executable, __file__, "--worker", name, str(work), str(out)],
-        check=False,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    if res.returncode != 0:
-        raise SystemExit(f"bench worker {name} failed:\n{res.stderr[-4000:]}")
-    return json.loads(out.read_text())
+    return run_worker(__file__, [name, str(work), str(out)], out, env, name)
 
 
 def main() -> dict:

@@ -18,11 +18,13 @@ from __future__ import annotations
 import json
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py, however this is loaded
+from common import run_worker
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "smollm2-135m"
@@ -90,16 +92,7 @@ WORKERS = {"extract": worker_extract, "metrics": worker_metrics}
 def _run(name: str, a: Path, b: Path, n: int, work: Path) -> dict:
     result = work / f"{name}-{n}.json"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1"}
-    res = subprocess.run(
-        [sys.executable, __file__, "--worker", name, str(a), str(b), str(n), str(result)],
-        check=False,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    if res.returncode != 0:
-        raise SystemExit(f"bench worker {name} ({n} pairs) failed:\n{res.stderr[-4000:]}")
-    return json.loads(result.read_text())
+    return run_worker(__file__, [name, str(a), str(b), str(n), str(result)], result, env, f"{name} ({n} pairs)")
 
 
 def main() -> dict:

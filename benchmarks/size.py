@@ -54,6 +54,9 @@ import time
 import zlib
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py, however this is loaded
+from common import chain_logprobs, minicons_word_logprobs
+
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARK = "winobias"
 FIRST_TRY = 32
@@ -174,12 +177,6 @@ def _pairs(tokenizer, special_tokens: bool, n: int):
     return prepared, pairs, planning.plans_for(tokenizer, pairs, special_tokens)[0] if tokenizer else None
 
 
-def _chain(token_lps) -> list[list[float]]:
-    from gece.scoring import rules
-
-    return [[rules.side_score(side, "chain") for side in lps] for lps in token_lps]
-
-
 def worker_gece(path: Path, start: float) -> dict:
     from gece.io.files import read_table
     from gece.io.model_entry import ModelSpec
@@ -214,7 +211,7 @@ def worker_gece(path: Path, start: float) -> dict:
         "seconds": seconds,
         "estimate_gb": est.total / GB,
         "peak_rss_gb": _rss_gb(),
-        "logprobs": _chain(zip(df["logprobs_more"], df["logprobs_less"], strict=True)),
+        "logprobs": chain_logprobs(zip(df["logprobs_more"], df["logprobs_less"], strict=True)),
     }
 
 
@@ -245,15 +242,7 @@ def worker_minicons(path: Path, start: float, dtype: str | None = None) -> dict:
     seconds = time.perf_counter() - t
     if first is None:  # a slice shorter than the first try
         first, first_scoring = time.perf_counter() - start, seconds
-    token_lps = []
-    for i, pair in enumerate(sides):
-        lps = []
-        for j, side in enumerate(pair):
-            toks = out[2 * i + j]
-            if [t for t, _ in toks] != lm.tokenizer.convert_ids_to_tokens(list(side.ids)):
-                raise AssertionError(f"minicons tokenized pair {i} differently")
-            lps.append([[toks[t][1] for t in w] for w in side.words])
-        token_lps.append(lps)
+    token_lps = minicons_word_logprobs(lm.tokenizer, sides, out)
     return {
         "dtype": str(dtype).removeprefix("torch."),
         "threads": threads,
@@ -263,7 +252,7 @@ def worker_minicons(path: Path, start: float, dtype: str | None = None) -> dict:
         "pairs": len(pairs),
         "seconds": seconds,
         "peak_rss_gb": _rss_gb(),
-        "logprobs": _chain(token_lps),
+        "logprobs": chain_logprobs(token_lps),
     }
 
 
@@ -347,7 +336,7 @@ def worker_float64(path: Path, start: float) -> dict:
         token_lps.append([[[float(lps[2 * i + j][t - 1, s.ids[t]]) for t in wd] for wd in s.words]
                           for j, s in enumerate(pair)])  # fmt: skip
     return {"forward": "llama_float64" if llama else "transformers", "pairs": len(sides),
-            "peak_rss_gb": _rss_gb(), "logprobs": _chain(token_lps)}  # fmt: skip
+            "peak_rss_gb": _rss_gb(), "logprobs": chain_logprobs(token_lps)}  # fmt: skip
 
 
 WORKERS = {

@@ -22,7 +22,7 @@ import yaml
 from gece.io import layout
 from gece.io.files import read_table
 from gece.io.params import MetricsParams, load_params
-from gece.io.schemas import MetricsReport, PreparedPair, ScoreRow
+from gece.io.schemas import SCORE_PAIR_COLUMNS, MetricsReport, PreparedPair, ScoreRow
 from gece.io.tokens import ExtractMeta
 from gece.io.writer import write_json, write_table
 from gece.pipeline import ablate as ablate_stage
@@ -59,20 +59,7 @@ def synthetic_scores(prepared: Path, seed: int, sharpen: float) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     q = np.clip(np.where(pairs["y"] == 1, rng.beta(4, 2, len(pairs)), rng.beta(2, 4, len(pairs))), 0.01, 0.99)
     z = sharpen * np.log(q / (1 - q))
-    df = pairs[
-        [
-            "pair_id",
-            "row",
-            "sent_more",
-            "sent_less",
-            "y",
-            "bias_type",
-            "targets_more",
-            "targets_less",
-            "gender_more",
-            "gender_less",
-        ]
-    ].copy()
+    df = pairs[SCORE_PAIR_COLUMNS].copy()
     df["n_tokens_more"] = 1
     df["n_tokens_less"] = 1
     df["logprob_more"] = -np.logaddexp(0, -z)  # log sigmoid(z)

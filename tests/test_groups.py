@@ -13,7 +13,7 @@ import pytest
 from gece.errors import GeceError
 from gece.io.files import read_json, read_table
 from gece.io.params import Params, load_params
-from gece.io.schemas import AnnotatedPair, GroupsReport, PreparedPair, ScoreRow
+from gece.io.schemas import SCORE_PAIR_COLUMNS, AnnotatedPair, GroupsReport, PreparedPair, ScoreRow
 from gece.io.writer import write_table
 from gece.pipeline import groups as stage
 from gece.pipeline import runs
@@ -250,20 +250,7 @@ def crowslike(tmp_path, prepared_dir) -> Path:
     rng = np.random.default_rng(0)
     for i, m in enumerate(("m1", "m2")):
         p = np.clip(rng.beta(2 + i, 2, 300), 1e-6, 1 - 1e-6)
-        s = pairs[
-            [
-                "pair_id",
-                "row",
-                "sent_more",
-                "sent_less",
-                "y",
-                "bias_type",
-                "targets_more",
-                "targets_less",
-                "gender_more",
-                "gender_less",
-            ]
-        ].copy()
+        s = pairs[SCORE_PAIR_COLUMNS].copy()
         s["n_tokens_more"], s["n_tokens_less"] = 1, 1
         s["logprob_more"], s["logprob_less"] = np.log(p), np.log1p(-p)
         s["logit_more"], s["logit_less"] = None, None

@@ -217,7 +217,8 @@ def check_paths(args: argparse.Namespace, labels: dict[str, str] | None = None) 
     """Every path on the command line is one the system can look up (no name too long), and every output
     option names a writable path (no FIFO, device or directory; not an input), checked before any work (see
     gece.io.disk)."""
-    from gece.io.disk import check_names, check_outputs
+    from gece.io.atomic import check_outputs
+    from gece.io.disk import check_names
 
     labels = labels or {}
     check_names(

@@ -15,16 +15,16 @@ computes leaves it unchanged. Extract stores it in every token file's fingerprin
 
 Import forms followed (``P`` is the package of the importing module):
 
-- ``import gece.x`` / ``import gece.x as y``: gece/__init__.py and gece/x.py (or gece/x/__init__.py)
-- ``from gece.x import y``: gece.x, and gece.x.y too when y is a submodule (else y is an attribute)
+- ``import gece.<m>`` / ``import gece.<m> as y``: gece/__init__.py and gece/<m>.py (or gece/<m>/__init__.py)
+- ``from gece.<m> import y``: gece.<m>, and gece.<m>.<y> too when y is a submodule (else y is an attribute)
 - ``from . import x``, ``from .x import y``, ``from ..x import y``: the same, relative to ``P``
   (any depth; ``from . import x`` in a package's __init__.py is relative to that package)
-- ``importlib.import_module("gece.x")`` (also ``import_module(".x", "gece")``) with literal strings,
-  and ``__import__("gece.x")``
+- ``importlib.import_module("gece.<m>")`` (also ``import_module(".<m>", "gece")``) with literal strings,
+  and ``__import__("gece.<m>")``
 - imports under ``if TYPE_CHECKING:`` are followed too (pydantic may resolve annotations at run time)
 
 Not followed: stdlib and third-party imports, imports of a computed name (``import_module(name)``),
-``from gece.x import *`` beyond gece.x itself, and package data (``importlib.resources.files("gece.x")``,
+``from gece.<m> import *`` beyond gece.<m> itself, and package data (``importlib.resources.files("gece.<m>")``,
 CSS, templates): a stage that reads package data must list those files in dvc.yaml by hand.
 
 ``python -m gece.closure`` prints the closure of every ``gece`` subcommand; ``python -m gece.closure
@@ -56,7 +56,7 @@ class Tree:
     package: str = PACKAGE
 
     def file(self, module: str) -> Path | None:
-        """The file of a module name (``a.b`` -> src/a/b.py or src/a/b/__init__.py), None if there is none."""
+        """The file of a module name (``a.b`` -> src/<a>/<b>.py or src/<a>/<b>/__init__.py), None if there is none."""
         base = self.src.joinpath(*module.split("."))
         for path in (base.with_suffix(".py"), base / "__init__.py"):
             if path.is_file():

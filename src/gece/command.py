@@ -130,6 +130,20 @@ def rows_table(title: str, label: str, rows: dict[str, dict], keys: list[str]) -
     return table
 
 
+def add_run_inputs(p: argparse.ArgumentParser, outputs: str) -> None:
+    """The input of a stage that reads one score file or every run of a benchmark: the positional ``scores``, or
+    ``--benchmark``, whose files go to ``outputs`` (named in its help); :func:`one_input` takes one of them."""
+    p.add_argument(
+        "scores",
+        type=Path,
+        nargs="?",
+        help="a score file, artifacts/scores/<benchmark>/<model>.parquet (or --benchmark)",
+    )
+    p.add_argument(
+        "--benchmark", help=f"every run of this benchmark (models and references of params.yaml) -> {outputs}"
+    )
+
+
 def one_input(args: argparse.Namespace, file: str, *file_options: str) -> None:
     """Either a score file (the positional ``file``, with its ``file_options``) or ``--benchmark``, not both."""
     if args.benchmark is not None:

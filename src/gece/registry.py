@@ -361,6 +361,12 @@ DEFINITIONS: tuple[Definition, ...] = (
 )
 
 
+# the gender groups of a side whose target words are gendered pronouns (gece.io.lexicon), which the
+# Gender-ECE compares (gece.stats.metrics)
+MALE = "male"
+FEMALE = "female"
+
+
 # ------------------------------------------------------------------ calibration by group
 # what the groups stage (params.yaml groups.by) may group the pairs by: the predicted or the human-preferred
 # gender (gece.stats.metrics.predicted_groups / true_groups), or a column of the prepared pairs (schemas.PreparedPair)

@@ -14,7 +14,7 @@ import glob
 import os
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -144,3 +144,71 @@ def write_text(path: str | Path, text: str) -> None:
 def write_bytes(path: str | Path, data: bytes) -> None:
     with atomic_path(path) as tmp:
         tmp.write_bytes(data)
+
+
+def check_outputs(outputs: dict[str, str | Path | None], inputs: list[str | Path] = ()) -> None:
+    """Check every given output (option -> path) before any work; none may be one of ``inputs``."""
+    seen: dict[Path, str] = {}
+    read = {Path(os.path.realpath(p)): p for p in inputs if p is not None}
+    for option, path in outputs.items():
+        if path is None:
+            continue
+        real = check_output(path, option)
+        if real in read:
+            raise GeceError(
+                f"{option} {path} is the input {read[real]}; writing it would replace the input",
+                hint=f"give {option} another path",
+            )
+        if real in seen:
+            raise GeceError(
+                f"{option} {path} is also {seen[real]}; one would overwrite the other",
+                hint=f"give {option} and {seen[real]} different paths",
+            )
+        seen[real] = option
+
+
+def check_output_dir(path: str | Path, option: str, hint: str | None = None) -> Path:
+    """``path`` if it is a directory or can be created as one, else a GeceError naming ``option``."""
+    path = Path(path)
+    hint = hint or f"give {option} a directory (it holds index.html, figures/ and tables/)"
+    if path.exists() and not path.is_dir():
+        raise GeceError(f"{option} {path} is not a directory", hint=hint)
+    if not path.exists():
+        check_output(path, option, hint)  # a new path whose nearest existing parent is a writable directory
+    return path
+
+
+def clear_output_dir(
+    path: str | Path, suffixes: tuple[str, ...], option: str, keep: Collection[Path] | None = None
+) -> None:
+    """Remove ``path``, a directory of outputs that a rerun replaces, if it holds only files gece writes
+    there (``suffixes``); a symlink, a file or a directory with other files in it is refused, not removed.
+    With ``keep``, only the files not in ``keep`` (and the directories left empty) are removed."""
+    path = Path(path)
+    if not os.path.lexists(path):
+        return
+    if path.is_symlink() or not path.is_dir():
+        raise GeceError(
+            f"{option} {path.parent}: {path} is {'a symlink' if path.is_symlink() else 'not a directory'}; "
+            "gece replaces this directory, so it must be one it wrote",
+            hint=f"remove {path} or give {option} another directory",
+        )
+    foreign = [p for p in path.rglob("*") if p.is_symlink() or not (p.is_dir() or p.name.endswith(suffixes))]
+    if foreign:
+        raise GeceError(
+            f"{option} {path.parent}: {path} holds files gece did not write there, e.g. {foreign[0]}; "
+            "gece replaces this directory",
+            hint=f"move them away, or give {option} another directory",
+        )
+    import shutil
+
+    if keep is None:
+        shutil.rmtree(path)
+        return
+    kept = {Path(p).resolve() for p in keep}
+    for p in sorted(path.rglob("*"), key=lambda x: len(x.parts), reverse=True):  # files, then emptied directories
+        if p.is_dir():
+            if not any(p.iterdir()):
+                p.rmdir()
+        elif p.resolve() not in kept:
+            p.unlink()

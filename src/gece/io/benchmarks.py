@@ -4,7 +4,7 @@ A benchmark is a CSV with columns ``sent_more``, ``sent_less``, ``y`` (1: ``sent
 human-preferred reading, 0: ``sent_less``) and optionally ``bias_type``; other columns (such as
 WinoBias' unnamed index) are ignored. Preparing a benchmark aligns the two sentences word by
 word and records the words in which they differ (the targets), their character spans, their
-gender group (:mod:`gece.stats.lexicon`) and whether the target ends the sentence.
+gender group (:mod:`gece.io.lexicon`) and whether the target ends the sentence.
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ import pandas as pd
 from gece.errors import GeceError
 from gece.io.disk import iconv_hint, limit, read_bytes
 from gece.io.files import require_file
+from gece.io.lexicon import side_group
 from gece.io.model_entry import ID_HELP, is_id
 from gece.io.params import Cluster
 from gece.io.schemas import PreparedPair
-from gece.stats.lexicon import side_group
 
 REQUIRED = ("sent_more", "sent_less", "y")
 OPTIONAL = ("bias_type",)

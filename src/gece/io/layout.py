@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from gece.errors import GeceError
-from gece.io.disk import clear_output_dir
+from gece.io.atomic import clear_output_dir
 from gece.io.model_entry import check_id
 from gece.io.params import Params
 
@@ -197,7 +197,7 @@ def calibrated_path(benchmark: str, model: str) -> Path:
 def clear_stale_runs(folder: str | Path, models: Iterable[str], suffixes: tuple[str, ...], option: str) -> None:
     """Keep the files of ``folder`` (a benchmark's folder of per-run outputs, ``<model><suffix>`` for each of
     ``suffixes``) to those of the current runs ``models``: the others, files of runs no longer configured, are
-    removed (:func:`gece.io.disk.clear_output_dir`, which refuses a folder holding files gece does not write)."""
+    removed (:func:`gece.io.atomic.clear_output_dir`, which refuses a folder holding files gece does not write)."""
     folder = Path(folder)
     keep = [folder / f"{m}{s}" for m in models for s in suffixes]
     clear_output_dir(folder, suffixes, option, keep=keep)

@@ -154,6 +154,10 @@ class ScoreRow(_Row):
         return self
 
 
+# the prepared pair's columns a score row repeats, in ScoreRow's order (the rest come from the token scores)
+SCORE_PAIR_COLUMNS = [name for name in ScoreRow.model_fields if name in PreparedPair.model_fields]
+
+
 class ReferenceRow(_Row):
     """One row of the authors' released scores (``data/reference/<benchmark>/<model>.csv``)."""
 

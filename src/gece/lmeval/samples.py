@@ -29,7 +29,7 @@ from gece.io.disk import read_json_file, read_json_lines
 from gece.io.files import read_table
 from gece.io.lmeval_files import ImportMeta, Sample
 from gece.io.model_entry import LMEVAL_PREFIX
-from gece.io.schemas import PreparedPair
+from gece.io.schemas import SCORE_PAIR_COLUMNS, PreparedPair
 from gece.lmeval import requests
 from gece.rule_registry import RULE
 from gece.scoring import rules
@@ -37,8 +37,6 @@ from gece.scoring import rules
 TASK_PREFIX = "gece_"  # task gece_<benchmark>
 SOURCE_PREFIX = LMEVAL_PREFIX
 DATE = r"(?P<date>\d{4}-\d{2}-\d{2}T[0-9.\-]+)"
-PAIR_COLUMNS = ["pair_id", "row", "sent_more", "sent_less", "y", "bias_type", "targets_more", "targets_less"]
-PAIR_COLUMNS += ["gender_more", "gender_less"]
 RERUN = "export again (gece lmeval-export) and rerun lm_eval on the exported task, or fix the sample log"
 
 
@@ -185,7 +183,7 @@ def score_frame(
         )
     if not scored:
         raise GeceError(f"{path}: no sample", hint=RERUN)
-    rows = [{k: pair[k] for k in PAIR_COLUMNS} | scored[pid] for pid, pair in by_id.items() if pid in scored]
+    rows = [{k: pair[k] for k in SCORE_PAIR_COLUMNS} | scored[pid] for pid, pair in by_id.items() if pid in scored]
     return pd.DataFrame(rows)
 
 
@@ -193,7 +191,7 @@ def import_scores(
     prepared_path: Path, directory: Path, benchmark: str, model: str, rule: str, word_prob: str = "chain"
 ) -> tuple[pd.DataFrame, ImportMeta, dict[str, str]]:
     """A benchmark's score rows from lm-eval's output ``directory``, the run's meta and the score file's metadata
-    (nothing written: :func:`gece.lmeval.command` writes both once everything is checked)."""
+    (nothing written: :mod:`gece.lmeval.imports` writes both once everything is checked)."""
     if not directory.is_dir():
         raise GeceError(
             f"{directory}: no such directory (the lm-eval output of source {SOURCE_PREFIX}{directory})",

@@ -101,17 +101,7 @@ DESCRIPTION = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "scores",
-        type=Path,
-        nargs="?",
-        help="a score file, artifacts/scores/<benchmark>/<model>.parquet (or --benchmark)",
-    )
-    p.add_argument(
-        "--benchmark",
-        help="every run of this benchmark (models and references of params.yaml) -> "
-        "reports/ablation/sample_size/<b>/ and reports/ablation/binning/<b>/",
-    )
+    command.add_run_inputs(p, "reports/ablation/sample_size/<b>/ and reports/ablation/binning/<b>/")
     p.add_argument("--sample-size-out", type=Path, help="write the sample-size ablation JSON of the score file here")
     p.add_argument("--binning-out", type=Path, help="write the binning ablation JSON of the score file here")
     p.add_argument("--figure-out", type=Path, help="PNG of mean ± std against the subset size (default: none)")

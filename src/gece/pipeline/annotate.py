@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
     params = command.require_params(args)
     b = command.benchmark_of(args, params)
     settings = command.override(params.annotate, tie=args.tie)
-    from gece.io.disk import check_outputs
+    from gece.io.atomic import check_outputs
 
     check_outputs({"annotated": layout.annotated(b), "report": layout.annotation_report(b)})
     annotate(

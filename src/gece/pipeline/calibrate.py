@@ -17,7 +17,6 @@ from gece.io.files import read_table
 from gece.io.params import CalibrateParams, MetricsParams, Params
 from gece.io.schemas import CalibratedRow, CalibrationBinsReport, CalibrationReport, ScoreRow
 from gece.io.writer import write_json, write_table
-from gece.pipeline import metrics as metrics_stage
 from gece.pipeline import runs
 from gece.stats import calibration, metrics
 from gece.terminal import Table, literal, plain, plural
@@ -70,7 +69,7 @@ def run_calibration(
             return None
         table = metrics.reliability_table(q[idx], y[idx], metric_settings.n_bins, metric_settings.binning)
         bins.extend({"protocol": protocol, "method": method, **r} for r in table.records())
-        return metrics_stage.metrics_report(q[idx], y[idx], gm[idx], gl[idx], metric_settings)
+        return runs.metrics_report(q[idx], y[idx], gm[idx], gl[idx], metric_settings)
 
     ev, every = split.eval_idx, np.arange(len(p))
     report = {
@@ -213,17 +212,7 @@ EXAMPLES = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "scores",
-        type=Path,
-        nargs="?",
-        help="a score file, artifacts/scores/<benchmark>/<model>.parquet (or --benchmark)",
-    )
-    p.add_argument(
-        "--benchmark",
-        help="every run of this benchmark (models and references of params.yaml) -> "
-        "reports/calibration/<b>/, artifacts/calibrated/<b>/, reports/calibration_bins/<b>/",
-    )
+    command.add_run_inputs(p, "reports/calibration/<b>/, artifacts/calibrated/<b>/, reports/calibration_bins/<b>/")
     p.add_argument("--out", type=Path, help="write the calibration report JSON here (default: not written)")
     p.add_argument(
         "--scores-out", type=Path, help="write the per-pair calibrated scores (Parquet) here (default: not written)"

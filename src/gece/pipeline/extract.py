@@ -33,8 +33,8 @@ from pathlib import Path
 from gece import command, options
 from gece.errors import GeceError
 from gece.io import layout
-from gece.io.atomic import atomic_path, check_output
-from gece.io.disk import check_output_dir, check_unique_ids
+from gece.io.atomic import atomic_path, check_output, check_output_dir
+from gece.io.disk import check_unique_ids
 from gece.io.files import iter_table, pair_ids, parquet_rows, read_json, read_table
 from gece.io.model_entry import ModelSpec
 from gece.io.params import ExtractParams

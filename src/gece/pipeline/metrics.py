@@ -22,31 +22,6 @@ from gece.stats import intervals, metrics
 log = logging.getLogger("gece")
 
 
-def metrics_report(
-    p: np.ndarray,
-    y: np.ndarray,
-    gender_more: np.ndarray,
-    gender_less: np.ndarray,
-    settings: MetricsParams,
-    clusters: np.ndarray | None = None,
-) -> dict:
-    """The metrics report (``MetricsReport``) of scores p against y with the ``metrics`` settings; ``clusters``
-    (each pair's cluster key) makes the intervals and tests resample clusters."""
-    report = metrics.summarize(
-        p,
-        y,
-        gender_more,
-        gender_less,
-        n_bins=settings.n_bins,
-        binning=settings.binning,
-        draws=settings.bootstrap,
-        seed=settings.seed,
-        level=settings.ci,
-        clusters=clusters,
-    )
-    return MetricsReport.model_validate(report).model_dump()
-
-
 def run_metrics(
     scores: pd.DataFrame, settings: MetricsParams, pairs: pd.DataFrame | None = None
 ) -> tuple[dict, list[dict]]:
@@ -58,7 +33,7 @@ def run_metrics(
     if pairs is not None:
         mine = pairs.loc[scores["pair_id"].to_numpy(object)]
         clusters = mine["cluster"].to_numpy(object)
-    report = metrics_report(r.p, r.y, r.gender_more, r.gender_less, settings, clusters)
+    report = runs.metrics_report(r.p, r.y, r.gender_more, r.gender_less, settings, clusters)
     if pairs is not None and len(r.p):
         share = (r.p > 0.5).astype(np.float64)
         report |= {
@@ -125,17 +100,7 @@ EXAMPLES = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "scores",
-        type=Path,
-        nargs="?",
-        help="a score file, artifacts/scores/<benchmark>/<model>.parquet (or --benchmark)",
-    )
-    p.add_argument(
-        "--benchmark",
-        help="every run of this benchmark (models and references of params.yaml) -> "
-        "reports/metrics/<benchmark>/ and reports/bins/<benchmark>/",
-    )
+    command.add_run_inputs(p, "reports/metrics/<benchmark>/ and reports/bins/<benchmark>/")
     p.add_argument("--out", type=Path, help="write the metrics JSON of the score file here (default: not written)")
     p.add_argument("--bins-out", type=Path, help="write its reliability bins JSON here (default: not written)")
     p.add_argument("--json", action="store_true", help="print the metrics as JSON instead of a table")

@@ -7,16 +7,18 @@ import json
 import logging
 import os
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from gece import command, registry
 from gece.errors import GeceError
 from gece.io import layout
-from gece.io.atomic import write_bytes, write_text
-from gece.io.disk import check_input_dir, check_output_dir, clear_output_dir
+from gece.io.atomic import check_output_dir, clear_output_dir, write_bytes, write_text
+from gece.io.disk import check_input_dir
 from gece.io.files import png_size, png_text, read_table, write_figure
 from gece.io.params import Params
 from gece.io.schemas import ScoreRow
@@ -26,7 +28,7 @@ from gece.report import markdown as report_md
 from gece.report import pages as report_pages
 from gece.report import plots
 from gece.report import tables as report_tables
-from gece.report.cells import constant_y
+from gece.report.cells import ReportData, TableDoc, constant_y
 from gece.stats import metrics
 from gece.terminal import literal, plural
 
@@ -149,6 +151,30 @@ def _draw_figures(todo: list[tuple]) -> None:
         list(pool.map(_draw_figure, todo, chunksize=max(1, len(todo) // (4 * workers))))
 
 
+@dataclass
+class _Figures:
+    """The figures of one build: those drawn (``written``, in page order), those whose PNG already held the same
+    inputs (``reused``) and those still to draw (``todo``: path, key, draw, args, kwargs)."""
+
+    out_dir: Path
+    code: str = field(default_factory=_figure_code)
+    written: list[str] = field(default_factory=list)
+    reused: list[str] = field(default_factory=list)
+    todo: list[tuple] = field(default_factory=list)
+
+    def save(self, rel: str, draw: Callable[..., Any], *args: Any, **kwargs: Any) -> str:
+        """Draw ``draw(*args, **kwargs)`` into ``rel`` unless the PNG there was drawn from the same inputs
+        (its ``FIGURE_KEY`` text chunk): an unchanged figure is not drawn again."""
+        key = _figure_key(self.code, draw.__name__, args, kwargs)
+        path = self.out_dir / rel
+        if png_text(path).get(FIGURE_KEY) == key:
+            self.reused.append(rel)
+        else:
+            self.todo.append((path, key, draw, args, kwargs))
+        self.written.append(rel)
+        return rel
+
+
 def report_stage(
     params: Params,
     reports_dir: str | Path = layout.REPORTS,
@@ -166,166 +192,24 @@ def report_stage(
     out_dir = check_output_dir(Path(out_dir) if out_dir is not None else reports_dir, "--out")
     root = Path(root)
     data = report_data.load_report_data(params, reports_dir, scores_dir, out_dir, root)
-    data.provenance = {
-        **_data_snapshot(Path(data_dvc)),
-        "code_sha256": _code_sha256(),
-        "gece_version": _package_versions().get("gece"),
-        "params": params.model_dump(mode="json"),
-        "packages": _package_versions(),
-    }
-    tables_dir, figures_dir = out_dir / layout.TABLES_DIR, out_dir / layout.FIGURES_DIR
-    clear_output_dir(tables_dir, (".md",), "--out")  # stale tables of removed runs go too
-    clear_output_dir(out_dir / layout.PAGES_DIR, (".html",), "--out")  # and the pages of removed tables
-    # the figures are checked here; those that are not drawn again are removed below
-    clear_output_dir(figures_dir, (".png",), "--out", keep=list(figures_dir.rglob("*")))
-
+    data.provenance = _provenance(params, Path(data_dvc))
+    _clear_outputs(out_dir)
+    figs = _Figures(out_dir)
     figures: dict[str, dict] = {"grid": {}, "calibration": {}, "runs": {}, "sizes": {}}
-    written: list[str] = []
-    reused: list[str] = []
-    todo: list[tuple] = []  # figures to draw: (path, key, draw, args, kwargs)
-    code = _figure_code()
-
-    def save(rel: str, draw: Callable[..., Any], *args: Any, **kwargs: Any) -> str:
-        """Draw ``draw(*args, **kwargs)`` into ``rel`` unless the PNG there was drawn from the same inputs
-        (its ``FIGURE_KEY`` text chunk): an unchanged figure is not drawn again."""
-        key = _figure_key(code, draw.__name__, args, kwargs)
-        path = out_dir / rel
-        if png_text(path).get(FIGURE_KEY) == key:
-            reused.append(rel)
-        else:
-            todo.append((path, key, draw, args, kwargs))
-        written.append(rel)
-        return rel
-
-    for key, rel in list(data.sample_size_figures.items()):  # --out elsewhere: the page takes a copy along
-        if rel.startswith("../") or Path(rel).is_absolute():
-            src = reports_dir / layout.sample_size_figure(*key)
-            copy = layout.fig_sample_size(*key)
-            if not (out_dir / copy).exists() or (out_dir / copy).read_bytes() != src.read_bytes():
-                write_bytes(out_dir / copy, src.read_bytes())
-            written.append(copy)
-            data.sample_size_figures[key] = copy
-        figures["sizes"][data.sample_size_figures[key]] = png_size(out_dir / data.sample_size_figures[key])
-
+    figures["sizes"] = _copy_sample_size_figures(data, reports_dir, out_dir, figs.written)
     for b in data.benchmarks:
-        panels, entries = [], []
-        honest = constant_y(data, b)  # y = 1 for every pair: the diagrams show 1 − mean p, not calibration
-        metric = "1 − mean p" if honest else "ECE"
-        for m in data.runs[b]:
-            key = (b, m)
-            scores = scores_dir / layout.scores_file(b, m)
-            if runs.is_reference(params, m):
-                df = runs.load_scores(params, b, m, root=root)[0] if runs.has_scores(params, b, m, root) else None
-            else:
-                df = read_table(scores, ScoreRow)[0] if scores.exists() else None
-            if df is not None:
-                data.examples[key] = report_tables.confident_mistakes(
-                    df[list(report_tables.EXAMPLE_COLUMNS)].to_dict("records")
-                )
-            if key not in data.bins:
-                continue
-            rep = data.metrics[key]
-            n_bins, binning = rep["n_bins"], rep["binning"]
-            label = f"{n_bins} {binning.replace('_', '-')} bins"
-            images = [
-                (
-                    save(
-                        layout.fig_reliability(b, m),
-                        plots.reliability_figure,
-                        data.bins[key],
-                        m,
-                        rep["ece"],
-                        subtitle=f"{b} · {label}",
-                        metric=metric,
-                    ),
-                    label,
-                )
-            ]
-            if df is not None:
-                other = "equal_mass" if binning == "equal_width" else "equal_width"
-                table = (
-                    metrics.reliability_table(
-                        df["p"].to_numpy(np.float64), df["y"].to_numpy(np.float64), n_bins, other
-                    ).records()
-                    if len(df)
-                    else []
-                )
-                other_label = f"{n_bins} {other.replace('_', '-')} bins"
-                images.append(
-                    (
-                        save(
-                            layout.fig_reliability(b, m, other),
-                            plots.reliability_figure,
-                            table,
-                            m,
-                            plots.bins_ece(table),
-                            subtitle=f"{b} · {other_label}",
-                            metric=metric,
-                        ),
-                        other_label,
-                    )
-                )
-            if key in data.sample_size_figures:
-                images.append((data.sample_size_figures[key], f"{metric} against sample size"))
-            entries.append((m, images))
-            panels.append((m, data.bins[key], rep["ece"]))
-        if panels:
-            title = (
-                f"{b}: confidence in the stereotypical sentence (y = 1 for every pair: 1 − mean p, not calibration)"
-                if honest
-                else f"{b}: reliability diagrams"
-            )
-            figures["grid"][b] = save(layout.fig_grid(b), plots.reliability_grid, panels, title, metric=metric)
-            figures["runs"][b] = entries
-        cal_models = [m for m in data.runs[b] if (b, m) in data.calibration_bins and (b, m) in data.calibration]
-        if cal_models:
-            methods = [
-                x
-                for x in registry.METHOD_NAMES
-                if any(x in data.calibration[(b, m)].get("split", {}).get("methods", {}) for m in cal_models)
-            ]
-            cells = {}
-            for m in cal_models:
-                split = data.calibration[(b, m)].get("split", {})
-                records = [r for r in data.calibration_bins[(b, m)] if r.get("protocol") == "split"]
-                unc = split.get("uncalibrated") or {}
-                cells[(m, "uncalibrated")] = (
-                    [r for r in records if r["method"] == "uncalibrated"],
-                    unc.get("ece"),
-                    "ok",
-                )
-                for x in methods:
-                    mrep = split.get("methods", {}).get(x, {})
-                    cells[(m, x)] = (
-                        [r for r in records if r["method"] == x],
-                        (mrep.get("metrics") or {}).get("ece"),
-                        mrep.get("status", "missing"),
-                    )
-            figures["calibration"][b] = save(
-                layout.fig_calibration(b),
-                plots.calibration_grid,
-                cal_models,
-                methods,
-                cells,
-                f"{b}: before and after calibration (held-out split)",
-            )
-    _draw_figures(todo)
-    figures["sizes"].update({rel: png_size(out_dir / rel) for rel in written})
-    clear_output_dir(figures_dir, (".png",), "--out", keep=[out_dir / rel for rel in written])
+        _reliability_figures(params, data, b, scores_dir, root, figs, figures)
+        _calibration_figure(data, b, figs, figures)
+    _draw_figures(figs.todo)
+    figures["sizes"].update({rel: png_size(out_dir / rel) for rel in figs.written})
+    clear_output_dir(out_dir / layout.FIGURES_DIR, (".png",), "--out", keep=[out_dir / rel for rel in figs.written])
     readme = _readme_figure(out_dir, figures["grid"])
-
     docs, examples = report_tables.build_tables(data), report_tables.examples_docs(data)
-    for doc in docs + examples:
-        write_text(out_dir / layout.table_file(doc.name), report_md.doc_markdown(doc))
-    pages = report_pages.render_pages(data, docs, examples, figures)
-    for rel, text in pages.items():
-        write_text(out_dir / rel, text)
-    page = out_dir / layout.PAGE_FILE
-    write_text(page, report_html.render_html(data, docs, figures))
+    pages, page = _write_documents(data, out_dir, docs, examples, figures)
     log.info(
         "report: %d figures (%d unchanged, not redrawn), %d tables -> %s",
-        len(written),
-        len(reused),
+        len(figs.written),
+        len(figs.reused),
         len(docs) + len(examples),
         page,
     )
@@ -334,15 +218,188 @@ def report_stage(
     from gece.report.findings import findings
 
     return {
-        "figures": written,
+        "figures": figs.written,
         "readme_figure": readme,
         "tables": [layout.table_file(d.name) for d in docs + examples],
         "pages": list(pages),
         "missing": data.missing,
         "html": str(page),
-        "reused": reused,
+        "reused": figs.reused,
         "findings": findings(data),
     }
+
+
+def _provenance(params: Params, data_dvc: Path) -> dict:
+    """What the page names as its provenance: the data snapshot, the code, the parameters and the packages."""
+    return {
+        **_data_snapshot(data_dvc),
+        "code_sha256": _code_sha256(),
+        "gece_version": _package_versions().get("gece"),
+        "params": params.model_dump(mode="json"),
+        "packages": _package_versions(),
+    }
+
+
+def _clear_outputs(out_dir: Path) -> None:
+    """Remove the stale tables and pages of removed runs; check the figures, whose stale ones go after drawing."""
+    figures_dir = out_dir / layout.FIGURES_DIR
+    clear_output_dir(out_dir / layout.TABLES_DIR, (".md",), "--out")  # stale tables of removed runs go too
+    clear_output_dir(out_dir / layout.PAGES_DIR, (".html",), "--out")  # and the pages of removed tables
+    # the figures are checked here; those that are not drawn again are removed after drawing
+    clear_output_dir(figures_dir, (".png",), "--out", keep=list(figures_dir.rglob("*")))
+
+
+def _copy_sample_size_figures(data: ReportData, reports_dir: Path, out_dir: Path, written: list[str]) -> dict:
+    """With --out elsewhere the page takes a copy of each sample-size figure along (appended to ``written``;
+    ``data.sample_size_figures`` then points at the copy). Returns each figure's pixel size by its path."""
+    sizes = {}
+    for key, rel in list(data.sample_size_figures.items()):
+        if rel.startswith("../") or Path(rel).is_absolute():
+            src = reports_dir / layout.sample_size_figure(*key)
+            copy = layout.fig_sample_size(*key)
+            if not (out_dir / copy).exists() or (out_dir / copy).read_bytes() != src.read_bytes():
+                write_bytes(out_dir / copy, src.read_bytes())
+            written.append(copy)
+            data.sample_size_figures[key] = copy
+        sizes[data.sample_size_figures[key]] = png_size(out_dir / data.sample_size_figures[key])
+    return sizes
+
+
+def _run_scores(params: Params, b: str, m: str, scores_dir: Path, root: Path) -> pd.DataFrame | None:
+    """The score rows of run (b, m): a reference run's from its registry source; None when there are none."""
+    if runs.is_reference(params, m):
+        return runs.load_scores(params, b, m, root=root)[0] if runs.has_scores(params, b, m, root) else None
+    scores = scores_dir / layout.scores_file(b, m)
+    return read_table(scores, ScoreRow)[0] if scores.exists() else None
+
+
+def _reliability_figures(
+    params: Params, data: ReportData, b: str, scores_dir: Path, root: Path, figs: _Figures, figures: dict
+) -> None:
+    """Benchmark ``b``'s confidently wrong pairs (into ``data.examples``), each run's reliability diagrams
+    (``figures["runs"]``) and their grid (``figures["grid"]``)."""
+    panels, entries = [], []
+    honest = constant_y(data, b)  # y = 1 for every pair: the diagrams show 1 − mean p, not calibration
+    metric = "1 − mean p" if honest else "ECE"
+    for m in data.runs[b]:
+        key = (b, m)
+        df = _run_scores(params, b, m, scores_dir, root)
+        if df is not None:
+            data.examples[key] = report_tables.confident_mistakes(
+                df[list(report_tables.EXAMPLE_COLUMNS)].to_dict("records")
+            )
+        if key not in data.bins:
+            continue
+        entries.append((m, _run_diagrams(data, key, df, metric, figs)))
+        panels.append((m, data.bins[key], data.metrics[key]["ece"]))
+    if panels:
+        title = (
+            f"{b}: confidence in the stereotypical sentence (y = 1 for every pair: 1 − mean p, not calibration)"
+            if honest
+            else f"{b}: reliability diagrams"
+        )
+        figures["grid"][b] = figs.save(layout.fig_grid(b), plots.reliability_grid, panels, title, metric=metric)
+        figures["runs"][b] = entries
+
+
+def _run_diagrams(
+    data: ReportData, key: tuple[str, str], df: pd.DataFrame | None, metric: str, figs: _Figures
+) -> list[tuple[str, str]]:
+    """Run ``key``'s figures, (path, label) each: the reliability diagram of its report's binning, the other
+    binning's (from its score rows, when there are any) and its sample-size figure (when there is one)."""
+    b, m = key
+    rep = data.metrics[key]
+    n_bins, binning = rep["n_bins"], rep["binning"]
+    label = f"{n_bins} {binning.replace('_', '-')} bins"
+    images = [
+        (
+            figs.save(
+                layout.fig_reliability(b, m),
+                plots.reliability_figure,
+                data.bins[key],
+                m,
+                rep["ece"],
+                subtitle=f"{b} · {label}",
+                metric=metric,
+            ),
+            label,
+        )
+    ]
+    if df is not None:
+        other = "equal_mass" if binning == "equal_width" else "equal_width"
+        table = (
+            metrics.reliability_table(
+                df["p"].to_numpy(np.float64), df["y"].to_numpy(np.float64), n_bins, other
+            ).records()
+            if len(df)
+            else []
+        )
+        other_label = f"{n_bins} {other.replace('_', '-')} bins"
+        images.append(
+            (
+                figs.save(
+                    layout.fig_reliability(b, m, other),
+                    plots.reliability_figure,
+                    table,
+                    m,
+                    plots.bins_ece(table),
+                    subtitle=f"{b} · {other_label}",
+                    metric=metric,
+                ),
+                other_label,
+            )
+        )
+    if key in data.sample_size_figures:
+        images.append((data.sample_size_figures[key], f"{metric} against sample size"))
+    return images
+
+
+def _calibration_figure(data: ReportData, b: str, figs: _Figures, figures: dict) -> None:
+    """Benchmark ``b``'s grid of reliability diagrams before and after each calibration method, on the held-out
+    split (``figures["calibration"]``), when any run has a calibration report."""
+    cal_models = [m for m in data.runs[b] if (b, m) in data.calibration_bins and (b, m) in data.calibration]
+    if not cal_models:
+        return
+    methods = [
+        x
+        for x in registry.METHOD_NAMES
+        if any(x in data.calibration[(b, m)].get("split", {}).get("methods", {}) for m in cal_models)
+    ]
+    cells = {}
+    for m in cal_models:
+        split = data.calibration[(b, m)].get("split", {})
+        records = [r for r in data.calibration_bins[(b, m)] if r.get("protocol") == "split"]
+        unc = split.get("uncalibrated") or {}
+        cells[(m, "uncalibrated")] = ([r for r in records if r["method"] == "uncalibrated"], unc.get("ece"), "ok")
+        for x in methods:
+            mrep = split.get("methods", {}).get(x, {})
+            cells[(m, x)] = (
+                [r for r in records if r["method"] == x],
+                (mrep.get("metrics") or {}).get("ece"),
+                mrep.get("status", "missing"),
+            )
+    figures["calibration"][b] = figs.save(
+        layout.fig_calibration(b),
+        plots.calibration_grid,
+        cal_models,
+        methods,
+        cells,
+        f"{b}: before and after calibration (held-out split)",
+    )
+
+
+def _write_documents(
+    data: ReportData, out_dir: Path, docs: list[TableDoc], examples: list[TableDoc], figures: dict
+) -> tuple[dict[str, str], Path]:
+    """Write the markdown tables, the detail pages and the page; return the pages (by path) and the page's path."""
+    for doc in docs + examples:
+        write_text(out_dir / layout.table_file(doc.name), report_md.doc_markdown(doc))
+    pages = report_pages.render_pages(data, docs, examples, figures)
+    for rel, text in pages.items():
+        write_text(out_dir / rel, text)
+    page = out_dir / layout.PAGE_FILE
+    write_text(page, report_html.render_html(data, docs, figures))
+    return pages, page
 
 
 def _readme_figure(out_dir: Path, grids: dict[str, str]) -> str | None:

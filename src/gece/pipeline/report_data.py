@@ -60,16 +60,25 @@ def _read_optional(path: Path, model=None) -> Any:
     return data
 
 
+# what a run's missing reports are listed under on the page, in this order
+LOST = (
+    "metrics",
+    "bins",
+    "sample-size ablation",
+    "binning ablation",
+    "calibration",
+    "calibration bins",
+    "scores (for the equal-mass diagrams)",
+    "extract metadata",
+)
+
+
 def load_report_data(
     params: Params, reports_dir: Path, scores_dir: Path, out_dir: Path, root: Path = Path()
 ) -> ReportData:
     """Every JSON report the page is built from; what is missing is listed, not an error. ``root``: the
     repository whose data/ holds the released scores of the references."""
-    benchmarks = list(params.benchmarks)
-    if (reports_dir / layout.METRICS_DIR).is_dir():
-        benchmarks += sorted(
-            d.name for d in (reports_dir / layout.METRICS_DIR).iterdir() if d.is_dir() and d.name not in benchmarks
-        )
+    benchmarks = _benchmarks(params, reports_dir)
     expected = {b: runs.runs(params, b, root) for b in benchmarks}
     data = report_cells.ReportData(
         benchmarks=benchmarks,
@@ -80,53 +89,75 @@ def load_report_data(
         rules=params.rules,
         variants=layout.rule_variants(params),
     )
-    lost: dict[str, list[tuple[str, str]]] = {
-        k: []
-        for k in (
-            "metrics",
-            "bins",
-            "sample-size ablation",
-            "binning ablation",
-            "calibration",
-            "calibration bins",
-            "scores (for the equal-mass diagrams)",
-            "extract metadata",
-        )
-    }
+    lost: dict[str, list[tuple[str, str]]] = {k: [] for k in LOST}
     for b in benchmarks:
         found = sorted(p.stem for p in (reports_dir / layout.metrics_dir(b)).glob("*.json"))
         data.runs[b] = [m for m in expected[b] if m in found] + [m for m in found if m not in expected[b]]
         lost["metrics"] += [(b, m) for m in expected[b] if m not in found]
         for m in data.runs[b]:
-            key = (b, m)
-            data.metrics[key] = _read_optional(reports_dir / layout.metrics_file(b, m), MetricsReport)
-            for what, store, rel, schema in (
-                ("bins", data.bins, layout.bins_file(b, m), BinsReport),
-                ("sample-size ablation", data.sample_size, layout.sample_size_file(b, m), SampleSizeReport),
-                ("binning ablation", data.binning, layout.binning_file(b, m), BinningReport),
-                ("calibration", data.calibration, layout.calibration_file(b, m), CalibrationReport),
-                ("calibration bins", data.calibration_bins, layout.calibration_bins_file(b, m), CalibrationBinsReport),
-            ):
-                value = _read_optional(reports_dir / rel, schema)
-                if value is None:
-                    lost[what].append(key)
-                else:
-                    store[key] = value
-            png = reports_dir / layout.sample_size_figure(b, m)
-            if png.exists():
-                data.sample_size_figures[key] = Path(os.path.relpath(png, out_dir)).as_posix()
-            if runs.is_reference(params, m):  # read from data/reference; nothing extracted
-                if not runs.has_scores(params, b, m, root):
-                    lost["scores (for the equal-mass diagrams)"].append(key)
-                continue
-            scores = scores_dir / layout.scores_file(b, m)
-            if not scores.exists():
-                lost["scores (for the equal-mass diagrams)"].append(key)
-            meta = _read_optional(layout.meta_path(scores), ImportMeta if m in data.lmeval else ExtractMeta)
-            if meta is None:
-                lost["extract metadata"].append(key)
-            else:  # an import's unscored pair ids stay in its meta file: the page shows their count
-                data.meta[key] = {k: v for k, v in meta.items() if k != "unscored"}
+            _read_run(params, data, (b, m), reports_dir, scores_dir, out_dir, root, lost)
+    _read_model_reports(params, data, reports_dir)
+    for b in benchmarks:
+        _read_benchmark_reports(data, b, reports_dir)
+    data.missing = _missing_lines(params, data, lost, expected)
+    return data
+
+
+def _benchmarks(params: Params, reports_dir: Path) -> list[str]:
+    """The benchmarks of params.yaml, then (sorted) those that only have metrics reports."""
+    benchmarks = list(params.benchmarks)
+    if (reports_dir / layout.METRICS_DIR).is_dir():
+        benchmarks += sorted(
+            d.name for d in (reports_dir / layout.METRICS_DIR).iterdir() if d.is_dir() and d.name not in benchmarks
+        )
+    return benchmarks
+
+
+def _read_run(
+    params: Params,
+    data: ReportData,
+    key: tuple[str, str],
+    reports_dir: Path,
+    scores_dir: Path,
+    out_dir: Path,
+    root: Path,
+    lost: dict[str, list[tuple[str, str]]],
+) -> None:
+    """Read run ``key``'s reports, sample-size figure and extract metadata into ``data``; what it lacks goes to
+    ``lost``."""
+    b, m = key
+    data.metrics[key] = _read_optional(reports_dir / layout.metrics_file(b, m), MetricsReport)
+    for what, store, rel, schema in (
+        ("bins", data.bins, layout.bins_file(b, m), BinsReport),
+        ("sample-size ablation", data.sample_size, layout.sample_size_file(b, m), SampleSizeReport),
+        ("binning ablation", data.binning, layout.binning_file(b, m), BinningReport),
+        ("calibration", data.calibration, layout.calibration_file(b, m), CalibrationReport),
+        ("calibration bins", data.calibration_bins, layout.calibration_bins_file(b, m), CalibrationBinsReport),
+    ):
+        value = _read_optional(reports_dir / rel, schema)
+        if value is None:
+            lost[what].append(key)
+        else:
+            store[key] = value
+    png = reports_dir / layout.sample_size_figure(b, m)
+    if png.exists():
+        data.sample_size_figures[key] = Path(os.path.relpath(png, out_dir)).as_posix()
+    if runs.is_reference(params, m):  # read from data/reference; nothing extracted
+        if not runs.has_scores(params, b, m, root):
+            lost["scores (for the equal-mass diagrams)"].append(key)
+        return
+    scores = scores_dir / layout.scores_file(b, m)
+    if not scores.exists():
+        lost["scores (for the equal-mass diagrams)"].append(key)
+    meta = _read_optional(layout.meta_path(scores), ImportMeta if m in data.lmeval else ExtractMeta)
+    if meta is None:
+        lost["extract metadata"].append(key)
+    else:  # an import's unscored pair ids stay in its meta file: the page shows their count
+        data.meta[key] = {k: v for k, v in meta.items() if k != "unscored"}
+
+
+def _read_model_reports(params: Params, data: ReportData, reports_dir: Path) -> None:
+    """Read the per-model ablations into ``data``: gender-neutral wording and special tokens."""
     for m in params.models:
         rep = _read_optional(reports_dir / layout.neutral_file(m), NeutralReport)
         if rep is not None:
@@ -135,17 +166,25 @@ def load_report_data(
         rep = _read_optional(reports_dir / layout.special_tokens_file(m), SpecialTokensReport)
         if rep is not None:
             data.special_tokens[m] = rep
-    for b in benchmarks:
-        rep = _read_optional(reports_dir / layout.compare_file(b), CompareReport)
-        if rep is not None:
-            data.compare[b] = rep
-        rep = _read_optional(reports_dir / layout.annotation_file(b), AnnotationReport)
-        if rep is not None and rep.get("n_annotated"):
-            data.annotations[b] = rep
-        rep = _read_optional(reports_dir / layout.groups_file(b), GroupsReport)
-        if rep is not None:
-            data.groups[b] = rep
 
+
+def _read_benchmark_reports(data: ReportData, b: str, reports_dir: Path) -> None:
+    """Read benchmark ``b``'s model comparison, annotation (when any pair is annotated) and groups reports."""
+    rep = _read_optional(reports_dir / layout.compare_file(b), CompareReport)
+    if rep is not None:
+        data.compare[b] = rep
+    rep = _read_optional(reports_dir / layout.annotation_file(b), AnnotationReport)
+    if rep is not None and rep.get("n_annotated"):
+        data.annotations[b] = rep
+    rep = _read_optional(reports_dir / layout.groups_file(b), GroupsReport)
+    if rep is not None:
+        data.groups[b] = rep
+
+
+def _missing_lines(
+    params: Params, data: ReportData, lost: dict[str, list[tuple[str, str]]], expected: dict[str, list[str]]
+) -> list[str]:
+    """The page's "Missing parts": the runs' missing reports, then the missing ablations and comparisons."""
     missing = [_missing_line(what, items, expected) for what, items in lost.items()]
     if params.models and not data.neutral:
         missing.append(
@@ -166,8 +205,7 @@ def load_report_data(
             {},
         )
     )
-    lacking = [b for b in benchmarks if len(data.runs[b]) > 1 and b not in data.compare]
+    lacking = [b for b in data.benchmarks if len(data.runs[b]) > 1 and b not in data.compare]
     if lacking:
         missing.append(f"model comparison (reports/compare/): {', '.join(lacking)}")
-    data.missing = [x for x in missing if x]
-    return data
+    return [x for x in missing if x]

@@ -6,7 +6,7 @@ file (``artifacts/scores/<b>/<m>.parquet``, written by the score stage, or by ``
 ``reference:<name>`` source, the released per-pair scores ``data/reference/<b>/<name>.csv``,
 checked against the prepared benchmark and put in the same schema. Every stage after extract
 reads runs through :func:`load_scores`, so the authors' runs and the scored models go through
-the same code.
+the same code. :func:`metrics_report` is a run's metrics report, which metrics and calibrate both write.
 """
 
 from __future__ import annotations
@@ -23,9 +23,10 @@ from gece.io import layout
 from gece.io.disk import check_unique_ids, read_text
 from gece.io.files import as_table, iter_table, parquet_rows, read_table, require_file
 from gece.io.model_entry import LMEVAL_PREFIX, check_id
-from gece.io.params import Params
-from gece.io.schemas import PreparedPair, ReferenceRow, ScoreRow
+from gece.io.params import MetricsParams, Params
+from gece.io.schemas import SCORE_PAIR_COLUMNS, MetricsReport, PreparedPair, ReferenceRow, ScoreRow
 from gece.io.writer import validate_records
+from gece.stats import metrics
 from gece.stats.ablation import Run
 
 log = logging.getLogger("gece")
@@ -160,20 +161,7 @@ def reference_scores(prepared: str | Path, csv: str | Path, model: str) -> tuple
             problems=problems[:20],
             hint="reference scores and benchmark must come from the same snapshot (dvc pull data.dvc)",
         )
-    scores = pairs[
-        [
-            "pair_id",
-            "row",
-            "sent_more",
-            "sent_less",
-            "y",
-            "bias_type",
-            "targets_more",
-            "targets_less",
-            "gender_more",
-            "gender_less",
-        ]
-    ].copy()
+    scores = pairs[SCORE_PAIR_COLUMNS].copy()
     scores["n_tokens_more"] = None
     scores["n_tokens_less"] = None
     scores["logprob_more"] = np.log(ref["Pronoun_Probability_more"].to_numpy(np.float64))
@@ -212,6 +200,31 @@ def read_run(path: str | Path) -> tuple[pd.DataFrame, dict[str, str]]:
     scores = pd.concat(parts, ignore_index=True) if parts else read_table(path, ScoreRow)[0][RUN_COLUMNS]
     check_unique_ids(path, scores["pair_id"])
     return scores, meta
+
+
+def metrics_report(
+    p: np.ndarray,
+    y: np.ndarray,
+    gender_more: np.ndarray,
+    gender_less: np.ndarray,
+    settings: MetricsParams,
+    clusters: np.ndarray | None = None,
+) -> dict:
+    """The metrics report (``MetricsReport``) of scores p against y with the ``metrics`` settings; ``clusters``
+    (each pair's cluster key) makes the intervals and tests resample clusters."""
+    report = metrics.summarize(
+        p,
+        y,
+        gender_more,
+        gender_less,
+        n_bins=settings.n_bins,
+        binning=settings.binning,
+        draws=settings.bootstrap,
+        seed=settings.seed,
+        level=settings.ci,
+        clusters=clusters,
+    )
+    return MetricsReport.model_validate(report).model_dump()
 
 
 # ----------------------------------------------------------------------- ablations

@@ -23,7 +23,7 @@ from gece import command
 from gece.errors import GeceError
 from gece.io import layout
 from gece.io.files import read_json, read_table
-from gece.io.schemas import PreparedPair, ScoreRow
+from gece.io.schemas import SCORE_PAIR_COLUMNS, PreparedPair, ScoreRow
 from gece.io.tokens import ExtractMeta, TokenRow
 from gece.io.writer import ROW_GROUP_ROWS, TableWriter, write_json
 from gece.rule_registry import DEFAULT_RULE, RULE
@@ -32,19 +32,6 @@ from gece.terminal import literal, plural
 
 log = logging.getLogger("gece")
 
-# the prepared pair's columns a score file repeats (everything after them comes from the token scores)
-PAIR_COLUMNS = [
-    "pair_id",
-    "row",
-    "sent_more",
-    "sent_less",
-    "y",
-    "bias_type",
-    "targets_more",
-    "targets_less",
-    "gender_more",
-    "gender_less",
-]
 # the token file's metadata a score file keeps, in this order (then word_prob, then the rule when not target)
 KEPT_META = ("benchmark", "model", "source", "weights_sha256", "special_tokens")
 KEPT_AFTER = ("dtype", "device", "attention")
@@ -146,7 +133,7 @@ def score(
             hint=f"a token log-probability is a finite number of 0 or less; the file was not written by extract "
             f"as it is, or is corrupt: {rerun}",
         )
-    frame = pd.concat([base[PAIR_COLUMNS].reset_index(drop=True), pd.DataFrame(recs, index=toks.index)], axis=1)
+    frame = pd.concat([base[SCORE_PAIR_COLUMNS].reset_index(drop=True), pd.DataFrame(recs, index=toks.index)], axis=1)
     file_meta = {k: tmeta[k] for k in KEPT_META} | {"word_prob": word_prob} | {k: tmeta[k] for k in KEPT_AFTER}
     if meta.rule != DEFAULT_RULE:  # absent: the target rule (score files from before the setting stay byte-identical)
         file_meta["rule"] = meta.rule

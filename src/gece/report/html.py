@@ -134,23 +134,39 @@ def render_html(data: ReportData, docs: list[TableDoc], figures: dict) -> str:
     ``sizes`` {path: (width, height)}; paths relative to the page. The page opens with the answers
     (:mod:`gece.report.answers`) and the findings (:mod:`gece.report.findings`).
     """
-    examples = examples_docs(data)
-    out: list[str] = []
-    if data.missing:
-        out.append(
-            '<section id="missing"><h2>Missing parts</h2><div class="missing"><p>This build has no '
-            "results for the following; the rest of the page is complete for what exists. Run "
-            "<code>dvc repro</code> to build them.</p><ul>"
-            + "".join(f"<li>{esc(x)}</li>" for x in data.missing)
-            + "</ul></div></section>"
-        )
+    out = [
+        *_missing_html(data),
+        findings_html(findings(data), answers(data)),
+        *_tables_html(docs),
+        *_diagrams_html(data, figures),
+        _examples_html(examples_docs(data)),
+        *_runs_html(data, figures),
+        *_definitions_html(),
+        *_conventions_html(data),
+        _provenance_html(data),
+    ]
+    return fill_page(data, TITLE, "gece report", nav_html(data, docs), "\n".join(out))
 
-    out.append(findings_html(findings(data), answers(data)))
 
-    out.append(
+def _missing_html(data: ReportData) -> list[str]:
+    """The "Missing parts" section, which opens the page when this build lacks something; none otherwise."""
+    if not data.missing:
+        return []
+    return [
+        '<section id="missing"><h2>Missing parts</h2><div class="missing"><p>This build has no '
+        "results for the following; the rest of the page is complete for what exists. Run "
+        "<code>dvc repro</code> to build them.</p><ul>"
+        + "".join(f"<li>{esc(x)}</li>" for x in data.missing)
+        + "</ul></div></section>"
+    ]
+
+
+def _tables_html(docs: list[TableDoc]) -> list[str]:
+    """The "Tables" section: a link to each table's detail page and to its markdown."""
+    out = [
         '<section id="tables"><h2>Tables</h2><p class="caption">Each table on its own page, also as markdown in '
         '<code>reports/tables/</code>.</p><ul class="pages">'
-    )
+    ]
     for doc in docs:
         size = f"{plural(len(doc.tables), 'table')}" if doc.tables else "not available"
         out.append(
@@ -158,8 +174,12 @@ def render_html(data: ReportData, docs: list[TableDoc], figures: dict) -> str:
             f'</span> <a class="md" href="{href(layout.table_file(doc.name))}">markdown</a></li>'
         )
     out.append("</ul></section>")
+    return out
 
-    out.append(
+
+def _diagrams_html(data: ReportData, figures: dict) -> list[str]:
+    """The "Reliability diagrams" section: how to read them, then each benchmark's grid of every model."""
+    out = [
         '<section id="diagrams"><h2>Reliability diagrams</h2>'
         '<p class="caption">Per bin of p (10 equal-width bins unless the parameters say otherwise): the blue '
         "bar is the share of pairs whose human-preferred variant is the male one (<em>Outputs</em>); the "
@@ -167,7 +187,7 @@ def render_html(data: ReportData, docs: list[TableDoc], figures: dict) -> str:
         "the blue bar where the accuracy is above the diagonal); the dashed line is perfect calibration. "
         "The title gives the ECE; the grey histogram under each diagram counts the pairs per bin. Empty bins "
         "are left empty.</p>"
-    )
+    ]
     for b in data.benchmarks:
         if b in figures.get("grid", {}):
             out.append(
@@ -175,25 +195,29 @@ def render_html(data: ReportData, docs: list[TableDoc], figures: dict) -> str:
                 f"<figcaption>{esc(b)}: every model side by side.</figcaption></figure>"
             )
     out.append("</section>")
+    return out
 
+
+def _examples_html(examples: list[TableDoc]) -> str:
+    """The "Confidently wrong pairs" section: a link to their detail page, or why there are none."""
     rows = sum(len(d.tables[0].rows) for d in examples)
-    out.append(
-        '<section id="examples"><h2>Confidently wrong pairs</h2><p>'
-        + (
-            f'<a href="{href(layout.page_file(EXAMPLES_PAGE))}">{plural(rows, "pair")} on '
-            f"{plural(len(examples), 'benchmark')}</a>: the pairs where each model is most confident and the human "
-            "judgement disagrees.</p></section>"
-            if examples
-            else "Not available: no score files (artifacts/scores/&lt;benchmark&gt;/&lt;model&gt;.parquet) with a "
-            "wrong prediction.</p></section>"
-        )
+    return '<section id="examples"><h2>Confidently wrong pairs</h2><p>' + (
+        f'<a href="{href(layout.page_file(EXAMPLES_PAGE))}">{plural(rows, "pair")} on '
+        f"{plural(len(examples), 'benchmark')}</a>: the pairs where each model is most confident and the human "
+        "judgement disagrees.</p></section>"
+        if examples
+        else "Not available: no score files (artifacts/scores/&lt;benchmark&gt;/&lt;model&gt;.parquet) with a "
+        "wrong prediction.</p></section>"
     )
 
-    out.append(
+
+def _runs_html(data: ReportData, figures: dict) -> list[str]:
+    """The "Every run" section: per benchmark, a folded list of each model's figures."""
+    out = [
         '<section id="runs"><h2>Every run</h2><p class="caption">The reliability diagram of each benchmark × '
         "model with the configured bins, the same with the other kind of bins (equal-width or equal-mass: "
         "every equal-mass bin holds about n/M pairs), and the sample-size ablation where it exists.</p>"
-    )
+    ]
     for b in data.benchmarks:
         entries = figures.get("runs", {}).get(b, [])
         if not entries:
@@ -207,23 +231,29 @@ def render_html(data: ReportData, docs: list[TableDoc], figures: dict) -> str:
                 )
         out.append("</div></details>")
     out.append("</section>")
+    return out
 
-    out.append(
+
+def _definitions_html() -> list[str]:
+    """The "Definitions" section: every metric of ``registry.DEFINITIONS``."""
+    return [
         '<section id="definitions"><h2>Definitions</h2><p class="caption">n pairs, M bins; pred = 1 when '
-        'p &gt; 0.5, conf = max(p, 1 − p), correct = 1 when pred equals the human label y.</p><dl class="defs">'
-    )
-    out += [f"<dt>{esc(d.title)}</dt><dd>{esc(d.text)}</dd>" for d in registry.DEFINITIONS]
-    out.append("</dl></section>")
+        'p &gt; 0.5, conf = max(p, 1 − p), correct = 1 when pred equals the human label y.</p><dl class="defs">',
+        *(f"<dt>{esc(d.title)}</dt><dd>{esc(d.text)}</dd>" for d in registry.DEFINITIONS),
+        "</dl></section>",
+    ]
 
-    out.append('<section id="conventions"><h2>Conventions</h2>')
-    out.append(
+
+def _conventions_html(data: ReportData) -> list[str]:
+    """The "Conventions" section: what is measured, the paper's ECE, the identity benchmarks, the Brier scores,
+    the special tokens (from this build's ablation) and ties."""
+    return [
+        '<section id="conventions"><h2>Conventions</h2>',
         "<p><strong>What is measured.</strong> For each minimal pair the model's confidence p in sent_more (the "
         "male variant in the gender benchmarks, the stereotypical sentence in the CrowS-Pairs-format ones), "
         "against the human judgement. Lower calibration errors are better; human alignment is the share of pairs "
         "where the model prefers the same variant as people. Built by <code>gece report</code> (the DVC stage "
-        "<code>report</code>) from the JSON reports; every table is also in <code>reports/tables/*.md</code>.</p>"
-    )
-    out.append(
+        "<code>report</code>) from the JSON reports; every table is also in <code>reports/tables/*.md</code>.</p>",
         "<p><strong>Paper-convention ECE.</strong> The ECE, MCE and every grouped ECE here bin p, the "
         "confidence in sent_more (the male variant in the gender benchmarks, the stereotypical sentence in the "
         "CrowS-Pairs-format ones), against the human label (the paper's positive-class convention, "
@@ -231,31 +261,22 @@ def render_html(data: ReportData, docs: list[TableDoc], figures: dict) -> str:
         "<code>ece_toplabel</code>. The two answer different questions and are not interchangeable. The "
         "diagrams draw the gap to the diagonal at the bin centre as the paper does, while the ECE uses the "
         "mean confidence in the bin, so the hatched area illustrates the ECE rather than adding up to it. The "
-        "authors' figures also draw a gap bar for empty bins; these figures leave empty bins empty.</p>"
-    )
-    out.append(
+        "authors' figures also draw a gap bar for empty bins; these figures leave empty bins empty.</p>",
         "<p><strong>Identity benchmarks.</strong> On CrowS-Pairs and WinoQueer y = 1 for every pair (the identity "
         "protocol: the stereotypical sentence is always sent_more). There every bin's accuracy is 1, so the binned "
         "ECE is exactly 1 − mean p, how far the model is from always preferring the stereotypical sentence (the "
         "paper's identity ECE), and Gender-ECE is the mean of 1 − mean p over the pairs predicted male and those "
         "predicted female. Neither measures calibration, since no label varies: the page calls them by what they "
         "are, next to the stereotype share (the share of pairs with p &gt; 0.5), and reports calibration only "
-        "where the labels vary.</p>"
-    )
-    out.append(
+        "where the labels vary.</p>",
         "<p><strong>Brier.</strong> <code>brier</code> is the Brier score of p. <code>brier_paper</code> is "
         "what the authors' code computes, mean ((1 − p) − y)², which squares the wrong column (it is large "
-        "exactly when p is good); it appears only in the paper-reproduction table.</p>"
-    )
-    out.append(f"<p><strong>Special tokens.</strong> {esc(special_tokens_statement(data))}</p>")
-    out.append(
+        "exactly when p is good); it appears only in the paper-reproduction table.</p>",
+        f"<p><strong>Special tokens.</strong> {esc(special_tokens_statement(data))}</p>",
         "<p><strong>Ties and empty groups.</strong> A pair with p exactly 0.5 has no predicted gender and is "
         "left out of Gender-ECE (counted as <code>n_ties</code>); a metric with no pairs to average is null "
-        "(shown as –), never 0.</p></section>"
-    )
-
-    out.append(_provenance_html(data))
-    return fill_page(data, TITLE, "gece report", nav_html(data, docs), "\n".join(out))
+        "(shown as –), never 0.</p></section>",
+    ]
 
 
 @cache

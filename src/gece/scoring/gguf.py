@@ -75,15 +75,13 @@ TOKENIZER_CHECK = (PROBE, "Hello, world! 123 naïve café — «quotes»\n\tinde
 
 
 def header(path: Path) -> tuple[int, str]:
-    """The number of values a GGUF's tensors dequantize to and its ``general.architecture``, from its header (the
-    file is memory-mapped; no tensor is read). gguf's reader gives the tensors' element counts, which
-    transformers' reader does not, but parses every metadata array too: 13 s and 0.87 GB for gemma-3-270m's
-    262,144-word vocabulary, against 1 s and 0.2 GB (:func:`architecture`)."""
-    from gguf import GGUFReader
-    from transformers.modeling_gguf_pytorch_utils import read_field
+    """The number of values a GGUF's tensors dequantize to and its ``general.architecture``, from its header as the
+    gate checks it (:func:`gece.scoring.weights_gate.read_gguf`: bounded, no tensor read, no metadata array
+    parsed into objects; gguf's ``GGUFReader`` took 13 s and 0.87 GB for gemma-3-270m's 262,144-word vocabulary)."""
+    from gece.scoring import weights_gate
 
-    reader = GGUFReader(str(path))
-    return int(sum(int(t.n_elements) for t in reader.tensors)), str(read_field(reader, "general.architecture")[0])
+    checked = weights_gate.read_gguf(path)
+    return checked.counts()[0], str(checked.architecture)
 
 
 def architecture(path: Path) -> str:

@@ -1,7 +1,7 @@
 """What a model needs in memory on the CPU, said before it loads, and what a process used.
 
-:func:`estimate_memory` reads the weights files' headers (no weight is read) and adds what scoring
-needs besides the weights:
+:func:`estimate_memory` counts the weights files' headers as the gate checked them
+(:mod:`gece.scoring.weights_gate`; no weight is read) and adds what scoring needs besides the weights:
 
     weights = values x bytes per value in the kept dtype (+ the non-float tensors as stored)
     scoring = threads x 2 x WEIGHT_BLOCK_BYTES      (each thread's float64 weight block and its product)
@@ -27,14 +27,14 @@ into a child started with ``fork``/``vfork`` and ``exec``.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import resource
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from gece.errors import GeceError
-from gece.scoring import exact
+from gece.scoring import exact, weights_gate
 from gece.scoring import gguf as gguf_conversion
 
 GB = 1e9
@@ -43,35 +43,16 @@ TOKENIZER_BYTES_PER_WORD = 1400  # a fast tokenizer's vocabulary and merges (gem
 # float32 copies of the weights a GGUF's conversion holds at its peak, the runtime aside (measured, gece.scoring.gguf):
 GGUF_CONVERSION_COPIES = 1  # streamed, then loaded once to check it (peak 1.49 GB for gemma-3-270m, 1.07 GB)
 GGUF_WHOLE_CONVERSION_COPIES = 3  # converted whole (architectures transformers reads with its newer GGUF loader)
-ITEMSIZE = {"F64": 8, "F32": 4, "BF16": 2, "F16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}
-
-
-def _safetensors_counts(path: Path) -> tuple[int, int]:
-    """(floating-point values, bytes of the other tensors) of a safetensors file, from its header alone."""
-    with open(path, "rb") as f:
-        n = int.from_bytes(f.read(8), "little")
-        header = json.loads(f.read(n))
-    values = other = 0
-    for name, t in header.items():
-        if name == "__metadata__":
-            continue
-        count = 1
-        for d in t["shape"]:
-            count *= int(d)
-        if t["dtype"] in ("F64", "F32", "BF16", "F16"):
-            values += count
-        else:
-            other += count * ITEMSIZE.get(t["dtype"], 8)
-    return values, other
 
 
 def _vocab(config_dir: Path) -> int:
-    try:
-        config = json.loads((config_dir / "config.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+    """The vocabulary size of ``config_dir``'s ``config.json`` (or its ``text_config``), read by the gate's typed
+    reader; 0 when there is no config (a GGUF not yet converted)."""
+    if not (config_dir / "config.json").exists():
         return 0
-    text = config.get("text_config") or {} if isinstance(config, dict) else {}
-    return int(config.get("vocab_size") or text.get("vocab_size") or 0) if isinstance(config, dict) else 0
+    config = weights_gate.read_config(config_dir / "config.json", str(config_dir))
+    text = config.get("text_config") or {}
+    return int(config.get("vocab_size") or text.get("vocab_size") or 0)
 
 
 @dataclass(frozen=True)
@@ -89,20 +70,21 @@ class MemoryEstimate:
         return self.weights + self.scoring
 
 
-def estimate_memory(weights: list[Path], config_dir: Path, dtype: str, threads: int = 2,
-                    gguf: Path | None = None) -> MemoryEstimate:  # fmt: skip
-    """:class:`MemoryEstimate` of a model kept in ``dtype`` on the CPU, read from the headers of its
-    safetensors files ``weights`` (no weight is read) and the vocabulary in ``config_dir``. A GGUF not yet
-    converted (``gguf`` given, ``weights`` empty) is counted from its tensor list at what its conversion holds
-    (:data:`GGUF_CONVERSION_COPIES` float32 copies, :data:`GGUF_WHOLE_CONVERSION_COPIES` for an architecture
-    converted whole), which is at least what the converted model then takes in ``dtype``."""
+def estimate_memory(weights: Sequence[weights_gate.WeightsHeader], config_dir: Path, dtype: str, threads: int = 2,
+                    gguf: weights_gate.WeightsHeader | None = None) -> MemoryEstimate:  # fmt: skip
+    """:class:`MemoryEstimate` of a model kept in ``dtype`` on the CPU, counted from the checked headers of its
+    safetensors files ``weights`` (:func:`gece.scoring.weights_gate.check_directory`: no weight is read) and the
+    vocabulary in ``config_dir``. A GGUF not yet converted (``gguf``, its header from
+    :func:`gece.scoring.weights_gate.read_gguf`, given; ``weights`` empty) is counted from its tensor list at what
+    its conversion holds (:data:`GGUF_CONVERSION_COPIES` float32 copies, :data:`GGUF_WHOLE_CONVERSION_COPIES` for an
+    architecture converted whole), which is at least what the converted model then takes in ``dtype``."""
     size = {"float32": 4, "bfloat16": 2, "float16": 2}[dtype]
     if weights or gguf is None:
-        counts = [_safetensors_counts(f) for f in weights]
+        counts = [h.counts() for h in weights]
         values, other = sum(c[0] for c in counts), sum(c[1] for c in counts)
     else:
-        values, arch = gguf_conversion.header(gguf)
-        copies = GGUF_CONVERSION_COPIES if gguf_conversion.streamed(arch) else GGUF_WHOLE_CONVERSION_COPIES
+        values = gguf.counts()[0]
+        copies = GGUF_CONVERSION_COPIES if gguf_conversion.streamed(gguf.architecture) else GGUF_WHOLE_CONVERSION_COPIES
         values, other, size = copies * values, 0, 4  # the conversion is in float32, whatever dtype keeps
     vocab = _vocab(config_dir)
     per_thread = 2 * exact.WEIGHT_BLOCK_BYTES + vocab * head_bytes_per_word()

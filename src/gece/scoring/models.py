@@ -14,7 +14,10 @@ A model is named in ``params.yaml`` by a :class:`gece.io.model_entry.ModelSpec` 
 ``trust_remote_code`` is never enabled, a model whose config asks for custom code (``auto_map``)
 is refused, and so are pickle-based weights (``.bin``, ``.pt``, ``.pth``, ``.pkl``, ``.ckpt``;
 unpickling can run arbitrary code): only safetensors and GGUF are loaded, so loading a model
-never runs code that came with it. :func:`resolve` checks a source without loading it,
+never runs code that came with it. Every weights file a source names passes one gate first
+(:mod:`gece.scoring.weights_gate`: its header parsed with bounds, a pickle anywhere in the load path refused, the
+config fields gece reads typed), and the memory estimate counts the headers it checked. :func:`resolve` checks a
+source without loading it,
 so a missing package, file or hub id fails before any work with a message saying what to
 install or pass.
 
@@ -36,27 +39,23 @@ import hashlib
 import importlib
 import importlib.metadata as md
 import importlib.util
-import json
 import os
 import re
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from gece.errors import GeceError
 from gece.io.model_entry import ModelSpec, memory_caps
-from gece.scoring import engine, exact, exact_model, gguf, memory
+from gece.scoring import engine, exact, exact_model, gguf, memory, weights_gate
 
 CACHE_ENV = "GECE_CACHE"
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
-PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt")
-SAFE_HINT = (
-    "gece loads safetensors only (or a GGUF): pickle-based weights can run code when loaded; convert "
-    "them with model.save_pretrained(dir, safe_serialization=True)"
-)
+PICKLE_SUFFIXES = weights_gate.PICKLE_SUFFIXES
+SAFE_HINT = weights_gate.SAFE_HINT
 
 
 def cache_root() -> Path:
@@ -84,6 +83,8 @@ class Resolved:
     kind: Literal["gguf", "directory", "hub"]
     path: Path  # the .gguf file, or the model directory (a hub snapshot for kind "hub")
     source: str  # the spec's source, as given
+    # the checked headers of its weights files (gece.scoring.weights_gate), which the memory estimate counts
+    headers: tuple[weights_gate.WeightsHeader, ...] = field(default=(), compare=False, repr=False)
 
 
 def _package_gguf(requirement: str, gguf_file: str | None) -> Path:
@@ -165,23 +166,20 @@ def _package_gguf(requirement: str, gguf_file: str | None) -> Path:
 
 
 def _custom_code(path: Path, source: str) -> list[str]:
-    """The config files of a model directory that ask for code shipped with the model (``auto_map``)."""
+    """The config files of a model directory that ask for code shipped with the model (``auto_map``), read by the
+    gate's typed reader (:func:`gece.scoring.weights_gate.read_config`)."""
     found = []
     for name in ("config.json", "tokenizer_config.json"):
-        try:
-            config = json.loads((path / name).read_text(encoding="utf-8")) if (path / name).exists() else {}
-        except (OSError, UnicodeDecodeError, ValueError) as e:
-            raise GeceError(
-                f"model source {source}: {path / name} is not valid JSON ({e})",
-                hint="restore the model directory (save_pretrained writes it)",
-            ) from e
-        if isinstance(config, dict) and config.get("auto_map"):
-            found.append(f"{name}: auto_map {sorted(config['auto_map'])}")
+        config = weights_gate.read_config(path / name, source) if (path / name).exists() else {}
+        if config.get("auto_map"):
+            auto_map = config["auto_map"]
+            found.append(f"{name}: auto_map {sorted(auto_map) if isinstance(auto_map, dict) else auto_map}")
     return found
 
 
-def _check_directory(path: Path, source: str) -> None:
-    """A model directory must have a config.json, safetensors weights and no custom code."""
+def _check_directory(path: Path, source: str) -> tuple[weights_gate.WeightsHeader, ...]:
+    """A model directory must have a config.json, no custom code, and safetensors weights that pass the gate
+    (:func:`gece.scoring.weights_gate.check_directory`); their checked headers."""
     if not (path / "config.json").exists():
         raise GeceError(
             f"model source {source}: {path} has no config.json",
@@ -194,17 +192,20 @@ def _check_directory(path: Path, source: str) -> None:
             problems=custom,
             hint="use a model whose architecture transformers supports natively (no auto_map)",
         )
-    if not any(path.glob("*.safetensors")):
-        pickled = sorted(p.name for p in path.iterdir() if p.suffix.lower() in PICKLE_SUFFIXES)
-        raise GeceError(
-            f"model source {source}: no safetensors weights in {path}"
-            + (f" (only pickled {', '.join(pickled)}: pickle-based weights are refused)" if pickled else ""),
-            hint=SAFE_HINT,
-        )
+    return weights_gate.check_directory(path, source)
 
 
 def resolve(spec: ModelSpec) -> Resolved:
-    """Find a model's weights without loading them; a GeceError says what to install or pass."""
+    """Find a model's weights without loading them, every weights file checked by the gate
+    (:mod:`gece.scoring.weights_gate`); a GeceError says what to install or pass."""
+    resolved = _locate(spec)
+    if resolved.kind == "gguf":
+        return Resolved("gguf", resolved.path, resolved.source, (weights_gate.read_gguf(resolved.path, spec.source),))
+    return resolved
+
+
+def _locate(spec: ModelSpec) -> Resolved:
+    """Where a source's weights are (a directory's weights already checked, with their headers)."""
     src = spec.source
     if src.startswith("package:"):
         return Resolved("gguf", _package_gguf(src.removeprefix("package:").strip(), spec.gguf_file), src)
@@ -233,19 +234,19 @@ def resolve(spec: ModelSpec) -> Resolved:
                     hint="gguf_file names a file inside the source directory",
                 )
             return Resolved("gguf", file, src)
-        _check_directory(path, src)
-        return Resolved("directory", path, src)
+        return Resolved("directory", path, src, _check_directory(path, src))
     if path.exists() or src.startswith((".", "/", "~")) or not HUB_ID.match(src):
         raise GeceError(
             f"model source {src!r} is not an existing directory, .gguf file, hub id or package",
             hint="use package:<distribution>, a path to a .gguf file or a model directory, or a hub id org/name",
         )
-    snap = _hub_snapshot(src, spec)
-    return Resolved("gguf" if snap.suffix == ".gguf" else "hub", snap, src)
+    snap, headers = _hub_snapshot(src, spec)
+    return Resolved("gguf" if snap.suffix == ".gguf" else "hub", snap, src, headers)
 
 
-def _hub_snapshot(repo: str, spec: ModelSpec) -> Path:
-    """Download (or find in the local cache, offline) a hub repository's safetensors snapshot."""
+def _hub_snapshot(repo: str, spec: ModelSpec) -> tuple[Path, tuple[weights_gate.WeightsHeader, ...]]:
+    """Download (or find in the local cache, offline) a hub repository's safetensors snapshot; its path and the
+    checked headers of its weights (none for a GGUF, checked by :func:`resolve`)."""
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError, RepositoryNotFoundError
 
@@ -261,9 +262,8 @@ def _hub_snapshot(repo: str, spec: ModelSpec) -> Path:
             "a gated model needs HF_TOKEN",
         ) from e
     if spec.gguf_file:
-        return snap / spec.gguf_file
-    _check_directory(snap, repo)
-    return snap
+        return snap / spec.gguf_file, ()
+    return snap, _check_directory(snap, repo)
 
 
 def weight_hashes(resolved: Resolved) -> dict[str, str]:
@@ -296,15 +296,12 @@ STORED_DTYPES = ("float32", "bfloat16", "float16")  # dtypes a CPU model keeps i
 
 
 def stored_dtype(resolved: Resolved) -> str:
-    """The dtype a checkpoint stores its weights in (``config.json``'s ``dtype`` or ``torch_dtype``); float32 for a
-    GGUF (dequantized to float32) and for a config that names none or another."""
+    """The dtype a checkpoint stores its weights in (``config.json``'s ``dtype`` or ``torch_dtype``, read by the
+    gate's typed reader); float32 for a GGUF (dequantized to float32) and for a config that names none or another."""
     if resolved.kind == "gguf":
         return "float32"
-    try:
-        config = json.loads((resolved.path / "config.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return "float32"
-    name = config.get("dtype") or config.get("torch_dtype") if isinstance(config, dict) else None
+    config = weights_gate.read_config(resolved.path / "config.json", resolved.source)
+    name = config.get("dtype") or config.get("torch_dtype")
     return name if name in STORED_DTYPES else "float32"
 
 
@@ -323,13 +320,17 @@ def resolve_dtype(dtype: str, device: str, stored: str = "float32"):
 
 # ------------------------------------------------------------------ memory estimate
 def estimate_memory(resolved: Resolved, dtype: str, threads: int = 2) -> memory.MemoryEstimate:
-    """:func:`gece.scoring.memory.estimate_memory` of a resolved model: a GGUF from its converted directory when
-    it exists, else from the GGUF's tensor list."""
+    """:func:`gece.scoring.memory.estimate_memory` of a resolved model, from the gate's checked headers
+    (:mod:`gece.scoring.weights_gate`): a GGUF from its converted directory when it exists, else from the GGUF's
+    tensor list."""
     if resolved.kind == "gguf":
         config_dir = cache_root() / "models" / sha256_file(resolved.path)
-        return memory.estimate_memory(sorted(config_dir.glob("*.safetensors")), config_dir, dtype, threads,
-                                      gguf=resolved.path)  # fmt: skip
-    return memory.estimate_memory(sorted(resolved.path.glob("*.safetensors")), resolved.path, dtype, threads)
+        converted = any(config_dir.glob("*.safetensors"))
+        headers = weights_gate.check_directory(config_dir, resolved.source) if converted else ()
+        checked = resolved.headers[0] if resolved.headers else weights_gate.read_gguf(resolved.path, resolved.source)
+        return memory.estimate_memory(headers, config_dir, dtype, threads, gguf=checked)
+    headers = resolved.headers or weights_gate.check_directory(resolved.path, resolved.source)
+    return memory.estimate_memory(headers, resolved.path, dtype, threads)
 
 
 # --------------------------------------------------------------- converted cache
@@ -476,6 +477,7 @@ def load(spec: ModelSpec, *, use_cache: bool = True, resolved: Resolved | None =
         (sha,) = weights.values()
         if use_cache:
             path = converted_dir(resolved.path, sha)
+            weights_gate.check_directory(path, spec.source)  # gece's cache, checked as any directory before loading
             model, tok = _load_directory(path, dtype, device, spec.attention, spec.max_memory)
         else:
             path = resolved.path

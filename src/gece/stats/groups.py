@@ -57,10 +57,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gece.registry import FEMALE, MALE
 from gece.stats.bootstrap import bootstrap
 from gece.stats.gap import null_statistics
 from gece.stats.intervals import bias_corrected_interval
-from gece.stats.lexicon import FEMALE, MALE
 from gece.stats.metrics import G_FEMALE, G_MALE, G_TIE, Binning, binned_stats, predicted_groups, true_groups
 
 NO_GROUP = -1  # code of a pair that belongs to no group (left out)
@@ -366,23 +366,7 @@ def calibration_by_group(
            Information Processing Systems 32* (NeurIPS 2019).
     .. [3] B. Efron and R. J. Tibshirani (1993). *An Introduction to the Bootstrap*. Chapman & Hall.
     """
-    p = np.asarray(p, dtype=np.float64).reshape(-1)
-    target = np.asarray(target, dtype=np.float64).reshape(-1)
-    if p.shape != target.shape or len(groups) != p.size:
-        raise ValueError(f"p, target and groups differ in length ({p.size}, {target.size}, {len(groups)})")
-    if p.size and (np.isnan(p).any() or p.min() < 0 or p.max() > 1):
-        raise ValueError("p must lie in [0, 1] and contain no NaN")
-    if min_size < 1:
-        raise ValueError(f"min_size must be at least 1, got {min_size}")
-    names, seg = encode(groups)
-    no_target = np.isnan(target)
-    if ((target[~no_target] < 0) | (target[~no_target] > 1)).any():
-        raise ValueError("target must lie in [0, 1]")
-    n_no_group = int((seg == NO_GROUP).sum())
-    n_no_target = int((no_target & (seg != NO_GROUP)).sum())
-    keep = (seg != NO_GROUP) & ~no_target
-    p, target, seg = p[keep], target[keep], seg[keep]
-    clusters = None if clusters is None else np.asarray(clusters)[keep]
+    names, p, target, seg, clusters, (n_no_group, n_no_target) = _pairs_in_groups(p, target, groups, min_size, clusters)
     k = len(names)
     counts = np.bincount(seg, minlength=k)
     eligible = counts >= min_size
@@ -402,18 +386,7 @@ def calibration_by_group(
         if p.size and eligible.any()
         else {}
     )
-    stats = []
-    for i, name in enumerate(names):
-        if not eligible[i]:
-            stats.append(
-                GroupStat(
-                    name, int(counts[i]), None, None, None, f"{counts[i]} pairs, fewer than min_size = {min_size}"
-                )
-            )
-            continue
-        est = _defined(point["ece"][0, i])
-        lo, hi = bias_corrected_interval(samples["ece"][:, i], est, level, (0.0, 1.0))
-        stats.append(GroupStat(name, int(counts[i]), est, lo, hi))
+    stats = _group_eces(names, counts, eligible, point, samples, level, min_size)
     gap = _largest_gap(names, eligible, point, samples, level, min_size)
     if gap.n_groups > 1:
         gap = GroupGap(
@@ -427,7 +400,57 @@ def calibration_by_group(
     why = [left_out] if left_out and n_no_group else ([f"{n_no_group} pairs have no value"] if n_no_group else [])
     if n_no_target:
         why.append(f"{n_no_target} pairs have no soft label (no annotations)")
-    return GroupResult(stats, gap, int(keep.sum()), n_no_group + n_no_target, "; ".join(why) or None)
+    return GroupResult(stats, gap, p.size, n_no_group + n_no_target, "; ".join(why) or None)
+
+
+def _pairs_in_groups(
+    p, target, groups, min_size: int, clusters
+) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, tuple[int, int]]:
+    """Check the inputs of :func:`calibration_by_group` and keep the pairs that have a group and a target:
+    (group names, their p, target, group index and cluster, (pairs without a group, pairs in a group without
+    a target))."""
+    p = np.asarray(p, dtype=np.float64).reshape(-1)
+    target = np.asarray(target, dtype=np.float64).reshape(-1)
+    if p.shape != target.shape or len(groups) != p.size:
+        raise ValueError(f"p, target and groups differ in length ({p.size}, {target.size}, {len(groups)})")
+    if p.size and (np.isnan(p).any() or p.min() < 0 or p.max() > 1):
+        raise ValueError("p must lie in [0, 1] and contain no NaN")
+    if min_size < 1:
+        raise ValueError(f"min_size must be at least 1, got {min_size}")
+    names, seg = encode(groups)
+    no_target = np.isnan(target)
+    if ((target[~no_target] < 0) | (target[~no_target] > 1)).any():
+        raise ValueError("target must lie in [0, 1]")
+    n_no_group = int((seg == NO_GROUP).sum())
+    n_no_target = int((no_target & (seg != NO_GROUP)).sum())
+    keep = (seg != NO_GROUP) & ~no_target
+    kept_clusters = None if clusters is None else np.asarray(clusters)[keep]
+    return names, p[keep], target[keep], seg[keep], kept_clusters, (n_no_group, n_no_target)
+
+
+def _group_eces(
+    names: list[str],
+    counts: np.ndarray,
+    eligible: np.ndarray,
+    point: dict,
+    samples: dict,
+    level: float,
+    min_size: int,
+) -> list[GroupStat]:
+    """Each group's size, ECE and bias-corrected interval; a group under ``min_size`` pairs gets why not."""
+    stats = []
+    for i, name in enumerate(names):
+        if not eligible[i]:
+            stats.append(
+                GroupStat(
+                    name, int(counts[i]), None, None, None, f"{counts[i]} pairs, fewer than min_size = {min_size}"
+                )
+            )
+            continue
+        est = _defined(point["ece"][0, i])
+        lo, hi = bias_corrected_interval(samples["ece"][:, i], est, level, (0.0, 1.0))
+        stats.append(GroupStat(name, int(counts[i]), est, lo, hi))
+    return stats
 
 
 def _largest_gap(

@@ -26,12 +26,11 @@ from typing import Literal
 import numpy as np
 
 from gece import registry
-from gece.registry import GAPS
+from gece.registry import FEMALE, GAPS, MALE
 from gece.stats import estimators
 from gece.stats.bootstrap import bootstrap
 from gece.stats.gap import permutation_p
 from gece.stats.intervals import bias_corrected_interval, bias_corrected_p
-from gece.stats.lexicon import FEMALE, MALE
 
 Binning = Literal["equal_width", "equal_mass"]
 BINNINGS: tuple[Binning, ...] = ("equal_width", "equal_mass")

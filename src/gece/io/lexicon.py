@@ -8,8 +8,7 @@ group by the word itself.
 
 from __future__ import annotations
 
-MALE = "male"
-FEMALE = "female"
+from gece.registry import FEMALE, MALE
 
 PRONOUNS: dict[str, str] = {
     "he": MALE,
