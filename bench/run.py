@@ -1,4 +1,4 @@
-"""`make bench`: run every benchmarks/bench_*.py (each has a main()) and collect reports/bench/*.json."""
+"""`make bench`: run every bench/bench_*.py (each has a main()) and collect reports/bench/*.json."""
 
 from __future__ import annotations
 

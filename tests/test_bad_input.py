@@ -84,6 +84,19 @@ BAD_CSVS = [  # (content, what the message says, the fix it gives)
     ),
     (GOOD + '"He ran, fast.,She ran.,1\n', "line 4: unexpected end of data", "quote fields that contain commas"),
     ('sent_more,sent_less,y\n"He "ran".,She ran.,1\n', "line 2: ',' expected after '\"'", "double the quotes"),
+    (  # Python's csv reads such a quote as text (issue 49)
+        'sent_more,sent_less,y\nThe cook said "he was late.,The cook said she was late.,1\n',
+        "line 2, column 15: a quote inside an unquoted field ('The cook said \"he was late.,",
+        "double the quotes",
+    ),
+    (GOOD + 'He said "hi" then.,She said "hi" then.,1\n', "line 4, column 9: a quote inside an unquoted", '("")'),
+    (GOOD + '"He ' + "x" * 140_000, "line 4: a field of more than 131,072 characters", "check the quoting"),
+    (GOOD + "He r\x00an.,She ran.,1\n", "row 3 (line 4): a NUL byte in field 1", "get a fresh copy of the file"),
+    (
+        GOOD + "w " * 40 + "he.," + "w " * 40 + "she.,1\n",
+        "row 3 (line 4): the two sentences repeat words too often to be aligned word by word within 820 steps",
+        "GECE_MAX_ALIGN_STEPS",
+    ),
     ("", "the file is empty", "a benchmark needs a header line"),
     ("\n\n", "the file is empty", "a benchmark needs a header line"),
     ("sent_more,sent_less,y\n", "no pairs: the file has a header line and no rows", "add one row per pair"),
@@ -110,6 +123,8 @@ BAD_CSVS = [  # (content, what the message says, the fix it gives)
     "E-CSV-EMPTY",
     "E-CSV-PAIR",
     "E-CSV-REPEAT",
+    "E-CSV-NUL",
+    "E-CSV-ALIGN",
     readers=("validate", "prepare"),
 )
 def test_bad_benchmark_csv(tmp_path, monkeypatch, capsys, content, message, fix):

@@ -19,6 +19,7 @@ from gece.io.params import load_params
 from gece.stats import annotations as A
 
 from .conftest import ROOT
+from .refusals import refusal
 
 CROWS = ROOT / "data" / "crows_pairs" / "crows_pairs_anonymized.csv"
 WINOQUEER = ROOT / "data" / "winoqueer" / "winoqueer_benchmark.csv"
@@ -366,4 +367,31 @@ def test_bad_annotations_file(tmp_path, monkeypatch, capsys, body, message, fix)
     before = set(tmp_path.iterdir())
     code, err = cli(capsys, "prepare", "bench.csv", "p.parquet", "--annotations", "a.parquet", "--labels", labels)
     assert code == 2 and str(labels) in err and message in err and fix in err and "nothing was written" in err
+    assert set(tmp_path.iterdir()) == before
+
+
+HOSTILE = [  # (a data row, what the message says): issue 49's cases, read by the reader every CSV goes through
+    ('1,The cook said "he was late.,The cook said she was late.,stereo,gender,,a0,\n', "a quote inside an unquoted"),
+    ("1,He is a nu\x00rse.,She is a nurse.,stereo,gender,,a0,\n", "row 2 (line 3): a NUL byte in field 2"),
+    ("1," + "w " * 40 + "he.," + "w " * 40 + "she.,stereo,gender,,a0,\n", "row 2 (line 3): the two sentences repeat"),
+]
+
+
+@refusal("E-CSV-QUOTE", "E-CSV-NUL", "E-CSV-ALIGN", readers=("import", "prepare"))
+@pytest.mark.parametrize(("row", "message"), HOSTILE, ids=["quote", "nul", "align"])
+@pytest.mark.parametrize("command", ["prepare", "import"])
+def test_hostile_crows_file(tmp_path, monkeypatch, capsys, row, message, command):
+    """A CrowS-Pairs-format file is refused for what a benchmark CSV is, even where a row that cannot form a pair
+    would only be dropped: a NUL is corruption, and a pair too costly to align is not left out silently."""
+    monkeypatch.chdir(tmp_path)
+    src = tmp_path / "in.csv"
+    src.write_text(HEADER + GOOD_ROW + row)
+    before = set(tmp_path.iterdir())
+    args = (
+        ["prepare", "--crows", src, tmp_path / "bench.parquet"]
+        if command == "prepare"
+        else ["import", src, tmp_path / "bench.csv"]
+    )
+    code, err = cli(capsys, *args)
+    assert code == 2 and str(src) in err and message in err.replace("\n", " "), err
     assert set(tmp_path.iterdir()) == before

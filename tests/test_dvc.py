@@ -20,7 +20,7 @@ DVC = str(Path(sys.executable).with_name("dvc"))
 
 def test_data_dvc_points_at_snapshot():
     out = yaml.safe_load((ROOT / "data.dvc").read_text())["outs"][0]
-    assert out["md5"] == "c878558800ad51365185804b0e402674.dir" and out["nfiles"] == 44 and out["path"] == "data"
+    assert out["md5"] == "e441f0f4ad686cedfc84f4e68a47cf05.dir" and out["nfiles"] == 50 and out["path"] == "data"
     config = (ROOT / ".dvc" / "config").read_text()
     assert "remote = origin" in config and "url = ../../shared/dvc-store" in config
 

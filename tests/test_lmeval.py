@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import time
 
 import pandas as pd
 import pytest
@@ -277,3 +279,169 @@ def test_mean_divides_lm_evals_sentence_sums_by_the_token_counts(workdir):
     assert (frame["logprob_more"].iloc[0], frame["logprob_less"].iloc[0]) == (-3.0, -2.5)
     assert frame["p"].iloc[0] == pytest.approx(1 / (1 + math.exp(0.5)))
     assert not frame["scored_punct_only"].iloc[0] and len(frame) == 1
+
+
+# ------------------------------------------------------------------ files from outside (issue 49)
+SAMPLES = f"lm/model/samples_gece_winobias_{DATE}.jsonl"
+RESULTS = f"lm/model/results_{DATE}.json"
+
+
+def _replace(path, make) -> None:
+    """Put what ``make(path)`` creates where ``path`` was."""
+    path.unlink()
+    make(path)
+
+
+def _first_line(text: str, line: str) -> str:
+    return line + "\n" + text.split("\n", 1)[1]
+
+
+NODES = [  # (which file, what replaces it, what the message says)
+    ("samples", lambda p: p.mkdir(), "not a file: it is a directory"),
+    ("samples", lambda p: p.symlink_to("gone.jsonl"), "file not found (a symlink to gone.jsonl"),
+    ("samples", lambda p: os.mkfifo(p), "not a file: it is a FIFO"),
+    ("samples", lambda p: p.symlink_to("/dev/zero"), "not a file: it is a character device"),
+    ("results", lambda p: os.mkfifo(p), "not a file: it is a FIFO"),
+    ("results", lambda p: p.mkdir(), "not a file: it is a directory"),
+    ("results", lambda p: p.symlink_to("/dev/zero"), "not a file: it is a character device"),
+]
+
+
+@refusal("E-LMEVAL-FILE", readers=["lmeval-import"])
+@pytest.mark.parametrize(("which", "make", "says"), NODES, ids=[f"{w}-{s}" for w, _, s in NODES])
+def test_import_reads_regular_files_only(workdir, capsys, which, make, says):
+    """A FIFO is never opened (it would hang), a device never read (/dev/zero: until memory runs out)."""
+    write_samples(workdir, good_samples(3))
+    path = workdir / (SAMPLES if which == "samples" else RESULTS)
+    _replace(path, make)
+    code = main(["lmeval-import", "--model", "smol-lm", "--benchmark", "winobias"])
+    err = capsys.readouterr().err.replace("\n", " ")
+    assert code == 2 and says in err and path.name in err.replace(" ", "") and "Traceback" not in err, err
+    assert not (workdir / "artifacts/scores").exists()
+
+
+def _hostile_text(kind: str, text: str) -> str | bytes:
+    line = text.split("\n", 1)[0]
+    if kind == "not utf-8":
+        return text.encode().replace(b"winobias-0002", b"winobias-\xe40002")
+    if kind == "long number":
+        return _first_line(text, line.replace('"doc_id": 0', '"doc_id": 1' + "0" * 1_000_000))
+    if kind == "deep":
+        return _first_line(text, "[" * 100_000 + "]" * 100_000)
+    if kind == "depth 65":
+        return _first_line(text, "[" * 65 + "]" * 65)
+    if kind == "key twice":
+        return _first_line(text, line.replace('{"doc_id": 0', '{"doc_id": 0, "doc_id": 0'))
+    if kind == "not json":
+        return _first_line(text, line[:-5])
+    raise AssertionError(kind)
+
+
+HOSTILE_TEXT = [
+    ("not utf-8", "not valid UTF-8 text: line 2, column"),
+    ("long number", "line 1: refused JSON: a number of 1,000,001 characters (at most 100)"),
+    ("deep", "line 1: not valid JSON (nested too deeply), at most 64 levels"),
+    ("depth 65", "line 1: refused JSON: nested more than 64 deep"),
+    ("key twice", "line 1: refused JSON: key 'doc_id' is written twice"),
+    ("not json", "line 1: not valid JSON: line 1, column"),
+]
+
+
+@refusal("E-LMEVAL-FILE", readers=["lmeval-import"])
+@pytest.mark.parametrize(("kind", "says"), HOSTILE_TEXT, ids=[k for k, _ in HOSTILE_TEXT])
+def test_import_reads_bounded_json(workdir, capsys, kind, says):
+    """Bytes that are not UTF-8, a million-digit number (int() would raise past 4,300 digits, slowly), nesting
+    100,000 deep: exit 2 naming the file and the line, in well under a second."""
+    write_samples(workdir, good_samples(3))
+    path = workdir / SAMPLES
+    content = _hostile_text(kind, path.read_text())
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    t = time.perf_counter()
+    code = main(["lmeval-import", "--model", "smol-lm", "--benchmark", "winobias"])
+    err = capsys.readouterr().err.replace("\n", " ")
+    assert time.perf_counter() - t < 5
+    assert code == 2 and says in err and path.name in err.replace(" ", "") and "Traceback" not in err, err
+    assert not (workdir / "artifacts/scores").exists()
+
+
+@refusal("E-LMEVAL-FILE", "E-SIZE-TEXT", readers=["lmeval-import"])
+def test_import_bounds_the_samples_file_and_reads_results_strictly(workdir, capsys, monkeypatch):
+    write_samples(workdir, good_samples(3))
+    monkeypatch.setenv("GECE_MAX_LMEVAL_BYTES", "100")
+    assert main(["lmeval-import", "--model", "smol-lm", "--benchmark", "winobias"]) == 2
+    err = capsys.readouterr().err.replace("\n", " ")
+    assert "exceed the limit of 100 bytes" in err and "GECE_MAX_LMEVAL_BYTES=" in err.replace(" ", "")
+    monkeypatch.delenv("GECE_MAX_LMEVAL_BYTES")
+    (workdir / RESULTS).write_text('{"lm_eval_version": 4, "config": {}}')
+    assert main(["lmeval-import", "--model", "smol-lm", "--benchmark", "winobias"]) == 2
+    err = capsys.readouterr().err.replace("\n", " ")
+    assert "not an lm-eval results file (Input should be a valid string)" in err
+    (workdir / RESULTS).write_text('{"lm_eval_version": "0.4", "config": {"a": ' + "1" * 200 + "}}")
+    assert main(["lmeval-import", "--model", "smol-lm", "--benchmark", "winobias"]) == 2
+    assert "a number of 200 characters" in capsys.readouterr().err.replace("\n", " ")
+
+
+def _strict(kind: str) -> list[dict]:
+    rows = good_samples(6)
+    bad = rows[2]
+    if kind == "true":
+        bad["filtered_resps"][0][0] = True
+    elif kind == "text":
+        bad["filtered_resps"][0][0] = "5.0"
+    elif kind == "words":
+        bad["filtered_resps"][0][0] = "-1_0"
+    elif kind == "zero tokens":
+        bad["doc"]["n_tokens"] = [0, 1]
+    elif kind == "huge tokens":  # an int64 column of the score file could not hold it
+        bad["doc"]["n_tokens"] = [1, 10**30]
+    elif kind == "text tokens":
+        bad["doc"]["n_tokens"] = ["1", 1]
+    elif kind == "doc_id twice":
+        bad["doc_id"] = 1
+    elif kind == "doc_id text":
+        bad["doc_id"] = "2"
+    return rows
+
+
+STRICT = [
+    ("true", "a log-likelihood is a number, not bool True"),
+    ("text", "log-likelihood '5.0' is above 0"),
+    ("words", "a log-likelihood is a number, not the text '-1_0'"),
+    ("zero tokens", "doc.n_tokens.0: Input should be greater than or equal to 1"),
+    ("huge tokens", "doc.n_tokens.1: Input should be less than or equal to 2147483647"),
+    ("text tokens", "doc.n_tokens.0: Input should be a valid integer"),
+    ("doc_id twice", "doc_id 1 appears again (first on line 2)"),
+    ("doc_id text", "doc_id: Input should be a valid integer"),
+]
+
+
+@refusal("E-LMEVAL-SAMPLE", readers=["lmeval-import"])
+@pytest.mark.parametrize(("kind", "says"), STRICT, ids=[k for k, _ in STRICT])
+def test_import_reads_samples_with_strict_types(workdir, capsys, kind, says):
+    """A log-likelihood is a JSON number or lm-eval's text of one (lm-eval 0.4 logs ["-1.37", "False"]), finite
+    and at most 0, never a boolean; a token count is an integer of 1 or more (mean divides by it)."""
+    write_samples(workdir, _strict(kind))
+    assert main(["lmeval-import", "--model", "smol-lm", "--benchmark", "winobias"]) == 2
+    err = capsys.readouterr().err.replace("\n", " ")
+    assert says in err and "1 sample(s) do not match" in err and "line 3, pair winobias-0003" in err, err
+    assert not (workdir / "artifacts/scores").exists()
+
+
+def test_import_takes_numbers_and_lm_evals_text_alike(workdir, capsys):
+    rows = good_samples(4)
+    rows[1]["filtered_resps"] = [[-1.5, False], [-2, True]]  # JSON numbers (an integer too) and booleans
+    rows[2]["filtered_resps"] = [["-1.5e-3", "True"], ["-0.0", "False"]]
+    write_samples(workdir, rows)
+    assert main(["lmeval-import", "--model", "smol-lm", "--benchmark", "winobias"]) == 0
+    scores, _ = read_table("artifacts/scores/winobias/smol-lm.parquet", ScoreRow)
+    assert scores["logprob_more"].tolist()[1:3] == [-1.5, -1.5e-3]
+    assert scores["logprob_less"].tolist()[1:3] == [-2.0, 0.0]
+
+
+def test_a_foreign_id_is_shown_cut_and_quoted(workdir, capsys):
+    rows = good_samples(3)
+    rows[1]["doc"]["pair_id"] = "\x1b[31m" + "x" * 1_000_000
+    write_samples(workdir, rows)
+    assert main(["lmeval-import", "--model", "smol-lm", "--benchmark", "winobias"]) == 2
+    err = capsys.readouterr().err
+    assert "line 2, pair '\\x1b[31mxxx" in err and "(1,000,005 characters)" in err and len(err) < 2000

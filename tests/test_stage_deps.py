@@ -13,6 +13,9 @@ neither required nor flagged here; list them by hand.
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -498,3 +501,15 @@ def test_code_hash_counts_what_the_code_does(tmp_path):
     mod.write_text('"""Doc."""\n\n\ndef f(x):\n    return x + 1\n')
     (src / "n.py").write_text(mod.read_text())
     assert code_hash(["src/pkg/__init__.py", "src/pkg/n.py"], tree) != base
+
+
+def test_gece_stage_deps_check_exits_2_on_a_stale_file_and_writes_it_otherwise(tmp_path):
+    repo = tmp_path / "repo"
+    shutil.copytree(ROOT / "src", repo / "src")
+    text = (ROOT / "dvc.yaml").read_text(encoding="utf-8")
+    (repo / "dvc.yaml").write_text(text.replace("      - src/gece/pipeline/score.py\n", ""), encoding="utf-8")
+    gece = [sys.executable, "-m", "gece.cli", "stage-deps"]
+    res = subprocess.run([*gece, "--check"], cwd=repo, capture_output=True, text=True, check=False)
+    assert res.returncode == 2 and "out of date" in res.stderr and "make deps" in res.stderr, res.stderr
+    res = subprocess.run(gece, cwd=repo, capture_output=True, text=True, check=False)
+    assert res.returncode == 0 and (repo / "dvc.yaml").read_text(encoding="utf-8") == text, res.stderr

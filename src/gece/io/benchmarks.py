@@ -20,7 +20,7 @@ from typing import Literal
 import pandas as pd
 
 from gece.errors import GeceError
-from gece.io.inputs import iconv_hint
+from gece.io.inputs import iconv_hint, limit, read_bytes
 from gece.io.lexicon import side_group
 from gece.io.model_entry import ID_HELP, is_id
 from gece.io.params import Cluster
@@ -47,6 +47,33 @@ def words(sentence: str) -> list[Word]:
     return [Word(m.group(), m.start(), m.end()) for m in WORD.finditer(sentence)]
 
 
+class AlignTooCostly(ValueError):
+    """Aligning two sentences would take more steps than its budget (:func:`align`)."""
+
+    def __init__(self, budget: int):
+        super().__init__(budget)
+        self.budget = budget
+
+
+class CountedMatcher(difflib.SequenceMatcher):
+    """difflib's matcher, same results, that stops once its longest-match searches would try more than ``budget``
+    places: each search tries, for each word of side a in its range, every place side b has that word."""
+
+    def __init__(self, a: list[str], b: list[str], budget: int):
+        super().__init__(a=a, b=b, autojunk=False)
+        self.budget, self.steps = budget, 0
+        self.tries = [0]  # tries[i]: the places side b has words a[:i]
+        for word in a:
+            self.tries.append(self.tries[-1] + len(self.b2j.get(word, ())))
+
+    def find_longest_match(self, alo: int = 0, ahi: int | None = None, blo: int = 0, bhi: int | None = None):
+        ahi = len(self.a) if ahi is None else ahi
+        self.steps += self.tries[ahi] - self.tries[alo] + 1
+        if self.steps > self.budget:
+            raise AlignTooCostly(self.budget)
+        return super().find_longest_match(alo, ahi, blo, bhi)
+
+
 @dataclass(frozen=True)
 class Alignment:
     """Words in which two sentences differ: one list per side, in sentence order."""
@@ -61,10 +88,14 @@ class Alignment:
 def align(sent_more: str, sent_less: str) -> Alignment:
     """Word-level alignment of two sentences (difflib on word lists, case-sensitive).
 
-    Every non-equal block contributes its words on each side as targets.
+    Every non-equal block contributes its words on each side as targets. difflib's cost grows with the product
+    of the two sentences' words where they repeat words (a sentence of one word repeated: the cube of its
+    length), so the alignment has a budget of ``limit("align_steps")`` steps a word of the pair (at least 50 words
+    counted) and raises :class:`AlignTooCostly` past it: the cost of a file stays linear in its size.
     """
     a, b = words(sent_more), words(sent_less)
-    sm = difflib.SequenceMatcher(a=[w.text for w in a], b=[w.text for w in b], autojunk=False)
+    budget = limit("align_steps") * max(len(a) + len(b), 50)
+    sm = CountedMatcher([w.text for w in a], [w.text for w in b], budget)
     more: list[Word] = []
     less: list[Word] = []
     blocks, first = 0, len(a)
@@ -80,8 +111,8 @@ def align(sent_more: str, sent_less: str) -> Alignment:
 
 
 # ------------------------------------------------------------------------- reading
-def _decode(path: Path) -> str:
-    raw = path.read_bytes()
+def _decode(path: Path, hint: str) -> str:
+    raw = read_bytes(path, hint, "csv_bytes")
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -117,11 +148,42 @@ def benchmark_id(path: str | Path) -> str:
     return name
 
 
+# one CSV field: quoted (a doubled quote inside), or unquoted and free of quotes
+_FIELD = re.compile(r'"(?:[^"]|"")*"|[^,"\r\n]*')
+CSV_HINT = 'quote fields that contain commas, quotes or line breaks ("a, b"), and double the quotes inside them ("")'
+
+
+def stray_quote(text: str) -> int | None:
+    """The offset of the first quote inside an unquoted field of a CSV (``The cook said "he was late.``), or None.
+
+    Python's csv module reads such a quote as text, where RFC 4180 allows a quote only in a quoted field, doubled;
+    a stray quote is often the opening quote of a field whose closing one is missing. Read field by field."""
+    if '"' not in text:
+        return None
+    pos, n = 0, len(text)
+    while pos < n:
+        end = _FIELD.match(text, pos).end()  # type: ignore[union-attr]  # matches at every offset (may be empty)
+        if end < n and text[end] not in ",\r\n":
+            return end if text[end] == '"' else end - 1  # a quote in the field, or the quote that closed it early
+        pos = end + 1
+    return None
+
+
+def _nul_rows(path: Path, records: list[tuple[int, list[str]]]) -> list[str]:
+    """A problem for each record holding a NUL character: no text has one, so the file is corrupt."""
+    return [
+        f"{path}: {'the header' if i == 0 else f'row {i}'} (line {line}): a NUL byte in field {k + 1}"
+        for i, (line, fields) in enumerate(records)
+        for k in [next((k for k, f in enumerate(fields) if "\x00" in f), None)]
+        if k is not None
+    ]
+
+
 def _records(path: Path, text: str) -> tuple[list[str], list[tuple[int, list[str]]]]:
     """The header and the data records of a CSV, each record with the line it starts on.
 
     Blank lines are skipped; a malformed file (a stray quote, a field over the size limit) is an
-    error naming the line.
+    error naming the line, and so is a NUL byte (no text has one: the file is corrupt).
     """
     reader = csv.reader(StringIO(text, newline=""), strict=True)
     records: list[tuple[int, list[str]]] = []
@@ -132,11 +194,29 @@ def _records(path: Path, text: str) -> tuple[list[str], list[tuple[int, list[str
                 records.append((line, fields))
             line = reader.line_num + 1
     except csv.Error as e:
+        if "field larger than field limit" in str(e):
+            raise GeceError(
+                f"{path}: not a readable CSV: line {line}: a field of more than {csv.field_size_limit():,} "
+                "characters, the most one field may hold",
+                hint="a quote that is never closed makes the rest of the file one field: check the quoting on that "
+                "line; a sentence is at most that long",
+            ) from None
+        raise GeceError(f"{path}: not a readable CSV: line {line}: {e}", hint=CSV_HINT) from e
+    if (at := stray_quote(text)) is not None:
+        start = text.rfind("\n", 0, at) + 1
+        shown = text[start : text.find("\n", at) if "\n" in text[at:] else len(text)].rstrip("\r")
+        shown = shown if len(shown) <= 80 else f"...{text[max(start, at - 40) : at + 20]}..."
         raise GeceError(
-            f"{path}: not a readable CSV: line {line}: {e}",
-            hint='quote fields that contain commas, quotes or line breaks ("a, b"), '
-            'and double the quotes inside them ("")',
-        ) from e
+            f"{path}: not a readable CSV: line {text.count(chr(10), 0, at) + 1}, column {at - start + 1}: a quote "
+            f"inside an unquoted field ({shown!r}); the field's opening quote is missing, or its quote is not doubled",
+            hint=CSV_HINT,
+        )
+    if nul := _nul_rows(path, records):
+        raise GeceError(
+            f"{path}: {len(nul)} record(s) hold a NUL byte, which no text has: the file is corrupt or not text",
+            problems=nul[:MAX_SHOWN] + _more(len(nul)),
+            hint="get a fresh copy of the file (a NUL usually comes from an interrupted copy or a binary file)",
+        )
     if not records:
         raise GeceError(
             f"{path}: the file is empty",
@@ -149,7 +229,7 @@ def _records(path: Path, text: str) -> tuple[list[str], list[tuple[int, list[str
 def read_records(path: str | Path, hint: str) -> tuple[Path, list[str], list[tuple[int, list[str]]]]:
     """A CSV read strictly (size limit, UTF-8, quoting): (path, header, data records with their line)."""
     path = require_file(path, hint=hint, size_limit="csv_bytes")
-    header, rows = _records(path, _decode(path))
+    header, rows = _records(path, _decode(path, hint))
     return path, header, rows
 
 
@@ -228,7 +308,16 @@ def check_rows(
             if more == less:
                 bad.append("sent_more and sent_less are identical; they must differ in the gendered word")
             else:
-                al = align(more, less)
+                try:
+                    al = align(more, less)
+                except AlignTooCostly as e:
+                    problems.append(
+                        f"{at}: the two sentences repeat words too often to be aligned word by word within "
+                        f"{e.budget:,} steps ({limit('align_steps')} a word; a real pair needs at most 2 a word); "
+                        "shorten them (a sentence of one word repeated), or raise the steps a word with "
+                        "GECE_MAX_ALIGN_STEPS in the environment"
+                    )
+                    continue
                 if not al.more or not al.less:
                     side = "sent_more" if not al.more else "sent_less"
                     what = (

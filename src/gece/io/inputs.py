@@ -7,11 +7,16 @@ below a file is refused, so the temporary-file-and-rename never replaces such a 
 Every input goes through :func:`check_input`: it must be a readable regular file no larger
 than its stated limit (:data:`LIMITS`, raised with ``GECE_MAX_<NAME>`` in the environment);
 a file of pairs holds each ``pair_id`` once (:func:`check_unique_ids`).
+A file from outside (a CSV, YAML, lm-eval's logs) is read through :func:`read_bytes` (checked with os.stat
+before it is opened, opened without blocking, read no further than its limit), :func:`read_text` (UTF-8, errors
+named by line) and :func:`parse_json` (bounded nesting and number length, no key written twice).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -24,7 +29,12 @@ MiB = 1 << 20
 LIMITS = {
     "params_bytes": 1 * MiB,  # params.yaml, data.dvc
     "csv_bytes": 64 * MiB,  # a benchmark or reference CSV (the largest shipped: well under 1 MiB)
-    "json_bytes": 64 * MiB,  # a report JSON
+    "json_bytes": 64 * MiB,  # a report JSON, lm-eval's results_<date>.json
+    # lm-eval's samples_<task>_<date>.jsonl: about 1 KB a pair, so 50 MB for the largest benchmark (50,000 pairs)
+    "lmeval_bytes": 256 * MiB,
+    # steps of aligning two sentences, per word of the pair (at least 50 words counted): gece.io.benchmarks.align;
+    # the shipped pairs need at most 1.6 a word, a sentence of one word repeated n times n/2
+    "align_steps": 10,
     # rows of a score (or prepared) file read whole (metrics, ablate, compare, calibrate, reference): about
     # 1 KB each at peak (make bench: reports/bench/bounds.json), so about 1 GB; the largest benchmark has 50,000
     "rows": 1_000_000,
@@ -99,7 +109,8 @@ def check_input(path: str | Path, hint: str, size_limit: str | None = None) -> P
     try:
         st = path.stat()
     except FileNotFoundError:
-        raise GeceError(f"{path}: file not found", hint=hint) from None
+        dangling = f" (a symlink to {os.readlink(path)}, which does not exist)" if path.is_symlink() else ""
+        raise GeceError(f"{path}: file not found{dangling}", hint=hint) from None
     except OSError as e:  # a loop of symlinks, a name too long, a component that is a file
         raise GeceError(f"{path}: cannot be read ({e.strerror})", hint=hint) from None
     if not stat.S_ISREG(st.st_mode):
@@ -143,11 +154,32 @@ def iconv_hint(raw: bytes, path: str | Path) -> str:
     return f"{what}re-save the file as UTF-8 (e.g. iconv -f {source} -t utf-8 {path} > fixed && mv fixed {path})"
 
 
-def read_text(path: str | Path, hint: str, size_limit: str) -> str:
-    """The text of a small UTF-8 input (a BOM is dropped), checked like :func:`check_input`; a byte that is
-    not UTF-8 is a GeceError naming its line and column, with a re-encoding hint that fits the file."""
+def read_bytes(path: str | Path, hint: str, size_limit: str) -> bytes:
+    """The bytes of an input checked like :func:`check_input`, read no further than the limit ``size_limit``.
+
+    The node is checked with os.stat before it is opened, so a FIFO is never opened (opening one blocks until a
+    writer comes) and a device such as /dev/zero is never read; it is opened without blocking and checked again on
+    the open file (a file swapped in between), and at most one byte past the limit is read (a file that grew)."""
     path = check_input(path, hint, size_limit)
-    raw = path.read_bytes()
+    cap = limit(size_limit)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError as e:
+        raise GeceError(f"{path}: cannot be read ({e.strerror})", hint=hint) from None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise GeceError(f"{path}: not a file: it is {node_kind(st.st_mode)}", hint=hint)
+        data = f.read(cap + 1)
+    if len(data) > cap:
+        raise over_limit(path, "bytes", max(len(data), st.st_size), size_limit)  # type: ignore[misc]
+    return data
+
+
+def read_text(path: str | Path, hint: str, size_limit: str) -> str:
+    """The text of a small UTF-8 input (a BOM is dropped), read by :func:`read_bytes`; a byte that is
+    not UTF-8 is a GeceError naming its line and column, with a re-encoding hint that fits the file."""
+    raw = read_bytes(path, hint, size_limit)
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
@@ -157,3 +189,86 @@ def read_text(path: str | Path, hint: str, size_limit: str) -> str:
             f"{path}: not valid UTF-8 text: line {line}, column {column}: byte 0x{raw[e.start : e.start + 1].hex()}",
             hint=iconv_hint(raw, path),
         ) from None
+
+
+JSON_DEPTH = 64  # arrays and objects inside one another: gece's own files and lm-eval's logs nest fewer than 10
+JSON_NUMBER_CHARS = 100  # characters of one number: a float as Python writes it has at most 24
+_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")  # an escaped UTF-16 half, which is text only in a pair
+
+
+class _JsonRefused(ValueError):
+    """A JSON value that parses but is refused: the message says why."""
+
+
+def _number(kind: type) -> Any:
+    def parse(text: str) -> Any:
+        if len(text) > JSON_NUMBER_CHARS:
+            raise _JsonRefused(f"a number of {len(text):,} characters (at most {JSON_NUMBER_CHARS}): {text[:20]}...")
+        return kind(text)
+
+    return parse
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        twice = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+        raise _JsonRefused(f"key {twice[:80]!r} is written twice in one object (JSON would keep the second)")
+    return out
+
+
+def _check_tree(value: Any, surrogates: bool) -> None:
+    """Refuse nesting deeper than :data:`JSON_DEPTH` and (when ``surrogates``) a string with half of a UTF-16 pair."""
+    stack = [(value, 0)]
+    while stack:
+        v, depth = stack.pop()
+        if isinstance(v, dict | list):
+            if depth >= JSON_DEPTH:
+                raise _JsonRefused(f"nested more than {JSON_DEPTH} deep")
+            items = v.items() if isinstance(v, dict) else ((None, x) for x in v)
+            for k, x in items:
+                if surrogates and k is not None:
+                    stack.append((k, depth + 1))
+                stack.append((x, depth + 1))
+        elif surrogates and isinstance(v, str):
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError:
+                raise _JsonRefused(f"a string holds half of a UTF-16 surrogate pair: {v[:40]!r}") from None
+
+
+def parse_json(text: str, source: str, hint: str) -> Any:
+    """``text`` (the JSON of ``source``: a file, or a file and line) parsed with bounds: nesting at most
+    :data:`JSON_DEPTH` deep, numbers of at most :data:`JSON_NUMBER_CHARS` characters (Python parses a long
+    integer in time quadratic in its digits), no key written twice in one object, no lone surrogate in a string.
+    ``NaN`` and ``Infinity`` parse as floats: a schema that needs a finite number refuses them.
+    Anything else is a GeceError naming ``source`` and ``hint``."""
+    try:
+        value = json.loads(text, parse_int=_number(int), parse_float=_number(float), object_pairs_hook=_unique_keys)
+        _check_tree(value, bool(_SURROGATE.search(text)))
+    except json.JSONDecodeError as e:
+        raise GeceError(f"{source}: not valid JSON: line {e.lineno}, column {e.colno}: {e.msg}", hint=hint) from None
+    except RecursionError:
+        raise GeceError(
+            f"{source}: not valid JSON (nested too deeply), at most {JSON_DEPTH} levels", hint=hint
+        ) from None
+    except _JsonRefused as e:
+        raise GeceError(f"{source}: refused JSON: {e}", hint=hint) from None
+    return value
+
+
+def read_json_file(path: str | Path, hint: str, size_limit: str = "json_bytes") -> Any:
+    """A JSON file from outside, read by :func:`read_text` and parsed by :func:`parse_json`."""
+    return parse_json(read_text(path, hint, size_limit), str(path), hint)
+
+
+def read_json_lines(path: str | Path, hint: str, size_limit: str) -> list[tuple[int, Any]]:
+    """A JSON-lines file from outside (one JSON value a line; blank lines skipped): (line number, value) pairs,
+    each line parsed by :func:`parse_json`, so an error names the file and the line."""
+    text = read_text(path, hint, size_limit)
+    return [
+        (n, parse_json(line, f"{path}: line {n}", hint))
+        for n, line in enumerate(text.split("\n"), start=1)
+        if line.strip()
+    ]

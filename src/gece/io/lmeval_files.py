@@ -3,9 +3,11 @@ export, the samples lm-eval logs (the part gece reads) and the meta of an import
 
 from __future__ import annotations
 
-from typing import Literal
+import math
+import re
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
 from gece.rule_registry import RuleName
 
@@ -14,6 +16,39 @@ Reason = Literal["spans", "no_suffix", "max", "tokens"]
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# a float as Python's str() writes it, which is how lm-eval 0.4 logs a log-likelihood (its sanitize_list turns every
+# response into text: ["-1.37", "False"]); nothing else that float() would read ("1_0", " 5", "٣", "0x1p3")
+FLOAT_TEXT = re.compile(r"-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|-?inf|nan")
+
+
+def loglikelihood(value: Any) -> float:
+    """A log-likelihood as lm-eval logs it: a JSON number, or the text of one as Python writes it (never a boolean
+    or other text), finite and at most 0 (the log of a probability); else a ValueError saying which."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError(f"a log-likelihood is a number, not {type(value).__name__} {value!r}")
+    if isinstance(value, str) and (len(value) > 40 or not FLOAT_TEXT.fullmatch(value)):
+        raise ValueError(f"a log-likelihood is a number, not the text {value[:40]!r}")
+    x = float(value)
+    if not math.isfinite(x):
+        raise ValueError(f"log-likelihood {value!r} is not finite")
+    if x > 0:
+        raise ValueError(f"log-likelihood {value!r} is above 0, so it is no log of a probability")
+    return x
+
+
+def _response(value: Any) -> Any:
+    if isinstance(value, list) and value:
+        return [loglikelihood(value[0]), *value[1:]]
+    return value
+
+
+# one answer, [log-likelihood, is_greedy]: lm-eval logs both as text, ["-1.37", "False"]
+Response = Annotated[
+    list[float | StrictStr | StrictBool], Field(min_length=1, max_length=2), BeforeValidator(_response)
+]
+TokenCount = Annotated[StrictInt, Field(ge=1, le=2**31 - 1)]  # mean divides by it; an int64 column holds it
 
 
 class Doc(_Strict):
@@ -25,15 +60,15 @@ class Doc(_Strict):
     ``punct_only`` is ``scored_punct_only``.
     """
 
-    pair_id: str
-    sha: str = Field(pattern=r"^[0-9a-f]{64}$")
+    pair_id: StrictStr
+    sha: StrictStr = Field(pattern=r"^[0-9a-f]{64}$")
     gold: Literal[0] = 0
-    context: str | None = None
-    choices: list[str] | None = None
-    contexts: list[str] | None = None
-    continuation: str | None = None
-    n_tokens: list[int] = Field(min_length=2, max_length=2)
-    punct_only: bool | None = None
+    context: StrictStr | None = None
+    choices: list[StrictStr] | None = None
+    contexts: list[StrictStr] | None = None
+    continuation: StrictStr | None = None
+    n_tokens: list[TokenCount] = Field(min_length=2, max_length=2)
+    punct_only: StrictBool | None = None
 
 
 class Excluded(_Strict):
@@ -64,12 +99,12 @@ class Sample(BaseModel):
     """The part of one line of lm-eval's ``samples_<task>_<date>.jsonl`` that the import reads (other keys are
     lm-eval's and ignored): the document, the two requests and their ``[log-likelihood, is_greedy]`` answers."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", strict=True)
 
-    doc_id: int
+    doc_id: StrictInt = Field(ge=0, le=2**63 - 1)
     doc: Doc
-    arguments: dict[str, dict[str, str]]  # {"gen_args_0": {"arg_0": context, "arg_1": continuation}, ...}
-    filtered_resps: list[list[str | float | bool]]  # [["-1.37", "False"], ...]: lm-eval 0.4 logs strings
+    arguments: dict[str, dict[str, StrictStr]]  # {"gen_args_0": {"arg_0": context, "arg_1": continuation}, ...}
+    filtered_resps: list[Response]  # [["-1.37", "False"], ...]: lm-eval 0.4 logs strings
 
 
 class ImportMeta(_Strict):

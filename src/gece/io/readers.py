@@ -8,7 +8,6 @@ something is wrong. The writers of tables and reports are :mod:`gece.io.writer`.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
@@ -22,7 +21,7 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from gece.errors import GeceError
-from gece.io.inputs import check_input, check_unique_ids, over_limit, read_text
+from gece.io.inputs import check_input, check_unique_ids, over_limit, parse_json, read_text
 from gece.io.outputs import atomic_path
 from gece.io.writer import META_PREFIX, arrow_schema, checked_arrow, fmt_error, validate_records, write_schema
 
@@ -73,12 +72,7 @@ def require_file(path: str | Path, hint: str, size_limit: str | None = None) -> 
 def read_json(path: str | Path, model: type[BaseModel] | TypeAdapter | None = None) -> Any:
     path = require_file(path, hint="run the stage that writes it (dvc repro)", size_limit="json_bytes")
     text = read_text(path, "run the stage that writes it (dvc repro)", "json_bytes")  # a bad byte: its line
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise GeceError(f"{path}: not valid JSON ({e})", hint="delete it and rerun the stage") from e
-    except RecursionError:
-        raise GeceError(f"{path}: not valid JSON (nested too deeply)", hint="delete it and rerun the stage") from None
+    data = parse_json(text, str(path), "delete it and rerun the stage")  # bounded depth and numbers
     if model is None:
         return data
     try:

@@ -15,8 +15,8 @@ token count ``n_tokens``), so under ``shared`` it lacks the common prefix gece's
 
 from __future__ import annotations
 
-import json
 import math
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from gece.errors import GeceError
+from gece.io.inputs import read_json_file, read_json_lines
 from gece.io.lmeval_files import ImportMeta, Sample
 from gece.io.model_entry import LMEVAL_PREFIX
 from gece.io.readers import read_table
@@ -60,7 +61,7 @@ def samples_file(directory: Path, task: str) -> Path:
 
 
 class _Results(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", strict=True)
 
     lm_eval_version: str
     config: dict[str, Any]
@@ -70,10 +71,10 @@ def run_info(samples: Path) -> dict[str, str]:
     """lm-eval's version, backend, model arguments and dtype from ``results_<date>.json`` beside ``samples``."""
     date = re.search(rf"_{DATE}\.jsonl$", samples.name).group("date")  # type: ignore[union-attr]
     path = samples.parent / f"results_{date}.json"
+    if not os.path.lexists(path):
+        raise GeceError(f"{path} not found (lm-eval writes it beside {samples.name})", hint=RERUN)
     try:
-        res = _Results.model_validate_json(path.read_bytes())
-    except FileNotFoundError:
-        raise GeceError(f"{path} not found (lm-eval writes it beside {samples.name})", hint=RERUN) from None
+        res = _Results.model_validate(read_json_file(path, RERUN, "json_bytes"))
     except ValidationError as e:
         raise GeceError(f"{path}: not an lm-eval results file ({e.errors()[0]['msg']})", hint=RERUN) from None
     args = res.config.get("model_args", "")
@@ -88,25 +89,36 @@ def run_info(samples: Path) -> dict[str, str]:
     }
 
 
-def _loglikelihood(value: Any) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return math.nan
+def shown_id(pair_id: str) -> str:
+    """A pair id from lm-eval's log as a message shows it: as it is when short and printable, else quoted and cut."""
+    if len(pair_id) <= 80 and pair_id.isprintable():
+        return pair_id
+    return repr(pair_id[:60]) + (f"... ({len(pair_id):,} characters)" if len(pair_id) > 60 else "")
 
 
 def read_samples(path: Path) -> list[tuple[int, Sample | str]]:
-    """Each line of a samples file: its number and the parsed sample, or what is wrong with it."""
+    """Each line of a samples file: its number and the parsed sample, or what is wrong with it.
+
+    The file is read by :func:`gece.io.inputs.read_json_lines` (a regular file within ``GECE_MAX_LMEVAL_BYTES``,
+    UTF-8, JSON with bounds: a line that is none is a GeceError naming it); each line is then checked against
+    :class:`~gece.io.lmeval_files.Sample` (strict types: a log-likelihood is a finite number at most 0, a token
+    count an integer of 1 or more), and a ``doc_id`` may appear once."""
     out: list[tuple[int, Sample | str]] = []
-    with path.open(encoding="utf-8") as f:
-        for n, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                out.append((n, Sample.model_validate(json.loads(line))))
-            except (json.JSONDecodeError, ValidationError) as e:
-                msg = e.errors()[0] if isinstance(e, ValidationError) else {"loc": (), "msg": str(e)}
-                out.append((n, f"line {n}: not a gece sample ({'.'.join(map(str, msg['loc']))} {msg['msg']})"))
+    first: dict[int, int] = {}
+    for n, value in read_json_lines(path, RERUN, "lmeval_bytes"):
+        doc = value.get("doc") if isinstance(value, dict) else None
+        pid = doc.get("pair_id") if isinstance(doc, dict) else None
+        where = f"line {n}" + (f", pair {shown_id(pid)}" if isinstance(pid, str) else "")
+        try:
+            sample = Sample.model_validate(value)
+        except ValidationError as e:
+            msg = e.errors()[0]
+            out.append((n, f"{where}: not a gece sample ({'.'.join(map(str, msg['loc']))}: {msg['msg']})"))
+            continue
+        if (seen := first.setdefault(sample.doc_id, n)) != n:
+            out.append((n, f"{where}: doc_id {sample.doc_id} appears again (first on line {seen})"))
+            continue
+        out.append((n, sample))
     return out
 
 
@@ -125,7 +137,7 @@ def score_frame(
             problems.append(sample)
             continue
         doc, pid = sample.doc, sample.doc.pair_id
-        where = f"line {n}, pair {pid}"
+        where = f"line {n}, pair {shown_id(pid)}"
         pair = by_id.get(pid)
         if pair is None:
             problems.append(f"{where}: no such pair in the prepared benchmark (a foreign pair)")
@@ -147,7 +159,7 @@ def score_frame(
         if spec.extraction == "target" and word_prob == "max" and max(doc.n_tokens) > 1:
             problems.append(f"{where}: a target word of several tokens, but word_prob is max (lm-eval sums them)")
             continue
-        lls = [_loglikelihood(r[0] if r else None) for r in sample.filtered_resps]
+        lls = [float(r[0]) for r in sample.filtered_resps]
         if not all(math.isfinite(v) for v in lls):
             problems.append(f"{where}: log-likelihood {lls} is not finite")
             continue

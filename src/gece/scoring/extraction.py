@@ -277,8 +277,8 @@ def extract(
             hint="the model's logits overflowed: in float16 use dtype: bfloat16 or float32 for this model under "
             "registry in params.yaml; in float32 the weights themselves are broken",
         )
-    _assemble(inputs, outputs, scoring, lm, windows, content)
     meta = _meta(inputs, scoring, lm, run, backend is engine)
+    _assemble(inputs, outputs, file_meta(meta, scoring.key, content), windows)
     timing = ExtractTiming(
         benchmark=inputs.benchmark,
         model=scoring.model_id,
@@ -414,11 +414,9 @@ def _score_windows(
     return run
 
 
-def _assemble(
-    inputs: Inputs, outputs: Outputs, scoring: Scoring, lm: Any, windows: list[tuple[int, int, int]], content: str
-) -> None:
-    """The token file from the shards, window by window, in the prepared order."""
-    with TableWriter(outputs.tokens, TokenRow, file_meta(inputs.benchmark, scoring, lm, content)) as writer:
+def _assemble(inputs: Inputs, outputs: Outputs, meta: dict[str, object], windows: list[tuple[int, int, int]]) -> None:
+    """The token file from the shards, window by window, in the prepared order, with its metadata ``meta``."""
+    with TableWriter(outputs.tokens, TokenRow, meta) as writer:
         first = 0
         for _, _, n_shards in windows:
             parts = [
@@ -430,22 +428,15 @@ def _assemble(
             writer.write(pd.DataFrame(columns=list(TokenRow.model_fields)))
 
 
-def file_meta(benchmark: str, scoring: Scoring, lm: Any, content: str) -> dict[str, object]:
-    """The token file's key-value metadata."""
-    spec = scoring.spec
-    return {
-        "benchmark": benchmark,
-        "model": scoring.model_id,
-        "source": spec.source,
-        "weights_sha256": ",".join(f"{k}={v}" for k, v in lm.weights.items()),
-        "special_tokens": spec.special_tokens,
-        "dtype": lm.dtype,
-        "device": lm.device,
-        "attention": lm.attention,
-        "rule": scoring.rule,
-        FINGERPRINT: scoring.key,
-        CONTENT: content,
-    }
+FILE_META = ("special_tokens", "dtype", "device", "attention", "rule")  # fields of the meta the token file repeats
+
+
+def file_meta(meta: ExtractMeta, key: str, content: str) -> dict[str, object]:
+    """The token file's key-value metadata, from its meta file's fields: which run wrote it (benchmark, model,
+    source, the weights' hashes and :data:`FILE_META`), its :func:`fingerprint` and its :func:`content_key`."""
+    weights = ",".join(f"{k}={v}" for k, v in meta.weights.items())
+    named = {"benchmark": meta.benchmark, "model": meta.model, "source": meta.source, "weights_sha256": weights}
+    return named | {k: getattr(meta, k) for k in FILE_META} | {FINGERPRINT: key, CONTENT: content}
 
 
 def _meta(inputs: Inputs, scoring: Scoring, lm: Any, run: _Run, counted: bool) -> ExtractMeta:

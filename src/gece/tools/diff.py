@@ -22,7 +22,7 @@ from pathlib import Path
 from gece import options, registry
 from gece.errors import GeceError
 from gece.io import layout
-from gece.io.inputs import read_text
+from gece.io.inputs import parse_json, read_text
 from gece.io.readers import flatten, is_finite_number
 
 WORKSPACE = "workspace"
@@ -154,10 +154,7 @@ def read_revision(rev: str, path: str) -> dict | None:
             text = _read_dvc(rev, path)
     if text is None:
         return None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise GeceError(f"{path} at {rev}: not valid JSON ({e})", hint="compare JSON reports only") from e
+    return parse_json(text, f"{path} at {rev}", "compare JSON reports only")  # bounded depth and numbers
 
 
 def _not_cached(path: str, rev: str, e: Exception) -> GeceError:
@@ -477,7 +474,6 @@ def reads(args: argparse.Namespace) -> list[Path]:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
 
     from gece.command import out
     from gece.terminal import Table, plain, plural

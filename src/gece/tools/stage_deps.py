@@ -10,8 +10,8 @@ fingerprint of the whole package) and a stage whose command is not gece's are le
 stages a user adds with ``dvc stage add`` to a ``dvc.yaml`` of their own (docs/lmeval.md): only the file
 given is read.
 
-``gece stage-deps --check`` writes nothing and exits 1 when dvc.yaml differs from what it would write (CI:
-tests/test_stage_deps.py).
+``gece stage-deps --check`` writes nothing and exits 2 when dvc.yaml differs from what it would write
+(tests/test_stage_deps.py fails the same way in CI).
 """
 
 from __future__ import annotations
@@ -77,12 +77,12 @@ def generate(text: str, tree: Tree = Tree()) -> str:
 
 # the line `gece --help` shows for this command (read without importing this module)
 HELP = "write each DVC stage's code deps in dvc.yaml from its command's import closure (--check: only compare)"
-EXAMPLES = ("gece stage-deps", "gece stage-deps --check   # CI: exit 1 when dvc.yaml is out of date")
+EXAMPLES = ("gece stage-deps", "gece stage-deps --check   # exit 2 when dvc.yaml is out of date")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--file", type=Path, default=Path("dvc.yaml"), help="the pipeline file (default: dvc.yaml)")
-    p.add_argument("--check", action="store_true", help="write nothing; exit 1 when the file is out of date")
+    p.add_argument("--check", action="store_true", help="write nothing; exit 2 when the file is out of date")
     p.set_defaults(outputs={}, inputs=("file",))
 
 
@@ -98,12 +98,10 @@ def run(args: argparse.Namespace) -> int:
         command.out.print(f"{literal(str(args.file))}: every stage's code deps are its import closure")
         return 0
     if args.check:
-        command.err.print(
-            f"[red]{literal(str(args.file))} is out of date[/]: {plural(changed, 'line')} differ from the "
-            "import closures; run gece stage-deps (make deps) and commit the result",
-            highlight=False,
+        raise GeceError(
+            f"{args.file} is out of date: {plural(changed, 'line')} differ from the import closures",
+            hint="run gece stage-deps (make deps) and commit the result",
         )
-        return 1
     write_text(args.file, new)
     command.out.print(f"wrote the code deps of {literal(str(args.file))} ({plural(changed, 'line')} added or removed)")
     return 0
