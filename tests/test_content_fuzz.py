@@ -87,16 +87,54 @@ def lm_tree(tree):  # noqa: F811
     return tree
 
 
+def attempt(argv: list[str], path: Path, data: bytes, intact_err: str | None, capsys) -> None:
+    """Run ``gece argv`` with ``path`` holding ``data`` (restored after): exit 0, or exit 2 naming the file (or
+    with ``intact_err``, the message of the intact files: the file was not reached); no traceback, no hang."""
+    original = path.read_bytes()
+    path.write_bytes(data)
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(TIMEOUT)
+    try:
+        code = cli.main(["-q", *argv])
+    except Reached:
+        code = 0
+    except SystemExit as e:
+        code = e.code
+    except Hang:
+        code = "a hang"
+    except Exception as e:
+        raise AssertionError(f"gece {' '.join(argv)} with {data[:40]!r} in {path}: {type(e).__name__}: {e}") from e
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+        path.write_bytes(original)
+    err = capsys.readouterr().err
+    shown = f"gece {' '.join(argv)} with {data[:40]!r}... in {path} -> {code}\n{err[-2000:]}"
+    assert code in (0, 2), shown
+    assert "Traceback" not in err, shown
+    if code == 2 and err != intact_err:
+        assert path.name in err, shown
+
+
+def intact_error(name: str, argv: list[str], capsys) -> str | None:
+    """The message of the command on the intact files when it exits 2 there (None when it does not)."""
+    capsys.readouterr()
+    intact = cli.main(["-q", *argv]) if name not in ("try", "extract") else 0  # their models stop at the hooks
+    return capsys.readouterr().err if intact == 2 else None
+
+
+def command_line(name: str, root: Path) -> list[str]:
+    """The command line of ``name`` in :data:`COMMANDS`, its outputs under ``root/fresh``."""
+    return [str(root / "fresh" / a[1:-1].strip("-")) if a.startswith("{") else a for a in COMMANDS[name]]
+
+
 @pytest.mark.filterwarnings("ignore")
 @pytest.mark.parametrize("name", list(COMMANDS))
 def test_every_reader_with_hostile_bytes(name, lm_tree, hooks, capsys):  # noqa: F811
-    template = COMMANDS[name]
-    argv = [str(lm_tree / "fresh" / a[1:-1].strip("-")) if a.startswith("{") else a for a in template]
+    argv = command_line(name, lm_tree)
     files = readers(argv)
     assert files, name
-    capsys.readouterr()
-    intact = cli.main(["-q", *argv]) if name not in ("try", "extract") else 0  # their models stop at the hooks
-    intact_err = capsys.readouterr().err if intact == 2 else None
+    intact_err = intact_error(name, argv, capsys)
 
     @settings(
         max_examples=EXAMPLES,
@@ -113,29 +151,17 @@ def test_every_reader_with_hostile_bytes(name, lm_tree, hooks, capsys):  # noqa:
     )
     def check(which, kind, cut, seed):
         path = files[which]
-        original = path.read_bytes()
-        path.write_bytes(hostile(kind, original, cut, seed))
-        old = signal.signal(signal.SIGALRM, _alarm)
-        signal.alarm(TIMEOUT)
-        try:
-            code = cli.main(["-q", *argv])
-        except Reached:
-            code = 0
-        except SystemExit as e:
-            code = e.code
-        except Hang:
-            code = "a hang"
-        except Exception as e:
-            raise AssertionError(f"gece {' '.join(argv)} with {kind} in {path}: {type(e).__name__}: {e}") from e
-        finally:
-            signal.alarm(0)
-            signal.signal(signal.SIGALRM, old)
-            path.write_bytes(original)
-        err = capsys.readouterr().err
-        shown = f"gece {' '.join(argv)} with {kind} in {path} -> {code}\n{err[-2000:]}"
-        assert code in (0, 2), shown
-        assert "Traceback" not in err, shown
-        if code == 2 and err != intact_err:
-            assert path.name in err, shown
+        attempt(argv, path, hostile(kind, path.read_bytes(), cut, seed), intact_err, capsys)
 
     check()
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_every_hostile_kind_in_every_lm_eval_file(lm_tree, hooks, capsys):  # noqa: F811
+    """The newest reader, every kind in each of its files (not a sample): lm-eval's samples and results."""
+    argv = command_line("lmeval-import", lm_tree)
+    files = [f for f in readers(argv) if f.is_relative_to(lm_tree / "lm") or f.parent.name == "model"]
+    assert len(files) == 2
+    for path in files:
+        for kind in HOSTILE:
+            attempt(argv, path, hostile(kind, path.read_bytes(), 0.5, b"\x80garbage"), None, capsys)
