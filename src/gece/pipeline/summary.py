@@ -57,7 +57,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def reads(args: argparse.Namespace) -> list[Path]:
     """What it reads besides --params: every report folder below --reports (not --reports itself, whose
     summary.json is this command's output) and the score files' meta files."""
-    folders = sorted(d for d in Path(args.reports).iterdir() if d.is_dir()) if Path(args.reports).is_dir() else []
+    try:
+        folders = sorted(d for d in Path(args.reports).iterdir() if d.is_dir())
+    except OSError:  # missing, not a directory, unreadable: run says so
+        folders = []
     return [*folders, layout.scores_root()]
 
 
