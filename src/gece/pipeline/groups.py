@@ -212,6 +212,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the report as JSON instead of tables")
 
 
+def reads(args: argparse.Namespace) -> list[Path]:
+    """What it reads besides --params: the benchmark's prepared pairs, score files and released scores
+    (:func:`gece.command.run_reads`) and its annotated pairs."""
+    try:
+        return [*command.run_reads(args), layout.annotated(args.benchmark)]
+    except GeceError:  # no plain id: run refuses it
+        return []
+
+
 def run(args: argparse.Namespace) -> int:
     params = command.require_params(args)
     benchmark = command.benchmark_of(args, params)
