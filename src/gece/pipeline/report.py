@@ -437,10 +437,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def reads(args: argparse.Namespace) -> list[Path]:
-    """What it reads besides --params: --reports, --scores, --data-dvc and the benchmarks' source files."""
+    """What it reads besides --params: --reports, --scores, --data-dvc, the benchmarks' source files, and --out,
+    whose figures (drawn by worker processes) it reads back for their sizes and texts."""
     params = command.params_if_valid(args)
     sources = [layout.benchmark_source(params, b) for b in params.benchmarks] if params is not None else []
-    return [args.reports, args.scores, args.data_dvc, *sources]
+    return [args.reports, args.scores, args.data_dvc, *sources, *([args.out] if args.out is not None else [])]
 
 
 def run(args: argparse.Namespace) -> int:
