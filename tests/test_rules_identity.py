@@ -10,13 +10,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from gece.errors import GeceError
-from gece.io import layout
+from gece.io import layout, paired
 from gece.io.model_entry import ModelSpec
 from gece.io.params import ExtractParams
 from gece.io.readers import read_json, read_table
 from gece.io.schemas import PreparedPair, ScoreRow
 from gece.io.tokens import ExtractMeta, TokenRow
-from gece.io.writer import write_table
+from gece.io.writer import write_json, write_table
 from gece.pipeline import extract as extract_stage
 from gece.pipeline import prepare as prepare_stage
 from gece.pipeline import score as score_stage
@@ -156,7 +156,8 @@ def test_one_extraction_feeds_a_benchmark_and_its_rule_variant(tmp_path, smol, m
         assert pq.read_metadata(path).metadata[b"gece.fingerprint"].decode() == key != bmeta["fingerprint"]
         meta = read_json(layout.meta_path(path), ExtractMeta)
         want = read_json(layout.meta_path(layout.tokens_path("smol", "wq")), ExtractMeta)
-        assert meta == want.model_copy(update={"benchmark": b, "rule": rules_of[b]})
+        assert meta == want.model_copy(update={"benchmark": b, "rule": rules_of[b], "data_sha256": meta.data_sha256})
+        assert meta.data_sha256 == paired.sha256_of(path)  # each meta describes its own file
     # ids and texts of every stored token: the sentence's tokens after the BOS gece put in front
     tok = smol.tokenizer
     for side in ("more", "less"):
@@ -196,6 +197,8 @@ def test_a_token_file_without_token_ids_cannot_be_scored_by_a_rule_that_matches_
     toks, fmeta = read_table(tokens, TokenRow)
     old = toks.assign(token_ids_more=None, token_ids_less=None, token_text_more=None, token_text_less=None)
     write_table(tokens, old, TokenRow, meta=fmeta)  # as extract wrote it before it kept the ids
+    meta = read_json(layout.meta_path(tokens), ExtractMeta)
+    write_json(layout.meta_path(tokens), meta.model_copy(update={"data_sha256": None}))  # and its meta, then
     with pytest.raises(GeceError, match=r"t\.parquet: no token ids .* the shared rule reads them") as e:
         score_stage.score(prepared, tokens, tmp_path / "s.parquet", "chain")
     assert "rerun extract for smol" in e.value.hint
