@@ -50,6 +50,7 @@ def test_pipeline_twice_from_clean_gives_identical_bytes(tmp_path, data_dir, sli
         assert meta["word_prob"] == "chain" and meta == {
             **json.loads((a / f"artifacts/tokens/smollm2-135m/{b}.meta.json").read_text()),
             "word_prob": "chain",
+            "data_sha256": meta["data_sha256"],  # each meta records the sha256 of its own data file
         }
         assert (a / f"artifacts/tokens/smollm2-135m/{b}.timing.json").exists()
     assert not (a / "artifacts/tokens/smollm2-135m.shards").exists()
