@@ -23,6 +23,7 @@ from gece.io.params import Params
 from gece.io.readers import png_size, png_text, read_table, write_figure
 from gece.io.schemas import ScoreRow
 from gece.pipeline import report_data, runs, summary
+from gece.report import examples as report_examples
 from gece.report import html as report_html
 from gece.report import markdown as report_md
 from gece.report import pages as report_pages
@@ -204,7 +205,7 @@ def report_stage(
     figures["sizes"].update({rel: png_size(out_dir / rel) for rel in figs.written})
     clear_output_dir(out_dir / layout.FIGURES_DIR, (".png",), "--out", keep=[out_dir / rel for rel in figs.written])
     readme = _readme_figure(out_dir, figures["grid"])
-    docs, examples = report_tables.build_tables(data), report_tables.examples_docs(data)
+    docs, examples = report_tables.build_tables(data), report_examples.examples_docs(data)
     pages, page = _write_documents(data, out_dir, docs, examples, figures)
     log.info(
         "report: %d figures (%d unchanged, not redrawn), %d tables -> %s",
@@ -285,8 +286,8 @@ def _reliability_figures(
         key = (b, m)
         df = _run_scores(params, b, m, scores_dir, root)
         if df is not None:
-            data.examples[key] = report_tables.confident_mistakes(
-                df[list(report_tables.EXAMPLE_COLUMNS)].to_dict("records")
+            data.examples[key] = report_examples.confident_mistakes(
+                df[list(report_examples.EXAMPLE_COLUMNS)].to_dict("records")
             )
         if key not in data.bins:
             continue
