@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from gece.io import layout
-from gece.io.schemas import SummaryReport
+from gece.io.summary_report import SummaryReport
 from gece.report import findings, gaps, group_tables, identity
 from gece.report import html as report_html
 from gece.report import markdown as report_md

@@ -10,7 +10,7 @@ import re
 import typing
 
 from gece import registry
-from gece.io import schemas
+from gece.io import calibration_files, metric_reports
 from gece.io.params import CalibrateParams
 from gece.registry import METHOD_NAMES, METRIC, METRICS
 from gece.report import ablation_tables, calibration_tables, findings, metric_tables
@@ -30,12 +30,12 @@ def test_registry_names_are_unique_and_complete():
 
 
 def test_every_metrics_report_field_with_an_interval_is_registered_with_one():
-    fields = list(schemas.MetricsReport.model_fields)
+    fields = list(metric_reports.MetricsReport.model_fields)
     with_interval = [k for k in fields if f"{k}_ci_low" in fields and f"{k}_ci_high" in fields]
     assert with_interval == [m.key for m in METRICS if m.interval] == list(metrics.SCALARS)
     assert set(metrics.SIGNED) == {m.key for m in METRICS if m.signed}
     for k in with_interval:
-        assert schemas.MetricsReport.model_fields[k].description == METRIC[k].definition
+        assert metric_reports.MetricsReport.model_fields[k].description == METRIC[k].definition
 
 
 def test_every_calibration_method_the_code_fits_is_registered():
@@ -48,12 +48,12 @@ def test_every_calibration_method_the_code_fits_is_registered():
     assert tuple(calibration.CALIBRATORS) == calibration.METHODS == METHOD_NAMES
     assert tuple(calibration.factories()) == METHOD_NAMES
     assert tuple(CalibrateParams().methods) == METHOD_NAMES
-    assert typing.get_args(schemas.CalibrationMethod) == METHOD_NAMES
-    assert typing.get_args(schemas.CalibrationBinRecord.model_fields["method"].annotation) == (
+    assert typing.get_args(calibration_files.CalibrationMethod) == METHOD_NAMES
+    assert typing.get_args(calibration_files.CalibrationBinRecord.model_fields["method"].annotation) == (
         "uncalibrated",
         *METHOD_NAMES,
     )
-    assert [k for k in schemas.CalibratedRow.model_fields if k.startswith(("split_", "crossfit_"))] == [
+    assert [k for k in calibration_files.CalibratedRow.model_fields if k.startswith(("split_", "crossfit_"))] == [
         f"{protocol}_{m}" for protocol in ("split", "crossfit") for m in METHOD_NAMES
     ]
 

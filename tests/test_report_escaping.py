@@ -22,8 +22,8 @@ import pytest
 import yaml
 
 from gece.io import layout
+from gece.io.pair_rows import ScoreRow
 from gece.io.params import load_params
-from gece.io.schemas import ScoreRow
 from gece.io.writer import write_json, write_table
 from gece.pipeline import metrics as metrics_stage
 from gece.pipeline import report as report_stage

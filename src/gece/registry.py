@@ -369,7 +369,7 @@ FEMALE = "female"
 
 # ------------------------------------------------------------------ calibration by group
 # what the groups stage (params.yaml groups.by) may group the pairs by: the predicted or the human-preferred
-# gender (gece.stats.metrics.predicted_groups / true_groups), or a column of the prepared pairs (schemas.PreparedPair)
+# gender (gece.stats.metrics.predicted_groups / true_groups), or a column of the prepared pairs (pair_rows.PreparedPair)
 # that holds one plain value per pair
 DERIVED_GROUPINGS = ("pred_gender", "true_gender")
 GROUPING_COLUMNS = ("bias_type", "position", "first_diff", "n_targets", "y", "gender_more", "gender_less")

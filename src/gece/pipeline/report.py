@@ -19,9 +19,9 @@ from gece.errors import GeceError
 from gece.io import layout
 from gece.io.inputs import check_input_dir
 from gece.io.outputs import check_output_dir, clear_output_dir, write_bytes, write_text
+from gece.io.pair_rows import ScoreRow
 from gece.io.params import Params
 from gece.io.readers import png_size, png_text, read_table, write_figure
-from gece.io.schemas import ScoreRow
 from gece.pipeline import report_data, runs, summary
 from gece.report import examples as report_examples
 from gece.report import html as report_html
