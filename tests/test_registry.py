@@ -10,9 +10,10 @@ import re
 import typing
 
 from gece import registry
+from gece.calibration_methods import METHOD_NAMES
 from gece.io import calibration_files, metric_reports
 from gece.io.params import CalibrateParams
-from gece.registry import METHOD_NAMES, METRIC, METRICS
+from gece.registry import METRIC, METRICS
 from gece.report import ablation_tables, calibration_tables, findings, metric_tables
 from gece.report import cells as report_cells
 from gece.report import html as report_html

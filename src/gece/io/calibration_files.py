@@ -6,9 +6,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
 
+from gece.calibration_methods import METHOD_NAMES, MethodName
 from gece.io.metric_reports import BinRecord, MetricsReport
 from gece.io.schema_base import TableRow
-from gece.registry import METHOD_NAMES, MethodName
 
 CalibrationStatus = Literal["ok", "degenerate", "failed"]
 CalibrationMethod = MethodName

@@ -6,8 +6,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from gece.groupings import GroupingName, GroupProtocol
 from gece.io.schema_base import JsonReport, Num
-from gece.registry import GroupingName, GroupProtocol
 
 Err = Annotated[float, Field(ge=0.0, le=1.0)] | None
 

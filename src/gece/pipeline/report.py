@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from gece import command, registry
+from gece import command
+from gece.calibration_methods import METHOD_NAMES
 from gece.errors import GeceError
 from gece.io import layout
 from gece.io.inputs import check_input_dir
@@ -363,7 +364,7 @@ def _calibration_figure(data: ReportData, b: str, figs: _Figures, figures: dict)
         return
     methods = [
         x
-        for x in registry.METHOD_NAMES
+        for x in METHOD_NAMES
         if any(x in data.calibration[(b, m)].get("split", {}).get("methods", {}) for m in cal_models)
     ]
     cells = {}

@@ -6,8 +6,8 @@ model and method; pure, like :mod:`gece.report.metric_tables`, whose metric colu
 
 from __future__ import annotations
 
+from gece.calibration_methods import ONE_LABEL
 from gece.io import layout
-from gece.registry import ONE_LABEL
 from gece.report.cells import Cell, Column, ReportData, Row, Table, TableDoc, bench_title, mark_worst, metric_cell, ptr
 from gece.report.metric_tables import CI_NOTE, WITH_CI, metric_columns
 
