@@ -38,7 +38,7 @@ def score_file(path: Path, n: int, distinct: bool) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from gece.io.schemas import ScoreRow
+    from gece.io.pair_rows import ScoreRow
     from gece.io.writer import arrow_schema
 
     schema = arrow_schema(ScoreRow)

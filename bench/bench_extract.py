@@ -50,9 +50,9 @@ REF_PAIRS = int(os.environ.get("GECE_BENCH_REF_PAIRS", "60"))  # pairs scored by
 # ------------------------------------------------------------------------ workers
 def _setup(work: Path):
     import gece  # noqa: F401  (pins torch's kernels and OpenBLAS's threads before torch and numpy load)
+    from gece.io.pair_rows import PreparedPair
     from gece.io.params import load_params
     from gece.io.readers import read_table
-    from gece.io.schemas import PreparedPair
     from gece.pipeline import prepare as prepare_stage
     from gece.scoring import engine
 

@@ -27,9 +27,9 @@ def main() -> dict:
     from rich.console import Console
     from rich.table import Table
 
+    from gece.io.pair_rows import ScoreRow
     from gece.io.params import load_params
     from gece.io.readers import read_table
-    from gece.io.schemas import ScoreRow
     from gece.io.writer import write_json
     from gece.stats import metrics
 

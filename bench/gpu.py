@@ -260,8 +260,8 @@ def _profile(run, pairs: int, device: str) -> dict:
 def _naive(lm, prepared: Path, n: int, ref, device: str) -> dict:
     import numpy as np
 
+    from gece.io.pair_rows import PreparedPair
     from gece.io.readers import read_table
-    from gece.io.schemas import PreparedPair
     from gece.scoring import engine, planning
 
     pairs, _ = read_table(prepared, PreparedPair)
@@ -329,8 +329,8 @@ def _minicons(model_dir: Path, dtype: str, prepared: Path, n: int, device: str) 
     import torch
     from minicons import scorer
 
+    from gece.io.pair_rows import PreparedPair
     from gece.io.readers import read_table
-    from gece.io.schemas import PreparedPair
 
     pairs, _ = read_table(prepared, PreparedPair)
     pairs = pairs.head(n)
@@ -384,8 +384,8 @@ def main() -> dict:
         work = Path(tmp)
         prepared = work / f"{BENCHMARK}.parquet"
         prepare_stage.prepare(ROOT / "data" / "benchmarks" / f"{BENCHMARK}.csv", prepared)
+        from gece.io.pair_rows import PreparedPair
         from gece.io.readers import read_table
-        from gece.io.schemas import PreparedPair
 
         n = 40 if dry else len(read_table(prepared, PreparedPair)[0])
         tok = _tokenizer()

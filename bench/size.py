@@ -165,8 +165,8 @@ def _rss_gb() -> float:
 
 
 def _pairs(tokenizer, special_tokens: bool, n: int):
+    from gece.io.pair_rows import PreparedPair
     from gece.io.readers import read_table
-    from gece.io.schemas import PreparedPair
     from gece.pipeline import prepare as prepare_stage
     from gece.scoring import planning
 

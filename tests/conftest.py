@@ -80,7 +80,7 @@ def prepared_dir(tmp_path_factory, data_dir) -> Path:
 
 def write_reference(prepared: Path, csv: Path, out: Path, model: str) -> None:
     """Released scores (``source: reference:``) written as a score file, for the tests that take one."""
-    from gece.io.schemas import ScoreRow
+    from gece.io.pair_rows import ScoreRow
     from gece.io.writer import write_table
     from gece.pipeline import runs
 

@@ -20,8 +20,8 @@ import yaml
 from gece.cli import main
 from gece.errors import GeceError
 from gece.io import layout
+from gece.io.pair_rows import ScoreRow
 from gece.io.readers import read_table
-from gece.io.schemas import ScoreRow
 from gece.io.writer import arrow_schema, write_table
 
 from .conftest import ROOT

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from gece.cli import main
-from gece.io.schemas import ScoreRow
+from gece.io.pair_rows import ScoreRow
 from gece.io.writer import write_table
 
 from .conftest import ROOT

@@ -13,9 +13,10 @@ import pytest
 
 from gece.cli import main
 from gece.errors import GeceError
+from gece.io.calibration_files import CalibratedRow, CalibrationBinsReport, CalibrationReport
+from gece.io.pair_rows import ScoreRow
 from gece.io.params import CalibrateParams, MetricsParams, Params, load_params
 from gece.io.readers import read_json, read_table
-from gece.io.schemas import CalibratedRow, CalibrationBinsReport, CalibrationReport, ScoreRow
 from gece.pipeline import calibrate as calibrate_stage
 from gece.pipeline import metrics as metrics_stage
 from gece.stats import calibration as cal

@@ -289,7 +289,7 @@ def test_many_bad_rows_make_one_error(tmp_path, capsys):
 def test_annotations_naming_pairs_the_benchmark_lacks(repo, capsys):
     assert cli(capsys, "prepare", "--benchmark", "crows_pairs")[0] == 0
     path = Path("artifacts/annotations/crows_pairs.parquet")
-    from gece.io.schemas import AnnotationRow
+    from gece.io.pair_rows import AnnotationRow
     from gece.io.writer import write_table
 
     labels = pd.read_parquet(path)

@@ -470,7 +470,7 @@ def test_the_compare_tables_share_one_label_per_metric(references, monkeypatch):
 
     from gece import command, registry
     from gece.pipeline import compare as compare_stage
-    from gece.report.tables import compare_table
+    from gece.report.compare_tables import compare_table
 
     result = references.compare["winobias"]
     keys = list(result["pairs"][0]["metrics"])

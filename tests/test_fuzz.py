@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from gece.cli import main
+from gece.io.pair_rows import PreparedPair, ScoreRow
 from gece.io.readers import read_table
-from gece.io.schemas import PreparedPair, ScoreRow
 from gece.io.writer import write_table
 
 from .conftest import ROOT

@@ -6,9 +6,9 @@ import re
 
 import pytest
 
+from gece.io.pair_rows import ScoreRow
 from gece.io.params import MetricsParams
 from gece.io.readers import read_table
-from gece.io.schemas import ScoreRow
 from gece.pipeline import metrics as metrics_stage
 
 from .conftest import PAPER_BENCHMARKS, PAPER_MODELS

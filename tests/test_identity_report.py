@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from gece.io import layout
-from gece.io.schemas import SummaryReport
-from gece.report import findings, gaps, identity
+from gece.io.summary_report import SummaryReport
+from gece.report import findings, gaps, group_tables, identity
 from gece.report import html as report_html
 from gece.report import markdown as report_md
 from gece.report import tables as report_tables
@@ -221,7 +221,7 @@ def test_gaps_below_the_thresholds_are_not_findings(data):
         "shared: -0.050); 2 of the gaps not a finding (small group or wide interval, marked † in the groups table)."
     )
     # the groups table still shows them, marked, and labels the cells as what they are
-    doc = report_tables.groups_doc(d2.groups, {"cp", "cp_shared"})
+    doc = group_tables.groups_doc(d2.groups, {"cp", "cp_shared"})
     table = doc.tables[0]
     assert table.heading == "cp: identity protocol, by bias_type: 1 − mean p per group, not calibration"
     gap_row = table.rows[-1]

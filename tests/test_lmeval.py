@@ -14,8 +14,8 @@ import yaml
 
 from gece.cli import main
 from gece.io.lmeval_files import ImportMeta
+from gece.io.pair_rows import ScoreRow
 from gece.io.readers import read_json, read_table
-from gece.io.schemas import ScoreRow
 from gece.lmeval import export, requests, samples
 from gece.pipeline import prepare as prepare_stage
 from gece.scoring.planning import SideTokens
@@ -112,7 +112,7 @@ def write_samples(root, rows: list[dict], name: str = f"samples_gece_winobias_{D
 
 
 def good_samples(n: int = 10) -> list[dict]:
-    from gece.io.schemas import PreparedPair
+    from gece.io.pair_rows import PreparedPair
 
     pairs, _ = read_table("artifacts/prepared/winobias.parquet", PreparedPair)
     rows = []
@@ -264,7 +264,7 @@ def test_every_reason_is_explained():
 
 def test_mean_divides_lm_evals_sentence_sums_by_the_token_counts(workdir):
     from gece.io.lmeval_files import Sample
-    from gece.io.schemas import PreparedPair
+    from gece.io.pair_rows import PreparedPair
 
     pairs, _ = read_table("artifacts/prepared/winobias.parquet", PreparedPair)
     rec = pairs.iloc[0].to_dict()

@@ -15,8 +15,8 @@ import yaml
 from gece.cli import main
 from gece.errors import GeceError
 from gece.io import layout, paired
+from gece.io.pair_rows import PreparedPair
 from gece.io.readers import read_json, read_table
-from gece.io.schemas import PreparedPair
 from gece.io.tokens import ExtractMeta, TokenRow
 from gece.io.writer import write_json, write_table
 from gece.pipeline import prepare as prepare_stage

@@ -22,16 +22,16 @@ import pytest
 import yaml
 
 from gece.io import layout
+from gece.io.pair_rows import ScoreRow
 from gece.io.params import load_params
-from gece.io.schemas import ScoreRow
 from gece.io.writer import write_json, write_table
 from gece.pipeline import metrics as metrics_stage
 from gece.pipeline import report as report_stage
 from gece.pipeline import report_data as report_loader
 from gece.report import cells as report_cells
+from gece.report import examples as report_examples
 from gece.report import markdown as report_md
 from gece.report import markup as report_markup
-from gece.report import tables as report_tables
 from gece.report.cells import shown_text
 
 from .report_data import md_row_cells, md_unescape, report_pages, report_text, tiny_meta
@@ -140,7 +140,7 @@ def evil_scores(model_index: int) -> pd.DataFrame:
 def evil_report(tmp_path_factory):
     """The report stage on the evil benchmark (every pair shown): (reports dir, what the stage returned)."""
     with pytest.MonkeyPatch.context() as mp:  # only while this report is built
-        mp.setattr(report_tables, "EXAMPLES_PER_RUN", len(EVIL))
+        mp.setattr(report_examples, "EXAMPLES_PER_RUN", len(EVIL))
         return _build_evil(tmp_path_factory)
 
 
@@ -531,11 +531,11 @@ def test_confident_mistakes_order_and_ties():
             ("g", 0, 0.2),
         )
     ]
-    got = report_tables.confident_mistakes(rows, k=10)
+    got = report_examples.confident_mistakes(rows, k=10)
     assert [r["pair_id"] for r in got] == ["c", "a", "b"]  # by confidence, ties (a, b: 0.9) by pair id
     assert got[0]["confidence"] == pytest.approx(0.95)
-    assert [r["pair_id"] for r in report_tables.confident_mistakes(rows, k=1)] == ["c"]
-    assert report_tables.confident_mistakes([]) == []
+    assert [r["pair_id"] for r in report_examples.confident_mistakes(rows, k=1)] == ["c"]
+    assert report_examples.confident_mistakes([]) == []
 
 
 def test_examples_in_the_full_build(built_report):
@@ -550,7 +550,7 @@ def test_examples_in_the_full_build(built_report):
         html_rows = next(t for t, d in zip(page.tables, page.details, strict=True) if d == f"examples_{b}")[1:]
         md_rows = md_table_lines((reports / "tables" / f"examples_{b}.md").read_text(encoding="utf-8"))[2:]
         assert [[md_unescape(c) for c in r] for r in md_rows] == html_rows
-        assert 0 < len(html_rows) <= report_tables.EXAMPLES_PER_RUN * len(data.runs[b])
+        assert 0 < len(html_rows) <= report_examples.EXAMPLES_PER_RUN * len(data.runs[b])
         for row in html_rows:
             y, p = int(row[5]), float(row[6])
             assert (p > 0.5) != (y == 1)  # wrong, every one

@@ -125,7 +125,7 @@ import gece
 from gece import cli
 from gece.io.readers import read_table
 from gece.io.params import BenchmarkSpec, ExtractParams
-from gece.io.schemas import PreparedPair, ScoreRow
+from gece.io.pair_rows import PreparedPair, ScoreRow
 from gece.io.lmeval_files import Sample
 from gece.lmeval import export, requests, samples
 from gece.pipeline import extract, score

@@ -11,9 +11,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from gece.errors import GeceError
+from gece.io.metric_reports import BinsReport, MetricsReport
 from gece.io.outputs import atomic_path
+from gece.io.pair_rows import PreparedPair, ScoreRow
 from gece.io.readers import read_json, read_table
-from gece.io.schemas import BinsReport, MetricsReport, PreparedPair, ScoreRow
 from gece.io.writer import arrow_schema, write_json, write_table
 
 

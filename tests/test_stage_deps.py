@@ -193,6 +193,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "gece.terminal",
             "gece.progress",
             "gece.registry",
+            "gece.calibration_methods",
+            "gece.groupings",
             "gece.rule_registry",
             "gece.closure",
         ),

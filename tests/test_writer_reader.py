@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 from gece.cli import main
 from gece.io import benchmarks, crows
+from gece.io.pair_rows import AnnotationRow, PreparedPair
 from gece.io.readers import read_table
-from gece.io.schemas import AnnotationRow, PreparedPair
 
 from .refusals import refusal
 
@@ -205,7 +205,7 @@ def test_what_score_writes_metrics_and_compare_read(prepared_pairs, tmp_path, ro
     import pandas as pd
 
     from gece.errors import GeceError
-    from gece.io.schemas import ScoreRow
+    from gece.io.pair_rows import ScoreRow
     from gece.io.tokens import ExtractMeta, TokenRow
     from gece.io.writer import write_json, write_table
     from gece.pipeline import runs, score
@@ -392,8 +392,8 @@ def test_what_extract_writes_score_reads_under_every_rule(tiny_lm, rows, word_pr
 
     from gece.io import layout
     from gece.io.model_entry import ModelSpec
+    from gece.io.pair_rows import ScoreRow
     from gece.io.params import ExtractParams
-    from gece.io.schemas import ScoreRow
     from gece.io.tokens import TokenRow
     from gece.pipeline import extract as extract_stage
     from gece.pipeline import prepare as prepare_stage

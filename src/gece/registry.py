@@ -1,14 +1,14 @@
-"""The registries: every metric and every post-hoc calibration method, each name written once.
+"""The metric registry: every metric, gap and estimator name, and the two gender groups, each written once.
 
 :data:`METRICS` lists every number a metrics report (``MetricsReport``) and the report's tables
 show per run, in the order of ``reports/metrics/<benchmark>/<model>.json``: its key, its label, which
 end is worse, whether ``MetricsReport`` has a bootstrap interval for it, and a one-line
-definition. :data:`CALIBRATION_METHODS` lists the post-hoc calibration methods in their order
-everywhere (params.yaml's default, the reports, the tables and figures). What depends on them
-derives from these: the computed scalars (``gece.stats.metrics.SCALARS``), the schema columns
-(``MetricsReport``, ``CalibratedRow``, the method literals), params.yaml's validation, the CLI's
-choices, the calibrators (``gece.stats.calibration.CALIBRATORS``), the table columns and the findings'
-labels, and the page's definitions (:data:`DEFINITIONS`, which say which metrics each explains).
+definition. What depends on them derives from these: the computed scalars
+(``gece.stats.metrics.SCALARS``), the schema columns (``MetricsReport``), the table columns and the findings'
+labels, and the page's definitions (:data:`DEFINITIONS`, which say which metrics each explains). The
+calibration methods are :mod:`gece.calibration_methods`, what the groups stage groups by
+:mod:`gece.groupings`: the settings (:mod:`gece.io.params`), which every stage imports, need them and no
+metric.
 
 A few tables label a metric their own way (``ECE (ungrouped)`` next to the grouped variants,
 ``accuracy`` in the paper's metric set); they say so where they build their columns.
@@ -188,32 +188,6 @@ def label(key: str) -> str:
     return METRIC[key].label if key in METRIC else key
 
 
-@dataclass(frozen=True)
-class CalibrationMethod:
-    """A post-hoc calibration method (``gece.stats.calibration`` fits it): its name in params.yaml, the
-    CLI, the reports and the column names (``split_<name>``), a label and a one-line definition."""
-
-    name: str
-    label: str
-    definition: str
-
-
-CALIBRATION_METHODS: tuple[CalibrationMethod, ...] = (
-    CalibrationMethod("beta", "beta calibration", "p' = 1 / (1 + 1 / (e^c · p^a / (1 − p)^b)) (Kull et al. 2017)"),
-    CalibrationMethod("isotonic", "isotonic regression", "p' = the non-decreasing step function of p fitted by PAVA"),
-    CalibrationMethod("temperature", "temperature scaling", "p' = σ(logit(p) / T)"),
-    CalibrationMethod("platt", "Platt scaling", "p' = σ(a · logit(p) + b)"),
-    CalibrationMethod(
-        "histogram", "histogram binning", "p' = mean of y over the calibration pairs in p's bin (equal-mass bins)"
-    ),
-)
-METHOD_NAMES: tuple[str, ...] = tuple(m.name for m in CALIBRATION_METHODS)
-# Literal[METHOD_NAMES] is Literal["beta", "isotonic", ...] (a tuple subscript spreads)
-MethodName = Literal[METHOD_NAMES]  # type: ignore[valid-type]
-# the reason of a fit to pairs of one label (calibration.one_label_reason); the report recognises it
-ONE_LABEL = "a calibration map needs both labels"
-
-
 class Definition(NamedTuple):
     """One entry of the page's definitions: its title, the metrics it explains, and the text."""
 
@@ -365,17 +339,3 @@ DEFINITIONS: tuple[Definition, ...] = (
 # Gender-ECE compares (gece.stats.metrics)
 MALE = "male"
 FEMALE = "female"
-
-
-# ------------------------------------------------------------------ calibration by group
-# what the groups stage (params.yaml groups.by) may group the pairs by: the predicted or the human-preferred
-# gender (gece.stats.metrics.predicted_groups / true_groups), or a column of the prepared pairs (schemas.PreparedPair)
-# that holds one plain value per pair
-DERIVED_GROUPINGS = ("pred_gender", "true_gender")
-GROUPING_COLUMNS = ("bias_type", "position", "first_diff", "n_targets", "y", "gender_more", "gender_less")
-GROUPINGS = DERIVED_GROUPINGS + GROUPING_COLUMNS
-GroupingName = Literal[GROUPINGS]  # type: ignore[valid-type]
-# the two protocols of the groups stage (gece.stats.by_group): the paper's identity protocol and the annotators'
-# soft labels
-GROUP_PROTOCOLS = ("identity", "soft")
-GroupProtocol = Literal["identity", "soft"]

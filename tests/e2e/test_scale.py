@@ -408,7 +408,8 @@ def test_an_edit_outside_the_scoring_code_rescores_nothing(origin, poison, tmp_p
     poison, which proves the stage tried to load the model)."""
     b = _clone(origin, tmp_path / "b", tmp_path / "b-dvc-cache")
     run(["dvc", "pull", "--allow-missing"], b, env=poison)
-    env = {**poison, "PYTHONPATH": os.pathsep.join([poison["PYTHONPATH"], str(b / "src")])}  # b's code runs
+    blocker, *rest = poison["PYTHONPATH"].split(os.pathsep)
+    env = {**poison, "PYTHONPATH": os.pathsep.join([blocker, str(b / "src"), *rest])}  # b's code runs, poisoned
     stage, tokens = f"extract@{MODEL}", b / "artifacts/tokens" / MODEL
     before = {p.name: p.read_bytes() for p in sorted(tokens.iterdir())}
     assert any(name.endswith(".parquet") for name in before)

@@ -23,9 +23,9 @@ from gece.errors import GeceError
 from gece.io.inputs import iconv_hint, limit, read_bytes
 from gece.io.lexicon import side_group
 from gece.io.model_entry import ID_HELP, is_id
+from gece.io.pair_rows import PreparedPair
 from gece.io.params import Cluster
 from gece.io.readers import require_file
-from gece.io.schemas import PreparedPair
 
 REQUIRED = ("sent_more", "sent_less", "y")
 OPTIONAL = ("bias_type",)
@@ -425,7 +425,7 @@ def template(sentence: str, differing: list[Word]) -> str:
 
 
 def prepare_pairs(rows: pd.DataFrame, name: str, cluster: Cluster = "pair") -> pd.DataFrame:
-    """Align each validated pair and derive the prepared columns (see ``schemas.PreparedPair``).
+    """Align each validated pair and derive the prepared columns (see ``pair_rows.PreparedPair``).
 
     ``cluster`` (``benchmarks.<b>.cluster``) chooses the resampling unit written to the ``cluster`` column:
     ``pair``, the rows with the same two sentences share the ``pair_id`` of the first of them; ``template``, the

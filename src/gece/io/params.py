@@ -22,9 +22,10 @@ from pydantic import (
     model_validator,
 )
 
+from gece.calibration_methods import METHOD_NAMES, MethodName
 from gece.errors import GeceError
+from gece.groupings import GROUP_PROTOCOLS, GROUPINGS, GroupingName, GroupProtocol
 from gece.io.model_entry import LMEVAL_PREFIX, Id, ModelSpec, Section
-from gece.registry import GROUP_PROTOCOLS, GROUPINGS, METHOD_NAMES, GroupingName, GroupProtocol, MethodName
 from gece.rule_registry import DEFAULT_RULE, RULE_NAMES, SUMMARY, RuleName
 
 DEFAULT_PARAMS = Path("params.yaml")

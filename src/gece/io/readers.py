@@ -1,7 +1,7 @@
 """Reading the pipeline's files against their schemas (and the PNG figures' writer and readers).
 
 Tabular artifacts are Parquet whose columns and Arrow types follow a pydantic model of
-``gece.io.schemas`` (``PreparedPair``, ``ScoreRow``, ...); reports are JSON validated by a pydantic
+``gece.io.pair_rows`` (``PreparedPair``, ``ScoreRow``, ...); reports are JSON validated by a pydantic
 model. Every read checks columns, types and each row, and names the file, the row and the fix when
 something is wrong. The writers of tables and reports are :mod:`gece.io.writer`.
 """

@@ -1,9 +1,9 @@
 """The contract of extract's outputs: the token file (:class:`TokenRow`), its metadata (:class:`ExtractMeta`,
 with :class:`SelfCheck`) and the timing file (:class:`ExtractTiming`).
 
-Kept apart from :mod:`gece.io.schemas` because these schemas, with the writers of :mod:`gece.io.writer`,
-are part of the code that determines a token file's bytes (:func:`gece.scoring.extraction.scoring_code`):
-an edit to any other file's contract re-scores no model.
+Kept apart from the other files' schemas (:mod:`gece.io.pair_rows`, ...) because these schemas, with the
+writers of :mod:`gece.io.writer`, are part of the code that determines a token file's bytes
+(:func:`gece.scoring.extraction.scoring_code`): an edit to any other file's contract re-scores no model.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ class TokenRow(BaseModel):
     which the shared rule aligns (null in token files written before they were kept);
     ``logits_*`` the raw logits of the same tokens (null where the backend gives log-probabilities
     only). The score stage applies the word rule and the side rule (:mod:`gece.scoring.rules`) to
-    give a :class:`gece.io.schemas.ScoreRow`. The pair's sentences and labels are in the prepared file, joined by
+    give a :class:`gece.io.pair_rows.ScoreRow`. The pair's sentences and labels are in the prepared file, joined by
     ``pair_id`` and ``row``.
     """
 

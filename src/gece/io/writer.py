@@ -1,7 +1,7 @@
 """Writing the pipeline's files against their schemas: Parquet tables and JSON reports, atomically.
 
 Tabular artifacts are Parquet whose columns and Arrow types follow a pydantic row model of
-:mod:`gece.io.schemas` (or :mod:`gece.io.tokens`); reports are JSON validated by a pydantic model. Every
+:mod:`gece.io.pair_rows` (or :mod:`gece.io.tokens`); reports are JSON validated by a pydantic model. Every
 write goes to a temporary file in the target directory and is renamed into place
 (:func:`gece.io.outputs.atomic_path`), so a killed run never leaves a half-written artifact, and a file's
 bytes depend only on its data. The readers are :mod:`gece.io.readers`. This module is part of the code

@@ -180,8 +180,8 @@ def export(params: Any, model: str, benchmarks: list[str], out: Path, limit: int
     from transformers import AutoTokenizer
 
     from gece.io import layout
+    from gece.io.pair_rows import PreparedPair
     from gece.io.readers import read_table
-    from gece.io.schemas import PreparedPair
 
     spec = loadable(params, model)
     folder = model_dir(spec)

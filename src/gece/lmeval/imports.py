@@ -11,7 +11,7 @@ from gece import command
 from gece.errors import GeceError
 from gece.io import layout, paired
 from gece.io.lmeval_files import ImportMeta
-from gece.io.schemas import ScoreRow
+from gece.io.pair_rows import ScoreRow
 from gece.io.writer import write_json, write_table
 from gece.lmeval import samples
 from gece.terminal import literal

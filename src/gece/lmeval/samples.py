@@ -28,8 +28,8 @@ from gece.errors import GeceError
 from gece.io.inputs import read_json_file, read_json_lines
 from gece.io.lmeval_files import ImportMeta, Sample
 from gece.io.model_entry import LMEVAL_PREFIX
+from gece.io.pair_rows import SCORE_PAIR_COLUMNS, PreparedPair
 from gece.io.readers import read_table
-from gece.io.schemas import SCORE_PAIR_COLUMNS, PreparedPair
 from gece.lmeval import requests
 from gece.rule_registry import RULE
 from gece.scoring import rules

@@ -10,9 +10,9 @@ from pathlib import Path
 from gece import command
 from gece.errors import GeceError
 from gece.io import layout
+from gece.io.ablation_reports import BinningReport, SampleSizeReport
 from gece.io.params import AblateParams, MetricsParams, Params
 from gece.io.readers import write_figure
-from gece.io.schemas import BinningReport, SampleSizeReport
 from gece.io.writer import write_json
 from gece.pipeline import runs
 from gece.report import plots

@@ -18,9 +18,10 @@ import pandas as pd
 from gece import command
 from gece.errors import GeceError
 from gece.io import layout
+from gece.io.annotation_report import AnnotationReport
+from gece.io.pair_rows import AnnotatedPair, AnnotationRow, PreparedPair
 from gece.io.params import AnnotateParams
 from gece.io.readers import read_table
-from gece.io.schemas import AnnotatedPair, AnnotationReport, AnnotationRow, PreparedPair
 from gece.io.writer import write_json, write_table
 
 log = logging.getLogger("gece")

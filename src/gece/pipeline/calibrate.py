@@ -13,9 +13,10 @@ import pandas as pd
 from gece import command, options
 from gece.errors import GeceError
 from gece.io import layout
+from gece.io.calibration_files import CalibratedRow, CalibrationBinsReport, CalibrationReport
+from gece.io.pair_rows import ScoreRow
 from gece.io.params import CalibrateParams, MetricsParams, Params
 from gece.io.readers import read_table
-from gece.io.schemas import CalibratedRow, CalibrationBinsReport, CalibrationReport, ScoreRow
 from gece.io.writer import write_json, write_table
 from gece.pipeline import runs
 from gece.stats import calibration, metrics

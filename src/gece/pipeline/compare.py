@@ -12,11 +12,12 @@ import pandas as pd
 from gece import command, options, registry
 from gece.errors import GeceError
 from gece.io import layout
+from gece.io.compare_report import CompareReport
 from gece.io.model_entry import is_id
 from gece.io.outputs import write_text
+from gece.io.pair_rows import PreparedPair
 from gece.io.params import AblateParams, CompareParams, MetricsParams
 from gece.io.readers import read_table
-from gece.io.schemas import CompareReport, PreparedPair
 from gece.io.writer import write_json
 from gece.pipeline import runs
 from gece.report import markdown as report_md

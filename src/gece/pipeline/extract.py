@@ -37,9 +37,9 @@ from gece.io import layout, paired
 from gece.io.inputs import check_unique_ids
 from gece.io.model_entry import ModelSpec
 from gece.io.outputs import atomic_path, check_output, check_output_dir
+from gece.io.pair_rows import PreparedPair
 from gece.io.params import ExtractParams
 from gece.io.readers import iter_table, pair_ids, parquet_rows, read_json, read_table
-from gece.io.schemas import PreparedPair
 from gece.io.tokens import ExtractMeta, ExtractTiming, TokenRow
 from gece.io.writer import write_json, write_table
 from gece.pipeline import reuse

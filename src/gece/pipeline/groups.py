@@ -19,13 +19,14 @@ import pandas as pd
 
 from gece import command
 from gece.errors import GeceError
+from gece.groupings import DERIVED_GROUPINGS
 from gece.io import layout
+from gece.io.groups_report import GroupsReport
+from gece.io.pair_rows import AnnotatedPair, PreparedPair
 from gece.io.params import GroupsParams, MetricsParams, Params
 from gece.io.readers import read_table
-from gece.io.schemas import AnnotatedPair, GroupsReport, PreparedPair
 from gece.io.writer import write_json
 from gece.pipeline import runs
-from gece.registry import DERIVED_GROUPINGS
 from gece.stats import by_group
 from gece.terminal import plain
 

@@ -12,9 +12,10 @@ import pandas as pd
 
 from gece import command, options
 from gece.io import layout
+from gece.io.metric_reports import BinsReport, MetricsReport
+from gece.io.pair_rows import PreparedPair
 from gece.io.params import MetricsParams, Params
 from gece.io.readers import read_table
-from gece.io.schemas import BinsReport, MetricsReport, PreparedPair
 from gece.io.writer import write_json
 from gece.pipeline import runs
 from gece.stats import intervals, metrics

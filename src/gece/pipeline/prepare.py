@@ -18,8 +18,8 @@ import pandas as pd
 from gece import command
 from gece.errors import GeceError
 from gece.io import benchmarks, layout
+from gece.io.pair_rows import AnnotationRow, PreparedPair
 from gece.io.params import Cluster, PrepareParams
-from gece.io.schemas import AnnotationRow, PreparedPair
 from gece.io.writer import write_table
 
 log = logging.getLogger("gece")

@@ -14,15 +14,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from gece import command, registry
+from gece import command
+from gece.calibration_methods import METHOD_NAMES
 from gece.errors import GeceError
 from gece.io import layout
 from gece.io.inputs import check_input_dir
 from gece.io.outputs import check_output_dir, clear_output_dir, write_bytes, write_text
+from gece.io.pair_rows import ScoreRow
 from gece.io.params import Params
 from gece.io.readers import png_size, png_text, read_table, write_figure
-from gece.io.schemas import ScoreRow
 from gece.pipeline import report_data, runs, summary
+from gece.report import examples as report_examples
 from gece.report import html as report_html
 from gece.report import markdown as report_md
 from gece.report import pages as report_pages
@@ -204,7 +206,7 @@ def report_stage(
     figures["sizes"].update({rel: png_size(out_dir / rel) for rel in figs.written})
     clear_output_dir(out_dir / layout.FIGURES_DIR, (".png",), "--out", keep=[out_dir / rel for rel in figs.written])
     readme = _readme_figure(out_dir, figures["grid"])
-    docs, examples = report_tables.build_tables(data), report_tables.examples_docs(data)
+    docs, examples = report_tables.build_tables(data), report_examples.examples_docs(data)
     pages, page = _write_documents(data, out_dir, docs, examples, figures)
     log.info(
         "report: %d figures (%d unchanged, not redrawn), %d tables -> %s",
@@ -285,8 +287,8 @@ def _reliability_figures(
         key = (b, m)
         df = _run_scores(params, b, m, scores_dir, root)
         if df is not None:
-            data.examples[key] = report_tables.confident_mistakes(
-                df[list(report_tables.EXAMPLE_COLUMNS)].to_dict("records")
+            data.examples[key] = report_examples.confident_mistakes(
+                df[list(report_examples.EXAMPLE_COLUMNS)].to_dict("records")
             )
         if key not in data.bins:
             continue
@@ -362,7 +364,7 @@ def _calibration_figure(data: ReportData, b: str, figs: _Figures, figures: dict)
         return
     methods = [
         x
-        for x in registry.METHOD_NAMES
+        for x in METHOD_NAMES
         if any(x in data.calibration[(b, m)].get("split", {}).get("methods", {}) for m in cal_models)
     ]
     cells = {}

@@ -8,22 +8,15 @@ from pathlib import Path
 from typing import Any
 
 from gece.io import layout, paired
+from gece.io.ablation_reports import BinningReport, NeutralReport, SampleSizeReport, SpecialTokensReport
+from gece.io.annotation_report import AnnotationReport
+from gece.io.calibration_files import CalibrationBinsReport, CalibrationReport
+from gece.io.compare_report import CompareReport
+from gece.io.groups_report import GroupsReport
 from gece.io.lmeval_files import ImportMeta
+from gece.io.metric_reports import BinsReport, MetricsReport
 from gece.io.params import Params
 from gece.io.readers import read_json
-from gece.io.schemas import (
-    AnnotationReport,
-    BinningReport,
-    BinsReport,
-    CalibrationBinsReport,
-    CalibrationReport,
-    CompareReport,
-    GroupsReport,
-    MetricsReport,
-    NeutralReport,
-    SampleSizeReport,
-    SpecialTokensReport,
-)
 from gece.io.tokens import ExtractMeta
 from gece.pipeline import runs
 from gece.report import cells as report_cells

@@ -4,7 +4,7 @@ extract stores every target token's log-probability and logit (``artifacts/token
 this stage applies the word rule ``extract.word_prob`` (``chain`` or ``max``) and the side rule
 (:mod:`gece.scoring.rules`), or the whole-sentence rule of the token file (extraction ``sentence`` in
 :mod:`gece.rule_registry`: ``sentence``, ``mean``, ``shared``), and joins the prepared pairs' sentences and
-labels, giving the :class:`gece.io.schemas.ScoreRow` file every later stage reads, with its meta (extract's,
+labels, giving the :class:`gece.io.pair_rows.ScoreRow` file every later stage reads, with its meta (extract's,
 with the rule applied). It runs no model (no torch is imported), so ``dvc exp run -S extract.word_prob=max`` takes
 seconds. A benchmark scored by a whole-sentence rule reads every token of each sentence (``chain``) whatever
 ``word_prob`` says: the word rule is about the sub-tokens of a target word, and its meta says ``chain``.
@@ -23,8 +23,8 @@ from gece import command
 from gece.errors import GeceError
 from gece.io import layout, paired
 from gece.io.outputs import check_output
+from gece.io.pair_rows import SCORE_PAIR_COLUMNS, PreparedPair, ScoreRow
 from gece.io.readers import read_json, read_table
-from gece.io.schemas import SCORE_PAIR_COLUMNS, PreparedPair, ScoreRow
 from gece.io.tokens import ExtractMeta, TokenRow
 from gece.io.writer import ROW_GROUP_ROWS, TableWriter, write_json
 from gece.rule_registry import DEFAULT_RULE, RULE

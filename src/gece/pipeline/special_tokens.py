@@ -10,8 +10,9 @@ from pathlib import Path
 from gece import command
 from gece.errors import GeceError
 from gece.io import layout
+from gece.io.ablation_reports import SpecialTokensReport
+from gece.io.metric_reports import MetricsReport
 from gece.io.readers import read_json
-from gece.io.schemas import MetricsReport, SpecialTokensReport
 from gece.io.writer import write_json
 from gece.pipeline import runs
 from gece.stats import ablation

@@ -12,7 +12,7 @@ from gece.io import layout
 from gece.io.inputs import check_input_dir
 from gece.io.params import Params
 from gece.io.readers import flatten
-from gece.io.schemas import SummaryReport
+from gece.io.summary_report import SummaryReport
 from gece.io.writer import write_json
 from gece.pipeline import report_data
 from gece.terminal import Table, literal, plain

@@ -1,5 +1,5 @@
 """The annotators' tables (``reports/tables/annotations.md`` and its section of the page) from the
-annotate stage's reports (``reports/annotations/<b>.json``, ``schemas.AnnotationReport``).
+annotate stage's reports (``reports/annotations/<b>.json``, ``gece.io.annotation_report.AnnotationReport``).
 
 Two tables: agreement (pairs annotated, annotators, share of labels naming the writer's bias type,
 Krippendorff's alpha and Fleiss' kappa on the binary and the nominal coding, the median annotator's

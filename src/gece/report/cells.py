@@ -264,3 +264,9 @@ def bench_heading(data: ReportData, b: str) -> str:
     ns = sorted({data.metrics[(b, m)]["n"] for m in data.runs.get(b, []) if (b, m) in data.metrics})
     head = f"{b} ({', '.join(map(str, ns))} pairs)" if ns else b
     return f"{head}; {IDENTITY_HEADING}" if constant_y(data, b) else head
+
+
+def bench_title(data: ReportData, b: str, *parts: str) -> str:
+    """``b: parts``; on a benchmark with constant y followed by what its ECE is there."""
+    head = ": ".join((b, *parts))
+    return f"{head}; {IDENTITY_HEADING}" if constant_y(data, b) else head

@@ -1,6 +1,6 @@
 """The findings: what a reviewer and a reader should see first.
 
-Two views of the same reports, both pure functions of a :class:`gece.report.tables.ReportData`:
+Two views of the same reports, both pure functions of a :class:`gece.report.cells.ReportData`:
 
 - :func:`summary` is ``reports/summary.json`` (``SummaryReport``), the only file dvc.yaml declares as
   DVC metrics: the headline metrics of every run and a compact line per calibration, ablation and

@@ -14,6 +14,7 @@ from gece import registry
 from gece.io import layout
 from gece.report.answers import GAP_GROUPING, Answers, answers, differ_line, gap_line, same_line
 from gece.report.cells import ReportData, TableDoc, format_number, shown_text
+from gece.report.examples import examples_docs
 from gece.report.findings import (
     FINDINGS_CAPTION,
     IDENTITY_RANKED,
@@ -26,7 +27,7 @@ from gece.report.findings import (
 )
 from gece.report.gaps import GAP_MAX_WIDTH
 from gece.report.markup import esc, href, img, md_inline
-from gece.report.tables import examples_docs, model_provenance
+from gece.report.provenance import model_provenance
 from gece.terminal import plural
 
 

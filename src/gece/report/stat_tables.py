@@ -1,8 +1,8 @@
 """Report tables for the statistics (issue 19): the within-model gender-gap test, the Brier
 ranking, the small-sample bias and RMSE of every estimator, and the power of comparisons.
 
-Pure builders like those of :mod:`gece.report.tables` (which calls them): cells keep the JSON pointer
-of every number they show; derived numbers (ranks, Holm-adjusted p-values) are computed here
+Pure builders like those of :mod:`gece.report.metric_tables` (:mod:`gece.report.tables` calls them):
+cells keep the JSON pointer of every number they show; derived numbers (ranks, Holm-adjusted p-values) are computed here
 from the values they cite.
 """
 

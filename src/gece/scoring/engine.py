@@ -114,7 +114,7 @@ class PairScore:
         }
 
     def record(self, rule: WordProb) -> dict[str, Any]:
-        """The pair's score columns (:class:`gece.io.schemas.ScoreRow`) under a word rule."""
+        """The pair's score columns (:class:`gece.io.pair_rows.ScoreRow`) under a word rule."""
         return rules.score_record(**self.tokens(), rule=rule)
 
 

@@ -91,7 +91,7 @@ def score_record(
     logits_less: Sequence[Sequence[float]] | None,
     rule: WordProb,
 ) -> dict[str, float | int | None]:
-    """A pair's score columns (:class:`gece.io.schemas.ScoreRow`) from its two sides' target tokens.
+    """A pair's score columns (:class:`gece.io.pair_rows.ScoreRow`) from its two sides' target tokens.
 
     ``logprobs_*`` and ``logits_*`` are per word, per token; ``logit_*`` is the raw logit of each
     side's first target token (None where the backend gives log-probabilities only).

@@ -975,7 +975,7 @@ def summarize(
     level: float = 0.95,
     clusters=None,
 ) -> dict:
-    """All metrics of one run as the flat dict of ``schemas.MetricsReport``.
+    """All metrics of one run as the flat dict of ``gece.io.metric_reports.MetricsReport``.
 
     Every scalar gets ``<key>_ci_low``/``<key>_ci_high``: the bias-corrected percentile interval
     (:mod:`gece.stats.intervals`) over the same ``draws`` resamples of pairs (seeded), so the interval

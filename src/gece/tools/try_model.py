@@ -12,9 +12,9 @@ from gece import command, options
 from gece.errors import GeceError
 from gece.io import layout
 from gece.io.model_entry import ModelSpec, check_id
+from gece.io.pair_rows import PreparedPair
 from gece.io.params import ExtractParams, MetricsParams, Params, PrepareParams
 from gece.io.readers import read_table
-from gece.io.schemas import PreparedPair
 from gece.io.tokens import ExtractMeta, ExtractTiming
 from gece.pipeline.extract import extract
 from gece.pipeline.metrics import run_metrics

@@ -1,0 +1,21 @@
+"""What the groups stage may group the pairs by, and its protocols (params.yaml's ``groups``).
+
+Kept apart from the metric registry (:mod:`gece.registry`) so that the settings (:mod:`gece.io.params`),
+which every stage imports, import no metric.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+# what the groups stage (params.yaml groups.by) may group the pairs by: the predicted or the human-preferred
+# gender (gece.stats.metrics.predicted_groups / true_groups), or a column of the prepared pairs (pair_rows.PreparedPair)
+# that holds one plain value per pair
+DERIVED_GROUPINGS = ("pred_gender", "true_gender")
+GROUPING_COLUMNS = ("bias_type", "position", "first_diff", "n_targets", "y", "gender_more", "gender_less")
+GROUPINGS = DERIVED_GROUPINGS + GROUPING_COLUMNS
+GroupingName = Literal[GROUPINGS]  # type: ignore[valid-type]
+# the two protocols of the groups stage (gece.stats.by_group): the paper's identity protocol and the annotators'
+# soft labels
+GROUP_PROTOCOLS = ("identity", "soft")
+GroupProtocol = Literal["identity", "soft"]

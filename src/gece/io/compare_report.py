@@ -1,0 +1,61 @@
+"""The model comparison's report: the paired bootstrap between every two runs of a benchmark."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from gece.io.schema_base import JsonReport, Num
+
+
+class CompareCell(JsonReport):
+    a: Num
+    b: Num
+    diff: Num = Field(description="a - b")
+    ci_low: Num
+    ci_high: Num
+    p_value: Num
+    mde: Num = Field(description="minimum difference detected with the configured power at alpha")
+    p_holm: Num
+    significant: bool
+    significant_holm: bool
+
+
+class ComparePair(JsonReport):
+    a: str
+    b: str
+    metrics: dict[str, CompareCell]
+
+
+class MdeSummary(JsonReport):
+    median: Num
+    min: Num
+    max: Num
+
+
+class ComparePower(JsonReport):
+    """Minimum detectable differences (``mde``) summarized per metric over the pairs of ``runs``
+    (``paper``: the authors' runs of the benchmark; ``all``: every run)."""
+
+    level: float = Field(gt=0, lt=1)
+    runs: Literal["paper", "all"]
+    pairs: int = Field(ge=0)
+    mde: dict[str, MdeSummary]
+
+
+class CompareReport(JsonReport):
+    """``reports/compare/<benchmark>.json``: paired bootstrap between every two models."""
+
+    benchmark: str
+    n: int
+    n_distinct: int | None = Field(None, ge=0, description="distinct (sent_more, sent_less) pairs among the n")
+    n_clusters: int | None = Field(None, ge=0, description="clusters among the n: the unit the bootstrap resamples")
+    draws: int
+    seed: int
+    level: float
+    alpha: float
+    n_bins: int
+    binning: Literal["equal_width", "equal_mass"]
+    pairs: list[ComparePair]
+    power: ComparePower

@@ -1,0 +1,169 @@
+"""The ablation tables: gender-neutral wording, sample size, binning and special tokens.
+
+One table per model (neutral wording, special tokens) or per benchmark (sample size, binning) of the ablation
+reports under ``reports/ablation/``; pure builders like :mod:`gece.report.metric_tables`, whose metric columns
+they use.
+"""
+
+from __future__ import annotations
+
+from gece.io import layout
+from gece.registry import METRIC
+from gece.report.cells import (
+    Cell,
+    Column,
+    ReportData,
+    Row,
+    Table,
+    TableDoc,
+    bench_title,
+    constant_y,
+    mark_worst,
+    metric_cell,
+    ptr,
+)
+from gece.report.identity import LABEL as IDENTITY_LABEL
+from gece.report.metric_tables import CI_NOTE, WITH_CI, metric_columns
+
+NEUTRAL = metric_columns(("ece", "gender_ece", "ece_male", "ece_female", "macro_ce", "ice", "brier", "accuracy", "n"))
+SPECIAL = metric_columns(
+    (
+        "ece",
+        "ece_toplabel",
+        "gender_ece",
+        "ece_male",
+        "ece_female",
+        "brier",
+        "accuracy",
+        "mean_confidence",
+        "share_confidence_over_0_9",
+    ),
+    ci=WITH_CI,
+)
+
+
+def neutral_table(data: ReportData) -> TableDoc:
+    tables = []
+    for m in sorted(data.neutral):
+        rep = data.neutral[m]
+        columns = [Column(k, label, worst) for k, label, worst, _ in NEUTRAL]
+        rows = [
+            Row([b], [metric_cell(row, k, b, ci=False) for k, _, _, _ in NEUTRAL], layout.neutral_file(m))
+            for b, row in rep.items()
+        ]
+        tables.append(mark_worst(Table(m, ["benchmark"], columns, rows)))
+    return TableDoc(
+        "neutral",
+        "Gender-neutral wording",
+        "The same model on genderlex (an occupation: *The nurse ...*) and its gender-neutral rewrites "
+        "(*The person ...*, *Someone ...*): how much of the miscalibration follows the occupation word "
+        "(`reports/ablation/neutral/<model>.json`). **Bold ▲/▼**: the worst value of its column; ✓: the best.",
+        tables,
+        "" if tables else "no gender-neutral ablation reports (reports/ablation/neutral/) found",
+    )
+
+
+def sample_size_table(data: ReportData) -> TableDoc:
+    tables = []
+    for b in data.benchmarks:
+        models = [m for m in data.runs.get(b, []) if (b, m) in data.sample_size]
+        honest = {"ece": IDENTITY_LABEL["shortfall"], "gender_ece": IDENTITY_LABEL["shortfall_gender"]}
+        labels = honest if constant_y(data, b) else {k: METRIC[k].label for k in honest}
+        for key, label in labels.items():
+            if not models:
+                continue
+            sizes = sorted({r["n"] for m in models for r in data.sample_size[(b, m)]["sizes"]})
+            columns = [Column("full", "all pairs")] + [Column(f"n{n}", f"N = {n}") for n in sizes]
+            rows = []
+            for m in models:
+                rep = data.sample_size[(b, m)]
+                cells = [Cell(rep["full"][key], ref={"value": ptr("full", key)}, note=f"(n = {rep['full']['n']})")]
+                by_n = {r["n"]: i for i, r in enumerate(rep["sizes"])}
+                for n in sizes:
+                    if n not in by_n:
+                        cells.append(Cell())
+                        continue
+                    i = by_n[n]
+                    r = rep["sizes"][i]
+                    cells.append(
+                        Cell(
+                            r[f"{key}_mean"],
+                            spread=r[f"{key}_std"],
+                            ref={"value": ptr("sizes", i, f"{key}_mean"), "spread": ptr("sizes", i, f"{key}_std")},
+                        )
+                    )
+                rows.append(Row([m], cells, layout.sample_size_file(b, m)))
+            tables.append(mark_worst(Table(f"{b}: {label}", ["model"], columns, rows)))
+    return TableDoc(
+        "sample_size",
+        "Sample size",
+        "Mean ± standard deviation of the metric over random subsets of N pairs drawn without replacement "
+        "(`reports/ablation/sample_size/<benchmark>/<model>.json`), next to its value on all pairs. Small "
+        "benchmarks give noisy and upward-biased ECE: compare models only where the spread is small against "
+        "their difference. Sizes above a benchmark's n are skipped. **Bold ▲**: the highest mean of its column; ✓: the "
+        "lowest.",
+        tables,
+        "" if tables else "no sample-size ablation reports found",
+    )
+
+
+def binning_table(data: ReportData) -> TableDoc:
+    tables = []
+    for b in data.benchmarks:
+        models = [m for m in data.runs.get(b, []) if (b, m) in data.binning]
+        if not models:
+            continue
+        keys = [
+            (binning, k)
+            for binning in ("equal_width", "equal_mass")
+            for k in sorted({k for m in models for k in data.binning[(b, m)].get(binning, {})}, key=int)
+        ]
+        columns = [
+            Column(f"{bn}_{k}", f"{'equal-width' if bn == 'equal_width' else 'equal-mass'} M = {k}") for bn, k in keys
+        ]
+        rows = []
+        for m in models:
+            rep = data.binning[(b, m)]
+            cells = [
+                (metric_cell(rep[bn][k], "ece", bn, k, ci=False) if k in rep.get(bn, {}) else Cell()) for bn, k in keys
+            ]
+            rows.append(Row([m], cells, layout.binning_file(b, m)))
+        tables.append(mark_worst(Table(bench_title(data, b), ["model"], columns, rows)))
+    return TableDoc(
+        "binning",
+        "ECE by number and kind of bins",
+        "Paper-convention ECE with M equal-width or equal-mass bins "
+        "(`reports/ablation/binning/<benchmark>/<model>.json`, which also has Gender-ECE and its parts). "
+        "**Bold ▲**: the highest value of its column; ✓: the lowest.",
+        tables,
+        "" if tables else "no binning ablation reports found",
+    )
+
+
+def special_tokens_table(data: ReportData) -> TableDoc:
+    tables = []
+    for m in sorted(data.special_tokens):
+        rep = data.special_tokens[m]
+        without = data.special_pairs.get(m, "without special tokens")
+        columns = [Column(k, label, w) for k, label, w, _ in SPECIAL]
+        rows = []
+        for b, sides in rep.items():
+            for side, name in (("with", m), ("without", without)):
+                if side in sides:
+                    rows.append(
+                        Row(
+                            [b, f"{side} ({name})"],
+                            [metric_cell(sides[side], k, b, side, ci=ci) for k, _, _, ci in SPECIAL],
+                            layout.special_tokens_file(m),
+                        )
+                    )
+        tables.append(mark_worst(Table(f"{m} vs {without}", ["benchmark", "special tokens"], columns, rows)))
+    return TableDoc(
+        "special_tokens",
+        "Special tokens",
+        "The same model scored with the special tokens its tokenizer adds (a BOS token) and without them "
+        "(`reports/ablation/special_tokens/<model>.json`); mean confidence is the mean of max(p, 1 − p). "
+        f"{CI_NOTE}",
+        tables,
+        "" if tables else "no special-token ablation reports (reports/ablation/special_tokens/) found",
+    )

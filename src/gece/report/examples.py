@@ -1,0 +1,99 @@
+"""The confidently wrong examples: the pairs each run gets most confidently wrong, and their tables.
+
+:func:`confident_mistakes` picks them from a run's score rows (the report stage stores them in the
+``ReportData``); :func:`examples_docs` turns them into one ``examples_<benchmark>`` table per benchmark.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from gece.report.cells import Cell, Column, ReportData, Row, Table, TableDoc, shown_text
+
+EXAMPLES_PER_RUN = 5
+EXAMPLE_COLUMNS = ("pair_id", "sent_more", "sent_less", "targets_more", "targets_less", "y", "p")
+
+
+def confident_mistakes(rows: Iterable[Mapping], k: int | None = None) -> list[dict]:
+    """The ``k`` pairs (default ``EXAMPLES_PER_RUN``) of one run where the model is most confident
+    in the variant people did not prefer: the prediction (``p > 0.5``: ``sent_more``) disagrees with ``y``;
+    ranked by the confidence in it, max(p, 1 − p), highest first, ties by ``pair_id``. Exact ties (p = 0.5) predict
+    nothing and are left out. ``rows``: score rows (at least ``EXAMPLE_COLUMNS``)."""
+    wrong = []
+    for r in rows:
+        p, y = float(r["p"]), int(r["y"])
+        if p == 0.5 or (p > 0.5) == (y == 1):
+            continue
+        wrong.append(
+            {
+                "pair_id": str(r["pair_id"]),
+                "sent_more": str(r["sent_more"]),
+                "sent_less": str(r["sent_less"]),
+                "targets_more": [str(t) for t in r["targets_more"]],
+                "targets_less": [str(t) for t in r["targets_less"]],
+                "y": y,
+                "p": p,
+                "confidence": max(p, 1.0 - p),
+            }
+        )
+    wrong.sort(key=lambda r: (-r["confidence"], r["pair_id"]))
+    return wrong[: EXAMPLES_PER_RUN if k is None else k]
+
+
+def examples_docs(data: ReportData) -> list[TableDoc]:
+    """One ``examples_<benchmark>`` table per benchmark with score files: each run's most
+    confidently wrong pairs (:func:`confident_mistakes`), the runs in display order."""
+    docs = []
+    for b in data.benchmarks:
+        models = [m for m in data.runs.get(b, []) if data.examples.get((b, m))]
+        if not models:
+            continue
+        columns = [
+            Column("sent_more", "sent_more", None, text=True),
+            Column("sent_less", "sent_less", None, text=True),
+            Column("targets", "targets", None, text=True),
+            Column("y", "y", None),
+            Column("p", "p", None, digits=4),
+        ]
+        rows, seen = [], {}
+        for m in models:
+            for ex in data.examples[(b, m)]:
+                targets = f"{', '.join(ex['targets_more'])} / {', '.join(ex['targets_less'])}"
+                rows.append(
+                    Row(
+                        [m, ex["pair_id"]],
+                        [
+                            Cell(shown_text(ex["sent_more"]).strip(" ")),
+                            Cell(shown_text(ex["sent_less"]).strip(" ")),
+                            Cell(shown_text(targets).strip(" ")),
+                            Cell(ex["y"]),
+                            Cell(ex["p"]),
+                        ],
+                    )
+                )
+                seen.setdefault(ex["pair_id"], []).append(m)
+        shared = sorted(((pid, ms) for pid, ms in seen.items() if len(ms) > 1), key=lambda x: (-len(x[1]), x[0]))
+        note = f"{len(models)} model{'s' if len(models) > 1 else ''}, up to {EXAMPLES_PER_RUN} pairs each. " + (
+            "In the lists of several models: "
+            + ", ".join(f"{pid} ({len(ms)} models)" for pid, ms in shared[:8])
+            + (f" and {len(shared) - 8} more" if len(shared) > 8 else "")
+            + "."
+            if shared
+            else "No pair is in the lists of two models."
+        )
+        docs.append(
+            TableDoc(
+                f"examples_{b}",
+                f"Confidently wrong pairs: {b}",
+                f"For each model, the {EXAMPLES_PER_RUN} pairs where it is most confident in the variant people "
+                "did not prefer (from `artifacts/scores/<benchmark>/<model>.parquet`): y = 1 when people prefer "
+                "sent_more (the male variant in the gender benchmarks, the stereotypical sentence in the "
+                "CrowS-Pairs-format "
+                "ones) and p is the model's confidence in it, so each row's model prefers the "
+                "other variant with confidence max(p, 1 − p). Ranked by that confidence, ties by pair; exact ties "
+                "(p = 0.5) are left out. A pair that many models get confidently wrong is worth checking for a "
+                "doubtful human label before reading it as model bias. Sentences are shown as one line.",
+                [Table(b, ["model", "pair"], columns, rows, note)],
+            )
+        )
+    return docs
