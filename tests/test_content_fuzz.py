@@ -12,6 +12,8 @@ exits 2 naming the file (or with the message it gives on the intact files: the f
 
 from __future__ import annotations
 
+import os
+import shutil
 import signal
 from pathlib import Path
 
@@ -76,8 +78,15 @@ def _alarm(signum, frame):
 
 @pytest.fixture
 def lm_tree(tree):  # noqa: F811
-    """``tree`` with a score file of the fake model and an lm-eval run of it (registry entry smol-lm)."""
+    """``tree`` with a score file of the fake model and an lm-eval run of it (registry entry smol-lm), and a copy
+    of the data snapshot instead of ``tree``'s link to it: the examples overwrite the files they read, and the
+    repository's own files are read by the tests running beside this one."""
     from .test_lmeval import good_samples, write_samples
+
+    data = tree / "data"
+    source = data.resolve()
+    data.unlink()
+    shutil.copytree(source, data, ignore=shutil.ignore_patterns("synthbias"))
 
     params = yaml.safe_load((tree / "params.yaml").read_text())
     params["registry"]["smol-lm"] = {"source": "lmeval:lm"}
@@ -90,6 +99,7 @@ def lm_tree(tree):  # noqa: F811
 def attempt(argv: list[str], path: Path, data: bytes, intact_err: str | None, capsys) -> None:
     """Run ``gece argv`` with ``path`` holding ``data`` (restored after): exit 0, or exit 2 naming the file (or
     with ``intact_err``, the message of the intact files: the file was not reached); no traceback, no hang."""
+    assert Path(os.path.realpath(path)).is_relative_to(Path(os.path.realpath(Path.cwd()))), f"{path}: not the test's"
     original = path.read_bytes()
     path.write_bytes(data)
     old = signal.signal(signal.SIGALRM, _alarm)
