@@ -143,11 +143,15 @@ def pairs_key(prepared: Path, limit: int | None) -> str:
     return extraction.digest(rows=pairs[["row", "sent_more", "sent_less"]].to_numpy().tolist())
 
 
-def retagged(src: Path, src_meta: Path, out: Path, updates: dict[str, object]) -> None:
-    """The token file ``src`` and its meta ``src_meta`` written as ``out``: the same rows, the metadata with
-    ``updates`` (the keys each file has: model, special tokens, rule, limit, fingerprint), through the same
-    writers as a scored file, so the bytes a scoring run would write."""
+def retagged(
+    src: Path, src_meta: Path, out: Path, updates: dict[str, object], pair_ids: Mapping[int, str] | None = None
+) -> None:
+    """The token file ``src`` and its meta ``src_meta`` written as ``out``: the same rows (with ``pair_ids``, row ->
+    pair id, when given), the metadata with ``updates`` (the keys each file has: benchmark, model, special tokens,
+    rule, limit, fingerprint), through the same writers as a scored file, so the bytes a scoring run would write."""
     frame, file_meta = read_table(src, TokenRow)
+    if pair_ids is not None:
+        frame = frame.assign(pair_id=frame["row"].map(pair_ids))
     write_table(out, frame, TokenRow, meta=file_meta | {k: v for k, v in updates.items() if k in file_meta})
     meta = read_json(src_meta, ExtractMeta)
     paired.check_pair(src, src_meta, meta, f"rerun gece extract --model {meta.model}")
@@ -158,19 +162,11 @@ def retagged(src: Path, src_meta: Path, out: Path, updates: dict[str, object]) -
 def copy_tokens(model_id: str, source: str, benchmark: str, rule: str, key: str) -> None:
     """The token file (and its meta and timing, where it has one) of ``benchmark`` from those of ``source``,
     scored in this run from the same pairs: the same rows with ``benchmark``'s pair ids, its name, rule and
-    fingerprint."""
-    src = layout.tokens_path(model_id, source)
-    frame, file_meta = read_table(src, TokenRow)
+    fingerprint (:func:`retagged`)."""
+    src, out = layout.tokens_path(model_id, source), layout.tokens_path(model_id, benchmark)
     pairs, _ = read_table(layout.prepared_path(benchmark), PreparedPair)
-    frame = frame.assign(pair_id=frame["row"].map(dict(zip(pairs["row"], pairs["pair_id"], strict=True))))
-    out = layout.tokens_path(model_id, benchmark)
-    meta = {"benchmark": benchmark, "rule": rule, extraction.FINGERPRINT: key}
-    write_table(out, frame, TokenRow, meta=file_meta | meta)
-    old = read_json(layout.meta_path(src), ExtractMeta)
-    paired.check_pair(src, layout.meta_path(src), old, f"rerun gece extract --model {model_id}")
-    write_json(
-        layout.meta_path(out), paired.describing(old.model_copy(update={"benchmark": benchmark, "rule": rule}), out)
-    )
+    updates = {"benchmark": benchmark, "rule": rule, extraction.FINGERPRINT: key}
+    retagged(src, layout.meta_path(src), out, updates, dict(zip(pairs["row"], pairs["pair_id"], strict=True)))
     if layout.timing_path(src).exists():  # not when ``source`` was itself reused from a checkout (DVC ignores timings)
         timing = read_json(layout.timing_path(src), ExtractTiming)
         write_json(layout.timing_path(out), timing.model_copy(update={"benchmark": benchmark}))
