@@ -70,14 +70,40 @@ def test_pairs_are_resampled_together():
     assert brier["ci_high"] - brier["ci_low"] < 0.005  # unpaired would be ~0.05
 
 
-def test_compare_refuses_different_pairs():
+def test_compare_refuses_runs_that_share_no_pair():
     a, _ = synthetic_run(50, 6, name="x")
     b, _ = synthetic_run(50, 6, name="y")
-    with pytest.raises(ValueError, match="do not score the same pairs"):
+    with pytest.raises(ValueError, match="a and b share no pair"):
         ablation.compare({"a": a, "b": b}, draws=2000, seed=0)
 
 
-def test_compare_stage_uses_the_pairs_every_run_scores(reference_scores, tmp_path, capsys):
+def _subset(run: Run, idx) -> Run:
+    return Run(run.pair_id[idx], run.p[idx], run.y[idx], run.gender_more[idx], run.gender_less[idx])
+
+
+def test_each_two_runs_are_compared_on_the_pairs_both_score():
+    """A partial run (an lm-eval import that leaves pairs out, in its own order) changes only its own
+    comparisons: the full runs' comparison is the one they get alone, bit for bit, and the partial run's is the
+    one it gets alone with each full run restricted by hand to its pairs; n beside each."""
+    a, q = synthetic_run(300, 21)
+    b = same_pairs(a, 1 / (1 + np.exp(-2 * np.log(q / (1 - q)))))
+    keep = np.random.default_rng(3).permutation(300)[:170]  # 170 pairs, shuffled
+    partial = _subset(same_pairs(a, np.clip(a.p + 0.05, 0, 1)), keep)
+    res = ablation.compare({"a": a, "b": b, "partial": partial}, draws=2000, seed=4)
+    assert res["n"] == 300 and [(e["a"], e["b"], e["n"]) for e in res["pairs"]] == [
+        ("a", "b", 300),
+        ("a", "partial", 170),
+        ("b", "partial", 170),
+    ]
+    assert res["pairs"][0]["metrics"] == ablation.compare({"a": a, "b": b}, draws=2000, seed=4)["pairs"][0]["metrics"]
+    in_a_order = np.sort(keep)  # the pairs both score, in the first run's order
+    alone = ablation.compare(
+        {"b": _subset(b, in_a_order), "partial": _subset(partial, np.argsort(keep))}, draws=2000, seed=4
+    )
+    assert res["pairs"][2]["metrics"] == alone["pairs"][0]["metrics"]
+
+
+def test_compare_stage_uses_the_pairs_both_runs_score(reference_scores, tmp_path, capsys):
     """A smoke run (extract.limit) is compared with full runs on the pairs it has; runs that
     share no pair are a clear error (exit 2), not a traceback."""
     from gece.io.readers import read_table
@@ -87,7 +113,8 @@ def test_compare_stage_uses_the_pairs_every_run_scores(reference_scores, tmp_pat
     head = tmp_path / "head.parquet"
     write_table(head, df.head(40), ScoreRow, {**meta, "model": "smoke"})
     res = compare_stage.compare_files([head, full], None, None, MetricsParams(), CompareParams())
-    assert res["n"] == 40 and res["pairs"][0]["metrics"]["ece"]["diff"] == 0.0  # the same 40 pairs
+    assert res["n"] == len(df) and res["pairs"][0]["n"] == 40  # compared on the 40 pairs both score
+    assert res["pairs"][0]["metrics"]["ece"]["diff"] == 0.0
 
     other = tmp_path / "other.parquet"
     write_table(other, df.iloc[40:80], ScoreRow, {**meta, "model": "other"})

@@ -23,8 +23,13 @@ class CompareCell(JsonReport):
 
 
 class ComparePair(JsonReport):
+    """Two runs compared on the pairs both score: ``n`` of them (with their counts where the benchmark has them)."""
+
     a: str
     b: str
+    n: int = Field(ge=1, description="the pairs both runs score: the pairs compared")
+    n_distinct: int | None = Field(None, ge=0, description="distinct (sent_more, sent_less) pairs among the n")
+    n_clusters: int | None = Field(None, ge=0, description="clusters among the n: the unit the bootstrap resamples")
     metrics: dict[str, CompareCell]
 
 
@@ -44,11 +49,32 @@ class ComparePower(JsonReport):
     mde: dict[str, MdeSummary]
 
 
+class Agreement(JsonReport):
+    """A run against the run its registry entry is ``checked_against`` (:mod:`gece.stats.agreement`), on the pairs
+    both score: ``diff`` = run − against."""
+
+    run: str
+    against: str
+    n: int = Field(ge=1)
+    n_distinct: int | None = Field(None, ge=0)
+    n_clusters: int | None = Field(None, ge=0)
+    max_abs_lld_diff: float = Field(ge=0, description="largest |Δ (logprob_more − logprob_less)| over the n pairs")
+    flips: int = Field(ge=0, description="pairs whose verdict p > 0.5 differs between the runs")
+    metric: Literal["ece", "stereotype_share"] = Field(
+        description="ece where y varies; stereotype_share (mean p > 0.5) where every pair has the same label"
+    )
+    diff: Num
+    ci_low: Num
+    ci_high: Num
+    p_value: Num
+
+
 class CompareReport(JsonReport):
-    """``reports/compare/<benchmark>.json``: paired bootstrap between every two models."""
+    """``reports/compare/<benchmark>.json``: paired bootstrap between every two runs, each two on the pairs both
+    score; ``agreement`` (absent when empty): each run with ``checked_against`` against that run."""
 
     benchmark: str
-    n: int
+    n: int = Field(description="the pairs any run scores")
     n_distinct: int | None = Field(None, ge=0, description="distinct (sent_more, sent_less) pairs among the n")
     n_clusters: int | None = Field(None, ge=0, description="clusters among the n: the unit the bootstrap resamples")
     draws: int
@@ -59,3 +85,4 @@ class CompareReport(JsonReport):
     binning: Literal["equal_width", "equal_mass"]
     pairs: list[ComparePair]
     power: ComparePower
+    agreement: list[Agreement] = Field(default_factory=list)

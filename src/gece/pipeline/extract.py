@@ -194,8 +194,8 @@ def recorded(out: Path, previous: Mapping[str, Path], key: str) -> bool:
 
 def same_weights(spec: ModelSpec, other: ModelSpec) -> bool:
     """Whether two registry entries load the same weights the same way (all but what acts through the token ids)."""
-    drop = {"special_tokens", "limit"}
-    return spec.model_dump(exclude=drop) == other.model_dump(exclude=drop)
+    drop = frozenset({"special_tokens", "limit"})
+    return spec.scoring_settings(drop) == other.scoring_settings(drop)
 
 
 class Siblings:

@@ -93,7 +93,7 @@ def fingerprint(prepared: Path, model_id: str, spec: ModelSpec, rule: str, limit
     return digest(
         prepared=models.sha256_file(prepared),
         model=model_id,
-        spec=spec.model_dump(),
+        spec=spec.scoring_settings(),
         rule=rule,
         limit=limit,
         **versions(),
@@ -110,7 +110,7 @@ def content_key(spec: ModelSpec, plans: Iterable[tuple[pd.DataFrame, list]]) -> 
     for base, window in plans:
         for (pid, row), plan in zip(base[KEY_COLUMNS].itertuples(index=False), window, strict=True):
             h.update(json.dumps([pid, int(row), dataclasses.asdict(plan)], default=str).encode())
-    weights = spec.model_dump(exclude={"special_tokens", "limit"})
+    weights = spec.scoring_settings(frozenset({"special_tokens", "limit"}))
     return digest(plans=h.hexdigest(), spec=weights, **versions())
 
 

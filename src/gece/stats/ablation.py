@@ -6,7 +6,7 @@ dicts shaped like the JSON files the stages write.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
@@ -114,40 +114,44 @@ def confidence_profile(p: np.ndarray, threshold: float = 0.9) -> dict:
 COMPARED = ("ece", "gender_ece", "brier", "accuracy")
 
 
-def shared_pairs(runs: Mapping[str, Run]) -> dict[str, Run]:
-    """Every run restricted to the pairs all of them score, in the first run's order.
-
-    Runs of a benchmark normally score the same pairs; a smoke run (``extract.limit``) scores
-    only the first N, and is then compared with the others on those N. Raises ValueError when
-    no pair is shared.
-    """
-    names = list(runs)
-    common = set(runs[names[0]].pair_id)
-    for name in names[1:]:
-        common &= set(runs[name].pair_id)
-    if not common:
-        raise ValueError(f"{', '.join(names)} share no pair")
-    out = {}
-    order = [pid for pid in runs[names[0]].pair_id if pid in common]
+def pair_ranks(runs: Mapping[str, Run]) -> dict[str, int]:
+    """Every pair id any run scores -> its place: the first run's order, then each later run's new pairs in its
+    order. Raises ValueError when a run scores a pair twice."""
+    rank: dict[str, int] = {}
     for name, r in runs.items():
-        where = {pid: i for i, pid in enumerate(r.pair_id)}
-        if len(where) != len(r.pair_id):
+        if len(set(r.pair_id)) != len(r.pair_id):
             raise ValueError(f"{name} scores a pair twice")
-        idx = np.array([where[pid] for pid in order], dtype=np.int64)
-        out[name] = Run(r.pair_id[idx], r.p[idx], r.y[idx], r.gender_more[idx], r.gender_less[idx])
-    return out
+        for pid in r.pair_id:
+            rank.setdefault(pid, len(rank))
+    return rank
 
 
-def align_runs(runs: Mapping[str, Run]) -> None:
-    """Paired comparison needs the same pairs in the same order and the same labels."""
-    names = list(runs)
-    ref = runs[names[0]]
-    for name in names[1:]:
-        r = runs[name]
-        if len(r.pair_id) != len(ref.pair_id) or not (r.pair_id == ref.pair_id).all():
-            raise ValueError(f"{name} and {names[0]} do not score the same pairs in the same order")
-        if not (r.y == ref.y).all():
-            raise ValueError(f"{name} and {names[0]} disagree on the human labels")
+def shared_ids(a: Run, b: Run, rank: Mapping[str, int]) -> np.ndarray:
+    """The pair ids both runs score, in ``rank`` order (:func:`pair_ranks`)."""
+    return np.array(sorted(set(a.pair_id) & set(b.pair_id), key=rank.__getitem__), dtype=object)
+
+
+def restrict(run: Run, ids: np.ndarray) -> Run:
+    """``run`` on the pairs ``ids`` (each scored by it), in that order."""
+    where = {pid: i for i, pid in enumerate(run.pair_id)}
+    idx = np.array([where[pid] for pid in ids], dtype=np.int64)
+    return Run(run.pair_id[idx], run.p[idx], run.y[idx], run.gender_more[idx], run.gender_less[idx])
+
+
+def paired(names: tuple[str, str], a: Run, b: Run, rank: Mapping[str, int]) -> tuple[Run, Run]:
+    """Two runs on the pairs both score (:func:`shared_ids`), checked to agree on the human labels. Raises
+    ValueError when they share no pair or disagree on a label."""
+    ids = shared_ids(a, b, rank)
+    if not len(ids):
+        raise ValueError(f"{names[0]} and {names[1]} share no pair")
+    a, b = restrict(a, ids), restrict(b, ids)
+    if not (a.y == b.y).all():
+        raise ValueError(f"{names[1]} and {names[0]} disagree on the human labels")
+    return a, b
+
+
+# a benchmark's pairs -> (each pair's cluster key, or None: every pair its own; the counts beside n)
+Describe = Callable[[np.ndarray], tuple[np.ndarray | None, dict[str, int]]]
 
 
 def compare(
@@ -161,38 +165,60 @@ def compare(
     keys: Sequence[str] = COMPARED,
     power: float = 0.8,
     power_runs: Sequence[str] | None = None,
-    clusters: np.ndarray | None = None,
+    describe: Describe | None = None,
 ) -> dict:
     """Paired bootstrap comparison of every pair of runs on the same benchmark.
 
-    ``clusters`` (each pair's cluster key, in the runs' pair order): the draws resample clusters
-    (:func:`gece.stats.bootstrap.bootstrap`), the same clusters for every run.
+    Each pair of runs is compared on the pairs both score (:func:`paired`), its ``n`` beside it: a partial
+    run (a smoke run, an lm-eval import with excluded pairs) changes only its own comparisons. ``describe``
+    (the pair ids compared -> their cluster keys and counts): the draws resample clusters
+    (:func:`gece.stats.bootstrap.bootstrap`), the same clusters for every run, and each pair of runs carries
+    the counts (``n_distinct``, ``n_clusters``) beside its ``n``.
 
-    Every run is resampled with the same pair indices (same seed, same n), so draw b of
+    Every run is resampled with the same pair indices (same seed, same pairs), so draw b of
     model A and draw b of model B see the same pairs; the difference A − B per draw gives a
     bias-corrected percentile interval and a two-sided p-value (:mod:`gece.stats.intervals`), and
     ``mde``, the smallest difference the test detects with ``power`` at ``alpha``
-    (``intervals.detectable_difference``). ``power`` summarizes ``mde`` per metric over the
+    (``intervals.detectable_difference``). Runs that score the same pairs are bootstrapped once.
+    ``power`` summarizes ``mde`` per metric over the
     pairs of ``power_runs`` (the paper runs, where the benchmark has them; else every run):
     median, min and max. ``p_holm``
     adjusts the p-values of the metrics compared for one pair of models (Holm–Bonferroni over
     ``keys``). Across many pairs, mind that a bootstrap p-value cannot fall below 2/(draws + 1).
+    ``n`` (top level): the pairs any run scores.
     """
-    align_runs(runs)
-    point = {}
-    draws_by_run = {}
-    for name, run in runs.items():
-        inputs = run.kernel_inputs()
-        point[name] = metrics.batch_metrics(**inputs, n_bins=n_bins, binning=binning)
-        draws_by_run[name] = bootstrap(
-            metrics.batch_metrics, inputs, draws, seed, clusters=clusters, n_bins=n_bins, binning=binning
-        )
+    rank = pair_ranks(runs)
+    described: dict[tuple, tuple[np.ndarray | None, dict[str, int]]] = {}
+    measured: dict[tuple, tuple[dict, dict]] = {}
+
+    def measure(name: str, run: Run, key: tuple) -> tuple[dict, dict]:
+        if (name, key) not in measured:
+            inputs = run.kernel_inputs()
+            measured[(name, key)] = (
+                metrics.batch_metrics(**inputs, n_bins=n_bins, binning=binning),
+                bootstrap(
+                    metrics.batch_metrics,
+                    inputs,
+                    draws,
+                    seed,
+                    clusters=described[key][0],
+                    n_bins=n_bins,
+                    binning=binning,
+                ),
+            )
+        return measured[(name, key)]
+
     pairs = []
     for a, b in combinations(runs, 2):
-        entry = {"a": a, "b": b, "metrics": {}}
+        run_a, run_b = paired((a, b), runs[a], runs[b], rank)
+        key = tuple(run_a.pair_id)
+        if key not in described:
+            described[key] = describe(run_a.pair_id) if describe is not None else (None, {})
+        (point_a, drawn_a), (point_b, drawn_b) = measure(a, run_a, key), measure(b, run_b, key)
+        entry = {"a": a, "b": b, "n": len(key), **described[key][1], "metrics": {}}
         for k in keys:
-            va, vb = _value(point[a][k][0]), _value(point[b][k][0])
-            d = draws_by_run[a][k] - draws_by_run[b][k]
+            va, vb = _value(point_a[k][0]), _value(point_b[k][0])
+            d = drawn_a[k] - drawn_b[k]
             diff = None if va is None or vb is None else va - vb
             lo, hi = bias_corrected_interval(d, diff, level)
             entry["metrics"][k] = {
@@ -211,7 +237,7 @@ def compare(
             m["p_holm"] = adj
             m["significant"] = m["p_value"] is not None and m["p_value"] < alpha
             m["significant_holm"] = adj is not None and adj < alpha
-    n = len(next(iter(runs.values())).p)
+    n = len(rank)
     chosen = [r for r in (power_runs or []) if r in runs]
     power_pairs = [e for e in pairs if e["a"] in chosen and e["b"] in chosen] if len(chosen) > 1 else pairs
     summary = {}
