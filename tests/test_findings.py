@@ -476,9 +476,9 @@ def test_the_compare_tables_share_one_label_per_metric(references, monkeypatch):
     keys = list(result["pairs"][0]["metrics"])
     labels = [registry.label(k) for k in keys]
     header = report_md.compare_markdown(result).split("\n| A | B | ")[1].split("\n")[0]
-    assert header == " | ".join(labels) + " |"
+    assert header == " | ".join(["pairs", *labels]) + " |"
     doc = compare_table(references)
-    assert [c.label for c in doc.tables[0].columns] == [f"Δ {x}" for x in labels]
+    assert [c.label for c in doc.tables[0].columns] == ["pairs", *(f"Δ {x}" for x in labels)]
     console = Console(width=400, record=True, soft_wrap=True, emoji=False, file=open("/dev/null", "w"))  # noqa: SIM115
     monkeypatch.setattr(command, "out", console)
     compare_stage._print_compare(result)

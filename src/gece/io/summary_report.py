@@ -22,6 +22,11 @@ class SummaryReport(JsonReport):
     special_tokens: Section = Field(default_factory=dict)
     compare: dict[str, dict[str, int]] = Field(default_factory=dict)
     groups: Section = Field(default_factory=dict)
+    agreement: Section = Field(
+        default_factory=dict,
+        description="per benchmark and run with checked_against: n, max_abs_lld_diff, flips and the change of the "
+        "ECE (ece_change) or stereotype share (stereotype_share_change) with its interval, run − against",
+    )
     rules: Section = Field(
         default_factory=dict,
         description="per identity benchmark and run: stereotype share and 1 − mean p under each rule, differences",

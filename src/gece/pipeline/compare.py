@@ -301,7 +301,7 @@ def _print_compare(result: dict) -> None:
     keys = list(result["pairs"][0]["metrics"]) if result["pairs"] else []
     table = Table(
         title=plain(
-            f"{result['benchmark']}: A − B on the same {plural(result['n'], 'pair')}, "
+            f"{result['benchmark']}: A − B on the pairs both score (of {plural(result['n'], 'pair')}), "
             f"paired bootstrap ({result['draws']} resamples), {result['level']:.0%} intervals"
         ),
         title_justify="left",
@@ -312,6 +312,7 @@ def _print_compare(result: dict) -> None:
     )
     table.add_column("A", ids=True)  # a run id is never cut (gece.terminal.Table)
     table.add_column("B", ids=True)
+    table.add_column("pairs", justify="right")
     for k in keys:
         table.add_column(f"Δ {registry.label(k)}", justify="right")
     for pair in result["pairs"]:
@@ -325,7 +326,7 @@ def _print_compare(result: dict) -> None:
             )
             text = literal(text) + (" †" if c["significant_holm"] else "")
             cells.append(f"[bold]{text}[/]" if c["significant"] else text)
-        table.add_row(plain(pair["a"]), plain(pair["b"]), *cells)
+        table.add_row(plain(pair["a"]), plain(pair["b"]), str(pair["n"]), *cells)
     command.out.print(table)
     lines = [
         verdict(pair["a"], pair["b"], k, pair["metrics"][k], result["level"])

@@ -21,10 +21,10 @@ def compare_table(data: ReportData) -> TableDoc:
             continue
         alpha = rep.get("alpha")
         keys = list(rep["pairs"][0]["metrics"])
-        columns = [Column(k, f"Δ {registry.label(k)}", None) for k in keys]
+        columns = [Column("n", "pairs", None), *(Column(k, f"Δ {registry.label(k)}", None) for k in keys)]
         rows = []
         for i, pair in enumerate(rep["pairs"]):
-            cells = []
+            cells = [Cell(pair["n"], ref={"value": ptr("pairs", i, "n")})]
             for k in keys:
                 c = pair["metrics"][k]
                 base = ("pairs", i, "metrics", k)
@@ -49,7 +49,8 @@ def compare_table(data: ReportData) -> TableDoc:
     return TableDoc(
         "compare",
         "Model comparison",
-        "Paired differences A − B on the same pairs (`reports/compare/<benchmark>.json`): point difference, "
+        "Paired differences A − B on the pairs both runs score, their number under pairs "
+        "(`reports/compare/<benchmark>.json`): point difference, "
         "bias-corrected percentile interval and two-sided p-value. The minimum detectable difference in each "
         "table's note is the smallest true difference the paired test finds with 80% power at α = 0.05, from the "
         "spread of the paired bootstrap differences (docs/statistics.md): differences below it are likely to go "
@@ -60,4 +61,48 @@ def compare_table(data: ReportData) -> TableDoc:
         "end.",
         tables,
         "" if tables else "no model comparison reports (reports/compare/) found",
+    )
+
+
+def agreement_table(data: ReportData) -> TableDoc | None:
+    """The engine agreement of every run with ``checked_against`` (the ``agreement`` of
+    ``reports/compare/<benchmark>.json``, :mod:`gece.stats.agreement`); None when no run has one."""
+    tables = []
+    for b in data.benchmarks:
+        entries = (data.compare.get(b) or {}).get("agreement") or []
+        if not entries:
+            continue
+        columns = [
+            Column("n", "pairs", None),
+            Column("max_abs_lld_diff", "largest |Δ log-likelihood difference|", None, digits=4),
+            Column("flips", "verdicts flipped (p > 0.5)", None),
+            Column("diff", "Δ ECE or Δ stereotype share", None),
+        ]
+        rows = []
+        for i, e in enumerate(entries):
+            base = ("agreement", i)
+            cells = [Cell(e[k], ref={"value": ptr(*base, k)}) for k in ("n", "max_abs_lld_diff", "flips")]
+            cells.append(
+                Cell(
+                    e["diff"],
+                    e["ci_low"],
+                    e["ci_high"],
+                    note=f"{registry.label(e['metric']) if e['metric'] == 'ece' else 'stereotype share'}, "
+                    f"{format_p(e['p_value'])}",
+                    ref={"value": ptr(*base, "diff"), "low": ptr(*base, "ci_low"), "high": ptr(*base, "ci_high")},
+                )
+            )
+            rows.append(Row([e["run"], e["against"]], cells, layout.compare_file(b)))
+        tables.append(Table(bench_title(data, b), ["run", "checked against"], columns, rows))
+    if not tables:
+        return None
+    return TableDoc(
+        "agreement",
+        "Engine agreement",
+        "Each run whose registry entry is `checked_against` another run of the same model (gece's exact engine "
+        "and lm-eval, or two lm-eval settings), on the pairs both score: the largest change of one pair's "
+        "log-likelihood difference, the pairs whose verdict (p > 0.5) flips, and the change run − against of the "
+        "ECE (the stereotype share where every pair has the same label) with its paired bootstrap interval "
+        "(docs/lmeval.md, 'Engine agreement'). All zero: the engines agree on every conclusion drawn from the pairs.",
+        tables,
     )

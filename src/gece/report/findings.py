@@ -87,6 +87,8 @@ def summary(data: ReportData) -> dict:
     - ``special_tokens.<m>.<b>``: ECE and mean confidence without the special tokens minus with them;
     - ``compare.<b>``: per metric, how many model pairs differ significantly after Holm's correction (with the
       honest names of :data:`gece.report.identity.RENAMED` on a benchmark with constant y);
+    - ``agreement.<b>.<m>``: a run with ``checked_against`` against that run (:func:`agreement_summary`);
+      absent when no run has one;
     - ``groups.<b>.<m>``: per protocol, the largest gap between groups of the first grouping that splits the
       benchmark (:func:`first_gap`).
     """
@@ -99,6 +101,7 @@ def summary(data: ReportData) -> dict:
         "compare": {},
         "groups": {},
         "rules": identity.rules_summary(data),
+        "agreement": {},
     }
     for b in data.benchmarks:
         honest = constant_y(data, b)
@@ -131,6 +134,8 @@ def summary(data: ReportData) -> dict:
                 f"{names.get(k, k)}_significant": sum(bool(p["metrics"][k]["significant_holm"]) for p in rep["pairs"])
                 for k in keys
             }
+        for e in (rep or {}).get("agreement", []):
+            out["agreement"].setdefault(b, {})[e["run"]] = agreement_summary(e)
     for m, rep in sorted(data.neutral.items()):
         base_name = next(iter(rep), None)
         base = rep.get(base_name, {}) if base_name else {}
@@ -162,6 +167,21 @@ def summary(data: ReportData) -> dict:
             if any(v is not None for v in gaps.values()):
                 out["groups"].setdefault(b, {})[m] = gaps
     return {k: v for k, v in out.items() if v}
+
+
+def agreement_summary(entry: dict) -> dict:
+    """A run's engine agreement on one benchmark (an ``agreement`` entry of ``reports/compare/<b>.json``) as
+    summary numbers: n, the largest |Δ log-likelihood difference|, the flipped verdicts and the change of the
+    ECE (or stereotype share) run − against with its interval."""
+    change = f"{entry['metric']}_change"
+    return {
+        "n": entry["n"],
+        "max_abs_lld_diff": entry["max_abs_lld_diff"],
+        "flips": entry["flips"],
+        change: entry["diff"],
+        f"{change}_low": entry["ci_low"],
+        f"{change}_high": entry["ci_high"],
+    }
 
 
 def first_gap(report: dict, model: str, protocol: str) -> tuple[str | None, dict | None]:

@@ -35,7 +35,8 @@ def compare_markdown(result: dict) -> str:
         f"# Paired model comparison: {_md_escape(result['benchmark'])}",
         "",
         (
-            f"Difference A − B on the same {pair_sizes(result)}, paired bootstrap of "
+            f"Difference A − B on the pairs both runs score (the pairs column; {pair_sizes(result)} in all), paired "
+            "bootstrap of "
             f"{'clusters' if result.get('n_clusters') else 'pairs'} with {result['draws']} resamples "
             f"(seed {result['seed']}): point difference, {level} bias-corrected percentile interval and two-sided "
             "p-value. "
@@ -46,8 +47,8 @@ def compare_markdown(result: dict) -> str:
             f"at α = {result['alpha']} by chance alone."
         ),
         "",
-        "| A | B | " + " | ".join(_label(k) for k in keys) + " |",
-        "|---|---|" + "---|" * len(keys),
+        "| A | B | pairs | " + " | ".join(_label(k) for k in keys) + " |",
+        "|---|---|---:|" + "---|" * len(keys),
     ]
     for pair in result["pairs"]:
         cells = []
@@ -58,7 +59,7 @@ def compare_markdown(result: dict) -> str:
             if c["significant"]:
                 text = f"**{text}**" + (" †" if c["significant_holm"] else "")
             cells.append(text)
-        lines.append(f"| {_md_escape(pair['a'])} | {_md_escape(pair['b'])} | " + " | ".join(cells) + " |")
+        lines.append(f"| {_md_escape(pair['a'])} | {_md_escape(pair['b'])} | {pair['n']} | " + " | ".join(cells) + " |")
     n_sig = sum(c["significant"] for pair in result["pairs"] for c in pair["metrics"].values())
     total = len(result["pairs"]) * len(keys)
     lines += [

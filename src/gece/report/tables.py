@@ -19,7 +19,7 @@ from gece.report.ablation_tables import binning_table, neutral_table, sample_siz
 from gece.report.annotations import annotations_doc
 from gece.report.calibration_tables import calibration_table
 from gece.report.cells import ReportData, TableDoc, constant_y
-from gece.report.compare_tables import compare_table
+from gece.report.compare_tables import agreement_table, compare_table
 from gece.report.group_tables import groups_doc
 from gece.report.identity import identity_doc
 from gece.report.metric_tables import grouped_table, human_gender_table, overall_table, paper_table
@@ -27,11 +27,13 @@ from gece.report.stat_tables import estimator_table, gender_gap_table
 
 
 def build_tables(data: ReportData) -> list[TableDoc]:
-    """Every table of the report, in page order."""
-
+    """Every table of the report, in page order; the engine agreement beside the runs' metrics, where a run has
+    one."""
+    agreement = agreement_table(data)
     return [
         identity_doc(data),
         overall_table(data),
+        *([agreement] if agreement else []),
         paper_table(data),
         gender_gap_table(data),
         human_gender_table(data),
