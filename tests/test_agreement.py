@@ -114,3 +114,26 @@ def test_checked_against_names_another_run(workdir, capsys, against, says):  # n
     assert main(["compare", "--benchmark", "winobias"]) == 2
     err = capsys.readouterr().err
     assert "checked_against" in err and says in err and "Traceback" not in err
+
+
+def test_summary_and_page_show_the_agreement_only_where_a_run_has_one():
+    from gece.report import findings
+    from gece.report.cells import ReportData
+    from gece.report.compare_tables import agreement_table
+
+    entry = {"run": "lm", "against": "exact", "n": 30, "max_abs_lld_diff": 2e-5, "flips": 1, "metric": "ece"}
+    entry |= {"diff": 0.004, "ci_low": -0.001, "ci_high": 0.009, "p_value": 0.2}
+    plain = ReportData(benchmarks=["wb"], runs={"wb": []}, compare={"wb": {"pairs": []}})
+    assert "agreement" not in findings.summary(plain) and agreement_table(plain) is None
+    checked = ReportData(benchmarks=["wb"], runs={"wb": []}, compare={"wb": {"pairs": [], "agreement": [entry]}})
+    row = findings.summary(checked)["agreement"]["wb"]["lm"]
+    assert row == {
+        "n": 30,
+        "max_abs_lld_diff": 2e-5,
+        "flips": 1,
+        "ece_change": 0.004,
+        "ece_change_low": -0.001,
+        "ece_change_high": 0.009,
+    }
+    (table,) = agreement_table(checked).tables
+    assert table.rows[0].label == ["lm", "exact"] and [c.value for c in table.rows[0].cells] == [30, 2e-5, 1, 0.004]
