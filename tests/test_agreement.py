@@ -101,6 +101,12 @@ def test_compare_reports_the_agreement_of_two_lm_eval_runs(workdir, capsys):  # 
         (-cell["metrics"]["ece"]["ci_high"], -cell["metrics"]["ece"]["ci_low"])
     )
     assert found["ci_low"] <= found["diff"] <= found["ci_high"]
+    capsys.readouterr()
+    assert main(["compare", "--benchmark", "winobias", "--draws", "2000"]) == 0
+    assert (
+        "engine agreement: smol-lm-b against smol-lm on 30 pairs: largest |Δ log-likelihood difference| 1.6, 2 "
+        "verdicts flipped" in capsys.readouterr().out.replace("\n", " ")
+    )
 
 
 @pytest.mark.parametrize(

@@ -341,3 +341,14 @@ def _print_compare(result: dict) -> None:
         )
     for line in lines:
         command.out.print(f"  {literal(line)}", highlight=False)
+    for e in result.get("agreement", []):
+        what = "ECE" if e["metric"] == "ece" else "stereotype share"
+        change = "null" if e["diff"] is None else f"{e['diff']:+.4f} [{e['ci_low']:+.4f}, {e['ci_high']:+.4f}]"
+        command.out.print(
+            literal(
+                f"engine agreement: {e['run']} against {e['against']} on {plural(e['n'], 'pair')}: largest "
+                f"|Δ log-likelihood difference| {e['max_abs_lld_diff']:.2g}, {plural(e['flips'], 'verdict')} "
+                f"flipped, Δ {what} {change}"
+            ),
+            highlight=False,
+        )
