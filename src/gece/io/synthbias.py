@@ -30,7 +30,9 @@ reported quantities are the share of pairs preferring "he" and 1 − mean p.
 the referent's position (first or second occupation mentioned) and its majority gender (male: y = 1), whose four
 cells get subset / 4 pairs each; type1, which has neither, is one stratum. Within a stratum, pairs are taken in
 the order of the SHA-256 of their masked sentence: fixed, seed-free, and independent of the file's row order. A
-stratum with fewer pairs than its share gives all it has (the metadata says how many each got).
+stratum with fewer pairs than its share gives all it has (the metadata says how many each got). The prepared
+pairs are interleaved across the strata (the first pair of each stratum, then the second, ...), so that the first
+N of them, a smoke run's ``extract.limit``, are balanced too.
 """
 
 from __future__ import annotations
@@ -151,18 +153,20 @@ def pronoun_pairs(table: pd.DataFrame, kind: SynthType) -> tuple[pd.DataFrame, d
 
 
 def stratified_subset(pairs: pd.DataFrame, size: int | None) -> tuple[pd.DataFrame, dict[str, int]]:
-    """The fixed stratified subset of the module docstring (all pairs when ``size`` is None), in row order, and the
-    pairs taken per stratum (``<referent>/<y>``, or ``all`` on type1)."""
+    """The fixed stratified subset of the module docstring (all pairs when ``size`` is None) and the pairs taken per
+    stratum (``<referent>/<y>``, or ``all`` on type1). The pairs are interleaved: ordered by their rank within
+    their stratum, then by stratum, so that any first N of them (``extract.limit``) is itself nearly balanced."""
     stratum = pairs["referent"].fillna("").astype(str) + "/" + pairs["y"].astype(str)
     stratum = stratum.where(pairs["referent"].notna(), "all")
     names = sorted(stratum.unique())
-    if size is None:
-        return pairs, {s: int((stratum == s).sum()) for s in names}
-    order = pairs["key"].map(lambda k: hashlib.sha256(k.encode("utf-8")).hexdigest())
-    share = size // max(len(names), 1)
-    taken = pd.concat([order[stratum == s].sort_values(kind="stable").iloc[:share] for s in names] or [order.iloc[:0]])
-    chosen = pairs.loc[sorted(taken.index)].reset_index(drop=True)
-    return chosen, {s: int((stratum[taken.index] == s).sum()) for s in names}
+    digest = pairs["key"].map(lambda k: hashlib.sha256(k.encode("utf-8")).hexdigest())
+    ranked = pd.DataFrame({"stratum": stratum, "digest": digest}).sort_values(["stratum", "digest"], kind="stable")
+    ranked["rank"] = ranked.groupby("stratum").cumcount()
+    if size is not None:
+        ranked = ranked[ranked["rank"] < size // max(len(names), 1)]
+    order = ranked.sort_values(["rank", "stratum"], kind="stable").index
+    strata = {s: int((ranked["stratum"] == s).sum()) for s in names}
+    return pairs.loc[order].reset_index(drop=True), strata
 
 
 def read_synthbias(path: str | Path, kind: SynthType, subset: int | None) -> SynthPairs:
