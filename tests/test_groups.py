@@ -80,6 +80,35 @@ def test_golden_gpt_j(winobias_runs):
     assert r.gap.ci_low <= r.gap.gap <= r.gap.ci_high and r.gap.ci_low > 0.25
 
 
+def test_calibration_tests_of_gpt_j_by_group(winobias_runs, prepared_dir):
+    """WinoBias (y varies): each predicted-gender group's z is MAPIE's statistic on its pairs (every pair its own
+    cluster), Holm-corrected over the two groups; true_gender, a function of y, gets no test; overall, MAPIE's z."""
+    from mapie.metrics.calibration import spiegelhalter_statistic
+
+    scores = winobias_runs["gpt-j-6b"]
+    pairs = pd.read_parquet(prepared_dir / "winobias.parquet").set_index("pair_id", drop=False)
+    pairs["cluster"] = pairs["pair_id"]
+    metric = Params.model_validate(_params()).metrics
+    settings = Params.model_validate(_params(by=["pred_gender", "true_gender"], protocols=["identity"])).groups
+    out = {r["grouping"]: r for r in stage.run_groups(scores, pairs, None, None, settings, metric, "gpt-j")}
+    p, y = scores["p"].to_numpy(np.float64), scores["y"].to_numpy(np.float64)
+    labels, _ = by_group.gender_grouping(
+        "pred_gender", p, y, scores["gender_more"].to_numpy(object), scores["gender_less"].to_numpy(object)
+    )
+    cells = {c["group"]: c for c in out["pred_gender"]["groups"]}
+    for gender in ("male", "female"):
+        keep = labels == gender
+        assert cells[gender]["z"] == pytest.approx(spiegelhalter_statistic(y[keep], p[keep]), rel=1e-12)
+    low, high = sorted(c["p_z"] for c in cells.values())
+    assert sorted(c["p_z_holm"] for c in cells.values()) == pytest.approx([min(1, 2 * low), max(2 * low, high)])
+    assert out["pred_gender"]["variance"] == "rows" and out["true_gender"]["variance"] is None
+    assert out["true_gender"]["tests_reason"].startswith("true_gender is a function of y")
+    assert "z" not in out["true_gender"]["groups"][0]
+    overall = stage.overall_tests(p, y, scores["pair_id"].to_numpy(object), metric)
+    assert overall["z"] == pytest.approx(spiegelhalter_statistic(y, p), rel=1e-12) and overall["variance"] == "rows"
+    assert 0 < overall["p_consistency"] <= 1 and overall["reason"] is None
+
+
 # ------------------------------------------------------------------ cross-checks
 def _random(seed: int, n: int = 600, k: int = 4):
     rng = np.random.default_rng(seed)
@@ -302,12 +331,16 @@ def test_stage_writes_the_report_and_table(crowslike):
         want = _brute_soft_ece(scores["p"].to_numpy()[keep], ann["y_soft"].to_numpy(float)[keep])
         assert soft[kind]["ece"] == pytest.approx(want, abs=1e-12) and soft[kind]["n"] == keep.sum()
     assert m1["bias_type", "soft"]["n_left_out"] == 300 // 7 + 1
+    # y = 1 for every pair: no calibration test, and the report says why
+    assert report["tests"]["m1"]["reason"].startswith("y is 1 for every pair") and report["tests"]["m1"]["z"] is None
+    assert m1["bias_type", "identity"]["tests_reason"].startswith("y is 1") and "z" not in cells["gender"]
     report = json.loads((crowslike / "reports" / "groups" / "crowslike.json").read_text())
     md = doc_markdown(groups_doc({"crowslike": report}))
     assert "## crowslike: identity protocol, by bias_type" in md
     assert "| disability | – n = 12 < 20 | – n = 12 < 20 |" in md
     assert md.count("| largest gap |") == 2 * 3  # two protocols, three groupings that split the pairs
     assert md.index("by bias_type") < md.index("by pred_gender") < md.index("by position")
+    assert "calibration tests, all pairs" not in md
     # byte-reproducible
     stage.groups_benchmark(params, "crowslike", reports=crowslike / "again", root=crowslike)
     assert (crowslike / "again" / "groups" / "crowslike.json").read_bytes() == (

@@ -135,15 +135,19 @@ def test_benchmark_entries_of_the_shipped_file():
     params = load_params(ROOT / "params.yaml")
     gender = ["winobias", "winogender", "genderlex", "genderlex_person", "genderlex_someone"]
     identity = ["crows_pairs", "crows_pairs_shared", "winoqueer", "winoqueer_shared"]
-    assert list(params.benchmarks) == gender + identity
+    synth = ["synthbias_type2", "synthbias_type1"]
+    assert list(params.benchmarks) == gender + identity + synth
     crows, wq = "data/crows_pairs/crows_pairs_anonymized.csv", "data/winoqueer/winoqueer_benchmark.csv"
     assert {b: e.source for b, e in params.benchmarks.items() if e.imported} == dict(
         zip(identity, [crows, crows, wq, wq], strict=True)
     )
-    assert params.rules == dict.fromkeys(gender, "target") | dict(
+    assert params.rules == dict.fromkeys(gender + synth, "target") | dict(
         zip(identity, ["sentence", "shared"] * 2, strict=True)
     )
-    # the same pairs under two rules: the second entry of each source is its variant
+    assert {b: e.synthbias for b, e in params.benchmarks.items() if e.source and not e.imported} == dict(
+        zip(synth, ["type2", "type1"], strict=True)
+    )
+    # the same pairs under two rules: the second entry of each source is its variant (SynthBias's types are not)
     assert layout.rule_variants(params) == {"crows_pairs": ["crows_pairs_shared"], "winoqueer": ["winoqueer_shared"]}
     assert {b: e.cluster for b, e in params.benchmarks.items() if e.cluster != "pair"} == dict.fromkeys(
         ["winoqueer", "winoqueer_shared"], "template"

@@ -14,6 +14,9 @@ from typing import Literal
 DERIVED_GROUPINGS = ("pred_gender", "true_gender")
 GROUPING_COLUMNS = ("bias_type", "position", "first_diff", "n_targets", "y", "gender_more", "gender_less")
 GROUPINGS = DERIVED_GROUPINGS + GROUPING_COLUMNS
+# the groupings that are a function of the label y (true_gender: the gender of the side y points to): a calibration
+# test inside their groups conditions on the outcome it tests, so the groups stage gives them none
+OUTCOME_GROUPINGS = ("true_gender", "y")
 GroupingName = Literal[GROUPINGS]  # type: ignore[valid-type]
 # the two protocols of the groups stage (gece.stats.by_group): the paper's identity protocol and the annotators'
 # soft labels

@@ -28,6 +28,27 @@ class GroupCell(JsonReport):
     ci_low: Err
     ci_high: Err
     reason: str | None
+    z: Num = Field(None, description="Spiegelhalter's z of the group (gece.stats.calibration_tests)")
+    p_z: Num = Field(None, ge=0.0, le=1.0, description="its two-sided p-value")
+    p_z_holm: Num = Field(None, ge=0.0, le=1.0, description="Holm-corrected over the groups of the grouping")
+    p_consistency: Num = Field(
+        None, ge=0.0, le=1.0, description="consistency-resampling p-value of the group's ECE (y* ~ Bernoulli(p))"
+    )
+    p_consistency_holm: Num = Field(None, ge=0.0, le=1.0, description="Holm-corrected over the groups")
+
+
+class CalibrationTestReport(JsonReport):
+    """The calibration tests of every pair of a run (identity protocol, y varying); ``reason``: why none."""
+
+    n: int = Field(ge=0)
+    z: Num = Field(description="Spiegelhalter's z")
+    p_z: Num = Field(ge=0.0, le=1.0, description="its two-sided p-value")
+    ece: Num = Field(ge=0.0, le=1.0, description="the binned ECE, the consistency test's statistic")
+    p_consistency: Num = Field(ge=0.0, le=1.0, description="consistency-resampling p-value (one-sided)")
+    variance: Literal["rows", "clusters"] | None = Field(
+        description="the variance of z: independent rows, or the cluster sums (benchmarks.<b>.cluster)"
+    )
+    reason: str | None
 
 
 class GroupGapReport(JsonReport):
@@ -54,6 +75,10 @@ class GroupingReport(JsonReport):
     groups: list[GroupCell]
     gap: GroupGapReport | None
     reason: str | None
+    variance: Literal["rows", "clusters"] | None = Field(
+        None, description="the variance of the groups' z (None: not tested, see tests_reason)"
+    )
+    tests_reason: str | None = Field(None, description="why the groups carry no calibration tests")
 
 
 class GroupsReport(JsonReport):
@@ -67,3 +92,6 @@ class GroupsReport(JsonReport):
     level: float = Field(gt=0, lt=1)
     min_size: int = Field(ge=1)
     runs: dict[str, list[GroupingReport]]
+    tests: dict[str, CalibrationTestReport] = Field(
+        default_factory=dict, description="per run: the calibration tests of all its pairs (identity protocol)"
+    )

@@ -55,9 +55,9 @@ def benchmark_source(params: Params, benchmark: str) -> Path:
 def rule_variants(params: Params) -> dict[str, list[str]]:
     """The benchmarks read from one source (:func:`benchmark_source`) under several rules: the first entry of each
     source, in ``benchmarks`` order -> the later entries with the same source; only sources with several entries."""
-    by_source: dict[Path, list[str]] = {}
-    for b in params.benchmarks:
-        by_source.setdefault(benchmark_source(params, b), []).append(b)
+    by_source: dict[tuple[Path, str | None], list[str]] = {}
+    for b, entry in params.benchmarks.items():  # SynthBias's types are two benchmarks of one file, not variants
+        by_source.setdefault((benchmark_source(params, b), entry.synthbias), []).append(b)
     return {names[0]: names[1:] for names in by_source.values() if len(names) > 1}
 
 
@@ -87,7 +87,7 @@ def check_data(params: Params, source: str | Path) -> None:
     """
     missing = [
         f"benchmarks.{b}: {benchmark_source(params, b)} not found"
-        + (f" (benchmarks.{b}.source)" if entry.imported else "")
+        + (f" (benchmarks.{b}.source)" if entry.source is not None else "")
         for b, entry in params.benchmarks.items()
         if not benchmark_source(params, b).is_file()
     ]

@@ -154,8 +154,8 @@ def _source(value: object) -> str | None:
     if value is None or (isinstance(value, str) and value.strip()):
         return value  # type: ignore[return-value]
     raise ValueError(
-        "must be the path of a CrowS-Pairs-format CSV, e.g. data/crows_pairs/crows_pairs_anonymized.csv "
-        "(or no source: data/benchmarks/<name>.csv)"
+        "must be the path of a CrowS-Pairs-format CSV, e.g. data/crows_pairs/crows_pairs_anonymized.csv, or of "
+        "SynthBias with synthbias: type1|type2 (or no source: data/benchmarks/<name>.csv)"
     )
 
 
@@ -167,7 +167,8 @@ class BenchmarkSpec(Section):
     source: Annotated[str | None, PlainValidator(_source)] = Field(
         None,
         description="a CrowS-Pairs-format CSV the benchmark is read from (gece.io.crows: identity protocol, "
-        "annotations included); none: data/benchmarks/<name>.csv, gece's own format",
+        "annotations included), or SynthBias's CSV with synthbias; none: data/benchmarks/<name>.csv, gece's own "
+        "format",
     )
     rule: RuleName | None = Field(  # type: ignore[valid-type]
         None,
@@ -186,11 +187,36 @@ class BenchmarkSpec(Section):
         description="this benchmark is a gender-neutral rewrite of that one (the same pairs with the occupation "
         "word replaced): the neutral stage compares that benchmark with its rewrites, per model",
     )
+    synthbias: Literal["type1", "type2"] | None = Field(
+        None,
+        description="source is a SynthBias file (gece.io.synthbias): this type's he/she pronoun pairs, p the "
+        "preference for the male pronoun; type2: y = 1 when the referent's occupation is male-majority; type1: y = 1",
+    )
+    subset: int | None = Field(
+        None,
+        ge=4,
+        description="with synthbias: score this many pairs, a fixed stratified subset (gece.io.synthbias); "
+        "none: every pair",
+    )
 
     @property
     def imported(self) -> bool:
-        """Whether the benchmark is read from a CrowS-Pairs-format file (``source``)."""
-        return self.source is not None
+        """Whether the benchmark is read from a CrowS-Pairs-format file (``source`` without ``synthbias``)."""
+        return self.source is not None and self.synthbias is None
+
+    @property
+    def sentences_shown(self) -> bool:
+        """Whether the report may print the benchmark's sentences: not SynthBias's, whose licence (CC BY-NC-ND 4.0)
+        allows no derived files outside the data (its examples list pair ids and target words only)."""
+        return self.synthbias is None
+
+    @model_validator(mode="after")
+    def _synthbias_needs_source(self) -> BenchmarkSpec:
+        if self.synthbias is not None and self.source is None:
+            raise ValueError("synthbias needs source: the SynthBias file, data/synthbias/synthbias_data.csv")
+        if self.subset is not None and self.synthbias is None:
+            raise ValueError("subset is a SynthBias setting: give synthbias (type1 or type2), or no subset")
+        return self
 
 
 BENCHMARKS_HINT = (

@@ -5,6 +5,11 @@ For every run (:func:`gece.pipeline.runs.runs`), every grouping of ``groups.by``
 between groups -> ``reports/groups/<b>.json`` (``GroupsReport``) and the tables of ``reports/tables/groups.md``
 (Table-4-style tables). The groupings other than the genders are columns of the prepared pairs;
 the soft protocol reads the annotators' soft labels from ``artifacts/annotated/<b>.parquet``.
+
+Under the identity protocol, on a run whose y varies, every pair and every group of a grouping that is not a
+function of y also get the calibration tests of :mod:`gece.stats.calibration_tests` (Spiegelhalter's z, with the
+cluster-level variance where the benchmark has clusters, and consistency resampling of the ECE), Holm-corrected
+over the groups of the grouping. A run with one label for every pair gets none: its "ECE" is 1 − mean p.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import pandas as pd
 
 from gece import command
 from gece.errors import GeceError
-from gece.groupings import DERIVED_GROUPINGS
+from gece.groupings import DERIVED_GROUPINGS, OUTCOME_GROUPINGS
 from gece.io import layout
 from gece.io.groups_report import GroupsReport
 from gece.io.pair_rows import AnnotatedPair, PreparedPair
@@ -27,13 +32,15 @@ from gece.io.params import GroupsParams, MetricsParams, Params
 from gece.io.readers import read_table
 from gece.io.writer import write_json
 from gece.pipeline import runs
-from gece.stats import by_group
+from gece.stats import by_group, calibration_tests
 from gece.terminal import plain
 
 log = logging.getLogger("gece")
 
 NO_FILE = "no annotations: {path} does not exist (run `gece annotate --benchmark {b}`)"
 NO_LABELS = "no annotations: no pair of {b} has a soft label (y_soft is null everywhere in {path})"
+CONSTANT_Y = "y is {y:g} for every pair: no calibration to test (the identity protocol's cell is 1 − mean p)"
+OUTCOME_TEXT = "{grouping} is a function of y: a test inside its groups would condition on the outcome it tests"
 
 
 def soft_labels(benchmark: str, pairs: pd.DataFrame, root: Path = Path()) -> tuple[pd.Series | None, str | None]:
@@ -76,6 +83,62 @@ def group_counts(labels: np.ndarray, p: np.ndarray, rows: pd.DataFrame) -> dict[
         for i, name in enumerate(names)
         if n[i]
     }
+
+
+def constant_reason(y: np.ndarray) -> str | None:
+    """Why a run gets no calibration test: its pairs have one label (None when y varies, or there are no pairs)."""
+    values = np.unique(y)
+    return CONSTANT_Y.format(y=values[0]) if values.size == 1 else None
+
+
+def overall_tests(p: np.ndarray, y: np.ndarray, clusters: np.ndarray, metric: MetricsParams) -> dict:
+    """The calibration tests of every pair of a run (``CalibrationTestReport``), or why there are none."""
+    reason = constant_reason(y) or (None if p.size else "no pairs")
+    if reason:
+        return {
+            "n": int(p.size),
+            "z": None,
+            "p_z": None,
+            "ece": None,
+            "p_consistency": None,
+            "variance": None,
+            "reason": reason,
+        }
+    (test,), kind = calibration_tests.calibration_tests(
+        p, y, None, 1, None, metric.n_bins, metric.binning, metric.bootstrap, metric.seed, clusters
+    )
+    return {
+        "n": test.n,
+        "z": test.z,
+        "p_z": test.p_z,
+        "ece": test.ece,
+        "p_consistency": test.p_consistency,
+        "variance": kind,
+        "reason": None,
+    }
+
+
+def group_tests(
+    grouping: str,
+    labels: np.ndarray,
+    p: np.ndarray,
+    y: np.ndarray,
+    clusters: np.ndarray,
+    min_size: int,
+    metric: MetricsParams,
+) -> tuple[dict[str, dict], str | None, str | None]:
+    """Per group (named as :func:`gece.stats.by_group.encode` names it) its calibration tests, Holm-corrected over
+    the groups of at least ``min_size`` pairs; the variance kind of z; why there are none (then ``{}``)."""
+    reason = constant_reason(y) or (OUTCOME_TEXT.format(grouping=grouping) if grouping in OUTCOME_GROUPINGS else None)
+    if reason:
+        return {}, None, reason
+    names, codes = by_group.encode(labels)
+    tested = np.bincount(codes[codes >= 0], minlength=len(names)) >= min_size
+    results, kind = calibration_tests.calibration_tests(
+        p, y, codes, len(names), tested, metric.n_bins, metric.binning, metric.bootstrap, metric.seed, clusters
+    )
+    fields = ("z", "p_z", "p_z_holm", "p_consistency", "p_consistency_holm")
+    return {name: {k: getattr(r, k) for k in fields} for name, r in zip(names, results, strict=True) if r}, kind, None
 
 
 def run_groups(
@@ -131,7 +194,13 @@ def run_groups(
                     }
                 )
                 continue
-            extra = group_counts(labels, p, rows) if protocol == "identity" else {}
+            extra, kind, tests_reason = {}, None, None
+            if protocol == "identity":
+                extra = group_counts(labels, p, rows)
+                tested, kind, tests_reason = group_tests(
+                    grouping, labels, p, y, rows["cluster"].to_numpy(object), settings.min_size, metric
+                )
+                extra = {g: extra[g] | tested.get(g, {}) for g in extra}
             r = by_group.calibration_by_group(
                 p,
                 target,
@@ -155,6 +224,8 @@ def run_groups(
                     "groups": [vars(g) | extra.get(g.group, {}) for g in r.groups],
                     "gap": vars(r.gap),
                     "reason": None,
+                    "variance": kind,
+                    "tests_reason": tests_reason,
                 }
             )
     return out
@@ -176,11 +247,16 @@ def groups_benchmark(params: Params, benchmark: str, reports: str | Path = layou
         "level": m.ci,
         "min_size": params.groups.min_size,
         "runs": {},
+        "tests": {},
     }
     for name in runs.runs(params, benchmark, root):
         scores, _ = runs.load_scores(params, benchmark, name, runs.RUN_COLUMNS, root)
         report["runs"][name] = run_groups(
             scores, indexed, y_soft, soft_reason, params.groups, m, f"{benchmark} / {name}"
+        )
+        clusters = indexed.loc[scores["pair_id"].to_numpy(object), "cluster"].to_numpy(object)
+        report["tests"][name] = overall_tests(
+            scores["p"].to_numpy(np.float64), scores["y"].to_numpy(np.float64), clusters, m
         )
     GroupsReport.model_validate(report)
     out = layout.report_path(layout.groups_file(benchmark), reports)

@@ -4,7 +4,9 @@ per-annotator labels (``artifacts/annotations/<b>.parquet``, zero rows when it h
 A benchmark is a gece CSV (``data/benchmarks/<b>.csv``) or, when its params.yaml entry has a ``source``
 (``benchmarks.<b>.source``), a CrowS-Pairs-format file read by :mod:`gece.io.crows` (identity protocol: y = 1; the
 group is the CrowS ``bias_type``, so the gender-lexicon check is skipped; pairs that cannot be
-scored are dropped with one warning).
+scored are dropped with one warning), or, with ``benchmarks.<b>.synthbias``, SynthBias's pronoun pairs of one type,
+read by :mod:`gece.io.synthbias` (the rows each pairing rule removed, and the stratified subset's pairs per
+stratum, go into the prepared file's metadata and the log).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from gece import command
 from gece.errors import GeceError
 from gece.io import benchmarks, layout
 from gece.io.pair_rows import AnnotationRow, PreparedPair
-from gece.io.params import Cluster, PrepareParams
+from gece.io.params import BenchmarkSpec, Cluster, PrepareParams
 from gece.io.writer import write_table
 
 log = logging.getLogger("gece")
@@ -57,18 +59,24 @@ def prepare(
     annotations_out: str | Path | None = None,
     annotations_csv: str | Path | None = None,
     cluster: Cluster = "pair",
+    entry: BenchmarkSpec | None = None,
 ) -> pd.DataFrame:
     """A benchmark file -> prepared pairs at ``out`` (and the annotations at ``annotations_out`` when given).
 
     ``imported``: ``csv`` is a CrowS-Pairs-format file (:mod:`gece.io.crows`); ``name`` is the benchmark id
     (default: the gece CSV's file name). ``annotations_csv``: a per-annotator annotations CSV of the
     benchmark (:func:`gece.io.crows.read_annotations`). ``cluster``: the resampling unit of the ``cluster`` column
-    (:func:`gece.io.benchmarks.prepare_pairs`). Nothing is written unless both files can be.
+    (:func:`gece.io.benchmarks.prepare_pairs`). ``entry``: the benchmark's params.yaml entry, read for its
+    ``synthbias`` type and ``subset`` (:func:`synthbias_rows`). Nothing is written unless both files can be.
     """
     csv = Path(csv)
     name = name or benchmarks.benchmark_id(csv)
     meta = {"benchmark": name, "source": str(csv)}
-    if imported:
+    if entry is not None and entry.synthbias is not None:
+        rows, more = synthbias_rows(csv, name, entry)
+        meta |= more
+        warnings, n_rows, found = [], more["rows_read"], None
+    elif imported:
         from gece.io import crows
 
         data = crows.read_crows(csv)
@@ -132,6 +140,34 @@ def prepare(
         out,
     )
     return prepared
+
+
+def synthbias_rows(csv: Path, name: str, entry: BenchmarkSpec) -> tuple[pd.DataFrame, dict[str, str]]:
+    """SynthBias's pronoun pairs of ``entry.synthbias`` (:mod:`gece.io.synthbias`) as benchmark rows, and the
+    metadata that records the pairing rules' removals and the subset."""
+    from gece.io import synthbias
+
+    read = synthbias.read_synthbias(csv, entry.synthbias, entry.subset)
+    removed = ", ".join(f"{rule} {read.removed[rule]}" for rule in synthbias.RULES)
+    strata = ", ".join(f"{k} {v}" for k, v in read.strata.items())
+    log.info(
+        "%s: %d SynthBias %s pairs (rows removed: %s; pairs per stratum: %s)",
+        name,
+        len(read.pairs),
+        entry.synthbias,
+        removed,
+        strata,
+    )
+    meta = {
+        "format": "synthbias",
+        "rows_read": str(read.rows_read),
+        "removed_rows": removed,
+        "subset": "all" if entry.subset is None else str(entry.subset),
+        "strata": strata,
+        "protocol": "pronoun: p = preference for the male pronoun; "
+        + ("y = 1 (constant)" if entry.synthbias == "type1" else "y = 1: referent occupation male-majority"),
+    }
+    return read.pairs[["row", *benchmarks.REQUIRED, "bias_type"]], meta
 
 
 # the line `gece --help` shows for this command (read without importing this module)
@@ -207,6 +243,7 @@ def run(args: argparse.Namespace) -> int:
             annotations_out=layout.annotations(b),
             annotations_csv=extra if extra.is_file() else None,
             cluster=params.benchmarks[b].cluster,
+            entry=params.benchmarks[b],
         )
         return 0
     if args.csv is None or args.out is None:

@@ -100,6 +100,7 @@ class ReportData:
     provenance: dict = field(default_factory=dict)
     rules: dict[str, str] = field(default_factory=dict)  # benchmark -> the rule that scored it (params.rule_for)
     variants: dict[str, list[str]] = field(default_factory=dict)  # first entry of a source -> its later entries
+    hidden: set[str] = field(default_factory=set)  # benchmarks whose sentences are not shown (BenchmarkSpec)
 
 
 def constant_label(bins: list[dict] | None) -> int | None:

@@ -1,7 +1,8 @@
 """The confidently wrong examples: the pairs each run gets most confidently wrong, and their tables.
 
 :func:`confident_mistakes` picks them from a run's score rows (the report stage stores them in the
-``ReportData``); :func:`examples_docs` turns them into one ``examples_<benchmark>`` table per benchmark.
+``ReportData``); :func:`examples_docs` turns them into one ``examples_<benchmark>`` table per benchmark. A benchmark
+whose sentences may not be redistributed (``ReportData.hidden``: SynthBias) gets the pair ids and target words only.
 """
 
 from __future__ import annotations
@@ -48,9 +49,13 @@ def examples_docs(data: ReportData) -> list[TableDoc]:
         models = [m for m in data.runs.get(b, []) if data.examples.get((b, m))]
         if not models:
             continue
+        shown = b not in data.hidden
         columns = [
-            Column("sent_more", "sent_more", None, text=True),
-            Column("sent_less", "sent_less", None, text=True),
+            *(
+                [Column("sent_more", "sent_more", None, text=True), Column("sent_less", "sent_less", None, text=True)]
+                if shown
+                else []
+            ),
             Column("targets", "targets", None, text=True),
             Column("y", "y", None),
             Column("p", "p", None, digits=4),
@@ -63,8 +68,14 @@ def examples_docs(data: ReportData) -> list[TableDoc]:
                     Row(
                         [m, ex["pair_id"]],
                         [
-                            Cell(shown_text(ex["sent_more"]).strip(" ")),
-                            Cell(shown_text(ex["sent_less"]).strip(" ")),
+                            *(
+                                [
+                                    Cell(shown_text(ex["sent_more"]).strip(" ")),
+                                    Cell(shown_text(ex["sent_less"]).strip(" ")),
+                                ]
+                                if shown
+                                else []
+                            ),
                             Cell(shown_text(targets).strip(" ")),
                             Cell(ex["y"]),
                             Cell(ex["p"]),
@@ -73,13 +84,22 @@ def examples_docs(data: ReportData) -> list[TableDoc]:
                 )
                 seen.setdefault(ex["pair_id"], []).append(m)
         shared = sorted(((pid, ms) for pid, ms in seen.items() if len(ms) > 1), key=lambda x: (-len(x[1]), x[0]))
-        note = f"{len(models)} model{'s' if len(models) > 1 else ''}, up to {EXAMPLES_PER_RUN} pairs each. " + (
-            "In the lists of several models: "
-            + ", ".join(f"{pid} ({len(ms)} models)" for pid, ms in shared[:8])
-            + (f" and {len(shared) - 8} more" if len(shared) > 8 else "")
-            + "."
-            if shared
-            else "No pair is in the lists of two models."
+        note = (
+            f"{len(models)} model{'s' if len(models) > 1 else ''}, up to {EXAMPLES_PER_RUN} pairs each. "
+            + (
+                "In the lists of several models: "
+                + ", ".join(f"{pid} ({len(ms)} models)" for pid, ms in shared[:8])
+                + (f" and {len(shared) - 8} more" if len(shared) > 8 else "")
+                + "."
+                if shared
+                else "No pair is in the lists of two models."
+            )
+            + (
+                ""
+                if shown
+                else " The sentences are not shown: their licence (CC BY-NC-ND 4.0) allows no copies outside the data; "
+                f"look a pair up by its id in artifacts/prepared/{b}.parquet."
+            )
         )
         docs.append(
             TableDoc(

@@ -7,7 +7,10 @@ a last row holds the largest gap between groups with its interval, the two group
 p-value. Every cell remembers its file and JSON pointer, like the other tables. On a benchmark with the same label
 for every pair (y = 1 under the identity protocol) a group's identity-protocol "ECE" is 1 − mean p of the group
 (:mod:`gece.report.identity`), and the tables say so. A largest gap that is not a finding (its smaller group has
-few distinct pairs or its interval is wide: :func:`gece.report.gaps.gap_refusal`) is marked †.
+few distinct pairs or its interval is wide: :func:`gece.report.gaps.gap_refusal`) is marked †. Under the identity
+protocol on a benchmark whose y varies, each group's cell also gives its calibration tests
+(:mod:`gece.stats.calibration_tests`: Spiegelhalter's z and the Holm-corrected p-values of z and of the consistency
+resampling of its ECE), and one more table gives the tests of every pair of each run.
 """
 
 from __future__ import annotations
@@ -61,9 +64,59 @@ def _group_cell(result: Mapping | None, index: int | None, pointer: tuple, min_s
         value=g["ece"],
         low=g["ci_low"],
         high=g["ci_high"],
-        note=f"n = {g['n']}" + "".join(f", {v} {word}" for v, word in counts if v is not None and v != g["n"]),
+        note=f"n = {g['n']}"
+        + "".join(f", {v} {word}" for v, word in counts if v is not None and v != g["n"])
+        + _tests_note(g),
         ref={"value": ptr(*base, "ece"), "low": ptr(*base, "ci_low"), "high": ptr(*base, "ci_high")},
     )
+
+
+def _tests_note(g: Mapping) -> str:
+    """A group's calibration tests as text (empty when it has none): z and the Holm-corrected p-values."""
+    if g.get("p_z_holm") is None and g.get("p_consistency_holm") is None:
+        return ""
+    z = "z –" if g.get("z") is None else f"z = {g['z']:.2f}"
+    return (
+        f"; Spiegelhalter {z}, Holm {format_p(g.get('p_z_holm'))}; "
+        f"consistency Holm {format_p(g.get('p_consistency_holm'))}"
+    )
+
+
+TEST_ROWS = (
+    ("Spiegelhalter z", "z"),
+    ("its p-value (two-sided)", "p_z"),
+    ("binned ECE", "ece"),
+    ("consistency-resampling p-value", "p_consistency"),
+)
+
+
+def tests_table(b: str, report: Mapping) -> Table | None:
+    """The calibration tests of every pair of each run (``report["tests"]``), or None when no run has one."""
+    tests = report.get("tests") or {}
+    if not any(t["reason"] is None for t in tests.values()):
+        return None
+    rows = []
+    for label, key in TEST_ROWS:
+        cells = [
+            Cell(note=t["reason"] or "")
+            if t["reason"] or t[key] is None
+            else Cell(format_p(t[key]))
+            if key.startswith("p_")
+            else Cell(
+                value=t[key],
+                note=f"n = {t['n']}, {t['variance']} variance" if key == "z" else "",
+                ref={"value": ptr("tests", m, key)},
+            )
+            for m, t in tests.items()
+        ]
+        rows.append(Row([label], cells, layout.groups_file(b)))
+    note = (
+        "calibration tests of all pairs against y (identity protocol): Spiegelhalter's z (the standardised Brier "
+        "score; the cluster-level variance where the benchmark has clusters) with its two-sided normal p-value, and "
+        f"the one-sided p-value of the binned ECE under consistency resampling ({report['draws']} label sets "
+        "y* ~ Bernoulli(p), seeded): small p-values reject calibration"
+    )
+    return Table(f"{b}: calibration tests, all pairs", ["test"], [Column(m, m, None) for m in tests], rows, note)
 
 
 def _gap_cell(result: Mapping | None, pointer: tuple) -> Cell:
@@ -90,7 +143,7 @@ def benchmark_tables(b: str, report: Mapping, constant: bool = False) -> list[Ta
     """The tables of one benchmark's groups report, protocol by protocol; ``constant``: y is the same for every
     pair (:func:`gece.report.cells.constant_y`), so the identity protocol's cells are 1 − mean p."""
     runs = list(report["runs"])
-    tables = []
+    tables = [t for t in [tests_table(b, report)] if t is not None]
     for protocol in dict.fromkeys(r["protocol"] for results in report["runs"].values() for r in results):
         text = PROTOCOL_TEXT["identity_constant" if constant and protocol == "identity" else protocol]
         what = ": 1 − mean p per group, not calibration" if constant and protocol == "identity" else ""

@@ -78,7 +78,7 @@ def try_model(
     rules = dict(params.rules if params else {}) | ({benchmark: rule} if rule else {})
     entry = params.benchmarks.get(benchmark) if params else None
     imported = entry is not None and entry.imported
-    source = layout.benchmark_source(params, benchmark) if imported else layout.benchmark_csv(benchmark)
+    source = layout.benchmark_source(params, benchmark) if entry is not None else layout.benchmark_csv(benchmark)
     if not layout.prepared_path(benchmark).exists() and not Path(source).exists():  # name the option
         raise GeceError(
             f"--benchmark {benchmark!r}: neither {layout.prepared_path(benchmark)} nor {source} exists",
@@ -96,6 +96,7 @@ def try_model(
                 name=benchmark,
                 imported=imported,
                 cluster=entry.cluster if entry is not None else "pair",
+                entry=entry,
             )
         scores = Path(out) if out else Path(tmp) / benchmark / f"{model_id}.parquet"
         tokens = Path(tmp) / "tokens" / f"{benchmark}.parquet"
@@ -215,8 +216,9 @@ def reads(args: argparse.Namespace) -> list[Path]:
     model given as a local path (a directory or a .gguf file)."""
     params = command.params_if_valid(args)
     entry = params.benchmarks.get(args.benchmark) if params is not None else None
-    imported = entry is not None and entry.imported
-    source = layout.benchmark_source(params, args.benchmark) if imported else layout.benchmark_csv(args.benchmark)
+    source = (
+        layout.benchmark_source(params, args.benchmark) if entry is not None else layout.benchmark_csv(args.benchmark)
+    )
     model = params.registry[args.model].source if params is not None and args.model in params.registry else args.model
     local = [Path(model)] if os.path.lexists(model) else []
     return [layout.prepared_path(args.benchmark), Path(source), *local]
