@@ -17,6 +17,7 @@ of those, these are not inputs of the command and are allowed (:func:`allowed`):
 - DVC's and git's internals (a path with a ``.dvc`` or ``.git`` component, ``.dvcignore``, ``.gitignore``);
 - the Python environment gece runs in (``sys.prefix``, which ``make install`` puts inside the repository as
   ``.venv``): installed packages and their metadata, a packaged model's GGUF (named by its ``package:`` source);
+- gece's own installed metadata (``src/gece.egg-info``, which an editable install writes beside the package);
 - a path that does not exist (an open that failed read nothing);
 - files the command itself wrote or created earlier in the same run (a temporary directory, a file it
   prepared and then reads).
@@ -34,6 +35,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "gece"
+METADATA = ROOT / "src" / "gece.egg-info"
 JUDGED = (Path(os.path.realpath(ROOT)), Path(os.path.realpath(tempfile.gettempdir())))
 ENVIRONMENT = tuple({Path(os.path.realpath(p)) for p in (sys.prefix, sys.base_prefix)})
 WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
@@ -66,7 +68,7 @@ def allowed(path: Path) -> bool:
         return True
     if {".dvc", ".git"} & set(path.parts) or path.name in (".dvcignore", ".gitignore"):
         return True
-    if any(path.is_relative_to(env) for env in ENVIRONMENT):
+    if any(path.is_relative_to(env) for env in ENVIRONMENT) or path.is_relative_to(METADATA):
         return True
     return any(path == w or path.is_relative_to(w) for w in WATCH.written)
 
