@@ -35,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "annotate": "gece.pipeline.annotate",
     "extract": "gece.pipeline.extract",
     "score": "gece.pipeline.score",
+    "lmeval-run": "gece.lmeval.stage",
     "metrics": "gece.pipeline.metrics",
     "calibrate": "gece.pipeline.calibrate",
     "ablate": "gece.pipeline.ablate",
