@@ -207,3 +207,34 @@ def test_dvc_repro_resumes_and_reruns_only_the_changed_task(workdir, monkeypatch
     out = repro(workdir, "-f", "-s", "lmeval@winobias-smol-h").stdout
     assert calls(workdir)[4:] == [] and "unchanged since the recorded run, reused" in out, out
     assert (workdir / "artifacts/scores/winobias/smol-h.parquet").is_file()
+
+
+def test_one_command_writes_the_import_stages_of_samples_from_elsewhere(tmp_path, monkeypatch):
+    """``source: lmeval:<directory>``: ``gece lmeval-stages`` tracks the directory and adds one import stage per
+    benchmark with samples; ``dvc repro`` then writes the score file."""
+    from .test_lmeval import good_samples, write_samples
+
+    monkeypatch.chdir(tmp_path)
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    params["benchmarks"] = {"winobias": {}, "winogender": {}}
+    params["models"], params["references"], params["ablate"]["special_tokens"] = [], [], {}
+    params["registry"]["smol-lm"] = {"source": "lmeval:lm"}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    (tmp_path / "data").symlink_to(DATA)
+    prepare_stage.prepare(DATA / "benchmarks" / "winobias.csv", tmp_path / "artifacts/prepared/winobias.parquet")
+    write_samples(tmp_path, good_samples())
+    (tmp_path / ".gitignore").write_text("/data\n")
+    for cmd in (["git", "init", "-q"], ["dvc", "init", "-q"]):
+        subprocess.run(cmd, cwd=tmp_path, check=True)
+    assert main(["lmeval-stages", "--model", "smol-lm"]) == 0
+    stages = yaml.safe_load((tmp_path / "dvc.yaml").read_text())["stages"]
+    assert list(stages) == ["lmeval-import-smol-lm-winobias"]  # winogender has no samples
+    deps = set(stages["lmeval-import-smol-lm-winobias"]["deps"])
+    assert deps == {"lm", "artifacts/prepared/winobias.parquet", "src/gece"}
+    assert (tmp_path / "lm.dvc").is_file()
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src/gece").symlink_to(ROOT / "src/gece")
+    repro(tmp_path)
+    assert (tmp_path / "artifacts/scores/winobias/smol-lm.parquet").is_file()
+    assert main(["lmeval-stages", "--model", "smol-lm", "--benchmark", "winogender"]) == 0  # --benchmark: as asked
+    assert "lmeval-import-smol-lm-winogender" in yaml.safe_load((tmp_path / "dvc.yaml").read_text())["stages"]
