@@ -55,7 +55,7 @@ COMMANDS: dict[str, str] = {
     "lmeval-export": "gece.lmeval.export",
     "lmeval-model": "gece.lmeval.model",
     "lmeval-import": "gece.lmeval.imports",
-    "lmeval-stages": "gece.tools.lmeval_stages",
+    "lmeval-stages": "gece.lmeval.dvc_stages",
     "stage-deps": "gece.tools.stage_deps",
 }
 

@@ -70,14 +70,14 @@ def writes(args: argparse.Namespace) -> dict[str, Path]:
 
 def entry(params: object, model: str, benchmark: str) -> HarnessSpec:
     """The registry entry ``model``, checked to be an lm-eval run of ``benchmark``."""
+    if benchmark not in params.benchmarks:  # type: ignore[attr-defined]
+        raise GeceError(f"--benchmark {benchmark!r}: not a benchmark of params.yaml", hint="see benchmarks")
     spec = params.registry.get(model)  # type: ignore[attr-defined]
     if not is_harness(spec):
         raise GeceError(
             f"--model {model!r}: not a registry entry with engine: {ENGINE}",
             hint="give it engine: lm-eval and a harness: block, and list it under lmeval_runs (docs/lmeval.md)",
         )
-    if benchmark not in params.benchmarks:  # type: ignore[attr-defined]
-        raise GeceError(f"--benchmark {benchmark!r}: not a benchmark of params.yaml", hint="see benchmarks")
     return spec  # type: ignore[return-value]
 
 

@@ -77,6 +77,10 @@ def dvc(words: list[str]) -> None:
 def run(args: argparse.Namespace) -> int:
     command.check_id(args.model, "--model")
     params = command.require_params(args)
+    for b in args.benchmark or []:
+        command.check_id(b, "--benchmark")
+        if b not in params.benchmarks:
+            raise GeceError(f"--benchmark {b!r}: not a benchmark of {args.params}", hint="see benchmarks")
     spec = params.registry.get(args.model)
     directory = samples.output_dir(spec.source) if spec is not None else None
     if directory is None:
@@ -88,10 +92,6 @@ def run(args: argparse.Namespace) -> int:
         raise GeceError(
             f"{directory}: no such directory (the lm-eval output of {args.model})", hint="run lm_eval first"
         )
-    for b in args.benchmark or []:
-        command.check_id(b, "--benchmark")
-        if b not in params.benchmarks:
-            raise GeceError(f"--benchmark {b!r}: not a benchmark of {args.params}", hint="see benchmarks")
     chosen = args.benchmark or with_samples(directory, list(params.benchmarks))
     if not chosen:
         raise GeceError(
