@@ -56,6 +56,8 @@ ALLOWED_ARGS: dict[str, tuple[str, ...]] = {
     "local-completions": ("model", "base_url", "tokenizer_backend", "num_concurrent", "max_retries", "max_length"),
 }
 
+REMOTE_CODE = "trust_remote_code"  # refused in model_args: gece never runs a model's own code
+
 # the model_args gece writes: the model directory it gated, and the BOS option of the export
 GECE_ARGS = ("pretrained", "tokenizer", "add_bos_token")
 
@@ -90,8 +92,8 @@ class Harness(Section):
     def _arguments(self) -> Harness:
         allowed = ALLOWED_ARGS[self.model]
         for key, value in self.model_args.items():
-            if key == "trust_remote_code":
-                raise ValueError("model_args.trust_remote_code: gece never runs a model's own code; remove it")
+            if key == REMOTE_CODE:
+                raise ValueError("model_args.trust_remote_code is refused: gece never runs a model's own code; remove it")
             if key in GECE_ARGS:
                 raise ValueError(
                     f"model_args.{key}: gece writes it (the model directory it checked, and the BOS option of "

@@ -97,7 +97,7 @@ def api_bos(spec: HarnessSpec, model_dir: Path, add_bos: bool | None) -> bool | 
         return add_bos
     from transformers import AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(model_dir)
+    tok = AutoTokenizer.from_pretrained(model_dir, trust_remote_code=False)
     return tok.bos_token_id is not None and tok.encode("a")[:1] == [tok.bos_token_id]
 
 
