@@ -93,7 +93,7 @@ class Harness(Section):
         allowed = ALLOWED_ARGS[self.model]
         for key, value in self.model_args.items():
             if key == REMOTE_CODE:
-                raise ValueError("model_args.trust_remote_code is refused: gece never runs a model's own code; remove it")
+                raise ValueError(f"model_args.{REMOTE_CODE} is refused: gece never runs a model's own code")
             if key in GECE_ARGS:
                 raise ValueError(
                     f"model_args.{key}: gece writes it (the model directory it checked, and the BOS option of "
