@@ -238,3 +238,8 @@ def test_one_command_writes_the_import_stages_of_samples_from_elsewhere(tmp_path
     assert (tmp_path / "artifacts/scores/winobias/smol-lm.parquet").is_file()
     assert main(["lmeval-stages", "--model", "smol-lm", "--benchmark", "winogender"]) == 0  # --benchmark: as asked
     assert "lmeval-import-smol-lm-winogender" in yaml.safe_load((tmp_path / "dvc.yaml").read_text())["stages"]
+
+
+def test_gece_extracts_no_tokens_for_an_lm_eval_entry(workdir, capsys):
+    assert main(["extract", "--model", "smol-h"]) == 2
+    assert "has engine: lm-eval" in capsys.readouterr().err
