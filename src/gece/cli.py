@@ -35,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "annotate": "gece.pipeline.annotate",
     "extract": "gece.pipeline.extract",
     "score": "gece.pipeline.score",
+    "lmeval-run": "gece.lmeval.stage",
     "metrics": "gece.pipeline.metrics",
     "calibrate": "gece.pipeline.calibrate",
     "ablate": "gece.pipeline.ablate",
@@ -54,6 +55,7 @@ COMMANDS: dict[str, str] = {
     "lmeval-export": "gece.lmeval.export",
     "lmeval-model": "gece.lmeval.model",
     "lmeval-import": "gece.lmeval.imports",
+    "lmeval-stages": "gece.lmeval.dvc_stages",
     "stage-deps": "gece.tools.stage_deps",
 }
 

@@ -16,8 +16,10 @@ import yaml
 from pydantic import (
     BaseModel,
     BeforeValidator,
+    Discriminator,
     Field,
     PlainValidator,
+    Tag,
     ValidationError,
     model_validator,
 )
@@ -25,6 +27,7 @@ from pydantic import (
 from gece.calibration_methods import METHOD_NAMES, MethodName
 from gece.errors import GeceError
 from gece.groupings import GROUP_PROTOCOLS, GROUPINGS, GroupingName, GroupProtocol
+from gece.io.harness_entry import HarnessSpec, entry_kind, is_harness
 from gece.io.model_entry import LMEVAL_PREFIX, Id, ModelSpec, Section
 from gece.rule_registry import DEFAULT_RULE, RULE_NAMES, SUMMARY, RuleName
 
@@ -236,13 +239,21 @@ def _entries(value: object) -> object:
     return value
 
 
+# a registry entry: scored by gece's engine (ModelSpec) or by lm-evaluation-harness (engine: lm-eval, HarnessSpec)
+Entry = Annotated[
+    Annotated[ModelSpec, Tag("ModelSpec")] | Annotated[HarnessSpec, Tag("HarnessSpec")], Discriminator(entry_kind)
+]
+ENTRY_TAGS = ("ModelSpec", "HarnessSpec")  # not a key of params.yaml: left out of the keys errors name
+
+
 class Params(Section):
     benchmarks: Annotated[dict[Id, BenchmarkSpec], BeforeValidator(_entries)] = Field(
         min_length=1, description="one entry per benchmark: name -> source, rule, neutral_of"
     )
     models: list[Id]
     references: list[Id] = []  # noqa: RUF012 (pydantic copies the default; ruff cannot see the base is pydantic)
-    registry: dict[Id, ModelSpec]
+    lmeval_runs: list[Id] = []  # noqa: RUF012 (the registry entries with engine: lm-eval that the lmeval stage runs)
+    registry: dict[Id, Entry]
     prepare: PrepareParams = PrepareParams()
     extract: ExtractParams = ExtractParams()
     metrics: MetricsParams = MetricsParams()
@@ -293,7 +304,8 @@ class Params(Section):
         wrong = [m for m in self.references if self.registry[m].reference is None]
         if wrong:
             raise ValueError(f"references {wrong} have no reference:<name> source: a model to score goes under models")
-        run_ids = {*self.models, *self.references} | {
+        self._lmeval_runs()
+        run_ids = {*self.models, *self.references, *self.lmeval_runs} | {
             m for m, spec in self.registry.items() if spec.source.startswith(LMEVAL_PREFIX)
         }
         for m, spec in self.registry.items():
@@ -302,7 +314,7 @@ class Params(Section):
             if spec.checked_against is not None and spec.checked_against not in run_ids:
                 raise ValueError(
                     f"registry.{m}.checked_against names {spec.checked_against!r}, which is not a run (models, "
-                    "references or an lmeval: source); name one, or remove checked_against"
+                    "references, lmeval_runs or an lmeval: source); name one, or remove checked_against"
                 )
         pairs = [m for kv in self.ablate.special_tokens.items() for m in kv if m not in self.models]
         if pairs:
@@ -311,6 +323,25 @@ class Params(Section):
                 "(and registry) or fix the names"
             )
         return self
+
+    def _lmeval_runs(self) -> None:
+        wrong = [m for m in [*self.models, *self.references] if is_harness(self.registry[m])]
+        if wrong:
+            raise ValueError(
+                f"{wrong} have engine: lm-eval: lm-eval scores them, so they go under lmeval_runs, not under "
+                "models or references (docs/lmeval.md)"
+            )
+        unknown = [m for m in self.lmeval_runs if m not in self.registry]
+        if unknown:
+            raise ValueError(f"lmeval_runs {unknown} have no entry under registry; add one or remove them")
+        wrong = [m for m in self.lmeval_runs if not is_harness(self.registry[m])]
+        if wrong:
+            raise ValueError(
+                f"lmeval_runs {wrong} have no engine: lm-eval; an entry of lmeval_runs sets engine: lm-eval and "
+                "its harness: block (docs/lmeval.md); gece's own runs go under models"
+            )
+        if len(set(self.lmeval_runs)) != len(self.lmeval_runs):
+            raise ValueError(f"lmeval_runs {self.lmeval_runs} names an entry twice")
 
     @model_validator(mode="after")
     def _benchmark_entries(self) -> Params:
@@ -366,7 +397,8 @@ def _suggest(loc: tuple, raw: dict) -> str:
     """'did you mean' for an unknown key, from the keys the model allows at that place (inside a mapping of
     entries, ``benchmarks.<b>`` or ``registry.<m>``, those of an entry)."""
     model: Any = Params
-    parts = iter(loc[:-1])
+    tag = next((p for p in loc if p in ENTRY_TAGS), "ModelSpec")  # a registry entry's schema
+    parts = iter([p for p in loc[:-1] if p not in ENTRY_TAGS])
     for part in parts:
         field = model.model_fields.get(part) if isinstance(part, str) and hasattr(model, "model_fields") else None
         if field is None:
@@ -376,6 +408,8 @@ def _suggest(loc: tuple, raw: dict) -> str:
             ann = get_args(ann)[1]
             if next(parts, None) is None:
                 return ""
+        if ann is Entry:
+            ann = HarnessSpec if tag == "HarnessSpec" else ModelSpec
         model = ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
         if model is None:
             return ""
@@ -388,7 +422,7 @@ def _key(loc: tuple) -> str:
     if loc and loc[-1] == "[key]":
         return f"{_key(loc[:-2])} key {loc[-2]!r}" if len(loc) > 2 else f"key {loc[-2]!r}"
     out = ""
-    for part in loc:
+    for part in (p for p in loc if p not in ENTRY_TAGS):
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out or "(top level)"
 

@@ -386,6 +386,7 @@ def reads(args: argparse.Namespace) -> list[Path]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from gece.io.harness_entry import is_harness
     from gece.io.model_entry import ID_HELP, is_id
 
     if not is_id(args.model):  # a path or a hub id, most likely: say where it goes
@@ -406,6 +407,11 @@ def run(args: argparse.Namespace) -> int:
             hint=f"registered models: {', '.join(params.registry) or '(none)'}; {model_hint(args.model)}",
         )
     spec = params.registry[args.model]
+    if is_harness(spec):
+        raise GeceError(
+            f"--model {args.model!r} has engine: lm-eval: lm-evaluation-harness scores it, gece extracts no tokens",
+            hint=f"the lmeval stage runs it: gece lmeval-run --model {args.model} --benchmark <b> (docs/lmeval.md)",
+        )
     if spec.reference is not None:
         raise GeceError(
             f"--model {args.model!r} has source {spec.source}: released scores are read, not extracted",

@@ -146,7 +146,7 @@ def _read_run(
     meta = _read_optional(layout.meta_path(scores), ImportMeta if m in data.lmeval else ExtractMeta)
     if meta is not None and scores.exists():
         writer = (
-            f"gece lmeval-import --model {m} --benchmark {b}"
+            f"gece lmeval-import --model {m} --benchmark {b} (or gece lmeval-run)"
             if m in data.lmeval
             else f"gece score --benchmark {b} --model {m}"
         )

@@ -20,6 +20,7 @@ import pandas as pd
 
 from gece.errors import GeceError
 from gece.io import layout
+from gece.io.harness_entry import is_harness
 from gece.io.inputs import check_unique_ids, read_text
 from gece.io.metric_reports import MetricsReport
 from gece.io.model_entry import LMEVAL_PREFIX, check_id
@@ -49,8 +50,13 @@ def runs(params: Params, benchmark: str, root: Path = Path()) -> list[str]:
 
 
 def lmeval_ids(params: Params) -> list[str]:
-    """The run ids of the registry whose source is ``lmeval:<directory>`` (lm-eval's samples, imported)."""
-    return [m for m, spec in params.registry.items() if spec.source.startswith(LMEVAL_PREFIX)]
+    """The run ids of the registry that lm-eval scored: a source ``lmeval:<directory>`` (lm-eval's samples,
+    imported), or ``engine: lm-eval`` and listed in ``lmeval_runs`` (run by the lmeval stage)."""
+    return [
+        m
+        for m, spec in params.registry.items()
+        if spec.source.startswith(LMEVAL_PREFIX) or (is_harness(spec) and m in params.lmeval_runs)
+    ]
 
 
 def is_reference(params: Params, model: str) -> bool:

@@ -332,8 +332,9 @@ def _provenance_html(data: ReportData) -> str:
     lmeval = sorted({m for b in data.benchmarks for m in data.runs.get(b, []) if m in data.lmeval})
     if lmeval:
         out.append(
-            f"<p>{esc(', '.join(lmeval))}: lm-eval runs, imported from lm-evaluation-harness's logged samples "
-            "(registry source <code>lmeval:&lt;directory&gt;</code>, docs/lmeval.md). Their log-likelihoods are "
+            f"<p>{esc(', '.join(lmeval))}: lm-eval runs, scored by lm-evaluation-harness (registry "
+            "<code>engine: lm-eval</code>, or its logged samples imported from <code>lmeval:&lt;directory&gt;</code>; "
+            "docs/lmeval.md). Their log-likelihoods are "
             "float32 sums, not byte-identical across machines, batch sizes or backends; they cover the pairs "
             "lm-eval can score exactly (coverage below).</p>"
         )

@@ -1,0 +1,50 @@
+"""A stand-in ``lm_eval`` for the tests of the lmeval stage: it reads the task gece exported (``--include_path``),
+answers every request with a made-up log-likelihood, writes lm-eval's two files under ``--output_path`` as lm-eval
+0.4 names them, and appends its argument list to ``$STANDIN_LOG`` (one JSON list a line). ``$STANDIN_FAIL`` names a
+task it fails on (exit 3, nothing written), as a crashed lm-eval would."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import yaml
+
+DATE = "2026-12-06T07-00-00.000000"
+
+
+def flag(argv: list[str], name: str) -> str:
+    return argv[argv.index(name) + 1]
+
+
+def main(argv: list[str]) -> int:
+    with open(os.environ["STANDIN_LOG"], "a") as log:
+        log.write(json.dumps(argv) + "\n")
+    task = flag(argv, "--tasks")
+    if os.environ.get("STANDIN_FAIL") == task:
+        print(f"stand-in lm_eval: failing on {task}", file=sys.stderr)
+        return 3
+    (config,) = Path(flag(argv, "--include_path")).glob(f"{task}.yaml")
+    docs = yaml.safe_load(config.read_text())["dataset_kwargs"]["data_files"]["test"]
+    out = Path(flag(argv, "--output_path")) / "model"
+    out.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for i, line in enumerate(Path(docs).read_text().splitlines()):
+        doc = json.loads(line)
+        if "contexts" in doc:
+            reqs = [(c, doc["continuation"]) for c in doc["contexts"]]
+        else:
+            reqs = [(doc["context"], c) for c in doc["choices"]]
+        args = {f"gen_args_{k}": {"arg_0": c, "arg_1": t} for k, (c, t) in enumerate(reqs)}
+        resps = [[str(-1.0 - (i % 7) / 10), "False"], [str(-1.5 + (i % 5) / 10), "False"]]
+        lines.append(json.dumps({"doc_id": i, "doc": doc, "arguments": args, "filtered_resps": resps}))
+    (out / f"samples_{task}_{DATE}.jsonl").write_text("\n".join(lines) + "\n")
+    results = {"lm_eval_version": "0.4.13", "config": {"model": flag(argv, "--model"), "model_args": "dtype=float32"}}
+    (out / f"results_{DATE}.json").write_text(json.dumps(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
