@@ -18,6 +18,11 @@ class CompareCell(JsonReport):
     p_value: Num
     mde: Num = Field(description="minimum difference detected with the configured power at alpha")
     p_holm: Num
+    level_holm: Num = Field(
+        None, description="the level of the Holm interval: 1 − alpha · p_value / p_holm (the level Holm tests at)"
+    )
+    ci_low_holm: Num = Field(None, description="the interval at level_holm: it excludes 0 iff significant_holm")
+    ci_high_holm: Num = None
     significant: bool
     significant_holm: bool
 
@@ -25,6 +30,7 @@ class CompareCell(JsonReport):
 class ComparePair(JsonReport):
     a: str
     b: str
+    identical: bool = Field(False, description="a and b give every pair the same p: one run, scored twice")
     metrics: dict[str, CompareCell]
 
 

@@ -81,6 +81,7 @@ def load_report_data(
         special_pairs=dict(params.ablate.special_tokens),
         rules=params.rules,
         variants=layout.rule_variants(params),
+        headline_method=params.calibrate.headline,
     )
     lost: dict[str, list[tuple[str, str]]] = {k: [] for k in LOST}
     for b in benchmarks:

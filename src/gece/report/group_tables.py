@@ -165,7 +165,8 @@ def groups_doc(reports: Mapping[str, Mapping], constant: Collection[str] = ()) -
         if first is None
         else (
             f" ({first['n_bins']} {first['binning'].replace('_', '-')} bins over p, {first['level']:.0%} "
-            f"bias-corrected bootstrap intervals from {first['draws']} resamples of pairs, the same for every group of "
+            f"bias-corrected bootstrap intervals from {first['draws']} resamples of clusters (the pairs, or the "
+            "column params.yaml `benchmarks.<b>.cluster` names: WinoQueer's templates), the same for every group of "
             f"a run; groups of fewer than {first['min_size']} pairs get no ECE)"
         )
     )

@@ -15,7 +15,13 @@ import numpy as np
 from gece.registry import ESTIMATORS
 from gece.stats import metrics
 from gece.stats.bootstrap import bootstrap, subsample
-from gece.stats.intervals import bias_corrected_interval, bias_corrected_p, detectable_difference, holm
+from gece.stats.intervals import (
+    bias_corrected_interval,
+    bias_corrected_p,
+    detectable_difference,
+    holm,
+    holm_level,
+)
 from gece.stats.metrics import Binning
 
 
@@ -176,7 +182,11 @@ def compare(
     pairs of ``power_runs`` (the paper runs, where the benchmark has them; else every run):
     median, min and max. ``p_holm``
     adjusts the p-values of the metrics compared for one pair of models (Holm–Bonferroni over
-    ``keys``). Across many pairs, mind that a bootstrap p-value cannot fall below 2/(draws + 1).
+    ``keys``), and ``ci_low_holm``/``ci_high_holm`` is the interval at the level Holm tests that
+    metric at (:func:`gece.stats.intervals.holm_level`), so that it excludes 0 exactly when
+    ``significant_holm``. ``identical``: the two runs give every pair the same p (one run scored
+    twice; its pairs are left out of the power summary). Across many pairs, mind that a bootstrap
+    p-value cannot fall below 2/(draws + 1).
     """
     align_runs(runs)
     point = {}
@@ -189,10 +199,11 @@ def compare(
         )
     pairs = []
     for a, b in combinations(runs, 2):
-        entry = {"a": a, "b": b, "metrics": {}}
+        entry = {"a": a, "b": b, "identical": bool(np.array_equal(runs[a].p, runs[b].p)), "metrics": {}}
+        diffs = {}
         for k in keys:
             va, vb = _value(point[a][k][0]), _value(point[b][k][0])
-            d = draws_by_run[a][k] - draws_by_run[b][k]
+            diffs[k] = d = draws_by_run[a][k] - draws_by_run[b][k]
             diff = None if va is None or vb is None else va - vb
             lo, hi = bias_corrected_interval(d, diff, level)
             entry["metrics"][k] = {
@@ -204,16 +215,24 @@ def compare(
                 "p_value": bias_corrected_p(d, diff),
                 "mde": detectable_difference(d, alpha, power),
             }
-        pairs.append(entry)
-    for entry in pairs:  # Holm's family: the metrics compared for one pair of models
-        cells = list(entry["metrics"].values())
-        for m, adj in zip(cells, holm([m["p_value"] for m in cells]), strict=True):
+        # Holm's family: the metrics compared for one pair of models
+        cells = entry["metrics"]
+        for k, adj in zip(keys, holm([cells[k]["p_value"] for k in keys]), strict=True):
+            m = cells[k]
             m["p_holm"] = adj
             m["significant"] = m["p_value"] is not None and m["p_value"] < alpha
             m["significant_holm"] = adj is not None and adj < alpha
+            m["level_holm"] = holm_level(m["p_value"], adj, alpha, level)
+            m["ci_low_holm"], m["ci_high_holm"] = (
+                (None, None)
+                if m["level_holm"] is None
+                else bias_corrected_interval(diffs[k], m["diff"], m["level_holm"])
+            )
+        pairs.append(entry)
     n = len(next(iter(runs.values())).p)
     chosen = [r for r in (power_runs or []) if r in runs]
     power_pairs = [e for e in pairs if e["a"] in chosen and e["b"] in chosen] if len(chosen) > 1 else pairs
+    power_pairs = [e for e in power_pairs if not e["identical"]]  # one run scored twice has no spread to tell
     summary = {}
     for k in keys:
         mdes = [e["metrics"][k]["mde"] for e in power_pairs if e["metrics"][k]["mde"] is not None]

@@ -20,7 +20,8 @@ fix none of the intervals that miss their estimate (tests/test_intervals.py chec
 p < 1 − level exactly when 0 lies (about) outside the interval.
 
 **Holm (1979).** Step-down adjusted p-values: sort the m p-values, p_(i) · (m − i + 1),
-running maximum, capped at 1.
+running maximum, capped at 1. The interval shown beside a Holm verdict is taken at the level that
+test is held to, 1 − α · p / p_holm (:func:`holm_level`), so verdict and interval agree.
 """
 
 from __future__ import annotations
@@ -81,6 +82,22 @@ def holm(pvalues: Sequence[float | None]) -> list[float | None]:
         running = max(running, min(1.0, (m - rank) * pvalues[i]))
         adjusted[i] = running
     return adjusted
+
+
+def holm_level(p: float | None, p_holm: float | None, alpha: float, level: float) -> float | None:
+    """The level of the interval that agrees with Holm's verdict on one test: 1 − alpha · p / p_holm.
+
+    Holm rejects when p_holm = c · p < alpha, i.e. when p < alpha / c, with c = p_holm / p >= 1 the
+    test's multiplier (its step-down factor m − i + 1, or more by the running maximum); the percentile
+    interval at level 1 − alpha / c excludes 0 exactly when p < alpha / c (the p-value and the interval
+    come from the same shifted draws). ``level`` where p is 0 (no multiplier to read); None when
+    undefined.
+    """
+    if p is None or p_holm is None:
+        return None
+    if p <= 0 or p_holm <= 0:
+        return level
+    return 1.0 - alpha * p / p_holm
 
 
 def detectable_difference(draws: np.ndarray, alpha: float = 0.05, power: float = 0.8) -> float | None:
