@@ -14,7 +14,7 @@ from gece.pipeline import report_data as loader
 from gece.report import answers
 from gece.report.cells import ReportData
 from gece.report.gaps import GAP_MAX_WIDTH
-from gece.stats.intervals import holm, holm_level
+from gece.stats.intervals import holm, holm_alpha
 
 from .report_data import report_pages
 from .test_report import parse_page
@@ -30,7 +30,7 @@ def _cell(diff, lo, hi, p, p_holm, holm_ci=None):
         "p_value": p,
         "p_holm": p_holm,
         "significant_holm": p_holm < 0.05,
-        "level_holm": holm_level(p, p_holm, 0.05, 0.95),
+        "level_holm": 1 - holm_alpha(p, p_holm, 0.05),
         "ci_low_holm": lo_holm,
         "ci_high_holm": hi_holm,
     }

@@ -112,7 +112,7 @@ def sample_size_table(data: ReportData) -> TableDoc:
 
 def binning_table(data: ReportData) -> TableDoc:
     tables = []
-    for b in data.benchmarks:
+    for b in (b for b in data.benchmarks if not constant_y(data, b)):
         models = [m for m in data.runs.get(b, []) if (b, m) in data.binning]
         if not models:
             continue
@@ -137,7 +137,8 @@ def binning_table(data: ReportData) -> TableDoc:
         "ECE by number and kind of bins",
         "Paper-convention ECE with M equal-width or equal-mass bins "
         "(`reports/ablation/binning/<benchmark>/<model>.json`, which also has Gender-ECE and its parts). "
-        "**Bold ▲**: the highest value of its column; ✓: the lowest.",
+        "**Bold ▲**: the highest value of its column; ✓: the lowest. Benchmarks with the same label for every pair "
+        "(y = 1, the identity protocol) are left out: there every binning gives 1 − mean p.",
         tables,
         "" if tables else "no binning ablation reports found",
     )

@@ -10,7 +10,7 @@ Three questions, answered per benchmark whose labels vary (on a benchmark with y
   the others are counted. The pairs asked about that do not differ are stated too ("no difference").
   Each difference is oriented lower ECE first: ``A below B by d [l, h]`` with d = ECE_B − ECE_A, and its
   interval is the one at the level Holm's correction tests it at (``ci_low_holm``/``ci_high_holm``,
-  :func:`gece.stats.intervals.holm_level`), so that it excludes 0 exactly when the pair differs. Two runs
+  :func:`gece.stats.intervals.holm_alpha`), built to exclude 0 exactly when the pair differs. Two runs
   that give every pair the same p (``identical``) are one run scored twice: their pair is not counted.
 - **Gender gaps** (``reports/metrics/<b>/<m>.json``): the gap ECE female − ECE male, grouped by predicted and
   by human gender (:data:`gece.registry.GAPS`), is a finding when its bootstrap p-value, adjusted by Holm's

@@ -26,8 +26,8 @@ PROTOCOL_TEXT = {
     ),
     "identity_constant": (
         "identity protocol (the paper's) on a benchmark with y = 1 for every pair: each cell is 1 − mean p of the "
-        "group (its paper-convention ECE against y = 1, the paper's identity ECE), how far the model is from always "
-        "preferring the stereotypical sentence in that group; not calibration"
+        "group (the paper's identity ECE of the group), how far the model is from always preferring the "
+        "stereotypical sentence in that group; not calibration"
     ),
     "soft": (
         "soft protocol: each group's ECE of the model's confidence in sent_more against the share of "

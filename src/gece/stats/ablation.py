@@ -20,7 +20,8 @@ from gece.stats.intervals import (
     bias_corrected_p,
     detectable_difference,
     holm,
-    holm_level,
+    holm_alpha,
+    rejection_interval,
 )
 from gece.stats.metrics import Binning
 
@@ -183,8 +184,9 @@ def compare(
     median, min and max. ``p_holm``
     adjusts the p-values of the metrics compared for one pair of models (Holm–Bonferroni over
     ``keys``), and ``ci_low_holm``/``ci_high_holm`` is the interval at the level Holm tests that
-    metric at (:func:`gece.stats.intervals.holm_level`), so that it excludes 0 exactly when
-    ``significant_holm``. ``identical``: the two runs give every pair the same p (one run scored
+    metric at (``level_holm``, :func:`gece.stats.intervals.holm_alpha`), built to exclude 0 exactly
+    when ``significant_holm`` (:func:`gece.stats.intervals.rejection_interval`). ``identical``: the
+    two runs give every pair the same p (one run scored
     twice; its pairs are left out of the power summary). Across many pairs, mind that a bootstrap
     p-value cannot fall below 2/(draws + 1).
     """
@@ -222,11 +224,10 @@ def compare(
             m["p_holm"] = adj
             m["significant"] = m["p_value"] is not None and m["p_value"] < alpha
             m["significant_holm"] = adj is not None and adj < alpha
-            m["level_holm"] = holm_level(m["p_value"], adj, alpha, level)
+            held_to = holm_alpha(m["p_value"], adj, alpha)
+            m["level_holm"] = None if held_to is None else 1.0 - held_to
             m["ci_low_holm"], m["ci_high_holm"] = (
-                (None, None)
-                if m["level_holm"] is None
-                else bias_corrected_interval(diffs[k], m["diff"], m["level_holm"])
+                (None, None) if held_to is None else rejection_interval(diffs[k], m["diff"], held_to)
             )
         pairs.append(entry)
     n = len(next(iter(runs.values())).p)
