@@ -84,7 +84,8 @@ def summary(data: ReportData) -> dict:
       with constant y: 1 − mean p does not depend on the binning);
     - ``neutral.<m>.<variant>``: ECE and Gender-ECE of each gender-neutral rewrite minus the occupation
       wording (the benchmark that the ``neutral_of`` entries of params.yaml name);
-    - ``special_tokens.<m>.<b>``: ECE and mean confidence without the special tokens minus with them;
+    - ``special_tokens.<m>.<b>``: ECE (``shortfall_change``, 1 − mean p, on a benchmark with constant y) and
+      mean confidence without the special tokens minus with them;
     - ``compare.<b>``: per metric, how many model pairs differ significantly after Holm's correction (with the
       honest names of :data:`gece.report.identity.RENAMED` on a benchmark with constant y);
     - ``groups.<b>.<m>``: per protocol, the largest gap between groups of the first grouping that splits the
@@ -130,7 +131,7 @@ def summary(data: ReportData) -> dict:
             out["compare"][b] = {
                 f"{names.get(k, k)}_significant": sum(bool(p["metrics"][k]["significant_holm"]) for p in rep["pairs"])
                 for k in keys
-            }
+            }  # an identical pair (one run scored twice) differs in nothing: it adds 0
     for m, rep in sorted(data.neutral.items()):
         base_name = next(iter(rep), None)
         base = rep.get(base_name, {}) if base_name else {}
@@ -145,7 +146,10 @@ def summary(data: ReportData) -> dict:
     for m, rep in sorted(data.special_tokens.items()):
         out["special_tokens"][m] = {
             b: {
-                "ece_change": _diff(sides.get("without", {}).get("ece"), sides.get("with", {}).get("ece")),
+                # 1 − mean p where y is constant (identity.RENAMED): shortfall_change
+                f"{(identity.RENAMED if constant_y(data, b) else {}).get('ece', 'ece')}_change": _diff(
+                    sides.get("without", {}).get("ece"), sides.get("with", {}).get("ece")
+                ),
                 "mean_confidence_change": _diff(
                     sides.get("without", {}).get("mean_confidence"), sides.get("with", {}).get("mean_confidence")
                 ),
