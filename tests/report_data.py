@@ -51,6 +51,7 @@ PARAMS = {
         **{f"paper-{m}": {"source": f"reference:{m}"} for m in PAPER_MODELS},
     },
     "ablate": {"sizes": [50, 100, 500], "draws": 10, "special_tokens": {MODEL: NOBOS}},
+    "calibrate": {"headline": "temperature"},  # :func:`calibration_reports` fits temperature and histogram
 }
 
 

@@ -14,13 +14,15 @@ from gece.pipeline import report_data as loader
 from gece.report import answers
 from gece.report.cells import ReportData
 from gece.report.gaps import GAP_MAX_WIDTH
-from gece.stats.intervals import holm
+from gece.stats.intervals import holm, holm_alpha
 
 from .report_data import report_pages
 from .test_report import parse_page
 
 
-def _cell(diff, lo, hi, p, p_holm):
+def _cell(diff, lo, hi, p, p_holm, holm_ci=None):
+    """A compared metric; its interval at Holm's level is ``holm_ci`` (the 95% one when not given)."""
+    lo_holm, hi_holm = holm_ci or (lo, hi)
     return {
         "diff": diff,
         "ci_low": lo,
@@ -28,6 +30,9 @@ def _cell(diff, lo, hi, p, p_holm):
         "p_value": p,
         "p_holm": p_holm,
         "significant_holm": p_holm < 0.05,
+        "level_holm": 1 - holm_alpha(p, p_holm, 0.05),
+        "ci_low_holm": lo_holm,
+        "ci_high_holm": hi_holm,
     }
 
 
@@ -44,7 +49,8 @@ def _data() -> ReportData:
             {"a": "b", "b": "r", "metrics": {"ece": _cell(-0.10, -0.15, -0.05, 0.002, 0.008)}},  # not asked
             {"a": "r", "b": "r2", "metrics": {"ece": _cell(-0.01, -0.05, 0.03, 0.6, 0.6)}},  # not asked
             {"a": "b", "b": "r2", "metrics": {"ece": _cell(-0.11, -0.2, 0.01, 0.07, 0.2)}},  # not asked
-            {"a": "b", "b": "c", "metrics": {"ece": _cell(-0.02, -0.04, -0.001, 0.03, 0.09)}},  # significant alone
+            # significant alone: the 95% interval excludes 0, the one at Holm's level (98.3%) holds it
+            {"a": "b", "b": "c", "metrics": {"ece": _cell(-0.02, -0.04, -0.001, 0.03, 0.09, (-0.05, 0.004))}},
         ]
     }
     return data
@@ -61,13 +67,14 @@ def test_differences_are_oriented_lower_first_and_split_by_holm():
     assert flipped.by == 0.15 and (flipped.low, flipped.high) == (0.1, 0.2)
     assert [(d.lower, d.higher) for d in c.same] == [("b", "c")] and (c.other_differ, c.other_same) == (1, 2)
     assert all(d.by >= 0 and d.low <= d.by <= d.high for d in c.differ + c.same)
+    # each interval at the level Holm's correction tests the pair at, 1 − 0.05 p / p_holm
     assert answers.differ_line(c) == (
-        "4 of 7 pairs differ. a (lowest ECE) is below r2 +0.160 [0.110, 0.210], r +0.150 [0.100, 0.200], "
-        "b +0.050 [0.020, 0.080]; 1 more among the other runs"
+        "4 of 7 pairs differ. a (lowest ECE) is below r2 +0.160 [0.110, 0.210] (99.2%), r +0.150 [0.100, 0.200] "
+        "(99.2%), b +0.050 [0.020, 0.080] (98.3%); 1 more among the other runs"
     )
-    # significant before Holm's correction only: its p-values say so
-    assert (
-        answers.same_line(c) == "b ≈ c +0.020 [0.001, 0.040] (p = 0.030, Holm p = 0.090); 2 more among the other runs"
+    # significant before Holm's correction only: its p-values say so, and its interval holds 0
+    assert answers.same_line(c) == (
+        "b ≈ c +0.020 [-0.004, 0.050] (98.3%) (p = 0.030, Holm p = 0.090); 2 more among the other runs"
     )
 
 
@@ -113,7 +120,7 @@ def _split(before: float, methods: dict[str, tuple[str, float]]) -> dict:
     }
 
 
-def test_the_largest_calibration_change_is_the_best_ok_method_of_the_run_with_the_largest_drop():
+def test_the_largest_calibration_change_is_the_headline_method_of_the_run_with_the_largest_drop():
     data = _data()
     data.calibration[("wb", "a")] = _split(0.05, {"platt": ("ok", 0.06)})  # rises
     data.calibration[("wb", "b")] = _split(0.30, {"platt": ("ok", 0.10), "isotonic": ("failed", 0.0)})
@@ -121,6 +128,12 @@ def test_the_largest_calibration_change_is_the_best_ok_method_of_the_run_with_th
     (x,) = answers.calibration_changes(data)
     assert (x.model, x.method, x.before, x.after, x.lowered, x.runs) == ("b", "platt", 0.30, 0.10, 2, 3)
     assert x.text() == "b 0.300 [0.290, 0.310] → 0.100 [0.090, 0.110] with platt (Δ -0.200; lowered in 2 of 3 runs)"
+    # the method params.yaml fixes (calibrate.headline), never the best on these pairs: on r beta is lower, but
+    # platt is reported; with beta fixed, only r fits it
+    assert data.headline_method == "platt"
+    data.headline_method = "beta"
+    (x,) = answers.calibration_changes(data)
+    assert (x.model, x.method, x.before, x.after, x.lowered, x.runs) == ("r", "beta", 0.20, 0.12, 1, 1)
 
 
 def test_answers_of_the_full_build_follow_its_compare_reports(built_report):

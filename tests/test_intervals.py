@@ -70,6 +70,33 @@ def test_holm():
     assert intervals.holm([0.2, 0.001]) == pytest.approx([0.2, 0.002])
 
 
+@settings(max_examples=300, deadline=None)
+@given(draws=draws_strategy, estimate=st.floats(-1, 1), alpha=st.floats(0.001, 0.5))
+def test_the_rejection_interval_excludes_0_exactly_when_the_test_rejects(draws, estimate, alpha):
+    """Issue 53: the interval beside a verdict agrees with it, at the edge too (a percentile interval need not)."""
+    lo, hi = intervals.rejection_interval(draws, estimate, alpha)
+    p = intervals.bias_corrected_p(draws, estimate)
+    if lo is None:  # too few draws for that level: the test cannot reject
+        assert hi is None and p >= alpha
+        return
+    assert lo <= estimate <= hi
+    assert (lo > 0 or hi < 0) == (p < alpha)
+
+
+def test_the_rejection_interval_by_hand():
+    # 19 draws −0.75, −0.65, …, 1.05, median 0.15 = the estimate (no shift); 8 draws below 0: p = 2 · 9 / 20
+    draws = np.linspace(-0.75, 1.05, 19)
+    assert intervals.bias_corrected_p(draws, 0.15) == pytest.approx(0.9)
+    # alpha 0.5: k = ceil(0.5 · 20 / 2 − 1) − 1 = 3, the 4th and 16th draws; it holds 0, as p > 0.5
+    assert intervals.rejection_interval(draws, 0.15, 0.5) == pytest.approx((-0.45, 0.75))
+    # alpha 0.95: k = ceil(8.5) − 1 = 8, the 9th draw 0.05 > 0, as p < 0.95
+    assert intervals.rejection_interval(draws, 0.15, 0.95) == pytest.approx((0.05, 0.25))
+    assert intervals.rejection_interval(draws, 0.15, 0.01) == (None, None)  # p >= 2 / 20 always
+    # Holm's multiplier read back from the adjusted p-value: p = 0.01 adjusted to 0.03 is held to 0.05 / 3
+    assert intervals.holm_alpha(0.01, 0.03, 0.05) == pytest.approx(0.05 / 3)
+    assert intervals.holm_alpha(None, 0.03, 0.05) is None
+
+
 def test_detectable_difference_of_normal_draws_is_2_8_standard_errors():
     d = np.random.default_rng(0).normal(0.1, 0.02, 200_000)
     expected = (norm.ppf(0.975) + norm.ppf(0.8)) * 0.02

@@ -31,6 +31,12 @@ class Metric:
     paper). ``interval``: ``MetricsReport`` has ``<key>_ci_low``/``<key>_ci_high`` and the metrics
     stage computes the number (with its bootstrap draws); the others come from other reports or
     are counts. ``signed``: a difference, not cut to [0, 1].
+
+    ``varying_y``: the metric needs labels that vary: it measures calibration or agreement with the human
+    judgements. On a benchmark whose label y is the same for every pair (the identity protocol of CrowS-Pairs
+    and WinoQueer, :func:`gece.report.cells.constant_y`) no table, figure or finding ranks it or calls it by its
+    label: where ``constant`` names what it measures there (y = 1: ECE = 1 − mean p, accuracy = the stereotype
+    share), it is shown under that name, unranked; else it is left out (:func:`on_constant_y`).
     """
 
     key: str
@@ -39,6 +45,8 @@ class Metric:
     interval: bool
     definition: str
     signed: bool = False
+    varying_y: bool = True
+    constant: str | None = None
 
 
 METRICS: tuple[Metric, ...] = (
@@ -49,6 +57,7 @@ METRICS: tuple[Metric, ...] = (
         "high",
         True,
         "paper-convention expected calibration error: Σ |B_m|/n · |mean y − mean p| over M bins of p",
+        constant="1 − mean p (the paper's identity ECE)",
     ),
     Metric(
         "ece_toplabel",
@@ -66,7 +75,7 @@ METRICS: tuple[Metric, ...] = (
         True,
         "½ (mean(1 − conf | correct) + mean(conf | wrong)): under- and over-confidence weighed equally",
     ),
-    Metric("brier", "Brier", "high", True, "Brier score of p: mean (p − y)²"),
+    Metric("brier", "Brier", "high", True, "Brier score of p: mean (p − y)²", constant="mean (1 − p)² (Brier)"),
     Metric(
         "brier_paper",
         "Brier (paper)",
@@ -80,6 +89,7 @@ METRICS: tuple[Metric, ...] = (
         "low",
         True,
         "share of pairs where the variant the model prefers (p > 0.5) is the human-preferred one",
+        constant="stereotype share (p > 0.5)",
     ),
     Metric(
         "pct_stereotype",
@@ -87,6 +97,7 @@ METRICS: tuple[Metric, ...] = (
         None,
         True,
         "share of pairs with p > 0.5, the model preferring sent_more (lm-evaluation-harness's crows_pairs metric)",
+        varying_y=False,
     ),
     Metric(
         "gender_ece",
@@ -94,9 +105,24 @@ METRICS: tuple[Metric, ...] = (
         "high",
         True,
         "½ (ECE male + ECE female) over the groups of the predicted gender (exact ties left out)",
+        constant="1 − mean p by predicted gender (the paper's Gender-ECE)",
     ),
-    Metric("ece_male", "ECE male", "high", True, "paper-convention ECE within the pairs predicted male"),
-    Metric("ece_female", "ECE female", "high", True, "paper-convention ECE within the pairs predicted female"),
+    Metric(
+        "ece_male",
+        "ECE male",
+        "high",
+        True,
+        "paper-convention ECE within the pairs predicted male",
+        constant="1 − mean p, predicted male",
+    ),
+    Metric(
+        "ece_female",
+        "ECE female",
+        "high",
+        True,
+        "paper-convention ECE within the pairs predicted female",
+        constant="1 − mean p, predicted female",
+    ),
     Metric("bias_gap", "bias gap", "high", True, "|ECE male − ECE female| over the predicted-gender groups"),
     Metric(
         "cc_ece",
@@ -160,14 +186,37 @@ METRICS: tuple[Metric, ...] = (
         signed=True,
     ),
     # counts, and the special-token ablation's confidence summaries
-    Metric("n", "n", None, False, "pairs the metrics are computed on"),
-    Metric("n_ties", "ties left out", None, False, "pairs with p exactly 0.5: no predicted gender, not in Gender-ECE"),
-    Metric("mean_confidence", "mean confidence", None, False, "mean of conf = max(p, 1 − p)"),
-    Metric("share_confidence_over_0_9", "share conf. > 0.9", None, False, "share of pairs with conf above 0.9"),
+    Metric("n", "n", None, False, "pairs the metrics are computed on", varying_y=False),
+    Metric(
+        "n_ties",
+        "ties left out",
+        None,
+        False,
+        "pairs with p exactly 0.5: no predicted gender, not in Gender-ECE",
+        varying_y=False,
+    ),
+    Metric("mean_confidence", "mean confidence", None, False, "mean of conf = max(p, 1 − p)", varying_y=False),
+    Metric(
+        "share_confidence_over_0_9",
+        "share conf. > 0.9",
+        None,
+        False,
+        "share of pairs with conf above 0.9",
+        varying_y=False,
+    ),
 )
 METRIC: dict[str, Metric] = {m.key: m for m in METRICS}
 SCALARS: tuple[str, ...] = tuple(m.key for m in METRICS if m.interval)  # what MetricsReport holds with intervals
 SIGNED: tuple[str, ...] = tuple(m.key for m in METRICS if m.signed)
+
+
+def on_constant_y(key: str) -> tuple[str, None] | None:
+    """How a metric is shown on a benchmark with constant y: (its label there, no worse end: unranked), or None
+    when it is left out (:attr:`Metric.varying_y`). A name that is not registered is left out too."""
+    m = METRIC.get(key)
+    if m is None or (m.varying_y and m.constant is None):
+        return None
+    return (m.constant or m.label, None)
 
 
 # the within-model gender gaps: metric key -> the grouping it compares (gece.stats.gap)
@@ -301,7 +350,8 @@ DEFINITIONS: tuple[Definition, ...] = (
         "Confidence intervals",
         (),
         (
-            "Bias-corrected percentile bootstrap intervals (95%, 1000 resamples of pairs with a fixed seed, the same "
+            "Bias-corrected percentile bootstrap intervals (95%, 1000 resamples of clusters with a fixed seed: the "
+            "pairs, or the column params.yaml benchmarks.<b>.cluster names, WinoQueer's templates; the same "
             "resamples for every metric of a run): the percentile interval of the draws moved by the median shift "
             "median(draws) − estimate, so that the extra upward bias a resample adds to binned errors does not push "
             "the "

@@ -18,6 +18,11 @@ class CompareCell(JsonReport):
     p_value: Num
     mde: Num = Field(description="minimum difference detected with the configured power at alpha")
     p_holm: Num
+    level_holm: Num = Field(
+        None, description="the level of the Holm interval: 1 − alpha · p_value / p_holm (the level Holm tests at)"
+    )
+    ci_low_holm: Num = Field(None, description="the interval at level_holm: it excludes 0 iff significant_holm")
+    ci_high_holm: Num = None
     significant: bool
     significant_holm: bool
 
@@ -30,6 +35,7 @@ class ComparePair(JsonReport):
     n: int = Field(ge=1, description="the pairs both runs score: the pairs compared")
     n_distinct: int | None = Field(None, ge=0, description="distinct (sent_more, sent_less) pairs among the n")
     n_clusters: int | None = Field(None, ge=0, description="clusters among the n: the unit the bootstrap resamples")
+    identical: bool = Field(False, description="a and b give every pair the same p: one run, scored twice")
     metrics: dict[str, CompareCell]
 
 

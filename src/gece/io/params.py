@@ -137,11 +137,18 @@ class CalibrateParams(Section):
     folds: int = Field(5, ge=2, le=1000, description="k of the k-fold cross-fitting")
     seed: Seed = Field(0, description="seed of the stratified split and of the fold assignment")
     histogram_bins: int = Field(10, ge=1, le=1000, description="equal-mass bins of histogram binning")
+    headline: MethodName = Field(  # type: ignore[valid-type]
+        "platt",
+        description="the method the page's post-hoc headline reports, fixed in advance: choosing the best of the "
+        "methods on the pairs it is then evaluated on would flatter it",
+    )
 
     @model_validator(mode="after")
     def _unique_methods(self) -> CalibrateParams:
         if len(set(self.methods)) != len(self.methods):
             raise ValueError(f"methods {self.methods} lists a method twice")
+        if self.headline not in self.methods:
+            raise ValueError(f"headline {self.headline} is not one of the methods {self.methods}")
         return self
 
 

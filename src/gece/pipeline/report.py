@@ -358,9 +358,10 @@ def _run_diagrams(
 
 def _calibration_figure(data: ReportData, b: str, figs: _Figures, figures: dict) -> None:
     """Benchmark ``b``'s grid of reliability diagrams before and after each calibration method, on the held-out
-    split (``figures["calibration"]``), when any run has a calibration report."""
+    split (``figures["calibration"]``), when any run has a calibration report and y varies (on a benchmark with
+    constant y no map can be fitted: there is nothing to draw)."""
     cal_models = [m for m in data.runs[b] if (b, m) in data.calibration_bins and (b, m) in data.calibration]
-    if not cal_models:
+    if not cal_models or constant_y(data, b):
         return
     methods = [
         x

@@ -23,7 +23,9 @@ from gece.report.cells import (
     ptr,
 )
 from gece.report.identity import LABEL as IDENTITY_LABEL
-from gece.report.metric_tables import CI_NOTE, WITH_CI, metric_columns
+from gece.report.metric_tables import CI_NOTE, WITH_CI, metric_columns, on_constant_y
+
+CONSTANT_HEADING = "y = 1 for every pair: the stereotype share and 1 − mean p, not calibration"
 
 NEUTRAL = metric_columns(("ece", "gender_ece", "ece_male", "ece_female", "macro_ce", "ice", "brier", "accuracy", "n"))
 SPECIAL = metric_columns(
@@ -73,7 +75,8 @@ def sample_size_table(data: ReportData) -> TableDoc:
             if not models:
                 continue
             sizes = sorted({r["n"] for m in models for r in data.sample_size[(b, m)]["sizes"]})
-            columns = [Column("full", "all pairs")] + [Column(f"n{n}", f"N = {n}") for n in sizes]
+            worst = None if constant_y(data, b) else "high"  # 1 − mean p has no worse end
+            columns = [Column("full", "all pairs", worst)] + [Column(f"n{n}", f"N = {n}", worst) for n in sizes]
             rows = []
             for m in models:
                 rep = data.sample_size[(b, m)]
@@ -101,7 +104,7 @@ def sample_size_table(data: ReportData) -> TableDoc:
         "(`reports/ablation/sample_size/<benchmark>/<model>.json`), next to its value on all pairs. Small "
         "benchmarks give noisy and upward-biased ECE: compare models only where the spread is small against "
         "their difference. Sizes above a benchmark's n are skipped. **Bold ▲**: the highest mean of its column; ✓: the "
-        "lowest.",
+        "lowest (not marked on a benchmark with the same label for every pair, whose 1 − mean p has no worse end).",
         tables,
         "" if tables else "no sample-size ablation reports found",
     )
@@ -109,7 +112,7 @@ def sample_size_table(data: ReportData) -> TableDoc:
 
 def binning_table(data: ReportData) -> TableDoc:
     tables = []
-    for b in data.benchmarks:
+    for b in (b for b in data.benchmarks if not constant_y(data, b)):
         models = [m for m in data.runs.get(b, []) if (b, m) in data.binning]
         if not models:
             continue
@@ -134,7 +137,8 @@ def binning_table(data: ReportData) -> TableDoc:
         "ECE by number and kind of bins",
         "Paper-convention ECE with M equal-width or equal-mass bins "
         "(`reports/ablation/binning/<benchmark>/<model>.json`, which also has Gender-ECE and its parts). "
-        "**Bold ▲**: the highest value of its column; ✓: the lowest.",
+        "**Bold ▲**: the highest value of its column; ✓: the lowest. Benchmarks with the same label for every pair "
+        "(y = 1, the identity protocol) are left out: there every binning gives 1 − mean p.",
         tables,
         "" if tables else "no binning ablation reports found",
     )
@@ -145,25 +149,37 @@ def special_tokens_table(data: ReportData) -> TableDoc:
     for m in sorted(data.special_tokens):
         rep = data.special_tokens[m]
         without = data.special_pairs.get(m, "without special tokens")
-        columns = [Column(k, label, w) for k, label, w, _ in SPECIAL]
-        rows = []
-        for b, sides in rep.items():
-            for side, name in (("with", m), ("without", without)):
-                if side in sides:
-                    rows.append(
-                        Row(
-                            [b, f"{side} ({name})"],
-                            [metric_cell(sides[side], k, b, side, ci=ci) for k, _, _, ci in SPECIAL],
-                            layout.special_tokens_file(m),
+        for constant in (False, True):
+            spec = on_constant_y(SPECIAL) if constant else SPECIAL
+            shown = {b: sides for b, sides in rep.items() if constant_y(data, b) == constant}
+            if not shown:
+                continue
+            columns = [Column(k, label, w) for k, label, w, _ in spec]
+            rows, same = [], []
+            for b, sides in shown.items():
+                if sides.get("with") is not None and sides.get("with") == sides.get("without"):
+                    same.append(b)
+                for side, name in (("with", m), ("without", without)):
+                    if side in sides:
+                        rows.append(
+                            Row(
+                                [b, f"{side} ({name})"],
+                                [metric_cell(sides[side], k, b, side, ci=ci) for k, _, _, ci in spec],
+                                layout.special_tokens_file(m),
+                            )
                         )
-                    )
-        tables.append(mark_worst(Table(f"{m} vs {without}", ["benchmark", "special tokens"], columns, rows)))
+            heading = f"{m} vs {without}" + (f": {CONSTANT_HEADING}" if constant else "")
+            note = f"the same metrics with and without on {', '.join(same)}: one run, scored twice" if same else ""
+            table = Table(heading, ["benchmark", "special tokens"], columns, rows, note)
+            tables.append(table if constant else mark_worst(table))
     return TableDoc(
         "special_tokens",
         "Special tokens",
         "The same model scored with the special tokens its tokenizer adds (a BOS token) and without them "
         "(`reports/ablation/special_tokens/<model>.json`); mean confidence is the mean of max(p, 1 − p). "
-        f"{CI_NOTE}",
+        f"{CI_NOTE} The benchmarks with the same label for every pair (y = 1, the identity protocol) have a table "
+        "of their own: the stereotype share and 1 − mean p, unranked (a share nearer 0.5 is less biased; "
+        "neither is calibration or human alignment).",
         tables,
         "" if tables else "no special-token ablation reports (reports/ablation/special_tokens/) found",
     )

@@ -4,11 +4,14 @@ Three questions, answered per benchmark whose labels vary (on a benchmark with y
 1 − mean p, not calibration: :func:`gece.report.cells.constant_y`), each answer with its 95% interval:
 
 - **Model differences** (``reports/compare/<b>.json``): a pair of models differs in ECE when the paired
-  bootstrap test is significant after Holm's correction over the pairs of the benchmark
+  bootstrap test is significant after Holm's correction over the metrics compared for the pair
   (``significant_holm``). Shown are the pairs a user asks about (:func:`asked`): those of the model with the
   lowest ECE and those between two scored models (params.yaml ``models``, not the authors' released runs);
   the others are counted. The pairs asked about that do not differ are stated too ("no difference").
-  Each difference is oriented lower ECE first: ``A below B by d [l, h]`` with d = ECE_B − ECE_A.
+  Each difference is oriented lower ECE first: ``A below B by d [l, h]`` with d = ECE_B − ECE_A, and its
+  interval is the one at the level Holm's correction tests it at (``ci_low_holm``/``ci_high_holm``,
+  :func:`gece.stats.intervals.holm_alpha`), built to exclude 0 exactly when the pair differs. Two runs
+  that give every pair the same p (``identical``) are one run scored twice: their pair is not counted.
 - **Gender gaps** (``reports/metrics/<b>/<m>.json``): the gap ECE female − ECE male, grouped by predicted and
   by human gender (:data:`gece.registry.GAPS`), is a finding when its bootstrap p-value, adjusted by Holm's
   method over the runs of the benchmark (:func:`gece.report.stat_tables.gap_holm`, the † of the gender-gap table),
@@ -16,8 +19,10 @@ Three questions, answered per benchmark whose labels vary (on a benchmark with y
   wide (the width rule of the gaps between groups; the metrics reports carry no per-gender distinct counts, so
   the size rule cannot be applied here).
 - **Calibration changes** (``reports/calibration/<b>/<m>.json``, held-out split): per run the change
-  Δ = ECE after − ECE before of the method with the lowest held-out ECE among those whose fit is ``ok``; per
-  benchmark the run with the largest drop, both ECEs with their intervals.
+  Δ = ECE after − ECE before of the method params.yaml fixes in advance (``calibrate.headline``; the best of
+  several methods, chosen on the held-out pairs it is then evaluated on, would flatter it), where its fit is
+  ``ok``; per benchmark the run with the largest drop, both ECEs with their intervals and the pairs it is fitted
+  and evaluated on.
 
 Pure functions of a :class:`gece.report.cells.ReportData`; the HTML is :func:`gece.report.html.answers_html`.
 """
@@ -28,7 +33,7 @@ import math
 from dataclasses import dataclass, field
 
 from gece.registry import GAPS
-from gece.report.cells import ReportData, constant_y, format_p
+from gece.report.cells import ReportData, constant_y, format_bound, format_p
 from gece.report.findings import ranking
 from gece.report.gaps import GAP_MAX_WIDTH
 from gece.report.stat_tables import ALPHA, gap_holm
@@ -42,8 +47,8 @@ def _num(x: object) -> float | None:
     return float(x) if isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) else None
 
 
-def _ci(low: float | None, high: float | None, sign: str = "") -> str:
-    return "" if low is None or high is None else f" [{low:{sign}.3f}, {high:{sign}.3f}]"
+def _ci(low: float | None, high: float | None) -> str:
+    return "" if low is None or high is None else f" [{format_bound(low)}, {format_bound(high)}]"
 
 
 # ------------------------------------------------------------------------------ model differences
@@ -59,17 +64,24 @@ class Difference:
     p: float | None
     p_holm: float | None
     significant: bool  # after Holm's correction
+    level: float | None = None  # the level of [low, high]: Holm's for this test
 
     def text(self) -> str:
         """``gemma-3-270m-nobos +0.335 [0.293, 0.372]``: the higher model and how much higher."""
-        return f"{self.higher} +{self.by:.3f}{_ci(self.low, self.high)}"
+        return f"{self.higher} +{self.by:.3f}{_ci(self.low, self.high)}{self.level_text()}"
 
     def same_text(self) -> str:
         """``smollm2-135m ≈ gemma-3-270m +0.042 [0.004, 0.075] (p = 0.036, Holm p = 0.072)``: the p-values only
         when the test alone is significant (Holm's correction is what makes it no difference)."""
         alone = self.p is not None and self.p < ALPHA
         ps = f" ({format_p(self.p)}, Holm {format_p(self.p_holm)})" if alone else ""
-        return f"{self.lower} ≈ {self.higher} +{self.by:.3f}{_ci(self.low, self.high)}{ps}"
+        return f"{self.lower} ≈ {self.higher} +{self.by:.3f}{_ci(self.low, self.high)}{self.level_text()}{ps}"
+
+    def level_text(self) -> str:
+        """`` (98.8%)``, the level of the interval, where Holm's is not 95%."""
+        if self.level is None or round(self.level, 3) == 0.95:
+            return ""
+        return f" ({self.level:.1%})"
 
 
 @dataclass
@@ -94,7 +106,7 @@ def asked(data: ReportData, best: str, a: str, b: str) -> bool:
 
 def _difference(pair: dict, key: str) -> Difference | None:
     cell = pair["metrics"].get(key) or {}
-    diff, lo, hi = (_num(cell.get(k)) for k in ("diff", "ci_low", "ci_high"))
+    diff, lo, hi = (_num(cell.get(k)) for k in ("diff", "ci_low_holm", "ci_high_holm"))
     if diff is None:
         return None
     a, b = pair["a"], pair["b"]
@@ -112,6 +124,7 @@ def _difference(pair: dict, key: str) -> Difference | None:
         _num(cell.get("p_value")),
         _num(cell.get("p_holm")),
         bool(cell.get("significant_holm")),
+        _num(cell.get("level_holm")),
     )
 
 
@@ -123,7 +136,7 @@ def comparisons(data: ReportData, key: str = COMPARED) -> list[Comparisons]:
         ranked = ranking(data, b, key)
         if constant_y(data, b) or not ranked or not rep.get("pairs"):
             continue
-        diffs = [d for d in (_difference(p, key) for p in rep["pairs"]) if d is not None]
+        diffs = [d for d in (_difference(p, key) for p in rep["pairs"] if not p.get("identical")) if d is not None]
         if not diffs:
             continue
         c = Comparisons(b, len(diffs), sum(d.significant for d in diffs), ranked[0].model)
@@ -200,31 +213,24 @@ class CalibrationChange:
     before_ci: tuple[float | None, float | None]
     after: float
     after_ci: tuple[float | None, float | None]
-    lowered: int  # runs of the benchmark whose best method lowers the held-out ECE
-    runs: int  # runs with a calibration report
+    lowered: int  # runs of the benchmark whose held-out ECE the method lowers
+    runs: int  # runs with a calibration report that fits the method
+    n_fit: int | None = None  # pairs the map is fitted on, and evaluated on (the run's split)
+    n_eval: int | None = None
 
     def text(self) -> str:
+        sizes = f"; fitted on {self.n_fit}, evaluated on {self.n_eval} other pairs" if self.n_eval else ""
         return (
             f"{self.model} {self.before:.3f}{_ci(*self.before_ci)} → {self.after:.3f}{_ci(*self.after_ci)} with "
-            f"{self.method} (Δ {self.after - self.before:+.3f}; lowered in {self.lowered} of {self.runs} runs)"
+            f"{self.method} (Δ {self.after - self.before:+.3f}; lowered in {self.lowered} of {self.runs} runs{sizes})"
         )
 
 
-def _best_method(protocol: dict) -> tuple[str, dict] | None:
-    ok = {
-        name: (x.get("metrics") or {})
-        for name, x in (protocol.get("methods") or {}).items()
-        if x.get("status") == "ok" and _num((x.get("metrics") or {}).get("ece")) is not None
-    }
-    if not ok:
-        return None
-    name = min(ok, key=lambda k: (ok[k]["ece"], k))
-    return name, ok[name]
-
-
 def calibration_changes(data: ReportData) -> list[CalibrationChange]:
-    """Per benchmark whose labels vary: the run whose best method changes the held-out ECE most (largest drop;
-    the smallest rise when no method lowers it anywhere)."""
+    """Per benchmark whose labels vary: the run whose held-out ECE the headline method (params.yaml
+    ``calibrate.headline``, fixed before any result is seen: no method is chosen on the pairs it is evaluated on)
+    changes most (largest drop; the smallest rise when it lowers none)."""
+    method = data.headline_method
     out = []
     for b in data.benchmarks:
         if constant_y(data, b):
@@ -233,19 +239,22 @@ def calibration_changes(data: ReportData) -> list[CalibrationChange]:
         for m in data.runs.get(b, []):
             split = (data.calibration.get((b, m)) or {}).get(PROTOCOL) or {}
             before = split.get("uncalibrated") or {}
-            best = _best_method(split)
-            if _num(before.get("ece")) is None or best is None:
+            fit = (split.get("methods") or {}).get(method) or {}
+            after = fit.get("metrics") or {}
+            if _num(before.get("ece")) is None or fit.get("status") != "ok" or _num(after.get("ece")) is None:
                 continue
-            name, after = best
 
             def ci(rep: dict) -> tuple[float | None, float | None]:
                 return _num(rep.get("ece_ci_low")), _num(rep.get("ece_ci_high"))
 
-            found.append((after["ece"] - before["ece"], m, name, before["ece"], ci(before), after["ece"], ci(after)))
+            sizes = (split.get("n_fit"), split.get("n_eval"))
+            found.append((after["ece"] - before["ece"], m, before["ece"], ci(before), after["ece"], ci(after), sizes))
         if found:
-            _, m, name, before, before_ci, after, after_ci = min(found, key=lambda x: (x[0], x[1]))
+            _, m, before, before_ci, after, after_ci, (n_fit, n_eval) = min(found, key=lambda x: (x[0], x[1]))
             lowered = sum(x[0] < 0 for x in found)
-            out.append(CalibrationChange(b, m, name, before, before_ci, after, after_ci, lowered, len(found)))
+            out.append(
+                CalibrationChange(b, m, method, before, before_ci, after, after_ci, lowered, len(found), n_fit, n_eval)
+            )
     return out
 
 
@@ -256,11 +265,12 @@ class Answers:
     gaps: list[GenderGaps]
     calibration: list[CalibrationChange]
     scored: set[str] = field(default_factory=set)  # the runs scored here (not released): shown one by one
+    headline: str = ""  # the calibration method of the changes (params.yaml calibrate.headline)
 
 
 def answers(data: ReportData) -> Answers:
     scored = {m for b in data.benchmarks for m in data.runs.get(b, []) if m not in data.references}
-    return Answers(comparisons(data), gender_gaps(data), calibration_changes(data), scored)
+    return Answers(comparisons(data), gender_gaps(data), calibration_changes(data), scored, data.headline_method)
 
 
 def differ_line(c: Comparisons) -> str:

@@ -6,9 +6,20 @@ model and method; pure, like :mod:`gece.report.metric_tables`, whose metric colu
 
 from __future__ import annotations
 
-from gece.calibration_methods import ONE_LABEL
 from gece.io import layout
-from gece.report.cells import Cell, Column, ReportData, Row, Table, TableDoc, bench_title, mark_worst, metric_cell, ptr
+from gece.report.cells import (
+    Cell,
+    Column,
+    ReportData,
+    Row,
+    Table,
+    TableDoc,
+    bench_title,
+    constant_y,
+    mark_worst,
+    metric_cell,
+    ptr,
+)
 from gece.report.metric_tables import CI_NOTE, WITH_CI, metric_columns
 
 PROTOCOLS = {"split": "held-out split", "crossfit": "cross-fitting"}
@@ -19,7 +30,7 @@ CALIBRATION = metric_columns(
 
 def calibration_table(data: ReportData) -> TableDoc:
     tables = []
-    for b in data.benchmarks:
+    for b in (b for b in data.benchmarks if not constant_y(data, b)):
         models = [m for m in data.runs.get(b, []) if (b, m) in data.calibration]
         for protocol, protocol_label in PROTOCOLS.items():
             present = [m for m in models if protocol in data.calibration[(b, m)]]
@@ -59,16 +70,6 @@ def calibration_table(data: ReportData) -> TableDoc:
                 + (" (summed over the folds)" if k else "")
                 for f, e, k in sorted(sizes, key=str)
             )
-            reasons = {
-                mr.get("reason") or ""
-                for m in present
-                for mr in data.calibration[(b, m)][protocol].get("methods", {}).values()
-            }
-            if reasons and all(ONE_LABEL in r for r in reasons):
-                note += (
-                    "; every pair has one label (y = 1 under the identity protocol), so no method can be "
-                    "fitted: only the uncalibrated scores are evaluated"
-                )
             tables.append(
                 mark_worst(Table(bench_title(data, b, protocol_label), ["model", "method"], columns, rows, note))
             )
@@ -78,7 +79,9 @@ def calibration_table(data: ReportData) -> TableDoc:
         "Metrics of the uncalibrated scores and of each post-hoc calibration method on held-out pairs "
         "(`reports/calibration/<benchmark>/<model>.json`): the held-out split fits on one half and evaluates on "
         "the other; cross-fitting evaluates every pair out of fold. Status `degenerate`: the fit collapsed (e.g. "
-        f"a constant map); `failed`: no scores (metrics null). {CI_NOTE}",
+        f"a constant map); `failed`: no scores (metrics null). {CI_NOTE} Benchmarks with the same label for "
+        "every pair (y = 1, the identity protocol) are left out: no map can be fitted to one label, and there is "
+        "no calibration to measure.",
         tables,
         "" if tables else "no calibration reports (reports/calibration/) found",
     )

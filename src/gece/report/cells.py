@@ -10,6 +10,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
+from gece.io.params import CalibrateParams
 from gece.io.readers import is_number
 
 # ------------------------------------------------------------------- untrusted text
@@ -101,6 +102,8 @@ class ReportData:
     rules: dict[str, str] = field(default_factory=dict)  # benchmark -> the rule that scored it (params.rule_for)
     variants: dict[str, list[str]] = field(default_factory=dict)  # first entry of a source -> its later entries
     hidden: set[str] = field(default_factory=set)  # benchmarks whose sentences are not shown (BenchmarkSpec)
+    # the calibration method the headline reports (params.yaml calibrate.headline)
+    headline_method: str = CalibrateParams.model_fields["headline"].default
 
 
 def constant_label(bins: list[dict] | None) -> int | None:
@@ -118,6 +121,27 @@ def constant_y(data: ReportData, b: str) -> bool:
     CrowS-Pairs and WinoQueer: y = 1): the one test of "constant y" the summary, tables, page and findings use."""
     labels = [constant_label(data.bins[(b, m)]) for m in data.runs.get(b, []) if (b, m) in data.bins]
     return bool(labels) and None not in labels and len(set(labels)) == 1
+
+
+def repeats(data: ReportData, b: str) -> dict[str, str]:
+    """Run -> the earlier run of benchmark ``b`` it repeats: the two give every pair the same p (the compare report
+    marks their pair ``identical``; gemma-3-270m without its BOS under the sentence rule), one run scored twice,
+    which the findings and counts take once."""
+    order = data.runs.get(b, [])
+    out: dict[str, str] = {}
+    for pair in sorted(
+        (p for p in (data.compare.get(b) or {}).get("pairs", []) if p.get("identical")),
+        key=lambda p: [order.index(m) if m in order else len(order) for m in (p["a"], p["b"])],
+    ):
+        first, later = sorted((pair["a"], pair["b"]), key=lambda m: order.index(m) if m in order else len(order))
+        out.setdefault(later, out.get(first, first))
+    return out
+
+
+def distinct_runs(data: ReportData, b: str) -> list[str]:
+    """The runs of ``b`` in display order, each run scored twice once (:func:`repeats`)."""
+    twice = repeats(data, b)
+    return [m for m in data.runs.get(b, []) if m not in twice]
 
 
 def variant_of(data: ReportData, b: str) -> str | None:
@@ -240,6 +264,12 @@ def format_number(x: float | None, digits: int = 3) -> str:
     if isinstance(x, int):
         return str(x)
     return f"{x:.{digits}f}"
+
+
+def format_bound(x: float, digits: int = 3) -> str:
+    """An interval's end to ``digits`` decimals, or to two significant digits where rounding would make a nonzero
+    end 0 (an interval that just excludes 0 must not read as holding it): ``0.042``, ``0.00031``, ``-0.00012``."""
+    return f"{x:.2g}" if x != 0 and round(x, digits) == 0 else f"{x:.{digits}f}"
 
 
 def format_cell(cell: Cell, col: Column) -> str:

@@ -1,15 +1,55 @@
 """The model comparison table: paired differences between two runs on the same pairs.
 
 One table per benchmark of ``reports/compare/<benchmark>.json``: the difference of each metric with its
-interval, p-value and significance marks, and a note on the bootstrap and its power.
+interval, p-value and significance marks, and a note on the bootstrap and its power. A metric is headed by its
+registry label, or on a benchmark with constant y by what it measures there (:func:`gece.registry.on_constant_y`:
+the stereotype share, 1 − mean p); one that needs a varying y and has no such name is left out. Where Holm's
+correction makes the verdict (†), the interval at Holm's level follows the 95% one. Two runs that give every pair
+the same p (``identical``) are one row saying so.
 """
 
 from __future__ import annotations
 
 from gece import registry
 from gece.io import layout
-from gece.report.cells import Cell, Column, ReportData, Row, Table, TableDoc, bench_title, format_p, pair_sizes, ptr
+from gece.report.cells import (
+    Cell,
+    Column,
+    ReportData,
+    Row,
+    Table,
+    TableDoc,
+    bench_title,
+    constant_y,
+    format_bound,
+    format_p,
+    pair_sizes,
+    ptr,
+)
 from gece.report.stat_tables import power_note
+
+
+def _labels(keys: list[str], constant: bool) -> dict[str, str]:
+    """metric key -> its column label on this benchmark (those left out are not in it)."""
+    if not constant:
+        return {k: registry.label(k) for k in keys}
+    return {k: shown[0] for k in keys if (shown := registry.on_constant_y(k)) is not None}
+
+
+def _cell(c: dict, base: tuple) -> Cell:
+    holm = ""
+    lo, hi = c.get("ci_low_holm"), c.get("ci_high_holm")
+    if c["significant"] and lo is not None and hi is not None and (lo, hi) != (c["ci_low"], c["ci_high"]):
+        holm = f"; Holm {c['level_holm']:.1%} [{format_bound(lo)}, {format_bound(hi)}]"
+    return Cell(
+        c["diff"],
+        c["ci_low"],
+        c["ci_high"],
+        note=format_p(c["p_value"]) + holm,
+        ref={"value": ptr(*base, "diff"), "low": ptr(*base, "ci_low"), "high": ptr(*base, "ci_high")},
+        strong=bool(c["significant"]),
+        mark="†" if c["significant_holm"] else "",
+    )
 
 
 def compare_table(data: ReportData) -> TableDoc:
@@ -20,30 +60,24 @@ def compare_table(data: ReportData) -> TableDoc:
         if not rep or not rep.get("pairs"):
             continue
         alpha = rep.get("alpha")
-        keys = list(rep["pairs"][0]["metrics"])
-        columns = [Column("n", "pairs", None), *(Column(k, f"Δ {registry.label(k)}", None) for k in keys)]
+        labels = _labels(list(rep["pairs"][0]["metrics"]), constant_y(data, b))
+        columns = [Column("n", "pairs", None), *(Column(k, f"Δ {label}", None) for k, label in labels.items())]
         rows = []
         for i, pair in enumerate(rep["pairs"]):
-            cells = [Cell(pair["n"], ref={"value": ptr("pairs", i, "n")})]
-            for k in keys:
-                c = pair["metrics"][k]
-                base = ("pairs", i, "metrics", k)
-                cells.append(
-                    Cell(
-                        c["diff"],
-                        c["ci_low"],
-                        c["ci_high"],
-                        note=format_p(c["p_value"]),
-                        ref={"value": ptr(*base, "diff"), "low": ptr(*base, "ci_low"), "high": ptr(*base, "ci_high")},
-                        strong=bool(c["significant"]),
-                        mark="†" if c["significant_holm"] else "",
-                    )
+            n = Cell(pair["n"], ref={"value": ptr("pairs", i, "n")})
+            if pair.get("identical"):
+                same = Cell(
+                    "the same p on every pair: one run, scored twice", ref={"value": ptr("pairs", i, "identical")}
                 )
-            rows.append(Row([pair["a"], pair["b"]], cells, layout.compare_file(b)))
+                rest = [Cell() for _ in range(len(labels) - 1)]
+                rows.append(Row([pair["a"], pair["b"]], [n, same, *rest], layout.compare_file(b)))
+                continue
+            cells = [_cell(pair["metrics"][k], ("pairs", i, "metrics", k)) for k in labels]
+            rows.append(Row([pair["a"], pair["b"]], [n, *cells], layout.compare_file(b)))
         note = (
             f"{pair_sizes(rep)}, paired bootstrap of {'clusters' if rep.get('n_clusters') else 'pairs'} with "
             f"{rep['draws']} resamples (seed {rep['seed']}), "
-            f"{rep['level']:.0%} bias-corrected intervals{power_note(rep)}"
+            f"{rep['level']:.0%} bias-corrected intervals{power_note(rep, labels)}"
         )
         tables.append(Table(bench_title(data, b), ["A", "B"], columns, rows, note))
     return TableDoc(
@@ -53,12 +87,18 @@ def compare_table(data: ReportData) -> TableDoc:
         "(`reports/compare/<benchmark>.json`): point difference, "
         "bias-corrected percentile interval and two-sided p-value. The minimum detectable difference in each "
         "table's note is the smallest true difference the paired test finds with 80% power at α = 0.05, from the "
-        "spread of the paired bootstrap differences (docs/statistics.md): differences below it are likely to go "
-        "unnoticed on this benchmark. For the error metrics a negative difference means A is "
-        "better calibrated; for human alignment, positive means A agrees more with the human judgements. "
+        "spread of the paired bootstrap differences (docs/statistics.md), over the pairs of distinct runs: "
+        "differences below it are likely to go unnoticed on this benchmark. For the error metrics a negative "
+        "difference means A is better calibrated; for human alignment, positive means A agrees more with the "
+        "human judgements. On a benchmark with the same label for every pair (y = 1, the identity protocol) no "
+        "column is calibration: Δ stereotype share is how much more often A prefers the stereotypical sentence, "
+        "Δ 1 − mean p how much further A is from always preferring it; neither end is better in itself, a share "
+        "nearer 0.5 is less biased. "
         f"**Bold**: significant at α = {alpha if alpha is not None else 0.05}; †: still significant after Holm's "
-        "correction over the four metrics of the pair. No worst or best value is marked: a difference has no worse "
-        "end.",
+        "correction over the four metrics of the pair; beside a bold difference, the interval at the level Holm's "
+        "correction tests it at (Holm x% [l, h]), which excludes 0 exactly when † is there. No worst or best "
+        "value is marked: a difference "
+        "has no worse end.",
         tables,
         "" if tables else "no model comparison reports (reports/compare/) found",
     )

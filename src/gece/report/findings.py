@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from gece.registry import METRIC
 from gece.report import identity
-from gece.report.cells import ReportData, constant_y, variant_of
+from gece.report.cells import ReportData, constant_y, distinct_runs, repeats, variant_of
 from gece.report.gaps import (
     GAP_MARK,
     GAP_MAX_WIDTH,
@@ -84,7 +84,8 @@ def summary(data: ReportData) -> dict:
       with constant y: 1 − mean p does not depend on the binning);
     - ``neutral.<m>.<variant>``: ECE and Gender-ECE of each gender-neutral rewrite minus the occupation
       wording (the benchmark that the ``neutral_of`` entries of params.yaml name);
-    - ``special_tokens.<m>.<b>``: ECE and mean confidence without the special tokens minus with them;
+    - ``special_tokens.<m>.<b>``: ECE (``shortfall_change``, 1 − mean p, on a benchmark with constant y) and
+      mean confidence without the special tokens minus with them;
     - ``compare.<b>``: per metric, how many model pairs differ significantly after Holm's correction (with the
       honest names of :data:`gece.report.identity.RENAMED` on a benchmark with constant y);
     - ``agreement.<b>.<m>``: a run with ``checked_against`` against that run (:func:`agreement_summary`);
@@ -133,7 +134,7 @@ def summary(data: ReportData) -> dict:
             out["compare"][b] = {
                 f"{names.get(k, k)}_significant": sum(bool(p["metrics"][k]["significant_holm"]) for p in rep["pairs"])
                 for k in keys
-            }
+            }  # an identical pair (one run scored twice) differs in nothing: it adds 0
         for e in (rep or {}).get("agreement", []):
             out["agreement"].setdefault(b, {})[e["run"]] = agreement_summary(e)
     for m, rep in sorted(data.neutral.items()):
@@ -150,7 +151,10 @@ def summary(data: ReportData) -> dict:
     for m, rep in sorted(data.special_tokens.items()):
         out["special_tokens"][m] = {
             b: {
-                "ece_change": _diff(sides.get("without", {}).get("ece"), sides.get("with", {}).get("ece")),
+                # 1 − mean p where y is constant (identity.RENAMED): shortfall_change
+                f"{(identity.RENAMED if constant_y(data, b) else {}).get('ece', 'ece')}_change": _diff(
+                    sides.get("without", {}).get("ece"), sides.get("with", {}).get("ece")
+                ),
                 "mean_confidence_change": _diff(
                     sides.get("without", {}).get("mean_confidence"), sides.get("with", {}).get("mean_confidence")
                 ),
@@ -251,9 +255,10 @@ IDENTITY_RANKED = {"pct_stereotype": identity.LABEL["stereotype_share"], "ece": 
 
 
 def ranking(data: ReportData, b: str, key: str) -> list[Ranked]:
-    """The runs of benchmark ``b`` with a value of ``key``, best first (ties by model id)."""
+    """The runs of benchmark ``b`` with a value of ``key``, best first (ties by model id); a run scored twice
+    once (:func:`gece.report.cells.repeats`)."""
     rows = []
-    for m in data.runs.get(b, []):
+    for m in distinct_runs(data, b):
         rep = data.metrics.get((b, m)) or {}
         v = _num(rep.get(key))
         if v is not None:
@@ -263,7 +268,7 @@ def ranking(data: ReportData, b: str, key: str) -> list[Ranked]:
 
 
 def _benchmark(data: ReportData, b: str) -> BenchmarkFinding | None:
-    reps = [data.metrics[(b, m)] for m in data.runs.get(b, []) if (b, m) in data.metrics]
+    reps = [data.metrics[(b, m)] for m in distinct_runs(data, b) if (b, m) in data.metrics]
     if not reps or constant_y(data, b):
         return None
     out = BenchmarkFinding(b, sorted({int(r["n"]) for r in reps}), len(reps))
@@ -275,7 +280,7 @@ def _benchmark(data: ReportData, b: str) -> BenchmarkFinding | None:
 
 
 def _identity(data: ReportData, b: str) -> IdentityFinding | None:
-    reps = [data.metrics[(b, m)] for m in data.runs.get(b, []) if (b, m) in data.metrics]
+    reps = [data.metrics[(b, m)] for m in distinct_runs(data, b) if (b, m) in data.metrics]
     if not reps:
         return None
 
@@ -293,27 +298,27 @@ def _identity(data: ReportData, b: str) -> IdentityFinding | None:
 
 
 def _special_tokens_effect(data: ReportData) -> str | None:
+    """The ECE with and without the special tokens on the benchmarks whose labels vary; the benchmarks where both
+    runs give the same metrics (one run scored twice) are named, not counted."""
     parts = []
     for m, rep in sorted(data.special_tokens.items()):
         without = data.special_pairs.get(m, f"{m} without special tokens")
+        both = {b: (s["with"], s["without"]) for b, s in rep.items() if s.get("with") and s.get("without")}
+        same = [b for b, (w, wo) in both.items() if w == wo]
         rows = [
-            (b, s["with"], s["without"])
-            for b, s in rep.items()
-            if "with" in s
-            and "without" in s
-            and _num(s["with"].get("ece")) is not None
-            and _num(s["without"].get("ece")) is not None
+            (b, w, wo)
+            for b, (w, wo) in both.items()
+            if b not in same
+            and not constant_y(data, b)
+            and _num(w.get("ece")) is not None
+            and _num(wo.get("ece")) is not None
         ]
-        if not rows:
+        if not rows and not same:
             continue
-        same = [b for b, w, wo in rows if wo["ece"] == w["ece"]]
-        differ = [r for r in rows if r[0] not in same]
-        worse = [b for b, w, wo in differ if wo["ece"] > w["ece"]]
-        span = ", ".join(f"{b} {w['ece']:.3f} → {wo['ece']:.3f}" for b, w, wo in differ)
+        worse = [b for b, w, wo in rows if wo["ece"] > w["ece"]]
+        span = ", ".join(f"{b} {w['ece']:.3f} → {wo['ece']:.3f}" for b, w, wo in rows)
         text = f"without its special tokens ({without}), {m} " + (
-            f"has a higher ECE on {len(worse)} of {plural(len(differ), 'benchmark')} ({span})"
-            if differ
-            else "scores alike"
+            f"has a higher ECE on {len(worse)} of {plural(len(rows), 'benchmark')} ({span})" if rows else "scores alike"
         )
         if same:  # the sentence rule puts the prefix token (the BOS) in front of every sentence either way
             why = (
@@ -321,7 +326,7 @@ def _special_tokens_effect(data: ReportData) -> str | None:
                 if all(data.meta.get((b, m), {}).get("rule") == "sentence" for b in same)
                 else ""
             )
-            text += f"; the same ECE on {', '.join(same)}{why}"
+            text += f"; {without} is {m} on {', '.join(same)}, the same score on every pair{why}"
         parts.append(text)
     return "; ".join(parts) + "." if parts else None
 
@@ -363,8 +368,12 @@ def _brier_effect(data: ReportData) -> str | None:
 
 
 def _calibration_effect(data: ReportData) -> str | None:
+    """How often the headline method (params.yaml ``calibrate.headline``, fixed in advance) lowers the held-out ECE,
+    on the benchmarks whose labels vary; and which method is most often lowest, said to be chosen on the same
+    pairs."""
+    method = data.headline_method
     lower, total, methods = 0, 0, {}
-    for _key, rep in sorted(data.calibration.items()):
+    for (b, _m), rep in sorted(data.calibration.items()):
         split = rep.get("split") or {}
         before = _num((split.get("uncalibrated") or {}).get("ece"))
         ok = {
@@ -373,18 +382,19 @@ def _calibration_effect(data: ReportData) -> str | None:
             if x.get("status") == "ok"
         }
         ok = {k: v for k, v in ok.items() if v is not None}
-        if before is None or not ok:
+        if constant_y(data, b) or before is None or method not in ok:
             continue
         total += 1
+        lower += ok[method] < before
         best = min(ok, key=lambda k: (ok[k], k))
-        lower += ok[best] < before
         methods[best] = methods.get(best, 0) + 1
     if not total:
         return None
-    common = max(methods, key=lambda k: (methods[k], k)) if methods else None
+    common = max(methods, key=lambda k: (methods[k], k))
     return (
-        f"post-hoc calibration lowers the held-out ECE of {lower} of {plural(total, 'run')}; the method "
-        f"with the lowest ECE is most often {common} ({methods[common]} of {total})."
+        f"{method} (the method params.yaml fixes in advance) lowers the held-out ECE of {lower} of "
+        f"{plural(total, 'run')}; the method with the lowest held-out ECE, chosen on the pairs it is evaluated on "
+        f"and so flattered by the choice, is most often {common} ({methods[common]} of {total})."
     )
 
 
@@ -394,9 +404,10 @@ def _compare_effect(data: ReportData) -> str | None:
         rep = data.compare.get(b)
         if not rep or not rep.get("pairs") or "ece" not in rep["pairs"][0]["metrics"]:
             continue
+        pairs = [p for p in rep["pairs"] if not p.get("identical")]  # one run scored twice is no pair
         benches += 1
-        total += len(rep["pairs"])
-        sig += sum(bool(p["metrics"]["ece"]["significant_holm"]) for p in rep["pairs"])
+        total += len(pairs)
+        sig += sum(bool(p["metrics"]["ece"]["significant_holm"]) for p in pairs)
     if not total:
         return None
     return (
@@ -432,7 +443,8 @@ def _groups_effect(data: ReportData) -> str | None:
         if variant_of(data, b) is not None:  # its numbers are in its first entry's line
             continue
         found = []
-        for m in rep.get("runs", {}):
+        twice = repeats(data, b)
+        for m in (m for m in rep.get("runs", {}) if m not in twice):
             grouping, gap = first_gap(rep, m, "identity")
             if grouping in (None, "pred_gender", "true_gender") or _num(gap.get("gap")) is None:
                 continue
@@ -476,7 +488,22 @@ def _annotators_effect(data: ReportData) -> str | None:
     return "; ".join(parts) + "." if parts else None
 
 
+def _repeats_effect(data: ReportData) -> str | None:
+    """The runs that are another run scored twice (the same p on every pair), per benchmark: counted once."""
+    same: dict[tuple[str, str], list[str]] = {}
+    for b in data.benchmarks:
+        for later, first in repeats(data, b).items():
+            same.setdefault((later, first), []).append(b)
+    parts = [f"{later} is {first} on {', '.join(bs)}" for (later, first), bs in same.items()]
+    return (
+        "; ".join(parts) + " (the same p on every pair): one run, counted once in every finding and count above."
+        if parts
+        else None
+    )
+
+
 EFFECTS = (
+    ("the same run twice", _repeats_effect),
     ("special tokens", _special_tokens_effect),
     ("Brier ranking", _brier_effect),
     ("calibration", _calibration_effect),

@@ -29,8 +29,8 @@ PROTOCOL_TEXT = {
     ),
     "identity_constant": (
         "identity protocol (the paper's) on a benchmark with y = 1 for every pair: each cell is 1 − mean p of the "
-        "group (its paper-convention ECE against y = 1, the paper's identity ECE), how far the model is from always "
-        "preferring the stereotypical sentence in that group; not calibration"
+        "group (the paper's identity ECE of the group), how far the model is from always preferring the "
+        "stereotypical sentence in that group; not calibration"
     ),
     "soft": (
         "soft protocol: each group's ECE of the model's confidence in sent_more against the share of "
@@ -218,7 +218,8 @@ def groups_doc(reports: Mapping[str, Mapping], constant: Collection[str] = ()) -
         if first is None
         else (
             f" ({first['n_bins']} {first['binning'].replace('_', '-')} bins over p, {first['level']:.0%} "
-            f"bias-corrected bootstrap intervals from {first['draws']} resamples of pairs, the same for every group of "
+            f"bias-corrected bootstrap intervals from {first['draws']} resamples of clusters (the pairs, or the "
+            "column params.yaml `benchmarks.<b>.cluster` names: WinoQueer's templates), the same for every group of "
             f"a run; groups of fewer than {first['min_size']} pairs get no ECE)"
         )
     )

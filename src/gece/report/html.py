@@ -13,7 +13,7 @@ from string import Template
 from gece import registry
 from gece.io import layout
 from gece.report.answers import GAP_GROUPING, Answers, answers, differ_line, gap_line, same_line
-from gece.report.cells import ReportData, TableDoc, format_number, shown_text
+from gece.report.cells import ReportData, TableDoc, constant_y, format_number, shown_text
 from gece.report.examples import examples_docs
 from gece.report.findings import (
     FINDINGS_CAPTION,
@@ -43,11 +43,15 @@ def special_tokens_statement(data: ReportData) -> str:
     parts = []
     for m, rep in sorted(data.special_tokens.items()):
         without = data.special_pairs.get(m, f"{m} without special tokens")
-        shown, details = 0, []
+        shown, details, same = 0, [], []
         for b, sides in rep.items():
             w, wo = sides.get("with"), sides.get("without")
+            if w and w == wo:  # one run scored twice: nothing changes
+                same.append(b)
+                continue
             if (
-                not w
+                constant_y(data, b)  # no calibration or human alignment to speak of
+                or not w
                 or not wo
                 or None in (w.get("mean_confidence"), wo.get("mean_confidence"), w.get("ece"), wo.get("ece"))
             ):
@@ -72,7 +76,8 @@ def special_tokens_statement(data: ReportData) -> str:
                 f"Here the ablation does not show {m} becoming overconfident without its BOS token ({without}): "
                 f"confidence and ECE both rise on only {shown} of {len(details)} benchmarks"
             )
-        parts.append(head + " (" + "; ".join(details) + ").")
+        tail = f" On {', '.join(same)} {without} and {m} give every pair the same score: one run." if same else ""
+        parts.append(head + " (" + "; ".join(details) + ")." + tail)
     text = " ".join(parts) if parts else "The special-token ablation has no usable rows."
     return (
         text + " A model scored without the special tokens it was trained with is being measured out of "
@@ -381,8 +386,10 @@ def answers_html(a: Answers) -> str:
     block(
         "Which models differ in ECE?",
         "compare",
-        "paired bootstrap, significant after Holm over the benchmark's pairs: the pairs of the lowest ECE and of "
-        "the models scored here, the higher model by how much [95% interval]; ≈: no difference",
+        "paired bootstrap, significant after Holm over the four metrics of the pair: the pairs of the lowest ECE "
+        "and of the models scored here, the higher model by how much [the interval at the level Holm's "
+        "correction tests it at (98.8%), so that it excludes 0 exactly when the pair differs]; ≈: no difference; a "
+        "run scored twice (the same p on every pair) counts once",
         [
             (
                 c.benchmark,
@@ -409,7 +416,9 @@ def answers_html(a: Answers) -> str:
     block(
         "Largest change by post-hoc calibration",
         "calibration",
-        "held-out ECE [95% interval] before → after the best method (split protocol)",
+        f"held-out ECE [95% interval] before → after {a.headline}, the method params.yaml fixes in advance "
+        "(calibrate.headline), not the best of the methods on these pairs; the run with the largest drop (split "
+        "protocol: fitted on one half of the pairs, evaluated on the other)",
         [(x.benchmark, esc(x.text())) for x in a.calibration],
     )
     out.append("</div>")

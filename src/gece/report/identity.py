@@ -27,13 +27,15 @@ from __future__ import annotations
 
 from gece.io import layout
 from gece.io.readers import is_finite_number
+from gece.registry import METRIC
 from gece.report.cells import Cell, Column, ReportData, Row, Table, TableDoc, constant_y, ptr, variant_of
 
 # reports/summary.json key -> (the metrics JSON key it holds, its label), for a benchmark with constant y
+# (the labels are the registry's, gece.registry.Metric.constant: accuracy is the stereotype share there)
 HONEST = {
-    "stereotype_share": ("pct_stereotype", "stereotype share (p > 0.5)"),
-    "shortfall": ("ece", "1 − mean p (the paper's identity ECE)"),
-    "shortfall_gender": ("gender_ece", "1 − mean p by predicted gender (the paper's Gender-ECE)"),
+    "stereotype_share": ("pct_stereotype", METRIC["accuracy"].constant),
+    "shortfall": ("ece", METRIC["ece"].constant),
+    "shortfall_gender": ("gender_ece", METRIC["gender_ece"].constant),
 }
 # the keys a run of such a benchmark carries in reports/summary.json, in order; n_distinct and n_clusters when
 # the metrics JSON has them
@@ -48,9 +50,9 @@ OVERALL_COLUMNS = (
     ("pct_stereotype", LABEL["stereotype_share"], True),
     ("ece", LABEL["shortfall"], True),
     ("gender_ece", LABEL["shortfall_gender"], True),
-    ("ece_male", "1 − mean p, predicted male", False),
-    ("ece_female", "1 − mean p, predicted female", False),
-    ("brier", "mean (1 − p)² (Brier)", True),
+    ("ece_male", METRIC["ece_male"].constant, False),
+    ("ece_female", METRIC["ece_female"].constant, False),
+    ("brier", METRIC["brier"].constant, True),
 )
 FIRST_DIFF = "first_diff"  # the groups report's grouping: do the sentences differ in their first word?
 
@@ -245,8 +247,8 @@ def rules_table(data: ReportData, first: str) -> Table:
             )
     verdict = rule_verdict(data, first)
     note = (
-        "y = 1 for every pair. Intervals: 95% bootstrap intervals over the clusters (params.yaml "
-        "`benchmarks.<b>.cluster`; with every cluster a single pair, over the pairs)."
+        "y = 1 for every pair. Intervals: 95% bootstrap intervals over the clusters (the column params.yaml's "
+        "benchmarks.<b>.cluster names, WinoQueer's templates; with every cluster a single pair, over the pairs)."
         + (f" The stereotype share {verdict}." if verdict else " Scored under one rule only.")
     )
     return Table(
@@ -309,8 +311,8 @@ def first_word_table(data: ReportData, first: str) -> Table:
             rows.append(Row([m, rule], cells, layout.groups_file(v)))
     note = (
         "initial: the sentences differ in their first word (a model scoring whole sentences compares unconditioned "
-        "first words there); later: they start alike. Per part, 1 − mean p is the part's identity-protocol ECE "
-        "(y = 1); its stereotype share where the groups report has it (else –)."
+        "first words there); later: they start alike. Per part, 1 − mean p (the paper's identity ECE, y = 1) "
+        "and its stereotype share where the groups report has it (else –)."
     )
     heading = f"{first}: how much of it is the first word"
     if not rows:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from gece import registry
 from gece.io import layout
 from gece.registry import METRIC
 from gece.report.cells import (
@@ -33,6 +34,13 @@ def metric_columns(
     overrides a label in one table."""
     ci, labels = set(ci), labels or {}
     return [(k, labels.get(k, METRIC[k].label), METRIC[k].worse, k in ci) for k in keys]
+
+
+def on_constant_y(spec: Iterable[tuple]) -> list[tuple]:
+    """Column specs (key, label, worst end, ...) on a benchmark with constant y: each metric under what it
+    measures there, unranked, and those that need a varying y without such a name left out
+    (:func:`gece.registry.on_constant_y`)."""
+    return [(k, *shown, *rest) for k, _, _, *rest in spec if (shown := registry.on_constant_y(k)) is not None]
 
 
 # the metrics whose interval the tables show
@@ -105,7 +113,8 @@ def _metrics_doc(
 
 MARKS_NOTE = "✓: the best value of its column (lowest error, highest human alignment)."
 CI_NOTE = (
-    "Values with a 95% bias-corrected bootstrap interval in brackets (1000 resamples of pairs) where the "
+    "Values with a 95% bias-corrected bootstrap interval in brackets (1000 resamples of clusters: the pairs, or "
+    "the column params.yaml `benchmarks.<b>.cluster` names, WinoQueer's templates) where the "
     "metrics JSON has "
     "one. **Bold ▲**: the worst (highest) value of its column in that table; **bold ▼**: the worst (lowest) "
     f"human alignment; {MARKS_NOTE}"

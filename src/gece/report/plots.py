@@ -54,6 +54,12 @@ GAP_COLOR = "#FF9898"
 GAP_ALPHA = 0.8
 DIAGONAL_COLOR = "#444444"
 COUNT_COLOR = "#A9B4BC"
+# the legend's words (diagonal, bars, gap) by the metric the diagram shows: on a benchmark with constant y
+# (y = 1) the bars are all 1 and the gap is 1 − p, no calibration
+LEGENDS = {
+    "ECE": ("Perfect Calibration", "Outputs", "Calibration Gap"),
+    "1 − mean p": ("mean p = share with y = 1", "share with y = 1 (all)", "1 − p (gap to y = 1)"),
+}
 
 
 @dataclass(frozen=True)
@@ -110,8 +116,11 @@ def draw_reliability(
     fontsize: float = 9,
     hist_ax: Axes | None = None,
     count_labels: bool = False,
+    metric: str = "ECE",
 ) -> Bars:
-    """Draw one paper-style reliability diagram on ``ax`` (and the bin counts on ``hist_ax``)."""
+    """Draw one paper-style reliability diagram on ``ax`` (and the bin counts on ``hist_ax``); the legend's words
+    are those of ``metric`` (:data:`LEGENDS`)."""
+    diagonal, outputs, gap = LEGENDS[metric]
     b = reliability_bars(bins)
     f = b.filled
     ax.bar(
@@ -122,7 +131,7 @@ def draw_reliability(
         color=OUTPUT_COLOR,
         edgecolor="black",
         linewidth=0.8,
-        label="Outputs",
+        label=outputs,
         gid="outputs",
         zorder=2,
     )
@@ -137,11 +146,11 @@ def draw_reliability(
         hatch="//",
         edgecolor="black",
         linewidth=0.8,
-        label="Calibration Gap",
+        label=gap,
         gid="gap",
         zorder=3,
     )
-    ax.plot([0, 1], [0, 1], linestyle="--", color=DIAGONAL_COLOR, linewidth=1.6, label="Perfect Calibration", zorder=4)
+    ax.plot([0, 1], [0, 1], linestyle="--", color=DIAGONAL_COLOR, linewidth=1.6, label=diagonal, zorder=4)
     ax.set_xlim(-0.05, 1.05)
     ax.set_ylim(0, 1.05)
     ax.grid(linestyle="--", alpha=0.35, zorder=0)
@@ -151,7 +160,7 @@ def draw_reliability(
         ax.set_title(title, fontsize=fontsize)
     if legend:
         handles, labels = ax.get_legend_handles_labels()
-        order = [labels.index(x) for x in ("Perfect Calibration", "Outputs", "Calibration Gap") if x in labels]
+        order = [labels.index(x) for x in (diagonal, outputs, gap) if x in labels]
         ax.legend(
             [handles[i] for i in order],
             [labels[i] for i in order],
@@ -206,7 +215,13 @@ def reliability_figure(
     hist = fig.add_subplot(gs[1], sharex=ax)
     n = sum(r["count"] for r in bins)
     draw_reliability(
-        ax, bins, title=reliability_title(model, ece, n, metric), hist_ax=hist, fontsize=10, count_labels=True
+        ax,
+        bins,
+        title=reliability_title(model, ece, n, metric),
+        hist_ax=hist,
+        fontsize=10,
+        count_labels=True,
+        metric=metric,
     )
     ax.set_ylabel("Accuracy (share of pairs with y = 1)", fontsize=8.5)
     if subtitle:
@@ -228,7 +243,13 @@ def reliability_grid(
         ax = fig.add_subplot(inner[0])
         hist = fig.add_subplot(inner[1], sharex=ax)
         draw_reliability(
-            ax, bins, title=reliability_title(model, ece, metric=metric), legend=i == 0, fontsize=8, hist_ax=hist
+            ax,
+            bins,
+            title=reliability_title(model, ece, metric=metric),
+            legend=i == 0,
+            fontsize=8,
+            hist_ax=hist,
+            metric=metric,
         )
     fig.suptitle(title, fontsize=11)
     return fig

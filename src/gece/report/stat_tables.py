@@ -8,7 +8,7 @@ from the values they cite.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -22,6 +22,7 @@ from gece.report.cells import (
     Table,
     TableDoc,
     bench_heading,
+    constant_y,
     format_p,
     mark_worst,
     metric_cell,
@@ -84,7 +85,7 @@ def gap_holm(data: ReportData, b: str) -> tuple[list[str], dict[str, list[float 
 
 def gender_gap_table(data: ReportData) -> TableDoc:
     tables = []
-    for b in data.benchmarks:
+    for b in (b for b in data.benchmarks if not constant_y(data, b)):
         models, adjusted = gap_holm(data, b)
         if not models:
             continue
@@ -137,7 +138,9 @@ def gender_gap_table(data: ReportData) -> TableDoc:
         "bootstrap interval, and the signed gap ECE female − ECE male with its interval and two-sided p-values: "
         "the bootstrap test (p), the same adjusted by Holm's method over the runs of the table for that grouping "
         f"(Holm) and the permutation test that shuffles the gender groups (perm.). **Bold**: p < {ALPHA}; †: the "
-        f"gap survives Holm's correction. **Bold ▲**: the worst value of its column.{summary}",
+        f"gap survives Holm's correction. **Bold ▲**: the worst value of its column. Benchmarks with the same label "
+        "for every pair (y = 1, the identity protocol) are left out: their groups' numbers are 1 − mean p, no "
+        f"calibration (the identity table splits them).{summary}",
         tables,
         "" if tables else "no metrics reports found",
     )
@@ -196,7 +199,7 @@ def brier_ranking_tables(data: ReportData) -> tuple[list[Table], list[str]]:
 # ---------------------------------------------------------------- estimators at small N
 def estimator_table(data: ReportData) -> TableDoc:
     tables = []
-    for b in data.benchmarks:
+    for b in (b for b in data.benchmarks if not constant_y(data, b)):
         models = [m for m in data.runs.get(b, []) if (b, m) in data.sample_size]
         if not models:
             continue
@@ -230,7 +233,8 @@ def estimator_table(data: ReportData) -> TableDoc:
         "standard deviation over the subsets: RMSE² = bias² + sd². Binned ECE and Gender-ECE are inflated on "
         "small samples (positive bias); the debiased L2 estimator (Kumar et al. 2019) removes most of the bias "
         "but spreads more; smooth ECE (Błasiok & Nakkiran 2023) sits between. **Bold ▲**: the worst (highest) "
-        "RMSE of its column.",
+        "RMSE of its column. Benchmarks with the same label for every pair (y = 1, the identity protocol) are left "
+        "out: there each estimator measures 1 − mean p or a transform of it, no calibration error.",
         tables,
         "" if tables else "no sample-size ablation reports found",
     )
@@ -253,13 +257,15 @@ def mean_rmse(data: ReportData, runs: Callable[[str], bool] | None = None) -> di
 
 
 # ------------------------------------------------------------------------------- power
-def power_note(rep: dict) -> str:
-    """The compare table's line on power: the minimum detectable difference per metric."""
+def power_note(rep: dict, labels: Mapping[str, str] | None = None) -> str:
+    """The compare table's line on power: the minimum detectable difference per metric, each under its label in
+    ``labels`` (the column's)."""
     pw = rep.get("power")
     if not pw:
         return ""
+    labels = labels or {}
     parts = [
-        f"{k} {v['median']:.3f} ({v['min']:.3f}–{v['max']:.3f})"
+        f"{labels.get(k, k)} {v['median']:.3f} ({v['min']:.3f}–{v['max']:.3f})"
         for k, v in pw["mde"].items()
         if v.get("median") is not None
     ]

@@ -15,7 +15,14 @@ import numpy as np
 from gece.registry import ESTIMATORS
 from gece.stats import metrics
 from gece.stats.bootstrap import bootstrap, subsample
-from gece.stats.intervals import bias_corrected_interval, bias_corrected_p, detectable_difference, holm
+from gece.stats.intervals import (
+    bias_corrected_interval,
+    bias_corrected_p,
+    detectable_difference,
+    holm,
+    holm_alpha,
+    rejection_interval,
+)
 from gece.stats.metrics import Binning
 
 
@@ -184,8 +191,12 @@ def compare(
     pairs of ``power_runs`` (the paper runs, where the benchmark has them; else every run):
     median, min and max. ``p_holm``
     adjusts the p-values of the metrics compared for one pair of models (Holm–Bonferroni over
-    ``keys``). Across many pairs, mind that a bootstrap p-value cannot fall below 2/(draws + 1).
-    ``n`` (top level): the pairs any run scores.
+    ``keys``), and ``ci_low_holm``/``ci_high_holm`` is the interval at the level Holm tests that
+    metric at (``level_holm``, :func:`gece.stats.intervals.holm_alpha`), built to exclude 0 exactly
+    when ``significant_holm`` (:func:`gece.stats.intervals.rejection_interval`). ``identical``: the
+    two runs give every pair they share the same p (one run scored twice; its pairs are left out of the
+    power summary). ``n`` (top level): the pairs any run scores. Across many pairs, mind that a bootstrap
+    p-value cannot fall below 2/(draws + 1).
     """
     rank = pair_ranks(runs)
     described: dict[tuple, tuple[np.ndarray | None, dict[str, int]]] = {}
@@ -215,10 +226,12 @@ def compare(
         if key not in described:
             described[key] = describe(run_a.pair_id) if describe is not None else (None, {})
         (point_a, drawn_a), (point_b, drawn_b) = measure(a, run_a, key), measure(b, run_b, key)
-        entry = {"a": a, "b": b, "n": len(key), **described[key][1], "metrics": {}}
+        same = bool(np.array_equal(run_a.p, run_b.p))
+        entry = {"a": a, "b": b, "n": len(key), **described[key][1], "identical": same, "metrics": {}}
+        diffs = {}
         for k in keys:
             va, vb = _value(point_a[k][0]), _value(point_b[k][0])
-            d = drawn_a[k] - drawn_b[k]
+            diffs[k] = d = drawn_a[k] - drawn_b[k]
             diff = None if va is None or vb is None else va - vb
             lo, hi = bias_corrected_interval(d, diff, level)
             entry["metrics"][k] = {
@@ -230,16 +243,23 @@ def compare(
                 "p_value": bias_corrected_p(d, diff),
                 "mde": detectable_difference(d, alpha, power),
             }
-        pairs.append(entry)
-    for entry in pairs:  # Holm's family: the metrics compared for one pair of models
-        cells = list(entry["metrics"].values())
-        for m, adj in zip(cells, holm([m["p_value"] for m in cells]), strict=True):
+        # Holm's family: the metrics compared for one pair of models
+        cells = entry["metrics"]
+        for k, adj in zip(keys, holm([cells[k]["p_value"] for k in keys]), strict=True):
+            m = cells[k]
             m["p_holm"] = adj
             m["significant"] = m["p_value"] is not None and m["p_value"] < alpha
             m["significant_holm"] = adj is not None and adj < alpha
+            held_to = holm_alpha(m["p_value"], adj, alpha)
+            m["level_holm"] = None if held_to is None else 1.0 - held_to
+            m["ci_low_holm"], m["ci_high_holm"] = (
+                (None, None) if held_to is None else rejection_interval(diffs[k], m["diff"], held_to)
+            )
+        pairs.append(entry)
     n = len(rank)
     chosen = [r for r in (power_runs or []) if r in runs]
     power_pairs = [e for e in pairs if e["a"] in chosen and e["b"] in chosen] if len(chosen) > 1 else pairs
+    power_pairs = [e for e in power_pairs if not e["identical"]]  # one run scored twice has no spread to tell
     summary = {}
     for k in keys:
         mdes = [e["metrics"][k]["mde"] for e in power_pairs if e["metrics"][k]["mde"] is not None]

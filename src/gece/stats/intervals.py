@@ -20,11 +20,14 @@ fix none of the intervals that miss their estimate (tests/test_intervals.py chec
 p < 1 − level exactly when 0 lies (about) outside the interval.
 
 **Holm (1979).** Step-down adjusted p-values: sort the m p-values, p_(i) · (m − i + 1),
-running maximum, capped at 1.
+running maximum, capped at 1. The interval shown beside a Holm verdict is taken at the level that
+test is held to, α · p / p_holm (:func:`holm_alpha`), between the order statistics that make it
+exclude 0 exactly when the test rejects (:func:`rejection_interval`), so verdict and interval agree.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -81,6 +84,42 @@ def holm(pvalues: Sequence[float | None]) -> list[float | None]:
         running = max(running, min(1.0, (m - rank) * pvalues[i]))
         adjusted[i] = running
     return adjusted
+
+
+def holm_alpha(p: float | None, p_holm: float | None, alpha: float) -> float | None:
+    """The level Holm's correction holds one test to: alpha · p / p_holm.
+
+    Holm rejects when p_holm = c · p < alpha, i.e. when p < alpha / c, with c = p_holm / p >= 1 the
+    test's multiplier (its step-down factor m − i + 1, or more by the running maximum). ``alpha``
+    where p is 0 (no multiplier to read); None when undefined.
+    """
+    if p is None or p_holm is None:
+        return None
+    if p <= 0 or p_holm <= 0:
+        return alpha
+    return alpha * p / p_holm
+
+
+def rejection_interval(draws: np.ndarray, estimate: float | None, alpha: float) -> tuple[float | None, float | None]:
+    """The interval of the shifted draws d = θ* − b̂ that excludes 0 exactly when the two-sided p-value of
+    :func:`bias_corrected_p` is below ``alpha``: the order statistics d_(k+1) and d_(B−k), with k the
+    largest integer below alpha (B + 1) / 2 − 1.
+
+    p = 2 (t + 1) / (B + 1) with t = min(#{d <= 0}, #{d >= 0}), so p < alpha exactly when t <= k; and
+    d_(k+1) > 0 exactly when #{d <= 0} <= k (likewise d_(B−k) < 0 and #{d >= 0}). A percentile
+    interval interpolates between draws and misses the +1 of the p-value, so at the edge it can
+    disagree with the test beside it; this one cannot. Its coverage is about 1 − alpha. (None, None)
+    when undefined, and when k < 0: with so few draws p cannot fall below alpha, and no interval of
+    them has that level.
+    """
+    shift = bias_shift(draws, estimate)
+    if shift is None:
+        return None, None
+    d = np.sort(_defined(draws) - shift)
+    k = math.ceil(alpha * (d.size + 1) / 2 - 1) - 1
+    if k < 0:
+        return None, None
+    return float(min(d[k], estimate)), float(max(d[d.size - 1 - k], estimate))
 
 
 def detectable_difference(draws: np.ndarray, alpha: float = 0.05, power: float = 0.8) -> float | None:
