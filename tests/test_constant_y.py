@@ -145,13 +145,14 @@ def test_no_table_treats_a_constant_y_benchmark_as_calibration(data):
     # compare: the identity quantities under their names; the run scored twice is one row saying so
     compare = {t.heading.split(";")[0]: t for t in docs["compare"].tables}
     assert [c.label for c in compare["cp"].columns] == [
+        "pairs",
         "Δ 1 − mean p (the paper's identity ECE)",
         "Δ 1 − mean p by predicted gender (the paper's Gender-ECE)",
         "Δ mean (1 − p)² (Brier)",
         "Δ stereotype share (p > 0.5)",
     ]
     same = [r for r in compare["cp"].rows if r.label == ["m1", "m1-nobos"]]
-    assert same[0].cells[0].value == "the same p on every pair: one run, scored twice"
+    assert same[0].cells[1].value == "the same p on every pair: one run, scored twice"
     # the power note: display names, over the pairs of distinct runs (the run scored twice left out)
     assert "over 2 pairs of runs): 1 − mean p (the paper's identity ECE) 0." in compare["cp"].note
     assert "over 3 pairs of runs): ECE 0." in compare["wb"].note

@@ -495,7 +495,8 @@ def test_special_tokens_statement_follows_the_data():
     data = report_cells.ReportData(benchmarks=["b1", "b2"], runs={}, special_pairs={"m": "m-nobos"})
     data.special_tokens = {"m": {"b1": {"with": side, "without": worse}, "b2": {"with": side, "without": worse}}}
     assert "m looks grossly overconfident" in report_html.special_tokens_statement(data)
-    data.special_tokens = {"m": {"b1": {"with": side, "without": side}, "b2": {"with": side, "without": worse}}}
+    better = {**side, "ece": 0.09}  # (without == with would be one run scored twice, left out)
+    data.special_tokens = {"m": {"b1": {"with": side, "without": better}, "b2": {"with": side, "without": worse}}}
     assert "does not show" in report_html.special_tokens_statement(data)
     data.special_tokens = {}
     assert "No special-token ablation" in report_html.special_tokens_statement(data)
