@@ -119,8 +119,8 @@ def worker_matmul(work: Path) -> dict:
 
 
 def worker_gece(work: Path) -> dict:
-    from gece.io.params import ExtractParams
     from gece.io.readers import read_table
+    from gece.io.sections import ExtractParams
     from gece.io.tokens import TokenRow
     from gece.pipeline import extract as extract_stage
     from gece.scoring import models

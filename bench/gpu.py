@@ -168,8 +168,8 @@ def _gece(model_dir: Path, dtype: str, prepared: Path, n: int, work: Path, devic
 
     from gece.io import layout
     from gece.io.model_entry import ModelSpec
-    from gece.io.params import ExtractParams
     from gece.io.readers import read_json
+    from gece.io.sections import ExtractParams
     from gece.pipeline import extract as extract_stage
     from gece.scoring import models
 
@@ -289,7 +289,7 @@ def _pipeline(model_dir: Path, dtype: str, work: Path, device: str, limit: int |
     reused), and :data:`PIPELINE_MODELS` times that."""
     from gece.io import layout
     from gece.io.model_entry import ModelSpec
-    from gece.io.params import ExtractParams
+    from gece.io.sections import ExtractParams
     from gece.pipeline import extract as extract_stage
     from gece.pipeline import prepare as prepare_stage
 

@@ -179,8 +179,8 @@ def _pairs(tokenizer, special_tokens: bool, n: int):
 
 def worker_gece(path: Path, start: float) -> dict:
     from gece.io.model_entry import ModelSpec
-    from gece.io.params import ExtractParams
     from gece.io.readers import read_table
+    from gece.io.sections import ExtractParams
     from gece.io.tokens import TokenRow
     from gece.pipeline import extract as extract_stage
     from gece.scoring import engine, models

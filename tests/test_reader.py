@@ -13,7 +13,7 @@ import pytest
 from gece.cli import main
 from gece.errors import GeceError
 from gece.io import benchmarks, inputs
-from gece.io.params import load_yaml
+from gece.io.params_file import load_yaml
 
 from .refusals import refusal
 

@@ -16,8 +16,9 @@ import yaml
 from gece.cli import main
 from gece.io import layout
 from gece.io.metric_reports import BinsReport
-from gece.io.params import MetricsParams, load_params
+from gece.io.params import load_params
 from gece.io.readers import read_json
+from gece.io.sections import MetricsParams
 from gece.pipeline import metrics as metrics_stage
 from gece.pipeline import report as report_stage
 from gece.pipeline import report_data as report_loader

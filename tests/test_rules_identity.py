@@ -13,8 +13,8 @@ from gece.errors import GeceError
 from gece.io import layout, paired
 from gece.io.model_entry import ModelSpec
 from gece.io.pair_rows import PreparedPair, ScoreRow
-from gece.io.params import ExtractParams
 from gece.io.readers import read_json, read_table
+from gece.io.sections import ExtractParams
 from gece.io.tokens import ExtractMeta, TokenRow
 from gece.io.writer import write_json, write_table
 from gece.pipeline import extract as extract_stage

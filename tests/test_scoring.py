@@ -20,8 +20,8 @@ from gece.errors import GeceError
 from gece.io import benchmarks, layout
 from gece.io.model_entry import ModelSpec
 from gece.io.pair_rows import PreparedPair, ScoreRow
-from gece.io.params import ExtractParams
 from gece.io.readers import read_json, read_table
+from gece.io.sections import ExtractParams
 from gece.io.tokens import ExtractMeta, ExtractTiming, TokenRow
 from gece.pipeline import extract as extract_stage
 from gece.pipeline import prepare as prepare_stage

@@ -11,7 +11,7 @@ from io import StringIO
 import pytest
 from rich.console import Console
 
-from gece import cli, command
+from gece import cli, command, run_options
 from gece.terminal import Table
 
 from .conftest import ROOT
@@ -34,7 +34,7 @@ def _rows() -> dict[str, dict]:
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_rows_table_never_cuts_an_id(width):
-    text = _render(command.rows_table("runs", "run", _rows(), KEYS), width)
+    text = _render(run_options.rows_table("runs", "run", _rows(), KEYS), width)
     assert "…" not in text
     assert all(len(line) <= width for line in text.splitlines())
     for run in IDS:  # whole, on one line: in its row or in the legend
@@ -49,9 +49,9 @@ def test_rows_table_never_cuts_an_id(width):
 
 def test_rows_table_widths():
     """At 200 and 100 columns the ids stay in the rows; at 80 the longest real id needs the legend."""
-    assert "#1" not in _render(command.rows_table("runs", "run", _rows(), KEYS), 200)
-    assert "#1" not in _render(command.rows_table("runs", "run", _rows(), KEYS), 100)
-    narrow = _render(command.rows_table("runs", "run", _rows(), KEYS), 80)
+    assert "#1" not in _render(run_options.rows_table("runs", "run", _rows(), KEYS), 200)
+    assert "#1" not in _render(run_options.rows_table("runs", "run", _rows(), KEYS), 100)
+    narrow = _render(run_options.rows_table("runs", "run", _rows(), KEYS), 80)
     assert "#1 paper-deepseek-r1-distill-llama-8b" in narrow
     assert "gemma-3-2…" not in narrow
 

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from gece.errors import GeceError
-from gece.io.model_entry import check_id
+from gece.io.ids import check_id
 from gece.io.outputs import clear_output_dir
 from gece.io.params import Params
 

@@ -15,13 +15,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gece import command
+from gece import command, run_options
 from gece.errors import GeceError
 from gece.io import layout
 from gece.io.annotation_report import AnnotationReport
 from gece.io.pair_rows import AnnotatedPair, AnnotationRow, PreparedPair
-from gece.io.params import AnnotateParams
+from gece.io.params import require_params
 from gece.io.readers import read_table
+from gece.io.sections import AnnotateParams
 from gece.io.writer import write_json, write_table
 
 log = logging.getLogger("gece")
@@ -125,8 +126,8 @@ def reads(args: argparse.Namespace) -> list[Path]:
 
 
 def run(args: argparse.Namespace) -> int:
-    params = command.require_params(args)
-    b = command.benchmark_of(args, params)
+    params = require_params(args)
+    b = run_options.benchmark_of(args, params)
     settings = command.override(params.annotate, tie=args.tie)
     from gece.io.outputs import check_outputs
 

@@ -10,13 +10,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gece import command, options
+from gece import command, options, run_options
 from gece.errors import GeceError
 from gece.io import layout
 from gece.io.calibration_files import CalibratedRow, CalibrationBinsReport, CalibrationReport
 from gece.io.pair_rows import ScoreRow
-from gece.io.params import CalibrateParams, MetricsParams, Params
+from gece.io.params import CalibrateParams, Params, params_or_defaults
 from gece.io.readers import read_table
+from gece.io.sections import MetricsParams
 from gece.io.writer import write_json, write_table
 from gece.pipeline import runs
 from gece.stats import calibration, metrics
@@ -213,7 +214,7 @@ EXAMPLES = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    command.add_run_inputs(p, "reports/calibration/<b>/, artifacts/calibrated/<b>/, reports/calibration_bins/<b>/")
+    run_options.add_run_inputs(p, "reports/calibration/<b>/, artifacts/calibrated/<b>/, reports/calibration_bins/<b>/")
     p.add_argument("--out", type=Path, help="write the calibration report JSON here (default: not written)")
     p.add_argument(
         "--scores-out", type=Path, help="write the per-pair calibrated scores (Parquet) here (default: not written)"
@@ -270,11 +271,11 @@ def _print_report(report: dict, meta: dict) -> None:
                 command.out.print(f"  {name}: {literal(m['reason'])}", highlight=False)
 
 
-reads = command.run_reads  # with --benchmark: the prepared pairs, score files and released scores it reads
+reads = run_options.run_reads  # with --benchmark: the prepared pairs, score files and released scores it reads
 
 
 def run(args: argparse.Namespace) -> int:
-    params = command.params_or_defaults(args)
+    params = params_or_defaults(args)
     settings = command.override(
         params.calibrate if params else CalibrateParams(),
         methods=args.methods,
@@ -284,8 +285,8 @@ def run(args: argparse.Namespace) -> int:
     )
     metric_settings = params.metrics if params else MetricsParams()
     if args.benchmark is not None:
-        command.one_input(args, "scores", "out", "scores_out", "bins_out")
-        benchmark = command.benchmark_of(args, params)
+        run_options.one_input(args, "scores", "out", "scores_out", "bins_out")
+        benchmark = run_options.benchmark_of(args, params)
         results = calibrate_benchmark(params, benchmark, settings, metric_settings)
         if args.json:
             print(json.dumps(results, indent=2))
@@ -293,7 +294,7 @@ def run(args: argparse.Namespace) -> int:
             for m, report in results.items():
                 _print_report(report, {"benchmark": benchmark, "model": m})
         return 0
-    command.one_input(args, "scores")
+    run_options.one_input(args, "scores")
     report, meta = calibrate(args.scores, args.out, args.scores_out, args.bins_out, settings, metric_settings)
     if args.json:
         print(json.dumps(report, indent=2))

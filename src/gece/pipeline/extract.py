@@ -38,8 +38,9 @@ from gece.io.inputs import check_unique_ids
 from gece.io.model_entry import ModelSpec
 from gece.io.outputs import atomic_path, check_output, check_output_dir
 from gece.io.pair_rows import PreparedPair
-from gece.io.params import ExtractParams
+from gece.io.params import params_if_valid, require_params
 from gece.io.readers import iter_table, pair_ids, parquet_rows, read_json, read_table
+from gece.io.sections import ExtractParams
 from gece.io.tokens import ExtractMeta, ExtractTiming, TokenRow
 from gece.io.writer import write_json, write_table
 from gece.pipeline import reuse
@@ -377,7 +378,7 @@ def reads(args: argparse.Namespace) -> list[Path]:
     """What it reads besides --params and PREPARED: the model's files (a source that is a local path), and the
     finished shards of a killed run of OUT (resumed); without PREPARED (the stage), every prepared benchmark,
     the token files of the entries with the same weights (reused) and dvc.lock (the last recorded run)."""
-    params = command.params_if_valid(args)
+    params = params_if_valid(args)
     spec = params.registry.get(args.model) if params is not None else None
     model = [Path(spec.source)] if spec is not None and os.path.lexists(spec.source) else []
     if args.prepared is not None and args.out is not None:
@@ -386,7 +387,7 @@ def reads(args: argparse.Namespace) -> list[Path]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gece.io.model_entry import ID_HELP, is_id
+    from gece.io.ids import ID_HELP, is_id
 
     if not is_id(args.model):  # a path or a hub id, most likely: say where it goes
         raise GeceError(
@@ -399,7 +400,7 @@ def run(args: argparse.Namespace) -> int:
             "then --meta-out and --rule do not apply)",
             hint=f"for example: {EXAMPLES[1]}",
         )
-    params = command.require_params(args)
+    params = require_params(args)
     if args.model not in params.registry:
         raise GeceError(
             f"--model {args.model!r} has no entry under registry in {args.params}",

@@ -7,11 +7,12 @@ import json
 import logging
 from pathlib import Path
 
-from gece import command
+from gece import command, run_options
 from gece.errors import GeceError
 from gece.io import layout
 from gece.io.ablation_reports import NEUTRAL_KEYS, NeutralReport
 from gece.io.metric_reports import MetricsReport
+from gece.io.params import require_params
 from gece.io.readers import read_json
 from gece.io.writer import write_json
 
@@ -44,7 +45,7 @@ def reads(args: argparse.Namespace) -> list[Path]:
 
 def run(args: argparse.Namespace) -> int:
     command.check_id(args.model, "--model")
-    params = command.require_params(args)
+    params = require_params(args)
     compared = params.neutral_benchmarks
     if not compared:
         raise GeceError(
@@ -67,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=2))
     elif not args.quiet:
         command.out.print(
-            command.rows_table(
+            run_options.rows_table(
                 f"{args.model}: occupation vs gender-neutral wording",
                 "benchmark",
                 rows,

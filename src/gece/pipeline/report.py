@@ -21,7 +21,7 @@ from gece.io import layout
 from gece.io.inputs import check_input_dir
 from gece.io.outputs import check_output_dir, clear_output_dir, write_bytes, write_text
 from gece.io.pair_rows import ScoreRow
-from gece.io.params import Params
+from gece.io.params import Params, params_if_valid, require_params
 from gece.io.readers import png_size, png_text, read_table, write_figure
 from gece.pipeline import report_data, runs, summary
 from gece.report import examples as report_examples
@@ -83,7 +83,7 @@ def _code_sha256() -> str:
 
 
 def _data_snapshot(data_dvc: Path) -> dict:
-    from gece.io.params import load_yaml
+    from gece.io.params_file import load_yaml
 
     if not data_dvc.exists():
         return {"data_md5": "unknown (no data.dvc)", "data_nfiles": "?"}
@@ -441,13 +441,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def reads(args: argparse.Namespace) -> list[Path]:
     """What it reads besides --params: --reports, --scores, --data-dvc, the benchmarks' source files, and --out,
     whose figures (drawn by worker processes) it reads back for their sizes and texts."""
-    params = command.params_if_valid(args)
+    params = params_if_valid(args)
     sources = [layout.benchmark_source(params, b) for b in params.benchmarks] if params is not None else []
     return [args.reports, args.scores, args.data_dvc, *sources, *([args.out] if args.out is not None else [])]
 
 
 def run(args: argparse.Namespace) -> int:
-    params = command.require_params(args)
+    params = require_params(args)
     result = report_stage(params, args.reports, args.scores, args.out, args.data_dvc)
     command.out.print(
         f"[green]report[/]: {plural(len(result['figures']), 'figure')}, "

@@ -7,11 +7,12 @@ import json
 import logging
 from pathlib import Path
 
-from gece import command
+from gece import command, run_options
 from gece.errors import GeceError
 from gece.io import layout
 from gece.io.ablation_reports import SpecialTokensReport
 from gece.io.metric_reports import MetricsReport
+from gece.io.params import require_params
 from gece.io.readers import read_json
 from gece.io.writer import write_json
 from gece.pipeline import runs
@@ -47,7 +48,7 @@ def reads(args: argparse.Namespace) -> list[Path]:
 
 def run(args: argparse.Namespace) -> int:
     command.check_id(args.model, "--model")
-    params = command.require_params(args)
+    params = require_params(args)
     if args.model not in params.ablate.special_tokens:
         raise GeceError(
             f"--model {args.model!r} has no variant without special tokens under ablate.special_tokens of "
@@ -71,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     elif not args.quiet:
         rows = {f"{b} {side}": sides[side] for b, sides in result.items() for side in ("with", "without")}
         command.out.print(
-            command.rows_table(
+            run_options.rows_table(
                 f"{args.model} with vs without special tokens ({without})",
                 "benchmark",
                 rows,

@@ -8,13 +8,15 @@ import logging
 import os
 from pathlib import Path
 
-from gece import command, options
+from gece import command, options, run_options
 from gece.errors import GeceError
 from gece.io import layout
-from gece.io.model_entry import ModelSpec, check_id
+from gece.io.ids import check_id
+from gece.io.model_entry import ModelSpec
 from gece.io.pair_rows import PreparedPair
-from gece.io.params import ExtractParams, MetricsParams, Params, PrepareParams
+from gece.io.params import Params, params_if_valid, params_or_defaults
 from gece.io.readers import read_table
+from gece.io.sections import ExtractParams, MetricsParams, PrepareParams
 from gece.io.tokens import ExtractMeta, ExtractTiming
 from gece.pipeline.extract import extract
 from gece.pipeline.metrics import run_metrics
@@ -213,7 +215,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def reads(args: argparse.Namespace) -> list[Path]:
     """What this command reads besides --params: the prepared benchmark (or the CSV it is prepared from) and a
     model given as a local path (a directory or a .gguf file)."""
-    params = command.params_if_valid(args)
+    params = params_if_valid(args)
     entry = params.benchmarks.get(args.benchmark) if params is not None else None
     imported = entry is not None and entry.imported
     source = layout.benchmark_source(params, args.benchmark) if imported else layout.benchmark_csv(args.benchmark)
@@ -228,7 +230,7 @@ def writes(args: argparse.Namespace) -> dict[str, Path]:
 
 
 def run(args: argparse.Namespace) -> int:
-    params = command.params_or_defaults(args)
+    params = params_or_defaults(args)
     report, meta, timing = try_model(
         args.model, args.benchmark, params, args.limit, args.special_tokens, args.out, rule=args.rule
     )
@@ -244,9 +246,9 @@ def run(args: argparse.Namespace) -> int:
         f"in {timing.seconds:.1f} s",
         highlight=False,
     )
-    command.print_metrics(
+    run_options.print_metrics(
         report,
-        command.metrics_title({"benchmark": meta.benchmark, "model": meta.model}, report),
+        run_options.metrics_title({"benchmark": meta.benchmark, "model": meta.model}, report),
         params.metrics.ci if params else 0.95,
     )
     if share["value"] is not None and share["ci_low"] is not None:

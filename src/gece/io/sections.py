@@ -1,0 +1,138 @@
+"""The params.yaml sections that need no registry of models, groupings or calibration methods: a stage that
+reads only these (``gece score`` reads ``extract``) validates them without importing the rest
+(:func:`gece.io.params_file.load_sections`); :class:`gece.io.params.Params` holds them all.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, PlainValidator, model_validator
+
+from gece.io.ids import Id
+from gece.io.schema_base import Section, Seed
+from gece.rule_registry import DEFAULT_RULE, RULE_NAMES, SUMMARY, RuleName
+
+
+def _batch_size(value: object) -> int | str:
+    if value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+        return value  # type: ignore[return-value]
+    raise ValueError("must be a positive number of pairs or auto")
+
+
+class PrepareParams(Section):
+    duplicates: Literal["keep", "drop", "error"] = "keep"
+
+
+Cluster = Literal["pair", "template"]
+
+
+class ExtractParams(Section):
+    batch_size: Annotated[int | str, PlainValidator(_batch_size)] = Field(
+        32,
+        description="pairs per forward pass, or auto: on a GPU, as many as fit in free memory (measured on a "
+        "probe batch); on the CPU, 32. On a GPU out-of-memory the batch is halved and retried",
+    )
+    word_prob: Literal["chain", "max"] = Field(
+        "chain",
+        description="word probability over sub-tokens: chain (their product) or max (the authors' rule). "
+        "Applied by the score stage to the token scores extract stored: changing it runs no model. Benchmarks scored "
+        "by the sentence rule sum every token of the sentence (chain) whatever it says",
+    )
+    rule: RuleName = Field(  # type: ignore[valid-type]
+        DEFAULT_RULE,
+        description=f"what a side's score is, for every benchmark whose entry sets no rule (gece.rule_registry): "
+        f"{SUMMARY}",
+    )
+    limit: int | None = Field(None, ge=1, description="score only the first N pairs (smoke runs)")
+
+
+class MetricsParams(Section):
+    n_bins: int = Field(10, ge=1, le=1000)
+    binning: Literal["equal_width", "equal_mass"] = "equal_width"
+    bootstrap: int = Field(1000, ge=1000, le=1_000_000, description="bootstrap resamples for confidence intervals")
+    ci: float = Field(0.95, gt=0.0, lt=1.0)
+    seed: Seed = 0
+
+
+class CompareParams(Section):
+    draws: int = Field(2000, ge=2000, le=1_000_000, description="paired bootstrap resamples")
+    seed: Seed = 0
+    ci: float = Field(0.95, gt=0.0, lt=1.0)
+    alpha: float = Field(0.05, gt=0.0, lt=1.0, description="significance level of the markdown table")
+    power: float = Field(0.8, gt=0.0, lt=1.0, description="power of the minimum detectable difference")
+
+
+class AblateParams(Section):
+    sizes: list[int] = Field([50, 100, 150, 250, 500], min_length=1)
+    draws: int = Field(100, ge=1, le=100_000, description="random subsets per sample size")
+    seed: Seed = 0
+    bins: list[Annotated[int, Field(le=1000)]] = Field([5, 10, 15, 20], min_length=1)
+    special_tokens: dict[Id, Id] = Field(
+        {"gemma-3-270m": "gemma-3-270m-nobos"}, description="model with special tokens -> the same without"
+    )
+    compare: CompareParams = CompareParams()
+
+    @model_validator(mode="after")
+    def _positive(self) -> AblateParams:
+        if min(self.sizes) < 1 or min(self.bins) < 1:
+            raise ValueError("sizes and bins must be positive")
+        return self
+
+
+class AnnotateParams(Section):
+    """How the annotators' labels become a hard label (gece.stats.annotations): a strict majority of the
+    annotators decides; a tie goes to the writer's label (writer) or leaves the pair unlabelled (drop)."""
+
+    rule: Literal["majority"] = "majority"
+    tie: Literal["writer", "drop"] = "writer"
+
+
+def _source(value: object) -> str | None:
+    if value is None or (isinstance(value, str) and value.strip()):
+        return value  # type: ignore[return-value]
+    raise ValueError(
+        "must be the path of a CrowS-Pairs-format CSV, e.g. data/crows_pairs/crows_pairs_anonymized.csv "
+        "(or no source: data/benchmarks/<name>.csv)"
+    )
+
+
+class BenchmarkSpec(Section):
+    """One benchmark (``benchmarks.<name>``): where its pairs come from, the rule that scores them and its part
+    in the gender-neutral wording comparison. Every field has a default, so ``<name>: {}`` is a gece CSV,
+    ``data/benchmarks/<name>.csv``, scored under ``extract.rule``."""
+
+    source: Annotated[str | None, PlainValidator(_source)] = Field(
+        None,
+        description="a CrowS-Pairs-format CSV the benchmark is read from (gece.io.crows: identity protocol, "
+        "annotations included); none: data/benchmarks/<name>.csv, gece's own format",
+    )
+    rule: RuleName | None = Field(  # type: ignore[valid-type]
+        None,
+        description=f"{' | '.join(RULE_NAMES)}: the rule that scores this benchmark, in place of "
+        "extract.rule. Two entries with the same source and different rules are one benchmark under two rules "
+        "(the page and reports/summary.json show them side by side)",
+    )
+    cluster: Cluster = Field(
+        "pair",
+        description='the unit the intervals and permutation tests resample (docs/metrics.md "Repeated pairs"): '
+        "pair, the rows with the same two sentences; template, the rows whose sentence_more is the same once "
+        "its differing words are masked (several identity terms in one sentence frame)",
+    )
+    neutral_of: Id | None = Field(
+        None,
+        description="this benchmark is a gender-neutral rewrite of that one (the same pairs with the occupation "
+        "word replaced): the neutral stage compares that benchmark with its rewrites, per model",
+    )
+
+    @property
+    def imported(self) -> bool:
+        """Whether the benchmark is read from a CrowS-Pairs-format file (``source``)."""
+        return self.source is not None
+
+
+BENCHMARKS_HINT = (
+    "benchmarks is a mapping, one entry per benchmark: its name, then its settings ({} for the defaults), "
+    "e.g. benchmarks: {winobias: {}, crows_pairs: {source: data/crows_pairs/crows_pairs_anonymized.csv, "
+    "rule: sentence}} (README.md, Parameters)"
+)
