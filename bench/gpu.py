@@ -41,6 +41,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from gece.io import data_layout
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
@@ -299,7 +301,7 @@ def _pipeline(model_dir: Path, dtype: str, work: Path, device: str, limit: int |
     os.chdir(stage)
     try:
         for b in PIPELINE_BENCHMARKS:
-            prepare_stage.prepare(ROOT / layout.benchmark_csv(b), layout.prepared_path(b), name=b)
+            prepare_stage.prepare(ROOT / data_layout.benchmark_csv(b), layout.prepared_path(b), name=b)
         spec = ModelSpec(source=str(model_dir), device=device, dtype=dtype)
         t = time.perf_counter()
         done = extract_stage.extract_model(

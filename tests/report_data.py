@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from gece.io import layout
+from gece.io import report_layout
 from gece.io.metric_reports import MetricsReport
 from gece.io.pair_rows import SCORE_PAIR_COLUMNS, PreparedPair, ScoreRow
 from gece.io.params import load_params
@@ -282,7 +282,7 @@ def md_unescape(text: str) -> str:
 
 def report_pages(reports: Path) -> list[Path]:
     """index.html, then its detail pages (``reports/pages/*.html``), sorted."""
-    return [reports / layout.PAGE_FILE, *sorted((reports / layout.PAGES_DIR).glob("*.html"))]
+    return [reports / report_layout.PAGE_FILE, *sorted((reports / report_layout.PAGES_DIR).glob("*.html"))]
 
 
 def report_text(reports: Path) -> str:

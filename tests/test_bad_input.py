@@ -19,7 +19,7 @@ import yaml
 
 from gece.cli import main
 from gece.errors import GeceError
-from gece.io import layout
+from gece.io import data_layout, layout, report_layout
 from gece.io.pair_rows import ScoreRow
 from gece.io.readers import read_table
 from gece.io.writer import arrow_schema, write_table
@@ -541,7 +541,7 @@ def test_bad_ids_on_the_command_line(tmp_path, monkeypatch, capsys, bad):
         code, err = cli(capsys, *args)
         assert code == 2 and f"{bad!r} is not a valid id" in err and "[a-z0-9][a-z0-9._-]*" in err, (args, err)
     assert files(tmp_path) == before
-    for helper in (layout.scores_path, layout.metrics_path, layout.reference_csv):
+    for helper in (layout.scores_path, report_layout.metrics_path, data_layout.reference_csv):
         with pytest.raises(GeceError, match="is not a valid id"):
             helper("winobias", bad)
         with pytest.raises(GeceError, match="is not a valid id"):

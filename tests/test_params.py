@@ -7,7 +7,7 @@ import yaml
 
 from gece.cli import main
 from gece.errors import GeceError
-from gece.io import layout
+from gece.io import data_layout
 from gece.io.model_entry import memory_caps
 from gece.io.params import load_params
 
@@ -144,7 +144,10 @@ def test_benchmark_entries_of_the_shipped_file():
         zip(identity, ["sentence", "shared"] * 2, strict=True)
     )
     # the same pairs under two rules: the second entry of each source is its variant
-    assert layout.rule_variants(params) == {"crows_pairs": ["crows_pairs_shared"], "winoqueer": ["winoqueer_shared"]}
+    assert data_layout.rule_variants(params) == {
+        "crows_pairs": ["crows_pairs_shared"],
+        "winoqueer": ["winoqueer_shared"],
+    }
     assert {b: e.cluster for b, e in params.benchmarks.items() if e.cluster != "pair"} == dict.fromkeys(
         ["winoqueer", "winoqueer_shared"], "template"
     )
@@ -278,7 +281,7 @@ def test_dvc_stages_come_from_the_benchmark_entries():
 def test_help_placeholders_name_keys_of_params():
     """Every ``{params:key}`` of a command's help names a key of the validated params (a removed key would show
     as null)."""
-    from gece.cli import PARAM
+    from gece.cli_help import PARAM
 
     values = load_params(ROOT / "params.yaml").model_dump(mode="json")
     missing = []
@@ -287,7 +290,7 @@ def test_help_placeholders_name_keys_of_params():
             value: object = values
             for part in key.split("."):
                 value = value.get(part, KeyError) if isinstance(value, dict) else KeyError
-            if value is KeyError and key != "section.key":  # cli.py's docstring example
+            if value is KeyError and key != "section.key":  # cli_help.py's docstring example
                 missing.append(f"{path.relative_to(ROOT)}: {{params:{key}}}")
     assert not missing, missing
 

@@ -203,11 +203,12 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("io", ("gece.io",)),  # the file boundary: layout, params, schemas, readers and writers
     ("scoring", ("gece.scoring",)),  # language models -> token log-probabilities
     ("report", ("gece.report",)),  # tables, findings, figures and the page, from report data
-    ("command", ("gece.command", "gece.options")),  # what the command modules share; options checked as parsed
+    ("command", ("gece.command", "gece.options", "gece.run_options")),  # what the command modules share
+    # (options checked as parsed; the options and tables of the stages that read runs)
     ("pipeline", ("gece.pipeline",)),  # one module per DVC stage
     ("tools", ("gece.tools",)),  # the commands that are no stage
     ("lmeval", ("gece.lmeval",)),  # lm-evaluation-harness: tasks out, logged samples in
-    ("cli", ("gece.cli",)),  # the command table
+    ("cli", ("gece.cli", "gece.cli_help")),  # the command table; the help, imported only when shown
 )
 # layers side by side on one level: both sit on the layers below them, and neither imports the other
 SIBLINGS: tuple[tuple[str, ...], ...] = (("stats", "io"),)
@@ -262,14 +263,14 @@ def test_no_private_name_is_imported_across_modules():
 
 
 def test_every_command_has_its_help_in_its_module():
-    """``gece --help`` reads each command's HELP from the module's source (cli.help_line): every command
+    """``gece --help`` reads each command's HELP from the module's source (cli_help.help_line): every command
     module has one, a plain string, equal to what the module holds when imported."""
     import importlib
 
-    from gece import cli
+    from gece import cli, cli_help
 
     for name, module_name in cli.COMMANDS.items():
-        line = cli.help_line(module_name)
+        line = cli_help.help_line(module_name)
         assert isinstance(line, str) and line.strip(), name
         assert line == importlib.import_module(module_name).HELP, name
 

@@ -61,7 +61,7 @@ err = console(stderr=True)
 
 
 # ------------------------------------------------------------------------- parser
-class _Parser(argparse.ArgumentParser):
+class Parser(argparse.ArgumentParser):
     """argparse, with a hint after a usage error (exit 2, as any user error)."""
 
     def error(self, message: str):  # type: ignore[override]
@@ -73,7 +73,7 @@ class _Parser(argparse.ArgumentParser):
         )
 
 
-def _command(argv: list[str]) -> str | None:
+def named_command(argv: list[str]) -> str | None:
     """The subcommand named on the command line (the first word that is no option), if it is one."""
     rest = iter(argv)
     for word in rest:
@@ -111,10 +111,10 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     module alone is imported. Help (``-h``, ``--help``, no known command, or ``argv`` None: every command's
     options) is built by :mod:`gece.cli_help`, which is imported by name and only then, so a stage's run (and its
     code deps in dvc.yaml, :mod:`gece.closure`) does not include the help machinery."""
-    name = _command(argv) if argv is not None else None
+    name = named_command(argv) if argv is not None else None
     if name is None or "-h" in argv or "--help" in argv:  # type: ignore[operator]
         return importlib.import_module(HELP_MODULE).help_parser(argv)
-    parser = _Parser(prog="gece", description=GLOBAL_HELP)
+    parser = Parser(prog="gece", description=GLOBAL_HELP)
     add_globals(parser)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     add_command(sub, name, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -176,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     if hasattr(signal, "SIGPIPE"):  # `gece ... | head` ends quietly
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     argv = sys.argv[1:] if argv is None else argv
-    if _command(argv) in NATIVE_BLAS:
+    if named_command(argv) in NATIVE_BLAS:
         native_blas()  # before the command's module loads numpy
     parser = build_parser(argv)
     args = parser.parse_args(argv)

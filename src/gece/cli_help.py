@@ -15,7 +15,7 @@ import re
 import sys
 from pathlib import Path
 
-from gece.cli import COMMANDS, GLOBAL_HELP, _command, _Parser, add_command, add_globals
+from gece.cli import COMMANDS, GLOBAL_HELP, Parser, add_command, add_globals, named_command
 from gece.errors import GeceError
 
 PARAM = re.compile(r"\{params:([a-z_.]+)\}")
@@ -99,7 +99,7 @@ def help_line(module_name: str) -> str:
 def help_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The parser that prints help: every subcommand with its help line; the options of the one named in ``argv``
     (all of them when ``argv`` is None), so only that command's module is imported."""
-    parser = _Parser(
+    parser = Parser(
         prog="gece",
         description=GLOBAL_HELP,
         epilog=_examples(
@@ -113,7 +113,7 @@ def help_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     )
     add_globals(parser)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    wanted = _command(argv) if argv is not None else None
+    wanted = named_command(argv) if argv is not None else None
     for name, module_name in COMMANDS.items():
         if argv is not None and name != wanted:
             sub.add_parser(name, help=help_line(module_name))

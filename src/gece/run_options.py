@@ -8,6 +8,7 @@ from pathlib import Path
 
 from gece.command import check_id, out
 from gece.errors import GeceError
+from gece.io import data_layout
 from gece.terminal import Table, literal, plain, plural
 
 
@@ -21,9 +22,8 @@ def benchmark_of(args: argparse.Namespace, params) -> str:
             f"--benchmark {args.benchmark!r} is not in benchmarks of {args.params}",
             hint=f"known: {', '.join(params.benchmarks)}",
         )
-    from gece.io import layout
 
-    layout.check_data(params, args.params)
+    data_layout.check_data(params, args.params)
     return args.benchmark
 
 
@@ -97,7 +97,7 @@ def run_reads(args: argparse.Namespace) -> list[Path]:
         return []
     try:
         b = args.benchmark
-        return [layout.prepared_path(b), layout.scores_dir(b), layout.reference_dir() / b]
+        return [layout.prepared_path(b), layout.scores_dir(b), data_layout.reference_dir() / b]
     except GeceError:
         return []
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from gece import command, run_options
 from gece.errors import GeceError
-from gece.io import layout
+from gece.io import layout, report_layout
 from gece.io.ablation_reports import BinningReport, SampleSizeReport
 from gece.io.params import Params, require_params
 from gece.io.readers import write_figure
@@ -69,19 +69,19 @@ def ablate_benchmark(params: Params, benchmark: str, reports: str | Path = layou
     ``reports/ablation/binning/<b>/<m>.json``; files of runs no longer configured are removed."""
     names = runs.runs(params, benchmark)
     for folder, suffixes in (
-        (layout.sample_size_dir(benchmark), (".json", ".png")),
-        (layout.binning_dir(benchmark), (".json",)),
+        (report_layout.sample_size_dir(benchmark), (".json", ".png")),
+        (report_layout.binning_dir(benchmark), (".json",)),
     ):
-        layout.clear_stale_runs(layout.report_path(folder, reports), names, suffixes, "the reports directory")
+        layout.clear_stale_runs(report_layout.report_path(folder, reports), names, suffixes, "the reports directory")
     results = {}
     for m in names:
         run_, meta = runs.load_run(params, benchmark, m)
         results[m] = ablate_run(
             run_,
             meta,
-            layout.report_path(layout.sample_size_file(benchmark, m), reports),
-            layout.report_path(layout.binning_file(benchmark, m), reports),
-            layout.report_path(layout.sample_size_figure(benchmark, m), reports),
+            report_layout.report_path(report_layout.sample_size_file(benchmark, m), reports),
+            report_layout.report_path(report_layout.binning_file(benchmark, m), reports),
+            report_layout.report_path(report_layout.sample_size_figure(benchmark, m), reports),
             params.metrics,
             params.ablate,
         )

@@ -17,7 +17,7 @@ import pandas as pd
 
 from gece import command, run_options
 from gece.errors import GeceError
-from gece.io import layout
+from gece.io import layout, report_layout
 from gece.io.annotation_report import AnnotationReport
 from gece.io.pair_rows import AnnotatedPair, AnnotationRow, PreparedPair
 from gece.io.params import require_params
@@ -131,8 +131,13 @@ def run(args: argparse.Namespace) -> int:
     settings = command.override(params.annotate, tie=args.tie)
     from gece.io.outputs import check_outputs
 
-    check_outputs({"annotated": layout.annotated(b), "report": layout.annotation_report(b)})
+    check_outputs({"annotated": layout.annotated(b), "report": report_layout.annotation_report(b)})
     annotate(
-        b, layout.prepared_path(b), layout.annotations(b), layout.annotated(b), layout.annotation_report(b), settings
+        b,
+        layout.prepared_path(b),
+        layout.annotations(b),
+        layout.annotated(b),
+        report_layout.annotation_report(b),
+        settings,
     )
     return 0

@@ -12,7 +12,7 @@ import pandas as pd
 
 from gece import command, options, run_options
 from gece.errors import GeceError
-from gece.io import layout
+from gece.io import layout, report_layout
 from gece.io.calibration_files import CalibratedRow, CalibrationBinsReport, CalibrationReport
 from gece.io.pair_rows import ScoreRow
 from gece.io.params import CalibrateParams, Params, params_or_defaults
@@ -180,8 +180,8 @@ def calibrate_benchmark(
     and ``reports/calibration_bins/<b>/<m>.json``; files of runs no longer configured are removed."""
     names = runs.runs(params, benchmark)
     for folder, suffix in (
-        (layout.report_path(layout.calibration_dir(benchmark), reports), ".json"),
-        (layout.report_path(layout.calibration_bins_dir(benchmark), reports), ".json"),
+        (report_layout.report_path(report_layout.calibration_dir(benchmark), reports), ".json"),
+        (report_layout.report_path(report_layout.calibration_bins_dir(benchmark), reports), ".json"),
         (layout.calibrated_dir(benchmark), ".parquet"),
     ):
         layout.clear_stale_runs(folder, names, (suffix,), "the output directory")
@@ -193,9 +193,9 @@ def calibrate_benchmark(
             scores,
             meta,
             source,
-            layout.report_path(layout.calibration_file(benchmark, m), reports),
+            report_layout.report_path(report_layout.calibration_file(benchmark, m), reports),
             layout.calibrated_path(benchmark, m),
-            layout.report_path(layout.calibration_bins_file(benchmark, m), reports),
+            report_layout.report_path(report_layout.calibration_bins_file(benchmark, m), reports),
             settings,
             metric_settings,
         )

@@ -20,7 +20,7 @@ import pandas as pd
 from gece import command, run_options
 from gece.errors import GeceError
 from gece.groupings import DERIVED_GROUPINGS
-from gece.io import layout
+from gece.io import layout, report_layout
 from gece.io.groups_report import GroupsReport
 from gece.io.pair_rows import AnnotatedPair, PreparedPair
 from gece.io.params import GroupsParams, Params, require_params
@@ -184,7 +184,7 @@ def groups_benchmark(params: Params, benchmark: str, reports: str | Path = layou
             scores, indexed, y_soft, soft_reason, params.groups, m, f"{benchmark} / {name}"
         )
     GroupsReport.model_validate(report)
-    out = layout.report_path(layout.groups_file(benchmark), reports)
+    out = report_layout.report_path(report_layout.groups_file(benchmark), reports)
     write_json(out, report, GroupsReport)
     log.info("%s: calibration by group of %d runs -> %s", benchmark, len(report["runs"]), out)
     return report

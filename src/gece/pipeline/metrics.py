@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from gece import command, options, run_options
-from gece.io import layout
+from gece.io import layout, report_layout
 from gece.io.metric_reports import BinsReport, MetricsReport
 from gece.io.pair_rows import PreparedPair
 from gece.io.params import Params, params_or_defaults
@@ -73,20 +73,23 @@ def metrics_benchmark(
     ``reports/bins/<b>/<m>.json``; files of runs no longer configured are removed."""
     results = {}
     names = runs.runs(params, benchmark)
-    for folder in (layout.metrics_dir(benchmark), layout.bins_dir(benchmark)):
-        layout.clear_stale_runs(layout.report_path(folder, reports), names, (".json",), "the reports directory")
+    for folder in (report_layout.metrics_dir(benchmark), report_layout.bins_dir(benchmark)):
+        layout.clear_stale_runs(report_layout.report_path(folder, reports), names, (".json",), "the reports directory")
     pairs = read_table(layout.prepared_path(benchmark), PreparedPair)[0].set_index("pair_id", drop=False)
     for m in names:
         scores, _ = runs.load_scores(params, benchmark, m, runs.RUN_COLUMNS)
         report, bins = run_metrics(scores, settings, pairs)
-        write_json(layout.report_path(layout.metrics_file(benchmark, m), reports), MetricsReport.model_validate(report))
-        write_json(layout.report_path(layout.bins_file(benchmark, m), reports), bins, BinsReport)
+        write_json(
+            report_layout.report_path(report_layout.metrics_file(benchmark, m), reports),
+            MetricsReport.model_validate(report),
+        )
+        write_json(report_layout.report_path(report_layout.bins_file(benchmark, m), reports), bins, BinsReport)
         results[m] = report
     log.info(
         "%s: metrics of %d runs -> %s",
         benchmark,
         len(names),
-        layout.report_path(layout.metrics_dir(benchmark), reports),
+        report_layout.report_path(report_layout.metrics_dir(benchmark), reports),
     )
     return results
 

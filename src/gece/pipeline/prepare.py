@@ -17,7 +17,7 @@ import pandas as pd
 
 from gece import command, run_options
 from gece.errors import GeceError
-from gece.io import benchmarks, layout
+from gece.io import benchmarks, data_layout, layout
 from gece.io.pair_rows import AnnotationRow, PreparedPair
 from gece.io.params import params_if_valid, params_or_defaults
 from gece.io.sections import Cluster, PrepareParams
@@ -185,7 +185,7 @@ def reads(args: argparse.Namespace) -> list[Path]:
     params = params_if_valid(args)
     if args.benchmark is None or params is None or args.benchmark not in params.benchmarks:
         return []
-    return [layout.benchmark_source(params, args.benchmark), layout.annotations_csv(args.benchmark)]
+    return [data_layout.benchmark_source(params, args.benchmark), data_layout.annotations_csv(args.benchmark)]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -198,9 +198,9 @@ def run(args: argparse.Namespace) -> int:
                 hint="gece prepare --benchmark crows_pairs, or gece prepare IN.csv OUT.parquet",
             )
         b = run_options.benchmark_of(args, params)
-        extra = layout.annotations_csv(b)
+        extra = data_layout.annotations_csv(b)
         prepare(
-            layout.benchmark_source(params, b),
+            data_layout.benchmark_source(params, b),
             layout.prepared_path(b),
             settings,
             name=b,
@@ -213,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
     if args.csv is None or args.out is None:
         raise GeceError("gece prepare needs --benchmark B, or CSV and OUT", hint="see `gece prepare --help`")
     if params:
-        layout.check_data(params, args.params)
+        data_layout.check_data(params, args.params)
     name = benchmarks.benchmark_id(args.out.name.removesuffix(".parquet")) if args.crows else None
     prepare(
         args.csv,

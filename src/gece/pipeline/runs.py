@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from gece.errors import GeceError
-from gece.io import layout
+from gece.io import data_layout, layout
 from gece.io.ids import check_id
 from gece.io.inputs import check_unique_ids, read_text
 from gece.io.metric_reports import MetricsReport
@@ -41,7 +41,9 @@ def runs(params: Params, benchmark: str, root: Path = Path()) -> list[str]:
     the repository ``root``), then the registry entries with an ``lmeval:`` source whose score file for it
     exists (imported by ``gece lmeval-import``), in registry order."""
     refs = [
-        m for m in params.references if (root / layout.reference_csv(benchmark, params.registry[m].reference)).is_file()
+        m
+        for m in params.references
+        if (root / data_layout.reference_csv(benchmark, params.registry[m].reference)).is_file()
     ]
     return (
         list(params.models)
@@ -71,7 +73,7 @@ def has_scores(params: Params, benchmark: str, model: str, root: Path = Path()) 
     the prepared benchmark and the released CSV)."""
     if is_reference(params, model):
         return (root / layout.prepared_path(benchmark)).is_file() and (
-            root / layout.reference_csv(benchmark, params.registry[model].reference)
+            root / data_layout.reference_csv(benchmark, params.registry[model].reference)
         ).is_file()
     return (root / layout.scores_path(benchmark, model)).is_file()
 
@@ -84,7 +86,7 @@ def load_scores(
     if is_reference(params, model):
         scores, meta = reference_scores(
             root / layout.prepared_path(benchmark),
-            root / layout.reference_csv(benchmark, params.registry[model].reference),
+            root / data_layout.reference_csv(benchmark, params.registry[model].reference),
             model,
         )
         return (scores if columns is None else scores[columns]), meta

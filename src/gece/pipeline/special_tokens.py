@@ -9,7 +9,7 @@ from pathlib import Path
 
 from gece import command, run_options
 from gece.errors import GeceError
-from gece.io import layout
+from gece.io import layout, report_layout
 from gece.io.ablation_reports import SpecialTokensReport
 from gece.io.metric_reports import MetricsReport
 from gece.io.params import require_params
@@ -43,7 +43,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def reads(args: argparse.Namespace) -> list[Path]:
     """What it reads besides --params: the runs' metrics reports (and score files) of every benchmark."""
-    return [layout.REPORTS / layout.METRICS_DIR, layout.scores_root()]
+    return [layout.REPORTS / report_layout.METRICS_DIR, layout.scores_root()]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -59,9 +59,9 @@ def run(args: argparse.Namespace) -> int:
     without = params.ablate.special_tokens[args.model]
     pairs = {
         b: (
-            layout.metrics_path(b, args.model),
+            report_layout.metrics_path(b, args.model),
             layout.scores_path(b, args.model),
-            layout.metrics_path(b, without),
+            report_layout.metrics_path(b, without),
             layout.scores_path(b, without),
         )
         for b in params.benchmarks

@@ -7,7 +7,7 @@ model and method; pure, like :mod:`gece.report.metric_tables`, whose metric colu
 from __future__ import annotations
 
 from gece.calibration_methods import ONE_LABEL
-from gece.io import layout
+from gece.io import report_layout
 from gece.report.cells import Cell, Column, ReportData, Row, Table, TableDoc, bench_title, mark_worst, metric_cell, ptr
 from gece.report.metric_tables import CI_NOTE, WITH_CI, metric_columns
 
@@ -36,7 +36,7 @@ def calibration_table(data: ReportData) -> TableDoc:
                         [m, "uncalibrated"],
                         [Cell("–")]
                         + [metric_cell(unc, k, protocol, "uncalibrated", ci=ci) for k, _, _, ci in CALIBRATION],
-                        layout.calibration_file(b, m),
+                        report_layout.calibration_file(b, m),
                     )
                 )
                 for method, mrep in rep.get("methods", {}).items():
@@ -50,7 +50,7 @@ def calibration_table(data: ReportData) -> TableDoc:
                                 metric_cell(met, k, protocol, "methods", method, "metrics", ci=ci)
                                 for k, _, _, ci in CALIBRATION
                             ],
-                            layout.calibration_file(b, m),
+                            report_layout.calibration_file(b, m),
                         )
                     )
             note = "; ".join(

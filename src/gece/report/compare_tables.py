@@ -7,7 +7,7 @@ interval, p-value and significance marks, and a note on the bootstrap and its po
 from __future__ import annotations
 
 from gece import registry
-from gece.io import layout
+from gece.io import report_layout
 from gece.report.cells import Cell, Column, ReportData, Row, Table, TableDoc, bench_title, format_p, pair_sizes, ptr
 from gece.report.stat_tables import power_note
 
@@ -39,7 +39,7 @@ def compare_table(data: ReportData) -> TableDoc:
                         mark="†" if c["significant_holm"] else "",
                     )
                 )
-            rows.append(Row([pair["a"], pair["b"]], cells, layout.compare_file(b)))
+            rows.append(Row([pair["a"], pair["b"]], cells, report_layout.compare_file(b)))
         note = (
             f"{pair_sizes(rep)}, paired bootstrap of {'clusters' if rep.get('n_clusters') else 'pairs'} with "
             f"{rep['draws']} resamples (seed {rep['seed']}), "

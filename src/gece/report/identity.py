@@ -25,7 +25,7 @@ side of 0.5 (:func:`rule_verdict`).
 
 from __future__ import annotations
 
-from gece.io import layout
+from gece.io import report_layout
 from gece.io.readers import is_finite_number
 from gece.report.cells import Cell, Column, ReportData, Row, Table, TableDoc, constant_y, ptr, variant_of
 
@@ -240,7 +240,7 @@ def rules_table(data: ReportData, first: str) -> Table:
                         Cell(diff) if diff is not None else Cell("–" if v == first else None),
                         Cell(SIDE_WORDS.get(side(rep), "–")),
                     ],
-                    layout.metrics_file(v, m),
+                    report_layout.metrics_file(v, m),
                 )
             )
     verdict = rule_verdict(data, first)
@@ -306,7 +306,7 @@ def first_word_table(data: ReportData, first: str) -> Table:
                     ),
                     _value(cell, "pct_stereotype", *base, ci=True),
                 ]
-            rows.append(Row([m, rule], cells, layout.groups_file(v)))
+            rows.append(Row([m, rule], cells, report_layout.groups_file(v)))
     note = (
         "initial: the sentences differ in their first word (a model scoring whole sentences compares unconditioned "
         "first words there); later: they start alike. Per part, 1 − mean p is the part's identity-protocol ECE "

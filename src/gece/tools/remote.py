@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gece.errors import GeceError
+from gece.io import data_layout
 from gece.io.params import params_or_defaults
 
 DEFAULT_TARGETS = ("data.dvc",)
@@ -154,13 +155,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from gece import command
-    from gece.io import layout
     from gece.terminal import literal
 
     pulled = pull(tuple(args.targets), quiet=args.quiet)
     params = params_or_defaults(args)
     if params:
-        layout.check_data(params, args.params)
+        data_layout.check_data(params, args.params)
     if not args.quiet:
         command.out.print(
             f"[green]pulled[/] {literal(' '.join(args.targets))} from DVC remote {literal(pulled.name)} "

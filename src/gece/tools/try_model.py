@@ -10,7 +10,7 @@ from pathlib import Path
 
 from gece import command, options, run_options
 from gece.errors import GeceError
-from gece.io import layout
+from gece.io import data_layout, layout
 from gece.io.ids import check_id
 from gece.io.model_entry import ModelSpec
 from gece.io.pair_rows import PreparedPair
@@ -80,7 +80,7 @@ def try_model(
     rules = dict(params.rules if params else {}) | ({benchmark: rule} if rule else {})
     entry = params.benchmarks.get(benchmark) if params else None
     imported = entry is not None and entry.imported
-    source = layout.benchmark_source(params, benchmark) if imported else layout.benchmark_csv(benchmark)
+    source = data_layout.benchmark_source(params, benchmark) if imported else data_layout.benchmark_csv(benchmark)
     if not layout.prepared_path(benchmark).exists() and not Path(source).exists():  # name the option
         raise GeceError(
             f"--benchmark {benchmark!r}: neither {layout.prepared_path(benchmark)} nor {source} exists",
@@ -218,7 +218,9 @@ def reads(args: argparse.Namespace) -> list[Path]:
     params = params_if_valid(args)
     entry = params.benchmarks.get(args.benchmark) if params is not None else None
     imported = entry is not None and entry.imported
-    source = layout.benchmark_source(params, args.benchmark) if imported else layout.benchmark_csv(args.benchmark)
+    source = (
+        data_layout.benchmark_source(params, args.benchmark) if imported else data_layout.benchmark_csv(args.benchmark)
+    )
     model = params.registry[args.model].source if params is not None and args.model in params.registry else args.model
     local = [Path(model)] if os.path.lexists(model) else []
     return [layout.prepared_path(args.benchmark), Path(source), *local]
