@@ -74,7 +74,7 @@ def shipped_alignments() -> int:
 
 
 def main() -> dict:
-    from gece.io.readers import write_json
+    from gece.io.json_writer import write_json
 
     cases: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="gece-bench-align-") as tmp:

@@ -112,7 +112,7 @@ def _measure(scores: Path, work: Path) -> dict:
 
 def main() -> dict:
     from gece.io.inputs import limit
-    from gece.io.writer import write_json
+    from gece.io.json_writer import write_json
 
     accepted = int(os.environ.get("GECE_BENCH_ROWS", "100000"))
     cases = {}

@@ -20,13 +20,14 @@ import pandas as pd
 import yaml
 
 from gece.io import report_layout
+from gece.io.json_writer import write_json
 from gece.io.metric_reports import MetricsReport
 from gece.io.pair_rows import SCORE_PAIR_COLUMNS, PreparedPair, ScoreRow
 from gece.io.params import load_params
 from gece.io.readers import read_table
 from gece.io.sections import MetricsParams
 from gece.io.tokens import ExtractMeta
-from gece.io.writer import write_json, write_table
+from gece.io.writer import write_table
 from gece.pipeline import ablate as ablate_stage
 from gece.pipeline import compare as compare_stage
 from gece.pipeline import metrics as metrics_stage

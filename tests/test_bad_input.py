@@ -607,7 +607,7 @@ def test_pull_without_a_default_remote(tmp_path, monkeypatch, capsys):
 # ------------------------------------------------------------------ text that is not UTF-8: the line, not a byte offset
 @refusal("E-TEXT-UTF8", readers=("report", "metrics", "diff"))
 def test_a_latin1_file_is_named_by_line_and_column(tmp_path, monkeypatch, capsys):
-    from gece.io.readers import read_json
+    from gece.io.json_reader import read_json
     from gece.pipeline.runs import read_reference
 
     (tmp_path / "r.json").write_bytes('{\n  "a": "schl\xe4ft"\n}\n'.encode("latin-1"))

@@ -14,9 +14,10 @@ import pytest
 from gece.cli import main
 from gece.errors import GeceError
 from gece.io.calibration_files import CalibratedRow, CalibrationBinsReport, CalibrationReport
+from gece.io.json_reader import read_json
 from gece.io.pair_rows import ScoreRow
 from gece.io.params import CalibrateParams, Params, load_params
-from gece.io.readers import read_json, read_table
+from gece.io.readers import read_table
 from gece.io.sections import MetricsParams
 from gece.pipeline import calibrate as calibrate_stage
 from gece.pipeline import metrics as metrics_stage

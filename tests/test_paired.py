@@ -15,10 +15,12 @@ import yaml
 from gece.cli import main
 from gece.errors import GeceError
 from gece.io import layout, paired, report_layout
+from gece.io.json_reader import read_json
+from gece.io.json_writer import write_json
 from gece.io.pair_rows import PreparedPair
-from gece.io.readers import read_json, read_table
+from gece.io.readers import read_table
 from gece.io.tokens import ExtractMeta, TokenRow
-from gece.io.writer import write_json, write_table
+from gece.io.writer import write_table
 from gece.pipeline import prepare as prepare_stage
 
 from .conftest import DATA, ROOT

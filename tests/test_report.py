@@ -15,9 +15,9 @@ import yaml
 
 from gece.cli import main
 from gece.io import report_layout
+from gece.io.json_reader import read_json
 from gece.io.metric_reports import BinsReport
 from gece.io.params import load_params
-from gece.io.readers import read_json
 from gece.io.sections import MetricsParams
 from gece.pipeline import metrics as metrics_stage
 from gece.pipeline import report as report_stage

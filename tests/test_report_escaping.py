@@ -22,9 +22,10 @@ import pytest
 import yaml
 
 from gece.io import report_layout
+from gece.io.json_writer import write_json
 from gece.io.pair_rows import ScoreRow
 from gece.io.params import load_params
-from gece.io.writer import write_json, write_table
+from gece.io.writer import write_table
 from gece.pipeline import metrics as metrics_stage
 from gece.pipeline import report as report_stage
 from gece.pipeline import report_data as report_loader

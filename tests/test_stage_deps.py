@@ -180,6 +180,37 @@ def test_no_import_cycle_between_modules():
         )
 
 
+# ------------------------------------------------------------------ the stage-independent core
+# The core: the files in the code deps of every stage of dvc.yaml that has more than one (the report depends on the
+# package as a whole, WHOLE_PACKAGE). An edit there re-runs every stage, so it holds only what every stage runs:
+# the command line, the consoles, the checked reads and atomic writes, params.yaml's loader, the ids, the artifacts'
+# paths (docs/development.md, "Architecture"). Counted in physical lines, as issue 48 counts it.
+CORE_LINES = 1500
+
+
+def stage_independent_core(root: Path = ROOT) -> dict[str, int]:
+    """{file: physical lines} of the files in the import closure of every stage's command(s)."""
+    tree = Tree(root=root, src=root / "src")
+    known = set(command_names(tree))
+    closures = [
+        expected_code(spec, known, tree)[0]
+        for name, spec in dvc_stages(root / "dvc.yaml").items()
+        if name not in WHOLE_PACKAGE
+    ]
+    core = set.intersection(*(c for c in closures if len(c) > 1))
+    return {f: len((root / f).read_text(encoding="utf-8").splitlines()) for f in sorted(core)}
+
+
+def test_the_stage_independent_core_is_small():
+    core = stage_independent_core()
+    listed = "\n".join(f"  {n:5d} {f}" for f, n in sorted(core.items(), key=lambda kv: -kv[1]))
+    assert sum(core.values()) < CORE_LINES, (
+        f"the stage-independent core has {sum(core.values())} lines (at most {CORE_LINES}): every stage runs\n"
+        f"{listed}\nmove what only some stages need into a module of their own (docs/development.md)"
+    )
+    assert "src/gece/cli.py" in core and "src/gece/io/params_file.py" in core  # it is computed, not empty
+
+
 # ------------------------------------------------------------------ layers: imports point down only
 # The package's layers, lowest first (docs/development.md, "Architecture"): a module may import from its own
 # layer and the layers below it, never from one above nor from a sibling. ``gece`` is the package's __init__.py.
@@ -191,6 +222,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "gece.errors",
             "gece.faults",
             "gece.terminal",
+            "gece.terminal_table",
             "gece.progress",
             "gece.registry",
             "gece.calibration_methods",

@@ -1,4 +1,4 @@
-"""Terminal output that never loses an id (issue 38): the one table printer (gece.terminal.Table) at several
+"""Terminal output that never loses an id (issue 38): the one table printer (gece.terminal_table.Table) at several
 widths with the longest real run ids, every command's table through it, and a ``--json`` wherever a table is
 printed."""
 
@@ -12,7 +12,7 @@ import pytest
 from rich.console import Console
 
 from gece import cli, command, run_options
-from gece.terminal import Table
+from gece.terminal_table import Table
 
 from .conftest import ROOT
 from .test_cli_fuzz import PARSERS
@@ -94,10 +94,10 @@ def test_gece_summary_keeps_every_id_at_any_width(width, full_reports, tmp_path,
 
 
 def test_no_table_bypasses_the_printer():
-    """Every table the commands print is a gece.terminal.Table: no module but terminal.py imports rich's."""
+    """Every table the commands print is a gece.terminal_table.Table: no module but terminal_table.py imports rich's."""
     offenders = []
     for path in sorted((ROOT / "src" / "gece").rglob("*.py")):
-        if path.name == "terminal.py":
+        if path.name == "terminal_table.py":
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.module == "rich.table":

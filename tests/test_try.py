@@ -10,10 +10,10 @@ import yaml
 
 from gece.cli import main
 from gece.io import layout
+from gece.io.extract_params import ExtractParams
+from gece.io.json_reader import read_json
 from gece.io.model_entry import ModelSpec
 from gece.io.params import load_params
-from gece.io.readers import read_json
-from gece.io.sections import ExtractParams
 from gece.io.tokens import ExtractMeta
 from gece.pipeline import extract as extract_stage
 from gece.tools import try_model

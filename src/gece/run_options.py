@@ -9,7 +9,8 @@ from pathlib import Path
 from gece.command import check_id, out
 from gece.errors import GeceError
 from gece.io import data_layout
-from gece.terminal import Table, literal, plain, plural
+from gece.terminal import literal, plain, plural
+from gece.terminal_table import Table
 
 
 def benchmark_of(args: argparse.Namespace, params) -> str:

@@ -14,10 +14,9 @@ named by line) and :func:`parse_json` (bounded nesting and number length, no key
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import stat
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -191,84 +190,24 @@ def read_text(path: str | Path, hint: str, size_limit: str) -> str:
         ) from None
 
 
-JSON_DEPTH = 64  # arrays and objects inside one another: gece's own files and lm-eval's logs nest fewer than 10
-JSON_NUMBER_CHARS = 100  # characters of one number: a float as Python writes it has at most 24
-_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")  # an escaped UTF-16 half, which is text only in a pair
+def require_file(path: str | Path, hint: str, size_limit: str | None = None) -> Path:
+    """``path`` if it is a readable regular file (within the ``size_limit`` of ``gece.io.inputs.LIMITS``),
+    else a GeceError with ``hint``.
 
-
-class _JsonRefused(ValueError):
-    """A JSON value that parses but is refused: the message says why."""
-
-
-def _number(kind: type) -> Any:
-    def parse(text: str) -> Any:
-        if len(text) > JSON_NUMBER_CHARS:
-            raise _JsonRefused(f"a number of {len(text):,} characters (at most {JSON_NUMBER_CHARS}): {text[:20]}...")
-        return kind(text)
-
-    return parse
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out = dict(pairs)
-    if len(out) != len(pairs):
-        seen: set[str] = set()
-        twice = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
-        raise _JsonRefused(f"key {twice[:80]!r} is written twice in one object (JSON would keep the second)")
-    return out
-
-
-def _check_tree(value: Any, surrogates: bool) -> None:
-    """Refuse nesting deeper than :data:`JSON_DEPTH` and (when ``surrogates``) a string with half of a UTF-16 pair."""
-    stack = [(value, 0)]
-    while stack:
-        v, depth = stack.pop()
-        if isinstance(v, dict | list):
-            if depth >= JSON_DEPTH:
-                raise _JsonRefused(f"nested more than {JSON_DEPTH} deep")
-            items = v.items() if isinstance(v, dict) else ((None, x) for x in v)
-            for k, x in items:
-                if surrogates and k is not None:
-                    stack.append((k, depth + 1))
-                stack.append((x, depth + 1))
-        elif surrogates and isinstance(v, str):
-            try:
-                v.encode("utf-8")
-            except UnicodeEncodeError:
-                raise _JsonRefused(f"a string holds half of a UTF-16 surrogate pair: {v[:40]!r}") from None
-
-
-def parse_json(text: str, source: str, hint: str) -> Any:
-    """``text`` (the JSON of ``source``: a file, or a file and line) parsed with bounds: nesting at most
-    :data:`JSON_DEPTH` deep, numbers of at most :data:`JSON_NUMBER_CHARS` characters (Python parses a long
-    integer in time quadratic in its digits), no key written twice in one object, no lone surrogate in a string.
-    ``NaN`` and ``Infinity`` parse as floats: a schema that needs a finite number refuses them.
-    Anything else is a GeceError naming ``source`` and ``hint``."""
-    try:
-        value = json.loads(text, parse_int=_number(int), parse_float=_number(float), object_pairs_hook=_unique_keys)
-        _check_tree(value, bool(_SURROGATE.search(text)))
-    except json.JSONDecodeError as e:
-        raise GeceError(f"{source}: not valid JSON: line {e.lineno}, column {e.colno}: {e.msg}", hint=hint) from None
-    except RecursionError:
+    Every reader of an input file calls this, so a file under a ``data/`` directory that does not
+    exist (the DVC-tracked snapshot was never pulled) says so, instead of "file not found". Raises the audit
+    event ``gece_read`` (the tests check what a command reads against what it declares: tests/audit.py).
+    """
+    path = Path(path)
+    sys.audit("gece_read", os.fspath(path))
+    if os.path.lexists(path):
+        return check_input(path, hint, size_limit)
+    absent = [d for d in Path(os.path.abspath(path)).parents if d.name == "data" and not d.exists()]
+    if absent:
         raise GeceError(
-            f"{source}: not valid JSON (nested too deeply), at most {JSON_DEPTH} levels", hint=hint
-        ) from None
-    except _JsonRefused as e:
-        raise GeceError(f"{source}: refused JSON: {e}", hint=hint) from None
-    return value
-
-
-def read_json_file(path: str | Path, hint: str, size_limit: str = "json_bytes") -> Any:
-    """A JSON file from outside, read by :func:`read_text` and parsed by :func:`parse_json`."""
-    return parse_json(read_text(path, hint, size_limit), str(path), hint)
-
-
-def read_json_lines(path: str | Path, hint: str, size_limit: str) -> list[tuple[int, Any]]:
-    """A JSON-lines file from outside (one JSON value a line; blank lines skipped): (line number, value) pairs,
-    each line parsed by :func:`parse_json`, so an error names the file and the line."""
-    text = read_text(path, hint, size_limit)
-    return [
-        (n, parse_json(line, f"{path}: line {n}", hint))
-        for n, line in enumerate(text.split("\n"), start=1)
-        if line.strip()
-    ]
+            f"{path}: data/ is missing: run `dvc pull data.dvc` (or make data)",
+            problems=[f"{absent[-1]} does not exist"],
+            hint="the data snapshot is tracked by DVC (data.dvc), not git; `gece pull` checks "
+            "the DVC remote and pulls it",
+        )
+    return check_input(path, hint, size_limit)

@@ -17,19 +17,12 @@ from pydantic import BeforeValidator, Field, model_validator
 from gece.calibration_methods import METHOD_NAMES, MethodName
 from gece.errors import GeceError
 from gece.groupings import GROUP_PROTOCOLS, GROUPINGS, GroupingName, GroupProtocol
+from gece.io.extract_params import ExtractParams
 from gece.io.ids import Id
 from gece.io.model_entry import LMEVAL_PREFIX, ModelSpec
 from gece.io.params_file import DEFAULT_PARAMS, load_sections
 from gece.io.schema_base import Section, Seed
-from gece.io.sections import (
-    BENCHMARKS_HINT,
-    AblateParams,
-    AnnotateParams,
-    BenchmarkSpec,
-    ExtractParams,
-    MetricsParams,
-    PrepareParams,
-)
+from gece.io.sections import BENCHMARKS_HINT, AblateParams, AnnotateParams, BenchmarkSpec, MetricsParams, PrepareParams
 from gece.rule_registry import RuleName
 
 

@@ -42,3 +42,17 @@ class Section(BaseModel):
 
 MAX_SEED = 2**32 - 1  # numpy and scikit-learn seeds are unsigned 32-bit
 Seed = Annotated[int, Field(ge=0, le=MAX_SEED, description="a random seed, 0 to 2**32 - 1")]
+
+
+def fmt_error(err: dict, row_offset: int | None = None) -> str:
+    """A pydantic error as one line: the row (``row_offset`` + its index, when the location starts with one), the
+    field, the message and the value refused."""
+    loc = list(err.get("loc", ()))
+    where = ""
+    if row_offset is not None and loc and isinstance(loc[0], int):
+        where = f"row {loc.pop(0) + row_offset}, "
+    field = ".".join(str(x) for x in loc)
+    got = err.get("input")
+    got_s = "" if isinstance(got, dict) else f" (got {got!r})"
+    msg = err["msg"].removeprefix("Value error, ")
+    return f"{where}{field + ': ' if field else ''}{msg}{got_s}"

@@ -1,6 +1,7 @@
-"""The params.yaml sections that need no registry of models, groupings or calibration methods: a stage that
-reads only these (``gece score`` reads ``extract``) validates them without importing the rest
-(:func:`gece.io.params_file.load_sections`); :class:`gece.io.params.Params` holds them all.
+"""The params.yaml sections that need no registry of models, groupings or calibration methods, and a
+benchmark's entry. A stage that reads only some sections validates them without importing the rest
+(:func:`gece.io.params_file.load_sections`; ``gece score`` reads ``extract``, :mod:`gece.io.extract_params`);
+:class:`gece.io.params.Params` holds them all.
 """
 
 from __future__ import annotations
@@ -11,13 +12,7 @@ from pydantic import Field, PlainValidator, model_validator
 
 from gece.io.ids import Id
 from gece.io.schema_base import Section, Seed
-from gece.rule_registry import DEFAULT_RULE, RULE_NAMES, SUMMARY, RuleName
-
-
-def _batch_size(value: object) -> int | str:
-    if value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
-        return value  # type: ignore[return-value]
-    raise ValueError("must be a positive number of pairs or auto")
+from gece.rule_registry import RULE_NAMES, RuleName
 
 
 class PrepareParams(Section):
@@ -25,26 +20,6 @@ class PrepareParams(Section):
 
 
 Cluster = Literal["pair", "template"]
-
-
-class ExtractParams(Section):
-    batch_size: Annotated[int | str, PlainValidator(_batch_size)] = Field(
-        32,
-        description="pairs per forward pass, or auto: on a GPU, as many as fit in free memory (measured on a "
-        "probe batch); on the CPU, 32. On a GPU out-of-memory the batch is halved and retried",
-    )
-    word_prob: Literal["chain", "max"] = Field(
-        "chain",
-        description="word probability over sub-tokens: chain (their product) or max (the authors' rule). "
-        "Applied by the score stage to the token scores extract stored: changing it runs no model. Benchmarks scored "
-        "by the sentence rule sum every token of the sentence (chain) whatever it says",
-    )
-    rule: RuleName = Field(  # type: ignore[valid-type]
-        DEFAULT_RULE,
-        description=f"what a side's score is, for every benchmark whose entry sets no rule (gece.rule_registry): "
-        f"{SUMMARY}",
-    )
-    limit: int | None = Field(None, ge=1, description="score only the first N pairs (smoke runs)")
 
 
 class MetricsParams(Section):

@@ -19,10 +19,10 @@ import pandas as pd
 import yaml
 
 from gece.errors import GeceError
+from gece.io.json_writer import write_json
 from gece.io.lmeval_files import Doc, Excluded, Export
 from gece.io.outputs import write_text
 from gece.io.params import require_params
-from gece.io.writer import write_json
 from gece.lmeval import requests, samples
 from gece.rule_registry import RULE
 from gece.scoring import planning

@@ -10,10 +10,11 @@ from pathlib import Path
 from gece import command
 from gece.errors import GeceError
 from gece.io import layout, paired
+from gece.io.json_writer import write_json
 from gece.io.lmeval_files import ImportMeta
 from gece.io.pair_rows import ScoreRow
 from gece.io.params import params_if_valid, require_params
-from gece.io.writer import write_json, write_table
+from gece.io.writer import write_table
 from gece.lmeval import samples
 from gece.terminal import literal
 

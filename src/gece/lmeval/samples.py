@@ -25,7 +25,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from gece.errors import GeceError
-from gece.io.inputs import read_json_file, read_json_lines
+from gece.io.json_reader import read_json_file, read_json_lines
 from gece.io.lmeval_files import ImportMeta, Sample
 from gece.io.model_entry import LMEVAL_PREFIX
 from gece.io.pair_rows import SCORE_PAIR_COLUMNS, PreparedPair

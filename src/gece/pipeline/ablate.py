@@ -11,15 +11,16 @@ from gece import command, run_options
 from gece.errors import GeceError
 from gece.io import layout, report_layout
 from gece.io.ablation_reports import BinningReport, SampleSizeReport
+from gece.io.json_writer import write_json
 from gece.io.params import Params, require_params
 from gece.io.readers import write_figure
 from gece.io.sections import AblateParams, MetricsParams
-from gece.io.writer import write_json
 from gece.pipeline import runs
 from gece.report import plots
 from gece.stats import ablation
 from gece.stats.ablation import Run
-from gece.terminal import Table, plain, plural
+from gece.terminal import plain, plural
+from gece.terminal_table import Table
 
 log = logging.getLogger("gece")
 

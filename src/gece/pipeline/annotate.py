@@ -19,11 +19,12 @@ from gece import command, run_options
 from gece.errors import GeceError
 from gece.io import layout, report_layout
 from gece.io.annotation_report import AnnotationReport
+from gece.io.json_writer import write_json
 from gece.io.pair_rows import AnnotatedPair, AnnotationRow, PreparedPair
 from gece.io.params import require_params
 from gece.io.readers import read_table
 from gece.io.sections import AnnotateParams
-from gece.io.writer import write_json, write_table
+from gece.io.writer import write_table
 
 log = logging.getLogger("gece")
 MAX_SHOWN = 20

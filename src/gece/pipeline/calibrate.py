@@ -14,14 +14,16 @@ from gece import command, options, run_options
 from gece.errors import GeceError
 from gece.io import layout, report_layout
 from gece.io.calibration_files import CalibratedRow, CalibrationBinsReport, CalibrationReport
+from gece.io.json_writer import write_json
 from gece.io.pair_rows import ScoreRow
 from gece.io.params import CalibrateParams, Params, params_or_defaults
 from gece.io.readers import read_table
 from gece.io.sections import MetricsParams
-from gece.io.writer import write_json, write_table
+from gece.io.writer import write_table
 from gece.pipeline import runs
 from gece.stats import calibration, metrics
-from gece.terminal import Table, literal, plain, plural
+from gece.terminal import literal, plain, plural
+from gece.terminal_table import Table
 
 log = logging.getLogger("gece")
 

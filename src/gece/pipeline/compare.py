@@ -14,17 +14,18 @@ from gece.errors import GeceError
 from gece.io import layout
 from gece.io.compare_report import CompareReport
 from gece.io.ids import is_id
+from gece.io.json_writer import write_json
 from gece.io.outputs import write_text
 from gece.io.pair_rows import PreparedPair
 from gece.io.params import params_or_defaults
 from gece.io.readers import read_table
 from gece.io.sections import AblateParams, CompareParams, MetricsParams
-from gece.io.writer import write_json
 from gece.pipeline import runs
 from gece.report import markdown as report_md
 from gece.stats import ablation
 from gece.stats.ablation import Run
-from gece.terminal import Table, literal, plain, plural
+from gece.terminal import literal, plain, plural
+from gece.terminal_table import Table
 
 log = logging.getLogger("gece")
 
@@ -234,7 +235,7 @@ def _print_compare(result: dict) -> None:
         "human alignment: positive = A agrees more",
         caption_justify="left",
     )
-    table.add_column("A", ids=True)  # a run id is never cut (gece.terminal.Table)
+    table.add_column("A", ids=True)  # a run id is never cut (gece.terminal_table.Table)
     table.add_column("B", ids=True)
     for k in keys:
         table.add_column(f"Δ {registry.label(k)}", justify="right")

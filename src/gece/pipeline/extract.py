@@ -34,15 +34,17 @@ from pathlib import Path
 from gece import command, options
 from gece.errors import GeceError
 from gece.io import layout, paired
+from gece.io.extract_params import ExtractParams
 from gece.io.inputs import check_unique_ids
+from gece.io.json_reader import read_json
+from gece.io.json_writer import write_json
 from gece.io.model_entry import ModelSpec
 from gece.io.outputs import atomic_path, check_output, check_output_dir
 from gece.io.pair_rows import PreparedPair
 from gece.io.params import params_if_valid, require_params
-from gece.io.readers import iter_table, pair_ids, parquet_rows, read_json, read_table
-from gece.io.sections import ExtractParams
+from gece.io.readers import iter_table, pair_ids, parquet_rows, read_table
 from gece.io.tokens import ExtractMeta, ExtractTiming, TokenRow
-from gece.io.writer import write_json, write_table
+from gece.io.writer import write_table
 from gece.pipeline import reuse
 from gece.rule_registry import RULE_NAMES, RuleName
 from gece.scoring import extraction, planning

@@ -22,11 +22,11 @@ from gece.errors import GeceError
 from gece.groupings import DERIVED_GROUPINGS
 from gece.io import layout, report_layout
 from gece.io.groups_report import GroupsReport
+from gece.io.json_writer import write_json
 from gece.io.pair_rows import AnnotatedPair, PreparedPair
 from gece.io.params import GroupsParams, Params, require_params
 from gece.io.readers import read_table
 from gece.io.sections import MetricsParams
-from gece.io.writer import write_json
 from gece.pipeline import runs
 from gece.stats import by_group
 from gece.terminal import plain

@@ -12,12 +12,12 @@ import pandas as pd
 
 from gece import command, options, run_options
 from gece.io import layout, report_layout
+from gece.io.json_writer import write_json
 from gece.io.metric_reports import BinsReport, MetricsReport
 from gece.io.pair_rows import PreparedPair
 from gece.io.params import Params, params_or_defaults
 from gece.io.readers import read_table
 from gece.io.sections import MetricsParams
-from gece.io.writer import write_json
 from gece.pipeline import runs
 from gece.stats import intervals, metrics
 

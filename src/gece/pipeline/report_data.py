@@ -13,10 +13,10 @@ from gece.io.annotation_report import AnnotationReport
 from gece.io.calibration_files import CalibrationBinsReport, CalibrationReport
 from gece.io.compare_report import CompareReport
 from gece.io.groups_report import GroupsReport
+from gece.io.json_reader import read_json
 from gece.io.lmeval_files import ImportMeta
 from gece.io.metric_reports import BinsReport, MetricsReport
 from gece.io.params import Params
-from gece.io.readers import read_json
 from gece.io.tokens import ExtractMeta
 from gece.pipeline import runs
 from gece.report import cells as report_cells

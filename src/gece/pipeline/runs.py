@@ -21,12 +21,12 @@ import pandas as pd
 from gece.errors import GeceError
 from gece.io import data_layout, layout
 from gece.io.ids import check_id
-from gece.io.inputs import check_unique_ids, read_text
+from gece.io.inputs import check_unique_ids, read_text, require_file
 from gece.io.metric_reports import MetricsReport
 from gece.io.model_entry import LMEVAL_PREFIX
 from gece.io.pair_rows import SCORE_PAIR_COLUMNS, PreparedPair, ReferenceRow, ScoreRow
 from gece.io.params import Params
-from gece.io.readers import as_table, iter_table, parquet_rows, read_table, require_file
+from gece.io.readers import as_table, iter_table, parquet_rows, read_table
 from gece.io.sections import MetricsParams
 from gece.io.writer import validate_records
 from gece.stats import metrics

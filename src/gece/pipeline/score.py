@@ -22,14 +22,16 @@ import pandas as pd
 from gece import command
 from gece.errors import GeceError
 from gece.io import layout, paired
+from gece.io.extract_params import ExtractParams
+from gece.io.json_reader import read_json
+from gece.io.json_writer import write_json
 from gece.io.outputs import check_output
 from gece.io.pair_rows import SCORE_PAIR_COLUMNS, PreparedPair, ScoreRow
 from gece.io.params_file import load_sections
-from gece.io.readers import read_json, read_table
+from gece.io.readers import read_table
 from gece.io.schema_base import Section
-from gece.io.sections import ExtractParams
 from gece.io.tokens import ExtractMeta, TokenRow
-from gece.io.writer import ROW_GROUP_ROWS, TableWriter, write_json
+from gece.io.writer import ROW_GROUP_ROWS, TableWriter
 from gece.rule_registry import DEFAULT_RULE, RULE
 from gece.scoring import rules
 from gece.terminal import literal, plural

@@ -11,10 +11,10 @@ from gece import command, run_options
 from gece.errors import GeceError
 from gece.io import layout, report_layout
 from gece.io.ablation_reports import SpecialTokensReport
+from gece.io.json_reader import read_json
+from gece.io.json_writer import write_json
 from gece.io.metric_reports import MetricsReport
 from gece.io.params import require_params
-from gece.io.readers import read_json
-from gece.io.writer import write_json
 from gece.pipeline import runs
 from gece.stats import ablation
 

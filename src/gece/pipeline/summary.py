@@ -10,12 +10,13 @@ from pathlib import Path
 from gece import command
 from gece.io import layout
 from gece.io.inputs import check_input_dir
+from gece.io.json_reader import flatten
+from gece.io.json_writer import write_json
 from gece.io.params import Params, require_params
-from gece.io.readers import flatten
 from gece.io.summary_report import SummaryReport
-from gece.io.writer import write_json
 from gece.pipeline import report_data
-from gece.terminal import Table, literal, plain
+from gece.terminal import literal, plain
+from gece.terminal_table import Table
 
 log = logging.getLogger("gece")
 

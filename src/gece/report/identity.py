@@ -26,7 +26,7 @@ side of 0.5 (:func:`rule_verdict`).
 from __future__ import annotations
 
 from gece.io import report_layout
-from gece.io.readers import is_finite_number
+from gece.io.json_reader import is_finite_number
 from gece.report.cells import Cell, Column, ReportData, Row, Table, TableDoc, constant_y, ptr, variant_of
 
 # reports/summary.json key -> (the metrics JSON key it holds, its label), for a benchmark with constant y

@@ -11,12 +11,13 @@ from pathlib import Path
 from gece import command, options, run_options
 from gece.errors import GeceError
 from gece.io import data_layout, layout
+from gece.io.extract_params import ExtractParams
 from gece.io.ids import check_id
 from gece.io.model_entry import ModelSpec
 from gece.io.pair_rows import PreparedPair
 from gece.io.params import Params, params_if_valid, params_or_defaults
 from gece.io.readers import read_table
-from gece.io.sections import ExtractParams, MetricsParams, PrepareParams
+from gece.io.sections import MetricsParams, PrepareParams
 from gece.io.tokens import ExtractMeta, ExtractTiming
 from gece.pipeline.extract import extract
 from gece.pipeline.metrics import run_metrics
