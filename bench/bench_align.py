@@ -58,7 +58,7 @@ def _validate(path: Path) -> dict:
 def shipped_alignments() -> int:
     """Every shipped pair: the budgeted matcher gives difflib's opcodes within its budget. Returns the pairs."""
     from gece.io.benchmarks import CountedMatcher, words
-    from gece.io.inputs import limit
+    from gece.io.limits import limit
 
     n = 0
     sources = sorted((ROOT / "data").glob("benchmarks/*.csv")) + sorted((ROOT / "data").glob("[cw]*/*.csv"))

@@ -21,8 +21,9 @@ import pandas as pd
 
 from gece.errors import GeceError
 from gece.io.ids import ID_HELP, is_id
-from gece.io.inputs import iconv_hint, limit, read_bytes, require_file
+from gece.io.inputs import iconv_hint, read_bytes, require_file
 from gece.io.lexicon import side_group
+from gece.io.limits import limit
 from gece.io.pair_rows import PreparedPair
 from gece.io.sections import Cluster
 

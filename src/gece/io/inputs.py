@@ -4,12 +4,12 @@ Every output goes through :func:`check_output` (the CLI calls it for each output
 any work, :func:`atomic_path` again before each write): only a regular file or a path that does
 not exist yet is written, after symlinks are resolved. A FIFO, a device, a directory or a path
 below a file is refused, so the temporary-file-and-rename never replaces such a node.
-Every input goes through :func:`check_input`: it must be a readable regular file no larger
-than its stated limit (:data:`LIMITS`, raised with ``GECE_MAX_<NAME>`` in the environment);
+Every input goes through :func:`gece.io.limits.check_input`: it must be a readable regular file no larger
+than its stated limit (:data:`gece.io.limits.LIMITS`, raised with ``GECE_MAX_<NAME>`` in the environment);
 a file of pairs holds each ``pair_id`` once (:func:`check_unique_ids`).
 A file from outside (a CSV, YAML, lm-eval's logs) is read through :func:`read_bytes` (checked with os.stat
 before it is opened, opened without blocking, read no further than its limit), :func:`read_text` (UTF-8, errors
-named by line) and :func:`parse_json` (bounded nesting and number length, no key written twice).
+named by line) and :func:`gece.io.json_reader.parse_json` (bounded nesting and number length, no key written twice).
 """
 
 from __future__ import annotations
@@ -21,50 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from gece.errors import GeceError
+from gece.io.limits import check_input, limit, over_limit
 from gece.io.outputs import node_kind
-
-MiB = 1 << 20
-# what one run holds in memory at most: bytes of a text input, rows of a Parquet file read whole
-LIMITS = {
-    "params_bytes": 1 * MiB,  # params.yaml, data.dvc
-    "csv_bytes": 64 * MiB,  # a benchmark or reference CSV (the largest shipped: well under 1 MiB)
-    "json_bytes": 64 * MiB,  # a report JSON, lm-eval's results_<date>.json
-    # lm-eval's samples_<task>_<date>.jsonl: about 1 KB a pair, so 50 MB for the largest benchmark (50,000 pairs)
-    "lmeval_bytes": 256 * MiB,
-    # steps of aligning two sentences, per word of the pair (at least 50 words counted): gece.io.benchmarks.align;
-    # the shipped pairs need at most 1.6 a word, a sentence of one word repeated n times n/2
-    "align_steps": 10,
-    # rows of a score (or prepared) file read whole (metrics, ablate, compare, calibrate, reference): about
-    # 1 KB each at peak (make bench: reports/bench/bounds.json), so about 1 GB; the largest benchmark has 50,000
-    "rows": 1_000_000,
-    "parquet_bytes": 1024 * MiB,  # uncompressed bytes of such a file's columns
-}
-
-
-def limit(name: str) -> int:
-    """The limit ``name`` of :data:`LIMITS`, or ``$GECE_MAX_<NAME>`` when that is set to a positive number."""
-    env = f"GECE_MAX_{name.upper()}"
-    raw = os.environ.get(env)
-    if raw is None:
-        return LIMITS[name]
-    if not (raw.isascii() and raw.isdigit()) or len(raw) > 18 or int(raw) < 1:
-        raise GeceError(
-            f"environment variable {env}={raw!r} is not a positive whole number",
-            hint=f"set it to a number ({LIMITS[name]} by default) or unset it",
-        )
-    return int(raw)
-
-
-def over_limit(path: str | Path, what: str, size: int, name: str) -> GeceError | None:
-    """A GeceError when ``size`` (of ``what``, e.g. "rows") exceeds the limit ``name``, else None."""
-    cap = limit(name)
-    if size <= cap:
-        return None
-    return GeceError(
-        f"{path}: {size:,} {what} exceed the limit of {cap:,} {what} that one run reads",
-        hint=f"check that this is the right file; to read it anyway, raise the limit with "
-        f"GECE_MAX_{name.upper()}={size} in the environment (memory grows with it)",
-    )
 
 
 def check_unique_ids(path: str | Path, pair_id: Any) -> None:
@@ -100,25 +58,6 @@ def check_unique_ids(path: str | Path, pair_id: Any) -> None:
         hint="the file was concatenated or edited; rerun the stage that writes it (gece extract or "
         "gece reference) from the prepared benchmark",
     )
-
-
-def check_input(path: str | Path, hint: str, size_limit: str | None = None) -> Path:
-    """``path`` if it is a readable regular file (within ``size_limit`` of :data:`LIMITS`), else a GeceError."""
-    path = Path(path)
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        dangling = f" (a symlink to {os.readlink(path)}, which does not exist)" if path.is_symlink() else ""
-        raise GeceError(f"{path}: file not found{dangling}", hint=hint) from None
-    except OSError as e:  # a loop of symlinks, a name too long, a component that is a file
-        raise GeceError(f"{path}: cannot be read ({e.strerror})", hint=hint) from None
-    if not stat.S_ISREG(st.st_mode):
-        raise GeceError(f"{path}: not a file: it is {node_kind(st.st_mode)}", hint=hint)
-    if not os.access(path, os.R_OK):
-        raise GeceError(f"{path}: permission denied", hint=f"make it readable (chmod u+r {path})")
-    if size_limit and (e := over_limit(path, "bytes", st.st_size, size_limit)):
-        raise e
-    return path
 
 
 NAME_MAX, PATH_MAX = 255, 4096  # bytes of one name and of a whole path, as Linux looks them up
@@ -191,7 +130,7 @@ def read_text(path: str | Path, hint: str, size_limit: str) -> str:
 
 
 def require_file(path: str | Path, hint: str, size_limit: str | None = None) -> Path:
-    """``path`` if it is a readable regular file (within the ``size_limit`` of ``gece.io.inputs.LIMITS``),
+    """``path`` if it is a readable regular file (within the ``size_limit`` of ``gece.io.limits.LIMITS``),
     else a GeceError with ``hint``.
 
     Every reader of an input file calls this, so a file under a ``data/`` directory that does not

@@ -19,7 +19,8 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel
 
 from gece.errors import GeceError
-from gece.io.inputs import check_unique_ids, over_limit, require_file
+from gece.io.inputs import check_unique_ids, require_file
+from gece.io.limits import over_limit
 from gece.io.outputs import atomic_path
 from gece.io.writer import META_PREFIX, arrow_schema, checked_arrow, validate_records, write_schema
 
@@ -28,7 +29,7 @@ from gece.io.writer import META_PREFIX, arrow_schema, checked_arrow, validate_re
 
 def _check_size(path: Path, pf: pq.ParquetFile, columns: list[str]) -> None:
     """A file read whole must fit the run: its rows and the uncompressed bytes of ``columns`` within
-    ``gece.io.inputs.LIMITS`` (checked from the footer, before any row is read)."""
+    ``gece.io.limits.LIMITS`` (checked from the footer, before any row is read)."""
     md = pf.metadata
     wanted = {i for i in range(md.num_columns) if md.schema.column(i).path.split(".")[0] in columns}
     size = sum(md.row_group(g).column(i).total_uncompressed_size for g in range(md.num_row_groups) for i in wanted)
