@@ -18,7 +18,7 @@ the *gender shortfall*. Accuracy is the share of pairs with p > 0.5 (the *stereo
 without a label to check against: not informative, not reported. Under a group of the identity protocol, the
 group's "ECE" is the group's 1 − mean p.
 
-A benchmark read from one source under several scoring rules (``gece.io.layout.rule_variants``) is reported
+A benchmark read from one source under several scoring rules (``gece.io.data_layout.rule_variants``) is reported
 rule beside rule: the stereotype share and 1 − mean p under each rule, and whether the share stays on the same
 side of 0.5 (:func:`rule_verdict`).
 """
