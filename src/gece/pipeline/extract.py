@@ -26,7 +26,6 @@ import contextlib
 import dataclasses
 import logging
 import os
-import shutil
 import typing
 from collections.abc import Mapping
 from pathlib import Path
@@ -39,7 +38,7 @@ from gece.io.inputs import check_unique_ids
 from gece.io.json_reader import read_json
 from gece.io.json_writer import write_json
 from gece.io.model_entry import ModelSpec
-from gece.io.outputs import atomic_path, check_output, check_output_dir
+from gece.io.outputs import check_output, check_output_dir
 from gece.io.pair_rows import PreparedPair
 from gece.io.params import params_if_valid, require_params
 from gece.io.readers import iter_table, pair_ids, parquet_rows, read_table
@@ -189,9 +188,7 @@ def recorded(out: Path, previous: Mapping[str, Path], key: str) -> bool:
     old, old_meta = previous.get(out.name), previous.get(layout.meta_path(out).name)
     if not (old and old_meta and parquet_rows(old, TokenRow)[1].get(extraction.FINGERPRINT) == key):
         return False
-    for src, dest in ((old, out), (old_meta, layout.meta_path(out))):
-        with atomic_path(dest) as tmp:
-            shutil.copyfile(src, tmp)
+    reuse.restore([(old, out), (old_meta, layout.meta_path(out))])
     return True
 
 
