@@ -58,7 +58,7 @@ def _validate(path: Path) -> dict:
 def shipped_alignments() -> int:
     """Every shipped pair: the budgeted matcher gives difflib's opcodes within its budget. Returns the pairs."""
     from gece.io.benchmarks import CountedMatcher, words
-    from gece.io.inputs import limit
+    from gece.io.limits import limit
 
     n = 0
     sources = sorted((ROOT / "data").glob("benchmarks/*.csv")) + sorted((ROOT / "data").glob("[cw]*/*.csv"))
@@ -74,7 +74,7 @@ def shipped_alignments() -> int:
 
 
 def main() -> dict:
-    from gece.io.readers import write_json
+    from gece.io.json_writer import write_json
 
     cases: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="gece-bench-align-") as tmp:

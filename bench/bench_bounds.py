@@ -2,7 +2,7 @@
 
 Metrics, ablations, comparison and calibration hold a whole score file in memory (equal-mass bins
 sort it, the bootstrap resamples it), so they cannot stream: each checks the file's footer
-(rows, uncompressed bytes) against ``gece.io.inputs.LIMITS`` before reading a row, and refuses a
+(rows, uncompressed bytes) against ``gece.io.limits.LIMITS`` before reading a row, and refuses a
 larger file with exit 2, naming the limit and ``GECE_MAX_ROWS`` to raise it.
 
 Measured, each in its own process (its own peak RSS): ``gece metrics --json`` of
@@ -111,8 +111,8 @@ def _measure(scores: Path, work: Path) -> dict:
 
 
 def main() -> dict:
-    from gece.io.inputs import limit
-    from gece.io.writer import write_json
+    from gece.io.json_writer import write_json
+    from gece.io.limits import limit
 
     accepted = int(os.environ.get("GECE_BENCH_ROWS", "100000"))
     cases = {}

@@ -119,7 +119,7 @@ def worker_matmul(work: Path) -> dict:
 
 
 def worker_gece(work: Path) -> dict:
-    from gece.io.params import ExtractParams
+    from gece.io.extract_params import ExtractParams
     from gece.io.readers import read_table
     from gece.io.tokens import TokenRow
     from gece.pipeline import extract as extract_stage
@@ -268,7 +268,7 @@ def main() -> dict:
     from rich.console import Console
     from rich.table import Table
 
-    from gece.io.writer import write_json
+    from gece.io.json_writer import write_json
 
     console = Console(width=max(120, Console().width))
     results = {}

@@ -41,6 +41,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from gece.io import data_layout
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
@@ -167,9 +169,9 @@ def _gece(model_dir: Path, dtype: str, prepared: Path, n: int, work: Path, devic
     import numpy as np
 
     from gece.io import layout
+    from gece.io.extract_params import ExtractParams
+    from gece.io.json_reader import read_json
     from gece.io.model_entry import ModelSpec
-    from gece.io.params import ExtractParams
-    from gece.io.readers import read_json
     from gece.pipeline import extract as extract_stage
     from gece.scoring import models
 
@@ -288,8 +290,8 @@ def _pipeline(model_dir: Path, dtype: str, work: Path, device: str, limit: int |
     load, in a folder laid out as the repository (prepared pairs under artifacts/; no dvc.lock, so nothing is
     reused), and :data:`PIPELINE_MODELS` times that."""
     from gece.io import layout
+    from gece.io.extract_params import ExtractParams
     from gece.io.model_entry import ModelSpec
-    from gece.io.params import ExtractParams
     from gece.pipeline import extract as extract_stage
     from gece.pipeline import prepare as prepare_stage
 
@@ -299,7 +301,7 @@ def _pipeline(model_dir: Path, dtype: str, work: Path, device: str, limit: int |
     os.chdir(stage)
     try:
         for b in PIPELINE_BENCHMARKS:
-            prepare_stage.prepare(ROOT / layout.benchmark_csv(b), layout.prepared_path(b), name=b)
+            prepare_stage.prepare(ROOT / data_layout.benchmark_csv(b), layout.prepared_path(b), name=b)
         spec = ModelSpec(source=str(model_dir), device=device, dtype=dtype)
         t = time.perf_counter()
         done = extract_stage.extract_model(
@@ -357,7 +359,7 @@ def main() -> dict:
     import torch
     import transformers
 
-    from gece.io.writer import write_json
+    from gece.io.json_writer import write_json
     from gece.pipeline import prepare as prepare_stage
     from gece.scoring import exact, packing
 

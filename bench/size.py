@@ -178,8 +178,8 @@ def _pairs(tokenizer, special_tokens: bool, n: int):
 
 
 def worker_gece(path: Path, start: float) -> dict:
+    from gece.io.extract_params import ExtractParams
     from gece.io.model_entry import ModelSpec
-    from gece.io.params import ExtractParams
     from gece.io.readers import read_table
     from gece.io.tokens import TokenRow
     from gece.pipeline import extract as extract_stage
@@ -427,7 +427,7 @@ def default_methods(machine: dict) -> tuple[str, ...]:
 def main(names: list[str] | None = None, out: Path | None = None, methods=None) -> dict:
     import tempfile
 
-    from gece.io.writer import write_json
+    from gece.io.json_writer import write_json
 
     out = out or ROOT / "reports" / "bench" / "size.json"
     report = json.loads(out.read_text()) if out.exists() else {}

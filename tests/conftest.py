@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import gece  # noqa: F401  (first: torch must run its portable CPU kernels, see gece.scoring.exact)
+from gece.io import report_layout
 
 from .audit import watch_reads  # noqa: F401  (autouse: what each command reads is what it declares)
 
@@ -115,7 +116,6 @@ def reference_reports(tmp_path_factory, data_dir) -> Path:
     import yaml
 
     from gece.cli import main
-    from gece.io import layout
 
     root = tmp_path_factory.mktemp("reference")
     params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
@@ -132,7 +132,7 @@ def reference_reports(tmp_path_factory, data_dir) -> Path:
             for b in PAPER_BENCHMARKS:
                 for stage in ("prepare", "metrics", "calibrate", "ablate", "groups"):
                     assert main(["-q", stage, "--benchmark", b]) == 0, (stage, b)
-                out = layout.report_path(layout.compare_file(b))
+                out = report_layout.report_path(report_layout.compare_file(b))
                 assert main(["-q", "compare", "--benchmark", b, "--out", str(out)]) == 0, ("compare", b)
     finally:
         logging.getLogger().handlers[:] = handlers
@@ -151,10 +151,10 @@ def workspace_reports() -> Path:
     params = load_params(ROOT / "params.yaml")
     reports = ROOT / layout.REPORTS
     missing = [
-        layout.metrics_file(b, m)
+        report_layout.metrics_file(b, m)
         for b in params.benchmarks
         for m in runs.runs(params, b, ROOT)
-        if not (reports / layout.metrics_file(b, m)).is_file()
+        if not (reports / report_layout.metrics_file(b, m)).is_file()
     ]
     if missing:
         pytest.skip(

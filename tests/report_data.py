@@ -19,13 +19,15 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from gece.io import layout
+from gece.io import report_layout
+from gece.io.json_writer import write_json
 from gece.io.metric_reports import MetricsReport
 from gece.io.pair_rows import SCORE_PAIR_COLUMNS, PreparedPair, ScoreRow
-from gece.io.params import MetricsParams, load_params
+from gece.io.params import load_params
 from gece.io.readers import read_table
+from gece.io.sections import MetricsParams
 from gece.io.tokens import ExtractMeta
-from gece.io.writer import write_json, write_table
+from gece.io.writer import write_table
 from gece.pipeline import ablate as ablate_stage
 from gece.pipeline import compare as compare_stage
 from gece.pipeline import metrics as metrics_stage
@@ -282,7 +284,7 @@ def md_unescape(text: str) -> str:
 
 def report_pages(reports: Path) -> list[Path]:
     """index.html, then its detail pages (``reports/pages/*.html``), sorted."""
-    return [reports / layout.PAGE_FILE, *sorted((reports / layout.PAGES_DIR).glob("*.html"))]
+    return [reports / report_layout.PAGE_FILE, *sorted((reports / report_layout.PAGES_DIR).glob("*.html"))]
 
 
 def report_text(reports: Path) -> str:

@@ -9,7 +9,7 @@ import pytest
 
 from gece.cli import main
 from gece.io.pair_rows import ScoreRow
-from gece.io.params import AblateParams, CompareParams, MetricsParams
+from gece.io.sections import AblateParams, CompareParams, MetricsParams
 from gece.io.writer import write_table
 from gece.pipeline import ablate as ablate_stage
 from gece.pipeline import compare as compare_stage

@@ -19,7 +19,7 @@ import yaml
 
 from gece.cli import main
 from gece.errors import GeceError
-from gece.io import layout
+from gece.io import data_layout, layout, report_layout
 from gece.io.pair_rows import ScoreRow
 from gece.io.readers import read_table
 from gece.io.writer import arrow_schema, write_table
@@ -541,7 +541,7 @@ def test_bad_ids_on_the_command_line(tmp_path, monkeypatch, capsys, bad):
         code, err = cli(capsys, *args)
         assert code == 2 and f"{bad!r} is not a valid id" in err and "[a-z0-9][a-z0-9._-]*" in err, (args, err)
     assert files(tmp_path) == before
-    for helper in (layout.scores_path, layout.metrics_path, layout.reference_csv):
+    for helper in (layout.scores_path, report_layout.metrics_path, data_layout.reference_csv):
         with pytest.raises(GeceError, match="is not a valid id"):
             helper("winobias", bad)
         with pytest.raises(GeceError, match="is not a valid id"):
@@ -607,7 +607,7 @@ def test_pull_without_a_default_remote(tmp_path, monkeypatch, capsys):
 # ------------------------------------------------------------------ text that is not UTF-8: the line, not a byte offset
 @refusal("E-TEXT-UTF8", readers=("report", "metrics", "diff"))
 def test_a_latin1_file_is_named_by_line_and_column(tmp_path, monkeypatch, capsys):
-    from gece.io.readers import read_json
+    from gece.io.json_reader import read_json
     from gece.pipeline.runs import read_reference
 
     (tmp_path / "r.json").write_bytes('{\n  "a": "schl\xe4ft"\n}\n'.encode("latin-1"))

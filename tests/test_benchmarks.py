@@ -9,8 +9,8 @@ from gece.cli import main
 from gece.errors import GeceError
 from gece.io import benchmarks
 from gece.io.pair_rows import PreparedPair
-from gece.io.params import PrepareParams
 from gece.io.readers import read_table
+from gece.io.sections import PrepareParams
 from gece.pipeline import prepare as prepare_stage
 
 from .conftest import BENCHMARKS

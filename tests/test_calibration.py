@@ -14,9 +14,11 @@ import pytest
 from gece.cli import main
 from gece.errors import GeceError
 from gece.io.calibration_files import CalibratedRow, CalibrationBinsReport, CalibrationReport
+from gece.io.json_reader import read_json
 from gece.io.pair_rows import ScoreRow
-from gece.io.params import CalibrateParams, MetricsParams, Params, load_params
-from gece.io.readers import read_json, read_table
+from gece.io.params import CalibrateParams, Params, load_params
+from gece.io.readers import read_table
+from gece.io.sections import MetricsParams
 from gece.pipeline import calibrate as calibrate_stage
 from gece.pipeline import metrics as metrics_stage
 from gece.stats import calibration as cal
@@ -390,3 +392,60 @@ def test_cli_calibrate(gptj_scores, tmp_path, capsys):
     assert printed == json.loads(out.read_text())
     assert list(printed["crossfit"]["methods"]) == ["temperature", "platt"]
     assert main(["calibrate", str(tmp_path / "missing.parquet")]) == 2
+
+
+# -------------------------------------------------------------------- reuse by content
+def _record(folders: list[Path], store: Path) -> dict[Path, dict[str, Path]]:
+    """What DVC does between two runs: the files of each output folder committed to its cache, then removed."""
+    recorded = {}
+    for folder in folders:
+        (store / folder).mkdir(parents=True)
+        recorded[folder] = {p.name: (store / folder / p.name) for p in sorted(folder.iterdir())}
+        for p in sorted(folder.iterdir()):
+            (store / folder / p.name).write_bytes(p.read_bytes())
+            p.unlink()
+    return recorded
+
+
+def test_a_run_unchanged_since_the_recorded_run_is_copied_not_calibrated(gptj_scores, tmp_path, monkeypatch):
+    """``--benchmark``: the last recorded run's three files come back byte for byte without calibrating when the
+    fingerprint holds (an edit outside the computation: cli.py is not in its closure, a comment is not in its
+    hash); a changed computation (its code hash) or setting calibrates again."""
+    from gece import closure
+
+    scores, meta = read_table(gptj_scores, ScoreRow)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(calibrate_stage.runs, "runs", lambda params, b: ["paper-gpt-j-6b"])
+    monkeypatch.setattr(calibrate_stage.runs, "load_scores", lambda params, b, m: (scores.copy(), meta))
+    monkeypatch.setattr(calibrate_stage.runs, "is_reference", lambda params, m: False)
+    recorded: dict[Path, dict[str, Path]] = {}
+    monkeypatch.setattr(calibrate_stage.reuse, "previous_outputs", lambda folder: recorded.get(Path(folder), {}))
+    folders = [
+        Path("reports/calibration/winobias"),
+        Path("artifacts/calibrated/winobias"),
+        Path("reports/calibration_bins/winobias"),
+    ]
+    settings = CalibrateParams(methods=["platt", "isotonic"])
+    first = calibrate_stage.calibrate_benchmark(None, "winobias", settings, MetricsParams())  # type: ignore[arg-type]
+    written = {f / name: (f / name).read_bytes() for f in folders for name in sorted(p.name for p in f.iterdir())}
+    assert len(written) == 3
+    recorded.update(_record(folders, tmp_path / "cache"))
+
+    def boom(*args, **kwargs):
+        raise AssertionError("calibrated again")
+
+    monkeypatch.setattr(calibrate_stage, "run_calibration", boom)
+    again = calibrate_stage.calibrate_benchmark(None, "winobias", settings, MetricsParams())  # type: ignore[arg-type]
+    assert {p: p.read_bytes() for p in written} == written
+    report = folders[0] / "paper-gpt-j-6b.json"
+    assert again == {"paper-gpt-j-6b": json.loads(written[report])} and set(first) == set(again)
+    assert "src/gece/cli.py" not in closure.closure([calibrate_stage.__name__])
+    assert "src/gece/cli_help.py" not in closure.closure([calibrate_stage.__name__])
+
+    for p in written:
+        p.unlink()
+    with pytest.raises(AssertionError, match="calibrated again"):  # another setting
+        calibrate_stage.calibrate_benchmark(None, "winobias", CalibrateParams(methods=["platt"]), MetricsParams())  # type: ignore[arg-type]
+    monkeypatch.setattr(calibrate_stage, "computation_code", lambda: "an edited computation")
+    with pytest.raises(AssertionError, match="calibrated again"):
+        calibrate_stage.calibrate_benchmark(None, "winobias", settings, MetricsParams())  # type: ignore[arg-type]

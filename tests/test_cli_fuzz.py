@@ -25,6 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gece import cli
+from gece.io import data_layout
 from gece.terminal import visible
 
 from .conftest import ROOT
@@ -329,10 +330,9 @@ def _repo(root: Path) -> Path:
 
 def _heads() -> dict[str, str]:
     """The first lines of every data file params.yaml names (the benchmarks and the released scores)."""
-    from gece.io import layout
 
     params = _params()
-    names = [layout.benchmark_source(params, b) for b in params.benchmarks]
+    names = [data_layout.benchmark_source(params, b) for b in params.benchmarks]
     names += [p.relative_to(ROOT) for p in (ROOT / "data" / "reference").glob("*/*.csv")]
     return {str(n): "".join((ROOT / n).read_text(encoding="utf-8").splitlines(keepends=True)[:7]) for n in names}
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 import pandas as pd
 import pytest
 
-from gece.io import layout
+from gece.io import data_layout
 from gece.io.params import load_params
 from gece.pipeline import prepare as prepare_stage
 
@@ -46,7 +46,7 @@ def counts(prepared_dir, tmp_path_factory) -> Counts:
         if spec.source and spec.source not in seen:
             seen.add(spec.source)
             prepare_stage.prepare(
-                ROOT / layout.benchmark_source(params, b),
+                ROOT / data_layout.benchmark_source(params, b),
                 out / f"{b}.parquet",
                 params.prepare,
                 name=b,

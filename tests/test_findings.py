@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from gece.cli import build_parser, main
+from gece.io.json_reader import flatten
 from gece.io.params import load_params
-from gece.io.readers import flatten
 from gece.pipeline import report as report_stage
 from gece.pipeline import report_data
 from gece.report import cells as report_cells

@@ -17,7 +17,7 @@ from urllib.parse import unquote
 import networkx as nx
 import pytest
 
-from gece.io import layout
+from gece.io import report_layout
 from gece.tools import diff as diff_module
 
 from .conftest import ROOT
@@ -25,7 +25,7 @@ from .test_report import parse_page
 
 # the reports git keeps (cache: false outputs): the DVC metrics file, the page, its markdown tables, the README's
 # figure. reports/bench/ is git's too, written by `make bench`, no stage
-GIT_KEEPS = {"reports/summary.json", "reports/tables", "reports/index.html", f"reports/{layout.README_FIGURE}"}
+GIT_KEEPS = {"reports/summary.json", "reports/tables", "reports/index.html", f"reports/{report_layout.README_FIGURE}"}
 MAX_TOUCHED = 40  # committed files a one-parameter change (metrics.n_bins) may touch, params.yaml and dvc.lock included
 
 
@@ -76,7 +76,7 @@ def test_readme_figure_and_page_links_come_with_a_clone_or_make_repro(pipeline):
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", readme)
     assert images and all(src in tracked for src in images), images
-    assert f"reports/{layout.README_FIGURE}" in images
+    assert f"reports/{report_layout.README_FIGURE}" in images
     outs = {_rel(o) for s in stages for o in s.outs}
     page = parse_page(ROOT / "reports" / "index.html")
     local = [unquote(h.partition("#")[0]) for h in page.images + page.links if not h.startswith("#")]

@@ -12,9 +12,10 @@ import pytest
 
 from gece.errors import GeceError
 from gece.io.groups_report import GroupsReport
+from gece.io.json_reader import read_json
 from gece.io.pair_rows import SCORE_PAIR_COLUMNS, AnnotatedPair, PreparedPair, ScoreRow
 from gece.io.params import Params, load_params
-from gece.io.readers import read_json, read_table
+from gece.io.readers import read_table
 from gece.io.writer import write_table
 from gece.pipeline import groups as stage
 from gece.pipeline import runs

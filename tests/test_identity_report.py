@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gece.io import layout
+from gece.io import report_layout
 from gece.io.summary_report import SummaryReport
 from gece.report import findings, gaps, group_tables, identity
 from gece.report import html as report_html
@@ -282,8 +282,8 @@ def test_identity_tables_and_page(data, tmp_path):
     assert rules.rows[3].cells[cols.index("side")].value == "below 0.5"
     assert rules.rows[2].cells[cols.index("n_distinct")].value is None  # absent in m2's report: shown as –
     # every cell with a pointer shows the value at that pointer of its row's file
-    sources = {layout.metrics_file(b, m): d3.metrics[(b, m)] for b, m in d3.metrics}
-    sources |= {layout.groups_file(b): rep for b, rep in d3.groups.items()}
+    sources = {report_layout.metrics_file(b, m): d3.metrics[(b, m)] for b, m in d3.metrics}
+    sources |= {report_layout.groups_file(b): rep for b, rep in d3.groups.items()}
     checked = 0
     for table in (rules, first_word):
         for row in table.rows:

@@ -13,9 +13,10 @@ import pytest
 import yaml
 
 from gece.cli import main
+from gece.io.json_reader import read_json
 from gece.io.lmeval_files import ImportMeta
 from gece.io.pair_rows import ScoreRow
-from gece.io.readers import read_json, read_table
+from gece.io.readers import read_table
 from gece.lmeval import export, requests, samples
 from gece.pipeline import prepare as prepare_stage
 from gece.scoring.planning import SideTokens

@@ -14,11 +14,13 @@ import yaml
 
 from gece.cli import main
 from gece.errors import GeceError
-from gece.io import layout, paired
+from gece.io import layout, paired, report_layout
+from gece.io.json_reader import read_json
+from gece.io.json_writer import write_json
 from gece.io.pair_rows import PreparedPair
-from gece.io.readers import read_json, read_table
+from gece.io.readers import read_table
 from gece.io.tokens import ExtractMeta, TokenRow
-from gece.io.writer import write_json, write_table
+from gece.io.writer import write_table
 from gece.pipeline import prepare as prepare_stage
 
 from .conftest import DATA, ROOT
@@ -127,7 +129,7 @@ def test_a_kill_at_every_rename_leaves_a_pair_that_is_whole_or_refused(tree, cap
     from gece.pipeline import report_data
 
     params = load_params("params.yaml").model_copy(update={"models": [MODEL]})
-    metrics = tree / "reports" / layout.metrics_file("winobias", MODEL)
+    metrics = tree / "reports" / report_layout.metrics_file("winobias", MODEL)
     assert main(["-q", "metrics", str(scores), "--out", str(metrics)]) == 0
     with pytest.raises(GeceError) as e:
         report_data.load_report_data(params, tree / "reports", tree / "artifacts" / "scores", tree / "out", tree)

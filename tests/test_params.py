@@ -7,7 +7,7 @@ import yaml
 
 from gece.cli import main
 from gece.errors import GeceError
-from gece.io import layout
+from gece.io import data_layout
 from gece.io.model_entry import memory_caps
 from gece.io.params import load_params
 
@@ -148,7 +148,10 @@ def test_benchmark_entries_of_the_shipped_file():
         zip(synth, ["type2", "type1"], strict=True)
     )
     # the same pairs under two rules: the second entry of each source is its variant (SynthBias's types are not)
-    assert layout.rule_variants(params) == {"crows_pairs": ["crows_pairs_shared"], "winoqueer": ["winoqueer_shared"]}
+    assert data_layout.rule_variants(params) == {
+        "crows_pairs": ["crows_pairs_shared"],
+        "winoqueer": ["winoqueer_shared"],
+    }
     assert {b: e.cluster for b, e in params.benchmarks.items() if e.cluster != "pair"} == dict.fromkeys(
         ["winoqueer", "winoqueer_shared"], "template"
     )
@@ -282,7 +285,7 @@ def test_dvc_stages_come_from_the_benchmark_entries():
 def test_help_placeholders_name_keys_of_params():
     """Every ``{params:key}`` of a command's help names a key of the validated params (a removed key would show
     as null)."""
-    from gece.cli import PARAM
+    from gece.cli_help import PARAM
 
     values = load_params(ROOT / "params.yaml").model_dump(mode="json")
     missing = []
@@ -291,7 +294,7 @@ def test_help_placeholders_name_keys_of_params():
             value: object = values
             for part in key.split("."):
                 value = value.get(part, KeyError) if isinstance(value, dict) else KeyError
-            if value is KeyError and key != "section.key":  # cli.py's docstring example
+            if value is KeyError and key != "section.key":  # cli_help.py's docstring example
                 missing.append(f"{path.relative_to(ROOT)}: {{params:{key}}}")
     assert not missing, missing
 
@@ -314,3 +317,37 @@ def test_neutral_without_rewrites_is_refused(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert "no benchmark of params.yaml is a gender-neutral rewrite" in err and "neutral_of: genderlex" in err
     assert not (tmp_path / "n.json").exists()
+
+
+def test_the_top_level_keys_are_the_sections_of_params():
+    """params_file.SECTIONS, which every command checks, are the fields of the whole file's model."""
+    from gece.io.params import Params
+    from gece.io.params_file import SECTIONS
+
+    assert tuple(Params.model_fields) == SECTIONS
+
+
+def test_a_command_that_reads_one_section_checks_the_top_level_keys(tmp_path):
+    """gece score validates extract alone: a misspelled section is an error there too, a misspelled key of
+    another section is an error for every command that reads the whole file (the other stages, gece validate)."""
+    from gece.io.params_file import load_sections
+    from gece.pipeline.score import Settings
+
+    raw = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump({**raw, "metrcs": {}}), encoding="utf-8")
+    for load in (lambda p: load_sections(p, Settings), load_params):
+        with pytest.raises(GeceError) as e:
+            load(path)
+        assert e.value.problems == ["metrcs: unknown key (did you mean 'metrics'?)"]
+    path.write_text(yaml.safe_dump({**raw, "metrics": {**raw.get("metrics", {}), "nbins": 3}}), encoding="utf-8")
+    assert load_sections(path, Settings).extract == load_params(ROOT / "params.yaml").extract
+    with pytest.raises(GeceError) as e:
+        load_params(path)
+    assert e.value.problems == ["metrics.nbins: unknown key (did you mean 'n_bins'?)"]
+    path.write_text(
+        yaml.safe_dump({**raw, "extract": {**raw.get("extract", {}), "word_porb": "max"}}), encoding="utf-8"
+    )
+    with pytest.raises(GeceError) as e:
+        load_sections(path, Settings)
+    assert e.value.problems == ["extract.word_porb: unknown key (did you mean 'word_prob'?)"]

@@ -12,8 +12,8 @@ import pytest
 
 from gece.cli import main
 from gece.errors import GeceError
-from gece.io import benchmarks, inputs
-from gece.io.params import load_yaml
+from gece.io import benchmarks, inputs, json_reader
+from gece.io.params_file import load_yaml
 
 from .refusals import refusal
 
@@ -34,8 +34,8 @@ def test_only_regular_files_are_read(tmp_path, node, reader):
     make(path)
     read = {
         "bytes": lambda: inputs.read_bytes(path, "fix it", "json_bytes"),
-        "json": lambda: inputs.read_json_file(path, "fix it"),
-        "jsonl": lambda: inputs.read_json_lines(path, "fix it", "lmeval_bytes"),
+        "json": lambda: json_reader.read_json_file(path, "fix it"),
+        "jsonl": lambda: json_reader.read_json_lines(path, "fix it", "lmeval_bytes"),
         "yaml": lambda: load_yaml(path, "fix it"),
     }[reader]
     with pytest.raises(GeceError, match=r"x\.json") as e:
@@ -48,10 +48,10 @@ def test_the_limit_is_named_and_read_no_further(tmp_path, monkeypatch):
     path.write_text('{"a": 1}\n' * 20)
     monkeypatch.setenv("GECE_MAX_LMEVAL_BYTES", "100")
     with pytest.raises(GeceError, match="180 bytes exceed the limit of 100 bytes") as e:
-        inputs.read_json_lines(path, "fix it", "lmeval_bytes")
+        json_reader.read_json_lines(path, "fix it", "lmeval_bytes")
     assert "GECE_MAX_LMEVAL_BYTES=180" in e.value.hint
     monkeypatch.setenv("GECE_MAX_LMEVAL_BYTES", "180")
-    assert inputs.read_json_lines(path, "fix it", "lmeval_bytes")[-1] == (20, {"a": 1})
+    assert json_reader.read_json_lines(path, "fix it", "lmeval_bytes")[-1] == (20, {"a": 1})
 
 
 @pytest.mark.parametrize(
@@ -70,23 +70,23 @@ def test_the_limit_is_named_and_read_no_further(tmp_path, monkeypatch):
 def test_json_is_parsed_with_bounds(text, says):
     t = time.perf_counter()
     with pytest.raises(GeceError, match=r"f\.json") as e:
-        inputs.parse_json(text, "f.json", "fix it")
+        json_reader.parse_json(text, "f.json", "fix it")
     assert says in str(e.value) and time.perf_counter() - t < 1
 
 
 def test_json_within_bounds_parses_as_json_does():
     text = '{"a": [1, -2.5e-3, 12345678901234567890, NaN, "\\ud83d\\ude00"], "b": {"c": null}}'
-    value = inputs.parse_json(text, "f.json", "fix it")
+    value = json_reader.parse_json(text, "f.json", "fix it")
     assert value["a"][:3] == [1, -2.5e-3, 12345678901234567890] and value["a"][3] != value["a"][3]
     assert value["a"][4] == "\U0001f600" and value["b"] == {"c": None}
-    assert inputs.parse_json("[" * 64 + "]" * 64, "f.json", "x") is not None  # 64 deep is allowed
+    assert json_reader.parse_json("[" * 64 + "]" * 64, "f.json", "x") is not None  # 64 deep is allowed
 
 
 def test_utf8_errors_are_named_by_line(tmp_path):
     path = tmp_path / "x.jsonl"
     path.write_bytes(b'{"a": 1}\n{"a": "\xe4"}\n')
     with pytest.raises(GeceError, match=r"x.jsonl: not valid UTF-8 text: line 2, column 8: byte 0xe4"):
-        inputs.read_json_lines(path, "fix it", "lmeval_bytes")
+        json_reader.read_json_lines(path, "fix it", "lmeval_bytes")
 
 
 # ------------------------------------------------------------------ bounded cost (item 5)

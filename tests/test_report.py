@@ -14,10 +14,11 @@ import pytest
 import yaml
 
 from gece.cli import main
-from gece.io import layout
+from gece.io import report_layout
+from gece.io.json_reader import read_json
 from gece.io.metric_reports import BinsReport
-from gece.io.params import MetricsParams, load_params
-from gece.io.readers import read_json
+from gece.io.params import load_params
+from gece.io.sections import MetricsParams
 from gece.pipeline import metrics as metrics_stage
 from gece.pipeline import report as report_stage
 from gece.pipeline import report_data as report_loader
@@ -86,11 +87,13 @@ def docs_of(reports: Path) -> list[report_cells.TableDoc]:
 
 # ------------------------------------------------------------------ files and links
 def test_the_readme_figure_is_the_first_benchmarks_grid(built_report, full_reports):
-    """layout.README_FIGURE (kept in git while figures/ is DVC-cached): the bytes of the first benchmark's grid."""
+    """report_layout.README_FIGURE (kept in git while figures/ is DVC-cached): the first benchmark's grid's bytes."""
     reports, result = built_report
     first = next(iter(load_params(full_reports / "params.yaml").benchmarks))
-    assert result["readme_figure"] == layout.README_FIGURE
-    assert (reports / layout.README_FIGURE).read_bytes() == (reports / layout.fig_grid(first)).read_bytes()
+    assert result["readme_figure"] == report_layout.README_FIGURE
+    assert (reports / report_layout.README_FIGURE).read_bytes() == (
+        reports / report_layout.fig_grid(first)
+    ).read_bytes()
 
 
 def test_every_figure_and_table_referenced_in_the_page_exists(built_report):
@@ -128,10 +131,12 @@ def test_full_build_has_every_part_and_misses_nothing(built_report):
     text = (reports / "index.html").read_text()
     assert "Missing parts" not in text
     for b in report_data.BENCHMARKS:
-        assert (reports / layout.fig_grid(b)).is_file() and (reports / layout.fig_calibration(b)).is_file()
+        assert (reports / report_layout.fig_grid(b)).is_file() and (
+            reports / report_layout.fig_calibration(b)
+        ).is_file()
         for m in (report_data.MODEL, report_data.NOBOS):
-            assert (reports / layout.fig_reliability(b, m)).is_file()
-            assert (reports / layout.fig_reliability(b, m, "equal_mass")).is_file()
+            assert (reports / report_layout.fig_reliability(b, m)).is_file()
+            assert (reports / report_layout.fig_reliability(b, m, "equal_mass")).is_file()
     docs = {d.name: d for d in docs_of(reports)}
     for name in (
         "overall",
@@ -407,7 +412,10 @@ def test_missing_parts_are_listed_not_fatal(full_reports, tmp_path):
     ):
         assert part in joined, part
     assert "Not available: no calibration reports" in text
-    assert result["figures"] == [layout.fig_reliability("winobias", "paper-gpt-j-6b"), layout.fig_grid("winobias")]
+    assert result["figures"] == [
+        report_layout.fig_reliability("winobias", "paper-gpt-j-6b"),
+        report_layout.fig_grid("winobias"),
+    ]
     for path in report_data.report_pages(reports):
         assert all((path.parent / src).is_file() for src in parse_page(path).images)
 

@@ -21,10 +21,11 @@ import pandas as pd
 import pytest
 import yaml
 
-from gece.io import layout
+from gece.io import report_layout
+from gece.io.json_writer import write_json
 from gece.io.pair_rows import ScoreRow
 from gece.io.params import load_params
-from gece.io.writer import write_json, write_table
+from gece.io.writer import write_table
 from gece.pipeline import metrics as metrics_stage
 from gece.pipeline import report as report_stage
 from gece.pipeline import report_data as report_loader
@@ -263,7 +264,7 @@ def test_page_creates_nothing_from_the_data(evil_report):
 
 def test_page_shows_the_sentences_exactly(evil_report):
     reports, _ = evil_report
-    page = parse((reports / layout.page_file("examples")).read_text(encoding="utf-8"))
+    page = parse((reports / report_layout.page_file("examples")).read_text(encoding="utf-8"))
     tables = [t for t, d in zip(page.tables, page.details, strict=True) if d == f"examples_{BENCH}"]
     assert len(tables) == 1
     head, *rows = tables[0]
@@ -544,7 +545,7 @@ def test_examples_in_the_full_build(built_report):
     reports, result = built_report
     params = load_params(reports.parent / "params.yaml")
     data = report_loader.load_report_data(params, reports, reports.parent / "artifacts" / "scores", reports)
-    page = parse((reports / layout.page_file("examples")).read_text(encoding="utf-8"))
+    page = parse((reports / report_layout.page_file("examples")).read_text(encoding="utf-8"))
     for b in data.benchmarks:
         assert f"tables/examples_{b}.md" in result["tables"]
         html_rows = next(t for t, d in zip(page.tables, page.details, strict=True) if d == f"examples_{b}")[1:]

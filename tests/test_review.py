@@ -249,7 +249,7 @@ def test_exp_summary_fits_one_screen(monkeypatch, capsys):
     text = console.export_text()
     assert len(text.splitlines()) <= 40, text
     assert "tidy-dace: the same metrics as workspace" in text and "…" not in text
-    # the long run id stays whole (gece.terminal.Table), so the family's label wraps at its space instead
+    # the long run id stays whole (gece.terminal_table.Table), so the family's label wraps at its space instead
     assert LONG_ID in text and "runs ·" in text and "ECE-like" in text
     assert f"{_dvc_nonzero(old, new)} of 86 values moved" in text
     assert main(["exp-summary", "--all", "--max-metrics", "2"]) == 0
@@ -273,7 +273,7 @@ def test_the_documented_dvc_exp_show_command_lines_parse_and_keep_real_columns()
     import yaml
     from dvc.cli import parse_args
 
-    from gece.io.readers import flatten
+    from gece.io.json_reader import flatten
 
     commands = _documented_exp_show()
     assert len(commands) >= 4

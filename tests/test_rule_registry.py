@@ -124,7 +124,8 @@ from transformers import AutoTokenizer
 import gece
 from gece import cli
 from gece.io.readers import read_table
-from gece.io.params import BenchmarkSpec, ExtractParams
+from gece.io.sections import BenchmarkSpec
+from gece.io.extract_params import ExtractParams
 from gece.io.pair_rows import PreparedPair, ScoreRow
 from gece.io.lmeval_files import Sample
 from gece.lmeval import export, requests, samples

@@ -11,12 +11,14 @@ import pytest
 
 from gece.errors import GeceError
 from gece.io import layout, paired
+from gece.io.extract_params import ExtractParams
+from gece.io.json_reader import read_json
+from gece.io.json_writer import write_json
 from gece.io.model_entry import ModelSpec
 from gece.io.pair_rows import PreparedPair, ScoreRow
-from gece.io.params import ExtractParams
-from gece.io.readers import read_json, read_table
+from gece.io.readers import read_table
 from gece.io.tokens import ExtractMeta, TokenRow
-from gece.io.writer import write_json, write_table
+from gece.io.writer import write_table
 from gece.pipeline import extract as extract_stage
 from gece.pipeline import prepare as prepare_stage
 from gece.pipeline import score as score_stage

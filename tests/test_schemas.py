@@ -11,11 +11,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from gece.errors import GeceError
+from gece.io.json_reader import read_json
+from gece.io.json_writer import write_json
 from gece.io.metric_reports import BinsReport, MetricsReport
 from gece.io.outputs import atomic_path
 from gece.io.pair_rows import PreparedPair, ScoreRow
-from gece.io.readers import read_json, read_table
-from gece.io.writer import arrow_schema, write_json, write_table
+from gece.io.readers import read_table
+from gece.io.writer import arrow_schema, write_table
 
 
 def _score_rows(n=3):

@@ -18,10 +18,11 @@ import torch
 from gece.cli import main
 from gece.errors import GeceError
 from gece.io import benchmarks, layout
+from gece.io.extract_params import ExtractParams
+from gece.io.json_reader import read_json
 from gece.io.model_entry import ModelSpec
 from gece.io.pair_rows import PreparedPair, ScoreRow
-from gece.io.params import ExtractParams
-from gece.io.readers import read_json, read_table
+from gece.io.readers import read_table
 from gece.io.tokens import ExtractMeta, ExtractTiming, TokenRow
 from gece.pipeline import extract as extract_stage
 from gece.pipeline import prepare as prepare_stage

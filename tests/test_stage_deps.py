@@ -180,6 +180,37 @@ def test_no_import_cycle_between_modules():
         )
 
 
+# ------------------------------------------------------------------ the stage-independent core
+# The core: the files in the code deps of every stage of dvc.yaml that has more than one (the report depends on the
+# package as a whole, WHOLE_PACKAGE). An edit there re-runs every stage, so it holds only what every stage runs:
+# the command line, the consoles, the checked reads and atomic writes, params.yaml's loader, the ids, the artifacts'
+# paths (docs/development.md, "Architecture"). Counted in physical lines, as issue 48 counts it.
+CORE_LINES = 1500
+
+
+def stage_independent_core(root: Path = ROOT) -> dict[str, int]:
+    """{file: physical lines} of the files in the import closure of every stage's command(s)."""
+    tree = Tree(root=root, src=root / "src")
+    known = set(command_names(tree))
+    closures = [
+        expected_code(spec, known, tree)[0]
+        for name, spec in dvc_stages(root / "dvc.yaml").items()
+        if name not in WHOLE_PACKAGE
+    ]
+    core = set.intersection(*(c for c in closures if len(c) > 1))
+    return {f: len((root / f).read_text(encoding="utf-8").splitlines()) for f in sorted(core)}
+
+
+def test_the_stage_independent_core_is_small():
+    core = stage_independent_core()
+    listed = "\n".join(f"  {n:5d} {f}" for f, n in sorted(core.items(), key=lambda kv: -kv[1]))
+    assert sum(core.values()) < CORE_LINES, (
+        f"the stage-independent core has {sum(core.values())} lines (at most {CORE_LINES}): every stage runs\n"
+        f"{listed}\nmove what only some stages need into a module of their own (docs/development.md)"
+    )
+    assert "src/gece/cli.py" in core and "src/gece/io/params_file.py" in core  # it is computed, not empty
+
+
 # ------------------------------------------------------------------ layers: imports point down only
 # The package's layers, lowest first (docs/development.md, "Architecture"): a module may import from its own
 # layer and the layers below it, never from one above nor from a sibling. ``gece`` is the package's __init__.py.
@@ -191,6 +222,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "gece.errors",
             "gece.faults",
             "gece.terminal",
+            "gece.terminal_table",
             "gece.progress",
             "gece.registry",
             "gece.calibration_methods",
@@ -203,11 +235,12 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("io", ("gece.io",)),  # the file boundary: layout, params, schemas, readers and writers
     ("scoring", ("gece.scoring",)),  # language models -> token log-probabilities
     ("report", ("gece.report",)),  # tables, findings, figures and the page, from report data
-    ("command", ("gece.command", "gece.options")),  # what the command modules share; options checked as parsed
+    ("command", ("gece.command", "gece.options", "gece.run_options")),  # what the command modules share
+    # (options checked as parsed; the options and tables of the stages that read runs)
     ("pipeline", ("gece.pipeline",)),  # one module per DVC stage
     ("tools", ("gece.tools",)),  # the commands that are no stage
     ("lmeval", ("gece.lmeval",)),  # lm-evaluation-harness: tasks out, logged samples in
-    ("cli", ("gece.cli",)),  # the command table
+    ("cli", ("gece.cli", "gece.cli_help")),  # the command table; the help, imported only when shown
 )
 # layers side by side on one level: both sit on the layers below them, and neither imports the other
 SIBLINGS: tuple[tuple[str, ...], ...] = (("stats", "io"),)
@@ -262,14 +295,14 @@ def test_no_private_name_is_imported_across_modules():
 
 
 def test_every_command_has_its_help_in_its_module():
-    """``gece --help`` reads each command's HELP from the module's source (cli.help_line): every command
+    """``gece --help`` reads each command's HELP from the module's source (cli_help.help_line): every command
     module has one, a plain string, equal to what the module holds when imported."""
     import importlib
 
-    from gece import cli
+    from gece import cli, cli_help
 
     for name, module_name in cli.COMMANDS.items():
-        line = cli.help_line(module_name)
+        line = cli_help.help_line(module_name)
         assert isinstance(line, str) and line.strip(), name
         assert line == importlib.import_module(module_name).HELP, name
 

@@ -13,7 +13,9 @@ from pydantic import ValidationError
 from gece import options
 from gece.cli import build_parser, main
 from gece.errors import GeceError
-from gece.io.params import CalibrateParams, CompareParams, ExtractParams, MetricsParams
+from gece.io.extract_params import ExtractParams
+from gece.io.params import CalibrateParams
+from gece.io.sections import CompareParams, MetricsParams
 from gece.tools import remote, repro
 
 from .refusals import refusal

@@ -10,9 +10,10 @@ import yaml
 
 from gece.cli import main
 from gece.io import layout
+from gece.io.extract_params import ExtractParams
+from gece.io.json_reader import read_json
 from gece.io.model_entry import ModelSpec
-from gece.io.params import ExtractParams, load_params
-from gece.io.readers import read_json
+from gece.io.params import load_params
 from gece.io.tokens import ExtractMeta
 from gece.pipeline import extract as extract_stage
 from gece.tools import try_model
@@ -111,7 +112,7 @@ def test_help_of_try_and_compare(capsys):
     of --draws that params.yaml's validation enforces."""
     from annotated_types import Ge, Le
 
-    from gece.io.params import CompareParams
+    from gece.io.sections import CompareParams
 
     with pytest.raises(SystemExit):
         main(["try", "--help"])

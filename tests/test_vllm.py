@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 import torch
 
+from gece.io.extract_params import ExtractParams
 from gece.io.model_entry import ModelSpec
 from gece.io.pair_rows import ScoreRow
-from gece.io.params import ExtractParams
 from gece.io.readers import read_table
 from gece.pipeline import extract as extract_stage
 from gece.pipeline import score as score_stage

@@ -16,7 +16,7 @@ import pytest
 
 from gece.cli import main
 from gece.errors import GeceError
-from gece.io.params import ModelSpec
+from gece.io.model_entry import ModelSpec
 from gece.scoring import models, weights_gate
 
 from .conftest import ROOT

@@ -205,9 +205,10 @@ def test_what_score_writes_metrics_and_compare_read(prepared_pairs, tmp_path, ro
     import pandas as pd
 
     from gece.errors import GeceError
+    from gece.io.json_writer import write_json
     from gece.io.pair_rows import ScoreRow
     from gece.io.tokens import ExtractMeta, TokenRow
-    from gece.io.writer import write_json, write_table
+    from gece.io.writer import write_table
     from gece.pipeline import runs, score
 
     prepared, _ = read_table(prepared_pairs, PreparedPair)
@@ -260,8 +261,8 @@ def test_what_prepare_and_annotate_write_their_readers_accept(tmp_path, case, ti
     import pandas as pd
 
     from gece.io.inputs import check_unique_ids
-    from gece.io.params import AnnotateParams
     from gece.io.readers import iter_table, pair_ids
+    from gece.io.sections import AnnotateParams
     from gece.io.writer import write_table
     from gece.pipeline import annotate, groups
     from gece.pipeline import prepare as prepare_stage
@@ -391,9 +392,9 @@ def test_what_extract_writes_score_reads_under_every_rule(tiny_lm, rows, word_pr
     import tempfile
 
     from gece.io import layout
+    from gece.io.extract_params import ExtractParams
     from gece.io.model_entry import ModelSpec
     from gece.io.pair_rows import ScoreRow
-    from gece.io.params import ExtractParams
     from gece.io.tokens import TokenRow
     from gece.pipeline import extract as extract_stage
     from gece.pipeline import prepare as prepare_stage

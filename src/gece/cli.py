@@ -14,10 +14,8 @@ package; printed without a traceback), 1 a bug, 130 interrupted.
 from __future__ import annotations
 
 import argparse
-import ast
 import importlib
 import logging
-import re
 import signal
 import sys
 from pathlib import Path
@@ -65,7 +63,7 @@ err = console(stderr=True)
 
 
 # ------------------------------------------------------------------------- parser
-class _Parser(argparse.ArgumentParser):
+class Parser(argparse.ArgumentParser):
     """argparse, with a hint after a usage error (exit 2, as any user error)."""
 
     def error(self, message: str):  # type: ignore[override]
@@ -77,85 +75,7 @@ class _Parser(argparse.ArgumentParser):
         )
 
 
-PARAM = re.compile(r"\{params:([a-z_.]+)\}")
-
-
-def _help_params() -> dict:
-    """params.yaml (or the file after ``--params`` on the command line) as plain data, for the defaults shown
-    by ``--help``; the built-in defaults where it is missing or invalid (help never fails)."""
-    from gece.io.params import Params, load_params
-
-    argv = sys.argv[1:]
-    path = Path(argv[argv.index("--params") + 1]) if "--params" in argv[:-1] else Path("params.yaml")
-    try:
-        return {**load_params(path).model_dump(mode="json"), "_source": f"{path}"}
-    except (GeceError, OSError):
-        return {
-            **{
-                name: f.default.model_dump(mode="json") if hasattr(f.default, "model_dump") else f.default
-                for name, f in Params.model_fields.items()
-                if not f.is_required()
-            },
-            "_source": f"the built-in defaults ({path} not found or invalid):",
-        }
-
-
-def _param_text(key: str, values: dict) -> str:
-    value: object = values
-    for part in key.split("."):
-        value = value.get(part) if isinstance(value, dict) else None
-    shown = (
-        "null"
-        if value is None
-        else ", ".join(map(str, value))
-        if isinstance(value, list)
-        else ", ".join(f"{k}: {v}" for k, v in value.items()) or "{}"
-        if isinstance(value, dict)
-        else str(value)
-    )
-    return f"{shown} from {values.get('_source', 'params.yaml')} {key}"
-
-
-class _Help(argparse.RawDescriptionHelpFormatter):
-    """Help with the current params.yaml values in place of ``{params:section.key}`` (loaded once, when help is
-    printed), and the examples of the epilog kept as written."""
-
-    _values: dict | None = None
-
-    @classmethod
-    def fill(cls, text: str, bare: bool = False) -> str:
-        if not PARAM.search(text):
-            return text
-        if cls._values is None:
-            cls._values = _help_params()
-        values = cls._values
-        return PARAM.sub(
-            lambda m: _param_text(m.group(1), values).split(" from ")[0] if bare else _param_text(m.group(1), values),
-            text,
-        )
-
-    def _get_help_string(self, action: argparse.Action) -> str:
-        return self.fill(action.help or "")
-
-    def _format_text(self, text: str) -> str:
-        return super()._format_text(self.fill(text, bare=True))
-
-
-def _examples(*lines: str) -> str:
-    return "examples:\n" + "\n".join(f"  {x}" for x in lines)
-
-
-def help_line(module_name: str) -> str:
-    """A command module's ``HELP``, read from its source with :mod:`ast` (the module is not imported, so
-    ``gece --help`` loads no command's code)."""
-    path = Path(__file__).parent.joinpath(*module_name.split(".")[1:]).with_suffix(".py")
-    for stmt in ast.parse(path.read_text(encoding="utf-8")).body:
-        if isinstance(stmt, ast.Assign) and [getattr(t, "id", None) for t in stmt.targets] == ["HELP"]:
-            return ast.literal_eval(stmt.value)
-    raise LookupError(f"{path} has no HELP = '...' line (the help of its command)")
-
-
-def _command(argv: list[str]) -> str | None:
+def named_command(argv: list[str]) -> str | None:
     """The subcommand named on the command line (the first word that is no option), if it is one."""
     rest = iter(argv)
     for word in rest:
@@ -166,43 +86,40 @@ def _command(argv: list[str]) -> str | None:
     return None
 
 
-def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
-    """The parser: every subcommand with its help; the options of the one named in ``argv`` (all of them
-    when ``argv`` is None), so only that command's module is imported."""
-    parser = _Parser(
-        prog="gece",
-        description="Calibration of language-model confidence against human judgements of gender bias. "
-        "Each subcommand is one DVC stage (or a tool around them); see README.md.",
-        epilog=_examples(
-            "dvc repro                                   # every stage, as dvc.yaml runs them",
-            "gece try HuggingFaceTB/SmolLM2-135M --limit 100   # a new model on 100 pairs",
-            "gece summary                                # the findings of the committed reports",
-            "gece diff --old HEAD~1 --tol 1e-4           # what moved since the last commit",
-            "gece COMMAND --help                         # options, defaults and examples",
-        ),
-        formatter_class=_Help,
-    )
+GLOBAL_HELP = "Calibration of language-model confidence against human judgements of gender bias. "
+GLOBAL_HELP += "Each subcommand is one DVC stage (or a tool around them); see README.md."
+HELP_MODULE = "gece.cli_help"  # the full parser and the help formatter: imported by name, only when help is shown
+
+
+def add_globals(parser: argparse.ArgumentParser) -> None:
+    """The options every command takes, before its name."""
     parser.add_argument("--version", action="version", version=f"gece {__version__}")
     parser.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors (no tables)")
     parser.add_argument(
         "--params", default="params.yaml", help="parameters file whose values are the defaults (default: %(default)s)"
     )
+
+
+def add_command(sub, name: str, **parser_options) -> None:
+    """The subparser of command ``name``: its module's options, ``run``, ``reads`` and ``writes``."""
+    module = importlib.import_module(COMMANDS[name])
+    p = sub.add_parser(name, **parser_options)
+    module.add_arguments(p)
+    p.set_defaults(func=module.run, reads=getattr(module, "reads", None), writes=getattr(module, "writes", None))
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of ``gece`` for ``argv``: the global options and the options of the command it names, whose
+    module alone is imported. Help (``-h``, ``--help``, no known command, or ``argv`` None: every command's
+    options) is built by :mod:`gece.cli_help`, which is imported by name and only then, so a stage's run (and its
+    code deps in dvc.yaml, :mod:`gece.closure`) does not include the help machinery."""
+    name = named_command(argv) if argv is not None else None
+    if name is None or "-h" in argv or "--help" in argv:  # type: ignore[operator]
+        return importlib.import_module(HELP_MODULE).help_parser(argv)
+    parser = Parser(prog="gece", description=GLOBAL_HELP)
+    add_globals(parser)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    wanted = _command(argv) if argv is not None else None
-    for name, module_name in COMMANDS.items():
-        if argv is not None and name != wanted:
-            sub.add_parser(name, help=help_line(module_name))
-            continue
-        module = importlib.import_module(module_name)
-        p = sub.add_parser(
-            name,
-            help=module.HELP,
-            description=getattr(module, "DESCRIPTION", None) or module.HELP,
-            epilog=_examples(*module.EXAMPLES),
-            formatter_class=_Help,
-        )
-        module.add_arguments(p)
-        p.set_defaults(func=module.run, reads=getattr(module, "reads", None), writes=getattr(module, "writes", None))
+    add_command(sub, name, formatter_class=argparse.RawDescriptionHelpFormatter)
     return parser
 
 
@@ -261,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     if hasattr(signal, "SIGPIPE"):  # `gece ... | head` ends quietly
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     argv = sys.argv[1:] if argv is None else argv
-    if _command(argv) in NATIVE_BLAS:
+    if named_command(argv) in NATIVE_BLAS:
         native_blas()  # before the command's module loads numpy
     parser = build_parser(argv)
     args = parser.parse_args(argv)

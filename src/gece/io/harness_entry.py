@@ -26,7 +26,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
-from gece.io.model_entry import LMEVAL_PREFIX, REFERENCE_PREFIX, Id, Section
+from gece.io.ids import Id
+from gece.io.model_entry import LMEVAL_PREFIX, REFERENCE_PREFIX
+from gece.io.schema_base import Section
 
 ENGINE = "lm-eval"  # registry.<m>.engine of a model lm-eval scores
 Backend = Literal["hf", "vllm", "local-completions"]

@@ -4,68 +4,25 @@ Every output goes through :func:`check_output` (the CLI calls it for each output
 any work, :func:`atomic_path` again before each write): only a regular file or a path that does
 not exist yet is written, after symlinks are resolved. A FIFO, a device, a directory or a path
 below a file is refused, so the temporary-file-and-rename never replaces such a node.
-Every input goes through :func:`check_input`: it must be a readable regular file no larger
-than its stated limit (:data:`LIMITS`, raised with ``GECE_MAX_<NAME>`` in the environment);
+Every input goes through :func:`gece.io.limits.check_input`: it must be a readable regular file no larger
+than its stated limit (:data:`gece.io.limits.LIMITS`, raised with ``GECE_MAX_<NAME>`` in the environment);
 a file of pairs holds each ``pair_id`` once (:func:`check_unique_ids`).
 A file from outside (a CSV, YAML, lm-eval's logs) is read through :func:`read_bytes` (checked with os.stat
 before it is opened, opened without blocking, read no further than its limit), :func:`read_text` (UTF-8, errors
-named by line) and :func:`parse_json` (bounded nesting and number length, no key written twice).
+named by line) and :func:`gece.io.json_reader.parse_json` (bounded nesting and number length, no key written twice).
 """
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import stat
+import sys
 from pathlib import Path
 from typing import Any
 
 from gece.errors import GeceError
+from gece.io.limits import check_input, limit, over_limit
 from gece.io.outputs import node_kind
-
-MiB = 1 << 20
-# what one run holds in memory at most: bytes of a text input, rows of a Parquet file read whole
-LIMITS = {
-    "params_bytes": 1 * MiB,  # params.yaml, data.dvc
-    "csv_bytes": 64 * MiB,  # a benchmark or reference CSV (the largest shipped: well under 1 MiB)
-    "json_bytes": 64 * MiB,  # a report JSON, lm-eval's results_<date>.json
-    # lm-eval's samples_<task>_<date>.jsonl: about 1 KB a pair, so 50 MB for the largest benchmark (50,000 pairs)
-    "lmeval_bytes": 256 * MiB,
-    # steps of aligning two sentences, per word of the pair (at least 50 words counted): gece.io.benchmarks.align;
-    # the shipped pairs need at most 1.6 a word, a sentence of one word repeated n times n/2
-    "align_steps": 10,
-    # rows of a score (or prepared) file read whole (metrics, ablate, compare, calibrate, reference): about
-    # 1 KB each at peak (make bench: reports/bench/bounds.json), so about 1 GB; the largest benchmark has 50,000
-    "rows": 1_000_000,
-    "parquet_bytes": 1024 * MiB,  # uncompressed bytes of such a file's columns
-}
-
-
-def limit(name: str) -> int:
-    """The limit ``name`` of :data:`LIMITS`, or ``$GECE_MAX_<NAME>`` when that is set to a positive number."""
-    env = f"GECE_MAX_{name.upper()}"
-    raw = os.environ.get(env)
-    if raw is None:
-        return LIMITS[name]
-    if not (raw.isascii() and raw.isdigit()) or len(raw) > 18 or int(raw) < 1:
-        raise GeceError(
-            f"environment variable {env}={raw!r} is not a positive whole number",
-            hint=f"set it to a number ({LIMITS[name]} by default) or unset it",
-        )
-    return int(raw)
-
-
-def over_limit(path: str | Path, what: str, size: int, name: str) -> GeceError | None:
-    """A GeceError when ``size`` (of ``what``, e.g. "rows") exceeds the limit ``name``, else None."""
-    cap = limit(name)
-    if size <= cap:
-        return None
-    return GeceError(
-        f"{path}: {size:,} {what} exceed the limit of {cap:,} {what} that one run reads",
-        hint=f"check that this is the right file; to read it anyway, raise the limit with "
-        f"GECE_MAX_{name.upper()}={size} in the environment (memory grows with it)",
-    )
 
 
 def check_unique_ids(path: str | Path, pair_id: Any) -> None:
@@ -101,25 +58,6 @@ def check_unique_ids(path: str | Path, pair_id: Any) -> None:
         hint="the file was concatenated or edited; rerun the stage that writes it (gece extract or "
         "gece reference) from the prepared benchmark",
     )
-
-
-def check_input(path: str | Path, hint: str, size_limit: str | None = None) -> Path:
-    """``path`` if it is a readable regular file (within ``size_limit`` of :data:`LIMITS`), else a GeceError."""
-    path = Path(path)
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        dangling = f" (a symlink to {os.readlink(path)}, which does not exist)" if path.is_symlink() else ""
-        raise GeceError(f"{path}: file not found{dangling}", hint=hint) from None
-    except OSError as e:  # a loop of symlinks, a name too long, a component that is a file
-        raise GeceError(f"{path}: cannot be read ({e.strerror})", hint=hint) from None
-    if not stat.S_ISREG(st.st_mode):
-        raise GeceError(f"{path}: not a file: it is {node_kind(st.st_mode)}", hint=hint)
-    if not os.access(path, os.R_OK):
-        raise GeceError(f"{path}: permission denied", hint=f"make it readable (chmod u+r {path})")
-    if size_limit and (e := over_limit(path, "bytes", st.st_size, size_limit)):
-        raise e
-    return path
 
 
 NAME_MAX, PATH_MAX = 255, 4096  # bytes of one name and of a whole path, as Linux looks them up
@@ -191,84 +129,24 @@ def read_text(path: str | Path, hint: str, size_limit: str) -> str:
         ) from None
 
 
-JSON_DEPTH = 64  # arrays and objects inside one another: gece's own files and lm-eval's logs nest fewer than 10
-JSON_NUMBER_CHARS = 100  # characters of one number: a float as Python writes it has at most 24
-_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")  # an escaped UTF-16 half, which is text only in a pair
+def require_file(path: str | Path, hint: str, size_limit: str | None = None) -> Path:
+    """``path`` if it is a readable regular file (within the ``size_limit`` of ``gece.io.limits.LIMITS``),
+    else a GeceError with ``hint``.
 
-
-class _JsonRefused(ValueError):
-    """A JSON value that parses but is refused: the message says why."""
-
-
-def _number(kind: type) -> Any:
-    def parse(text: str) -> Any:
-        if len(text) > JSON_NUMBER_CHARS:
-            raise _JsonRefused(f"a number of {len(text):,} characters (at most {JSON_NUMBER_CHARS}): {text[:20]}...")
-        return kind(text)
-
-    return parse
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out = dict(pairs)
-    if len(out) != len(pairs):
-        seen: set[str] = set()
-        twice = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
-        raise _JsonRefused(f"key {twice[:80]!r} is written twice in one object (JSON would keep the second)")
-    return out
-
-
-def _check_tree(value: Any, surrogates: bool) -> None:
-    """Refuse nesting deeper than :data:`JSON_DEPTH` and (when ``surrogates``) a string with half of a UTF-16 pair."""
-    stack = [(value, 0)]
-    while stack:
-        v, depth = stack.pop()
-        if isinstance(v, dict | list):
-            if depth >= JSON_DEPTH:
-                raise _JsonRefused(f"nested more than {JSON_DEPTH} deep")
-            items = v.items() if isinstance(v, dict) else ((None, x) for x in v)
-            for k, x in items:
-                if surrogates and k is not None:
-                    stack.append((k, depth + 1))
-                stack.append((x, depth + 1))
-        elif surrogates and isinstance(v, str):
-            try:
-                v.encode("utf-8")
-            except UnicodeEncodeError:
-                raise _JsonRefused(f"a string holds half of a UTF-16 surrogate pair: {v[:40]!r}") from None
-
-
-def parse_json(text: str, source: str, hint: str) -> Any:
-    """``text`` (the JSON of ``source``: a file, or a file and line) parsed with bounds: nesting at most
-    :data:`JSON_DEPTH` deep, numbers of at most :data:`JSON_NUMBER_CHARS` characters (Python parses a long
-    integer in time quadratic in its digits), no key written twice in one object, no lone surrogate in a string.
-    ``NaN`` and ``Infinity`` parse as floats: a schema that needs a finite number refuses them.
-    Anything else is a GeceError naming ``source`` and ``hint``."""
-    try:
-        value = json.loads(text, parse_int=_number(int), parse_float=_number(float), object_pairs_hook=_unique_keys)
-        _check_tree(value, bool(_SURROGATE.search(text)))
-    except json.JSONDecodeError as e:
-        raise GeceError(f"{source}: not valid JSON: line {e.lineno}, column {e.colno}: {e.msg}", hint=hint) from None
-    except RecursionError:
+    Every reader of an input file calls this, so a file under a ``data/`` directory that does not
+    exist (the DVC-tracked snapshot was never pulled) says so, instead of "file not found". Raises the audit
+    event ``gece_read`` (the tests check what a command reads against what it declares: tests/audit.py).
+    """
+    path = Path(path)
+    sys.audit("gece_read", os.fspath(path))
+    if os.path.lexists(path):
+        return check_input(path, hint, size_limit)
+    absent = [d for d in Path(os.path.abspath(path)).parents if d.name == "data" and not d.exists()]
+    if absent:
         raise GeceError(
-            f"{source}: not valid JSON (nested too deeply), at most {JSON_DEPTH} levels", hint=hint
-        ) from None
-    except _JsonRefused as e:
-        raise GeceError(f"{source}: refused JSON: {e}", hint=hint) from None
-    return value
-
-
-def read_json_file(path: str | Path, hint: str, size_limit: str = "json_bytes") -> Any:
-    """A JSON file from outside, read by :func:`read_text` and parsed by :func:`parse_json`."""
-    return parse_json(read_text(path, hint, size_limit), str(path), hint)
-
-
-def read_json_lines(path: str | Path, hint: str, size_limit: str) -> list[tuple[int, Any]]:
-    """A JSON-lines file from outside (one JSON value a line; blank lines skipped): (line number, value) pairs,
-    each line parsed by :func:`parse_json`, so an error names the file and the line."""
-    text = read_text(path, hint, size_limit)
-    return [
-        (n, parse_json(line, f"{path}: line {n}", hint))
-        for n, line in enumerate(text.split("\n"), start=1)
-        if line.strip()
-    ]
+            f"{path}: data/ is missing: run `dvc pull data.dvc` (or make data)",
+            problems=[f"{absent[-1]} does not exist"],
+            hint="the data snapshot is tracked by DVC (data.dvc), not git; `gece pull` checks "
+            "the DVC remote and pulls it",
+        )
+    return check_input(path, hint, size_limit)

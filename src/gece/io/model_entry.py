@@ -1,5 +1,4 @@
-"""A model's entry of params.yaml's registry (:class:`ModelSpec`), the id rule of benchmarks and models, and
-the strict base of every params.yaml section (:class:`Section`).
+"""A model's entry of params.yaml's registry (:class:`ModelSpec`).
 
 Kept apart from :mod:`gece.io.params` (the other sections and the file's loader) because the scoring code
 reads a :class:`ModelSpec`: this module is part of the code that determines a token file's bytes
@@ -11,40 +10,10 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
-from gece.errors import GeceError
-
-# Benchmark and model ids become file and directory names (data/benchmarks/<b>.csv,
-# artifacts/scores/<b>/<m>.parquet): no separators, no leading dot, nothing outside the repository.
-ID_RULE = "[a-z0-9][a-z0-9._-]*"
-
-
-ID_PATTERN = re.compile(ID_RULE)
-
-
-ID_HELP = (
-    f"ids are lowercase letters, digits, '.', '_' and '-', starting with a letter or digit "
-    f"(regex {ID_RULE}), e.g. winobias or gemma-3-270m"
-)
-
-
-def is_id(value: object) -> bool:
-    """Whether ``value`` is a valid benchmark or model id (the whole string matches ``ID_RULE``)."""
-    return isinstance(value, str) and ID_PATTERN.fullmatch(value) is not None
-
-
-def valid_id(value: str) -> str:
-    if not is_id(value):
-        raise ValueError(f"{value!r} is not a valid id: {ID_HELP}")
-    return value
-
-
-def check_id(value: str, what: str) -> str:
-    """``value`` if it is a valid id, else a GeceError naming ``what`` (an option or key) and the rule."""
-    if not is_id(value):
-        raise GeceError(f"{what} {value!r} is not a valid id", hint=ID_HELP)
-    return value
+from gece.io.ids import ID_HELP, Id, is_id
+from gece.io.schema_base import Section
 
 
 def _plain_file_name(value: str | None) -> str | None:
@@ -54,9 +23,6 @@ def _plain_file_name(value: str | None) -> str | None:
             "file inside the source directory or package"
         )
     return value
-
-
-Id = Annotated[str, AfterValidator(valid_id)]
 
 
 MEMORY_DEVICE = re.compile(r"\d+|cpu|mps|disk")
@@ -82,17 +48,6 @@ def memory_caps(max_memory: dict[str, str] | None) -> dict[int | str, str] | Non
     if max_memory is None:
         return None
     return {int(k) if k.isdigit() else k: v for k, v in max_memory.items()}
-
-
-class Section(BaseModel):
-    """A params.yaml section. Strict (docs/pipeline.md, "Parameters"): a value must already have the key's type
-    as YAML reads it, nothing is converted. A whole-number key takes an integer only (``true``, ``1.0`` and
-    ``"10"`` are refused: YAML reads ``true`` as a boolean, which Python would count as 1); a number key takes a
-    number, an integer included (``ci: 1`` is 1.0), finite (``.nan``, ``.inf`` are refused); a boolean key takes
-    ``true`` or ``false`` only; a text key takes text (quote ``revision: "1234"``). The same rules apply to the
-    command-line options, which argparse has already typed."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 REFERENCE_PREFIX = "reference:"

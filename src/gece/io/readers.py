@@ -8,9 +8,7 @@ something is wrong. The writers of tables and reports are :mod:`gece.io.writer`.
 
 from __future__ import annotations
 
-import math
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,81 +16,20 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel
 
 from gece.errors import GeceError
-from gece.io.inputs import check_input, check_unique_ids, over_limit, parse_json, read_text
+from gece.io.inputs import check_unique_ids, require_file
+from gece.io.limits import over_limit
 from gece.io.outputs import atomic_path
-from gece.io.writer import META_PREFIX, arrow_schema, checked_arrow, fmt_error, validate_records, write_schema
-
-
-def flatten(obj: object, prefix: str = "") -> dict[str, object]:
-    """Nested mappings as {``a.b.c``: leaf}, the way ``dvc metrics diff`` names the keys."""
-    if isinstance(obj, dict):
-        flat: dict[str, object] = {}
-        for k, v in obj.items():
-            flat.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
-        return flat
-    return {prefix: obj}
-
-
-def is_number(x: object) -> bool:
-    """Whether ``x`` is an int or a float (a bool is not; NaN and infinities are)."""
-    return isinstance(x, int | float) and not isinstance(x, bool)
-
-
-def is_finite_number(x: object) -> bool:
-    """Whether ``x`` is an int or a finite float (a bool is not, nor NaN or an infinity)."""
-    return is_number(x) and math.isfinite(x)  # type: ignore[arg-type]
-
-
-def require_file(path: str | Path, hint: str, size_limit: str | None = None) -> Path:
-    """``path`` if it is a readable regular file (within the ``size_limit`` of ``gece.io.inputs.LIMITS``),
-    else a GeceError with ``hint``.
-
-    Every reader of an input file calls this, so a file under a ``data/`` directory that does not
-    exist (the DVC-tracked snapshot was never pulled) says so, instead of "file not found". Raises the audit
-    event ``gece_read`` (the tests check what a command reads against what it declares: tests/audit.py).
-    """
-    path = Path(path)
-    sys.audit("gece_read", os.fspath(path))
-    if os.path.lexists(path):
-        return check_input(path, hint, size_limit)
-    absent = [d for d in Path(os.path.abspath(path)).parents if d.name == "data" and not d.exists()]
-    if absent:
-        raise GeceError(
-            f"{path}: data/ is missing: run `dvc pull data.dvc` (or make data)",
-            problems=[f"{absent[-1]} does not exist"],
-            hint="the data snapshot is tracked by DVC (data.dvc), not git; `gece pull` checks "
-            "the DVC remote and pulls it",
-        )
-    return check_input(path, hint, size_limit)
-
-
-def read_json(path: str | Path, model: type[BaseModel] | TypeAdapter | None = None) -> Any:
-    path = require_file(path, hint="run the stage that writes it (dvc repro)", size_limit="json_bytes")
-    text = read_text(path, "run the stage that writes it (dvc repro)", "json_bytes")  # a bad byte: its line
-    data = parse_json(text, str(path), "delete it and rerun the stage")  # bounded depth and numbers
-    if model is None:
-        return data
-    try:
-        if isinstance(model, TypeAdapter):
-            return model.validate_python(data)
-        return model.model_validate(data)
-    except ValidationError as e:
-        raise GeceError(
-            f"{path}: does not match the {getattr(model, '__name__', 'expected')} schema",
-            problems=[fmt_error(err) for err in e.errors()[:20]],
-            hint="it was written by another gece version or edited by hand; rerun the stage that writes it",
-        ) from e
-
+from gece.io.writer import META_PREFIX, arrow_schema, checked_arrow, validate_records, write_schema
 
 # -------------------------------------------------------------------- Parquet I/O
 
 
 def _check_size(path: Path, pf: pq.ParquetFile, columns: list[str]) -> None:
     """A file read whole must fit the run: its rows and the uncompressed bytes of ``columns`` within
-    ``gece.io.inputs.LIMITS`` (checked from the footer, before any row is read)."""
+    ``gece.io.limits.LIMITS`` (checked from the footer, before any row is read)."""
     md = pf.metadata
     wanted = {i for i in range(md.num_columns) if md.schema.column(i).path.split(".")[0] in columns}
     size = sum(md.row_group(g).column(i).total_uncompressed_size for g in range(md.num_row_groups) for i in wanted)

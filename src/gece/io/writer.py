@@ -11,7 +11,6 @@ writers.
 
 from __future__ import annotations
 
-import json
 import math
 import types
 import typing
@@ -25,7 +24,8 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from gece.errors import GeceError
-from gece.io.outputs import atomic_path, write_text
+from gece.io.outputs import atomic_path
+from gece.io.schema_base import fmt_error
 
 SCHEMA_VERSION = "1"
 
@@ -34,48 +34,6 @@ ROW_GROUP_ROWS = 2048  # rows per row group of a file written in chunks (extract
 
 
 META_PREFIX = "gece."
-
-
-def _json_default(o: Any) -> Any:
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if isinstance(o, BaseModel):
-        return o.model_dump(mode="json", exclude_none=False)
-    raise TypeError(f"cannot serialise {type(o).__name__}")
-
-
-def clean_floats(obj: Any) -> Any:
-    """Replace NaN/inf by None recursively (JSON has no NaN; an undefined value is null)."""
-    if isinstance(obj, dict):
-        return {k: clean_floats(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [clean_floats(v) for v in obj]
-    if isinstance(obj, float | np.floating):
-        return float(obj) if math.isfinite(obj) else None
-    if isinstance(obj, np.integer):
-        return int(obj)
-    return obj
-
-
-def write_json(path: str | Path, obj: Any, model: type[BaseModel] | TypeAdapter | None = None) -> None:
-    """Validate ``obj`` against ``model`` (when given) and write it as indented JSON, atomically."""
-    if isinstance(obj, BaseModel):
-        payload = obj.model_dump(mode="json")
-    else:
-        payload = clean_floats(obj)
-        if model is not None:
-            try:
-                if isinstance(model, TypeAdapter):
-                    model.validate_python(payload)
-                else:
-                    model.model_validate(payload)
-            except ValidationError as e:  # a bug in gece, not a user error
-                raise ValueError(f"refusing to write {path}: {e}") from e
-    write_text(path, json.dumps(payload, indent=2, default=_json_default, allow_nan=False) + "\n")
 
 
 def _arrow_type(annotation: Any) -> tuple[pa.DataType, bool]:
@@ -103,18 +61,6 @@ def arrow_schema(model: type[BaseModel]) -> pa.Schema:
         typ, nullable = _arrow_type(info.annotation)
         fields.append(pa.field(name, typ, nullable=nullable))
     return pa.schema(fields)
-
-
-def fmt_error(err: dict, row_offset: int | None = None) -> str:
-    loc = list(err.get("loc", ()))
-    where = ""
-    if row_offset is not None and loc and isinstance(loc[0], int):
-        where = f"row {loc.pop(0) + row_offset}, "
-    field = ".".join(str(x) for x in loc)
-    got = err.get("input")
-    got_s = "" if isinstance(got, dict) else f" (got {got!r})"
-    msg = err["msg"].removeprefix("Value error, ")
-    return f"{where}{field + ': ' if field else ''}{msg}{got_s}"
 
 
 def validate_records(

@@ -19,6 +19,7 @@ from pathlib import Path
 from gece import command
 from gece.errors import GeceError
 from gece.io import layout
+from gece.io.params import params_if_valid, require_params
 from gece.lmeval import samples
 from gece.terminal import literal
 
@@ -35,7 +36,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def reads(args: argparse.Namespace) -> list[Path]:
     """Besides --params: the run's lm-eval output directory (which benchmarks have samples)."""
-    params = command.params_if_valid(args)
+    params = params_if_valid(args)
     spec = params.registry.get(args.model) if params is not None else None
     directory = samples.output_dir(spec.source) if spec is not None else None
     return [directory] if directory is not None else []
@@ -76,7 +77,7 @@ def dvc(words: list[str]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     command.check_id(args.model, "--model")
-    params = command.require_params(args)
+    params = require_params(args)
     for b in args.benchmark or []:
         command.check_id(b, "--benchmark")
         if b not in params.benchmarks:

@@ -19,9 +19,10 @@ import pandas as pd
 import yaml
 
 from gece.errors import GeceError
+from gece.io.json_writer import write_json
 from gece.io.lmeval_files import Doc, Excluded, Export
 from gece.io.outputs import write_text
-from gece.io.writer import write_json
+from gece.io.params import require_params
 from gece.lmeval import requests, samples
 from gece.rule_registry import RULE
 from gece.scoring import planning
@@ -244,7 +245,7 @@ def run(args: Any) -> int:
     from gece.terminal import literal
 
     command.check_id(args.model, "--model")
-    params = command.require_params(args)
+    params = require_params(args)
     loadable(params, args.model)
     names = args.benchmark or list(params.benchmarks)
     for b in names:

@@ -10,9 +10,11 @@ from pathlib import Path
 from gece import command
 from gece.errors import GeceError
 from gece.io import layout, paired
+from gece.io.json_writer import write_json
 from gece.io.lmeval_files import ImportMeta
 from gece.io.pair_rows import ScoreRow
-from gece.io.writer import write_json, write_table
+from gece.io.params import params_if_valid, require_params
+from gece.io.writer import write_table
 from gece.lmeval import samples
 from gece.terminal import literal
 
@@ -30,7 +32,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def reads(args: argparse.Namespace) -> list[Path]:
     """What this command reads besides --params: the prepared benchmark and the run's lm-eval output directory
     (the registry entry's ``lmeval:<directory>``; its samples and results files are below it)."""
-    params = command.params_if_valid(args)
+    params = params_if_valid(args)
     spec = params.registry.get(args.model) if params is not None else None
     directory = samples.output_dir(spec.source) if spec is not None else None
     return [layout.prepared_path(args.benchmark), *([directory] if directory is not None else [])]
@@ -45,7 +47,7 @@ def writes(args: argparse.Namespace) -> dict[str, Path]:
 def run(args: argparse.Namespace) -> int:
     command.check_id(args.model, "--model")
     command.check_id(args.benchmark, "--benchmark")
-    params = command.require_params(args)
+    params = require_params(args)
     if args.benchmark not in params.benchmarks:
         raise GeceError(f"--benchmark {args.benchmark!r}: not a benchmark of {args.params}", hint="see benchmarks")
     spec = params.registry.get(args.model)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from gece import command
+from gece.io.params import require_params
 
 HELP = "print the model directory lm-eval's HF backend should load for a registry entry (pretrained=...)"
 EXAMPLES = (
@@ -20,6 +21,6 @@ def run(args: argparse.Namespace) -> int:
     from gece.lmeval.export import loadable, model_dir
 
     command.check_id(args.model, "--model")
-    params = command.require_params(args)
+    params = require_params(args)
     print(model_dir(loadable(params, args.model)))
     return 0

@@ -25,7 +25,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from gece.errors import GeceError
-from gece.io.inputs import read_json_file, read_json_lines
+from gece.io.json_reader import read_json_file, read_json_lines
 from gece.io.lmeval_files import ImportMeta, Sample
 from gece.io.model_entry import LMEVAL_PREFIX
 from gece.io.pair_rows import SCORE_PAIR_COLUMNS, PreparedPair
@@ -99,7 +99,7 @@ def shown_id(pair_id: str) -> str:
 def read_samples(path: Path) -> list[tuple[int, Sample | str]]:
     """Each line of a samples file: its number and the parsed sample, or what is wrong with it.
 
-    The file is read by :func:`gece.io.inputs.read_json_lines` (a regular file within ``GECE_MAX_LMEVAL_BYTES``,
+    The file is read by :func:`gece.io.json_reader.read_json_lines` (a regular file within ``GECE_MAX_LMEVAL_BYTES``,
     UTF-8, JSON with bounds: a line that is none is a GeceError naming it); each line is then checked against
     :class:`~gece.io.lmeval_files.Sample` (strict types: a log-likelihood is a finite number at most 0, a token
     count an integer of 1 or more), and a ``doc_id`` may appear once."""

@@ -30,11 +30,13 @@ from gece import command
 from gece.errors import GeceError
 from gece.io import layout, paired
 from gece.io.harness_entry import ENGINE, HarnessSpec, is_harness
-from gece.io.inputs import read_json_file
+from gece.io.json_reader import read_json_file
+from gece.io.json_writer import write_json
 from gece.io.lmeval_files import ImportMeta
 from gece.io.outputs import write_text
 from gece.io.pair_rows import ScoreRow
-from gece.io.writer import write_json, write_table
+from gece.io.params import params_if_valid, require_params
+from gece.io.writer import write_table
 from gece.lmeval import export, launch, samples
 from gece.pipeline import reuse
 from gece.terminal import literal
@@ -51,7 +53,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def reads(args: argparse.Namespace) -> list[Path]:
     """Besides --params: the prepared benchmark, the model's files (a local source), the stage's earlier output
     (resumed) and dvc.lock (the last recorded run, reused)."""
-    params = command.params_if_valid(args)
+    params = params_if_valid(args)
     spec = params.registry.get(args.model) if params is not None else None
     local = [Path(spec.source)] if spec is not None and Path(spec.source).exists() else []
     return [layout.prepared_path(args.benchmark), *local, launch.run_dir(args.model, args.benchmark), reuse.LOCK]
@@ -141,7 +143,7 @@ def run_lm_eval(words: list[str], folder: Path, scratch: Path, task: str) -> Non
 def run(args: argparse.Namespace) -> int:
     command.check_id(args.model, "--model")
     command.check_id(args.benchmark, "--benchmark")
-    params = command.require_params(args)
+    params = require_params(args)
     spec = entry(params, args.model, args.benchmark)
     version = launch.require_installed(spec)
     model_dir = checked_model(spec)

@@ -7,18 +7,20 @@ import json
 import logging
 from pathlib import Path
 
-from gece import command
+from gece import command, run_options
 from gece.errors import GeceError
-from gece.io import layout
+from gece.io import layout, report_layout
 from gece.io.ablation_reports import BinningReport, SampleSizeReport
-from gece.io.params import AblateParams, MetricsParams, Params
+from gece.io.json_writer import write_json
+from gece.io.params import Params, require_params
 from gece.io.readers import write_figure
-from gece.io.writer import write_json
+from gece.io.sections import AblateParams, MetricsParams
 from gece.pipeline import runs
 from gece.report import plots
 from gece.stats import ablation
 from gece.stats.ablation import Run
-from gece.terminal import Table, plain, plural
+from gece.terminal import plain, plural
+from gece.terminal_table import Table
 
 log = logging.getLogger("gece")
 
@@ -68,19 +70,19 @@ def ablate_benchmark(params: Params, benchmark: str, reports: str | Path = layou
     ``reports/ablation/binning/<b>/<m>.json``; files of runs no longer configured are removed."""
     names = runs.runs(params, benchmark)
     for folder, suffixes in (
-        (layout.sample_size_dir(benchmark), (".json", ".png")),
-        (layout.binning_dir(benchmark), (".json",)),
+        (report_layout.sample_size_dir(benchmark), (".json", ".png")),
+        (report_layout.binning_dir(benchmark), (".json",)),
     ):
-        layout.clear_stale_runs(layout.report_path(folder, reports), names, suffixes, "the reports directory")
+        layout.clear_stale_runs(report_layout.report_path(folder, reports), names, suffixes, "the reports directory")
     results = {}
     for m in names:
         run_, meta = runs.load_run(params, benchmark, m)
         results[m] = ablate_run(
             run_,
             meta,
-            layout.report_path(layout.sample_size_file(benchmark, m), reports),
-            layout.report_path(layout.binning_file(benchmark, m), reports),
-            layout.report_path(layout.sample_size_figure(benchmark, m), reports),
+            report_layout.report_path(report_layout.sample_size_file(benchmark, m), reports),
+            report_layout.report_path(report_layout.binning_file(benchmark, m), reports),
+            report_layout.report_path(report_layout.sample_size_figure(benchmark, m), reports),
             params.metrics,
             params.ablate,
         )
@@ -101,7 +103,7 @@ DESCRIPTION = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    command.add_run_inputs(p, "reports/ablation/sample_size/<b>/ and reports/ablation/binning/<b>/")
+    run_options.add_run_inputs(p, "reports/ablation/sample_size/<b>/ and reports/ablation/binning/<b>/")
     p.add_argument("--sample-size-out", type=Path, help="write the sample-size ablation JSON of the score file here")
     p.add_argument("--binning-out", type=Path, help="write the binning ablation JSON of the score file here")
     p.add_argument("--figure-out", type=Path, help="PNG of mean ± std against the subset size (default: none)")
@@ -146,14 +148,14 @@ def _print(title: str, sizes: dict, grid: dict, draws: int) -> None:
     command.out.print(table)
 
 
-reads = command.run_reads  # with --benchmark: the prepared pairs, score files and released scores it reads
+reads = run_options.run_reads  # with --benchmark: the prepared pairs, score files and released scores it reads
 
 
 def run(args: argparse.Namespace) -> int:
-    params = command.require_params(args)
+    params = require_params(args)
     if args.benchmark is not None:
-        command.one_input(args, "scores", "sample_size_out", "binning_out", "figure_out")
-        benchmark = command.benchmark_of(args, params)
+        run_options.one_input(args, "scores", "sample_size_out", "binning_out", "figure_out")
+        benchmark = run_options.benchmark_of(args, params)
         results = ablate_benchmark(params, benchmark)
         if args.json:
             runs_json = {m: {"sample_size": sizes, "binning": grid} for m, (sizes, grid) in results.items()}
@@ -162,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
             for m, (sizes, grid) in results.items():
                 _print(f"{benchmark}/{m}", sizes, grid, params.ablate.draws)
         return 0
-    command.one_input(args, "scores")
+    run_options.one_input(args, "scores")
     if args.sample_size_out is None or args.binning_out is None:
         raise GeceError(
             "ablate of a score file needs --sample-size-out and --binning-out",

@@ -15,14 +15,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gece import command
+from gece import command, run_options
 from gece.errors import GeceError
-from gece.io import layout
+from gece.io import layout, report_layout
 from gece.io.annotation_report import AnnotationReport
+from gece.io.json_writer import write_json
 from gece.io.pair_rows import AnnotatedPair, AnnotationRow, PreparedPair
-from gece.io.params import AnnotateParams
+from gece.io.params import require_params
 from gece.io.readers import read_table
-from gece.io.writer import write_json, write_table
+from gece.io.sections import AnnotateParams
+from gece.io.writer import write_table
 
 log = logging.getLogger("gece")
 MAX_SHOWN = 20
@@ -125,13 +127,18 @@ def reads(args: argparse.Namespace) -> list[Path]:
 
 
 def run(args: argparse.Namespace) -> int:
-    params = command.require_params(args)
-    b = command.benchmark_of(args, params)
+    params = require_params(args)
+    b = run_options.benchmark_of(args, params)
     settings = command.override(params.annotate, tie=args.tie)
     from gece.io.outputs import check_outputs
 
-    check_outputs({"annotated": layout.annotated(b), "report": layout.annotation_report(b)})
+    check_outputs({"annotated": layout.annotated(b), "report": report_layout.annotation_report(b)})
     annotate(
-        b, layout.prepared_path(b), layout.annotations(b), layout.annotated(b), layout.annotation_report(b), settings
+        b,
+        layout.prepared_path(b),
+        layout.annotations(b),
+        layout.annotated(b),
+        report_layout.annotation_report(b),
+        settings,
     )
     return 0

@@ -1,28 +1,83 @@
-"""Stage calibrate: post-hoc calibration of every run of a benchmark, evaluated on held-out pairs."""
+"""Stage calibrate: post-hoc calibration of every run of a benchmark, evaluated on held-out pairs.
+
+With ``--benchmark`` (the DVC stage), a run whose three files the last recorded run wrote from the same content is
+not calibrated again: each run's calibrated scores carry a :func:`fingerprint` (the scores, the run, the settings
+and the hash of this module's import closure), and when it equals the one of the file that run recorded
+(``dvc.lock`` and DVC's cache, :func:`gece.pipeline.reuse.previous_outputs`), the three files are copied from there,
+byte for byte. So an edit that cannot change a calibration (a comment anywhere, any edit of ``cli.py`` or the help)
+costs a few seconds here (docs/dvc.md, "Reuse by content").
+"""
 
 from __future__ import annotations
 
 import argparse
+import functools
+import hashlib
 import json
 import logging
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
-from gece import command, options
+from gece import closure, command, options, run_options
 from gece.errors import GeceError
-from gece.io import layout
+from gece.io import layout, report_layout
 from gece.io.calibration_files import CalibratedRow, CalibrationBinsReport, CalibrationReport
+from gece.io.json_reader import read_json
+from gece.io.json_writer import write_json
 from gece.io.pair_rows import ScoreRow
-from gece.io.params import CalibrateParams, MetricsParams, Params
-from gece.io.readers import read_table
-from gece.io.writer import write_json, write_table
-from gece.pipeline import runs
+from gece.io.params import CalibrateParams, Params, params_or_defaults
+from gece.io.readers import parquet_rows, read_table
+from gece.io.sections import MetricsParams
+from gece.io.writer import write_table
+from gece.pipeline import reuse, runs
 from gece.stats import calibration, metrics
-from gece.terminal import Table, literal, plain, plural
+from gece.terminal import literal, plain, plural
+from gece.terminal_table import Table
 
 log = logging.getLogger("gece")
+
+FINGERPRINT = "fingerprint"  # the calibrated scores' metadata key (gece.fingerprint) holding :func:`fingerprint`
+
+
+@functools.cache
+def computation_code() -> str:
+    """:func:`gece.closure.code_hash` of this module's import closure, docstrings left out: the code a run's
+    calibration files come from (``cli.py`` and the help are outside it)."""
+    return closure.code_hash(closure.closure([__name__]), docstrings=False)
+
+
+def fingerprint(
+    scores: pd.DataFrame, meta: dict[str, str], source: str, settings: CalibrateParams, metric_settings: MetricsParams
+) -> str:
+    """sha256 of what a run's three calibration files are a function of: its scores (every value, as Arrow's IPC
+    stream writes them), its metadata and source, the calibrate and metrics settings, and :func:`computation_code`."""
+    sink = pa.BufferOutputStream()
+    table = pa.Table.from_pandas(scores)
+    with pa.ipc.new_stream(sink, table.schema) as stream:
+        stream.write_table(table)
+    h = hashlib.sha256(sink.getvalue().to_pybytes())
+    given = [
+        meta,
+        source,
+        settings.model_dump(mode="json"),
+        metric_settings.model_dump(mode="json"),
+        computation_code(),
+    ]
+    h.update(json.dumps(given, sort_keys=True).encode())
+    return h.hexdigest()
+
+
+def recorded(outs: tuple[Path, Path, Path], previous: list[dict[str, Path]], key: str) -> bool:
+    """Copy a run's report, calibrated scores and bins (``outs``) from the last recorded run (``previous``: those
+    of their three folders) when its calibrated scores carry the fingerprint ``key``."""
+    old = [found.get(out.name) for out, found in zip(outs, previous, strict=True)]
+    if not all(old) or parquet_rows(old[1], CalibratedRow)[1].get(FINGERPRINT) != key:  # type: ignore[arg-type]
+        return False
+    reuse.restore(zip(old, outs, strict=True))  # type: ignore[arg-type]
+    return True
 
 
 def run_calibration(
@@ -143,9 +198,11 @@ def calibrate_scores(
     bins_out: str | Path | None,
     settings: CalibrateParams,
     metric_settings: MetricsParams,
+    key: str | None = None,
 ) -> dict:
     """One run's scores (read from ``source``) -> ``reports/calibration/<b>/<m>.json``,
-    ``artifacts/calibrated/<b>/<m>.parquet`` and ``reports/calibration_bins/<b>/<m>.json`` (each where given)."""
+    ``artifacts/calibrated/<b>/<m>.parquet`` (its metadata holding the fingerprint ``key``, when given) and
+    ``reports/calibration_bins/<b>/<m>.json`` (each where given)."""
     report, calibrated, bins = run_calibration(scores, settings, metric_settings, source)
     run = f"{meta.get('benchmark', '?')}/{meta.get('model', source)}"
     one_label = scores["y"].nunique() < 2  # said once by run_calibration
@@ -160,7 +217,8 @@ def calibrate_scores(
             scores_out,
             calibrated,
             CalibratedRow,
-            meta={"benchmark": meta.get("benchmark", ""), "model": meta.get("model", ""), "source": source},
+            meta={"benchmark": meta.get("benchmark", ""), "model": meta.get("model", ""), "source": source}
+            | ({FINGERPRINT: key} if key else {}),
         )
     if bins_out:
         write_json(bins_out, bins, CalibrationBinsReport)
@@ -176,28 +234,32 @@ def calibrate_benchmark(
     reports: str | Path = layout.REPORTS,
 ) -> dict[str, dict]:
     """Every run of ``benchmark`` -> ``reports/calibration/<b>/<m>.json``, ``artifacts/calibrated/<b>/<m>.parquet``
-    and ``reports/calibration_bins/<b>/<m>.json``; files of runs no longer configured are removed."""
+    and ``reports/calibration_bins/<b>/<m>.json``, or the last recorded run's three files when they come from the
+    same content (:func:`recorded`); files of runs no longer configured are removed."""
     names = runs.runs(params, benchmark)
-    for folder, suffix in (
-        (layout.report_path(layout.calibration_dir(benchmark), reports), ".json"),
-        (layout.report_path(layout.calibration_bins_dir(benchmark), reports), ".json"),
+    folders = (
+        (report_layout.report_path(report_layout.calibration_dir(benchmark), reports), ".json"),
         (layout.calibrated_dir(benchmark), ".parquet"),
-    ):
+        (report_layout.report_path(report_layout.calibration_bins_dir(benchmark), reports), ".json"),
+    )
+    for folder, suffix in folders:
         layout.clear_stale_runs(folder, names, (suffix,), "the output directory")
+    previous = [reuse.previous_outputs(folder) for folder, _ in folders]
     results = {}
     for m in names:
         scores, meta = runs.load_scores(params, benchmark, m)
         source = meta["source"] if runs.is_reference(params, m) else str(layout.scores_path(benchmark, m))
-        results[m] = calibrate_scores(
-            scores,
-            meta,
-            source,
-            layout.report_path(layout.calibration_file(benchmark, m), reports),
+        outs = (
+            report_layout.report_path(report_layout.calibration_file(benchmark, m), reports),
             layout.calibrated_path(benchmark, m),
-            layout.report_path(layout.calibration_bins_file(benchmark, m), reports),
-            settings,
-            metric_settings,
+            report_layout.report_path(report_layout.calibration_bins_file(benchmark, m), reports),
         )
+        key = fingerprint(scores, meta, source, settings, metric_settings)
+        if recorded(outs, previous, key):
+            log.info("%s/%s: unchanged since the recorded run, reused -> %s", benchmark, m, outs[0])
+            results[m] = read_json(outs[0])  # the report as written (for the terminal)
+            continue
+        results[m] = calibrate_scores(scores, meta, source, *outs, settings, metric_settings, key)
     return results
 
 
@@ -213,7 +275,7 @@ EXAMPLES = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    command.add_run_inputs(p, "reports/calibration/<b>/, artifacts/calibrated/<b>/, reports/calibration_bins/<b>/")
+    run_options.add_run_inputs(p, "reports/calibration/<b>/, artifacts/calibrated/<b>/, reports/calibration_bins/<b>/")
     p.add_argument("--out", type=Path, help="write the calibration report JSON here (default: not written)")
     p.add_argument(
         "--scores-out", type=Path, help="write the per-pair calibrated scores (Parquet) here (default: not written)"
@@ -270,11 +332,11 @@ def _print_report(report: dict, meta: dict) -> None:
                 command.out.print(f"  {name}: {literal(m['reason'])}", highlight=False)
 
 
-reads = command.run_reads  # with --benchmark: the prepared pairs, score files and released scores it reads
+reads = run_options.run_reads  # with --benchmark: the prepared pairs, score files and released scores it reads
 
 
 def run(args: argparse.Namespace) -> int:
-    params = command.params_or_defaults(args)
+    params = params_or_defaults(args)
     settings = command.override(
         params.calibrate if params else CalibrateParams(),
         methods=args.methods,
@@ -284,8 +346,8 @@ def run(args: argparse.Namespace) -> int:
     )
     metric_settings = params.metrics if params else MetricsParams()
     if args.benchmark is not None:
-        command.one_input(args, "scores", "out", "scores_out", "bins_out")
-        benchmark = command.benchmark_of(args, params)
+        run_options.one_input(args, "scores", "out", "scores_out", "bins_out")
+        benchmark = run_options.benchmark_of(args, params)
         results = calibrate_benchmark(params, benchmark, settings, metric_settings)
         if args.json:
             print(json.dumps(results, indent=2))
@@ -293,7 +355,7 @@ def run(args: argparse.Namespace) -> int:
             for m, report in results.items():
                 _print_report(report, {"benchmark": benchmark, "model": m})
         return 0
-    command.one_input(args, "scores")
+    run_options.one_input(args, "scores")
     report, meta = calibrate(args.scores, args.out, args.scores_out, args.bins_out, settings, metric_settings)
     if args.json:
         print(json.dumps(report, indent=2))

@@ -11,22 +11,24 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gece import command, options, registry
+from gece import command, options, registry, run_options
 from gece.errors import GeceError
 from gece.io import layout
 from gece.io.compare_report import CompareReport
-from gece.io.model_entry import is_id
+from gece.io.ids import is_id
+from gece.io.json_writer import write_json
 from gece.io.outputs import write_text
 from gece.io.pair_rows import PreparedPair
-from gece.io.params import AblateParams, CompareParams, MetricsParams, Params
+from gece.io.params import Params, params_or_defaults
 from gece.io.readers import read_table
-from gece.io.writer import write_json
+from gece.io.sections import AblateParams, CompareParams, MetricsParams
 from gece.pipeline import runs
 from gece.report import markdown as report_md
 from gece.stats import ablation
 from gece.stats import agreement as stats_agreement
 from gece.stats.ablation import Run
-from gece.terminal import Table, literal, plain, plural
+from gece.terminal import literal, plain, plural
+from gece.terminal_table import Table
 
 log = logging.getLogger("gece")
 
@@ -242,13 +244,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def reads(args: argparse.Namespace) -> list[Path]:
-    """What it reads besides its score files: with --benchmark, that benchmark's (:func:`gece.command.run_reads`);
+    """What it reads besides its score files: with --benchmark, that benchmark's (:func:`gece.run_options.run_reads`);
     with score files, the prepared pairs of the benchmark their metadata names (one of artifacts/prepared/)."""
-    return command.run_reads(args) if args.benchmark else [layout.ARTIFACTS / "prepared"]
+    return run_options.run_reads(args) if args.benchmark else [layout.ARTIFACTS / "prepared"]
 
 
 def run(args: argparse.Namespace) -> int:
-    params = command.params_or_defaults(args)
+    params = params_or_defaults(args)
     metric_settings = params.metrics if params else MetricsParams()
     compare_settings = command.override(params.ablate.compare if params else AblateParams().compare, draws=args.draws)
     if args.benchmark is not None:
@@ -257,7 +259,7 @@ def run(args: argparse.Namespace) -> int:
                 f"compare got score files ({', '.join(map(str, args.scores))}) and --benchmark {args.benchmark}",
                 hint="pass either two score files or --benchmark NAME, not both",
             )
-        benchmark = command.benchmark_of(args, params)
+        benchmark = run_options.benchmark_of(args, params)
         loaded = {name: runs.load_run(params, benchmark, name) for name in runs.runs(params, benchmark)}
         references = [name for name in loaded if runs.is_reference(params, name)]
         pairs = read_table(layout.prepared_path(benchmark), PreparedPair)[0].set_index("pair_id")
@@ -310,7 +312,7 @@ def _print_compare(result: dict) -> None:
         "human alignment: positive = A agrees more",
         caption_justify="left",
     )
-    table.add_column("A", ids=True)  # a run id is never cut (gece.terminal.Table)
+    table.add_column("A", ids=True)  # a run id is never cut (gece.terminal_table.Table)
     table.add_column("B", ids=True)
     table.add_column("pairs", justify="right")
     for k in keys:

@@ -26,7 +26,6 @@ import contextlib
 import dataclasses
 import logging
 import os
-import shutil
 import typing
 from collections.abc import Mapping
 from pathlib import Path
@@ -34,14 +33,17 @@ from pathlib import Path
 from gece import command, options
 from gece.errors import GeceError
 from gece.io import layout, paired
+from gece.io.extract_params import ExtractParams
 from gece.io.inputs import check_unique_ids
+from gece.io.json_reader import read_json
+from gece.io.json_writer import write_json
 from gece.io.model_entry import ModelSpec
-from gece.io.outputs import atomic_path, check_output, check_output_dir
+from gece.io.outputs import check_output, check_output_dir
 from gece.io.pair_rows import PreparedPair
-from gece.io.params import ExtractParams
-from gece.io.readers import iter_table, pair_ids, parquet_rows, read_json, read_table
+from gece.io.params import params_if_valid, require_params
+from gece.io.readers import iter_table, pair_ids, parquet_rows, read_table
 from gece.io.tokens import ExtractMeta, ExtractTiming, TokenRow
-from gece.io.writer import write_json, write_table
+from gece.io.writer import write_table
 from gece.pipeline import reuse
 from gece.rule_registry import RULE_NAMES, RuleName
 from gece.scoring import extraction, planning
@@ -186,9 +188,7 @@ def recorded(out: Path, previous: Mapping[str, Path], key: str) -> bool:
     old, old_meta = previous.get(out.name), previous.get(layout.meta_path(out).name)
     if not (old and old_meta and parquet_rows(old, TokenRow)[1].get(extraction.FINGERPRINT) == key):
         return False
-    for src, dest in ((old, out), (old_meta, layout.meta_path(out))):
-        with atomic_path(dest) as tmp:
-            shutil.copyfile(src, tmp)
+    reuse.restore([(old, out), (old_meta, layout.meta_path(out))])
     return True
 
 
@@ -377,7 +377,7 @@ def reads(args: argparse.Namespace) -> list[Path]:
     """What it reads besides --params and PREPARED: the model's files (a source that is a local path), and the
     finished shards of a killed run of OUT (resumed); without PREPARED (the stage), every prepared benchmark,
     the token files of the entries with the same weights (reused) and dvc.lock (the last recorded run)."""
-    params = command.params_if_valid(args)
+    params = params_if_valid(args)
     spec = params.registry.get(args.model) if params is not None else None
     model = [Path(spec.source)] if spec is not None and os.path.lexists(spec.source) else []
     if args.prepared is not None and args.out is not None:
@@ -387,7 +387,7 @@ def reads(args: argparse.Namespace) -> list[Path]:
 
 def run(args: argparse.Namespace) -> int:
     from gece.io.harness_entry import is_harness
-    from gece.io.model_entry import ID_HELP, is_id
+    from gece.io.ids import ID_HELP, is_id
 
     if not is_id(args.model):  # a path or a hub id, most likely: say where it goes
         raise GeceError(
@@ -400,7 +400,7 @@ def run(args: argparse.Namespace) -> int:
             "then --meta-out and --rule do not apply)",
             hint=f"for example: {EXAMPLES[1]}",
         )
-    params = command.require_params(args)
+    params = require_params(args)
     if args.model not in params.registry:
         raise GeceError(
             f"--model {args.model!r} has no entry under registry in {args.params}",

@@ -22,15 +22,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gece import command
+from gece import command, run_options
 from gece.errors import GeceError
 from gece.groupings import DERIVED_GROUPINGS, OUTCOME_GROUPINGS
-from gece.io import layout
+from gece.io import layout, report_layout
 from gece.io.groups_report import GroupsReport
+from gece.io.json_writer import write_json
 from gece.io.pair_rows import AnnotatedPair, PreparedPair
-from gece.io.params import GroupsParams, MetricsParams, Params
+from gece.io.params import GroupsParams, Params, require_params
 from gece.io.readers import read_table
-from gece.io.writer import write_json
+from gece.io.sections import MetricsParams
 from gece.pipeline import runs
 from gece.stats import by_group, calibration_tests
 from gece.terminal import plain
@@ -259,7 +260,7 @@ def groups_benchmark(params: Params, benchmark: str, reports: str | Path = layou
             scores["p"].to_numpy(np.float64), scores["y"].to_numpy(np.float64), clusters, m
         )
     GroupsReport.model_validate(report)
-    out = layout.report_path(layout.groups_file(benchmark), reports)
+    out = report_layout.report_path(report_layout.groups_file(benchmark), reports)
     write_json(out, report, GroupsReport)
     log.info("%s: calibration by group of %d runs -> %s", benchmark, len(report["runs"]), out)
     return report
@@ -291,16 +292,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def reads(args: argparse.Namespace) -> list[Path]:
     """What it reads besides --params: the benchmark's prepared pairs, score files and released scores
-    (:func:`gece.command.run_reads`) and its annotated pairs."""
+    (:func:`gece.run_options.run_reads`) and its annotated pairs."""
     try:
-        return [*command.run_reads(args), layout.annotated(args.benchmark)]
+        return [*run_options.run_reads(args), layout.annotated(args.benchmark)]
     except GeceError:  # no plain id: run refuses it
         return []
 
 
 def run(args: argparse.Namespace) -> int:
-    params = command.require_params(args)
-    benchmark = command.benchmark_of(args, params)
+    params = require_params(args)
+    benchmark = run_options.benchmark_of(args, params)
     report = groups_benchmark(params, benchmark)
     if args.json:
         print(json.dumps(report, indent=2))
@@ -327,7 +328,7 @@ def run(args: argparse.Namespace) -> int:
                 if r["gap"] is not None
             }
             command.out.print(
-                command.rows_table(
+                run_options.rows_table(
                     f"{benchmark} / {name}", "grouping / protocol / group", rows, ["n", "ece", "ci_low", "ci_high"]
                 )
             )

@@ -10,13 +10,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gece import command, options
-from gece.io import layout
+from gece import command, options, run_options
+from gece.io import layout, report_layout
+from gece.io.json_writer import write_json
 from gece.io.metric_reports import BinsReport, MetricsReport
 from gece.io.pair_rows import PreparedPair
-from gece.io.params import MetricsParams, Params
+from gece.io.params import Params, params_or_defaults
 from gece.io.readers import read_table
-from gece.io.writer import write_json
+from gece.io.sections import MetricsParams
 from gece.pipeline import runs
 from gece.stats import intervals, metrics
 
@@ -72,20 +73,23 @@ def metrics_benchmark(
     ``reports/bins/<b>/<m>.json``; files of runs no longer configured are removed."""
     results = {}
     names = runs.runs(params, benchmark)
-    for folder in (layout.metrics_dir(benchmark), layout.bins_dir(benchmark)):
-        layout.clear_stale_runs(layout.report_path(folder, reports), names, (".json",), "the reports directory")
+    for folder in (report_layout.metrics_dir(benchmark), report_layout.bins_dir(benchmark)):
+        layout.clear_stale_runs(report_layout.report_path(folder, reports), names, (".json",), "the reports directory")
     pairs = read_table(layout.prepared_path(benchmark), PreparedPair)[0].set_index("pair_id", drop=False)
     for m in names:
         scores, _ = runs.load_scores(params, benchmark, m, runs.RUN_COLUMNS)
         report, bins = run_metrics(scores, settings, pairs)
-        write_json(layout.report_path(layout.metrics_file(benchmark, m), reports), MetricsReport.model_validate(report))
-        write_json(layout.report_path(layout.bins_file(benchmark, m), reports), bins, BinsReport)
+        write_json(
+            report_layout.report_path(report_layout.metrics_file(benchmark, m), reports),
+            MetricsReport.model_validate(report),
+        )
+        write_json(report_layout.report_path(report_layout.bins_file(benchmark, m), reports), bins, BinsReport)
         results[m] = report
     log.info(
         "%s: metrics of %d runs -> %s",
         benchmark,
         len(names),
-        layout.report_path(layout.metrics_dir(benchmark), reports),
+        report_layout.report_path(report_layout.metrics_dir(benchmark), reports),
     )
     return results
 
@@ -101,7 +105,7 @@ EXAMPLES = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    command.add_run_inputs(p, "reports/metrics/<benchmark>/ and reports/bins/<benchmark>/")
+    run_options.add_run_inputs(p, "reports/metrics/<benchmark>/ and reports/bins/<benchmark>/")
     p.add_argument("--out", type=Path, help="write the metrics JSON of the score file here (default: not written)")
     p.add_argument("--bins-out", type=Path, help="write its reliability bins JSON here (default: not written)")
     p.add_argument("--json", action="store_true", help="print the metrics as JSON instead of a table")
@@ -116,28 +120,28 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.set_defaults(outputs={"--out": "out", "--bins-out": "bins_out"}, inputs=("scores",))
 
 
-reads = command.run_reads  # with --benchmark: the prepared pairs, score files and released scores it reads
+reads = run_options.run_reads  # with --benchmark: the prepared pairs, score files and released scores it reads
 
 
 def run(args: argparse.Namespace) -> int:
-    params = command.params_or_defaults(args)
+    params = params_or_defaults(args)
     settings = command.override(params.metrics if params else MetricsParams(), n_bins=args.n_bins, binning=args.binning)
     if args.benchmark is not None:
-        command.one_input(args, "scores", "out", "bins_out")
-        benchmark = command.benchmark_of(args, params)
+        run_options.one_input(args, "scores", "out", "bins_out")
+        benchmark = run_options.benchmark_of(args, params)
         results = metrics_benchmark(params, benchmark, settings)
         if args.json:
             print(json.dumps(results, indent=2))
         elif not args.quiet:
             for m, report in results.items():
-                command.print_metrics(
-                    report, command.metrics_title({"benchmark": benchmark, "model": m}, report), settings.ci
+                run_options.print_metrics(
+                    report, run_options.metrics_title({"benchmark": benchmark, "model": m}, report), settings.ci
                 )
         return 0
-    command.one_input(args, "scores")
+    run_options.one_input(args, "scores")
     report, _, meta = metrics_stage(args.scores, args.out, args.bins_out, settings)
     if args.json:
         print(json.dumps(report, indent=2))
     elif not args.quiet:
-        command.print_metrics(report, command.metrics_title(meta, report), settings.ci)
+        run_options.print_metrics(report, run_options.metrics_title(meta, report), settings.ci)
     return 0

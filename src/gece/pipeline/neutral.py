@@ -7,13 +7,14 @@ import json
 import logging
 from pathlib import Path
 
-from gece import command
+from gece import command, run_options
 from gece.errors import GeceError
-from gece.io import layout
+from gece.io import layout, report_layout
 from gece.io.ablation_reports import NEUTRAL_KEYS, NeutralReport
+from gece.io.json_reader import read_json
+from gece.io.json_writer import write_json
 from gece.io.metric_reports import MetricsReport
-from gece.io.readers import read_json
-from gece.io.writer import write_json
+from gece.io.params import require_params
 
 log = logging.getLogger("gece")
 
@@ -39,12 +40,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def reads(args: argparse.Namespace) -> list[Path]:
     """What it reads besides --params: the runs' metrics reports (and score files) of every benchmark."""
-    return [layout.REPORTS / layout.METRICS_DIR, layout.scores_root()]
+    return [layout.REPORTS / report_layout.METRICS_DIR, layout.scores_root()]
 
 
 def run(args: argparse.Namespace) -> int:
     command.check_id(args.model, "--model")
-    params = command.require_params(args)
+    params = require_params(args)
     compared = params.neutral_benchmarks
     if not compared:
         raise GeceError(
@@ -52,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
             hint="mark each rewrite in its benchmark entry, e.g. benchmarks: {genderlex_person: {neutral_of: "
             "genderlex}} (README.md, Parameters)",
         )
-    paths = {b: layout.metrics_path(b, args.model) for b in compared}
+    paths = {b: report_layout.metrics_path(b, args.model) for b in compared}
     missing = [str(p) for p in paths.values() if not p.exists()]
     if len(missing) == len(paths):  # no metrics of this model at all: name the option, not only a file
         runs = [*params.models, *params.references]
@@ -67,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=2))
     elif not args.quiet:
         command.out.print(
-            command.rows_table(
+            run_options.rows_table(
                 f"{args.model}: occupation vs gender-neutral wording",
                 "benchmark",
                 rows,

@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from gece import command
+from gece import command, run_options
 from gece.errors import GeceError
-from gece.io import benchmarks, layout
+from gece.io import benchmarks, data_layout, layout
 from gece.io.pair_rows import AnnotationRow, PreparedPair
-from gece.io.params import BenchmarkSpec, Cluster, PrepareParams
+from gece.io.params import params_if_valid, params_or_defaults
+from gece.io.sections import BenchmarkSpec, Cluster, PrepareParams
 from gece.io.writer import write_table
 
 log = logging.getLogger("gece")
@@ -217,14 +218,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def reads(args: argparse.Namespace) -> list[Path]:
     """What ``--benchmark B`` reads besides --params: its source CSV and its per-annotator labels (when the
     file exists); CSV and --labels are declared as options."""
-    params = command.params_if_valid(args)
+    params = params_if_valid(args)
     if args.benchmark is None or params is None or args.benchmark not in params.benchmarks:
         return []
-    return [layout.benchmark_source(params, args.benchmark), layout.annotations_csv(args.benchmark)]
+    return [data_layout.benchmark_source(params, args.benchmark), data_layout.annotations_csv(args.benchmark)]
 
 
 def run(args: argparse.Namespace) -> int:
-    params = command.params_or_defaults(args)
+    params = params_or_defaults(args)
     settings = command.override(params.prepare if params else PrepareParams(), duplicates=args.duplicates)
     if args.benchmark is not None:
         if args.csv is not None or args.out is not None or args.crows or args.annotations or args.labels:
@@ -232,10 +233,10 @@ def run(args: argparse.Namespace) -> int:
                 "--benchmark names the input and both outputs; give either --benchmark B or CSV OUT",
                 hint="gece prepare --benchmark crows_pairs, or gece prepare IN.csv OUT.parquet",
             )
-        b = command.benchmark_of(args, params)
-        extra = layout.annotations_csv(b)
+        b = run_options.benchmark_of(args, params)
+        extra = data_layout.annotations_csv(b)
         prepare(
-            layout.benchmark_source(params, b),
+            data_layout.benchmark_source(params, b),
             layout.prepared_path(b),
             settings,
             name=b,
@@ -249,7 +250,7 @@ def run(args: argparse.Namespace) -> int:
     if args.csv is None or args.out is None:
         raise GeceError("gece prepare needs --benchmark B, or CSV and OUT", hint="see `gece prepare --help`")
     if params:
-        layout.check_data(params, args.params)
+        data_layout.check_data(params, args.params)
     name = benchmarks.benchmark_id(args.out.name.removesuffix(".parquet")) if args.crows else None
     prepare(
         args.csv,

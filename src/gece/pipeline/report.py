@@ -17,11 +17,11 @@ import pandas as pd
 from gece import command
 from gece.calibration_methods import METHOD_NAMES
 from gece.errors import GeceError
-from gece.io import layout
+from gece.io import data_layout, layout, report_layout
 from gece.io.inputs import check_input_dir
 from gece.io.outputs import check_output_dir, clear_output_dir, write_bytes, write_text
 from gece.io.pair_rows import ScoreRow
-from gece.io.params import Params
+from gece.io.params import Params, params_if_valid, require_params
 from gece.io.readers import png_size, png_text, read_table, write_figure
 from gece.pipeline import report_data, runs, summary
 from gece.report import examples as report_examples
@@ -83,7 +83,7 @@ def _code_sha256() -> str:
 
 
 def _data_snapshot(data_dvc: Path) -> dict:
-    from gece.io.params import load_yaml
+    from gece.io.params_file import load_yaml
 
     if not data_dvc.exists():
         return {"data_md5": "unknown (no data.dvc)", "data_nfiles": "?"}
@@ -187,7 +187,7 @@ def report_stage(
 ) -> dict:
     """reports/** (+ artifacts/scores for the equal-mass diagrams and the confidently wrong
     pairs) -> reports/figures/, reports/tables/*.md, reports/pages/*.html, reports/index.html and the README's
-    figure (``layout.README_FIGURE``). Returns what was written."""
+    figure (``report_layout.README_FIGURE``). Returns what was written."""
     reports_dir, scores_dir = Path(reports_dir), Path(scores_dir)
     check_input_dir(reports_dir, "--reports", "the JSON reports")
     check_input_dir(scores_dir, "--scores", "the score files")
@@ -204,7 +204,9 @@ def report_stage(
         _calibration_figure(data, b, figs, figures)
     _draw_figures(figs.todo)
     figures["sizes"].update({rel: png_size(out_dir / rel) for rel in figs.written})
-    clear_output_dir(out_dir / layout.FIGURES_DIR, (".png",), "--out", keep=[out_dir / rel for rel in figs.written])
+    clear_output_dir(
+        out_dir / report_layout.FIGURES_DIR, (".png",), "--out", keep=[out_dir / rel for rel in figs.written]
+    )
     readme = _readme_figure(out_dir, figures["grid"])
     docs, examples = report_tables.build_tables(data), report_examples.examples_docs(data)
     pages, page = _write_documents(data, out_dir, docs, examples, figures)
@@ -222,7 +224,7 @@ def report_stage(
     return {
         "figures": figs.written,
         "readme_figure": readme,
-        "tables": [layout.table_file(d.name) for d in docs + examples],
+        "tables": [report_layout.table_file(d.name) for d in docs + examples],
         "pages": list(pages),
         "missing": data.missing,
         "html": str(page),
@@ -244,9 +246,9 @@ def _provenance(params: Params, data_dvc: Path) -> dict:
 
 def _clear_outputs(out_dir: Path) -> None:
     """Remove the stale tables and pages of removed runs; check the figures, whose stale ones go after drawing."""
-    figures_dir = out_dir / layout.FIGURES_DIR
-    clear_output_dir(out_dir / layout.TABLES_DIR, (".md",), "--out")  # stale tables of removed runs go too
-    clear_output_dir(out_dir / layout.PAGES_DIR, (".html",), "--out")  # and the pages of removed tables
+    figures_dir = out_dir / report_layout.FIGURES_DIR
+    clear_output_dir(out_dir / report_layout.TABLES_DIR, (".md",), "--out")  # stale tables of removed runs go too
+    clear_output_dir(out_dir / report_layout.PAGES_DIR, (".html",), "--out")  # and the pages of removed tables
     # the figures are checked here; those that are not drawn again are removed after drawing
     clear_output_dir(figures_dir, (".png",), "--out", keep=list(figures_dir.rglob("*")))
 
@@ -257,8 +259,8 @@ def _copy_sample_size_figures(data: ReportData, reports_dir: Path, out_dir: Path
     sizes = {}
     for key, rel in list(data.sample_size_figures.items()):
         if rel.startswith("../") or Path(rel).is_absolute():
-            src = reports_dir / layout.sample_size_figure(*key)
-            copy = layout.fig_sample_size(*key)
+            src = reports_dir / report_layout.sample_size_figure(*key)
+            copy = report_layout.fig_sample_size(*key)
             if not (out_dir / copy).exists() or (out_dir / copy).read_bytes() != src.read_bytes():
                 write_bytes(out_dir / copy, src.read_bytes())
             written.append(copy)
@@ -300,7 +302,7 @@ def _reliability_figures(
             if honest
             else f"{b}: reliability diagrams"
         )
-        figures["grid"][b] = figs.save(layout.fig_grid(b), plots.reliability_grid, panels, title, metric=metric)
+        figures["grid"][b] = figs.save(report_layout.fig_grid(b), plots.reliability_grid, panels, title, metric=metric)
         figures["runs"][b] = entries
 
 
@@ -316,7 +318,7 @@ def _run_diagrams(
     images = [
         (
             figs.save(
-                layout.fig_reliability(b, m),
+                report_layout.fig_reliability(b, m),
                 plots.reliability_figure,
                 data.bins[key],
                 m,
@@ -340,7 +342,7 @@ def _run_diagrams(
         images.append(
             (
                 figs.save(
-                    layout.fig_reliability(b, m, other),
+                    report_layout.fig_reliability(b, m, other),
                     plots.reliability_figure,
                     table,
                     m,
@@ -382,7 +384,7 @@ def _calibration_figure(data: ReportData, b: str, figs: _Figures, figures: dict)
                 mrep.get("status", "missing"),
             )
     figures["calibration"][b] = figs.save(
-        layout.fig_calibration(b),
+        report_layout.fig_calibration(b),
         plots.calibration_grid,
         cal_models,
         methods,
@@ -396,26 +398,26 @@ def _write_documents(
 ) -> tuple[dict[str, str], Path]:
     """Write the markdown tables, the detail pages and the page; return the pages (by path) and the page's path."""
     for doc in docs + examples:
-        write_text(out_dir / layout.table_file(doc.name), report_md.doc_markdown(doc))
+        write_text(out_dir / report_layout.table_file(doc.name), report_md.doc_markdown(doc))
     pages = report_pages.render_pages(data, docs, examples, figures)
     for rel, text in pages.items():
         write_text(out_dir / rel, text)
-    page = out_dir / layout.PAGE_FILE
+    page = out_dir / report_layout.PAGE_FILE
     write_text(page, report_html.render_html(data, docs, figures))
     return pages, page
 
 
 def _readme_figure(out_dir: Path, grids: dict[str, str]) -> str | None:
-    """The README's figure (``layout.README_FIGURE``, kept in git while ``figures/`` is DVC-cached): a copy of
+    """The README's figure (``report_layout.README_FIGURE``, kept in git while ``figures/`` is DVC-cached): a copy of
     the grid of the first benchmark of params.yaml that has one; None, and no file, when none has."""
-    path = out_dir / layout.README_FIGURE
+    path = out_dir / report_layout.README_FIGURE
     if not grids:
         path.unlink(missing_ok=True)
         return None
     src = (out_dir / next(iter(grids.values()))).read_bytes()
     if not path.exists() or path.read_bytes() != src:
         write_bytes(path, src)
-    return layout.README_FIGURE
+    return report_layout.README_FIGURE
 
 
 # the line `gece --help` shows for this command (read without importing this module)
@@ -442,13 +444,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def reads(args: argparse.Namespace) -> list[Path]:
     """What it reads besides --params: --reports, --scores, --data-dvc, the benchmarks' source files, and --out,
     whose figures (drawn by worker processes) it reads back for their sizes and texts."""
-    params = command.params_if_valid(args)
-    sources = [layout.benchmark_source(params, b) for b in params.benchmarks] if params is not None else []
+    params = params_if_valid(args)
+    sources = [data_layout.benchmark_source(params, b) for b in params.benchmarks] if params is not None else []
     return [args.reports, args.scores, args.data_dvc, *sources, *([args.out] if args.out is not None else [])]
 
 
 def run(args: argparse.Namespace) -> int:
-    params = command.require_params(args)
+    params = require_params(args)
     result = report_stage(params, args.reports, args.scores, args.out, args.data_dvc)
     command.out.print(
         f"[green]report[/]: {plural(len(result['figures']), 'figure')}, "

@@ -7,16 +7,16 @@ import os
 from pathlib import Path
 from typing import Any
 
-from gece.io import layout, paired
+from gece.io import data_layout, layout, paired, report_layout
 from gece.io.ablation_reports import BinningReport, NeutralReport, SampleSizeReport, SpecialTokensReport
 from gece.io.annotation_report import AnnotationReport
 from gece.io.calibration_files import CalibrationBinsReport, CalibrationReport
 from gece.io.compare_report import CompareReport
 from gece.io.groups_report import GroupsReport
+from gece.io.json_reader import read_json
 from gece.io.lmeval_files import ImportMeta
 from gece.io.metric_reports import BinsReport, MetricsReport
 from gece.io.params import Params
-from gece.io.readers import read_json
 from gece.io.tokens import ExtractMeta
 from gece.pipeline import runs
 from gece.report import cells as report_cells
@@ -80,13 +80,13 @@ def load_report_data(
         lmeval=set(runs.lmeval_ids(params)),
         special_pairs=dict(params.ablate.special_tokens),
         rules=params.rules,
-        variants=layout.rule_variants(params),
+        variants=data_layout.rule_variants(params),
         hidden={b for b, entry in params.benchmarks.items() if not entry.sentences_shown},
         headline_method=params.calibrate.headline,
     )
     lost: dict[str, list[tuple[str, str]]] = {k: [] for k in LOST}
     for b in benchmarks:
-        found = sorted(p.stem for p in (reports_dir / layout.metrics_dir(b)).glob("*.json"))
+        found = sorted(p.stem for p in (reports_dir / report_layout.metrics_dir(b)).glob("*.json"))
         data.runs[b] = [m for m in expected[b] if m in found] + [m for m in found if m not in expected[b]]
         lost["metrics"] += [(b, m) for m in expected[b] if m not in found]
         for m in data.runs[b]:
@@ -101,9 +101,11 @@ def load_report_data(
 def _benchmarks(params: Params, reports_dir: Path) -> list[str]:
     """The benchmarks of params.yaml, then (sorted) those that only have metrics reports."""
     benchmarks = list(params.benchmarks)
-    if (reports_dir / layout.METRICS_DIR).is_dir():
+    if (reports_dir / report_layout.METRICS_DIR).is_dir():
         benchmarks += sorted(
-            d.name for d in (reports_dir / layout.METRICS_DIR).iterdir() if d.is_dir() and d.name not in benchmarks
+            d.name
+            for d in (reports_dir / report_layout.METRICS_DIR).iterdir()
+            if d.is_dir() and d.name not in benchmarks
         )
     return benchmarks
 
@@ -121,20 +123,20 @@ def _read_run(
     """Read run ``key``'s reports, sample-size figure and extract metadata into ``data``; what it lacks goes to
     ``lost``."""
     b, m = key
-    data.metrics[key] = _read_optional(reports_dir / layout.metrics_file(b, m), MetricsReport)
+    data.metrics[key] = _read_optional(reports_dir / report_layout.metrics_file(b, m), MetricsReport)
     for what, store, rel, schema in (
-        ("bins", data.bins, layout.bins_file(b, m), BinsReport),
-        ("sample-size ablation", data.sample_size, layout.sample_size_file(b, m), SampleSizeReport),
-        ("binning ablation", data.binning, layout.binning_file(b, m), BinningReport),
-        ("calibration", data.calibration, layout.calibration_file(b, m), CalibrationReport),
-        ("calibration bins", data.calibration_bins, layout.calibration_bins_file(b, m), CalibrationBinsReport),
+        ("bins", data.bins, report_layout.bins_file(b, m), BinsReport),
+        ("sample-size ablation", data.sample_size, report_layout.sample_size_file(b, m), SampleSizeReport),
+        ("binning ablation", data.binning, report_layout.binning_file(b, m), BinningReport),
+        ("calibration", data.calibration, report_layout.calibration_file(b, m), CalibrationReport),
+        ("calibration bins", data.calibration_bins, report_layout.calibration_bins_file(b, m), CalibrationBinsReport),
     ):
         value = _read_optional(reports_dir / rel, schema)
         if value is None:
             lost[what].append(key)
         else:
             store[key] = value
-    png = reports_dir / layout.sample_size_figure(b, m)
+    png = reports_dir / report_layout.sample_size_figure(b, m)
     if png.exists():
         data.sample_size_figures[key] = Path(os.path.relpath(png, out_dir)).as_posix()
     if runs.is_reference(params, m):  # read from data/reference; nothing extracted
@@ -161,24 +163,24 @@ def _read_run(
 def _read_model_reports(params: Params, data: ReportData, reports_dir: Path) -> None:
     """Read the per-model ablations into ``data``: gender-neutral wording and special tokens."""
     for m in params.models:
-        rep = _read_optional(reports_dir / layout.neutral_file(m), NeutralReport)
+        rep = _read_optional(reports_dir / report_layout.neutral_file(m), NeutralReport)
         if rep is not None:
             data.neutral[m] = rep
     for m in params.ablate.special_tokens:
-        rep = _read_optional(reports_dir / layout.special_tokens_file(m), SpecialTokensReport)
+        rep = _read_optional(reports_dir / report_layout.special_tokens_file(m), SpecialTokensReport)
         if rep is not None:
             data.special_tokens[m] = rep
 
 
 def _read_benchmark_reports(data: ReportData, b: str, reports_dir: Path) -> None:
     """Read benchmark ``b``'s model comparison, annotation (when any pair is annotated) and groups reports."""
-    rep = _read_optional(reports_dir / layout.compare_file(b), CompareReport)
+    rep = _read_optional(reports_dir / report_layout.compare_file(b), CompareReport)
     if rep is not None:
         data.compare[b] = rep
-    rep = _read_optional(reports_dir / layout.annotation_file(b), AnnotationReport)
+    rep = _read_optional(reports_dir / report_layout.annotation_file(b), AnnotationReport)
     if rep is not None and rep.get("n_annotated"):
         data.annotations[b] = rep
-    rep = _read_optional(reports_dir / layout.groups_file(b), GroupsReport)
+    rep = _read_optional(reports_dir / report_layout.groups_file(b), GroupsReport)
     if rep is not None:
         data.groups[b] = rep
 

@@ -1,6 +1,7 @@
 """What the last run of a stage wrote, found again after DVC removed it: the reuse behind one model load per model.
 
-The extract stage of a model writes one folder, ``artifacts/tokens/<model>/``, with a file per benchmark.
+Extract and calibrate use it (each compares what it finds with a fingerprint its files carry). The extract stage
+of a model writes one folder, ``artifacts/tokens/<model>/``, with a file per benchmark.
 DVC removes a stage's outputs before it runs the stage again (a benchmark was added, one benchmark's pairs
 changed, or a file of the stage's code changed), so the folder is gone, but the run that wrote it is
 recorded in ``dvc.lock`` (the folder's hash) and its files are in DVC's cache (committed by that run, or
@@ -21,6 +22,8 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
+from collections.abc import Iterable
 from pathlib import Path
 
 import yaml
@@ -76,3 +79,12 @@ def previous_outputs(out_dir: str | Path, lock: str | Path = LOCK) -> dict[str, 
         return {}
     files = {item["relpath"]: _object(store, item["md5"]) for item in json.loads(manifest.read_text())}
     return {name: path for name, path in files.items() if path.is_file()}
+
+
+def restore(files: Iterable[tuple[Path, Path]]) -> None:
+    """Write each recorded file (``(source in DVC's cache, destination)``) to its place, byte for byte, atomically."""
+    from gece.io.outputs import atomic_path
+
+    for src, dest in files:
+        with atomic_path(dest) as tmp:
+            shutil.copyfile(src, tmp)

@@ -19,14 +19,16 @@ import numpy as np
 import pandas as pd
 
 from gece.errors import GeceError
-from gece.io import layout
+from gece.io import data_layout, layout
 from gece.io.harness_entry import is_harness
-from gece.io.inputs import check_unique_ids, read_text
+from gece.io.ids import check_id
+from gece.io.inputs import check_unique_ids, read_text, require_file
 from gece.io.metric_reports import MetricsReport
-from gece.io.model_entry import LMEVAL_PREFIX, check_id
+from gece.io.model_entry import LMEVAL_PREFIX
 from gece.io.pair_rows import SCORE_PAIR_COLUMNS, PreparedPair, ReferenceRow, ScoreRow
-from gece.io.params import MetricsParams, Params
-from gece.io.readers import as_table, iter_table, parquet_rows, read_table, require_file
+from gece.io.params import Params
+from gece.io.readers import as_table, iter_table, parquet_rows, read_table
+from gece.io.sections import MetricsParams
 from gece.io.writer import validate_records
 from gece.stats import metrics
 from gece.stats.ablation import Run
@@ -40,7 +42,9 @@ def runs(params: Params, benchmark: str, root: Path = Path()) -> list[str]:
     the repository ``root``), then the registry entries with an ``lmeval:`` source whose score file for it
     exists (imported by ``gece lmeval-import``), in registry order."""
     refs = [
-        m for m in params.references if (root / layout.reference_csv(benchmark, params.registry[m].reference)).is_file()
+        m
+        for m in params.references
+        if (root / data_layout.reference_csv(benchmark, params.registry[m].reference)).is_file()
     ]
     return (
         list(params.models)
@@ -75,7 +79,7 @@ def has_scores(params: Params, benchmark: str, model: str, root: Path = Path()) 
     the prepared benchmark and the released CSV)."""
     if is_reference(params, model):
         return (root / layout.prepared_path(benchmark)).is_file() and (
-            root / layout.reference_csv(benchmark, params.registry[model].reference)
+            root / data_layout.reference_csv(benchmark, params.registry[model].reference)
         ).is_file()
     return (root / layout.scores_path(benchmark, model)).is_file()
 
@@ -88,7 +92,7 @@ def load_scores(
     if is_reference(params, model):
         scores, meta = reference_scores(
             root / layout.prepared_path(benchmark),
-            root / layout.reference_csv(benchmark, params.registry[model].reference),
+            root / data_layout.reference_csv(benchmark, params.registry[model].reference),
             model,
         )
         return (scores if columns is None else scores[columns]), meta

@@ -22,11 +22,16 @@ import pandas as pd
 from gece import command
 from gece.errors import GeceError
 from gece.io import layout, paired
+from gece.io.extract_params import ExtractParams
+from gece.io.json_reader import read_json
+from gece.io.json_writer import write_json
 from gece.io.outputs import check_output
 from gece.io.pair_rows import SCORE_PAIR_COLUMNS, PreparedPair, ScoreRow
-from gece.io.readers import read_json, read_table
+from gece.io.params_file import load_sections
+from gece.io.readers import read_table
+from gece.io.schema_base import Section
 from gece.io.tokens import ExtractMeta, TokenRow
-from gece.io.writer import ROW_GROUP_ROWS, TableWriter, write_json
+from gece.io.writer import ROW_GROUP_ROWS, TableWriter
 from gece.rule_registry import DEFAULT_RULE, RULE
 from gece.scoring import rules
 from gece.terminal import literal, plural
@@ -176,6 +181,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.set_defaults(outputs={"--out": "out"})
 
 
+class Settings(Section):
+    """The section of params.yaml this stage reads (the whole file's top-level keys are checked too)."""
+
+    extract: ExtractParams = ExtractParams()
+
+
 def reads(args: argparse.Namespace) -> list[Path]:
     """What this command reads besides --params: the prepared benchmark, the model's token file and its meta."""
     tokens = layout.tokens_path(args.model, args.benchmark)
@@ -191,7 +202,7 @@ def writes(args: argparse.Namespace) -> dict[str, Path]:
 def run(args: argparse.Namespace) -> int:
     command.check_id(args.benchmark, "--benchmark")
     command.check_id(args.model, "--model")
-    params = command.require_params(args)
+    params = load_sections(args.params, Settings)
     word_prob = args.word_prob or params.extract.word_prob
     out = args.out or layout.scores_path(args.benchmark, args.model)
     tokens = layout.tokens_path(args.model, args.benchmark)

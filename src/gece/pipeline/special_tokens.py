@@ -7,13 +7,14 @@ import json
 import logging
 from pathlib import Path
 
-from gece import command
+from gece import command, run_options
 from gece.errors import GeceError
-from gece.io import layout
+from gece.io import layout, report_layout
 from gece.io.ablation_reports import SpecialTokensReport
+from gece.io.json_reader import read_json
+from gece.io.json_writer import write_json
 from gece.io.metric_reports import MetricsReport
-from gece.io.readers import read_json
-from gece.io.writer import write_json
+from gece.io.params import require_params
 from gece.pipeline import runs
 from gece.stats import ablation
 
@@ -42,12 +43,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def reads(args: argparse.Namespace) -> list[Path]:
     """What it reads besides --params: the runs' metrics reports (and score files) of every benchmark."""
-    return [layout.REPORTS / layout.METRICS_DIR, layout.scores_root()]
+    return [layout.REPORTS / report_layout.METRICS_DIR, layout.scores_root()]
 
 
 def run(args: argparse.Namespace) -> int:
     command.check_id(args.model, "--model")
-    params = command.require_params(args)
+    params = require_params(args)
     if args.model not in params.ablate.special_tokens:
         raise GeceError(
             f"--model {args.model!r} has no variant without special tokens under ablate.special_tokens of "
@@ -58,9 +59,9 @@ def run(args: argparse.Namespace) -> int:
     without = params.ablate.special_tokens[args.model]
     pairs = {
         b: (
-            layout.metrics_path(b, args.model),
+            report_layout.metrics_path(b, args.model),
             layout.scores_path(b, args.model),
-            layout.metrics_path(b, without),
+            report_layout.metrics_path(b, without),
             layout.scores_path(b, without),
         )
         for b in params.benchmarks
@@ -71,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     elif not args.quiet:
         rows = {f"{b} {side}": sides[side] for b, sides in result.items() for side in ("with", "without")}
         command.out.print(
-            command.rows_table(
+            run_options.rows_table(
                 f"{args.model} with vs without special tokens ({without})",
                 "benchmark",
                 rows,

@@ -10,12 +10,13 @@ from pathlib import Path
 from gece import command
 from gece.io import layout
 from gece.io.inputs import check_input_dir
-from gece.io.params import Params
-from gece.io.readers import flatten
+from gece.io.json_reader import flatten
+from gece.io.json_writer import write_json
+from gece.io.params import Params, require_params
 from gece.io.summary_report import SummaryReport
-from gece.io.writer import write_json
 from gece.pipeline import report_data
-from gece.terminal import Table, literal, plain
+from gece.terminal import literal, plain
+from gece.terminal_table import Table
 
 log = logging.getLogger("gece")
 
@@ -65,7 +66,7 @@ def reads(args: argparse.Namespace) -> list[Path]:
 
 
 def run(args: argparse.Namespace) -> int:
-    params = command.require_params(args)
+    params = require_params(args)
     result, f = summary_stage(params, args.reports, args.out)
     if args.json:
         print(json.dumps(result, indent=2))

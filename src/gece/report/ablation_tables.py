@@ -7,7 +7,7 @@ they use.
 
 from __future__ import annotations
 
-from gece.io import layout
+from gece.io import report_layout
 from gece.registry import METRIC
 from gece.report.cells import (
     Cell,
@@ -50,7 +50,7 @@ def neutral_table(data: ReportData) -> TableDoc:
         rep = data.neutral[m]
         columns = [Column(k, label, worst) for k, label, worst, _ in NEUTRAL]
         rows = [
-            Row([b], [metric_cell(row, k, b, ci=False) for k, _, _, _ in NEUTRAL], layout.neutral_file(m))
+            Row([b], [metric_cell(row, k, b, ci=False) for k, _, _, _ in NEUTRAL], report_layout.neutral_file(m))
             for b, row in rep.items()
         ]
         tables.append(mark_worst(Table(m, ["benchmark"], columns, rows)))
@@ -95,7 +95,7 @@ def sample_size_table(data: ReportData) -> TableDoc:
                             ref={"value": ptr("sizes", i, f"{key}_mean"), "spread": ptr("sizes", i, f"{key}_std")},
                         )
                     )
-                rows.append(Row([m], cells, layout.sample_size_file(b, m)))
+                rows.append(Row([m], cells, report_layout.sample_size_file(b, m)))
             tables.append(mark_worst(Table(f"{b}: {label}", ["model"], columns, rows)))
     return TableDoc(
         "sample_size",
@@ -130,7 +130,7 @@ def binning_table(data: ReportData) -> TableDoc:
             cells = [
                 (metric_cell(rep[bn][k], "ece", bn, k, ci=False) if k in rep.get(bn, {}) else Cell()) for bn, k in keys
             ]
-            rows.append(Row([m], cells, layout.binning_file(b, m)))
+            rows.append(Row([m], cells, report_layout.binning_file(b, m)))
         tables.append(mark_worst(Table(bench_title(data, b), ["model"], columns, rows)))
     return TableDoc(
         "binning",
@@ -165,7 +165,7 @@ def special_tokens_table(data: ReportData) -> TableDoc:
                             Row(
                                 [b, f"{side} ({name})"],
                                 [metric_cell(sides[side], k, b, side, ci=ci) for k, _, _, ci in spec],
-                                layout.special_tokens_file(m),
+                                report_layout.special_tokens_file(m),
                             )
                         )
             heading = f"{m} vs {without}" + (f": {CONSTANT_HEADING}" if constant else "")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from gece.io import layout
+from gece.io import report_layout
 from gece.report.cells import Cell, Column, Row, Table, TableDoc, ptr
 
 AGREEMENT = (  # (label, JSON pointer parts, digits)
@@ -53,7 +53,7 @@ def annotations_doc(reports: Mapping[str, Mapping]) -> TableDoc:
         ]
         if not rep.get("n_annotated"):
             cells[3].note = "(no annotations)"
-        rows.append(Row([b], cells, layout.annotation_file(b)))
+        rows.append(Row([b], cells, report_layout.annotation_file(b)))
     tables = [Table("Agreement", ["benchmark"], columns, rows)] if rows else []
     keys = _vote_keys(reports)
     annotated = {b: r for b, r in reports.items() if r.get("vote_shares")}
@@ -62,7 +62,7 @@ def annotations_doc(reports: Mapping[str, Mapping]) -> TableDoc:
             Row(
                 [b],
                 [Cell(value=r["vote_shares"].get(k), ref={"value": ptr("vote_shares", k)}) for k in keys],
-                layout.annotation_file(b),
+                report_layout.annotation_file(b),
             )
             for b, r in annotated.items()
         ]

@@ -6,7 +6,7 @@ model and method; pure, like :mod:`gece.report.metric_tables`, whose metric colu
 
 from __future__ import annotations
 
-from gece.io import layout
+from gece.io import report_layout
 from gece.report.cells import (
     Cell,
     Column,
@@ -47,7 +47,7 @@ def calibration_table(data: ReportData) -> TableDoc:
                         [m, "uncalibrated"],
                         [Cell("–")]
                         + [metric_cell(unc, k, protocol, "uncalibrated", ci=ci) for k, _, _, ci in CALIBRATION],
-                        layout.calibration_file(b, m),
+                        report_layout.calibration_file(b, m),
                     )
                 )
                 for method, mrep in rep.get("methods", {}).items():
@@ -61,7 +61,7 @@ def calibration_table(data: ReportData) -> TableDoc:
                                 metric_cell(met, k, protocol, "methods", method, "metrics", ci=ci)
                                 for k, _, _, ci in CALIBRATION
                             ],
-                            layout.calibration_file(b, m),
+                            report_layout.calibration_file(b, m),
                         )
                     )
             note = "; ".join(

@@ -11,7 +11,7 @@ the same p (``identical``) are one row saying so.
 from __future__ import annotations
 
 from gece import registry
-from gece.io import layout
+from gece.io import report_layout
 from gece.report.cells import (
     Cell,
     Column,
@@ -70,10 +70,10 @@ def compare_table(data: ReportData) -> TableDoc:
                     "the same p on every pair: one run, scored twice", ref={"value": ptr("pairs", i, "identical")}
                 )
                 rest = [Cell() for _ in range(len(labels) - 1)]
-                rows.append(Row([pair["a"], pair["b"]], [n, same, *rest], layout.compare_file(b)))
+                rows.append(Row([pair["a"], pair["b"]], [n, same, *rest], report_layout.compare_file(b)))
                 continue
             cells = [_cell(pair["metrics"][k], ("pairs", i, "metrics", k)) for k in labels]
-            rows.append(Row([pair["a"], pair["b"]], [n, *cells], layout.compare_file(b)))
+            rows.append(Row([pair["a"], pair["b"]], [n, *cells], report_layout.compare_file(b)))
         note = (
             f"{pair_sizes(rep)}, paired bootstrap of {'clusters' if rep.get('n_clusters') else 'pairs'} with "
             f"{rep['draws']} resamples (seed {rep['seed']}), "
@@ -132,7 +132,7 @@ def agreement_table(data: ReportData) -> TableDoc | None:
                     ref={"value": ptr(*base, "diff"), "low": ptr(*base, "ci_low"), "high": ptr(*base, "ci_high")},
                 )
             )
-            rows.append(Row([e["run"], e["against"]], cells, layout.compare_file(b)))
+            rows.append(Row([e["run"], e["against"]], cells, report_layout.compare_file(b)))
         tables.append(Table(bench_title(data, b), ["run", "checked against"], columns, rows))
     if not tables:
         return None

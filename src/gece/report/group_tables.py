@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-from gece.io import layout
+from gece.io import report_layout
 from gece.report.cells import Cell, Column, Row, Table, TableDoc, format_p, ptr
 from gece.report.gaps import GAP_MARK, GAP_MARK_NOTE, gap_refusal
 
@@ -109,7 +109,7 @@ def tests_table(b: str, report: Mapping) -> Table | None:
             )
             for m, t in tests.items()
         ]
-        rows.append(Row([label], cells, layout.groups_file(b)))
+        rows.append(Row([label], cells, report_layout.groups_file(b)))
     note = (
         "calibration tests of all pairs against y (identity protocol): Spiegelhalter's z (the standardised Brier "
         "score; the cluster-level variance where the benchmark has clusters) with its two-sided normal p-value, and "
@@ -163,7 +163,7 @@ def benchmark_tables(b: str, report: Mapping, constant: bool = False) -> list[Ta
                     f"{b}: {protocol} protocol",
                     ["group"],
                     [Column("why", "not available", None, text=True)],
-                    [Row(["–"], [Cell(why)], layout.groups_file(b))],
+                    [Row(["–"], [Cell(why)], report_layout.groups_file(b))],
                     text,
                 )
             )
@@ -189,9 +189,13 @@ def benchmark_tables(b: str, report: Mapping, constant: bool = False) -> list[Ta
                         None if r is None else next((i for i, g in enumerate(r["groups"]) if g["group"] == name), None)
                     )
                     cells.append(_group_cell(r, index, pointer, report["min_size"]))
-                rows.append(Row([name], cells, layout.groups_file(b)))
+                rows.append(Row([name], cells, report_layout.groups_file(b)))
             rows.append(
-                Row(["largest gap"], [_gap_cell(r, pointer) for r, pointer in found.values()], layout.groups_file(b))
+                Row(
+                    ["largest gap"],
+                    [_gap_cell(r, pointer) for r, pointer in found.values()],
+                    report_layout.groups_file(b),
+                )
             )
             left = sorted({f"{m}: {r['left_out']}" for m, (r, _) in found.items() if r and r["left_out"]})
             marked = any(c.mark == GAP_MARK for c in rows[-1].cells)

@@ -11,7 +11,7 @@ from importlib.resources import files
 from string import Template
 
 from gece import registry
-from gece.io import layout
+from gece.io import report_layout
 from gece.report.answers import GAP_GROUPING, Answers, answers, differ_line, gap_line, same_line
 from gece.report.cells import ReportData, TableDoc, constant_y, format_number, shown_text
 from gece.report.examples import examples_docs
@@ -97,22 +97,23 @@ SECTIONS = (
     ("conventions", "Conventions"),
     ("provenance", "Provenance"),
 )
-EXAMPLES_PAGE = "examples"  # the detail page of the confidently wrong pairs (layout.page_file)
+EXAMPLES_PAGE = "examples"  # the detail page of the confidently wrong pairs (report_layout.page_file)
 
 
 def nav_html(data: ReportData, docs: list[TableDoc], prefix: str = "") -> str:
     """The bar under the header: every section of index.html and every detail page, one click each. ``prefix``:
     ``../`` on a detail page."""
-    index = f"{prefix}{layout.PAGE_FILE}" if prefix else ""
+    index = f"{prefix}{report_layout.PAGE_FILE}" if prefix else ""
     toc = ([("missing", "Missing parts")] if data.missing else []) + list(SECTIONS)
     return (
         "<nav>"
         + "".join(f'<a href="{href(index)}#{i}">{esc(t)}</a>' for i, t in toc)
         + "<span>pages:</span>"
         + "".join(
-            f'<a href="{href(layout.page_file(d.name), prefix)}">{esc(d.name.replace("_", " "))}</a>' for d in docs
+            f'<a href="{href(report_layout.page_file(d.name), prefix)}">{esc(d.name.replace("_", " "))}</a>'
+            for d in docs
         )
-        + f'<a href="{href(layout.page_file(EXAMPLES_PAGE), prefix)}">wrong pairs</a>'
+        + f'<a href="{href(report_layout.page_file(EXAMPLES_PAGE), prefix)}">wrong pairs</a>'
         + "</nav>"
     )
 
@@ -176,8 +177,8 @@ def _tables_html(docs: list[TableDoc]) -> list[str]:
     for doc in docs:
         size = f"{plural(len(doc.tables), 'table')}" if doc.tables else "not available"
         out.append(
-            f'<li><a href="{href(layout.page_file(doc.name))}">{esc(doc.title)}</a> <span class="ci">{esc(size)}'
-            f'</span> <a class="md" href="{href(layout.table_file(doc.name))}">markdown</a></li>'
+            f'<li><a href="{href(report_layout.page_file(doc.name))}">{esc(doc.title)}</a> <span class="ci">{esc(size)}'
+            f'</span> <a class="md" href="{href(report_layout.table_file(doc.name))}">markdown</a></li>'
         )
     out.append("</ul></section>")
     return out
@@ -208,7 +209,7 @@ def _examples_html(examples: list[TableDoc]) -> str:
     """The "Confidently wrong pairs" section: a link to their detail page, or why there are none."""
     rows = sum(len(d.tables[0].rows) for d in examples)
     return '<section id="examples"><h2>Confidently wrong pairs</h2><p>' + (
-        f'<a href="{href(layout.page_file(EXAMPLES_PAGE))}">{plural(rows, "pair")} on '
+        f'<a href="{href(report_layout.page_file(EXAMPLES_PAGE))}">{plural(rows, "pair")} on '
         f"{plural(len(examples), 'benchmark')}</a>: the pairs where each model is most confident and the human "
         "judgement disagrees.</p></section>"
         if examples
@@ -378,7 +379,7 @@ def answers_html(a: Answers) -> str:
     def block(title: str, page: str, note: str, rows: list[tuple[str, str]]) -> None:
         if not rows:
             return
-        link = f'<a class="md" href="{href(layout.page_file(page))}">table</a>'
+        link = f'<a class="md" href="{href(report_layout.page_file(page))}">table</a>'
         out.append(f'<h3>{esc(title)} <span class="note">{esc(note)}</span> {link}</h3><dl>')
         out.extend(f"<dt>{esc(b)}</dt><dd>{html_text}</dd>" for b, html_text in rows)
         out.append("</dl>")

@@ -18,15 +18,15 @@ the *gender shortfall*. Accuracy is the share of pairs with p > 0.5 (the *stereo
 without a label to check against: not informative, not reported. Under a group of the identity protocol, the
 group's "ECE" is the group's 1 − mean p.
 
-A benchmark read from one source under several scoring rules (``gece.io.layout.rule_variants``) is reported
+A benchmark read from one source under several scoring rules (``gece.io.data_layout.rule_variants``) is reported
 rule beside rule: the stereotype share and 1 − mean p under each rule, and whether the share stays on the same
 side of 0.5 (:func:`rule_verdict`).
 """
 
 from __future__ import annotations
 
-from gece.io import layout
-from gece.io.readers import is_finite_number
+from gece.io import report_layout
+from gece.io.json_reader import is_finite_number
 from gece.registry import METRIC
 from gece.report.cells import Cell, Column, ReportData, Row, Table, TableDoc, constant_y, ptr, variant_of
 
@@ -242,7 +242,7 @@ def rules_table(data: ReportData, first: str) -> Table:
                         Cell(diff) if diff is not None else Cell("–" if v == first else None),
                         Cell(SIDE_WORDS.get(side(rep), "–")),
                     ],
-                    layout.metrics_file(v, m),
+                    report_layout.metrics_file(v, m),
                 )
             )
     verdict = rule_verdict(data, first)
@@ -308,7 +308,7 @@ def first_word_table(data: ReportData, first: str) -> Table:
                     ),
                     _value(cell, "pct_stereotype", *base, ci=True),
                 ]
-            rows.append(Row([m, rule], cells, layout.groups_file(v)))
+            rows.append(Row([m, rule], cells, report_layout.groups_file(v)))
     note = (
         "initial: the sentences differ in their first word (a model scoring whole sentences compares unconditioned "
         "first words there); later: they start alike. Per part, 1 − mean p (the paper's identity ECE, y = 1) "

@@ -8,7 +8,7 @@ import html
 import re
 from urllib.parse import quote
 
-from gece.io import layout
+from gece.io import report_layout
 from gece.report.cells import BEST_MARK, WORST_MARK, Cell, Column, Table, TableDoc, format_cell, shown_text
 
 
@@ -79,7 +79,8 @@ def table_html(table: Table) -> str:
 def doc_html(doc: TableDoc, prefix: str = "") -> str:
     parts = [
         f'<section id="table-{esc(doc.name)}" class="tabledoc">',
-        f'<h3>{esc(doc.title)} <a class="md" href="{href(layout.table_file(doc.name), prefix)}">markdown</a></h3>',
+        f'<h3>{esc(doc.title)} <a class="md" '
+        f'href="{href(report_layout.table_file(doc.name), prefix)}">markdown</a></h3>',
         f'<p class="caption">{md_inline(doc.caption)}</p>',
     ]
     if not doc.tables:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from gece import registry
-from gece.io import layout
+from gece.io import report_layout
 from gece.registry import METRIC
 from gece.report.cells import (
     Column,
@@ -106,7 +106,7 @@ def _metrics_doc(
         for m in models:
             obj = data.metrics[(b, m)]
             cells = [metric_cell(obj, key, ci=bool(rest and rest[0])) for key, _, _, *rest in spec_b]
-            rows.append(Row([m], cells, layout.metrics_file(b, m)))
+            rows.append(Row([m], cells, report_layout.metrics_file(b, m)))
         tables.append(mark_worst(Table(bench_heading(data, b), ["model"], columns, rows)))
     return TableDoc(name, title, caption, tables, "" if tables else "no metrics reports found")
 

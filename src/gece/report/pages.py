@@ -5,7 +5,7 @@ index.html; their paths to figures and tables start with ``../``."""
 
 from __future__ import annotations
 
-from gece.io import layout
+from gece.io import report_layout
 from gece.report.cells import ReportData, TableDoc
 from gece.report.html import EXAMPLES_PAGE, TITLE, fill_page, nav_html
 from gece.report.markup import doc_html, esc, href, img, md_inline, table_html
@@ -40,7 +40,7 @@ def examples_html(docs: list[TableDoc]) -> str:
         t = doc.tables[0]
         out.append(
             f'<details id="{esc(doc.name)}"><summary>{esc(t.heading)} ({len(t.rows)} rows) '
-            f'<a class="md" href="{href(layout.table_file(doc.name), UP)}">markdown</a></summary>'
+            f'<a class="md" href="{href(report_layout.table_file(doc.name), UP)}">markdown</a></summary>'
         )
         out.append(f'<p class="note">{esc(t.note)}</p>')
         out.append(table_html(t))
@@ -59,8 +59,10 @@ def render_pages(data: ReportData, docs: list[TableDoc], examples: list[TableDoc
         content = [doc_html(doc, UP)]
         if doc.name == "calibration":
             content += _calibration_figures(data, figures)
-        out[layout.page_file(doc.name)] = fill_page(data, f"{TITLE}: {doc.title}", doc.title, nav, "\n".join(content))
-    out[layout.page_file(EXAMPLES_PAGE)] = fill_page(
+        out[report_layout.page_file(doc.name)] = fill_page(
+            data, f"{TITLE}: {doc.title}", doc.title, nav, "\n".join(content)
+        )
+    out[report_layout.page_file(EXAMPLES_PAGE)] = fill_page(
         data, f"{TITLE}: confidently wrong pairs", "Confidently wrong pairs", nav, examples_html(examples)
     )
     return out

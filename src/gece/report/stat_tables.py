@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from gece.io import layout
+from gece.io import report_layout
 from gece.registry import ESTIMATORS, GAPS, METRIC
 from gece.report.cells import (
     Cell,
@@ -103,7 +103,7 @@ def gender_gap_table(data: ReportData) -> TableDoc:
                         cell.mark = "†"
                         survivors += 1
                 cells.append(cell)
-            rows.append(Row([m], cells, layout.metrics_file(b, m)))
+            rows.append(Row([m], cells, report_layout.metrics_file(b, m)))
         note = (
             f"{survivors} of {2 * len(models)} gaps survive Holm's correction over the {len(models)} runs "
             f"(per grouping) at α = {ALPHA}"
@@ -180,7 +180,7 @@ def brier_ranking_tables(data: ReportData) -> tuple[list[Table], list[str]]:
                         Cell(str(rr)),
                         Cell(change),
                     ],
-                    layout.metrics_file(b, m),
+                    report_layout.metrics_file(b, m),
                 )
             )
         columns = [
@@ -221,7 +221,7 @@ def estimator_table(data: ReportData) -> TableDoc:
                 bias, std = r.get(f"{k}_bias"), r.get(f"{k}_std")
                 note = "" if bias is None or std is None else f"(bias {bias:+.3f}, sd {std:.3f})"
                 cells.append(Cell(r.get(f"{k}_rmse"), note=note, ref={"value": ptr("sizes", i, f"{k}_rmse")}))
-            rows.append(Row([m], cells, layout.sample_size_file(b, m)))
+            rows.append(Row([m], cells, report_layout.sample_size_file(b, m)))
         if rows:
             tables.append(mark_worst(Table(f"{b}: N = {n} of {rep['full']['n']} pairs", ["model"], columns, rows)))
     return TableDoc(

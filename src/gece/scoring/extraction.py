@@ -34,9 +34,10 @@ import pandas as pd
 from gece import closure, faults
 from gece.errors import GeceError
 from gece.io import paired
+from gece.io.json_writer import write_json
 from gece.io.model_entry import ModelSpec
 from gece.io.tokens import ExtractMeta, ExtractTiming, TokenRow
-from gece.io.writer import ROW_GROUP_ROWS, TableWriter, write_json, write_table
+from gece.io.writer import ROW_GROUP_ROWS, TableWriter, write_table
 from gece.scoring import planning
 
 log = logging.getLogger("gece")

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from gece.errors import GeceError
-from gece.io import inputs
+from gece.io import limits
 from gece.io.outputs import node_kind
 
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt")
@@ -129,7 +129,7 @@ def looks_pickled(head: bytes) -> str | None:
 
 def _open_regular(path: Path, source: str) -> int:
     """The size of ``path``, a readable regular file (no FIFO, device, directory or dangling link)."""
-    inputs.check_input(path, hint=f"model source {source}: restore {path.name} ({REDOWNLOAD})")
+    limits.check_input(path, hint=f"model source {source}: restore {path.name} ({REDOWNLOAD})")
     return path.stat().st_size
 
 
@@ -458,7 +458,7 @@ def read_json_object(path: Path, source: str, what: str = "config") -> dict:
     """A model's JSON file: a regular UTF-8 file within ``GECE_MAX_JSON_BYTES`` holding a JSON object, each key
     once; a GeceError naming the file otherwise."""
     hint = f"restore {path.name} in the model directory (save_pretrained writes it)"
-    inputs.check_input(path, hint=f"model source {source}: {hint}", size_limit="json_bytes")
+    limits.check_input(path, hint=f"model source {source}: {hint}", size_limit="json_bytes")
     try:
         value = json.loads(path.read_bytes().decode("utf-8"), object_pairs_hook=_no_duplicates)
     except (UnicodeDecodeError, ValueError, RecursionError, _Bad) as e:

@@ -21,12 +21,12 @@ from pathlib import Path
 
 from gece import options, registry
 from gece.errors import GeceError
-from gece.io import layout
-from gece.io.inputs import parse_json, read_text
-from gece.io.readers import flatten, is_finite_number
+from gece.io import layout, report_layout
+from gece.io.inputs import read_text
+from gece.io.json_reader import flatten, is_finite_number, parse_json
 
 WORKSPACE = "workspace"
-DEFAULT_PATHS = (layout.summary_path().as_posix(),)  # the DVC metrics of dvc.yaml
+DEFAULT_PATHS = (report_layout.summary_path().as_posix(),)  # the DVC metrics of dvc.yaml
 DEFAULT_TOL = None  # DVC's rule: a change that `dvc metrics diff` shows as non-zero
 DVC_PRECISION = 5  # dvc metrics diff rounds the change to this many decimals (dvc.commands.metrics.DEFAULT_PRECISION)
 
@@ -261,7 +261,7 @@ def place(c: Change, benchmarks: set[str]) -> Place:
     come from the path."""
     parts = c.key.split(".")
     path = Path(c.file)
-    if c.file and path.name != layout.summary_path().name:
+    if c.file and path.name != report_layout.summary_path().name:
         folder = path.parts[1:-1] if path.parts[:1] == ("reports",) else path.parts[:-1]
         section = folder[0] if folder else path.stem
         bench = folder[1] if len(folder) > 1 else (parts[0] if parts[0] in benchmarks else "")
@@ -388,7 +388,8 @@ def print_review(r: Review, title: str, out, more: str) -> None:
     lines at 100 columns whatever moved (a few families per section, a few benchmarks). Run ids fold, never cut."""
     from rich import box
 
-    from gece.terminal import Table, plain, plural
+    from gece.terminal import plain, plural
+    from gece.terminal_table import Table
 
     if r.by_family:
         t = Table(title=plain(title), title_justify="left", box=box.SIMPLE_HEAD, show_edge=False)
@@ -476,7 +477,8 @@ def reads(args: argparse.Namespace) -> list[Path]:
 def run(args: argparse.Namespace) -> int:
 
     from gece.command import out
-    from gece.terminal import Table, plain, plural
+    from gece.terminal import plain, plural
+    from gece.terminal_table import Table
 
     values, n_files = compared(args.old, args.new, args.paths or list(DEFAULT_PATHS))
     changes, hidden = split(values, args.tol)

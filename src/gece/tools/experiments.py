@@ -22,7 +22,7 @@ from pathlib import Path
 
 from gece import options
 from gece.errors import GeceError
-from gece.io.readers import flatten, is_finite_number
+from gece.io.json_reader import flatten, is_finite_number
 from gece.tools import diff
 
 MAX_METRICS = 8  # metric columns shown at most (the largest spread first)
@@ -211,7 +211,8 @@ def run(args: argparse.Namespace) -> int:
     from rich import box
 
     from gece.command import out
-    from gece.terminal import Table, plain, plural
+    from gece.terminal import plain, plural
+    from gece.terminal_table import Table
 
     found = rows(exp_show_json(*(["--all-commits"] if args.all_commits else [])))
     params, metrics, left = table(found, args.tol, args.keep, args.max_metrics)

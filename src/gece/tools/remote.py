@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gece.errors import GeceError
+from gece.io import data_layout
+from gece.io.params import params_or_defaults
 
 DEFAULT_TARGETS = ("data.dvc",)
 REMOTE_HINT = (
@@ -87,7 +89,7 @@ def outputs(root: Path, targets: tuple[str, ...]) -> list[Path]:
         dvc_file = root / target
         if not dvc_file.is_file():
             raise GeceError(f"{dvc_file}: no such .dvc file", hint="run gece pull from the repository root")
-        from gece.io.params import load_yaml  # strict: UTF-8, size-bounded, no key twice
+        from gece.io.params_file import load_yaml  # strict: UTF-8, size-bounded, no key twice
 
         raw = load_yaml(dvc_file, hint=f"restore it: git checkout -- {target}")
         try:
@@ -153,13 +155,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from gece import command
-    from gece.io import layout
     from gece.terminal import literal
 
     pulled = pull(tuple(args.targets), quiet=args.quiet)
-    params = command.params_or_defaults(args)
+    params = params_or_defaults(args)
     if params:
-        layout.check_data(params, args.params)
+        data_layout.check_data(params, args.params)
     if not args.quiet:
         command.out.print(
             f"[green]pulled[/] {literal(' '.join(args.targets))} from DVC remote {literal(pulled.name)} "

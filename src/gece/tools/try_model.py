@@ -8,13 +8,16 @@ import logging
 import os
 from pathlib import Path
 
-from gece import command, options
+from gece import command, options, run_options
 from gece.errors import GeceError
-from gece.io import layout
-from gece.io.model_entry import ModelSpec, check_id
+from gece.io import data_layout, layout
+from gece.io.extract_params import ExtractParams
+from gece.io.ids import check_id
+from gece.io.model_entry import ModelSpec
 from gece.io.pair_rows import PreparedPair
-from gece.io.params import ExtractParams, MetricsParams, Params, PrepareParams
+from gece.io.params import Params, params_if_valid, params_or_defaults
 from gece.io.readers import read_table
+from gece.io.sections import MetricsParams, PrepareParams
 from gece.io.tokens import ExtractMeta, ExtractTiming
 from gece.pipeline.extract import extract
 from gece.pipeline.metrics import run_metrics
@@ -78,7 +81,9 @@ def try_model(
     rules = dict(params.rules if params else {}) | ({benchmark: rule} if rule else {})
     entry = params.benchmarks.get(benchmark) if params else None
     imported = entry is not None and entry.imported
-    source = layout.benchmark_source(params, benchmark) if entry is not None else layout.benchmark_csv(benchmark)
+    source = (
+        data_layout.benchmark_source(params, benchmark) if entry is not None else data_layout.benchmark_csv(benchmark)
+    )
     if not layout.prepared_path(benchmark).exists() and not Path(source).exists():  # name the option
         raise GeceError(
             f"--benchmark {benchmark!r}: neither {layout.prepared_path(benchmark)} nor {source} exists",
@@ -214,10 +219,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def reads(args: argparse.Namespace) -> list[Path]:
     """What this command reads besides --params: the prepared benchmark (or the CSV it is prepared from) and a
     model given as a local path (a directory or a .gguf file)."""
-    params = command.params_if_valid(args)
+    params = params_if_valid(args)
     entry = params.benchmarks.get(args.benchmark) if params is not None else None
     source = (
-        layout.benchmark_source(params, args.benchmark) if entry is not None else layout.benchmark_csv(args.benchmark)
+        data_layout.benchmark_source(params, args.benchmark)
+        if entry is not None
+        else data_layout.benchmark_csv(args.benchmark)
     )
     model = params.registry[args.model].source if params is not None and args.model in params.registry else args.model
     local = [Path(model)] if os.path.lexists(model) else []
@@ -230,7 +237,7 @@ def writes(args: argparse.Namespace) -> dict[str, Path]:
 
 
 def run(args: argparse.Namespace) -> int:
-    params = command.params_or_defaults(args)
+    params = params_or_defaults(args)
     report, meta, timing = try_model(
         args.model, args.benchmark, params, args.limit, args.special_tokens, args.out, rule=args.rule
     )
@@ -246,9 +253,9 @@ def run(args: argparse.Namespace) -> int:
         f"in {timing.seconds:.1f} s",
         highlight=False,
     )
-    command.print_metrics(
+    run_options.print_metrics(
         report,
-        command.metrics_title({"benchmark": meta.benchmark, "model": meta.model}, report),
+        run_options.metrics_title({"benchmark": meta.benchmark, "model": meta.model}, report),
         params.metrics.ci if params else 0.95,
     )
     if share["value"] is not None and share["ci_low"] is not None:

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from gece import command
 from gece.io import benchmarks
-from gece.io.params import PrepareParams
+from gece.io.params import params_or_defaults
+from gece.io.sections import PrepareParams
 from gece.terminal import literal, plural
 
 # the line `gece --help` shows for this command (read without importing this module)
@@ -30,7 +31,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     benchmarks.benchmark_id(args.csv)
-    params = command.params_or_defaults(args)  # the same prepare.duplicates as gece prepare
+    params = params_or_defaults(args)  # the same prepare.duplicates as gece prepare
     duplicates = "keep" if args.allow_duplicates else args.duplicates
     settings = command.override(params.prepare if params else PrepareParams(), duplicates=duplicates)
     rows, problems, warnings, n = benchmarks.check_benchmark(args.csv, settings.duplicates)
