@@ -1,0 +1,99 @@
+"""The section that opens index.html: the answers as figures (:mod:`gece.report.answer_plots`), each inline SVG
+with a one-line caption, alt text that states its finding, and a link to its CSV (:mod:`gece.report.forest`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gece.report.cells import ReportData
+from gece.report.forest import OVERALL, PANELS, Point
+from gece.report.identity import SIDE_WORDS, side
+from gece.report.markup import esc, href
+
+
+@dataclass(frozen=True)
+class AnswerFigure:
+    """One first-screen figure: its kind (``calibration`` or ``rules``), benchmark, name, points, SVG and the path
+    of its CSV (relative to index.html)."""
+
+    kind: str
+    benchmark: str
+    name: str
+    points: list[Point]
+    svg: str
+    csv: str
+
+
+def _interval(p: Point) -> str:
+    return "" if p.low is None or p.high is None else f" [{p.low:.3f}, {p.high:.3f}]"
+
+
+def calibration_finding(b: str, points: list[Point]) -> str:
+    """Per metric: the lowest run with its value and interval and the runs that share a letter with it (not
+    distinguishable after Holm)."""
+    parts = []
+    for key, label in PANELS.items():
+        shown = [p for p in points if p.panel == key]
+        if not shown:
+            continue
+        best = min(shown, key=lambda p: p.value)
+        tied = [p.model for p in shown if p is not best and set(p.letters) & set(best.letters)]
+        parts.append(
+            f"lowest {label} {best.model} {best.value:.3f}{_interval(best)}, not distinguishable after Holm from "
+            + (", ".join(tied) if tied else "no other run")
+        )
+    return f"{b}: " + "; ".join(parts) + "."
+
+
+def rules_finding(data: ReportData, b: str, points: list[Point]) -> str:
+    """Per rule: on which side of 0.5 each run's stereotype share lies, judged by its interval."""
+    parts = []
+    for rule in dict.fromkeys(p.rule for p in points):
+        shown = [p for p in points if p.panel == OVERALL and p.rule == rule]
+        sides: dict[str, list[str]] = {}
+        for p in shown:
+            rep = data.metrics.get((p.benchmark, p.model))
+            sides.setdefault(side(rep) or "about", []).append(p.model)
+        parts.append(
+            f"under the {rule} rule the stereotype share is "
+            + ", ".join(f"{SIDE_WORDS[s]} for {len(ms)} of {len(shown)} runs" for s, ms in sorted(sides.items()))
+        )
+    return f"{b}: " + "; ".join(parts) + "."
+
+
+CAPTIONS = {
+    "calibration": (
+        "ECE and Gender-ECE per run with 95% bootstrap intervals, lowest ECE on top; runs that share a letter are "
+        "not distinguishable after Holm (compact letter display of the paired bootstrap tests); filled blue "
+        "circles: scored here, open orange squares: the authors' released scores."
+    ),
+    "rules": (
+        "Stereotype share per run under each scoring rule (joined by a grey bar), with 95% cluster-resampled "
+        "intervals over all pairs; the first-word parts carry no interval; dashed: 0.5, no preference."
+    ),
+}
+
+
+def finding(data: ReportData, f: AnswerFigure) -> str:
+    """The figure's finding in one sentence (its alt text)."""
+    if f.kind == "calibration":
+        return calibration_finding(f.benchmark, f.points)
+    return rules_finding(data, f.benchmark, f.points)
+
+
+def first_screen_html(data: ReportData, figures: list[AnswerFigure]) -> str:
+    """The "Answers" section: each figure with its caption, its finding and a link to its CSV."""
+    if not figures:
+        return ""
+    out = ['<section id="answers-figures"><h2>Answers</h2>']
+    for f in figures:
+        text = finding(data, f)
+        out.append(
+            f'<figure class="answer" id="{esc(f.name)}" data-csv="{href(f.csv)}">'
+            f'<div class="svg" role="img" aria-label="{esc(text)}">{f.svg}</div>'
+            f"<figcaption><strong>{esc(f.benchmark)}</strong>: {esc(CAPTIONS[f.kind])} "
+            f'<a class="md" href="{href(f.csv)}">CSV</a><br><span class="finding">{esc(text)}</span>'
+            "</figcaption></figure>"
+        )
+    out.append("</section>")
+    return "\n".join(out)
