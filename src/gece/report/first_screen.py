@@ -10,6 +10,10 @@ from gece.report.forest import OVERALL, PANELS, Point
 from gece.report.identity import SIDE_WORDS, side
 from gece.report.markup import esc, href
 
+# index.html's size budget in bytes: about 95 KB of text and tables before the figures, about 20 KB per inline
+# figure (7 in the repository's build); tests/test_answer_plots.py holds the committed page to it
+PAGE_BUDGET = 300_000
+
 
 @dataclass(frozen=True)
 class AnswerFigure:
