@@ -12,9 +12,9 @@ import re
 import numpy as np
 import pytest
 
-from gece.report import answer_plots, forest
+from gece.report import answer_plots, compare_tables, forest
 from gece.report.cells import ReportData, resolve
-from gece.report.first_screen import PAGE_BUDGET, calibration_finding
+from gece.report.first_screen import PAGE_BUDGET, calibration_finding, headlines
 from gece.stats.letters import compact_letters
 
 from .conftest import ROOT
@@ -263,3 +263,30 @@ def test_the_palette_check_tells_red_from_green_apart_only_with_normal_vision():
     red, green = "#D00000", "#00A000"
     assert np.linalg.norm(_lab(red, CVD["normal"]) - _lab(green, CVD["normal"])) > 80
     assert np.linalg.norm(_lab(red, CVD["deuteranopia"]) - _lab(green, CVD["deuteranopia"])) < MIN_DELTA_E
+
+
+# ------------------------------------------------------------------------ the matrix and the terminal
+def test_the_comparison_matrix_is_row_minus_column_marked_by_holm():
+    data = _data()
+    pairs = data.compare["wb"]["pairs"]
+    for pair in pairs:
+        pair["metrics"]["ece"]["diff"] = data.metrics[("wb", pair["a"])]["ece"] - data.metrics[("wb", pair["b"])]["ece"]
+    del pairs[3]  # b–r: a pair the report lacks
+    t = compare_tables.matrix_table(data, "wb", "ece")
+    assert [r.label[0] for r in t.rows] == ["a", "b", "r", "r2"] == [c.key for c in t.columns]
+    a, b, r2 = t.rows[0].cells, t.rows[1].cells, t.rows[3].cells
+    assert (a[3].value, a[3].mark, a[3].tone) == (0.05 - 0.21, "▼", "lower")  # a − r2, the one pair that differs
+    assert (r2[0].value, r2[0].mark, r2[0].tone) == (-(0.05 - 0.21), "▲", "higher")
+    assert (a[1].value, a[1].mark, b[0].value) == (0.05 - 0.10, "", 0.10 - 0.05)
+    assert a[0].value == "·" and b[2].value is None  # the diagonal; the missing pair
+    assert t.markdown  # 4 runs: the markdown holds it
+
+
+def test_headlines_name_the_best_run_its_ties_and_the_rule_verdicts():
+    (wb,) = headlines(_data())
+    assert (wb.benchmark, wb.best, wb.tied, wb.gap) == ("wb", "a 0.050 [0.030, 0.080]", "b, r", "none")
+    data = _rules_data()
+    for b in ("cp", "cp_shared"):  # y = 1 for every pair: an identity benchmark
+        data.bins[(b, "m")] = [{"count": 10, "accuracy": 1.0}]
+    (cp,) = headlines(data)
+    assert cp.rules == "sentence: > 0.5 in 1/1; shared: ≈ 0.5 in 1/1"

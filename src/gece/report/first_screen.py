@@ -101,3 +101,56 @@ def first_screen_html(data: ReportData, figures: list[AnswerFigure]) -> str:
         )
     out.append("</section>")
     return "\n".join(out)
+
+
+@dataclass(frozen=True)
+class Headline:
+    """One benchmark's answer in one line of the terminal (``gece summary``): the best run and those tied with it
+    after Holm, the largest gender gap that is a finding, or, on an identity benchmark, the verdict per rule."""
+
+    benchmark: str
+    best: str
+    tied: str
+    gap: str
+    rules: str
+
+
+def _best_and_tied(points: list[Point]) -> tuple[str, str]:
+    shown = [p for p in points if p.panel == "ece"]
+    best = min(shown, key=lambda p: p.value)
+    tied = [p.model for p in shown if p is not best and set(p.letters) & set(best.letters)]
+    return f"{best.model} {best.value:.3f}{_interval(best)}", ", ".join(tied) or "none"
+
+
+def headlines(data: ReportData) -> list[Headline]:
+    """Per first-screen figure (:func:`gece.report.forest.first_screen`), its headline."""
+    from gece.report.answers import GAP_GROUPING, gender_gaps
+    from gece.report.forest import first_screen
+
+    largest: dict[str, tuple[float, str]] = {}
+    for g in gender_gaps(data):
+        for x in g.found[:1]:
+            if abs(x.gap) > largest.get(g.benchmark, (0.0, ""))[0]:
+                largest[g.benchmark] = (abs(x.gap), f"{x.text()} by {GAP_GROUPING[g.grouping]}")
+    out = []
+    for kind, b, points in first_screen(data):
+        if kind == "calibration":
+            best, tied = _best_and_tied(points)
+            out.append(Headline(b, best, tied, largest.get(b, (0.0, "none"))[1], "–"))
+        else:
+            out.append(Headline(b, "–", "–", "–", _rule_counts(data, points)))
+    return out
+
+
+SIDE_SIGNS = {"above": "> 0.5", "below": "< 0.5", "about": "≈ 0.5"}  # judged by the interval (identity.side)
+
+
+def _rule_counts(data: ReportData, points: list[Point]) -> str:
+    """``sentence: > 0.5 in 3/3; shared: ≈ 0.5 in 1/3, > 0.5 in 2/3``: per rule, the runs on each side of 0.5."""
+    parts = []
+    for rule in dict.fromkeys(p.rule for p in points):
+        shown = [p for p in points if p.panel == OVERALL and p.rule == rule]
+        sides = [side(data.metrics.get((p.benchmark, p.model))) or "about" for p in shown]
+        counts = ", ".join(f"{SIDE_SIGNS[x]} in {sides.count(x)}/{len(shown)}" for x in sorted(set(sides)))
+        parts.append(f"{rule}: {counts}")
+    return "; ".join(parts)
