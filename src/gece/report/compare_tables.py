@@ -21,15 +21,19 @@ TONES = {"higher": "▲", "lower": "▼"}
 
 
 def _pair_cells(rep: dict, key: str) -> dict[tuple[str, str], tuple[float, bool, str]]:
-    """(row, column) -> (Δ = row − column, significant after Holm, JSON pointer of the diff), both orders."""
+    """(row, column) -> (Δ = row − column, significant after Holm, JSON pointer of the diff), both orders; the
+    pointer only in the report's own order (A − B), whose value the JSON holds."""
     out = {}
     for i, pair in enumerate(rep.get("pairs", [])):
         c = pair["metrics"].get(key) or {}
         if not isinstance(c.get("diff"), int | float):
             continue
-        where = ptr("pairs", i, "metrics", key, "diff")
-        out[(pair["a"], pair["b"])] = (c["diff"], bool(c.get("significant_holm")), where)
-        out[(pair["b"], pair["a"])] = (-c["diff"], bool(c.get("significant_holm")), where)
+        out[(pair["a"], pair["b"])] = (
+            c["diff"],
+            bool(c.get("significant_holm")),
+            ptr("pairs", i, "metrics", key, "diff"),
+        )
+        out[(pair["b"], pair["a"])] = (-c["diff"], bool(c.get("significant_holm")), "")
     return out
 
 
@@ -50,7 +54,8 @@ def matrix_table(data: ReportData, b: str, key: str) -> Table | None:
                 continue
             d, significant, where = cells[(m, o)]
             tone = ("higher" if d > 0 else "lower") if significant else ""
-            row.append(Cell(d, ref={"value": where}, strong=significant, mark=TONES.get(tone, ""), tone=tone))
+            ref = {"value": where} if where else {}
+            row.append(Cell(d, ref=ref, strong=significant, mark=TONES.get(tone, ""), tone=tone))
         rows.append(Row([m], row, layout.compare_file(b)))
     label = PANELS[key]
     return Table(
