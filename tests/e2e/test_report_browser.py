@@ -193,20 +193,20 @@ def test_the_first_screen_is_the_first_figure_and_nothing_overflows(browser, bui
         ".getBoundingClientRect(); const img = f.querySelector('[role=img]'); return [f.id, f.dataset.csv, "
         "img ? img.getAttribute('aria-label') : '', r.top, r.bottom, r.width]; })"
     )
-    assert [f[0] for f in figures][:1] == ["calibration_winobias"]
+    assert figures and figures[0][0].startswith("calibration_")  # the first benchmark's forest plot opens the page
     name, _, _, top, bottom, drawn_width = figures[0]
     assert top > 0 and bottom <= height and drawn_width > 500, f"{name} is not whole on the first screen"
     for name, csv, alt, *_ in figures:
         assert alt.startswith(name.split("_", 1)[1]) and ("lowest ECE" in alt or "stereotype share" in alt), alt
         assert (reports / csv).stat().st_size > 100, csv
-    problems = overflow(browser, reports / "index.html")
-    for rel in result["pages"]:
-        problems += overflow(browser, reports / rel)
-    assert problems == []
     nav = browser.execute_script(
         "return Array.from(document.querySelectorAll('nav a')).map(a => a.getAttribute('href'))"
     )
     assert set(result["pages"]) <= set(nav)  # every detail page one click from the top
+    problems = overflow(browser, reports / "index.html")
+    for rel in result["pages"]:
+        problems += overflow(browser, reports / rel)
+    assert problems == []
     for rel in result["pages"]:
         state = load(browser, reports / rel)
         assert state["title"].startswith("gece report: ")
