@@ -482,7 +482,8 @@ def test_the_compare_tables_share_one_label_per_metric(references, monkeypatch):
     header = report_md.compare_markdown(result).split("\n| A | B | ")[1].split("\n")[0]
     assert header == " | ".join(["pairs", *labels]) + " |"
     doc = compare_table(references)
-    assert [c.label for c in doc.tables[0].columns] == ["pairs", *(f"Δ {x}" for x in labels)]
+    pairs = next(t for t in doc.tables if t.label_columns == ["A", "B"])  # after the matrices, the pair list
+    assert [c.label for c in pairs.columns] == ["pairs", *(f"Δ {x}" for x in labels)]
     console = Console(width=400, record=True, soft_wrap=True, emoji=False, file=open("/dev/null", "w"))  # noqa: SIM115
     monkeypatch.setattr(command, "out", console)
     compare_stage._print_compare(result)

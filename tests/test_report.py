@@ -247,8 +247,9 @@ def test_markdown_shows_the_json_values(built_report):
     reports, _ = built_report
     for doc in docs_of(reports):
         md_tables = _md_tables((reports / "tables" / f"{doc.name}.md").read_text())
-        assert len(md_tables) == len(doc.tables), doc.name
-        for table, md in zip(doc.tables, md_tables, strict=True):
+        in_markdown = [t for t in doc.tables if t.markdown]  # a matrix too wide for markdown is on its page only
+        assert len(md_tables) == len(in_markdown), doc.name
+        for table, md in zip(in_markdown, md_tables, strict=True):
             assert len(md) == len(table.rows)
             for row, md_row in zip(table.rows, md, strict=True):
                 source = json.loads((reports / row.source).read_text()) if row.source else None

@@ -151,6 +151,11 @@ def fig_grid(b: str) -> str:
     return f"{FIGURES_DIR}/grid_{b}.png"
 
 
+def fig_data(name: str) -> str:
+    """The numbers a first-screen figure of index.html plots (``gece.report.forest``), as CSV."""
+    return f"{FIGURES_DIR}/{name}.csv"
+
+
 def fig_calibration(b: str) -> str:
     return f"{FIGURES_DIR}/calibration_{b}.png"
 

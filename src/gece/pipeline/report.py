@@ -24,13 +24,14 @@ from gece.io.pair_rows import ScoreRow
 from gece.io.params import Params, params_if_valid, require_params
 from gece.io.readers import png_size, png_text, read_table, write_figure
 from gece.pipeline import report_data, runs, summary
+from gece.report import answer_plots, forest, plots
 from gece.report import examples as report_examples
 from gece.report import html as report_html
 from gece.report import markdown as report_md
 from gece.report import pages as report_pages
-from gece.report import plots
 from gece.report import tables as report_tables
 from gece.report.cells import ReportData, TableDoc, constant_y
+from gece.report.first_screen import AnswerFigure
 from gece.stats import metrics
 from gece.terminal import literal, plural
 
@@ -204,9 +205,9 @@ def report_stage(
         _calibration_figure(data, b, figs, figures)
     _draw_figures(figs.todo)
     figures["sizes"].update({rel: png_size(out_dir / rel) for rel in figs.written})
-    clear_output_dir(
-        out_dir / report_layout.FIGURES_DIR, (".png",), "--out", keep=[out_dir / rel for rel in figs.written]
-    )
+    figures["answers"] = _answer_figures(data, out_dir)
+    keep = [out_dir / rel for rel in figs.written] + [out_dir / f.csv for f in figures["answers"]]
+    clear_output_dir(out_dir / report_layout.FIGURES_DIR, FIGURE_SUFFIXES, "--out", keep=keep)
     readme = _readme_figure(out_dir, figures["grid"])
     docs, examples = report_tables.build_tables(data), report_examples.examples_docs(data)
     pages, page = _write_documents(data, out_dir, docs, examples, figures)
@@ -250,7 +251,25 @@ def _clear_outputs(out_dir: Path) -> None:
     clear_output_dir(out_dir / report_layout.TABLES_DIR, (".md",), "--out")  # stale tables of removed runs go too
     clear_output_dir(out_dir / report_layout.PAGES_DIR, (".html",), "--out")  # and the pages of removed tables
     # the figures are checked here; those that are not drawn again are removed after drawing
-    clear_output_dir(figures_dir, (".png",), "--out", keep=list(figures_dir.rglob("*")))
+    clear_output_dir(figures_dir, FIGURE_SUFFIXES, "--out", keep=list(figures_dir.rglob("*")))
+
+
+FIGURE_SUFFIXES = (".png", ".csv")  # what gece writes into the figures directory: figures and their data
+
+
+def _answer_figures(data: ReportData, out_dir: Path) -> list[AnswerFigure]:
+    """The first screen's figures (inline SVG, drawn every time: they are small) and their CSVs, written beside
+    the other figures (``report_layout.fig_data``)."""
+    out = []
+    for kind, b, points in forest.first_screen(data):
+        name = forest.figure_name(kind, b)
+        draw = answer_plots.calibration_svg if kind == "calibration" else answer_plots.rules_svg
+        csv = report_layout.fig_data(name)
+        text = forest.points_csv(points)
+        if not (out_dir / csv).exists() or (out_dir / csv).read_text(encoding="utf-8") != text:
+            write_text(out_dir / csv, text)
+        out.append(AnswerFigure(kind, b, name, points, draw(name, b, points), csv))
+    return out
 
 
 def _copy_sample_size_figures(data: ReportData, reports_dir: Path, out_dir: Path, written: list[str]) -> dict:

@@ -23,8 +23,9 @@ log = logging.getLogger("gece")
 
 def summary_stage(params: Params, reports_dir: str | Path = layout.REPORTS, out: str | Path | None = None):
     """reports/** -> reports/summary.json (the DVC metrics: :func:`gece.report.findings.summary`); returns
-    the summary and the findings (:func:`gece.report.findings.findings`)."""
-    from gece.report import findings
+    the summary, the findings (:func:`gece.report.findings.findings`) and the page's headlines
+    (:func:`gece.report.first_screen.headlines`)."""
+    from gece.report import findings, first_screen
 
     reports_dir = Path(reports_dir)
     check_input_dir(reports_dir, "--reports", "the JSON reports")
@@ -33,7 +34,7 @@ def summary_stage(params: Params, reports_dir: str | Path = layout.REPORTS, out:
     if out:
         write_json(out, result, SummaryReport)
         log.info("summary: %d values -> %s", len(flatten(result)), out)
-    return result, findings.findings(data)
+    return result, findings.findings(data), first_screen.headlines(data)
 
 
 # the line `gece --help` shows for this command (read without importing this module)
@@ -67,12 +68,29 @@ def reads(args: argparse.Namespace) -> list[Path]:
 
 def run(args: argparse.Namespace) -> int:
     params = require_params(args)
-    result, f = summary_stage(params, args.reports, args.out)
+    result, f, lines = summary_stage(params, args.reports, args.out)
     if args.json:
         print(json.dumps(result, indent=2))
     elif not args.quiet:
+        print_headlines(lines)
         print_findings(f)
     return 0
+
+
+def print_headlines(lines) -> None:
+    """The first screen of the page in one table, a row per benchmark: the best run (lowest ECE, 95% interval), the
+    runs tied with it after Holm and the largest gender gap that is a finding; or, on an identity benchmark, the
+    side of 0.5 of the stereotype share under each rule. Two columns, so that run names stay whole at 80."""
+    table = Table(title="Answers (the figures that open reports/index.html)", title_justify="left")
+    table.add_column("benchmark", ids=True)
+    table.add_column("answer", whole=True)
+    for h in lines:
+        if h.rules != "–":
+            text = f"stereotype share {h.rules}"
+        else:
+            text = f"lowest ECE {h.best}; tied after Holm: {h.tied}; largest gender gap: {h.gap}"
+        table.add_row(plain(h.benchmark), plain(text))
+    command.out.print(table)
 
 
 def print_findings(f) -> None:

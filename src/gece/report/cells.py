@@ -169,6 +169,7 @@ class Cell:
     best: str = ""
     strong: bool = False
     mark: str = ""
+    tone: str = ""  # a matrix cell's direction when significant (``higher``, ``lower``): coloured on the page
 
 
 @dataclass
@@ -194,6 +195,7 @@ class Table:
     columns: list[Column]
     rows: list[Row]
     note: str = ""
+    markdown: bool = True  # False: too wide for a markdown table, on the detail page only
 
 
 @dataclass

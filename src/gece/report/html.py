@@ -25,6 +25,7 @@ from gece.report.findings import (
     findings,
     identity_sentence,
 )
+from gece.report.first_screen import first_screen_html
 from gece.report.gaps import GAP_MAX_WIDTH
 from gece.report.markup import esc, href, img, md_inline
 from gece.report.provenance import model_provenance
@@ -88,6 +89,7 @@ def special_tokens_statement(data: ReportData) -> str:
 TITLE = "gece report: calibration of model confidence against human judgements of gender bias"
 # the sections of index.html, in order (id, title); "Missing parts" opens the page when something is
 SECTIONS = (
+    ("answers-figures", "Answers"),
     ("findings", "Findings"),
     ("tables", "Tables"),
     ("diagrams", "Reliability diagrams"),
@@ -138,11 +140,14 @@ def render_html(data: ReportData, docs: list[TableDoc], figures: dict) -> str:
     the confidently wrong pairs), the figures, definitions, conventions and provenance; no network.
 
     ``figures``: ``grid`` {benchmark: path}, ``runs`` {benchmark: [(model, [(path, label)])]}, optionally
-    ``sizes`` {path: (width, height)}; paths relative to the page. The page opens with the answers
-    (:mod:`gece.report.answers`) and the findings (:mod:`gece.report.findings`).
+    ``sizes`` {path: (width, height)} and ``answers`` (the first screen's figures,
+    :class:`gece.report.first_screen.AnswerFigure`); paths relative to the page. The page opens with those
+    figures, then the answers in sentences (:mod:`gece.report.answers`) and the findings
+    (:mod:`gece.report.findings`).
     """
     out = [
         *_missing_html(data),
+        first_screen_html(data, figures.get("answers", [])),
         findings_html(findings(data), answers(data)),
         *_tables_html(docs),
         *_diagrams_html(data, figures),

@@ -256,7 +256,8 @@ def rules_table(data: ReportData, first: str) -> Table:
     )
 
 
-def _first_diff_result(report: dict | None, m: str) -> tuple[int, dict] | None:
+def first_diff_result(report: dict | None, m: str) -> tuple[int, dict] | None:
+    """Run ``m``'s identity-protocol result of the first-word grouping in a groups report, with its index."""
     for i, r in enumerate((report or {}).get("runs", {}).get(m, [])):
         if r["grouping"] == FIRST_DIFF and r["protocol"] == "identity":
             return i, r
@@ -283,7 +284,7 @@ def first_word_table(data: ReportData, first: str) -> Table:
     rows = []
     for m in data.runs.get(first, []):
         for v, rule in names.items():
-            found = _first_diff_result(data.groups.get(v), m)
+            found = first_diff_result(data.groups.get(v), m)
             if found is None:
                 continue
             i, result = found

@@ -4,6 +4,7 @@ and the escaping that makes data text an inert table cell."""
 from __future__ import annotations
 
 from gece import registry
+from gece.io import report_layout
 from gece.report.cells import (
     BEST_MARK,
     WORST_MARK,
@@ -169,6 +170,9 @@ def doc_markdown(doc: TableDoc) -> str:
         parts += [f"_Not available: {_md_escape(doc.empty)}._", ""]
     for t in doc.tables:
         parts += [f"## {_md_escape(t.heading)}", ""]
+        if not t.markdown:
+            parts += [f"_Too wide for markdown: on the detail page `{report_layout.page_file(doc.name)}`._", ""]
+            continue
         if t.note:
             parts += [_md_escape(t.note), ""]
         parts += [table_markdown(t), ""]

@@ -53,6 +53,8 @@ def cell_html(cell: Cell, col: Column) -> str:
         text = f"<strong>{text}</strong>"
     if cell.mark:
         text += f" {esc(cell.mark)}"
+    if cell.tone:
+        classes.append(f"tone-{cell.tone}")
     return f'<td class="{" ".join(classes)}"{title}>{text}</td>'
 
 

@@ -1,0 +1,156 @@
+"""The section that opens index.html: the answers as figures (:mod:`gece.report.answer_plots`), each inline SVG
+with a one-line caption, alt text that states its finding, and a link to its CSV (:mod:`gece.report.forest`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gece.report.cells import ReportData
+from gece.report.forest import OVERALL, PANELS, Point
+from gece.report.identity import SIDE_WORDS, side
+from gece.report.markup import esc, href
+
+# index.html's size budget in bytes: about 95 KB of text and tables before the figures, about 20 KB per inline
+# figure (7 in the repository's build); tests/test_answer_plots.py holds the committed page to it
+PAGE_BUDGET = 300_000
+
+
+@dataclass(frozen=True)
+class AnswerFigure:
+    """One first-screen figure: its kind (``calibration`` or ``rules``), benchmark, name, points, SVG and the path
+    of its CSV (relative to index.html)."""
+
+    kind: str
+    benchmark: str
+    name: str
+    points: list[Point]
+    svg: str
+    csv: str
+
+
+def _interval(p: Point) -> str:
+    return "" if p.low is None or p.high is None else f" [{p.low:.3f}, {p.high:.3f}]"
+
+
+def calibration_finding(b: str, points: list[Point]) -> str:
+    """Per metric: the lowest run with its value and interval and the runs that share a letter with it (not
+    distinguishable after Holm)."""
+    parts = []
+    for key, label in PANELS.items():
+        shown = [p for p in points if p.panel == key]
+        if not shown:
+            continue
+        best = min(shown, key=lambda p: p.value)
+        tied = [p.model for p in shown if p is not best and set(p.letters) & set(best.letters)]
+        parts.append(
+            f"lowest {label} {best.model} {best.value:.3f}{_interval(best)}, not distinguishable after Holm from "
+            + (", ".join(tied) if tied else "no other run")
+        )
+    return f"{b}: " + "; ".join(parts) + "."
+
+
+def rules_finding(data: ReportData, b: str, points: list[Point]) -> str:
+    """Per rule: on which side of 0.5 each run's stereotype share lies, judged by its interval."""
+    parts = []
+    for rule in dict.fromkeys(p.rule for p in points):
+        shown = [p for p in points if p.panel == OVERALL and p.rule == rule]
+        sides: dict[str, list[str]] = {}
+        for p in shown:
+            rep = data.metrics.get((p.benchmark, p.model))
+            sides.setdefault(side(rep) or "about", []).append(p.model)
+        parts.append(
+            f"under the {rule} rule the stereotype share is "
+            + ", ".join(f"{SIDE_WORDS[s]} for {len(ms)} of {len(shown)} runs" for s, ms in sorted(sides.items()))
+        )
+    return f"{b}: " + "; ".join(parts) + "."
+
+
+CAPTIONS = {
+    "calibration": (
+        "ECE and Gender-ECE per run with 95% bootstrap intervals, lowest ECE on top; runs that share a letter are "
+        "not distinguishable after Holm (compact letter display of the paired bootstrap tests); filled blue "
+        "circles: scored here, open orange squares: the authors' released scores."
+    ),
+    "rules": (
+        "Stereotype share per run under each scoring rule (joined by a grey bar), with 95% cluster-resampled "
+        "intervals over all pairs; the first-word parts carry no interval; dashed: 0.5, no preference."
+    ),
+}
+
+
+def finding(data: ReportData, f: AnswerFigure) -> str:
+    """The figure's finding in one sentence (its alt text)."""
+    if f.kind == "calibration":
+        return calibration_finding(f.benchmark, f.points)
+    return rules_finding(data, f.benchmark, f.points)
+
+
+def first_screen_html(data: ReportData, figures: list[AnswerFigure]) -> str:
+    """The "Answers" section: each figure with its caption, its finding and a link to its CSV."""
+    if not figures:
+        return ""
+    out = ['<section id="answers-figures"><h2>Answers</h2>']
+    for f in figures:
+        text = finding(data, f)
+        out.append(
+            f'<figure class="answer" id="{esc(f.name)}" data-csv="{href(f.csv)}">'
+            f'<div class="svg" role="img" aria-label="{esc(text)}">{f.svg}</div>'
+            f"<figcaption><strong>{esc(f.benchmark)}</strong>: {esc(CAPTIONS[f.kind])} "
+            f'<a class="md" href="{href(f.csv)}">CSV</a><br><span class="finding">{esc(text)}</span>'
+            "</figcaption></figure>"
+        )
+    out.append("</section>")
+    return "\n".join(out)
+
+
+@dataclass(frozen=True)
+class Headline:
+    """One benchmark's answer in one line of the terminal (``gece summary``): the best run and those tied with it
+    after Holm, the largest gender gap that is a finding, or, on an identity benchmark, the verdict per rule."""
+
+    benchmark: str
+    best: str
+    tied: str
+    gap: str
+    rules: str
+
+
+def _best_and_tied(points: list[Point]) -> tuple[str, str]:
+    shown = [p for p in points if p.panel == "ece"]
+    best = min(shown, key=lambda p: p.value)
+    tied = [p.model for p in shown if p is not best and set(p.letters) & set(best.letters)]
+    return f"{best.model} {best.value:.3f}{_interval(best)}", ", ".join(tied) or "none"
+
+
+def headlines(data: ReportData) -> list[Headline]:
+    """Per first-screen figure (:func:`gece.report.forest.first_screen`), its headline."""
+    from gece.report.answers import GAP_GROUPING, gender_gaps
+    from gece.report.forest import first_screen
+
+    largest: dict[str, tuple[float, str]] = {}
+    for g in gender_gaps(data):
+        for x in g.found[:1]:
+            if abs(x.gap) > largest.get(g.benchmark, (0.0, ""))[0]:
+                largest[g.benchmark] = (abs(x.gap), f"{x.text()} by {GAP_GROUPING[g.grouping]}")
+    out = []
+    for kind, b, points in first_screen(data):
+        if kind == "calibration":
+            best, tied = _best_and_tied(points)
+            out.append(Headline(b, best, tied, largest.get(b, (0.0, "none"))[1], "–"))
+        else:
+            out.append(Headline(b, "–", "–", "–", _rule_counts(data, points)))
+    return out
+
+
+SIDE_SIGNS = {"above": "> 0.5", "below": "< 0.5", "about": "≈ 0.5"}  # judged by the interval (identity.side)
+
+
+def _rule_counts(data: ReportData, points: list[Point]) -> str:
+    """``sentence: > 0.5 in 3/3; shared: ≈ 0.5 in 1/3, > 0.5 in 2/3``: per rule, the runs on each side of 0.5."""
+    parts = []
+    for rule in dict.fromkeys(p.rule for p in points):
+        shown = [p for p in points if p.panel == OVERALL and p.rule == rule]
+        sides = [side(data.metrics.get((p.benchmark, p.model))) or "about" for p in shown]
+        counts = ", ".join(f"{SIDE_SIGNS[x]} in {sides.count(x)}/{len(shown)}" for x in sorted(set(sides)))
+        parts.append(f"{rule}: {counts}")
+    return "; ".join(parts)

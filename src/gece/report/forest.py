@@ -1,0 +1,206 @@
+"""The numbers the first-screen figures plot (:mod:`gece.report.answer_plots` draws them), each with the JSON
+pointer it came from, and their CSV (``reports/figures/<figure>.csv``, beside the figure).
+
+- **Calibration figure** (:func:`calibration_points`), per benchmark whose labels vary: ECE and Gender-ECE of every
+  run with its 95% interval (the metrics JSON's ``<key>_ci_low`` / ``_high``), runs sorted by ECE (lowest first;
+  the Gender-ECE panel keeps that order). The letters are a compact letter display (:mod:`gece.stats.letters`) of
+  the compare report's Holm-adjusted paired tests (``significant_holm`` per metric): runs sharing a letter are not
+  distinguishable after Holm's correction over the benchmark's pairs. ``released`` marks the authors' released
+  scores (registry ``reference:``), drawn apart from the runs scored here.
+- **Rule figure** (:func:`rule_points`), per identity benchmark (y = 1 for every pair): the stereotype share
+  (``pct_stereotype``, its cluster-resampled interval) of every run under each scoring rule of the same pairs
+  (sentence, shared), and the share among the pairs that differ in their first word (``initial``) and those that
+  start alike (``later``), from the groups report, which carries no interval for it.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+
+import numpy as np
+
+from gece.io import report_layout
+from gece.report.cells import ReportData, constant_y, ptr
+from gece.report.identity import FIRST_DIFF_GROUPS, first_diff_result, identity_benchmarks, members
+from gece.stats.letters import compact_letters
+
+PANELS = {"ece": "ECE", "gender_ece": "Gender-ECE"}  # the calibration figure's panels: metrics JSON key -> label
+SHARE = "pct_stereotype"  # the rule figure's quantity (the stereotype share)
+OVERALL = "all"  # the rule figure's part holding every pair (beside FIRST_DIFF_GROUPS)
+CSV_COLUMNS = (
+    "benchmark",
+    "panel",
+    "model",
+    "rule",
+    "value",
+    "ci_low",
+    "ci_high",
+    "letters",
+    "released",
+    "file",
+    "pointer",
+)
+
+
+@dataclass(frozen=True)
+class Point:
+    """One plotted value: its benchmark (a rule variant's own name), ``panel`` (a metric key, or a part of the
+    pairs), its run (and rule), the value and interval, and where they come from: ``file`` (relative to the
+    reports directory) and ``pointer`` (the JSON pointer of the value; the interval's keys are ``<pointer>_ci_low``
+    / ``_high``, or none)."""
+
+    benchmark: str
+    panel: str
+    model: str
+    rule: str
+    value: float
+    low: float | None
+    high: float | None
+    letters: str
+    released: bool
+    file: str
+    pointer: str
+
+
+def calibration_benchmarks(data: ReportData) -> list[str]:
+    """The benchmarks with a calibration figure: labels vary and some run has an ECE."""
+    return [
+        b
+        for b in data.benchmarks
+        if not constant_y(data, b) and any(_finite((data.metrics.get((b, m)) or {}).get("ece")) for m in data.runs[b])
+    ]
+
+
+def _finite(x: object) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and bool(np.isfinite(x))
+
+
+def differ_matrix(data: ReportData, b: str, models: list[str], key: str) -> np.ndarray:
+    """``differ[i, j]``: the compare report holds the pair (models i, j) and its ``key`` test is significant after
+    Holm (``significant_holm``); a pair it lacks counts as not differing."""
+    index = {m: i for i, m in enumerate(models)}
+    differ = np.zeros((len(models), len(models)), dtype=bool)
+    for pair in (data.compare.get(b) or {}).get("pairs", []):
+        i, j = index.get(pair["a"]), index.get(pair["b"])
+        if i is not None and j is not None and (pair["metrics"].get(key) or {}).get("significant_holm"):
+            differ[i, j] = differ[j, i] = True
+    return differ
+
+
+def calibration_points(data: ReportData, b: str) -> list[Point]:
+    """Benchmark ``b``'s ECE and Gender-ECE points, runs by ascending ECE (module docstring)."""
+    reps = {m: data.metrics[(b, m)] for m in data.runs[b] if _finite((data.metrics.get((b, m)) or {}).get("ece"))}
+    models = sorted(reps, key=lambda m: (reps[m]["ece"], m))
+    out = []
+    for key in PANELS:
+        shown = [m for m in models if _finite(reps[m].get(key))]
+        letters = compact_letters(differ_matrix(data, b, shown, key))
+        for m, letter in zip(shown, letters, strict=True):
+            rep = reps[m]
+            lo, hi = rep.get(f"{key}_ci_low"), rep.get(f"{key}_ci_high")
+            out.append(
+                Point(
+                    b,
+                    key,
+                    m,
+                    data.rules.get(b, ""),
+                    float(rep[key]),
+                    float(lo) if _finite(lo) else None,
+                    float(hi) if _finite(hi) else None,
+                    letter,
+                    m in data.references,
+                    report_layout.metrics_file(b, m),
+                    ptr(key),
+                )
+            )
+    return out
+
+
+def rule_points(data: ReportData, first: str) -> list[Point]:
+    """Identity benchmark ``first``'s stereotype shares: per run and rule, every pair (with its interval) and the
+    first-word parts (without one)."""
+    out = []
+    for m in data.runs.get(first, []):
+        for v, rule in members(data, first).items():
+            rep = data.metrics.get((v, m)) or {}
+            if _finite(rep.get(SHARE)):
+                lo, hi = rep.get(f"{SHARE}_ci_low"), rep.get(f"{SHARE}_ci_high")
+                out.append(
+                    Point(
+                        v,
+                        OVERALL,
+                        m,
+                        rule,
+                        float(rep[SHARE]),
+                        float(lo) if _finite(lo) else None,
+                        float(hi) if _finite(hi) else None,
+                        "",
+                        m in data.references,
+                        report_layout.metrics_file(v, m),
+                        ptr(SHARE),
+                    )
+                )
+            found = first_diff_result(data.groups.get(v), m)
+            if found is None:
+                continue
+            i, result = found
+            for j, cell in enumerate(result["groups"]):
+                if cell["group"] in FIRST_DIFF_GROUPS and _finite(cell.get(SHARE)):
+                    out.append(
+                        Point(
+                            v,
+                            cell["group"],
+                            m,
+                            rule,
+                            float(cell[SHARE]),
+                            None,
+                            None,
+                            "",
+                            m in data.references,
+                            report_layout.groups_file(v),
+                            ptr("runs", m, i, "groups", j, SHARE),
+                        )
+                    )
+    return out
+
+
+def figure_name(kind: str, b: str) -> str:
+    """The figure's name (its CSV is ``reports/figures/<name>.csv``; the inline SVG's id)."""
+    return f"{kind}_{b}"
+
+
+def first_screen(data: ReportData) -> list[tuple[str, str, list[Point]]]:
+    """The first screen's figures in page order: (kind, benchmark, points); kind ``calibration`` or ``rules``."""
+    out = [("calibration", b, calibration_points(data, b)) for b in calibration_benchmarks(data)]
+    out += [("rules", b, pts) for b in identity_benchmarks(data) if (pts := rule_points(data, b))]
+    return out
+
+
+def points_csv(points: list[Point]) -> str:
+    """The CSV of a figure's points (:data:`CSV_COLUMNS`; numbers with 17 significant digits, empty when none)."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_COLUMNS)
+
+    def num(x: float | None) -> str:
+        return "" if x is None else repr(x)
+
+    for p in points:
+        w.writerow(
+            [
+                p.benchmark,
+                p.panel,
+                p.model,
+                p.rule,
+                num(p.value),
+                num(p.low),
+                num(p.high),
+                p.letters,
+                int(p.released),
+                p.file,
+                p.pointer,
+            ]
+        )
+    return buf.getvalue()

@@ -1,0 +1,304 @@
+"""The first-screen figures (issue 51): the compact letter display on constructed cases, the points and their CSV
+against the metrics JSON, the drawn SVG positions against the CSV, the palette under colour-blindness simulations,
+determinism and the page's size budget."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gece.report import answer_plots, compare_tables, forest
+from gece.report.cells import ReportData, resolve
+from gece.report.first_screen import PAGE_BUDGET, calibration_finding, headlines
+from gece.stats.letters import compact_letters
+
+from .conftest import ROOT
+
+
+# ------------------------------------------------------------------------ compact letter display
+def _differ(k: int, pairs: list[tuple[int, int]]) -> np.ndarray:
+    d = np.zeros((k, k), dtype=bool)
+    for i, j in pairs:
+        d[i, j] = d[j, i] = True
+    return d
+
+
+def test_compact_letters_of_constructed_cases():
+    assert compact_letters(_differ(4, [(0, 2), (0, 3), (1, 3)])) == ["a", "ab", "bc", "c"]
+    assert compact_letters(_differ(3, [])) == ["a", "a", "a"]  # nothing differs: one group
+    assert compact_letters(_differ(3, [(0, 1), (0, 2), (1, 2)])) == ["a", "b", "c"]  # all differ
+    # only the ends differ: the middle is tied with both (Piepho 2004, the insert-absorb example's shape)
+    assert compact_letters(_differ(4, [(0, 3)])) == ["a", "ab", "ab", "b"]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_two_items_share_a_letter_exactly_when_they_do_not_differ(seed):
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(1, 9))
+    upper = np.triu(rng.random((k, k)) < rng.random(), 1)
+    differ = upper | upper.T
+    letters = compact_letters(differ)
+    share = np.array([[bool(set(a) & set(b)) for b in letters] for a in letters])
+    assert np.array_equal(share, ~differ)
+    assert letters[0].startswith("a")
+
+
+# ------------------------------------------------------------------------ points
+def _cell(significant: bool) -> dict:
+    return {"significant_holm": significant}
+
+
+def _data() -> ReportData:
+    """Four runs: a and b scored, r and r2 released; only a and r2 differ in ECE after Holm, every pair but a–b
+    in Gender-ECE."""
+    data = ReportData(benchmarks=["wb"], runs={"wb": ["r2", "b", "a", "r"]}, references={"r", "r2"})
+    for m, ece in (("a", 0.05), ("b", 0.10), ("r", 0.20), ("r2", 0.21)):
+        data.metrics[("wb", m)] = {
+            "ece": ece,
+            "ece_ci_low": ece - 0.02,
+            "ece_ci_high": ece + 0.03,
+            "gender_ece": ece * 2,
+            "gender_ece_ci_low": ece,
+            "gender_ece_ci_high": ece * 3,
+        }
+    names = ["a", "b", "r", "r2"]
+    data.compare["wb"] = {
+        "pairs": [
+            {
+                "a": x,
+                "b": y,
+                "metrics": {"ece": _cell((x, y) == ("a", "r2")), "gender_ece": _cell((x, y) != ("a", "b"))},
+            }
+            for i, x in enumerate(names)
+            for y in names[i + 1 :]
+        ]
+    }
+    return data
+
+
+def test_calibration_points_are_sorted_with_holm_letters_and_released_marked():
+    points = forest.calibration_points(_data(), "wb")
+    ece = [p for p in points if p.panel == "ece"]
+    assert [(p.model, p.letters, p.released) for p in ece] == [
+        ("a", "a", False),
+        ("b", "ab", False),
+        ("r", "ab", True),
+        ("r2", "b", True),
+    ]
+    assert (ece[1].value, ece[1].low, ece[1].high) == (0.10, 0.10 - 0.02, 0.10 + 0.03)
+    gece = [p for p in points if p.panel == "gender_ece"]
+    assert [p.letters for p in gece] == ["a", "a", "b", "c"]
+    assert calibration_finding("wb", points) == (
+        "wb: lowest ECE a 0.050 [0.030, 0.080], not distinguishable after Holm from b, r; lowest Gender-ECE a "
+        "0.100 [0.050, 0.150], not distinguishable after Holm from b."
+    )
+
+
+def _rules_data() -> ReportData:
+    data = ReportData(
+        benchmarks=["cp", "cp_shared"],
+        runs={"cp": ["m"], "cp_shared": ["m"]},
+        rules={"cp": "sentence", "cp_shared": "shared"},
+        variants={"cp": ["cp_shared"]},
+    )
+    for b, share in (("cp", 0.7), ("cp_shared", 0.45)):
+        data.metrics[(b, "m")] = {
+            "pct_stereotype": share,
+            "pct_stereotype_ci_low": share - 0.1,
+            "pct_stereotype_ci_high": share + 0.1,
+        }
+        groups = [{"group": g, "pct_stereotype": share + d} for g, d in (("initial", 0.1), ("later", -0.1))]
+        data.groups[b] = {
+            "runs": {
+                "m": [
+                    {"grouping": "bias_type", "protocol": "identity", "groups": []},
+                    {"grouping": "first_diff", "protocol": "identity", "groups": groups},
+                ]
+            }
+        }
+    return data
+
+
+def test_rule_points_hold_each_rule_and_each_first_word_part():
+    points = forest.rule_points(_rules_data(), "cp")
+    assert [(p.benchmark, p.panel, p.rule, round(p.value, 3), p.low is None) for p in points] == [
+        ("cp", "all", "sentence", 0.7, False),
+        ("cp", "initial", "sentence", 0.8, True),
+        ("cp", "later", "sentence", 0.6, True),
+        ("cp_shared", "all", "shared", 0.45, False),
+        ("cp_shared", "initial", "shared", 0.55, True),
+        ("cp_shared", "later", "shared", 0.35, True),
+    ]
+    assert points[1].pointer == "/runs/m/1/groups/0/pct_stereotype"
+
+
+# ------------------------------------------------------------------------ the SVG
+def test_svg_is_deterministic_inline_and_without_scripts_or_dates():
+    points = forest.calibration_points(_data(), "wb")
+    one, two = (answer_plots.calibration_svg("calibration_wb", "wb", points) for _ in range(2))
+    assert one == two and one.startswith("<svg") and one.rstrip().endswith("</svg>")
+    assert not re.search(r"<script|dc:date|<\?xml|href=\"http", one)
+    rules = answer_plots.rules_svg("rules_cp", "cp", forest.rule_points(_rules_data(), "cp"))
+    # the ids of one figure never collide with another's (hash salted by the figure's name)
+    ids = lambda s: set(re.findall(r' id="([^"]+)"', s))  # noqa: E731
+    assert not ids(one) & ids(rules)
+
+
+def drawn(svg: str, name: str, panel: str, row: int) -> tuple[float, float | None, float | None]:
+    """The x of a plotted value's marker and of its interval's ends, read back from the SVG."""
+    point = re.search(
+        rf'<g id="{re.escape(answer_plots.svg_id(name, panel, row, "point"))}">.*?<use [^>]*x="([-\d.]+)"', svg, re.S
+    )
+    ci = re.search(
+        rf'<g id="{re.escape(answer_plots.svg_id(name, panel, row, "ci"))}">\s*<path d="M ([-\d.]+) '
+        r"[-\d.]+ L ([-\d.]+) ",
+        svg,
+        re.S,
+    )
+    assert point, (name, panel, row)
+    return float(point.group(1)), *((float(ci.group(1)), float(ci.group(2))) if ci else (None, None))
+
+
+def check_svg_against_csv(svg: str, name: str, rows: list[dict]) -> int:
+    """Per panel, the drawn x positions are one linear map of the CSV's values (to 1/50 of a point). Returns the
+    number of values checked."""
+    checked = 0
+    for panel in dict.fromkeys(r["panel"] for r in rows):
+        values, xs = [], []
+        for i, r in enumerate(rows):
+            if r["panel"] != panel:
+                continue
+            x, lo, hi = drawn(svg, name, panel, i)
+            values.append(float(r["value"])), xs.append(x)
+            if r["ci_low"]:
+                values += [float(r["ci_low"]), float(r["ci_high"])]
+                xs += [lo, hi]
+        slope, intercept = np.polyfit(values, xs, 1)
+        assert slope > 0
+        assert np.max(np.abs(np.polyval([slope, intercept], values) - xs)) < 0.02, (name, panel)
+        checked += len(values)
+    return checked
+
+
+def test_the_figures_equal_their_csv_and_the_metrics_json(built_report):
+    """Every CSV value is the value at its JSON pointer in its report; every drawn position is that value."""
+    reports, _ = built_report
+    assert check_page(reports) == 5  # the five gender benchmarks of the test tree
+
+
+def test_the_committed_page_equals_the_workspace_reports(workspace_reports):
+    """The same on the committed index.html (both kinds of figure: forest plots and the rules' dumbbells)."""
+    assert check_page(workspace_reports) >= 2
+
+
+def check_page(reports: Path) -> int:
+    """Check every first-screen figure of ``reports/index.html`` against its CSV and the CSV against the reports;
+    returns the number of figures."""
+    page = (reports / "index.html").read_text(encoding="utf-8")
+    figures = re.findall(r'<figure class="answer" id="([^"]+)" data-csv="([^"]+)">(.*?)</figure>', page, re.S)
+    checked = 0
+    for name, path, body in figures:
+        rows = list(csv.DictReader(io.StringIO((reports / path).read_text(encoding="utf-8"))))
+        assert rows
+        for r in rows:
+            rep = json.loads((reports / r["file"]).read_text(encoding="utf-8"))
+            assert float(r["value"]) == resolve(rep, r["pointer"])
+            if r["ci_low"]:
+                assert (float(r["ci_low"]), float(r["ci_high"])) == (
+                    resolve(rep, r["pointer"] + "_ci_low"),
+                    resolve(rep, r["pointer"] + "_ci_high"),
+                )
+        checked += check_svg_against_csv(body, name, rows)
+        assert re.search(r'role="img" aria-label="[^"]*(lowest ECE|stereotype share) [^"]+"', body)
+    assert checked > 10 * len(figures)
+    return len(figures)
+
+
+def test_one_point_recomputed_from_the_metrics_json(built_report):
+    """The first figure's top point is the lowest ECE of its benchmark with its interval, as the metrics JSON
+    says (computed here without the figure code)."""
+    reports, _ = built_report
+    rows = list(csv.DictReader(io.StringIO((reports / "figures" / "calibration_winobias.csv").read_text())))
+    eces = {p.stem: json.loads(p.read_text()) for p in (reports / "metrics" / "winobias").glob("*.json")}
+    best = min(eces, key=lambda m: eces[m]["ece"])
+    top = rows[0]
+    assert (top["panel"], top["model"]) == ("ece", best)
+    assert [float(top[k]) for k in ("value", "ci_low", "ci_high")] == [
+        eces[best][k] for k in ("ece", "ece_ci_low", "ece_ci_high")
+    ]
+
+
+def test_the_committed_page_keeps_its_size_budget():
+    page = ROOT / "reports" / "index.html"
+    assert page.stat().st_size <= PAGE_BUDGET
+
+
+# ------------------------------------------------------------------------ colour-blind safety
+# Machado, Oliveira and Fernandes (2009), severity 1.0, applied to linear RGB
+CVD = {
+    "protanopia": [[0.152286, 1.052583, -0.204868], [0.114503, 0.786281, 0.099216], [-0.003882, -0.048116, 1.051998]],
+    "deuteranopia": [[0.367322, 0.860646, -0.227968], [0.280085, 0.672501, 0.047413], [-0.011820, 0.042940, 0.968881]],
+    "tritanopia": [[1.255528, -0.076749, -0.178779], [-0.078411, 0.930809, 0.147602], [0.004733, 0.691367, 0.303900]],
+    "normal": np.eye(3).tolist(),
+}
+MIN_DELTA_E = 20.0  # CIE76 ΔE between the colours a reader must tell apart, under every simulation
+
+
+def _lab(hex_colour: str, matrix) -> np.ndarray:
+    srgb = np.array([int(hex_colour[i : i + 2], 16) / 255 for i in (1, 3, 5)])
+    linear = np.where(srgb <= 0.04045, srgb / 12.92, ((srgb + 0.055) / 1.055) ** 2.4)
+    linear = np.clip(np.asarray(matrix) @ linear, 0, 1)
+    xyz = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]]) @ linear
+    t = xyz / np.array([0.95047, 1.0, 1.08883])
+    f = np.where(t > (6 / 29) ** 3, np.cbrt(t), t / (3 * (6 / 29) ** 2) + 4 / 29)
+    return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
+
+
+@pytest.mark.parametrize("vision", sorted(CVD))
+@pytest.mark.parametrize(
+    "pair", [(answer_plots.SCORED, answer_plots.RELEASED), answer_plots.RULE_COLORS], ids=["source", "rule"]
+)
+def test_the_palette_stays_distinct_under_colour_blindness(vision, pair):
+    a, b = (_lab(c, CVD[vision]) for c in pair)
+    assert np.linalg.norm(a - b) >= MIN_DELTA_E
+
+
+def test_the_palette_check_tells_red_from_green_apart_only_with_normal_vision():
+    """The simulation is not vacuous: pure red and green, far apart for normal vision, nearly merge for a
+    deuteranope."""
+    red, green = "#D00000", "#00A000"
+    assert np.linalg.norm(_lab(red, CVD["normal"]) - _lab(green, CVD["normal"])) > 80
+    assert np.linalg.norm(_lab(red, CVD["deuteranopia"]) - _lab(green, CVD["deuteranopia"])) < MIN_DELTA_E
+
+
+# ------------------------------------------------------------------------ the matrix and the terminal
+def test_the_comparison_matrix_is_row_minus_column_marked_by_holm():
+    data = _data()
+    pairs = data.compare["wb"]["pairs"]
+    for pair in pairs:
+        pair["metrics"]["ece"]["diff"] = data.metrics[("wb", pair["a"])]["ece"] - data.metrics[("wb", pair["b"])]["ece"]
+    del pairs[3]  # b–r: a pair the report lacks
+    t = compare_tables.matrix_table(data, "wb", "ece")
+    assert [r.label[0] for r in t.rows] == ["a", "b", "r", "r2"] == [c.key for c in t.columns]
+    a, b, r2 = t.rows[0].cells, t.rows[1].cells, t.rows[3].cells
+    assert (a[3].value, a[3].mark, a[3].tone) == (0.05 - 0.21, "▼", "lower")  # a − r2, the one pair that differs
+    assert (r2[0].value, r2[0].mark, r2[0].tone) == (-(0.05 - 0.21), "▲", "higher")
+    assert (a[1].value, a[1].mark, b[0].value) == (0.05 - 0.10, "", 0.10 - 0.05)
+    assert a[0].value == "·" and b[2].value is None  # the diagonal; the missing pair
+    assert t.markdown  # 4 runs: the markdown holds it
+
+
+def test_headlines_name_the_best_run_its_ties_and_the_rule_verdicts():
+    (wb,) = headlines(_data())
+    assert (wb.benchmark, wb.best, wb.tied, wb.gap) == ("wb", "a 0.050 [0.030, 0.080]", "b, r", "none")
+    data = _rules_data()
+    for b in ("cp", "cp_shared"):  # y = 1 for every pair: an identity benchmark
+        data.bins[(b, "m")] = [{"count": 10, "accuracy": 1.0}]
+    (cp,) = headlines(data)
+    assert cp.rules == "sentence: > 0.5 in 1/1; shared: ≈ 0.5 in 1/1"
