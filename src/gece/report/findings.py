@@ -23,6 +23,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from scipy.stats import kendalltau
+
 from gece.registry import METRIC
 from gece.report import identity
 from gece.report.cells import ReportData, constant_y, distinct_runs, repeats, variant_of
@@ -332,19 +334,11 @@ def _special_tokens_effect(data: ReportData) -> str | None:
 
 
 def _kendall_tau(a: list[str], b: list[str]) -> float | None:
-    """Kendall's tau between two rankings of the same items (None for fewer than two)."""
+    """Kendall's tau between two rankings of the same items (None for fewer than two): scipy's, on their positions."""
     items = [x for x in a if x in b]
     if len(items) < 2:
         return None
-    pos = {x: i for i, x in enumerate(b)}
-    concordant = discordant = 0
-    for i in range(len(items)):
-        for j in range(i + 1, len(items)):
-            if pos[items[i]] < pos[items[j]]:
-                concordant += 1
-            else:
-                discordant += 1
-    return (concordant - discordant) / (concordant + discordant)
+    return float(kendalltau(range(len(items)), [b.index(x) for x in items]).statistic)
 
 
 def _brier_effect(data: ReportData) -> str | None:
