@@ -10,7 +10,7 @@ runs, no ``neutral`` stage; its committed dvc.lock is removed and its reports/ a
 that ``dvc metrics diff`` compares with.
 
 Then the lm-eval run is checked against gece's exact run of the same model, built by the same ``dvc repro``,
-straight from the two score files: lm-eval sums float32 log-probabilities, gece correctly rounded float64 ones;
+straight from the two score files (and the compare stage's agreement report, ``checked_against``, against that): lm-eval sums float32 log-probabilities, gece correctly rounded float64 ones;
 the tolerance (docs/lmeval.md "Tolerance") is |Δ(logprob_more − logprob_less)| ≤ 1e-3 per pair.
 """
 
@@ -69,6 +69,7 @@ def test_one_entry_then_dvc_repro_scores_through_lm_eval(tmp_path, data_dir):
     params = yaml.safe_load((repo / "params.yaml").read_text())
     added = yaml.safe_load(entry[1])
     assert added["registry"][RUN]["limit"] == N and added["lmeval_runs"] == [RUN]
+    assert added["registry"][RUN]["checked_against"] == MODEL
     params["registry"] |= added["registry"]
     params["lmeval_runs"] = added["lmeval_runs"]
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
@@ -83,7 +84,7 @@ def test_one_entry_then_dvc_repro_scores_through_lm_eval(tmp_path, data_dir):
     summary = json.loads((repo / "reports/summary.json").read_text())
     assert {b for b in BENCHMARKS if RUN in summary["runs"][b]} == set(BENCHMARKS)
     page = (repo / "reports/index.html").read_text(encoding="utf-8")
-    assert f"{RUN}: lm-eval runs" in page
+    assert f"{RUN}: lm-eval runs" in page and "Engine agreement" in page
     assert "up to date" in run(["dvc", "status"], repo, env=DVC_ENV).stdout  # nothing left to run
 
     # agreement with gece's exact run, from the two score files alone
@@ -99,6 +100,12 @@ def test_one_entry_then_dvc_repro_scores_through_lm_eval(tmp_path, data_dir):
         d_theirs = (theirs["logprob_more"] - theirs["logprob_less"]).to_numpy()
         print(f"\n[agreement] {b}: {len(theirs)} pairs, max |Δ difference| {np.abs(d_ours - d_theirs).max():.2e}")
         assert np.abs(d_ours - d_theirs).max() <= TOLERANCE, b
+        reported = summary["agreement"][b][RUN]  # the compare stage's agreement report, recomputed here
+        assert reported["n"] == len(theirs) and reported["max_abs_lld_diff"] == pytest.approx(
+            np.abs(d_ours - d_theirs).max(), rel=1e-9, abs=1e-12
+        ), b
+        flips = int(((ours["p"].to_numpy() > 0.5) != (theirs["p"].to_numpy() > 0.5)).sum())
+        assert reported["flips"] == flips, b
         agree = (ours["p"].to_numpy() > 0.5) == (theirs["p"].to_numpy() > 0.5)
         assert (agree | (np.abs(d_ours) <= TOLERANCE)).all(), b
         meta = json.loads((repo / f"artifacts/scores/{b}/{RUN}.meta.json").read_text())
