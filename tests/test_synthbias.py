@@ -77,9 +77,7 @@ def test_stratified_subset_is_balanced_fixed_and_order_free():
     )
     chosen, strata = stratified_subset(pairs, 20)
     assert strata == {"first/0": 5, "first/1": 5, "second/0": 5, "second/1": 5}
-    # interleaved: every run of four consecutive pairs holds one pair of each stratum
-    cells = (chosen["referent"] + "/" + chosen["y"].astype(str)).tolist()
-    assert all(sorted(cells[i : i + 4]) == sorted(strata) for i in range(0, 20, 4))
+    assert chosen["row"].is_monotonic_increasing  # the rows' order, which extract requires
     first = pairs[(pairs["referent"] == "first") & (pairs["y"] == 0)]
     by_hash = sorted(first["key"], key=lambda k: hashlib.sha256(k.encode()).hexdigest())[:5]
     assert set(chosen["key"]) >= set(by_hash)

@@ -10,7 +10,8 @@ runs, no ``neutral`` stage; its committed dvc.lock is removed and its reports/ a
 that ``dvc metrics diff`` compares with.
 
 Then the lm-eval run is checked against gece's exact run of the same model, built by the same ``dvc repro``,
-straight from the two score files (and the compare stage's agreement report, ``checked_against``, against that): lm-eval sums float32 log-probabilities, gece correctly rounded float64 ones;
+straight from the two score files (and the compare stage's agreement report, ``checked_against``, against
+that): lm-eval sums float32 log-probabilities, gece correctly rounded float64 ones;
 the tolerance (docs/lmeval.md "Tolerance") is |Δ(logprob_more − logprob_less)| ≤ 1e-3 per pair.
 """
 

@@ -31,8 +31,8 @@ the referent's position (first or second occupation mentioned) and its majority 
 cells get subset / 4 pairs each; type1, which has neither, is one stratum. Within a stratum, pairs are taken in
 the order of the SHA-256 of their masked sentence: fixed, seed-free, and independent of the file's row order. A
 stratum with fewer pairs than its share gives all it has (the metadata says how many each got). The prepared
-pairs are interleaved across the strata (the first pair of each stratum, then the second, ...), so that the first
-N of them, a smoke run's ``extract.limit``, are balanced too.
+pairs are in the order of their rows in the file, as every prepared file is (extract scores them in that order), so
+a smoke run's first N (``extract.limit``) are not balanced: score the subset whole, or set a smaller ``subset``.
 """
 
 from __future__ import annotations
@@ -154,8 +154,7 @@ def pronoun_pairs(table: pd.DataFrame, kind: SynthType) -> tuple[pd.DataFrame, d
 
 def stratified_subset(pairs: pd.DataFrame, size: int | None) -> tuple[pd.DataFrame, dict[str, int]]:
     """The fixed stratified subset of the module docstring (all pairs when ``size`` is None) and the pairs taken per
-    stratum (``<referent>/<y>``, or ``all`` on type1). The pairs are interleaved: ordered by their rank within
-    their stratum, then by stratum, so that any first N of them (``extract.limit``) is itself nearly balanced."""
+    stratum (``<referent>/<y>``, or ``all`` on type1), in the order of their rows."""
     stratum = pairs["referent"].fillna("").astype(str) + "/" + pairs["y"].astype(str)
     stratum = stratum.where(pairs["referent"].notna(), "all")
     names = sorted(stratum.unique())
@@ -164,9 +163,8 @@ def stratified_subset(pairs: pd.DataFrame, size: int | None) -> tuple[pd.DataFra
     ranked["rank"] = ranked.groupby("stratum").cumcount()
     if size is not None:
         ranked = ranked[ranked["rank"] < size // max(len(names), 1)]
-    order = ranked.sort_values(["rank", "stratum"], kind="stable").index
     strata = {s: int((ranked["stratum"] == s).sum()) for s in names}
-    return pairs.loc[order].reset_index(drop=True), strata
+    return pairs.loc[ranked.index].sort_values("row", kind="stable").reset_index(drop=True), strata
 
 
 def read_synthbias(path: str | Path, kind: SynthType, subset: int | None) -> SynthPairs:
