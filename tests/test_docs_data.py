@@ -43,7 +43,7 @@ def counts(prepared_dir, tmp_path_factory) -> Counts:
     out = tmp_path_factory.mktemp("prepared_sources")
     seen = set()
     for b, spec in params.benchmarks.items():
-        if spec.source and spec.source not in seen:
+        if spec.imported and spec.source not in seen:  # CrowS-Pairs-format sources (not SynthBias)
             seen.add(spec.source)
             prepare_stage.prepare(
                 ROOT / data_layout.benchmark_source(params, b),
