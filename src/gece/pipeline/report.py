@@ -461,11 +461,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def reads(args: argparse.Namespace) -> list[Path]:
-    """What it reads besides --params: --reports, --scores, --data-dvc, the benchmarks' source files, and --out,
-    whose figures (drawn by worker processes) it reads back for their sizes and texts."""
+    """What it reads besides --params: --reports, --scores, --data-dvc, the benchmarks' source and prepared files,
+    the released scores (the reference runs' pairs are read as the other stages read them), and --out, whose
+    figures (drawn by worker processes) it reads back for their sizes and texts."""
     params = params_if_valid(args)
-    sources = [data_layout.benchmark_source(params, b) for b in params.benchmarks] if params is not None else []
-    return [args.reports, args.scores, args.data_dvc, *sources, *([args.out] if args.out is not None else [])]
+    benchmarks = list(params.benchmarks) if params is not None else []
+    sources = [data_layout.benchmark_source(params, b) for b in benchmarks]
+    prepared = [layout.prepared_path(b) for b in benchmarks]
+    out = [args.out] if args.out is not None else []
+    return [args.reports, args.scores, args.data_dvc, *sources, *prepared, data_layout.reference_dir(), *out]
 
 
 def run(args: argparse.Namespace) -> int:
