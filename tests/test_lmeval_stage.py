@@ -243,3 +243,15 @@ def test_one_command_writes_the_import_stages_of_samples_from_elsewhere(tmp_path
 def test_gece_extracts_no_tokens_for_an_lm_eval_entry(workdir, capsys):
     assert main(["extract", "--model", "smol-h"]) == 2
     assert "has engine: lm-eval" in capsys.readouterr().err
+
+
+def test_gece_s_own_run_of_the_same_model_takes_no_lm_eval_entry_for_a_sibling(tmp_path):
+    """An engine: lm-eval entry of the same source writes no token file: extract's sibling reuse skips it (it
+    crashed on one, found by the lm-eval walkthrough)."""
+    from gece.io.model_entry import ModelSpec
+    from gece.pipeline.extract import Siblings
+
+    own = ModelSpec.model_validate({"source": SMOL, "special_tokens": True})
+    twin = ModelSpec.model_validate({"source": SMOL, "special_tokens": False})
+    registry = {"smol": own, "smol-nobos": twin, "smol-h": HarnessSpec.model_validate(ENTRY)}
+    assert Siblings("smol", own, registry, tmp_path / "dvc.lock").ids == ["smol-nobos"]

@@ -204,9 +204,13 @@ class Siblings:
     :func:`gece.scoring.extraction.content_key` of a benchmark, from its tokenizer alone (loaded once, and only
     when some sibling has a file for that benchmark)."""
 
-    def __init__(self, model_id: str, spec: ModelSpec, registry: Mapping[str, ModelSpec], lock: str | Path):
+    def __init__(self, model_id: str, spec: ModelSpec, registry: Mapping[str, object], lock: str | Path):
         self.spec, self.lock = spec, lock
-        self.ids = [m for m, s in registry.items() if m != model_id and s.reference is None and same_weights(spec, s)]
+        self.ids = [  # gece's own entries only: an engine: lm-eval entry writes no token file
+            m
+            for m, s in registry.items()
+            if m != model_id and isinstance(s, ModelSpec) and s.reference is None and same_weights(spec, s)
+        ]
         self._previous: dict[str, dict[str, Path]] = {}
         self._tokenizer: tuple[object, dict[str, str]] | None = None
 
