@@ -220,15 +220,16 @@ def test_findings_rank_the_models_with_their_intervals(reports):
     if which == "reference":  # no identity benchmark, no special-token variant: the rest needs every run
         assert f.identity == [] == identity.identity_benchmarks(shipped)
         return
-    assert [b.benchmark for b in f.identity] == ["crows_pairs", "winoqueer"] == identity.identity_benchmarks(shipped)
+    constant = ["crows_pairs", "winoqueer", "synthbias_type1"]  # y = 1 for every pair (SynthBias: type1's "he")
+    assert [b.benchmark for b in f.identity] == constant == identity.identity_benchmarks(shipped)
     topics = [t for t, _ in f.effects]
     assert topics[:3] == ["the same run twice", "special tokens", "Brier ranking"]
     whole = "crows_pairs, crows_pairs_shared, winoqueer, winoqueer_shared"
     assert dict(f.effects)["the same run twice"].startswith(f"gemma-3-270m-nobos is gemma-3-270m on {whole} ")
-    # counted once: 2 runs on the whole-sentence benchmarks
-    assert [b.models for b in f.identity] == [2, 2]
+    # counted once: 2 runs on the whole-sentence benchmarks; 3 on SynthBias type1 (target rule: the BOS changes p)
+    assert [b.models for b in f.identity] == [2, 2, 3]
     special = dict(f.effects)["special tokens"]
-    assert "gemma-3-270m has a higher ECE on 5 of 5 benchmarks" in special
+    assert "gemma-3-270m has a higher ECE on 6 of 6 benchmarks" in special
     # the reason comes from the runs' extract metadata (artifacts/, present where the report stage runs)
     assert f"gemma-3-270m-nobos is gemma-3-270m on {whole}, the same score on every pair" in special
 
