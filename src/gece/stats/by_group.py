@@ -327,8 +327,22 @@ def group_stats(
 
 
 def group_shares(p: np.ndarray, seg: np.ndarray, n_groups: int) -> np.ndarray:
-    """Per group its share of pairs with p > 0.5, (B, n_groups), for a batch (B, n) with group codes ``seg``
-    (negative: in no group); NaN for a group empty in a row."""
+    """Per group its share of pairs with p > 0.5 (the stereotype share), for a batch of samples.
+
+    Parameters
+    ----------
+    p : ndarray of shape (B, n)
+        Pair scores in [0, 1], one row per (re)sample; an exact 0.5 prefers neither sentence (not counted).
+    seg : ndarray of int of shape (B, n)
+        Group codes in [0, n_groups); a negative code leaves the pair out.
+    n_groups : int
+        Number of groups G.
+
+    Returns
+    -------
+    share : ndarray of shape (B, n_groups)
+        #{i in G : p_i > 0.5} / n_G per row and group, in [0, 1]; NaN for a group empty in that row.
+    """
     b = p.shape[0]
     inside = seg >= 0
     flat = (np.arange(b)[:, None] * n_groups + seg)[inside]
@@ -348,8 +362,31 @@ def resampled_stats(
     n_bins: int = 10,
     binning: Binning = "equal_width",
 ) -> dict[str, np.ndarray]:
-    """What the bootstrap of :func:`calibration_by_group` computes on each resample: :func:`group_stats` and
-    each group's stereotype share ``"share"`` (B, n_groups) (:func:`group_shares`)."""
+    """What the bootstrap of :func:`calibration_by_group` computes on each resample: :func:`group_stats` and each
+    group's stereotype share (:func:`group_shares`).
+
+    Parameters
+    ----------
+    p : ndarray of shape (B, n)
+        Pair scores in [0, 1], one row per (re)sample.
+    target : ndarray of shape (B, n)
+        Targets in [0, 1] (labels or soft targets).
+    seg : ndarray of int of shape (B, n)
+        Group codes in [0, n_groups); a negative code leaves the pair out.
+    n_groups : int
+        Number of groups G.
+    eligible : ndarray of bool of shape (n_groups,)
+        The groups that enter the gap.
+    n_bins : int, default=10
+        Number of bins M.
+    binning : {"equal_width", "equal_mass"}, default="equal_width"
+        Bin edges m / M, or the m / M quantiles of each row's and group's own p.
+
+    Returns
+    -------
+    stats : dict of str to ndarray
+        :func:`group_stats`'s ``"ece"`` (B, n_groups) and ``"gap"`` (B,), and ``"share"`` (B, n_groups).
+    """
     return group_stats(p, target, seg, n_groups, eligible, n_bins, binning) | {"share": group_shares(p, seg, n_groups)}
 
 
