@@ -172,7 +172,7 @@ def test_an_lm_eval_entry_goes_under_lmeval_runs_only(workdir, capsys):
 def dvc_repo(root) -> None:
     """A DVC repository at ``root`` whose dvc.yaml is the committed lmeval stage, code deps left out."""
     stage = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]["lmeval"]
-    stage["deps"] = [d for d in stage["deps"] if not d.startswith("src/")]
+    stage["deps"] = [d for d in stage["deps"] if not d.startswith(("src/", "stage-code/"))]
     (root / "dvc.yaml").write_text(yaml.safe_dump({"stages": {"lmeval": stage}}, sort_keys=False))
     (root / ".gitignore").write_text("/data\n/bin\n/log\n/lmeval/tasks/\n")
     for cmd in (["git", "init", "-q"], ["dvc", "init", "-q"]):

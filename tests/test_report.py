@@ -160,7 +160,11 @@ def test_page_is_self_contained_and_names_its_provenance(built_report):
     assert not re.search(r"(src|href)=\"(https?:)?//", text), "no network resources"
     assert "<script" not in text
     assert yaml.safe_load((ROOT / "data.dvc").read_text())["outs"][0]["md5"] in text  # the data snapshot
-    assert re.search(r"sha256 of src/gece \(\*\.py, page\.css, page\.html\): [0-9a-f]{64}", text)
+    assert re.search(
+        r"sha256 of stage-code/ \(each command&#x27;s code by what it does: comments and docstrings do not "
+        r"count\), page\.css and page\.html: [0-9a-f]{64}",
+        text,
+    )
     assert "0" * 63 + "1" in text and "package:tiny-lm" in text  # extract metadata of the scored model
     assert "<th>seconds</th>" not in text and ">1.5<" not in text  # run timings stay in the meta files
     for name in ("numpy", "matplotlib", "dvc", "pandas"):
