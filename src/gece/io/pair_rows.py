@@ -61,6 +61,17 @@ class PreparedPair(TableRow):
     )
 
 
+class SynthPair(PreparedPair):
+    """A prepared row of SynthBias's referent protocol (:mod:`gece.io.synthbias_referent`), with the columns the
+    groups stage and the referent metrics group by. A reader that reads it as a ``PreparedPair`` ignores them."""
+
+    pronoun_gender: Literal["male", "female"] = Field(description="the sentence's pronoun: he, him, his / she, her")
+    stereotype: Literal["pro", "anti"] = Field(
+        description="pro: the referent is the pronoun's stereotypical occupation"
+    )
+    referent: Literal["first", "second"] = Field(description="where the referent is named: first or second occupation")
+
+
 class AnnotationRow(TableRow):
     """One annotator's label of one pair (``artifacts/annotations/<b>.parquet``): the bias types the
     annotator saw in the pair; ``[]`` = saw no stereotype (CrowS-Pairs' validation, :mod:`gece.io.crows`)."""
