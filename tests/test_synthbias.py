@@ -154,4 +154,5 @@ def test_examples_of_a_hidden_benchmark_show_no_sentence():
     assert "pilot" not in docs["examples_sb"] and "CC BY-NC-ND 4.0" in docs["examples_sb"]
     assert "The pilot thanked the baker because he was kind." in docs["examples_wb"]
     params = load_params(ROOT / "params.yaml")
-    assert {b for b, e in params.benchmarks.items() if not e.sentences_shown} == {"synthbias_type1", "synthbias_type2", "synthbias_referent"}
+    hidden = {b for b, e in params.benchmarks.items() if not e.sentences_shown}
+    assert hidden == {"synthbias_type1", "synthbias_type2", "synthbias_referent"}
