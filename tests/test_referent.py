@@ -137,3 +137,27 @@ def test_the_block_is_absent_from_other_metrics_reports():
     plain = {k: None for k, f in keys.items() if f.is_required()} | {"n": 0, "n_ties": 0, "n_bins": 10}
     plain["binning"] = "equal_width"
     assert "referent" not in MetricsReport.model_validate(plain).model_dump()
+
+
+def test_summary_and_page_give_the_referent_headline_and_no_gender_ece():
+    from gece.report.cells import ReportData, format_cell
+    from gece.report.findings import summary
+    from gece.report.referent import referent_doc
+
+    block = _report([0.99, 0.4, 0.4, 0.99], [1, 0, 0, 1], [1, 0, 1, 0], [0, 0, 1, 1], ["a", "a", "b", "b"])
+    rep = {"n": 4, "ece": 0.1, "gender_ece": None, "accuracy": 1.0, "referent": block}
+    bins = [{"count": 2, "accuracy": 0.0}, {"count": 2, "accuracy": 1.0}]  # y varies
+    data = ReportData(benchmarks=["sr", "wb"], runs={"sr": ["m"], "wb": ["m"]})
+    data.metrics = {("sr", "m"): rep, ("wb", "m"): {"n": 4, "gender_ece": 0.2}}
+    data.bins = {("sr", "m"): bins, ("wb", "m"): bins}
+    runs = summary(data)["runs"]
+    assert runs["sr"]["m"]["ucerf"] == block["ucerf"] and runs["sr"]["m"]["ece_gap_ci_low"] == block["ece_gap_ci_low"]
+    assert runs["sr"]["m"]["baseline_last"] == 0.5 and "gender_ece" not in runs["sr"]["m"]
+    assert runs["wb"]["m"]["gender_ece"] == 0.2
+    doc = referent_doc(data)
+    assert [t.heading.split(":")[0] for t in doc.tables] == ["sr", "sr"]
+    head = doc.tables[0]
+    ucerf = head.rows[0].cells[[c.key for c in head.columns].index("ucerf")]
+    assert format_cell(ucerf, head.columns[0]).startswith(f"{block['ucerf']:.3f} [")
+    assert ucerf.ref["value"] == "/referent/ucerf" and head.rows[0].source == "metrics/sr/m.json"
+    assert "people prefer" not in doc.caption and "labour statistics" in doc.caption
