@@ -161,3 +161,35 @@ def test_summary_and_page_give_the_referent_headline_and_no_gender_ece():
     assert format_cell(ucerf, head.columns[0]).startswith(f"{block['ucerf']:.3f} [")
     assert ucerf.ref["value"] == "/referent/ucerf" and head.rows[0].source == "metrics/sr/m.json"
     assert "people prefer" not in doc.caption and "labour statistics" in doc.caption
+
+
+def test_pronoun_pairs_carry_the_referent_position(tmp_path):
+    from gece.io.pair_rows import SynthPronounPair
+
+    entry = BenchmarkSpec(source=str(_write(tmp_path)), synthbias="type2")
+    out = tmp_path / "prepared.parquet"
+    prepare(entry.source, out, name="sb", entry=entry)
+    table, _ = read_table(out, SynthPronounPair)
+    assert table["referent"].tolist() == ["first", "second", "second"]
+    assert table["cluster"].tolist() == table["pair_id"].tolist()  # one row holds the he and the she sentence
+
+
+def test_groups_by_pronoun_gender_on_referent_rows_and_not_elsewhere(tmp_path):
+
+    from gece.io.params import GroupsParams
+    from gece.io.sections import MetricsParams
+    from gece.pipeline.groups import run_groups
+
+    entry = BenchmarkSpec(source=str(_write(tmp_path)), synthbias="referent")
+    out = tmp_path / "prepared.parquet"
+    prepare(entry.source, out, name="sb", entry=entry)
+    pairs = read_table(out, SynthPair)[0].set_index("pair_id", drop=False)
+    scores = pairs.reset_index(drop=True)[["pair_id", "y", "gender_more", "gender_less"]].assign(
+        p=[0.9, 0.2, 0.6, 0.7, 0.8, 0.3]
+    )
+    settings = GroupsParams(by=["pronoun_gender", "referent", "stereotype"], protocols=["identity"], min_size=1)
+    got = {r["grouping"]: r for r in run_groups(scores, pairs, None, None, settings, MetricsParams(), "t")}
+    assert [(g["group"], g["n"]) for g in got["pronoun_gender"]["groups"]] == [("female", 3), ("male", 3)]
+    assert got["stereotype"]["tests_reason"].startswith("stereotype is a function of y")
+    plain = pairs[[c for c in pairs.columns if c not in ("pronoun_gender", "stereotype", "referent")]]
+    assert run_groups(scores, plain, None, None, settings, MetricsParams(), "t") == []  # columns it lacks: left out

@@ -14,7 +14,7 @@ from gece import command, options, run_options
 from gece.io import layout, report_layout
 from gece.io.json_writer import write_json
 from gece.io.metric_reports import BinsReport, MetricsReport
-from gece.io.pair_rows import PreparedPair, SynthPair
+from gece.io.pair_rows import SYNTH_SCHEMAS
 from gece.io.params import Params, params_or_defaults
 from gece.io.readers import read_table
 from gece.io.sections import MetricsParams
@@ -93,9 +93,9 @@ def metrics_benchmark(
     names = runs.runs(params, benchmark)
     for folder in (report_layout.metrics_dir(benchmark), report_layout.bins_dir(benchmark)):
         layout.clear_stale_runs(report_layout.report_path(folder, reports), names, (".json",), "the reports directory")
-    referent = params.benchmarks[benchmark].synthbias == "referent"
-    schema = SynthPair if referent else PreparedPair
-    pairs = read_table(layout.prepared_path(benchmark), schema)[0].set_index("pair_id", drop=False)
+    kind = params.benchmarks[benchmark].synthbias
+    referent = kind == "referent"
+    pairs = read_table(layout.prepared_path(benchmark), SYNTH_SCHEMAS[kind])[0].set_index("pair_id", drop=False)
     for m in names:
         scores, _ = runs.load_scores(params, benchmark, m, runs.RUN_COLUMNS)
         report, bins = run_metrics(scores, settings, pairs)

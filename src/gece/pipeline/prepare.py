@@ -20,7 +20,7 @@ import pandas as pd
 from gece import command, run_options
 from gece.errors import GeceError
 from gece.io import benchmarks, data_layout, layout
-from gece.io.pair_rows import AnnotationRow, PreparedPair, SynthPair
+from gece.io.pair_rows import SYNTH_SCHEMAS, AnnotationRow
 from gece.io.params import params_if_valid, params_or_defaults
 from gece.io.sections import BenchmarkSpec, Cluster, PrepareParams
 from gece.io.writer import write_table
@@ -122,9 +122,11 @@ def prepare(
     for w in warnings:
         log.warning(w)
     prepared = benchmarks.prepare_pairs(rows, name, cluster)
-    schema = PreparedPair
+    schema = SYNTH_SCHEMAS[entry.synthbias if entry is not None else None]
     if "pair_row" in rows.columns:  # SynthBias's referent rows: their grouping columns, the sentence pair as cluster
-        prepared, schema = referent_columns(prepared, rows), SynthPair
+        prepared = referent_columns(prepared, rows)
+    elif "referent" in rows.columns:  # SynthBias's pronoun pairs: where the referent is named
+        prepared = prepared.assign(referent=rows["referent"].to_numpy())
     labels = annotation_rows(found, prepared) if found is not None else _empty_annotations()
     if annotations_out is not None:
         write_table(annotations_out, labels, AnnotationRow, meta={"benchmark": name, "source": str(csv)})
@@ -186,7 +188,7 @@ def synthbias_rows(csv: Path, name: str, entry: BenchmarkSpec) -> tuple[pd.DataF
     if entry.synthbias == "referent":
         meta["prompt"] = prompt
         return read.pairs, meta
-    return read.pairs[["row", *benchmarks.REQUIRED, "bias_type"]], meta
+    return read.pairs[["row", *benchmarks.REQUIRED, "bias_type", "referent"]], meta
 
 
 PROTOCOLS = {  # the prepared file's metadata "protocol" of each SynthBias mode

@@ -7,9 +7,10 @@ sentence pairs whose he row and she row were both scored (a row without its othe
 out), and its interval resamples those pairs: the he and the she row of a pair go together. With
 ``pred = 1[p > 0.5]``, ``conf = max(p, 1 − p)``, ``correct = 1[pred = y]``:
 
-- ``ece_toplabel``: the top-label ECE (Guo et al. 2017), M bins of conf against correct. The headline: y is balanced
-  by design, so a model that cannot resolve the pronoun (p ≈ 0.5) gets a small ECE of p against y while its
-  confidence in its own decision is what is asked about. ``accuracy`` = mean correct; ``brier`` = mean (p − y)².
+- ``ece_toplabel``: the top-label ECE (Guo et al. 2017), M bins of conf against correct: is the model as often right
+  as it is confident, whichever occupation it picks (the headline). A model that cannot resolve the pronoun
+  (p ≈ 0.5, right half the time) is calibrated by it, so ``accuracy`` = mean correct and the baselines stand beside
+  it; ``brier`` = mean (p − y)².
 - **ECE by pronoun gender**: the top-label ECE within the rows whose pronoun is male (he, him, his) and female
   (she, her), and ``ece_gap`` = female − male. The same within pro (y = 1) and anti (y = 0) rows, and within the
   rows whose referent is named first or second, with the accuracy of each.
