@@ -193,3 +193,19 @@ def test_groups_by_pronoun_gender_on_referent_rows_and_not_elsewhere(tmp_path):
     assert got["stereotype"]["tests_reason"].startswith("stereotype is a function of y")
     plain = pairs[[c for c in pairs.columns if c not in ("pronoun_gender", "stereotype", "referent")]]
     assert run_groups(scores, plain, None, None, settings, MetricsParams(), "t") == []  # columns it lacks: left out
+
+
+def test_examples_caption_names_y_for_what_it_is():
+    from gece.report.cells import ReportData
+    from gece.report.examples import examples_docs
+
+    ex = {"pair_id": "x-0001", "sent_more": "a b", "sent_less": "a c", "targets_more": ["b"], "targets_less": ["c"]}
+    ex |= {"y": 1, "p": 0.1, "confidence": 0.9}
+    benchmarks = ["wb", "t2", "ref"]
+    data = ReportData(benchmarks=benchmarks, runs={b: ["m"] for b in benchmarks}, hidden={"t2", "ref"})
+    data.synthbias = {"t2": "type2", "ref": "referent"}
+    data.examples = {(b, "m"): [ex] for b in benchmarks}
+    caption = {d.name: d.caption for d in examples_docs(data)}
+    assert "people prefer" in caption["examples_wb"]
+    assert "people prefer" not in caption["examples_t2"] and "labour statistics" in caption["examples_t2"]
+    assert "people prefer" not in caption["examples_ref"] and "referent" in caption["examples_ref"]
