@@ -209,3 +209,20 @@ def test_examples_caption_names_y_for_what_it_is():
     assert "people prefer" in caption["examples_wb"]
     assert "people prefer" not in caption["examples_t2"] and "labour statistics" in caption["examples_t2"]
     assert "people prefer" not in caption["examples_ref"] and "referent" in caption["examples_ref"]
+
+
+def test_the_first_screen_answers_the_three_questions():
+    from gece.report.answers import answers
+    from gece.report.cells import ReportData
+    from gece.report.html import answers_html
+
+    block = {k: None for k in ("ece_toplabel", "ece_gap", "accuracy", "baseline_last", "over_last", "ucerf", "eo")}
+    block |= {"ece_toplabel": 0.3, "ece_gap": 0.05, "ece_gap_ci_low": 0.01, "ece_gap_ci_high": 0.09}
+    block |= {"accuracy": 0.54, "baseline_last": 0.5, "over_last": 0.04, "over_last_ci_low": -0.07}
+    block |= {"over_last_ci_high": 0.16, "ucerf": 0.92, "eo": 0.06}
+    data = ReportData(benchmarks=["sr"], runs={"sr": ["m"]})
+    data.metrics = {("sr", "m"): {"n": 4, "referent": block}}
+    ((row, text),) = answers(data).referent
+    assert row == "sr / m" and "ECE she − he +0.050 [0.010, 0.090] (a real difference)" in text
+    assert "+0.040 [-0.070, 0.160] (no better than it)" in text
+    assert "Referent resolution (SynthBias)" in answers_html(answers(data))

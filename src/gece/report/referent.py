@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from gece.io import report_layout
 from gece.registry import REFERENT, REFERENT_HEADLINE
-from gece.report.cells import Column, ReportData, Row, Table, TableDoc, mark_worst, metric_cell
+from gece.report.cells import Column, ReportData, Row, Table, TableDoc, format_bound, mark_worst, metric_cell
 
 BLOCK = "referent"  # the key of the block in reports/metrics/<b>/<m>.json
 # the strata table's columns, after the headline table's
@@ -74,3 +74,47 @@ def referent_doc(data: ReportData) -> TableDoc:
         tables.append(_table(data, b, STRATA, f"{b}: by stereotype and referent position"))
     empty = "" if tables else "no benchmark with synthbias: referent has metrics"
     return TableDoc("referent", "Referent resolution (SynthBias)", CAPTION, tables, empty)
+
+
+# the first screen's note above the referent answers (gece.report.html.answers_html)
+NOTE = (
+    "which occupation the model resolves the pronoun to: top-label ECE; the ECE by pronoun gender, she/her − "
+    "he/him/his; accuracy minus always choosing the occupation named last; [95% intervals over sentence pairs]"
+)
+
+
+def _value(block: dict, key: str, signed: bool = False) -> str:
+    v, lo, hi = block.get(key), block.get(f"{key}_ci_low"), block.get(f"{key}_ci_high")
+    if v is None:
+        return "–"
+    text = f"{v:+.3f}" if signed else f"{v:.3f}"
+    return text + ("" if lo is None or hi is None else f" [{format_bound(lo)}, {format_bound(hi)}]")
+
+
+def _holds_zero(block: dict, key: str) -> bool:
+    lo, hi = block.get(f"{key}_ci_low"), block.get(f"{key}_ci_high")
+    return lo is None or hi is None or lo <= 0 <= hi
+
+
+def answer_rows(data: ReportData) -> list[tuple[str, str]]:
+    """Per run of each referent benchmark (``<b> / <m>``) one sentence: the top-label ECE, the ECE by pronoun
+    gender (female − male, and whether its interval holds 0) and the accuracy over the last-mentioned baseline."""
+    rows = []
+    for b in referent_benchmarks(data):
+        for m in data.runs.get(b, []):
+            block = data.metrics.get((b, m), {}).get(BLOCK)
+            if block is None:
+                continue
+            gap = "no real difference" if _holds_zero(block, "ece_gap") else "a real difference"
+            over = block.get("over_last") or 0.0
+            beats = "no better than it" if _holds_zero(block, "over_last") else ("beats it" if over > 0 else "below it")
+            rows.append(
+                (
+                    f"{b} / {m}",
+                    f"ECE top-label {_value(block, 'ece_toplabel')}; ECE she − he {_value(block, 'ece_gap', True)} "
+                    f"({gap}); accuracy {_value(block, 'accuracy')} against {_value(block, 'baseline_last')} "
+                    f"always the last-mentioned: {_value(block, 'over_last', True)} ({beats}); "
+                    f"UCerF {_value(block, 'ucerf')}, EO gap {_value(block, 'eo')}",
+                )
+            )
+    return rows
