@@ -9,7 +9,7 @@ top-label ECE by pronoun gender.
 from __future__ import annotations
 
 from gece.io import report_layout
-from gece.registry import REFERENT, REFERENT_HEADLINE
+from gece.registry import REFERENT, REFERENT_HEADLINE, REFERENT_SUMMARY, REFERENT_SUMMARY_CI
 from gece.report.cells import Column, ReportData, Row, Table, TableDoc, format_bound, mark_worst, metric_cell
 
 BLOCK = "referent"  # the key of the block in reports/metrics/<b>/<m>.json
@@ -24,13 +24,13 @@ def referent_benchmarks(data: ReportData) -> list[str]:
 
 
 def run_summary(rep: dict) -> dict:
-    """One run's keys in ``reports/summary.json`` on a referent benchmark: :data:`REFERENT_HEADLINE` and the
-    interval of each that has one (``<key>_ci_low``/``<key>_ci_high``); no ``gender_ece``."""
+    """One run's keys in ``reports/summary.json`` on a referent benchmark: :data:`gece.registry.REFERENT_SUMMARY`,
+    and the interval (``<key>_ci_low``/``<key>_ci_high``) of those in ``REFERENT_SUMMARY_CI``; no ``gender_ece``."""
     block = rep[BLOCK]
     out: dict = {}
-    for key in REFERENT_HEADLINE:
+    for key in REFERENT_SUMMARY:
         out[key] = block.get(key)
-        if REFERENT[key].interval:
+        if key in REFERENT_SUMMARY_CI:
             out |= {f"{key}_ci_{end}": block.get(f"{key}_ci_{end}") for end in ("low", "high")}
     return out
 
