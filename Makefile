@@ -34,10 +34,11 @@ data: install
 repro: install
 	$(BIN)/gece repro
 
-# each stage's code deps in dvc.yaml, written from its command's import closure (gece stage-deps --help);
-# tests/test_stage_deps.py fails when dvc.yaml is not what this writes
+# each stage's code dep in dvc.yaml (its command's manifest, gece stage-deps --help) and the manifests in
+# stage-code/ (gece stage-code --help); tests/test_stage_deps.py and test_stage_code.py fail when they are stale
 deps: install
 	$(BIN)/gece stage-deps
+	$(BIN)/gece stage-code
 
 # pytest in TEST_WORKERS processes (pytest-xdist; 0: one process); the tests that share one pipeline run
 # (the e2e slice) stay in one worker (tests/conftest.py). 2 by default: more is faster only with more free

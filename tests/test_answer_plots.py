@@ -13,9 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from gece.io import report_layout
 from gece.report import answer_plots, compare_tables, forest
 from gece.report.cells import ReportData, resolve
-from gece.report.first_screen import PAGE_BUDGET, calibration_finding, headlines
+from gece.report.first_screen import PAGE_BUDGET, calibration_finding, headlines, rules_finding
 from gece.stats.letters import compact_letters
 
 from .conftest import ROOT
@@ -100,6 +101,14 @@ def test_calibration_points_are_sorted_with_holm_letters_and_released_marked():
     )
 
 
+# per rule variant its first-word parts: (group, stereotype share, interval); "later" of cp_shared has none (a groups
+# report from before the intervals, or a part under groups.min_size)
+PARTS = {
+    "cp": [("initial", 0.8, 0.75, 0.85), ("later", 0.6, 0.55, 0.65)],
+    "cp_shared": [("initial", 0.55, 0.45, 0.65), ("later", 0.35, None, None)],
+}
+
+
 def _rules_data() -> ReportData:
     data = ReportData(
         benchmarks=["cp", "cp_shared"],
@@ -113,7 +122,11 @@ def _rules_data() -> ReportData:
             "pct_stereotype_ci_low": share - 0.1,
             "pct_stereotype_ci_high": share + 0.1,
         }
-        groups = [{"group": g, "pct_stereotype": share + d} for g, d in (("initial", 0.1), ("later", -0.1))]
+        groups = [
+            {"group": g, "pct_stereotype": x}
+            | ({"pct_stereotype_ci_low": lo, "pct_stereotype_ci_high": hi} if lo else {})
+            for g, x, lo, hi in PARTS[b]
+        ]
         data.groups[b] = {
             "runs": {
                 "m": [
@@ -127,15 +140,39 @@ def _rules_data() -> ReportData:
 
 def test_rule_points_hold_each_rule_and_each_first_word_part():
     points = forest.rule_points(_rules_data(), "cp")
+    assert [(p.benchmark, p.panel, p.rule, p.value, p.low, p.high) for p in points[1:3]] == [
+        ("cp", "initial", "sentence", 0.8, 0.75, 0.85),
+        ("cp", "later", "sentence", 0.6, 0.55, 0.65),
+    ]
     assert [(p.benchmark, p.panel, p.rule, round(p.value, 3), p.low is None) for p in points] == [
         ("cp", "all", "sentence", 0.7, False),
-        ("cp", "initial", "sentence", 0.8, True),
-        ("cp", "later", "sentence", 0.6, True),
+        ("cp", "initial", "sentence", 0.8, False),
+        ("cp", "later", "sentence", 0.6, False),
         ("cp_shared", "all", "shared", 0.45, False),
-        ("cp_shared", "initial", "shared", 0.55, True),
+        ("cp_shared", "initial", "shared", 0.55, False),
         ("cp_shared", "later", "shared", 0.35, True),
     ]
     assert points[1].pointer == "/runs/m/1/groups/0/pct_stereotype"
+
+
+def test_the_rule_figure_draws_the_first_word_intervals_of_its_csv():
+    """The dumbbell of a constructed case: every CSV value and interval end is the one at its pointer (the groups
+    report's ``pct_stereotype_ci_low`` / ``_high`` for the first-word parts), every drawn position is the CSV's."""
+    data = _rules_data()
+    points = forest.rule_points(data, "cp")
+    rows = list(csv.DictReader(io.StringIO(forest.points_csv(points))))
+    reports = {report_layout.groups_file(b): data.groups[b] for b in ("cp", "cp_shared")}
+    reports |= {report_layout.metrics_file(b, "m"): data.metrics[(b, "m")] for b in ("cp", "cp_shared")}
+    assert check_rows(rows, reports.__getitem__) == 5  # every interval but cp_shared's later part
+    svg = answer_plots.rules_svg("rules_cp", "cp", points)
+    assert check_svg_against_csv(svg, "rules_cp", rows) == 6 + 2 * 5
+    assert answer_plots.svg_id("rules_cp", "later", 5, "ci") not in svg  # no interval, none drawn
+    assert rules_finding(data, "cp", points) == (
+        "cp: under the sentence rule the stereotype share is above 0.5 for 1 of 1 runs (first word differs: above "
+        "0.5 for 1 of 1 runs; start alike: above 0.5 for 1 of 1 runs); under the shared rule the stereotype share "
+        "is not distinguishable from 0.5 for 1 of 1 runs (first word differs: not distinguishable from 0.5 for 1 "
+        "of 1 runs; start alike: below 0.5 for 1 of 1 runs)."
+    )
 
 
 # ------------------------------------------------------------------------ the SVG
@@ -197,6 +234,23 @@ def test_the_committed_page_equals_the_workspace_reports(workspace_reports):
     assert check_page(workspace_reports) >= 2
 
 
+def check_rows(rows: list[dict], load) -> int:
+    """Every CSV row's value is the value at its pointer in its report (``load(file)``), its interval the report's
+    ``<pointer>_ci_low`` / ``_high``, present exactly where the report has one. Returns the intervals checked."""
+    intervals = 0
+    for r in rows:
+        rep = load(r["file"])
+        assert float(r["value"]) == resolve(rep, r["pointer"])
+        parent, key = resolve(rep, r["pointer"].rsplit("/", 1)[0] or ""), r["pointer"].rsplit("/", 1)[1]
+        ends = (parent.get(f"{key}_ci_low"), parent.get(f"{key}_ci_high"))
+        if r["ci_low"]:
+            assert (float(r["ci_low"]), float(r["ci_high"])) == ends
+            intervals += 1
+        else:
+            assert ends == (None, None), (r["file"], r["pointer"])
+    return intervals
+
+
 def check_page(reports: Path) -> int:
     """Check every first-screen figure of ``reports/index.html`` against its CSV and the CSV against the reports;
     returns the number of figures."""
@@ -206,14 +260,7 @@ def check_page(reports: Path) -> int:
     for name, path, body in figures:
         rows = list(csv.DictReader(io.StringIO((reports / path).read_text(encoding="utf-8"))))
         assert rows
-        for r in rows:
-            rep = json.loads((reports / r["file"]).read_text(encoding="utf-8"))
-            assert float(r["value"]) == resolve(rep, r["pointer"])
-            if r["ci_low"]:
-                assert (float(r["ci_low"]), float(r["ci_high"])) == (
-                    resolve(rep, r["pointer"] + "_ci_low"),
-                    resolve(rep, r["pointer"] + "_ci_high"),
-                )
+        check_rows(rows, lambda file: json.loads((reports / file).read_text(encoding="utf-8")))
         checked += check_svg_against_csv(body, name, rows)
         assert re.search(r'role="img" aria-label="[^"]*(lowest ECE|stereotype share) [^"]+"', body)
     assert checked > 10 * len(figures)

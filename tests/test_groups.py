@@ -223,6 +223,35 @@ def test_identity_with_y_one_is_one_minus_mean_p():
         assert c.ece == pytest.approx(1 - p[g == c.group].mean(), abs=1e-12)
 
 
+def test_group_shares_of_a_hand_case():
+    """Per row and group the share of p > 0.5 (an exact 0.5 is no preference); a pair in no group counts nowhere,
+    an empty group is NaN."""
+    p = np.array([[0.6, 0.4, 0.7, 0.5, 0.9], [0.6, 0.6, 0.2, 0.1, 0.9]])
+    seg = np.array([[0, 0, 1, 1, -1], [0, 0, 0, 0, -1]])
+    got = by_group.group_shares(p, seg, 3)
+    assert np.array_equal(got[:, :2], [[0.5, 0.5], [0.5, np.nan]], equal_nan=True)
+    assert np.isnan(got[:, 2]).all()
+
+
+def test_a_single_groups_share_interval_is_the_metrics_reports():
+    """One group holding every pair: the same cluster resamples as the metrics report's, so the same stereotype
+    share and interval (gece.stats.metrics.summarize, the all-pairs interval the page draws beside it)."""
+    rng = np.random.default_rng(11)
+    n = 500
+    p, clusters = rng.random(n), rng.integers(0, 60, n)
+    r = by_group.calibration_by_group(
+        p, np.ones(n), np.full(n, "all", dtype=object), draws=300, seed=3, clusters=clusters
+    )
+    s = metrics.summarize(p, np.ones(n), np.full(n, "male"), np.full(n, "female"), draws=300, seed=3, clusters=clusters)
+    (g,) = r.groups
+    assert (g.share, g.share_low, g.share_high) == (
+        s["pct_stereotype"],
+        s["pct_stereotype_ci_low"],
+        s["pct_stereotype_ci_high"],
+    )
+    assert g.share_low < g.share < g.share_high
+
+
 def test_bad_input():
     with pytest.raises(ValueError, match="differ in length"):
         by_group.calibration_by_group([0.5], [1, 0], ["a"])
@@ -334,6 +363,14 @@ def test_stage_writes_the_report_and_table(crowslike):
         want = _brute_soft_ece(scores["p"].to_numpy()[keep], ann["y_soft"].to_numpy(float)[keep])
         assert soft[kind]["ece"] == pytest.approx(want, abs=1e-12) and soft[kind]["n"] == keep.sum()
     assert m1["bias_type", "soft"]["n_left_out"] == 300 // 7 + 1
+    # the stereotype share and its interval: identity protocol only, an interval from min_size pairs on
+    for kind in ("race-color", "gender", "religion"):
+        c = cells[kind]
+        p = scores["p"][scores["bias_type"] == kind].to_numpy()
+        assert c["pct_stereotype"] == (p > 0.5).mean()
+        assert 0 <= c["pct_stereotype_ci_low"] < c["pct_stereotype"] < c["pct_stereotype_ci_high"] <= 1
+    assert cells["disability"]["pct_stereotype"] is not None and cells["disability"]["pct_stereotype_ci_low"] is None
+    assert not any(k.startswith("pct_stereotype") for c in soft.values() for k in c)
     # y = 1 for every pair: no calibration test, and the report says why
     assert report["tests"]["m1"]["reason"].startswith("y is 1 for every pair") and report["tests"]["m1"]["z"] is None
     assert m1["bias_type", "identity"]["tests_reason"].startswith("y is 1") and "z" not in cells["gender"]
@@ -349,6 +386,48 @@ def test_stage_writes_the_report_and_table(crowslike):
     assert (crowslike / "again" / "groups" / "crowslike.json").read_bytes() == (
         crowslike / "reports" / "groups" / "crowslike.json"
     ).read_bytes()
+
+
+def _loop_share_interval(p, labels, clusters, group, draws, seed, level):
+    """A group's stereotype share and its bias-corrected interval, one resample at a time: K clusters drawn with
+    replacement (numbered in order of first appearance, drawn from the seed's stream in chunks of
+    :func:`gece.stats.bootstrap.chunk_size` draws, as the bootstrap draws them), the group's pairs among their rows."""
+    from gece.stats.bootstrap import chunk_size
+
+    order = list(dict.fromkeys(clusters))
+    rows_of = {c: [i for i, x in enumerate(clusters) if x == c] for c in order}
+    rng = np.random.default_rng(seed)
+    shares = []
+    for start in range(0, draws, chunk_size(len(p))):
+        for chosen in rng.integers(0, len(order), size=(min(chunk_size(len(p)), draws - start), len(order))):
+            mine = [p[i] > 0.5 for c in chosen for i in rows_of[order[c]] if labels[i] == group]
+            shares.append(sum(mine) / len(mine) if mine else math.nan)
+    est = float(np.mean(p[labels == group] > 0.5))
+    d = np.array([x for x in shares if not math.isnan(x)])
+    lo, hi = np.quantile(d, [(1 - level) / 2, (1 + level) / 2]) - (np.median(d) - est)
+    return est, min(max(lo, 0.0), est), max(min(hi, 1.0), est)
+
+
+def test_a_groups_share_interval_equals_a_loop_over_the_clusters(crowslike):
+    """One group's interval recomputed from the prepared pairs (their clusters) and the scores, without the stage.
+    Clusters of 7 consecutive pairs, each holding pairs of every bias type."""
+    prepared = crowslike / "artifacts" / "prepared" / "crowslike.parquet"
+    pairs, _ = read_table(prepared, PreparedPair)
+    pairs["cluster"] = [f"c{i // 7}" for i in range(len(pairs))]
+    write_table(prepared, pairs, PreparedPair, meta={"benchmark": "crowslike"})
+    params = Params.model_validate(_params())
+    report = stage.groups_benchmark(params, "crowslike", reports=crowslike / "reports", root=crowslike)
+    (result,) = [r for r in report["runs"]["m2"] if (r["grouping"], r["protocol"]) == ("bias_type", "identity")]
+    cell = next(c for c in result["groups"] if c["group"] == "gender")
+    scores, _ = read_table(crowslike / "artifacts" / "scores" / "crowslike" / "m2.parquet", ScoreRow)
+    clusters = pairs.set_index("pair_id").loc[scores["pair_id"], "cluster"].to_numpy(object)
+    assert cell["n_clusters"] == len(set(clusters[scores["bias_type"] == "gender"])) < cell["n"]  # real clusters
+    m = params.metrics
+    want = _loop_share_interval(
+        scores["p"].to_numpy(), scores["bias_type"].to_numpy(object), clusters, "gender", m.bootstrap, m.seed, m.ci
+    )
+    got = (cell["pct_stereotype"], cell["pct_stereotype_ci_low"], cell["pct_stereotype_ci_high"])
+    assert got == pytest.approx(want, abs=1e-12)
 
 
 @pytest.mark.parametrize("how", ["no file", "no labels"])

@@ -1,14 +1,14 @@
-"""dvc.yaml's code deps equal the code each stage runs (issue 15, item 2), and gece has no import cycle.
+"""dvc.yaml's code deps name the code each stage runs (issues 15 and 48), and gece has no import cycle.
 
 For every stage of dvc.yaml (each template under ``stages:``; ``do:`` for foreach), its command
-``gece [global options] <command> ...`` runs cli.py and the module that implements the command, so its
-code deps (the deps under src/gece; a folder covers the .py files under it) must be exactly
-closure(cli.py, gece/__init__.py) | closure(module) (gece.closure): a missing file means a change
-to it leaves `dvc repro` believing a result is up to date; an extra one reruns a stage for nothing.
-``gece stage-deps`` (``make deps``) writes them into dvc.yaml.
+``gece [global options] <command> ...`` runs cli.py and the module that implements the command: its code
+dep must be the manifest of that command, ``stage-code/<command>.txt`` (gece.manifests: the files of
+closure(cli.py, gece/__init__.py) | closure(module), each by what its code does; tests/test_stage_code.py
+checks the manifests), and no ``.py`` file: a missing manifest means a change leaves `dvc repro` believing a
+result is up to date; a .py dep reruns a stage for a comment. ``gece stage-deps`` (``make deps``) writes them.
 
-Package data (CSS, templates read with importlib.resources) is not in the closure: such deps are
-neither required nor flagged here; list them by hand.
+Package data (CSS, templates read with importlib.resources) is not Python: such deps are neither
+required nor flagged here; list them by hand.
 """
 
 from __future__ import annotations
@@ -32,15 +32,18 @@ from gece.closure import (
     file_imports,
     module_graph,
 )
+from gece.manifests import FOLDER, manifest_path
 from gece.tools.stage_deps import gece_command, generate
 
 ROOT = Path(__file__).resolve().parents[1]
 CODE = "src/gece"
+MANIFESTS = FOLDER.as_posix()
+CODE_STAGE = "code"  # runs `gece stage-code`; depends on src/gece as a whole, writes the manifests
 
-# The only stages whose code deps are not their closure: they depend on the whole package (the folder
-# src/gece) on purpose. Keep this short, with the reason.
+# The only stages whose code dep is not their command's manifest: they depend on every manifest (the folder
+# stage-code) on purpose. Keep this short, with the reason.
 WHOLE_PACKAGE = {
-    "report": "the page shows a fingerprint of the whole package, so any code change must redraw it",
+    "report": "the page shows a fingerprint of every command's code, so any change of what the code does redraws it",
 }
 # The commands whose stages a user adds by hand (one `dvc stage add` per benchmark, docs/lmeval.md) and that
 # depend on the whole package: one dep to type, and a stage of seconds re-run by any code change.
@@ -67,21 +70,18 @@ def dep_paths(spec: dict) -> list[str]:
 
 
 def code_deps(spec: dict, root: Path = ROOT) -> tuple[set[str], list[str]]:
-    """The .py files the stage's deps under src/gece cover (a folder: every .py under it), and the deps
-    under src/gece that name nothing on disk."""
+    """The stage's deps that are code (under src/gece, .py files or folders; the manifests, or their folder),
+    and those that name nothing on disk."""
     covered: set[str] = set()
     absent = []
     for dep in dep_paths(spec):
-        if dep != CODE and not dep.startswith(CODE + "/"):
+        if not any(dep == top or dep.startswith(top + "/") for top in (CODE, MANIFESTS)):
             continue
         path = root / dep
-        if path.is_dir():
-            covered |= {p.relative_to(root).as_posix() for p in path.rglob("*.py")}
-        elif path.is_file():
-            if path.suffix == ".py":
-                covered.add(dep)
-        else:
+        if not path.exists():
             absent.append(dep)
+        elif path.is_dir() or path.suffix in (".py", ".txt"):
+            covered.add(dep)
     return covered, absent
 
 
@@ -100,28 +100,29 @@ def expected_code(spec: dict, known: set[str], tree: Tree) -> tuple[set[str], li
 
 
 def deps_report(root: Path = ROOT) -> dict[str, list[str]]:
-    """{stage: [problem, ...]} for every stage whose code deps are not its closure."""
+    """{stage: [problem, ...]} for every stage whose code deps are not its command's manifest."""
     tree = Tree(root=root, src=root / "src")
     known = set(command_names(tree))
     problems: dict[str, list[str]] = {}
     for name, spec in dvc_stages(root / "dvc.yaml").items():
         found = []
-        expected, subs, foreign = expected_code(spec, known, tree)
+        _, subs, foreign = expected_code(spec, known, tree)
         covered, absent = code_deps(spec, root)
         found += [f"runs a command that is not `gece <command>`: {cmd!r}" for cmd in foreign]
         found += [f"dep names no file or folder: {dep}" for dep in absent]
-        whole = WHOLE_PACKAGE.get(name) or next(
-            (WHOLE_PACKAGE_COMMANDS[s] for s in subs if s in WHOLE_PACKAGE_COMMANDS), None
-        )
-        if whole is not None:
-            if CODE not in dep_paths(spec):
-                found.append(f"must depend on {CODE} as a whole ({whole})")
+        if name == CODE_STAGE or subs == ["stage-code"]:
+            expected, why = {CODE}, "it writes the manifests from every module"
+        elif any(s in WHOLE_PACKAGE_COMMANDS for s in subs):
+            expected, why = {CODE}, next(WHOLE_PACKAGE_COMMANDS[s] for s in subs if s in WHOLE_PACKAGE_COMMANDS)
+        elif name in WHOLE_PACKAGE:
+            expected, why = {MANIFESTS}, WHOLE_PACKAGE[name]
         else:
-            missing, extra = sorted(expected - covered), sorted(covered - expected)
-            if missing:
-                found.append("missing (in the closure, not in deps): " + ", ".join(missing))
-            if extra:
-                found.append("extra (in deps, not in the closure): " + ", ".join(extra))
+            expected, why = {manifest_path(s).as_posix() for s in subs}, "the manifest of the code its command runs"
+        missing, extra = sorted(expected - covered), sorted(covered - expected)
+        if missing:
+            found.append(f"missing: {', '.join(missing)} ({why})")
+        if extra:
+            found.append(f"extra: {', '.join(extra)} (the code dep is {', '.join(sorted(expected))}: {why})")
         if found:
             problems[f"{name} (gece {' + '.join(subs) or '?'})"] = found
     return problems
@@ -132,23 +133,25 @@ def test_dvc_yaml_is_what_gece_stage_deps_writes():
     assert generate(text, Tree()) == text, "dvc.yaml's code deps are out of date: run `make deps` and commit dvc.yaml"
 
 
-def test_stage_deps_writes_the_closure_and_keeps_the_rest(tmp_path):
+def test_stage_deps_writes_the_manifest_and_keeps_the_rest(tmp_path):
+    """A list of .py deps (dvc.yaml before the manifests) and another command's manifest are both replaced by the
+    stage's own manifest; every other line is kept."""
     text = (ROOT / "dvc.yaml").read_text(encoding="utf-8")
-    stale = text.replace("      - src/gece/pipeline/score.py\n", "").replace(
-        "      - src/gece/stats/lexicon.py\n", "      - src/gece/stats/lexicon.py\n      - src/gece/report/html.py\n", 1
-    )
-    assert stale != text and generate(stale, Tree()) == text  # a missing dep restored, an extra one dropped
-    lines = [line for line in text.splitlines() if "src/gece/" not in line]
-    assert [line for line in generate(stale, Tree()).splitlines() if "src/gece/" not in line] == lines
+    stale = text.replace(
+        "      - stage-code/score.txt\n", "      - src/gece/pipeline/score.py\n      - src/gece/cli.py  # old\n", 1
+    ).replace("      - stage-code/metrics.txt\n", "      - stage-code/compare.txt\n", 1)
+    assert stale.count("src/gece/cli.py") == 1 and generate(stale, Tree()) == text
+    lines = [line for line in text.splitlines() if "stage-code/" not in line]
+    assert [line for line in generate(stale, Tree()).splitlines() if "stage-code/" not in line] == lines
 
 
-def test_stage_code_deps_are_the_import_closure():
+def test_stage_code_deps_are_the_manifests():
     problems = deps_report()
     lines = [f"  {stage}:\n" + "\n".join(f"    - {p}" for p in found) for stage, found in problems.items()]
     if problems:
         pytest.fail(
-            "dvc.yaml code deps differ from the import closure of each stage's command "
-            "(`make deps` writes them):\n" + "\n".join(lines),
+            "dvc.yaml code deps are not the manifest of each stage's command (`make deps` writes them):\n"
+            + "\n".join(lines),
             pytrace=False,
         )
 
@@ -488,8 +491,7 @@ def test_stage_parsing(tmp_path):
     assert [gece_command(c, known) for c in stage_commands(stages["one"])] == ["metrics"]
     assert [gece_command(c, known) for c in stage_commands(stages["two"])] == ["prepare", None]
     assert dep_paths(stages["one"]) == ["src/gece/stats/metrics.py", "src/gece/scoring"]
-    covered, absent = code_deps(stages["one"], ROOT)
-    assert "src/gece/stats/metrics.py" in covered and "src/gece/scoring/models.py" in covered and not absent
+    assert code_deps(stages["one"], ROOT) == ({"src/gece/stats/metrics.py", "src/gece/scoring"}, [])
     assert code_deps(stages["two"], ROOT) == (set(), ["src/gece/nothing.py"])
 
 
@@ -508,8 +510,10 @@ def test_an_lmeval_import_stage_added_as_documented_depends_on_the_package(tmp_p
     (tmp_path / "dvc.yaml").write_text(yaml.safe_dump({"stages": stages}), encoding="utf-8")
     problems = deps_report(tmp_path)
     assert list(problems) == ["lmeval-import-crows_pairs (gece lmeval-import)"], problems
+    why = WHOLE_PACKAGE_COMMANDS["lmeval-import"]
     assert problems["lmeval-import-crows_pairs (gece lmeval-import)"] == [
-        f"must depend on {CODE} as a whole ({WHOLE_PACKAGE_COMMANDS['lmeval-import']})"
+        f"missing: {CODE} ({why})",
+        f"extra: src/gece/lmeval (the code dep is {CODE}: {why})",
     ]
 
 
@@ -542,7 +546,7 @@ def test_gece_stage_deps_check_exits_2_on_a_stale_file_and_writes_it_otherwise(t
     repo = tmp_path / "repo"
     shutil.copytree(ROOT / "src", repo / "src")
     text = (ROOT / "dvc.yaml").read_text(encoding="utf-8")
-    (repo / "dvc.yaml").write_text(text.replace("      - src/gece/pipeline/score.py\n", ""), encoding="utf-8")
+    (repo / "dvc.yaml").write_text(text.replace("stage-code/score.txt", "stage-code/metrics.txt"), encoding="utf-8")
     gece = [sys.executable, "-m", "gece.cli", "stage-deps"]
     res = subprocess.run([*gece, "--check"], cwd=repo, capture_output=True, text=True, check=False)
     assert res.returncode == 2 and "out of date" in res.stderr and "make deps" in res.stderr, res.stderr

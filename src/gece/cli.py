@@ -55,6 +55,7 @@ COMMANDS: dict[str, str] = {
     "lmeval-import": "gece.lmeval.imports",
     "lmeval-stages": "gece.lmeval.dvc_stages",
     "stage-deps": "gece.tools.stage_deps",
+    "stage-code": "gece.tools.stage_code",
 }
 
 NATIVE_BLAS = {"extract"}  # commands whose only OpenBLAS work is correctly rounded products (gece.native_blas)

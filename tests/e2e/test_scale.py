@@ -44,19 +44,19 @@ ALL = (
     {f"prepare@{b}" for b in BENCHMARKS}
     | SCORED
     | {f"{s}@{b}" for s in (*PER_BENCHMARK, "annotate") for b in BENCHMARKS}
-    | {f"neutral@{MODEL}", "summary", "report"}
+    | {f"neutral@{MODEL}", "summary", "report", "code"}
 )
 # DVC (3.x) writes no run-cache entry for a stage with a plain `outs:` entry that has `cache: false`
 # (dvc.stage.Stage.run: no_cache_outs), nor for one with a `persist: true` output: report, whose page and tables
-# git keeps (docs/dvc.md, "What git holds and what DVC holds")
-NO_RUN_CACHE = {"report"}
+# git keeps (docs/dvc.md, "What git holds and what DVC holds"), and code, whose manifests git keeps
+NO_RUN_CACHE = {"report", "code"}
 # this has an entry, but its `cache: false` metrics file is an object of the local cache only:
 # `dvc push --run-cache` sends the entry, `dvc push` only the cached outputs, so it re-runs
 UNPUSHED = {"summary"}
 # what a clone without dvc.lock restores from the pulled run cache: the models never run, and the reports DVC
 # caches come back without their stages running
 RESTORED = ALL - NO_RUN_CACHE - UNPUSHED
-assert SCORED < RESTORED and len(ALL) == 8 * len(BENCHMARKS) + 4
+assert SCORED < RESTORED and len(ALL) == 8 * len(BENCHMARKS) + 5
 
 # A sitecustomize.py that makes the model stack unimportable in every Python process it reaches
 # (dvc and each `gece` stage it runs): a stage that loaded a model would fail.
@@ -402,10 +402,11 @@ def test_a_benchmark_added_later_is_the_only_one_scored(origin, tmp_path):
 
 
 def test_an_edit_outside_the_scoring_code_rescores_nothing(origin, poison, tmp_path):
-    """Reuse by content (docs/dvc.md): an edit to extract's code outside the scoring code (a comment in cli.py,
-    a statement in io/layout.py) makes DVC run the extract stage, which loads no model and leaves every token
-    file byte-identical; an edit inside it (a statement in the engine) scores again (here: refused by the
-    poison, which proves the stage tried to load the model)."""
+    """An edit that changes no code (a comment in cli.py) changes no manifest (stage-code/), so `dvc repro` runs
+    the stage `code` and nothing after it. Reuse by content (docs/dvc.md): an edit to extract's code outside the
+    scoring code (a statement in io/layout.py) makes DVC run the extract stage, which loads no model and leaves
+    every token file byte-identical; an edit inside it (a statement in the engine) scores again (here: refused
+    by the poison, which proves the stage tried to load the model)."""
     b = _clone(origin, tmp_path / "b", tmp_path / "b-dvc-cache")
     run(["dvc", "pull", "--allow-missing"], b, env=poison)
     blocker, *rest = poison["PYTHONPATH"].split(os.pathsep)
@@ -413,15 +414,18 @@ def test_an_edit_outside_the_scoring_code_rescores_nothing(origin, poison, tmp_p
     stage, tokens = f"extract@{MODEL}", b / "artifacts/tokens" / MODEL
     before = {p.name: p.read_bytes() for p in sorted(tokens.iterdir())}
     assert any(name.endswith(".parquet") for name in before)
-    for path, text in (("src/gece/cli.py", "# a comment\n"), ("src/gece/io/layout.py", "EDITED = 1\n")):
-        with (b / path).open("a") as f:
-            f.write(text)
-    res = run(["dvc", "repro", "-s", stage], b, env=env)
-    assert _ran(res.stdout) == [stage]  # its code deps moved, so DVC ran it
+    with (b / "src/gece/cli.py").open("a") as f:
+        f.write("# a comment\n")
+    res = run(["dvc", "repro", stage], b, env=env)
+    assert _ran(res.stdout) == ["code"]  # the manifests came out the same: nothing after it ran
+    with (b / "src/gece/io/layout.py").open("a") as f:
+        f.write("EDITED = 1\n")
+    res = run(["dvc", "repro", stage], b, env=env)
+    assert {"code", stage} <= set(_ran(res.stdout))  # extract's manifest changed, so DVC ran it
     assert {p.name: p.read_bytes() for p in sorted(tokens.iterdir())} == before
     assert list(Path(poison["GECE_CACHE"]).iterdir()) == []  # no model was converted or read
 
     with (b / "src/gece/scoring/engine.py").open("a") as f:
         f.write("EDITED = 1\n")
-    res = run(["dvc", "repro", "-s", stage], b, check=False, env=env)
+    res = run(["dvc", "repro", stage], b, check=False, env=env)
     assert res.returncode != 0 and "refused: no model may load here" in res.stdout + res.stderr, res.stderr[-2000:]

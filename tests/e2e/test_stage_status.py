@@ -1,16 +1,21 @@
-"""A code change marks exactly the stages that run it (issue 15, item 2).
+"""A code change marks exactly the stages that run it, and an edit that changes no code marks none (issues 15, 48).
 
 In a throw-away copy of the repository (the working tree's files as they are on disk, committed
-dvc.lock; no data, no artifacts, no DVC remote), one module gets a comment line appended and
-``dvc status --json`` must report a changed code dep (the file itself, or a folder holding it) for
-exactly the stages whose import closure (gece.closure) contains that module, plus the stages that
-depend on the whole package on purpose (test_stage_deps.WHOLE_PACKAGE). The copy lacks data and
-artifacts, so dvc status also reports those deps deleted and the outputs missing; only deps under src/
-are read.
+dvc.lock; no data, no artifacts, no DVC remote), one module is edited, ``gece stage-code`` writes the
+manifests as the stage ``code`` would, and ``dvc status --json`` must report a changed manifest
+(stage-code/<command>.txt, or the folder) for exactly:
+
+- no stage, when the edit is a comment (or anything else that leaves the syntax tree as it was);
+- the stages whose command's import closure (gece.closure) contains the module, plus the stages that
+  depend on every manifest on purpose (test_stage_deps.WHOLE_PACKAGE), when the edit adds a statement.
+
+The stage ``code`` itself (its dep is src/gece as a whole) is marked by any edit and left out. The copy
+lacks data and artifacts, so dvc status also reports those deps deleted and the outputs missing; only
+the manifests are read.
 
 dvc status compares the deps with dvc.lock, so the test needs a dvc.lock that matches the code on disk
-(after `dvc repro`, before further code edits): when dvc status marks a stage for the module before
-the edit, the test fails early and says so.
+(after `dvc repro`, before further code edits): when dvc status marks a stage before the edit, the test
+fails early and says so.
 """
 
 from __future__ import annotations
@@ -19,12 +24,14 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
 from gece.closure import Tree, command_names, commands
+from gece.manifests import FOLDER
 
 from ..conftest import ROOT
 from ..test_stage_deps import WHOLE_PACKAGE, dvc_stages, expected_code
@@ -72,16 +79,42 @@ def _dvc(repo: Path, *args: str) -> str:
     return run(["dvc", *args], repo, timeout=300, env={"DVC_NO_ANALYTICS": "1"}).stdout
 
 
-def marked_stages(repo: Path, edited: str) -> set[str]:
-    """The stages (as DVC expands them) whose changed deps include ``edited`` or a folder holding it."""
+def marked_stages(repo: Path) -> set[str]:
+    """The stages (as DVC expands them; not ``code``) whose changed deps include a manifest, after ``gece
+    stage-code`` has written the manifests of the code on disk."""
+    run([sys.executable, "-m", "gece.cli", "-q", "stage-code"], repo)
     status = json.loads(_dvc(repo, "status", "--json") or "{}")
     marked = set()
     for stage, entries in status.items():
         for entry in entries:
             changed = entry.get("changed deps", {}) if isinstance(entry, dict) else {}
-            if any(dep == edited or edited.startswith(dep.rstrip("/") + "/") for dep in changed):
+            if stage != "code" and any(Path(dep).parts[:1] == FOLDER.parts for dep in changed):
                 marked.add(stage)
     return marked
+
+
+def _require_current_lock(repo: Path) -> None:
+    before = marked_stages(repo)
+    if before:
+        pytest.fail(
+            f"before any edit, dvc status already reports a changed manifest for {_grouped(before)}: dvc.lock "
+            "does not match the code on disk (uncommitted code changes, or dvc.yaml deps changed without "
+            "`dvc repro`), so this test cannot tell which stages an edit marks; bring dvc.lock up to date first",
+            pytrace=False,
+        )
+
+
+def _marked_after(repo: Path, edited: str, text: bytes) -> set[str]:
+    """The stages marked with ``edited`` holding ``text``; the file and the manifests restored after."""
+    path = repo / edited
+    original = path.read_bytes()
+    try:
+        path.write_bytes(text)
+        return marked_stages(repo)
+    finally:
+        path.write_bytes(original)
+        os.utime(path)
+        run([sys.executable, "-m", "gece.cli", "-q", "stage-code"], repo)
 
 
 def closure_stages(repo: Path, edited: str) -> set[str]:
@@ -110,25 +143,21 @@ def _grouped(stages: set[str]) -> str:
 
 
 @pytest.mark.parametrize("edited", EDITED)
-def test_dvc_status_marks_the_stages_that_run_the_module(code_copy, edited):
-    path = code_copy / edited
-    assert path.is_file(), f"{edited} does not exist: update EDITED"
-    before = marked_stages(code_copy, edited)
-    if before:
-        pytest.fail(
-            f"before any edit, dvc status already reports {edited} (or a folder holding it) changed for "
-            f"{_grouped(before)}: dvc.lock does not match the code on disk (uncommitted code changes, or "
-            "dvc.yaml deps changed without `dvc repro`/`dvc commit`), so this test cannot tell which stages "
-            "an edit marks; bring dvc.lock up to date first",
-            pytrace=False,
-        )
-    original = path.read_bytes()
-    try:
-        path.write_bytes(original + b"\n# an edit that changes no behaviour (tests/e2e/test_stage_status.py)\n")
-        marked = marked_stages(code_copy, edited)
-    finally:
-        path.write_bytes(original)
-        os.utime(path)
+def test_a_comment_marks_no_stage(code_copy, edited):
+    assert (code_copy / edited).is_file(), f"{edited} does not exist: update EDITED"
+    _require_current_lock(code_copy)
+    original = (code_copy / edited).read_bytes()
+    comment = b"\n# an edit that changes no behaviour (tests/e2e/test_stage_status.py)\n"
+    marked = _marked_after(code_copy, edited, original.replace(b"\n", b"  # a comment\n", 1) + comment)
+    assert not marked, f"a comment in {edited} marks {_grouped(marked)}: the manifests must not change"
+
+
+@pytest.mark.parametrize("edited", EDITED)
+def test_a_statement_marks_the_stages_that_run_the_module(code_copy, edited):
+    assert (code_copy / edited).is_file(), f"{edited} does not exist: update EDITED"
+    _require_current_lock(code_copy)
+    original = (code_copy / edited).read_bytes()
+    marked = _marked_after(code_copy, edited, original + b"\n_STATUS_TEST = 1  # tests/e2e/test_stage_status.py\n")
     expected = closure_stages(code_copy, edited)
     missed, spurious = expected - marked, marked - expected
     if missed or spurious:
@@ -159,13 +188,8 @@ def test_editing_a_commands_help_leaves_the_computing_stages_up_to_date(code_cop
     # the same help with one word added inside the first string literal
     quote = original.index('"', start)
     edited_text = original[: quote + 1] + "edited: " + original[quote + 1 :]
-    assert not marked_stages(code_copy, edited), f"dvc.lock does not match {edited} before the edit: run dvc repro"
-    try:
-        path.write_text(edited_text, encoding="utf-8")
-        marked = marked_stages(code_copy, edited)
-    finally:
-        path.write_text(original, encoding="utf-8")
-        os.utime(path)
+    _require_current_lock(code_copy)
+    marked = _marked_after(code_copy, edited, edited_text.encode())
     marked_templates = {s.split("@")[0] for s in marked}
     assert marked_templates <= allowed | set(WHOLE_PACKAGE), (
         f"editing the help in {edited} marks {_grouped(marked)}: help must live in the command's own module"

@@ -24,6 +24,12 @@ class GroupCell(JsonReport):
     pct_stereotype: float | None = Field(
         None, ge=0.0, le=1.0, description="share of the group's pairs with p > 0.5 (identity protocol)"
     )
+    pct_stereotype_ci_low: Err = Field(
+        None,
+        description="its bias-corrected bootstrap interval, the same resamples (clusters) as the ECE's; null below "
+        "min_size (gece.stats.by_group)",
+    )
+    pct_stereotype_ci_high: Err = Field(None, description="the interval's upper end")
     ece: Err
     ci_low: Err
     ci_high: Err

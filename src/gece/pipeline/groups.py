@@ -43,6 +43,7 @@ log = logging.getLogger("gece")
 NO_FILE = "no annotations: {path} does not exist (run `gece annotate --benchmark {b}`)"
 NO_LABELS = "no annotations: no pair of {b} has a soft label (y_soft is null everywhere in {path})"
 CONSTANT_Y = "y is {y:g} for every pair: no calibration to test (the identity protocol's cell is 1 − mean p)"
+SHARE = "pct_stereotype"  # a group's stereotype share in the groups report (the metrics report's key)
 OUTCOME_TEXT = "{grouping} is a function of y: a test inside its groups would condition on the outcome it tests"
 
 
@@ -68,24 +69,29 @@ def soft_labels(benchmark: str, pairs: pd.DataFrame, root: Path = Path()) -> tup
     return y_soft, None
 
 
-def group_counts(labels: np.ndarray, p: np.ndarray, rows: pd.DataFrame) -> dict[str, dict]:
+def group_counts(labels: np.ndarray, rows: pd.DataFrame) -> dict[str, dict]:
     """Per group (named as :func:`gece.stats.by_group.encode` names it): its distinct (sent_more, sent_less) pairs
-    and clusters among the prepared ``rows`` (:func:`gece.pipeline.runs.pair_counts`) and its share of pairs with
-    p > 0.5 (the stereotype share of an identity benchmark's group)."""
+    and clusters among the prepared ``rows`` (:func:`gece.pipeline.runs.pair_counts`)."""
     names, codes = by_group.encode(labels)
     inside = codes >= 0
     counts = runs.pair_counts(rows[inside], codes[inside])
-    n = np.bincount(codes[inside], minlength=len(names))
-    above = np.bincount(codes[inside], weights=(p[inside] > 0.5).astype(np.float64), minlength=len(names))
     return {
-        name: {
-            "n_distinct": int(counts.at[i, "n_distinct"]),
-            "n_clusters": int(counts.at[i, "n_clusters"]),
-            "pct_stereotype": float(above[i] / n[i]),
-        }
-        for i, name in enumerate(names)
-        if n[i]
+        names[i]: {"n_distinct": int(counts.at[i, "n_distinct"]), "n_clusters": int(counts.at[i, "n_clusters"])}
+        for i in counts.index
     }
+
+
+def group_cell(g: by_group.GroupStat, identity: bool) -> dict:
+    """A group of :func:`gece.stats.by_group.calibration_by_group` as a ``GroupCell`` dict: under the identity
+    protocol its stereotype share (``pct_stereotype``, share of pairs with p > 0.5) and the share's interval
+    (``pct_stereotype_ci_low`` / ``_ci_high``); under the soft protocol neither (its pairs are the annotated ones)."""
+    cell = vars(g).copy()
+    share = {
+        SHARE: cell.pop("share"),
+        f"{SHARE}_ci_low": cell.pop("share_low"),
+        f"{SHARE}_ci_high": cell.pop("share_high"),
+    }
+    return cell | share if identity and share[SHARE] is not None else cell
 
 
 def constant_reason(y: np.ndarray) -> str | None:
@@ -201,7 +207,7 @@ def run_groups(
                 continue
             extra, kind, tests_reason = {}, None, None
             if protocol == "identity":
-                extra = group_counts(labels, p, rows)
+                extra = group_counts(labels, rows)
                 tested, kind, tests_reason = group_tests(
                     grouping, labels, p, y, rows["cluster"].to_numpy(object), settings.min_size, metric
                 )
@@ -226,7 +232,7 @@ def run_groups(
                     "n": r.n,
                     "n_left_out": r.n_left_out,
                     "left_out": r.left_out,
-                    "groups": [vars(g) | extra.get(g.group, {}) for g in r.groups],
+                    "groups": [group_cell(g, protocol == "identity") | extra.get(g.group, {}) for g in r.groups],
                     "gap": vars(r.gap),
                     "reason": None,
                     "variance": kind,

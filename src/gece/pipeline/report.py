@@ -70,16 +70,16 @@ def _package_versions() -> dict[str, str]:
 
 
 def _code_sha256() -> str:
-    """sha256 over the package's Python sources and page templates (relative path and bytes, sorted): names the code
-    that built the report without the git revision, which changes with every commit."""
+    """sha256 of every command's manifest (:func:`gece.manifests.fingerprint`: each module by what its code does)
+    and of the page's CSS and template: names the code that built the results without the git revision, which
+    changes with every commit, and without the comments and docstrings, which change no result."""
     import hashlib
 
-    import gece
+    from gece.manifests import fingerprint
 
-    root = Path(gece.__file__).parent
-    h = hashlib.sha256()
-    for f in sorted(f for f in root.rglob("*") if f.suffix in (".py", ".css", ".html")):  # code and package data
-        h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    h = hashlib.sha256(fingerprint().encode())
+    for name in report_html.PAGE_DATA:
+        h.update(b"\0" + name.encode() + b"\0" + report_html.package_data(name))
     return h.hexdigest()
 
 

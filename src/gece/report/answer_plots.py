@@ -17,7 +17,7 @@ from __future__ import annotations
 import io
 import re
 
-from gece.report.forest import OVERALL, PANELS, Point
+from gece.report.forest import OVERALL, PANELS, PART_TITLES, Point
 from gece.report.identity import FIRST_DIFF_GROUPS
 from gece.report.plots import plt
 
@@ -27,7 +27,6 @@ RULE_COLORS = ("#0072B2", "#D55E00")  # the first and second rule (sentence, sha
 RULE_MARKERS = ("o", "D")
 PALETTE = (SCORED, RELEASED, *RULE_COLORS)  # every data colour (tests/test_answer_plots.py: colour-blind check)
 LINE = "#555555"
-PART_TITLES = {OVERALL: "all pairs (95% interval)", "initial": "first word differs", "later": "start alike"}
 WIDTH_IN = 9.2  # inches; SVG at 72 per inch: about 660 px, fits a laptop screen beside nothing else
 ROW_IN = 0.25  # inches per run
 # the SVG's fonts: matplotlib lays the text out in DejaVu Sans; Verdana has about its metrics where DejaVu is missing
@@ -52,7 +51,8 @@ def _svg(fig, name: str) -> str:
     text = re.sub(r' id="(?:figure|patch|axes|matplotlib\.axis|[xy]tick|line2d|text|legend)_\d+"', "", text)
     text = re.sub(r' transform="rotate\(-?0 [^"]*\)"', "", text)  # the ticks' null rotation
     text = re.sub(r'\b(d|x|y|transform|points)="([^"]*)"', _short_numbers, text)
-    return re.sub(r"\s*\n\s*", "\n", text).replace("\nL ", " L ").replace("\nz\n", " z")
+    text = re.sub(r"\s*\n\s*", "\n", text).replace("\nL ", " L ").replace("\nz\n", " z")
+    return re.sub(r"<g>\n(<use [^>]*/>)\n</g>", r"\1", text)  # an unclipped marker's empty group
 
 
 def _short_numbers(match: re.Match) -> str:
@@ -70,6 +70,7 @@ def _point(ax, name: str, panel: str, row: int, p: Point, y: float, color: str, 
             linewidth=1.6,
             solid_capstyle="butt",
             gid=svg_id(name, panel, row, "ci"),
+            clip_on=False,  # within the axes' limits: no clip path to write (the page's budget)
         )
     ax.plot(
         [p.value],
@@ -82,6 +83,7 @@ def _point(ax, name: str, panel: str, row: int, p: Point, y: float, color: str, 
         linestyle="none",
         gid=svg_id(name, panel, row, "point"),
         zorder=3,
+        clip_on=False,
     )
 
 
@@ -138,7 +140,8 @@ def calibration_svg(name: str, b: str, points: list[Point]) -> str:
 
 def rules_svg(name: str, b: str, points: list[Point]) -> str:
     """Identity benchmark ``b``'s dumbbell plot: per run, the stereotype share under each rule joined by a line,
-    for every pair (with intervals), the pairs whose first word differs and those that start alike; the 0.5 line."""
+    for every pair, the pairs whose first word differs and those that start alike, each with its 95% interval where
+    its report has one; the 0.5 line."""
     models = list(dict.fromkeys(p.model for p in points))
     rules = list(dict.fromkeys(p.rule for p in points))
     parts = [x for x in (OVERALL, *FIRST_DIFF_GROUPS) if any(p.panel == x for p in points)]
@@ -182,7 +185,7 @@ def rules_svg(name: str, b: str, points: list[Point]) -> str:
         ax.tick_params(labelsize=8)
     axes[0][0].set_yticks(range(len(models)), models)
     axes[0][0].set_ylim(len(models) - 0.5, -0.5)
-    axes[0][0].set_xlabel("stereotype share (p > 0.5); dashed: 0.5", fontsize=8)
+    axes[0][0].set_xlabel("stereotype share (p > 0.5), 95% intervals; dashed: 0.5", fontsize=8)
     handles = [
         plt.Line2D([], [], color=RULE_COLORS[k % 2], marker=RULE_MARKERS[k % 2], linestyle="-", label=f"rule: {r}")
         for k, r in enumerate(rules)

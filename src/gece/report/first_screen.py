@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gece.report.cells import ReportData
-from gece.report.forest import OVERALL, PANELS, Point
+from gece.report.forest import OVERALL, PANELS, PART_TITLES, SHARE, Point
 from gece.report.identity import SIDE_WORDS, side
 from gece.report.markup import esc, href
 
@@ -50,19 +50,30 @@ def calibration_finding(b: str, points: list[Point]) -> str:
 
 
 def rules_finding(data: ReportData, b: str, points: list[Point]) -> str:
-    """Per rule: on which side of 0.5 each run's stereotype share lies, judged by its interval."""
+    """Per rule: on which side of 0.5 each run's stereotype share lies, judged by its interval, over all pairs and
+    (in brackets) over each first-word part."""
     parts = []
     for rule in dict.fromkeys(p.rule for p in points):
         shown = [p for p in points if p.panel == OVERALL and p.rule == rule]
-        sides: dict[str, list[str]] = {}
-        for p in shown:
-            rep = data.metrics.get((p.benchmark, p.model))
-            sides.setdefault(side(rep) or "about", []).append(p.model)
-        parts.append(
-            f"under the {rule} rule the stereotype share is "
-            + ", ".join(f"{SIDE_WORDS[s]} for {len(ms)} of {len(shown)} runs" for s, ms in sorted(sides.items()))
-        )
+        sides = [side(data.metrics.get((p.benchmark, p.model))) or "about" for p in shown]
+        text = f"under the {rule} rule the stereotype share is {_side_counts(sides)}"
+        within = []
+        for part, title in PART_TITLES.items():
+            inside = [p for p in points if p.panel == part and p.rule == rule]
+            if part != OVERALL and inside:
+                within.append(f"{title}: {_side_counts([_point_side(p) for p in inside])}")
+        parts.append(text + (f" ({'; '.join(within)})" if within else ""))
     return f"{b}: " + "; ".join(parts) + "."
+
+
+def _point_side(p: Point) -> str:
+    """The side of 0.5 of a plotted stereotype share, judged by its interval (:func:`gece.report.identity.side`)."""
+    return side({SHARE: p.value, f"{SHARE}_ci_low": p.low, f"{SHARE}_ci_high": p.high}) or "about"
+
+
+def _side_counts(sides: list[str]) -> str:
+    """``above 0.5 for 2 of 3 runs, not distinguishable from 0.5 for 1 of 3 runs``."""
+    return ", ".join(f"{SIDE_WORDS[s]} for {sides.count(s)} of {len(sides)} runs" for s in sorted(set(sides)))
 
 
 CAPTIONS = {
@@ -73,7 +84,8 @@ CAPTIONS = {
     ),
     "rules": (
         "Stereotype share per run under each scoring rule (joined by a grey bar), with 95% cluster-resampled "
-        "intervals over all pairs; the first-word parts carry no interval; dashed: 0.5, no preference."
+        "intervals, over all pairs and over the pairs whose first word differs or that start alike; dashed: 0.5, "
+        "no preference."
     ),
 }
 

@@ -10,14 +10,16 @@ pointer it came from, and their CSV (``reports/figures/<figure>.csv``, beside th
 - **Rule figure** (:func:`rule_points`), per identity benchmark (y = 1 for every pair): the stereotype share
   (``pct_stereotype``, its cluster-resampled interval) of every run under each scoring rule of the same pairs
   (sentence, shared), and the share among the pairs that differ in their first word (``initial``) and those that
-  start alike (``later``), from the groups report, which carries no interval for it.
+  start alike (``later``), from the groups report (``pct_stereotype`` of the ``first_diff`` grouping under the
+  identity protocol, with its interval from the same cluster resamples as the group's ECE; none in a groups
+  report written before it had one, or for a part under ``groups.min_size`` pairs).
 """
 
 from __future__ import annotations
 
 import csv
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -29,6 +31,7 @@ from gece.stats.letters import compact_letters
 PANELS = {"ece": "ECE", "gender_ece": "Gender-ECE"}  # the calibration figure's panels: metrics JSON key -> label
 SHARE = "pct_stereotype"  # the rule figure's quantity (the stereotype share)
 OVERALL = "all"  # the rule figure's part holding every pair (beside FIRST_DIFF_GROUPS)
+PART_TITLES = {OVERALL: "all pairs", "initial": "first word differs", "later": "start alike"}  # its panels' titles
 CSV_COLUMNS = (
     "benchmark",
     "panel",
@@ -121,28 +124,15 @@ def calibration_points(data: ReportData, b: str) -> list[Point]:
 
 
 def rule_points(data: ReportData, first: str) -> list[Point]:
-    """Identity benchmark ``first``'s stereotype shares: per run and rule, every pair (with its interval) and the
-    first-word parts (without one)."""
+    """Identity benchmark ``first``'s stereotype shares: per run and rule, every pair and the first-word parts,
+    each with its interval where its report has one."""
     out = []
     for m in data.runs.get(first, []):
         for v, rule in members(data, first).items():
             rep = data.metrics.get((v, m)) or {}
             if _finite(rep.get(SHARE)):
-                lo, hi = rep.get(f"{SHARE}_ci_low"), rep.get(f"{SHARE}_ci_high")
                 out.append(
-                    Point(
-                        v,
-                        OVERALL,
-                        m,
-                        rule,
-                        float(rep[SHARE]),
-                        float(lo) if _finite(lo) else None,
-                        float(hi) if _finite(hi) else None,
-                        "",
-                        m in data.references,
-                        report_layout.metrics_file(v, m),
-                        ptr(SHARE),
-                    )
+                    _share_point(rep, v, OVERALL, m, rule, m in data.references, report_layout.metrics_file(v, m))
                 )
             found = first_diff_result(data.groups.get(v), m)
             if found is None:
@@ -150,22 +140,19 @@ def rule_points(data: ReportData, first: str) -> list[Point]:
             i, result = found
             for j, cell in enumerate(result["groups"]):
                 if cell["group"] in FIRST_DIFF_GROUPS and _finite(cell.get(SHARE)):
-                    out.append(
-                        Point(
-                            v,
-                            cell["group"],
-                            m,
-                            rule,
-                            float(cell[SHARE]),
-                            None,
-                            None,
-                            "",
-                            m in data.references,
-                            report_layout.groups_file(v),
-                            ptr("runs", m, i, "groups", j, SHARE),
-                        )
+                    point = _share_point(
+                        cell, v, cell["group"], m, rule, m in data.references, report_layout.groups_file(v)
                     )
+                    out.append(replace(point, pointer=ptr("runs", m, i, "groups", j, SHARE)))
     return out
+
+
+def _share_point(obj: dict, b: str, panel: str, m: str, rule: str, released: bool, file: str) -> Point:
+    """The stereotype share at ``obj[SHARE]`` and its interval (``<SHARE>_ci_low`` / ``_high``, None where the
+    report has none) as a point of ``file`` (pointer: the top-level key)."""
+    lo, hi = obj.get(f"{SHARE}_ci_low"), obj.get(f"{SHARE}_ci_high")
+    interval = (float(lo), float(hi)) if _finite(lo) and _finite(hi) else (None, None)
+    return Point(b, panel, m, rule, float(obj[SHARE]), *interval, "", released, file, ptr(SHARE))
 
 
 def figure_name(kind: str, b: str) -> str:

@@ -292,17 +292,26 @@ def _conventions_html(data: ReportData) -> list[str]:
     ]
 
 
+PAGE_CSS, PAGE_TEMPLATE = "page.css", "page.html"  # package data beside this module
+PAGE_DATA = (PAGE_CSS, PAGE_TEMPLATE)
+
+
+def package_data(name: str) -> bytes:
+    """The bytes of one of :data:`PAGE_DATA`."""
+    return files("gece.report").joinpath(name).read_bytes()
+
+
 @cache
 def page_css() -> str:
     """The page's style sheet (package data ``page.css``)."""
-    return files("gece.report").joinpath("page.css").read_text(encoding="utf-8")
+    return package_data(PAGE_CSS).decode("utf-8")
 
 
 @cache
 def _page_template() -> Template:
     """The page's skeleton around its content (package data ``page.html``): ``${css}``, the header's
     counts, ``${nav}`` and ``${content}``."""
-    return Template(files("gece.report").joinpath("page.html").read_text(encoding="utf-8"))
+    return Template(package_data(PAGE_TEMPLATE).decode("utf-8"))
 
 
 def _provenance_html(data: ReportData) -> str:
@@ -311,7 +320,8 @@ def _provenance_html(data: ReportData) -> str:
         ("data snapshot", f"data.dvc md5 {prov.get('data_md5', 'unknown')} ({prov.get('data_nfiles', '?')} files)"),
         (
             "code",
-            f"gece {prov.get('gece_version', '?')}, sha256 of src/gece (*.py, page.css, page.html): "
+            f"gece {prov.get('gece_version', '?')}, sha256 of stage-code/ (each command's code by what it does: "
+            "comments and docstrings do not count), page.css and page.html: "
             f"{prov.get('code_sha256', '?')}",
         ),
         (

@@ -270,7 +270,7 @@ FIRST_DIFF_GROUPS = ("initial", "later")
 def first_word_table(data: ReportData, first: str) -> Table:
     """One row per run and rule: the pairs that differ in their first word (``initial``) and those that start
     alike (``later``), each part's size and 1 − mean p (its identity-protocol "ECE"), and its stereotype share
-    where the groups report has one."""
+    where the groups report has one, each with its interval where the report has it."""
     names = members(data, first)
     columns = []
     for g in FIRST_DIFF_GROUPS:
@@ -313,7 +313,8 @@ def first_word_table(data: ReportData, first: str) -> Table:
     note = (
         "initial: the sentences differ in their first word (a model scoring whole sentences compares unconditioned "
         "first words there); later: they start alike. Per part, 1 − mean p (the paper's identity ECE, y = 1) "
-        "and its stereotype share where the groups report has it (else –)."
+        "and its stereotype share where the groups report has it (else –), each with its cluster-resampled "
+        "interval."
     )
     heading = f"{first}: how much of it is the first word"
     if not rows:

@@ -27,12 +27,26 @@ edges are the quantiles of each group's own p). It is :func:`gece.stats.metrics.
   0 when the model is as sure of the stereotype as the share of annotators who see it. Pairs
   without annotations (null ``y_soft``) are left out.
 
-**Intervals.** One percentile bootstrap over pairs (:func:`gece.stats.bootstrap.bootstrap`, ``draws``
-resamples, seeded): every group's ECE and the gap are computed on the same resamples (one batched
-call, no loop over pairs or groups), and each interval is the bias-corrected percentile interval of
+**Intervals.** One percentile bootstrap over pairs, or over clusters of pairs where ``clusters`` is given
+(the prepared pairs' ``cluster`` column; :func:`gece.stats.bootstrap.bootstrap`, ``draws`` resamples, seeded):
+every group's ECE, its stereotype share and the gap are computed on the same resamples (one batched
+call per resample, no loop over pairs or groups), and each interval is the bias-corrected percentile interval of
 :func:`gece.stats.intervals.bias_corrected_interval`, cut to [0, 1]. With the seed and draws of the
 metrics stage, the resamples are those of ``gece.stats.metrics.summarize``: by ``pred_gender`` under the
-identity protocol the intervals are those of ``ece_male``/``ece_female``/``bias_gap``.
+identity protocol the intervals are those of ``ece_male``/``ece_female``/``bias_gap``, and a grouping with a
+single group holding every pair gets the interval of the metrics report's ``pct_stereotype``.
+
+**Stereotype share.** Beside its ECE, each group's share of pairs with p > 0.5 (``share``: the
+stereotype share of an identity benchmark's group, the metrics report's ``pct_stereotype`` within the group)::
+
+    share_G = #{i in G : p_i > 0.5} / n_G
+
+gets its interval from the same resamples as the ECEs (:func:`resampled_stats`: the kernel of the
+bootstrap adds :func:`group_shares` to :func:`group_stats`), the bias-corrected percentile interval cut to
+[0, 1]; a resample in which the group is empty is left out, as for the ECE. It is given for the groups of at
+least ``min_size`` pairs, as the ECE's (the share itself is reported for every group by the groups stage).
+On a benchmark with y = 1 for every pair the group's ECE is 1 − mean_G(p) (above), so its interval is
+the interval of 1 − mean p in the group.
 
 **Largest gap.** Over the groups with at least ``min_size`` pairs (smaller groups are reported
 with their n, no ECE and a reason: a binned ECE of a handful of pairs is mostly noise, biased
@@ -83,6 +97,11 @@ class GroupStat:
         [0, 1]; None below ``min_size`` or when undefined.
     reason : str or None
         Why ``ece`` is None (``"<n> pairs, fewer than min_size = <min_size>"``); None otherwise.
+    share : float or None
+        The group's share of pairs with p > 0.5; None for an empty group.
+    share_low, share_high : float or None
+        Its bias-corrected percentile bootstrap interval (the same resamples as ``ece``'s), cut to [0, 1];
+        None below ``min_size`` or when undefined.
     """
 
     group: str
@@ -91,6 +110,9 @@ class GroupStat:
     ci_low: float | None
     ci_high: float | None
     reason: str | None = None
+    share: float | None = None
+    share_low: float | None = None
+    share_high: float | None = None
 
 
 @dataclass(frozen=True)
@@ -304,6 +326,70 @@ def group_stats(
     return {"ece": e, "gap": gap}
 
 
+def group_shares(p: np.ndarray, seg: np.ndarray, n_groups: int) -> np.ndarray:
+    """Per group its share of pairs with p > 0.5 (the stereotype share), for a batch of samples.
+
+    Parameters
+    ----------
+    p : ndarray of shape (B, n)
+        Pair scores in [0, 1], one row per (re)sample; an exact 0.5 prefers neither sentence (not counted).
+    seg : ndarray of int of shape (B, n)
+        Group codes in [0, n_groups); a negative code leaves the pair out.
+    n_groups : int
+        Number of groups G.
+
+    Returns
+    -------
+    share : ndarray of shape (B, n_groups)
+        #{i in G : p_i > 0.5} / n_G per row and group, in [0, 1]; NaN for a group empty in that row.
+    """
+    b = p.shape[0]
+    inside = seg >= 0
+    flat = (np.arange(b)[:, None] * n_groups + seg)[inside]
+    size = b * n_groups
+    n = np.bincount(flat, minlength=size).reshape(b, n_groups)
+    above = np.bincount(flat, weights=(p[inside] > 0.5).astype(np.float64), minlength=size).reshape(b, n_groups)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, above / np.maximum(n, 1), np.nan)
+
+
+def resampled_stats(
+    p: np.ndarray,
+    target: np.ndarray,
+    seg: np.ndarray,
+    n_groups: int,
+    eligible: np.ndarray,
+    n_bins: int = 10,
+    binning: Binning = "equal_width",
+) -> dict[str, np.ndarray]:
+    """What the bootstrap of :func:`calibration_by_group` computes on each resample: :func:`group_stats` and each
+    group's stereotype share (:func:`group_shares`).
+
+    Parameters
+    ----------
+    p : ndarray of shape (B, n)
+        Pair scores in [0, 1], one row per (re)sample.
+    target : ndarray of shape (B, n)
+        Targets in [0, 1] (labels or soft targets).
+    seg : ndarray of int of shape (B, n)
+        Group codes in [0, n_groups); a negative code leaves the pair out.
+    n_groups : int
+        Number of groups G.
+    eligible : ndarray of bool of shape (n_groups,)
+        The groups that enter the gap.
+    n_bins : int, default=10
+        Number of bins M.
+    binning : {"equal_width", "equal_mass"}, default="equal_width"
+        Bin edges m / M, or the m / M quantiles of each row's and group's own p.
+
+    Returns
+    -------
+    stats : dict of str to ndarray
+        :func:`group_stats`'s ``"ece"`` (B, n_groups) and ``"gap"`` (B,), and ``"share"`` (B, n_groups).
+    """
+    return group_stats(p, target, seg, n_groups, eligible, n_bins, binning) | {"share": group_shares(p, seg, n_groups)}
+
+
 def _defined(x: float) -> float | None:
     return float(x) if np.isfinite(x) else None
 
@@ -370,10 +456,10 @@ def calibration_by_group(
     k = len(names)
     counts = np.bincount(seg, minlength=k)
     eligible = counts >= min_size
-    point = group_stats(p[None, :], target[None, :], seg[None, :], k, eligible, n_bins, binning)
+    point = resampled_stats(p[None, :], target[None, :], seg[None, :], k, eligible, n_bins, binning)
     samples = (
         bootstrap(
-            group_stats,
+            resampled_stats,
             {"p": p, "target": target, "seg": seg},
             draws,
             seed,
@@ -437,19 +523,19 @@ def _group_eces(
     level: float,
     min_size: int,
 ) -> list[GroupStat]:
-    """Each group's size, ECE and bias-corrected interval; a group under ``min_size`` pairs gets why not."""
+    """Each group's size, ECE and stereotype share with their bias-corrected intervals; a group under ``min_size``
+    pairs gets its share alone and why it has no ECE."""
     stats = []
     for i, name in enumerate(names):
+        share = _defined(point["share"][0, i])
         if not eligible[i]:
-            stats.append(
-                GroupStat(
-                    name, int(counts[i]), None, None, None, f"{counts[i]} pairs, fewer than min_size = {min_size}"
-                )
-            )
+            reason = f"{counts[i]} pairs, fewer than min_size = {min_size}"
+            stats.append(GroupStat(name, int(counts[i]), None, None, None, reason, share))
             continue
         est = _defined(point["ece"][0, i])
         lo, hi = bias_corrected_interval(samples["ece"][:, i], est, level, (0.0, 1.0))
-        stats.append(GroupStat(name, int(counts[i]), est, lo, hi))
+        share_lo, share_hi = bias_corrected_interval(samples["share"][:, i], share, level, (0.0, 1.0))
+        stats.append(GroupStat(name, int(counts[i]), est, lo, hi, None, share, share_lo, share_hi))
     return stats
 
 

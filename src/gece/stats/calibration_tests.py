@@ -63,10 +63,10 @@ Genetics and Molecular Biology* 9(1).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import special
 
 from gece.stats.bootstrap import chunk_size, cluster_codes
 from gece.stats.intervals import holm
@@ -110,8 +110,8 @@ def _finite(x: float) -> float | None:
 
 def normal_two_sided(z: np.ndarray) -> np.ndarray:
     """Two-sided p-values of standard-normal statistics, erfc(|z| / √2); NaN stays NaN."""
-    z = np.asarray(z, dtype=np.float64)
-    return np.array([math.erfc(abs(v) / math.sqrt(2.0)) if np.isfinite(v) else np.nan for v in z.reshape(-1)])
+    z = np.asarray(z, dtype=np.float64).reshape(-1)
+    return special.erfc(np.abs(z) / np.sqrt(2.0))
 
 
 def spiegelhalter(p, y, seg=None, n_groups: int = 1, clusters=None) -> tuple[np.ndarray, str]:

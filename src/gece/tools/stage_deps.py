@@ -1,14 +1,16 @@
-"""``gece stage-deps``: write each DVC stage's code deps in dvc.yaml from the import closure of its command.
+"""``gece stage-deps``: write each DVC stage's code dep in dvc.yaml: the manifest of the code its command runs.
 
-A stage's code deps are exactly the files its command may run (:func:`gece.closure.command_closure`: cli.py,
-``gece/__init__.py`` and the closure of the command's module), so an edit re-runs the stages that run the
-edited file and no other. This command derives them: for every stage of dvc.yaml whose ``cmd`` is
-``gece [options] <command> ...``, the ``- src/gece/....py`` lines of its ``deps`` are replaced by the closure,
-sorted, where the first of them stood; every other line (data deps, package data such as the page's CSS,
-comments) is kept as written. A stage that depends on ``src/gece`` as a whole (the report: its page shows a
-fingerprint of the whole package) and a stage whose command is not gece's are left alone, and so are the
-stages a user adds with ``dvc stage add`` to a ``dvc.yaml`` of their own (docs/lmeval.md): only the file
-given is read.
+A stage that runs ``gece <command>`` depends on ``stage-code/<command>.txt`` (:mod:`gece.tools.stage_code`):
+the files of the command's import closure (:func:`gece.closure.command_closure`), each with the hash of what
+its code does. The stage ``code`` writes the manifests from ``src/gece``, so an edit re-runs the stages whose
+command's code it changes and no other, and an edit that changes no code (a comment, a docstring) none. This
+command writes those deps: for every stage of dvc.yaml whose ``cmd`` is ``gece [options] <command> ...``, its
+code dep lines (``- stage-code/....txt``, or the ``- src/gece/....py`` lines of a dvc.yaml written before the
+manifests) are replaced by the manifest of its command, where the first of them stood; every other line (data
+deps, package data such as the page's CSS, comments) is kept as written. A stage that depends on ``src/gece``
+or ``stage-code`` as a whole (the stage ``code`` itself; the report, whose page shows a fingerprint of all the
+manifests) and a stage whose command is not gece's are left alone, and so are the stages a user adds with
+``dvc stage add`` to a ``dvc.yaml`` of their own (docs/lmeval.md): only the file given is read.
 
 ``gece stage-deps --check`` writes nothing and exits 2 when dvc.yaml differs from what it would write
 (tests/test_stage_deps.py fails the same way in CI).
@@ -23,17 +25,18 @@ import shlex
 from pathlib import Path
 
 from gece import command
-from gece.closure import PACKAGE, Tree, command_closure, commands
+from gece.closure import PACKAGE, Tree, commands
 from gece.errors import GeceError
 from gece.io.inputs import read_text
 from gece.io.outputs import write_text
+from gece.manifests import FOLDER, manifest_path
 from gece.terminal import literal, plural
 
 CODE = f"src/{PACKAGE}"  # how dvc.yaml spells the package's folder
 STAGE = re.compile(r"^  ([A-Za-z0-9_.-]+):\s*(#.*)?$")  # a stage's first line, under `stages:`
 CMD = re.compile(r"^\s+cmd:\s*(.+?)\s*$")
-CODE_DEP = re.compile(rf"^(\s+)- {re.escape(CODE)}/\S+\.py\s*$")
-WHOLE = re.compile(rf"^\s+- {re.escape(CODE)}/?\s*(#.*)?$")
+CODE_DEP = re.compile(rf"^(\s+)- ({re.escape(CODE)}/\S+\.py|{re.escape(FOLDER.as_posix())}/\S+\.txt)\s*(#.*)?$")
+WHOLE = re.compile(rf"^\s+- ({re.escape(CODE)}|{re.escape(FOLDER.as_posix())})/?\s*(#.*)?$")
 
 
 def gece_command(cmd: str, known: set[str]) -> str | None:
@@ -47,8 +50,8 @@ def gece_command(cmd: str, known: set[str]) -> str | None:
     return next((w for w in words[1:] if w in known), None)
 
 
-def _rewrite(stage: list[str], tree: Tree, known: set[str]) -> list[str]:
-    """One stage's lines with its code deps replaced by its command's closure (unchanged when it has none)."""
+def _rewrite(stage: list[str], known: set[str]) -> list[str]:
+    """One stage's lines with its code deps replaced by its command's manifest (unchanged when it has none)."""
     at = next((i for i, line in enumerate(stage) if CMD.match(line)), None)
     cmd = CMD.match(stage[at]).group(1) if at is not None else ""  # type: ignore[union-attr]
     if cmd[:1] in (">", "|") and at is not None and at + 1 < len(stage):  # a folded or literal block: its first line
@@ -58,25 +61,25 @@ def _rewrite(stage: list[str], tree: Tree, known: set[str]) -> list[str]:
     if sub is None or not code or any(WHOLE.match(line) for line in stage):
         return stage
     indent = CODE_DEP.match(stage[code[0]]).group(1)  # type: ignore[union-attr]
-    deps = [f"{indent}- {path}\n" for path in sorted(command_closure(sub, tree))]
+    deps = [f"{indent}- {manifest_path(sub).as_posix()}\n"]
     return stage[: code[0]] + deps + [line for i, line in enumerate(stage) if i > code[0] and i not in code]
 
 
 def generate(text: str, tree: Tree = Tree()) -> str:
-    """dvc.yaml's text with every gece stage's code deps written from its command's closure."""
+    """dvc.yaml's text with every gece stage's code dep: the manifest of its command."""
     known = set(commands(tree))
     out: list[str] = []
     stage: list[str] = []
     for line in text.splitlines(keepends=True):
         if STAGE.match(line) or (line.strip() and not line.startswith(" ")):
-            out += _rewrite(stage, tree, known)
+            out += _rewrite(stage, known)
             stage = []
         stage.append(line)
-    return "".join(out + _rewrite(stage, tree, known))
+    return "".join(out + _rewrite(stage, known))
 
 
 # the line `gece --help` shows for this command (read without importing this module)
-HELP = "write each DVC stage's code deps in dvc.yaml from its command's import closure (--check: only compare)"
+HELP = "write each DVC stage's code dep in dvc.yaml: the manifest of its command's code (--check: only compare)"
 EXAMPLES = ("gece stage-deps", "gece stage-deps --check   # exit 2 when dvc.yaml is out of date")
 
 
@@ -95,11 +98,11 @@ def run(args: argparse.Namespace) -> int:
     diff = difflib.unified_diff(text.splitlines(), new.splitlines(), lineterm="", n=0)
     changed = sum(1 for line in diff if line[:1] in "+-" and line[:3] not in ("+++", "---"))
     if new == text:
-        command.out.print(f"{literal(str(args.file))}: every stage's code deps are its import closure")
+        command.out.print(f"{literal(str(args.file))}: every stage depends on the manifest of its command's code")
         return 0
     if args.check:
         raise GeceError(
-            f"{args.file} is out of date: {plural(changed, 'line')} differ from the import closures",
+            f"{args.file} is out of date: {plural(changed, 'line')} differ from the manifests of the commands",
             hint="run gece stage-deps (make deps) and commit the result",
         )
     write_text(args.file, new)

@@ -1,0 +1,77 @@
+"""``gece stage-code``: write, for every ``gece`` command, the code it runs, each file by what its code does.
+
+``stage-code/<command>.txt`` (:mod:`gece.manifests`) lists the files of ``gece <command>``'s import closure
+(:func:`gece.closure.command_closure`: cli.py, ``gece/__init__.py`` and its module's closure), one line each:
+the path and the sha256 of the file's syntax tree without comments, layout or docstrings
+(:func:`gece.closure.semantic_source`). Each DVC stage depends on the manifest of its command instead of on
+the ``.py`` files themselves (``gece stage-deps`` writes those deps), and the stage ``code`` of dvc.yaml, which
+depends on ``src/gece`` as a whole, runs this command. So:
+
+- an edit that cannot change what a command does (a comment, a blank line, a reflowed call, a docstring)
+  re-runs the ``code`` stage, which writes the same bytes, and DVC runs nothing after it;
+- an edit that can (a statement, an import, a new module in the closure, a renamed one) changes the
+  manifest of every command that runs the file, and DVC re-runs exactly their stages.
+
+Docstrings are left out because no gece command reads one (``__doc__`` appears nowhere in the package:
+tests/test_stage_code.py holds that). Package data (the page's CSS and template) is not Python: the report
+stage lists it in dvc.yaml by hand, as before.
+
+The manifests are small text files that git keeps (``cache: false``), so a review shows which commands a
+change re-runs. ``gece stage-code --check`` writes nothing and exits 2 when a manifest is out of date
+(``make deps`` writes them; tests/test_stage_code.py fails the same way).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from gece import command
+from gece.closure import PACKAGE, Tree
+from gece.errors import GeceError
+from gece.io.outputs import check_output_dir, write_text
+from gece.manifests import FOLDER, manifests
+from gece.terminal import literal, plural
+
+# the line `gece --help` shows for this command (read without importing this module)
+HELP = "write stage-code/<command>.txt, the code each command runs by what it does (the stage `code`)"
+EXAMPLES = ("gece stage-code", "gece stage-code --check   # exit 2 when a manifest is out of date")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--out", type=Path, default=FOLDER, help="the folder of the manifests, beside dvc.yaml (default: %(default)s)"
+    )
+    p.add_argument("--check", action="store_true", help="write nothing; exit 2 when a manifest is out of date")
+    p.set_defaults(outputs={})
+
+
+def reads(args: argparse.Namespace) -> list[Path]:
+    """The package's sources are code (not declared); ``--check`` also reads the manifests it compares."""
+    return [args.out] if args.check else []
+
+
+def run(args: argparse.Namespace) -> int:
+    tree = Tree(root=Path.cwd(), src=Path.cwd() / "src")
+    if tree.file(f"{PACKAGE}.cli") is None:
+        raise GeceError(f"no src/{PACKAGE}/cli.py in {Path.cwd()}", hint="run it in the root of a checkout of gece")
+    wanted = manifests(tree, args.out)
+    extra = sorted(p for p in args.out.glob("*.txt") if p not in wanted) if args.out.is_dir() else []
+    if args.check:
+        stale = [p for p, text in wanted.items() if not p.is_file() or p.read_text(encoding="utf-8") != text]
+        if stale or extra:
+            raise GeceError(
+                f"{args.out}: {plural(len(stale) + len(extra), 'manifest')} out of date",
+                problems=[f"{p}: differs from the code" for p in stale] + [f"{p}: no such command" for p in extra],
+                hint="run gece stage-code (make deps) and commit the result",
+            )
+        command.out.print(f"{literal(str(args.out))}: the {len(wanted)} manifests are up to date")
+        return 0
+    check_output_dir(args.out, "--out", hint="give --out a directory (it holds one <command>.txt per command)")
+    args.out.mkdir(parents=True, exist_ok=True)
+    for path in extra:
+        path.unlink()
+    for path, text in wanted.items():
+        write_text(path, text)
+    command.out.print(f"{literal(str(args.out))}: wrote the code of {len(wanted)} commands")
+    return 0
