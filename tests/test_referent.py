@@ -227,3 +227,20 @@ def test_the_first_screen_answers_the_three_questions():
     assert row == "sr / m" and "ECE she − he +0.050 [0.010, 0.090] (a real difference)" in text
     assert "+0.040 [-0.070, 0.160] (no better than it)" in text
     assert "Referent resolution (SynthBias)" in answers_html(answers(data))
+
+
+def test_metric_tables_name_synthbias_accuracy_for_what_it_is():
+    from gece.report.cells import ReportData
+    from gece.report.metric_tables import overall_table
+
+    rep = {"n": 4, "ece": 0.1, "accuracy": 0.5}
+    bins = [{"count": 2, "accuracy": 0.0}, {"count": 2, "accuracy": 1.0}]
+    benchmarks = ["wb", "t2", "ref"]
+    data = ReportData(benchmarks=benchmarks, runs={b: ["m"] for b in benchmarks})
+    data.metrics = {(b, "m"): rep for b in benchmarks}
+    data.bins = {(b, "m"): bins for b in benchmarks}
+    data.synthbias = {"t2": "type2", "ref": "referent"}
+    labels = {t.heading.split(" ")[0]: [c.label for c in t.columns] for t in overall_table(data).tables}
+    assert "human alignment" in labels["wb"]
+    assert "agreement with the labour-statistics majority" in labels["t2"] and "human alignment" not in labels["t2"]
+    assert "referent accuracy" in labels["ref"] and "human alignment" not in labels["ref"]

@@ -287,6 +287,18 @@ REFERENT_SUMMARY: tuple[str, ...] = ("n_pairs", "ece_toplabel", "accuracy", "ove
 REFERENT_SUMMARY_CI: tuple[str, ...] = ("ece_toplabel", "over_last", "ece_gap")
 
 
+# what a metric measures on SynthBias, whose y is no human judgement: its label in the per-benchmark metric tables,
+# by the benchmark's mode (params.yaml benchmarks.<b>.synthbias; type1 has constant y: on_constant_y names it)
+SYNTH_LABELS: dict[str, dict[str, str]] = {
+    "type2": {
+        "accuracy": "agreement with the labour-statistics majority",
+        "ece_true_male": "ECE, majority: male",
+        "ece_true_female": "ECE, majority: female",
+    },
+    "referent": {"accuracy": "referent accuracy"},
+}
+
+
 def on_constant_y(key: str) -> tuple[str, None] | None:
     """How a metric is shown on a benchmark with constant y: (its label there, no worse end: unranked), or None
     when it is left out (:attr:`Metric.varying_y`). A name that is not registered is left out too."""
