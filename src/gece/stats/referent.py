@@ -138,9 +138,12 @@ def referent_report(
 ) -> dict:
     """The referent block of a run's metrics report (``ReferentReport``): each quantity of :data:`REFERENT_METRICS`
     with an interval gets ``<key>_ci_low``/``<key>_ci_high``, the bias-corrected percentile interval over ``draws``
-    resamples of sentence pairs (seeded); ``n``, ``n_pairs``, ``n_unpaired`` count the rows and pairs."""
+    resamples of sentence pairs (seeded); ``n``, ``n_pairs``, ``n_unpaired`` count the rows and pairs (a row is
+    unpaired when its other version was not scored, or when the two do not have opposite y)."""
     p, y, male, second = (np.asarray(a) for a in (p, y, male, second))
     he, she = pairs_of(male.astype(bool), np.asarray(clusters))
+    flips = y[she] == 1 - y[he]  # the he and the she sentence have opposite y, as SynthBias builds them
+    he, she = he[flips], she[flips]
     arrays = {"p_he": p[he], "p_she": p[she], "y_he": y[he], "second": second[he]}
     estimate = {k: float(v[0]) for k, v in batch(**arrays, n_bins=n_bins, binning=binning).items()} if he.size else {}
     samples = bootstrap(batch, arrays, draws, seed, n_bins=n_bins, binning=binning) if he.size else {}
