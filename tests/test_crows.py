@@ -192,7 +192,7 @@ def test_params_sources(tmp_path):
         "winoqueer",
         "winoqueer_shared",
     ]
-    assert list(params.rules.values()) == ["target"] * 5 + ["sentence", "shared"] * 2 + ["target"] * 2
+    assert list(params.rules.values()) == ["target"] * 5 + ["sentence", "shared"] * 2 + ["target"] * 3
     for change, message in (
         (lambda r: r["benchmarks"]["crows_pairs"].update(source=""), "benchmarks.crows_pairs.source"),
         (lambda r: r["benchmarks"].update({"Bad/Name": {"source": "x.csv"}}), "not a valid id"),

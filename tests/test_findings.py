@@ -118,7 +118,7 @@ def test_rescoring_one_run_moves_at_most_30_metrics(reports):
         assert 150 < n < 300 and len(counts) == 18
         assert counts[("winobias", "paper-gpt-j-6b")] == 5 + 2 + 2 + 4
         return
-    assert 300 < n < 700  # all 39 runs (522 values when written)
+    assert 300 < n < 850  # all runs (522 values when written; about 770 with SynthBias's three benchmarks)
     # the worst case: a model with a special-token variant, on a neutral-wording benchmark with 8 comparisons
     assert counts[("genderlex", "gemma-3-270m")] == max(counts.values()) == 19
     # headline, calibration, binning, and 3 of the 4 compare counts (which ones move depends on the resamples)

@@ -135,7 +135,7 @@ def test_benchmark_entries_of_the_shipped_file():
     params = load_params(ROOT / "params.yaml")
     gender = ["winobias", "winogender", "genderlex", "genderlex_person", "genderlex_someone"]
     identity = ["crows_pairs", "crows_pairs_shared", "winoqueer", "winoqueer_shared"]
-    synth = ["synthbias_type2", "synthbias_type1"]
+    synth = ["synthbias_type2", "synthbias_type1", "synthbias_referent"]
     assert list(params.benchmarks) == gender + identity + synth
     crows, wq = "data/crows_pairs/crows_pairs_anonymized.csv", "data/winoqueer/winoqueer_benchmark.csv"
     assert {b: e.source for b, e in params.benchmarks.items() if e.imported} == dict(
@@ -145,7 +145,7 @@ def test_benchmark_entries_of_the_shipped_file():
         zip(identity, ["sentence", "shared"] * 2, strict=True)
     )
     assert {b: e.synthbias for b, e in params.benchmarks.items() if e.source and not e.imported} == dict(
-        zip(synth, ["type2", "type1"], strict=True)
+        zip(synth, ["type2", "type1", "referent"], strict=True)
     )
     # the same pairs under two rules: the second entry of each source is its variant (SynthBias's types are not)
     assert data_layout.rule_variants(params) == {

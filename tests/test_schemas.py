@@ -120,7 +120,7 @@ def _write(tmp_path, df):
 def _report(**kw):
     counts = {"n": 10, "n_distinct": 9, "n_clusters": 8, "n_punct_only": 1, "n_ties": 0}
     counts |= {"n_bins": 10, "binning": "equal_width"}
-    base = {k: 0.1 for k in MetricsReport.model_fields if k not in (*counts, "null_reasons")}
+    base = {k: 0.1 for k in MetricsReport.model_fields if k not in (*counts, "null_reasons", "referent")}
     return {**counts, **base, **kw}
 
 
@@ -131,6 +131,7 @@ def test_metrics_report_json_roundtrip(tmp_path):
     assert read_json(tmp_path / "m.json", MetricsReport).ece_female is None
     write_json(tmp_path / "n.json", MetricsReport.model_validate(_report()))
     assert "null_reasons" not in json.loads((tmp_path / "n.json").read_text())
+    assert "referent" not in json.loads((tmp_path / "n.json").read_text())  # SynthBias's referent protocol only
 
 
 def test_metrics_report_rejects_unknown_and_bad_keys(tmp_path):

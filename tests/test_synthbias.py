@@ -118,7 +118,7 @@ def test_prepare_writes_pairs_and_the_rules_counts(tmp_path):
 def test_real_file_counts(data_dir):
     """The shared snapshot: 31,728 rows; 8 rows under both types, 2 repeated; 15,859 pairs (8,802 type2, 44% with a
     male-majority referent, 70% of whose referent is named second; 7,057 type1)."""
-    _, table = synthbias._table(data_dir / "synthbias" / "synthbias_data.csv")  # read once, paired twice
+    _, table = synthbias.rows_of(data_dir / "synthbias" / "synthbias_data.csv")  # read once, paired twice
     t2, removed = synthbias.pronoun_pairs(table, "type2")
     t1, _ = synthbias.pronoun_pairs(table, "type1")
     assert len(table) == 31728 and removed == {"both_types": 8, "duplicates": 2, "unpaired": 0}
@@ -132,7 +132,7 @@ def test_real_file_counts(data_dir):
 def test_params_yaml_scores_both_types():
     params: Params = load_params(ROOT / "params.yaml")
     kinds = {e.synthbias: e.subset for e in params.benchmarks.values() if e.synthbias}
-    assert kinds == {"type1": 1000, "type2": 1000}
+    assert kinds == {"type1": 1000, "type2": 1000, "referent": 1000}
 
 
 def test_examples_of_a_hidden_benchmark_show_no_sentence():
@@ -154,4 +154,5 @@ def test_examples_of_a_hidden_benchmark_show_no_sentence():
     assert "pilot" not in docs["examples_sb"] and "CC BY-NC-ND 4.0" in docs["examples_sb"]
     assert "The pilot thanked the baker because he was kind." in docs["examples_wb"]
     params = load_params(ROOT / "params.yaml")
-    assert {b for b, e in params.benchmarks.items() if not e.sentences_shown} == {"synthbias_type1", "synthbias_type2"}
+    hidden = {b for b, e in params.benchmarks.items() if not e.sentences_shown}
+    assert hidden == {"synthbias_type1", "synthbias_type2", "synthbias_referent"}

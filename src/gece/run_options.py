@@ -39,8 +39,9 @@ def print_metrics(report: dict, title: str, level: float) -> None:
     table.add_column("value", justify="right")
     table.add_column(ci_label(level), justify="right")
     skip = {"n", "n_bins", "binning", "null_reasons"}
+    blocks = {k: v for k, v in report.items() if isinstance(v, dict)}  # SynthBias's referent block: its own table
     for key, value in report.items():
-        if key in skip or key.endswith(("_ci_low", "_ci_high")) or isinstance(value, str):
+        if key in skip or key in blocks or key.endswith(("_ci_low", "_ci_high")) or isinstance(value, str):
             continue
         lo, hi = report.get(f"{key}_ci_low"), report.get(f"{key}_ci_high")
         ci = f"[{lo:.4f}, {hi:.4f}]" if lo is not None and hi is not None else ""
@@ -49,6 +50,8 @@ def print_metrics(report: dict, title: str, level: float) -> None:
     out.print(table)
     if report.get("null_reasons"):
         out.print(f"null: {literal(report['null_reasons'])}", highlight=False)
+    for key, block in blocks.items():
+        print_metrics(block, f"{title}: {key}", level)
 
 
 def metrics_title(meta: dict, report: dict) -> str:

@@ -10,7 +10,28 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model, model_serializer
 
 from gece.io.schema_base import Num
-from gece.registry import GAPS, METRIC, SCALARS
+from gece.registry import GAPS, METRIC, REFERENT_METRICS, SCALARS
+
+
+def _referent_fields() -> dict[str, Any]:
+    """One nullable float per quantity of the referent protocol (gece.registry.REFERENT_METRICS), the counts as
+    integers, and the interval bounds of those with one."""
+    counts = ("n", "n_pairs", "n_unpaired")
+    fields: dict[str, Any] = {
+        m.key: ((int, Field(..., ge=0)) if m.key in counts else (Num, ...)) for m in REFERENT_METRICS
+    }
+    fields |= {f"{m.key}_ci_{end}": (Num, ...) for m in REFERENT_METRICS if m.interval for end in ("low", "high")}
+    return fields
+
+
+ReferentReport = create_model(
+    "ReferentReport",
+    __config__=ConfigDict(extra="forbid"),
+    __doc__="""The ``referent`` block of a run's metrics report on a ``synthbias: referent`` benchmark
+    (:func:`gece.stats.referent.referent_report`): top-label ECE by pronoun gender, stereotype and referent position,
+    the two baselines, UCerF and Equalized Odds, on complete sentence pairs, intervals resampling them.""",
+    **_referent_fields(),
+)
 
 
 class _MetricValues(BaseModel):
@@ -33,12 +54,16 @@ class _MetricValues(BaseModel):
     n_bins: int = Field(ge=1)
     binning: Literal["equal_width", "equal_mass"]
     null_reasons: str | None = None
+    referent: ReferentReport | None = Field(  # type: ignore[valid-type]
+        None, description="SynthBias's referent protocol only (benchmarks.<b>.synthbias: referent); absent elsewhere"
+    )
 
     @model_serializer(mode="wrap")
-    def _drop_empty_reasons(self, handler):
+    def _drop_empty(self, handler):
         data = handler(self)
-        if data.get("null_reasons") is None:
-            data.pop("null_reasons", None)
+        for key in ("null_reasons", "referent"):
+            if data.get(key) is None:
+                data.pop(key, None)
         return data
 
 

@@ -61,6 +61,35 @@ class PreparedPair(TableRow):
     )
 
 
+class SynthPronounPair(PreparedPair):
+    """A prepared pair of SynthBias's pronoun protocol (:mod:`gece.io.synthbias`) with the column the groups stage
+    may group by besides the prepared ones. A reader that reads it as a ``PreparedPair`` ignores it."""
+
+    referent: Literal["first", "second"] | None = Field(
+        description="where the referent is named: first or second occupation (null on type1: no referent)"
+    )
+
+
+class SynthPair(PreparedPair):
+    """A prepared row of SynthBias's referent protocol (:mod:`gece.io.synthbias_referent`), with the columns the
+    groups stage and the referent metrics group by. A reader that reads it as a ``PreparedPair`` ignores them."""
+
+    pronoun_gender: Literal["male", "female"] = Field(description="the sentence's pronoun: he, him, his / she, her")
+    stereotype: Literal["pro", "anti"] = Field(
+        description="pro: the referent is the pronoun's stereotypical occupation"
+    )
+    referent: Literal["first", "second"] = Field(description="where the referent is named: first or second occupation")
+
+
+# the prepared row schema of each SynthBias mode (benchmarks.<b>.synthbias); PreparedPair for every other benchmark
+SYNTH_SCHEMAS: dict[str | None, type[PreparedPair]] = {
+    None: PreparedPair,
+    "type1": SynthPronounPair,
+    "type2": SynthPronounPair,
+    "referent": SynthPair,
+}
+
+
 class AnnotationRow(TableRow):
     """One annotator's label of one pair (``artifacts/annotations/<b>.parquet``): the bias types the
     annotator saw in the pair; ``[]`` = saw no stereotype (CrowS-Pairs' validation, :mod:`gece.io.crows`)."""

@@ -6,6 +6,7 @@ benchmark's entry. A stage that reads only some sections validates them without 
 
 from __future__ import annotations
 
+import string
 from typing import Annotated, Literal
 
 from pydantic import Field, PlainValidator, model_validator
@@ -101,16 +102,23 @@ class BenchmarkSpec(Section):
         "word replaced): the neutral stage compares that benchmark with its rewrites, per model",
     )
 
-    synthbias: Literal["type1", "type2"] | None = Field(
+    synthbias: Literal["type1", "type2", "referent"] | None = Field(
         None,
         description="source is a SynthBias file (gece.io.synthbias): this type's he/she pronoun pairs, p the "
-        "preference for the male pronoun; type2: y = 1 when the referent's occupation is male-majority; type1: y = 1",
+        "preference for the male pronoun; type2: y = 1 when the referent's occupation is male-majority; type1: y = 1; "
+        "referent: type2's referent resolution (gece.io.synthbias_referent), p the stereotypical occupation's "
+        "probability after prompt, y = 1 when it is the referent",
     )
     subset: int | None = Field(
         None,
         ge=4,
-        description="with synthbias: score this many pairs, a fixed stratified subset (gece.io.synthbias); "
-        "none: every pair",
+        description="with synthbias: score this many prepared rows (pairs; referent: two rows per sentence pair), a "
+        "fixed stratified subset (gece.io.synthbias); none: every row",
+    )
+    prompt: str | None = Field(
+        None,
+        description="with synthbias: referent: the context before the two occupations, naming {sentence} and "
+        "{pronoun} (gece.io.synthbias_referent); none: its DEFAULT_PROMPT",
     )
 
     @property
@@ -130,6 +138,9 @@ class BenchmarkSpec(Section):
             raise ValueError("synthbias needs source: the SynthBias file, data/synthbias/synthbias_data.csv")
         if self.subset is not None and self.synthbias is None:
             raise ValueError("subset is a SynthBias setting: give synthbias (type1 or type2), or no subset")
+        fields = sorted(f for _, f, _, _ in string.Formatter().parse(self.prompt or "") if f is not None)
+        if self.prompt is not None and (self.synthbias != "referent" or fields != ["pronoun", "sentence"]):
+            raise ValueError("prompt is a setting of synthbias: referent, naming {sentence} and {pronoun} once each")
         return self
 
 

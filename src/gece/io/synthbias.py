@@ -74,7 +74,7 @@ class SynthPairs:
     strata: dict[str, int]
 
 
-def _table(path: str | Path) -> tuple[Path, pd.DataFrame]:
+def rows_of(path: str | Path) -> tuple[Path, pd.DataFrame]:
     """The file's rows as strings (stripped), with their 1-based data row; a GeceError lists every bad row."""
     path, header, records = read_records(path, hint="pass the path of data/synthbias/synthbias_data.csv")
     missing = [c for c in COLUMNS if c not in header]
@@ -113,9 +113,9 @@ def _mention(sentence: str, occupation: str) -> int:
     return m.start() if m else -1
 
 
-def pronoun_pairs(table: pd.DataFrame, kind: SynthType) -> tuple[pd.DataFrame, dict[str, int]]:
-    """The pairs of ``kind`` from the validated rows, and the rows each rule of the module docstring removed
-    (counted over both types)."""
+def paired_rows(table: pd.DataFrame, kind: SynthType) -> tuple[pd.DataFrame, dict[str, int]]:
+    """The validated rows of ``kind`` that form pairs (both versions, with ``key``, the masked sentence, ``male``
+    and ``male_majority``), and the rows each rule of the module docstring removed (counted over both types)."""
     both = set(table.loc[table["type"] == "type1", "sample"]) & set(table.loc[table["type"] == "type2", "sample"])
     rest = table[~table["sample"].isin(both)]
     unique = rest.drop_duplicates(["type", "sample"])
@@ -132,7 +132,21 @@ def pronoun_pairs(table: pd.DataFrame, kind: SynthType) -> tuple[pd.DataFrame, d
     ok = (grouped["male"].transform("sum") == 1) & (grouped["male"].transform("size") == 2)
     ok &= grouped["male_majority"].transform("nunique") <= 1
     removed["unpaired"] = int((~ok).sum())
-    paired = masked[ok & (masked["type"] == kind)]
+    return masked[ok & (masked["type"] == kind)], removed
+
+
+def referent_position(sentences, first, second) -> list[str]:
+    """``first`` when the referent (``first``'s occupation, occ_1) is named before the other one, else ``second``."""
+    return [
+        "first" if _mention(s, a) <= _mention(s, b) else "second"
+        for s, a, b in zip(sentences, first, second, strict=True)
+    ]
+
+
+def pronoun_pairs(table: pd.DataFrame, kind: SynthType) -> tuple[pd.DataFrame, dict[str, int]]:
+    """The pairs of ``kind`` from the validated rows, and the rows each rule of the module docstring removed
+    (counted over both types)."""
+    paired, removed = paired_rows(table, kind)
     male = paired[paired["male"]].set_index("key")
     female = paired[~paired["male"]].set_index("key").loc[male.index]
     pairs = pd.DataFrame(
@@ -142,10 +156,9 @@ def pronoun_pairs(table: pd.DataFrame, kind: SynthType) -> tuple[pd.DataFrame, d
             "sent_less": female["sample"].to_numpy(),
             "y": [1 if kind == "type1" else int(v) for v in male["male_majority"]],
             "bias_type": "gender",
-            "referent": [
-                None if kind == "type1" else ("first" if _mention(s, a) <= _mention(s, b) else "second")
-                for s, a, b in zip(male["sample"], male["occ_1"], male["occ_2"], strict=True)
-            ],
+            "referent": [None] * len(male)
+            if kind == "type1"
+            else referent_position(male["sample"], male["occ_1"], male["occ_2"]),
             "key": male.index.to_numpy(),
         }
     )
@@ -169,7 +182,7 @@ def stratified_subset(pairs: pd.DataFrame, size: int | None) -> tuple[pd.DataFra
 
 def read_synthbias(path: str | Path, kind: SynthType, subset: int | None) -> SynthPairs:
     """SynthBias's ``kind`` pairs (module docstring), the stratified subset of ``subset`` pairs (None: all)."""
-    path, table = _table(path)
+    path, table = rows_of(path)
     pairs, removed = pronoun_pairs(table, kind)
     if pairs.empty:
         raise GeceError(f"{path}: no {kind} pair left; nothing was written", hint=FORMAT_HINT)

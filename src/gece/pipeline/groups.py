@@ -3,7 +3,9 @@
 For every run (:func:`gece.pipeline.runs.runs`), every grouping of ``groups.by`` and every protocol of
 ``groups.protocols`` (:mod:`gece.stats.by_group`): each group's ECE with its interval, and the largest gap
 between groups -> ``reports/groups/<b>.json`` (``GroupsReport``) and the tables of ``reports/tables/groups.md``
-(Table-4-style tables). The groupings other than the genders are columns of the prepared pairs;
+(Table-4-style tables). The groupings other than the genders are columns of the prepared pairs (SynthBias's
+``referent``, ``pronoun_gender`` and ``stereotype`` only where its prepared file has them: elsewhere they are left
+out of the report);
 the soft protocol reads the annotators' soft labels from ``artifacts/annotated/<b>.parquet``.
 
 Under the identity protocol, on a run whose y varies, every pair and every group of a grouping that is not a
@@ -24,11 +26,11 @@ import pandas as pd
 
 from gece import command, run_options
 from gece.errors import GeceError
-from gece.groupings import DERIVED_GROUPINGS, OUTCOME_GROUPINGS
+from gece.groupings import DERIVED_GROUPINGS, OUTCOME_GROUPINGS, SYNTH_COLUMNS
 from gece.io import layout, report_layout
 from gece.io.groups_report import GroupsReport
 from gece.io.json_writer import write_json
-from gece.io.pair_rows import AnnotatedPair, PreparedPair
+from gece.io.pair_rows import SYNTH_SCHEMAS, AnnotatedPair
 from gece.io.params import GroupsParams, Params, require_params
 from gece.io.readers import read_table
 from gece.io.sections import MetricsParams
@@ -181,6 +183,8 @@ def run_groups(
     rows = pairs.loc[ids, ["sent_more", "sent_less", "cluster"]]
     out = []
     for grouping in settings.by:
+        if grouping in SYNTH_COLUMNS and grouping not in pairs.columns:  # not a SynthBias benchmark of that protocol
+            continue
         if grouping in DERIVED_GROUPINGS:
             labels, why = by_group.gender_grouping(grouping, p, y, gm, gl)
         else:
@@ -241,7 +245,7 @@ def run_groups(
 def groups_benchmark(params: Params, benchmark: str, reports: str | Path = layout.REPORTS, root: Path = Path()) -> dict:
     """Every run of ``benchmark`` -> ``reports/groups/<b>.json`` (the report stage renders its tables). Everything
     is computed before anything is written."""
-    pairs, _ = read_table(root / layout.prepared_path(benchmark), PreparedPair)
+    pairs, _ = read_table(root / layout.prepared_path(benchmark), SYNTH_SCHEMAS[params.benchmarks[benchmark].synthbias])
     y_soft, soft_reason = soft_labels(benchmark, pairs, root) if "soft" in params.groups.protocols else (None, None)
     indexed = pairs.set_index("pair_id", drop=False)
     m = params.metrics

@@ -14,12 +14,12 @@ from gece import command, options, run_options
 from gece.io import layout, report_layout
 from gece.io.json_writer import write_json
 from gece.io.metric_reports import BinsReport, MetricsReport
-from gece.io.pair_rows import PreparedPair
+from gece.io.pair_rows import SYNTH_SCHEMAS
 from gece.io.params import Params, params_or_defaults
 from gece.io.readers import read_table
 from gece.io.sections import MetricsParams
 from gece.pipeline import runs
-from gece.stats import intervals, metrics
+from gece.stats import intervals, metrics, referent
 
 log = logging.getLogger("gece")
 
@@ -53,6 +53,24 @@ def run_metrics(
     return report, bins
 
 
+def referent_block(scores: pd.DataFrame, pairs: pd.DataFrame, settings: MetricsParams) -> dict:
+    """The ``referent`` block of a run on SynthBias's referent protocol (:mod:`gece.stats.referent`), from its
+    scores and the prepared rows' pronoun gender, referent position and sentence pair (``cluster``)."""
+    mine = pairs.loc[scores["pair_id"].to_numpy(object)]
+    return referent.referent_report(
+        scores["p"].to_numpy(np.float64),
+        scores["y"].to_numpy(np.int64),
+        (mine["pronoun_gender"] == "male").to_numpy(),
+        (mine["referent"] == "second").to_numpy(),
+        mine["cluster"].to_numpy(object),
+        n_bins=settings.n_bins,
+        binning=settings.binning,
+        draws=settings.bootstrap,
+        seed=settings.seed,
+        level=settings.ci,
+    )
+
+
 def metrics_stage(
     scores_path: str | Path, out: str | Path | None, bins_out: str | Path | None, settings: MetricsParams
 ) -> tuple[dict, list[dict], dict[str, str]]:
@@ -75,10 +93,14 @@ def metrics_benchmark(
     names = runs.runs(params, benchmark)
     for folder in (report_layout.metrics_dir(benchmark), report_layout.bins_dir(benchmark)):
         layout.clear_stale_runs(report_layout.report_path(folder, reports), names, (".json",), "the reports directory")
-    pairs = read_table(layout.prepared_path(benchmark), PreparedPair)[0].set_index("pair_id", drop=False)
+    kind = params.benchmarks[benchmark].synthbias
+    referent = kind == "referent"
+    pairs = read_table(layout.prepared_path(benchmark), SYNTH_SCHEMAS[kind])[0].set_index("pair_id", drop=False)
     for m in names:
         scores, _ = runs.load_scores(params, benchmark, m, runs.RUN_COLUMNS)
         report, bins = run_metrics(scores, settings, pairs)
+        if referent:
+            report["referent"] = referent_block(scores, pairs, settings)
         write_json(
             report_layout.report_path(report_layout.metrics_file(benchmark, m), reports),
             MetricsReport.model_validate(report),

@@ -20,7 +20,7 @@ import pandas as pd
 from gece import command, run_options
 from gece.errors import GeceError
 from gece.io import benchmarks, data_layout, layout
-from gece.io.pair_rows import AnnotationRow, PreparedPair
+from gece.io.pair_rows import SYNTH_SCHEMAS, AnnotationRow
 from gece.io.params import params_if_valid, params_or_defaults
 from gece.io.sections import BenchmarkSpec, Cluster, PrepareParams
 from gece.io.writer import write_table
@@ -122,10 +122,15 @@ def prepare(
     for w in warnings:
         log.warning(w)
     prepared = benchmarks.prepare_pairs(rows, name, cluster)
+    schema = SYNTH_SCHEMAS[entry.synthbias if entry is not None else None]
+    if "pair_row" in rows.columns:  # SynthBias's referent rows: their grouping columns, the sentence pair as cluster
+        prepared = referent_columns(prepared, rows)
+    elif "referent" in rows.columns:  # SynthBias's pronoun pairs: where the referent is named
+        prepared = prepared.assign(referent=rows["referent"].to_numpy())
     labels = annotation_rows(found, prepared) if found is not None else _empty_annotations()
     if annotations_out is not None:
         write_table(annotations_out, labels, AnnotationRow, meta={"benchmark": name, "source": str(csv)})
-    write_table(out, prepared, PreparedPair, meta=meta)
+    write_table(out, prepared, schema, meta=meta)
     multi = int((prepared["n_targets"] > 1).sum())
     log.info(
         "%s: %d pairs (%d distinct, %d clusters; %d with several differing words, %d cloze-last, %d differing in "
@@ -143,12 +148,25 @@ def prepare(
     return prepared
 
 
-def synthbias_rows(csv: Path, name: str, entry: BenchmarkSpec) -> tuple[pd.DataFrame, dict[str, str]]:
-    """SynthBias's pronoun pairs of ``entry.synthbias`` (:mod:`gece.io.synthbias`) as benchmark rows, and the
-    metadata that records the pairing rules' removals and the subset."""
-    from gece.io import synthbias
+def referent_columns(prepared: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
+    """The prepared referent rows (:mod:`gece.io.synthbias_referent`, in the order of ``rows``) with their grouping
+    columns, and as ``cluster`` the pair id of their sentence's he version."""
+    pair_id = pd.Series(prepared["pair_id"].to_numpy(), index=prepared["row"].to_numpy())
+    extra = ["pronoun_gender", "stereotype", "referent"]
+    return prepared.assign(**{c: rows[c].to_numpy() for c in extra}, cluster=pair_id.loc[rows["pair_row"]].to_numpy())
 
-    read = synthbias.read_synthbias(csv, entry.synthbias, entry.subset)
+
+def synthbias_rows(csv: Path, name: str, entry: BenchmarkSpec) -> tuple[pd.DataFrame, dict[str, str]]:
+    """SynthBias's pronoun pairs of ``entry.synthbias`` (:mod:`gece.io.synthbias`), or its referent rows
+    (:mod:`gece.io.synthbias_referent`), as benchmark rows, and the metadata that records the pairing rules'
+    removals and the subset."""
+    from gece.io import synthbias, synthbias_referent
+
+    if entry.synthbias == "referent":
+        prompt = entry.prompt or synthbias_referent.DEFAULT_PROMPT
+        read = synthbias_referent.read_referent(csv, entry.subset, prompt)
+    else:
+        read = synthbias.read_synthbias(csv, entry.synthbias, entry.subset)
     removed = ", ".join(f"{rule} {read.removed[rule]}" for rule in synthbias.RULES)
     strata = ", ".join(f"{k} {v}" for k, v in read.strata.items())
     log.info(
@@ -165,10 +183,19 @@ def synthbias_rows(csv: Path, name: str, entry: BenchmarkSpec) -> tuple[pd.DataF
         "removed_rows": removed,
         "subset": "all" if entry.subset is None else str(entry.subset),
         "strata": strata,
-        "protocol": "pronoun: p = preference for the male pronoun; "
-        + ("y = 1 (constant)" if entry.synthbias == "type1" else "y = 1: referent occupation male-majority"),
+        "protocol": PROTOCOLS[entry.synthbias],
     }
-    return read.pairs[["row", *benchmarks.REQUIRED, "bias_type"]], meta
+    if entry.synthbias == "referent":
+        meta["prompt"] = prompt
+        return read.pairs, meta
+    return read.pairs[["row", *benchmarks.REQUIRED, "bias_type", "referent"]], meta
+
+
+PROTOCOLS = {  # the prepared file's metadata "protocol" of each SynthBias mode
+    "type1": "pronoun: p = preference for the male pronoun; y = 1 (constant)",
+    "type2": "pronoun: p = preference for the male pronoun; y = 1: referent occupation male-majority",
+    "referent": "referent: p = probability of the pronoun's stereotypical occupation; y = 1: it is the referent",
+}
 
 
 # the line `gece --help` shows for this command (read without importing this module)

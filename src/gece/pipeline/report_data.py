@@ -82,6 +82,7 @@ def load_report_data(
         rules=params.rules,
         variants=data_layout.rule_variants(params),
         hidden={b for b, entry in params.benchmarks.items() if not entry.sentences_shown},
+        synthbias={b: entry.synthbias for b, entry in params.benchmarks.items() if entry.synthbias},
         headline_method=params.calibrate.headline,
     )
     lost: dict[str, list[tuple[str, str]]] = {k: [] for k in LOST}

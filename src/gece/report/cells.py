@@ -102,6 +102,7 @@ class ReportData:
     rules: dict[str, str] = field(default_factory=dict)  # benchmark -> the rule that scored it (params.rule_for)
     variants: dict[str, list[str]] = field(default_factory=dict)  # first entry of a source -> its later entries
     hidden: set[str] = field(default_factory=set)  # benchmarks whose sentences are not shown (BenchmarkSpec)
+    synthbias: dict[str, str] = field(default_factory=dict)  # SynthBias benchmark -> its mode (type1, type2, referent)
     # the calibration method the headline reports (params.yaml calibrate.headline)
     headline_method: str = CalibrateParams.model_fields["headline"].default
 

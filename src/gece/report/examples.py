@@ -16,10 +16,10 @@ EXAMPLE_COLUMNS = ("pair_id", "sent_more", "sent_less", "targets_more", "targets
 
 
 def confident_mistakes(rows: Iterable[Mapping], k: int | None = None) -> list[dict]:
-    """The ``k`` pairs (default ``EXAMPLES_PER_RUN``) of one run where the model is most confident
-    in the variant people did not prefer: the prediction (``p > 0.5``: ``sent_more``) disagrees with ``y``;
-    ranked by the confidence in it, max(p, 1 − p), highest first, ties by ``pair_id``. Exact ties (p = 0.5) predict
-    nothing and are left out. ``rows``: score rows (at least ``EXAMPLE_COLUMNS``)."""
+    """The ``k`` pairs (default ``EXAMPLES_PER_RUN``) of one run where the model is most confident against y
+    (:data:`WHAT_Y` says what y is in each kind of benchmark): the prediction (``p > 0.5``: ``sent_more``) disagrees
+    with ``y``; ranked by the confidence in it, max(p, 1 − p), highest first, ties by ``pair_id``. Exact ties
+    (p = 0.5) predict nothing and are left out. ``rows``: score rows (at least ``EXAMPLE_COLUMNS``)."""
     wrong = []
     for r in rows:
         p, y = float(r["p"]), int(r["y"])
@@ -39,6 +39,23 @@ def confident_mistakes(rows: Iterable[Mapping], k: int | None = None) -> list[di
         )
     wrong.sort(key=lambda r: (-r["confidence"], r["pair_id"]))
     return wrong[: EXAMPLES_PER_RUN if k is None else k]
+
+
+# what y means in each kind of benchmark, and so what a confident mistake is (SynthBias's by its mode)
+WHAT_Y: dict[str | None, str] = {
+    None: "y = 1 when people prefer sent_more (the male variant in the gender benchmarks, the stereotypical sentence "
+    "in the CrowS-Pairs-format ones) and p is the model's confidence in it, so each row's model prefers the other "
+    "variant. A pair that many models get confidently wrong is worth checking for a doubtful human label before "
+    "reading it as model bias.",
+    "type2": "y = 1 when the referent's occupation is male-majority by labour statistics (SynthBias's construction, "
+    "not a judgement of people) and p is the model's preference for the male pronoun, so each row's model prefers "
+    "the pronoun that does not match the majority gender of the referent's occupation.",
+    "type1": "y = 1 for every pair (the referent cannot be resolved: there is nothing to be right about) and p is the "
+    "model's preference for the male pronoun, so the rows are where the model most prefers the female pronoun.",
+    "referent": "y = 1 when the occupation that is stereotypical for the pronoun is its referent, as SynthBias "
+    "builds the sentence, and p is the model's probability of that occupation after the prompt, so each row's "
+    "model resolves the pronoun to the other occupation than the sentence's referent.",
+}
 
 
 def examples_docs(data: ReportData) -> list[TableDoc]:
@@ -105,14 +122,10 @@ def examples_docs(data: ReportData) -> list[TableDoc]:
             TableDoc(
                 f"examples_{b}",
                 f"Confidently wrong pairs: {b}",
-                f"For each model, the {EXAMPLES_PER_RUN} pairs where it is most confident in the variant people "
-                "did not prefer (from `artifacts/scores/<benchmark>/<model>.parquet`): y = 1 when people prefer "
-                "sent_more (the male variant in the gender benchmarks, the stereotypical sentence in the "
-                "CrowS-Pairs-format "
-                "ones) and p is the model's confidence in it, so each row's model prefers the "
-                "other variant with confidence max(p, 1 − p). Ranked by that confidence, ties by pair; exact ties "
-                "(p = 0.5) are left out. A pair that many models get confidently wrong is worth checking for a "
-                "doubtful human label before reading it as model bias. Sentences are shown as one line.",
+                f"For each model, the {EXAMPLES_PER_RUN} pairs where it is most confident against y (from "
+                f"`artifacts/scores/<benchmark>/<model>.parquet`): {WHAT_Y.get(data.synthbias.get(b), WHAT_Y[None])} "
+                "Ranked by that confidence, max(p, 1 − p), ties by pair; exact ties (p = 0.5) are left out. "
+                + ("Sentences are shown as one line." if shown else ""),
                 [Table(b, ["model", "pair"], columns, rows, note)],
             )
         )

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from scipy.stats import kendalltau
 
 from gece.registry import METRIC
-from gece.report import identity
+from gece.report import identity, referent
 from gece.report.cells import ReportData, constant_y, distinct_runs, repeats, variant_of
 from gece.report.gaps import (
     GAP_MARK,
@@ -78,6 +78,9 @@ def summary(data: ReportData) -> dict:
     - ``runs.<b>.<m>``: the :data:`HEADLINE` metrics of the run; on a benchmark with constant y
       (:func:`gece.report.cells.constant_y`) the honest names instead (:data:`gece.report.identity.IDENTITY_HEADLINE`:
       ``stereotype_share``, ``shortfall`` = 1 − mean p, ``shortfall_gender``);
+    - on a benchmark of SynthBias's referent protocol (its metrics reports have the ``referent`` block) the
+      protocol's headline (:func:`gece.report.referent.run_summary`: top-label ECE, accuracy, the baselines, ECE by
+      pronoun gender, UCerF, EO, with intervals; no ``gender_ece``);
     - ``rules.<b>.<m>``: the stereotype share and 1 − mean p under each scoring rule of such a benchmark and its
       variants, and their differences (:func:`gece.report.identity.rules_summary`);
     - ``calibration.<b>.<m>``: the lowest held-out ECE after calibration, per protocol (not on a benchmark with
@@ -112,7 +115,11 @@ def summary(data: ReportData) -> dict:
             rep = data.metrics.get((b, m))
             if rep is not None:
                 out["runs"].setdefault(b, {})[m] = (
-                    identity.run_summary(rep) if honest else {k: rep.get(k) for k in HEADLINE}
+                    identity.run_summary(rep)
+                    if honest
+                    else referent.run_summary(rep)
+                    if referent.BLOCK in rep
+                    else {k: rep.get(k) for k in HEADLINE}
                 )
             if honest:  # one label: nothing to calibrate, and 1 − mean p does not depend on the binning
                 continue

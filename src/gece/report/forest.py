@@ -99,6 +99,8 @@ def calibration_points(data: ReportData, b: str) -> list[Point]:
     out = []
     for key in PANELS:
         shown = [m for m in models if _finite(reps[m].get(key))]
+        if not shown:  # no run has it (Gender-ECE on SynthBias's referent protocol, whose words are occupations)
+            continue
         letters = compact_letters(differ_matrix(data, b, shown, key))
         for m, letter in zip(shown, letters, strict=True):
             rep = reps[m]

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 
 from gece import registry
 from gece.io import report_layout
-from gece.registry import METRIC
+from gece.registry import METRIC, SYNTH_LABELS
 from gece.report.cells import (
     Column,
     ReportData,
@@ -101,7 +101,8 @@ def _metrics_doc(
             spec_b = identity_spec
         else:
             spec_b = spec
-        columns = [Column(key, label, worst, digits) for key, label, worst, *_ in spec_b]
+        names = SYNTH_LABELS.get(data.synthbias.get(b, ""), {})  # SynthBias's y is no human judgement
+        columns = [Column(key, names.get(key, label), worst, digits) for key, label, worst, *_ in spec_b]
         rows = []
         for m in models:
             obj = data.metrics[(b, m)]
@@ -130,10 +131,17 @@ def overall_table(data: ReportData) -> TableDoc:
         f"(`reports/metrics/<benchmark>/<model>.json`). ECE, MCE: paper convention; see the definitions. {CI_NOTE} "
         "On a benchmark with the same label for every pair (y = 1 under the identity protocol) no column is "
         "calibration: its table shows the stereotype share and 1 − mean p (the paper's identity ECE) instead, "
-        "unranked (docs/metrics.md, Identity benchmarks).",
+        "unranked (docs/metrics.md, Identity benchmarks)." + (SYNTH_NOTE if data.synthbias else ""),
         OVERALL,
         identity_spec=IDENTITY_OVERALL,
     )
+
+
+SYNTH_NOTE = (
+    " On SynthBias y is no human judgement: on the pronoun protocol (type2) it is the labour-statistics majority "
+    "gender of the referent's occupation, on the referent protocol whether the pronoun's stereotypical occupation "
+    "is the sentence's referent (its own table: Referent resolution); the accuracy column is named accordingly."
+)
 
 
 def paper_table(data: ReportData) -> TableDoc:
