@@ -244,3 +244,30 @@ def test_metric_tables_name_synthbias_accuracy_for_what_it_is():
     assert "human alignment" in labels["wb"]
     assert "agreement with the labour-statistics majority" in labels["t2"] and "human alignment" not in labels["t2"]
     assert "referent accuracy" in labels["ref"] and "human alignment" not in labels["ref"]
+
+
+def test_the_terminal_headline_of_the_referent_protocol():
+    """`gece summary`'s answer: the lowest top-label ECE with its interval, and per run whether the ECE she − he and
+    the accuracy over the last-mentioned baseline are away from 0 by their intervals (hand-made blocks)."""
+    from gece.report.cells import ReportData
+    from gece.report.first_screen import headlines, referent_headline
+
+    def block(ece, gap, over):
+        return {
+            "ece_toplabel": ece[0], "ece_toplabel_ci_low": ece[1], "ece_toplabel_ci_high": ece[2],
+            "ece_gap": gap[0], "ece_gap_ci_low": gap[1], "ece_gap_ci_high": gap[2],
+            "over_last": over[0], "over_last_ci_low": over[1], "over_last_ci_high": over[2],
+        }  # fmt: skip
+
+    data = ReportData(benchmarks=["sr"], runs={"sr": ["a", "b", "c"]})
+    data.metrics = {
+        ("sr", "a"): {"referent": block((0.30, 0.25, 0.35), (0.05, 0.01, 0.09), (0.07, 0.02, 0.12))},
+        ("sr", "b"): {"referent": block((0.20, 0.15, 0.26), (0.01, -0.03, 0.05), (-0.05, -0.09, -0.01))},
+        ("sr", "c"): {"referent": block((0.25, 0.20, 0.30), (-0.04, -0.08, 0.01), (0.03, -0.01, 0.07))},
+    }
+    text = referent_headline(data, "sr")
+    assert text == (
+        "lowest top-label ECE b 0.200 [0.150, 0.260]; ECE she − he differs from 0 in 1/3 runs; "
+        "beats always the last-mentioned in 1/3"
+    )
+    assert [(h.benchmark, h.referent) for h in headlines(data)] == [("sr", text)]

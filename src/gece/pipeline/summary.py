@@ -80,12 +80,15 @@ def run(args: argparse.Namespace) -> int:
 def print_headlines(lines) -> None:
     """The first screen of the page in one table, a row per benchmark: the best run (lowest ECE, 95% interval), the
     runs tied with it after Holm and the largest gender gap that is a finding; or, on an identity benchmark, the
-    side of 0.5 of the stereotype share under each rule. Two columns, so that run names stay whole at 80."""
+    side of 0.5 of the stereotype share under each rule; or, on SynthBias's referent protocol, its own answer. Two
+    columns, so that run names stay whole at 80."""
     table = Table(title="Answers (the figures that open reports/index.html)", title_justify="left")
     table.add_column("benchmark", ids=True)
     table.add_column("answer", whole=True)
     for h in lines:
-        if h.rules != "–":
+        if h.referent != "–":
+            text = h.referent
+        elif h.rules != "–":
             text = f"stereotype share {h.rules}"
         else:
             text = f"lowest ECE {h.best}; tied after Holm: {h.tied}; largest gender gap: {h.gap}"

@@ -1,7 +1,9 @@
 """The numbers the first-screen figures plot (:mod:`gece.report.answer_plots` draws them), each with the JSON
 pointer it came from, and their CSV (``reports/figures/<figure>.csv``, beside the figure).
 
-- **Calibration figure** (:func:`calibration_points`), per benchmark whose labels vary: ECE and Gender-ECE of every
+- **Calibration figure** (:func:`calibration_points`), per benchmark whose labels vary (but SynthBias's referent
+  protocol, whose headline is its own block's top-label ECE: the first screen answers it in sentences): ECE and
+  Gender-ECE of every
   run with its 95% interval (the metrics JSON's ``<key>_ci_low`` / ``_high``), runs sorted by ECE (lowest first;
   the Gender-ECE panel keeps that order). The letters are a compact letter display (:mod:`gece.stats.letters`) of
   the compare report's Holm-adjusted paired tests (``significant_holm`` per metric): runs sharing a letter are not
@@ -26,6 +28,7 @@ import numpy as np
 from gece.io import report_layout
 from gece.report.cells import ReportData, constant_y, ptr
 from gece.report.identity import FIRST_DIFF_GROUPS, first_diff_result, identity_benchmarks, members
+from gece.report.referent import BLOCK as REFERENT_BLOCK
 from gece.stats.letters import compact_letters
 
 PANELS = {"ece": "ECE", "gender_ece": "Gender-ECE"}  # the calibration figure's panels: metrics JSON key -> label
@@ -68,11 +71,15 @@ class Point:
 
 
 def calibration_benchmarks(data: ReportData) -> list[str]:
-    """The benchmarks with a calibration figure: labels vary and some run has an ECE."""
+    """The benchmarks with a calibration figure: labels vary and some run has an ECE. Not SynthBias's referent
+    protocol: its headline is the top-label ECE of its own block (the first screen's referent sentences), which
+    the compare stage does not test pairwise, and an ECE of p beside it would give each run two ECEs."""
     return [
         b
         for b in data.benchmarks
-        if not constant_y(data, b) and any(_finite((data.metrics.get((b, m)) or {}).get("ece")) for m in data.runs[b])
+        if not constant_y(data, b)
+        and any(_finite((data.metrics.get((b, m)) or {}).get("ece")) for m in data.runs[b])
+        and not any(REFERENT_BLOCK in (data.metrics.get((b, m)) or {}) for m in data.runs[b])
     ]
 
 
@@ -99,7 +106,7 @@ def calibration_points(data: ReportData, b: str) -> list[Point]:
     out = []
     for key in PANELS:
         shown = [m for m in models if _finite(reps[m].get(key))]
-        if not shown:  # no run has it (Gender-ECE on SynthBias's referent protocol, whose words are occupations)
+        if not shown:  # no run has it
             continue
         letters = compact_letters(differ_matrix(data, b, shown, key))
         for m, letter in zip(shown, letters, strict=True):
