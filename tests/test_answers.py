@@ -95,6 +95,9 @@ def test_a_gender_gap_is_a_finding_after_holm_and_with_a_narrow_interval():
     assert pred.grouping == "gap_pred" and pred.found == [] and pred.wide == 5 and GAP_MAX_WIDTH < 0.4
     assert answers.gap_line(true, {"a", "b"}) == "1 of 5 runs: a +0.200 [0.100, 0.300]"
     assert answers.gap_line(pred, {"a", "b"}) == f"0 of 5 runs; 5 more significant but wider than {GAP_MAX_WIDTH}"
+    assert (pred.by, true.by) == ("predicted gender", "human gender")
+    data.synthbias["wb"] = "type2"  # y is the labour-statistics majority there, not people's judgement
+    assert [g.by for g in answers.gender_gaps(data)] == ["predicted gender", "labour-statistics majority gender"]
 
 
 def test_released_runs_are_a_range_beside_the_scored_ones():

@@ -43,6 +43,8 @@ from gece.report.stat_tables import ALPHA, gap_holm
 
 COMPARED = "ece"  # the metric the model differences are stated in
 GAP_GROUPING = {"gap_pred": "predicted gender", "gap_true": "human gender"}
+# SynthBias type2's y is the referent occupation's labour-statistics majority, not a human judgement
+SYNTH_GAP_GROUPING = {"type2": {"gap_true": "labour-statistics majority gender"}}
 PROTOCOL = "split"  # the calibration protocol of the changes (the page's calibration figures use it too)
 
 
@@ -179,6 +181,7 @@ class GenderGaps:
     runs: int  # runs with a p-value
     found: list[Gap] = field(default_factory=list)
     wide: int = 0  # significant after Holm, but the interval is wider than GAP_MAX_WIDTH
+    by: str = ""  # what the grouping is, as the page says it (GAP_GROUPING, SYNTH_GAP_GROUPING)
 
 
 def gender_gaps(data: ReportData) -> list[GenderGaps]:
@@ -190,7 +193,8 @@ def gender_gaps(data: ReportData) -> list[GenderGaps]:
             continue
         models, adjusted = gap_holm(data, b)
         for gap in GAPS:
-            g = GenderGaps(b, gap, sum(adj is not None for adj in adjusted[gap]))
+            by = SYNTH_GAP_GROUPING.get(data.synthbias.get(b, ""), {}).get(gap, GAP_GROUPING[gap])
+            g = GenderGaps(b, gap, sum(adj is not None for adj in adjusted[gap]), by=by)
             for m, adj in zip(models, adjusted[gap], strict=True):
                 rep = data.metrics[(b, m)]
                 value, lo, hi = (_num(rep.get(k)) for k in (gap, f"{gap}_ci_low", f"{gap}_ci_high"))
@@ -318,6 +322,6 @@ def answer_lines(a: Answers) -> list[str]:
     """The answers as plain lines (tests, the terminal)."""
     lines = [f"model differences, {c.benchmark}: {differ_line(c)}" for c in a.comparisons]
     lines += [f"no difference, {c.benchmark}: {same_line(c)}" for c in a.comparisons if c.same or c.other_same]
-    lines += [f"gender gap, {g.benchmark} by {GAP_GROUPING[g.grouping]}: {gap_line(g, a.scored)}" for g in a.gaps]
+    lines += [f"gender gap, {g.benchmark} by {g.by}: {gap_line(g, a.scored)}" for g in a.gaps]
     lines += [f"calibration, {x.benchmark}: {x.text()}" for x in a.calibration]
     return lines

@@ -137,14 +137,14 @@ def _best_and_tied(points: list[Point]) -> tuple[str, str]:
 
 def headlines(data: ReportData) -> list[Headline]:
     """Per first-screen figure (:func:`gece.report.forest.first_screen`), its headline."""
-    from gece.report.answers import GAP_GROUPING, gender_gaps
+    from gece.report.answers import gender_gaps
     from gece.report.forest import first_screen
 
     largest: dict[str, tuple[float, str]] = {}
     for g in gender_gaps(data):
         for x in g.found[:1]:
             if abs(x.gap) > largest.get(g.benchmark, (0.0, ""))[0]:
-                largest[g.benchmark] = (abs(x.gap), f"{x.text()} by {GAP_GROUPING[g.grouping]}")
+                largest[g.benchmark] = (abs(x.gap), f"{x.text()} by {g.by}")
     out = []
     for kind, b, points in first_screen(data):
         if kind == "calibration":

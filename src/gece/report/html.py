@@ -12,7 +12,7 @@ from string import Template
 
 from gece import registry
 from gece.io import report_layout
-from gece.report.answers import GAP_GROUPING, Answers, answers, differ_line, gap_line, same_line
+from gece.report.answers import Answers, answers, differ_line, gap_line, same_line
 from gece.report.cells import ReportData, TableDoc, constant_y, format_number, shown_text
 from gece.report.examples import examples_docs
 from gece.report.findings import (
@@ -422,7 +422,7 @@ def answers_html(a: Answers) -> str:
     )
     gaps: dict[str, list[str]] = {}
     for g in a.gaps:
-        gaps.setdefault(g.benchmark, []).append(f"by {GAP_GROUPING[g.grouping]}: {gap_line(g, a.scored)}")
+        gaps.setdefault(g.benchmark, []).append(f"by {g.by}: {gap_line(g, a.scored)}")
     block(
         "Gender gaps, ECE female − ECE male",
         "gender_gap",
