@@ -118,9 +118,12 @@ def test_rescoring_one_run_moves_at_most_30_metrics(reports):
         assert 150 < n < 300 and len(counts) == 18
         assert counts[("winobias", "paper-gpt-j-6b")] == 5 + 2 + 2 + 4
         return
-    assert 300 < n < 850  # all runs (522 values when written; about 770 with SynthBias's three benchmarks)
-    # the worst case: a model with a special-token variant, on a neutral-wording benchmark with 8 comparisons
-    assert counts[("genderlex", "gemma-3-270m")] == max(counts.values()) == 19
+    assert 300 < n < 850  # all runs (522 values when written; 741 with SynthBias's three benchmarks)
+    # the worst cases: the referent protocol's special-token variant (its 11 summary numbers, calibration, binning,
+    # the compare counts and special tokens), then a model with a special-token variant on a neutral-wording
+    # benchmark with 8 comparisons
+    assert counts[("synthbias_referent", "gemma-3-270m-nobos")] == max(counts.values()) == 21
+    assert counts[("genderlex", "gemma-3-270m")] == 19
     # headline, calibration, binning, and 3 of the 4 compare counts (which ones move depends on the resamples)
     assert counts[("winobias", "paper-gpt-j-6b")] == 5 + 2 + 2 + 3
 
@@ -229,7 +232,7 @@ def test_findings_rank_the_models_with_their_intervals(reports):
     # counted once: 2 runs on the whole-sentence benchmarks; 3 on SynthBias type1 (target rule: the BOS changes p)
     assert [b.models for b in f.identity] == [2, 2, 3]
     special = dict(f.effects)["special tokens"]
-    assert "gemma-3-270m has a higher ECE on 6 of 6 benchmarks" in special
+    assert "gemma-3-270m has a higher ECE on 7 of 7 benchmarks" in special
     # the reason comes from the runs' extract metadata (artifacts/, present where the report stage runs)
     assert f"gemma-3-270m-nobos is gemma-3-270m on {whole}, the same score on every pair" in special
 

@@ -218,13 +218,16 @@ def family(leaf: str) -> str:
     """The family of a leaf key, from the metric registry: ``ece``, ``best_ece_crossfit`` and ``ece_change``
     are ECE-like (the registered errors whose worse end is high), ``gender_ece*`` Gender-ECE, signed gaps and
     ``gap_*`` gender gaps, ``brier*`` Brier, metrics whose worse end is low (and shares) accuracy/shares,
-    registered counts and the comparison's ``*_significant`` counts of model pairs."""
+    registered counts and the comparison's ``*_significant`` counts of model pairs. The referent protocol's
+    metrics (``registry.REFERENT``) the same way, its accuracy over a baseline (``over_*``) with the accuracies."""
     if leaf.endswith("_significant"):
         return "counts"
     key = leaf.removeprefix("best_")
     for affix in _AFFIXES:
         key = key.removesuffix(affix)
-    m = registry.METRIC.get(key)
+    if key.startswith("over_"):  # the referent protocol's accuracy minus a baseline
+        return "accuracy/shares"
+    m = registry.METRIC.get(key) or registry.REFERENT.get(key)
     if m is None:
         if key.startswith("gap"):
             return "gender gap"
@@ -391,8 +394,9 @@ def print_review(r: Review, title: str, out, more: str) -> None:
     from gece.terminal import plain, plural
     from gece.terminal_table import Table
 
-    if r.by_family:
-        t = Table(title=plain(title), title_justify="left", box=box.SIMPLE_HEAD, show_edge=False)
+    if r.by_family:  # the hint beside the title, so that the closing line stays one line at 100 columns
+        hinted = f"{title} ({more.rstrip('.')})" if more else title
+        t = Table(title=plain(hinted), title_justify="left", box=box.SIMPLE_HEAD, show_edge=False)
         t.add_column("section · family")
         t.add_column("moved", justify="right", whole=True)
         t.add_column("largest", justify="right", whole=True)
@@ -424,7 +428,7 @@ def print_review(r: Review, title: str, out, more: str) -> None:
         out.print(b)
     out.print(
         f"{r.moved} of {plural(r.total, 'value')} moved; {r.other} added, removed or not a number (+N); "
-        f"{r.hidden} changed without moving. {more}",
+        f"{r.hidden} changed without moving." + ("" if r.by_family or not more else f" {more}"),
         highlight=False,
         soft_wrap=False,  # wrapped at the terminal's width, like the tables above it
     )
