@@ -160,7 +160,7 @@ def headlines(data: ReportData) -> list[Headline]:
 def referent_headline(data: ReportData, b: str) -> str:
     """``lowest top-label ECE m 0.223 [0.185, 0.259]; ECE she − he differs from 0 in 0/3 runs; beats always the
     last-mentioned in 2/3``: the referent protocol's answer, each judged by its 95% interval (no paired test)."""
-    from gece.report.referent import BLOCK
+    from gece.report.referent import BLOCK, holds_zero
 
     blocks = {m: data.metrics[(b, m)][BLOCK] for m in data.runs[b] if BLOCK in data.metrics.get((b, m), {})}
     scored = {m: r for m, r in blocks.items() if isinstance(r.get("ece_toplabel"), int | float)}
@@ -170,12 +170,8 @@ def referent_headline(data: ReportData, b: str) -> str:
     low, high = r.get("ece_toplabel_ci_low"), r.get("ece_toplabel_ci_high")
     interval = f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else ""
 
-    def outside_zero(x: dict, key: str) -> bool:
-        lo, hi = x.get(f"{key}_ci_low"), x.get(f"{key}_ci_high")
-        return lo is not None and hi is not None and (lo > 0 or hi < 0)
-
-    gaps = sum(outside_zero(x, "ece_gap") for x in blocks.values())
-    beats = sum(outside_zero(x, "over_last") and x["over_last"] > 0 for x in blocks.values())
+    gaps = sum(not holds_zero(x, "ece_gap") for x in blocks.values())
+    beats = sum(not holds_zero(x, "over_last") and x["over_last"] > 0 for x in blocks.values())
     return (
         f"lowest top-label ECE {m} {r['ece_toplabel']:.3f}{interval}; ECE she − he differs from 0 in "
         f"{gaps}/{len(blocks)} runs; beats always the last-mentioned in {beats}/{len(blocks)}"

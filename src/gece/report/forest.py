@@ -28,7 +28,7 @@ import numpy as np
 from gece.io import report_layout
 from gece.report.cells import ReportData, constant_y, ptr
 from gece.report.identity import FIRST_DIFF_GROUPS, first_diff_result, identity_benchmarks, members
-from gece.report.referent import BLOCK as REFERENT_BLOCK
+from gece.report.referent import referent_benchmarks
 from gece.stats.letters import compact_letters
 
 PANELS = {"ece": "ECE", "gender_ece": "Gender-ECE"}  # the calibration figure's panels: metrics JSON key -> label
@@ -74,12 +74,13 @@ def calibration_benchmarks(data: ReportData) -> list[str]:
     """The benchmarks with a calibration figure: labels vary and some run has an ECE. Not SynthBias's referent
     protocol: its headline is the top-label ECE of its own block (the first screen's referent sentences), which
     the compare stage does not test pairwise, and an ECE of p beside it would give each run two ECEs."""
+    referent = set(referent_benchmarks(data))
     return [
         b
         for b in data.benchmarks
         if not constant_y(data, b)
         and any(_finite((data.metrics.get((b, m)) or {}).get("ece")) for m in data.runs[b])
-        and not any(REFERENT_BLOCK in (data.metrics.get((b, m)) or {}) for m in data.runs[b])
+        and b not in referent
     ]
 
 

@@ -91,7 +91,8 @@ def _value(block: dict, key: str, signed: bool = False) -> str:
     return text + ("" if lo is None or hi is None else f" [{format_bound(lo)}, {format_bound(hi)}]")
 
 
-def _holds_zero(block: dict, key: str) -> bool:
+def holds_zero(block: dict, key: str) -> bool:
+    """Whether the 95% interval of ``key`` holds 0 (or is missing): the data do not tell its sign."""
     lo, hi = block.get(f"{key}_ci_low"), block.get(f"{key}_ci_high")
     return lo is None or hi is None or lo <= 0 <= hi
 
@@ -105,9 +106,9 @@ def answer_rows(data: ReportData) -> list[tuple[str, str]]:
             block = data.metrics.get((b, m), {}).get(BLOCK)
             if block is None:
                 continue
-            gap = "no real difference" if _holds_zero(block, "ece_gap") else "a real difference"
+            gap = "no real difference" if holds_zero(block, "ece_gap") else "a real difference"
             over = block.get("over_last") or 0.0
-            beats = "no better than it" if _holds_zero(block, "over_last") else ("beats it" if over > 0 else "below it")
+            beats = "no better than it" if holds_zero(block, "over_last") else ("beats it" if over > 0 else "below it")
             rows.append(
                 (
                     f"{b} / {m}",
