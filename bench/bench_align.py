@@ -1,7 +1,7 @@
 """Bounded cost of validation (issue 49, item 5): `gece validate` on hostile benchmark CSVs at 1x and 4x the size.
 
 difflib's alignment of two sentences of one repeated word grows with the cube of their length (one pair of
-100,000-character sentences took over three minutes); ``gece.io.benchmarks.align`` stops at a budget of
+100,000-character sentences took over three minutes); ``gece.io.formats.benchmarks.align`` stops at a budget of
 ``GECE_MAX_ALIGN_STEPS`` (10) steps a word of the pair and validate refuses the row. Measured, each in its own
 process (start-up included): ``gece validate`` of
 - ``long-pair``: one pair of sentences of one repeated word, 100,000 and 400,000 characters (the second is over the
@@ -57,8 +57,8 @@ def _validate(path: Path) -> dict:
 
 def shipped_alignments() -> int:
     """Every shipped pair: the budgeted matcher gives difflib's opcodes within its budget. Returns the pairs."""
-    from gece.io.benchmarks import CountedMatcher, words
-    from gece.io.limits import limit
+    from gece.io.files.limits import limit
+    from gece.io.formats.benchmarks import CountedMatcher, words
 
     n = 0
     sources = sorted((ROOT / "data").glob("benchmarks/*.csv")) + sorted((ROOT / "data").glob("[cw]*/*.csv"))
@@ -74,7 +74,7 @@ def shipped_alignments() -> int:
 
 
 def main() -> dict:
-    from gece.io.json_writer import write_json
+    from gece.io.files.json_writer import write_json
 
     cases: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="gece-bench-align-") as tmp:

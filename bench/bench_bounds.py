@@ -2,7 +2,7 @@
 
 Metrics, ablations, comparison and calibration hold a whole score file in memory (equal-mass bins
 sort it, the bootstrap resamples it), so they cannot stream: each checks the file's footer
-(rows, uncompressed bytes) against ``gece.io.limits.LIMITS`` before reading a row, and refuses a
+(rows, uncompressed bytes) against ``gece.io.files.limits.LIMITS`` before reading a row, and refuses a
 larger file with exit 2, naming the limit and ``GECE_MAX_ROWS`` to raise it.
 
 Measured, each in its own process (its own peak RSS): ``gece metrics --json`` of
@@ -38,8 +38,8 @@ def score_file(path: Path, n: int, distinct: bool) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from gece.io.pair_rows import ScoreRow
-    from gece.io.writer import arrow_schema
+    from gece.io.files.writer import arrow_schema
+    from gece.io.schemas.pair_rows import ScoreRow
 
     schema = arrow_schema(ScoreRow)
     rng = np.random.default_rng(0)
@@ -111,8 +111,8 @@ def _measure(scores: Path, work: Path) -> dict:
 
 
 def main() -> dict:
-    from gece.io.json_writer import write_json
-    from gece.io.limits import limit
+    from gece.io.files.json_writer import write_json
+    from gece.io.files.limits import limit
 
     accepted = int(os.environ.get("GECE_BENCH_ROWS", "100000"))
     cases = {}

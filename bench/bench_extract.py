@@ -50,9 +50,9 @@ REF_PAIRS = int(os.environ.get("GECE_BENCH_REF_PAIRS", "60"))  # pairs scored by
 # ------------------------------------------------------------------------ workers
 def _setup(work: Path):
     import gece  # noqa: F401  (pins torch's kernels and OpenBLAS's threads before torch and numpy load)
-    from gece.io.pair_rows import PreparedPair
-    from gece.io.params import load_params
-    from gece.io.readers import read_table
+    from gece.io.files.readers import read_table
+    from gece.io.schemas.pair_rows import PreparedPair
+    from gece.io.settings.params import load_params
     from gece.pipeline import prepare as prepare_stage
     from gece.scoring import engine
 
@@ -119,9 +119,9 @@ def worker_matmul(work: Path) -> dict:
 
 
 def worker_gece(work: Path) -> dict:
-    from gece.io.extract_params import ExtractParams
-    from gece.io.readers import read_table
-    from gece.io.tokens import TokenRow
+    from gece.io.files.readers import read_table
+    from gece.io.schemas.tokens import TokenRow
+    from gece.io.settings.extract_params import ExtractParams
     from gece.pipeline import extract as extract_stage
     from gece.scoring import models
 
@@ -159,7 +159,7 @@ def worker_naive(work: Path) -> dict:
     t = time.perf_counter()
     scores = engine.score_naive(lm.model, sides, batched=False)  # each sentence alone
     seconds = time.perf_counter() - t
-    logprobs = [[s.more.logprob("chain"), s.less.logprob("chain")] for s in scores]
+    logprobs = [[s.more.joint_logprob(), s.less.joint_logprob()] for s in scores]
     return _unpadded_result(pairs, seconds, sides, lm.model, threads, logprobs)
 
 
@@ -268,7 +268,7 @@ def main() -> dict:
     from rich.console import Console
     from rich.table import Table
 
-    from gece.io.json_writer import write_json
+    from gece.io.files.json_writer import write_json
 
     console = Console(width=max(120, Console().width))
     results = {}

@@ -55,8 +55,8 @@ def _rss_mb() -> float:
 
 
 def worker_extract(prepared: Path, out: Path, n: int) -> dict:
-    from gece.io.extract_params import ExtractParams
-    from gece.io.params import load_params
+    from gece.io.settings.extract_params import ExtractParams
+    from gece.io.settings.params import load_params
     from gece.pipeline import extract as extract_stage
     from gece.scoring import models
 
@@ -74,7 +74,7 @@ def worker_extract(prepared: Path, out: Path, n: int) -> dict:
 
 
 def worker_metrics(scores: Path, out: Path, n: int) -> dict:
-    from gece.io.sections import MetricsParams
+    from gece.io.settings.sections import MetricsParams
     from gece.pipeline import metrics as metrics_stage
 
     t = time.perf_counter()
@@ -100,7 +100,7 @@ def main() -> dict:
     from rich.console import Console
     from rich.table import Table
 
-    from gece.io.json_writer import write_json
+    from gece.io.files.json_writer import write_json
     from gece.pipeline import prepare as prepare_stage
     from gece.scoring import extraction
 

@@ -27,10 +27,10 @@ def main() -> dict:
     from rich.console import Console
     from rich.table import Table
 
-    from gece.io.json_writer import write_json
-    from gece.io.pair_rows import ScoreRow
-    from gece.io.params import load_params
-    from gece.io.readers import read_table
+    from gece.io.files.json_writer import write_json
+    from gece.io.files.readers import read_table
+    from gece.io.schemas.pair_rows import ScoreRow
+    from gece.io.settings.params import load_params
     from gece.stats import metrics
 
     params = load_params(ROOT / "params.yaml")

@@ -33,7 +33,7 @@ def _run(out: Path) -> float:
 def main() -> dict:
     from rich.console import Console
 
-    from gece.io.json_writer import write_json
+    from gece.io.files.json_writer import write_json
 
     if not (ROOT / "reports" / "metrics").is_dir() or not (ROOT / "artifacts" / "scores").is_dir():
         raise SystemExit("reports/ and artifacts/scores are missing: run `make repro` (or dvc pull) first")

@@ -24,9 +24,9 @@ def run_worker(script: str, args: list[str], result: Path, env: dict[str, str], 
 def chain_logprobs(token_lps) -> list[list[float]]:
     """Per pair [logprob_more, logprob_less] (chain rule, logsumexp over target words) of per-pair, per-side,
     per-word token log-probabilities."""
-    from gece.scoring import rules
+    from gece.stats import pair_scores
 
-    return [[rules.side_score(side, "chain") for side in lps] for lps in token_lps]
+    return [[pair_scores.side_score(side, "chain") for side in lps] for lps in token_lps]
 
 
 def minicons_word_logprobs(tokenizer, sides, out: list) -> list:

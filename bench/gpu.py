@@ -41,7 +41,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from gece.io import data_layout
+from gece.io.paths import data_layout
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
@@ -104,7 +104,7 @@ def _tokenizer():
 
     if os.environ.get("GECE_TOKENIZER"):
         return AutoTokenizer.from_pretrained(os.environ["GECE_TOKENIZER"])
-    from gece.io.params import load_params
+    from gece.io.settings.params import load_params
     from gece.scoring import models
 
     return models.load(load_params(ROOT / "params.yaml").registry["smollm2-135m"]).tokenizer  # converts once if needed
@@ -150,14 +150,14 @@ def _peak_mb(device: str) -> float | None:
 def _logprobs(path: Path):
     import numpy as np
 
-    from gece.io.readers import read_table
-    from gece.io.tokens import TokenRow
-    from gece.scoring import rules
+    from gece.io.files.readers import read_table
+    from gece.io.schemas.tokens import TokenRow
+    from gece.stats import pair_scores
 
     df, _ = read_table(path, TokenRow)  # each side's log-probability under the chain rule
     return np.array(
         [
-            [rules.side_score(m, "chain"), rules.side_score(l, "chain")]
+            [pair_scores.side_score(m, "chain"), pair_scores.side_score(l, "chain")]
             for m, l in zip(df["logprobs_more"], df["logprobs_less"], strict=True)
         ],
         dtype=np.float64,
@@ -168,10 +168,10 @@ def _gece(model_dir: Path, dtype: str, prepared: Path, n: int, work: Path, devic
     """gece extract at each of BATCHES on one load; returns the record and the loaded model."""
     import numpy as np
 
-    from gece.io import layout
-    from gece.io.extract_params import ExtractParams
-    from gece.io.json_reader import read_json
-    from gece.io.model_entry import ModelSpec
+    from gece.io.files.json_reader import read_json
+    from gece.io.paths import layout
+    from gece.io.settings.extract_params import ExtractParams
+    from gece.io.settings.model_entry import ModelSpec
     from gece.pipeline import extract as extract_stage
     from gece.scoring import models
 
@@ -262,8 +262,8 @@ def _profile(run, pairs: int, device: str) -> dict:
 def _naive(lm, prepared: Path, n: int, ref, device: str) -> dict:
     import numpy as np
 
-    from gece.io.pair_rows import PreparedPair
-    from gece.io.readers import read_table
+    from gece.io.files.readers import read_table
+    from gece.io.schemas.pair_rows import PreparedPair
     from gece.scoring import engine, planning
 
     pairs, _ = read_table(prepared, PreparedPair)
@@ -275,7 +275,15 @@ def _naive(lm, prepared: Path, n: int, ref, device: str) -> dict:
 
         torch.cuda.synchronize()
     seconds = time.perf_counter() - t
-    got = np.array([[s.more.logprob("chain"), s.less.logprob("chain")] for s in scores])
+    got = np.array(
+        [
+            [
+                s.more.joint_logprob(),
+                s.less.joint_logprob(),
+            ]
+            for s in scores
+        ]
+    )
     d = np.abs(got - ref[:n])
     return {
         "pairs": n,
@@ -289,9 +297,9 @@ def _pipeline(model_dir: Path, dtype: str, work: Path, device: str, limit: int |
     """The extract stage of one model (one load, every benchmark of :data:`PIPELINE_BENCHMARKS`), timed from the
     load, in a folder laid out as the repository (prepared pairs under artifacts/; no dvc.lock, so nothing is
     reused), and :data:`PIPELINE_MODELS` times that."""
-    from gece.io import layout
-    from gece.io.extract_params import ExtractParams
-    from gece.io.model_entry import ModelSpec
+    from gece.io.paths import layout
+    from gece.io.settings.extract_params import ExtractParams
+    from gece.io.settings.model_entry import ModelSpec
     from gece.pipeline import extract as extract_stage
     from gece.pipeline import prepare as prepare_stage
 
@@ -331,8 +339,8 @@ def _minicons(model_dir: Path, dtype: str, prepared: Path, n: int, device: str) 
     import torch
     from minicons import scorer
 
-    from gece.io.pair_rows import PreparedPair
-    from gece.io.readers import read_table
+    from gece.io.files.readers import read_table
+    from gece.io.schemas.pair_rows import PreparedPair
 
     pairs, _ = read_table(prepared, PreparedPair)
     pairs = pairs.head(n)
@@ -359,7 +367,7 @@ def main() -> dict:
     import torch
     import transformers
 
-    from gece.io.json_writer import write_json
+    from gece.io.files.json_writer import write_json
     from gece.pipeline import prepare as prepare_stage
     from gece.scoring import exact, packing
 
@@ -386,8 +394,8 @@ def main() -> dict:
         work = Path(tmp)
         prepared = work / f"{BENCHMARK}.parquet"
         prepare_stage.prepare(ROOT / "data" / "benchmarks" / f"{BENCHMARK}.csv", prepared)
-        from gece.io.pair_rows import PreparedPair
-        from gece.io.readers import read_table
+        from gece.io.files.readers import read_table
+        from gece.io.schemas.pair_rows import PreparedPair
 
         n = 40 if dry else len(read_table(prepared, PreparedPair)[0])
         tok = _tokenizer()

@@ -86,7 +86,7 @@ DEFAULT = ("0.4b", "1.2b", *SHIPPED)
 
 # ------------------------------------------------------------------------- models
 def _tokenizer_dir() -> Path:
-    from gece.io.params import load_params
+    from gece.io.settings.params import load_params
     from gece.scoring import models
 
     spec = load_params(ROOT / "params.yaml").registry["smollm2-135m"]
@@ -146,7 +146,7 @@ def model_dir(name: str) -> Path:
 
     if name in SHAPES:
         return build(name, models.cache_root() / "bench-size" / f"llama-{name}-bf16")
-    from gece.io.params import load_params
+    from gece.io.settings.params import load_params
 
     resolved = models.resolve(load_params(ROOT / "params.yaml").registry[name])
     return models.converted_dir(resolved.path, models.sha256_file(resolved.path))
@@ -165,8 +165,8 @@ def _rss_gb() -> float:
 
 
 def _pairs(tokenizer, special_tokens: bool, n: int):
-    from gece.io.pair_rows import PreparedPair
-    from gece.io.readers import read_table
+    from gece.io.files.readers import read_table
+    from gece.io.schemas.pair_rows import PreparedPair
     from gece.pipeline import prepare as prepare_stage
     from gece.scoring import planning
 
@@ -178,10 +178,10 @@ def _pairs(tokenizer, special_tokens: bool, n: int):
 
 
 def worker_gece(path: Path, start: float) -> dict:
-    from gece.io.extract_params import ExtractParams
-    from gece.io.model_entry import ModelSpec
-    from gece.io.readers import read_table
-    from gece.io.tokens import TokenRow
+    from gece.io.files.readers import read_table
+    from gece.io.schemas.tokens import TokenRow
+    from gece.io.settings.extract_params import ExtractParams
+    from gece.io.settings.model_entry import ModelSpec
     from gece.pipeline import extract as extract_stage
     from gece.scoring import engine, models
 
@@ -427,7 +427,7 @@ def default_methods(machine: dict) -> tuple[str, ...]:
 def main(names: list[str] | None = None, out: Path | None = None, methods=None) -> dict:
     import tempfile
 
-    from gece.io.json_writer import write_json
+    from gece.io.files.json_writer import write_json
 
     out = out or ROOT / "reports" / "bench" / "size.json"
     report = json.loads(out.read_text()) if out.exists() else {}

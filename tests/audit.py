@@ -4,7 +4,7 @@ Every command declares the paths it reads (``gece.cli.declared_inputs``: ``--par
 module's ``reads(args)``) and announces them with the audit event ``gece_command`` before it runs
 (``gece_command_end`` after). An audit hook (:func:`sys.addaudithook`, installed once per test process) records,
 between the two, every file the command opens for reading (the ``open`` event) or checks as an input (the
-``gece_read`` event of ``gece.io.inputs.require_file``, which every reader of an artifact calls: Parquet is
+``gece_read`` event of ``gece.io.files.inputs.require_file``, which every reader of an artifact calls: Parquet is
 opened by Arrow's C++, which raises no ``open`` event). The autouse fixture :func:`watch_reads` fails a test
 whose command read a file that its declaration does not name, so every in-process CLI test checks the
 declarations against what really happens.

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import gece  # noqa: F401  (first: torch must run its portable CPU kernels, see gece.scoring.exact)
-from gece.io import report_layout
+from gece.io.paths import report_layout
 
 from .audit import watch_reads  # noqa: F401  (autouse: what each command reads is what it declares)
 
@@ -81,8 +81,8 @@ def prepared_dir(tmp_path_factory, data_dir) -> Path:
 
 def write_reference(prepared: Path, csv: Path, out: Path, model: str) -> None:
     """Released scores (``source: reference:``) written as a score file, for the tests that take one."""
-    from gece.io.pair_rows import ScoreRow
-    from gece.io.writer import write_table
+    from gece.io.files.writer import write_table
+    from gece.io.schemas.pair_rows import ScoreRow
     from gece.pipeline import runs
 
     scores, meta = runs.reference_scores(prepared, csv, model)
@@ -144,8 +144,8 @@ def workspace_reports() -> Path:
     """The workspace's ``reports/`` with the DVC-cached detail of every run in place (after ``make repro``);
     skipped on a clean clone, where each test that asks for it has a counterpart on reports the tests build
     (:func:`reference_reports`, or the e2e slice)."""
-    from gece.io import layout
-    from gece.io.params import load_params
+    from gece.io.paths import layout
+    from gece.io.settings.params import load_params
     from gece.pipeline import runs
 
     params = load_params(ROOT / "params.yaml")
@@ -175,7 +175,7 @@ def full_reports(tmp_path_factory, prepared_dir, reference_scores) -> Path:
 @pytest.fixture(scope="session")
 def built_report(full_reports) -> tuple[Path, dict]:
     """``gece report`` run on ``full_reports``: (reports dir, what the stage returned)."""
-    from gece.io.params import load_params
+    from gece.io.settings.params import load_params
     from gece.pipeline import report as report_stage
 
     params = load_params(full_reports / "params.yaml")
@@ -205,7 +205,7 @@ def _drop_cli_log_handlers():
 @pytest.fixture(scope="session")
 def params():
     """The repository's params.yaml."""
-    from gece.io.params import load_params
+    from gece.io.settings.params import load_params
 
     return load_params(ROOT / "params.yaml")
 

@@ -19,15 +19,15 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from gece.io import report_layout
-from gece.io.json_writer import write_json
-from gece.io.metric_reports import MetricsReport
-from gece.io.pair_rows import SCORE_PAIR_COLUMNS, PreparedPair, ScoreRow
-from gece.io.params import load_params
-from gece.io.readers import read_table
-from gece.io.sections import MetricsParams
-from gece.io.tokens import ExtractMeta
-from gece.io.writer import write_table
+from gece.io.files.json_writer import write_json
+from gece.io.files.readers import read_table
+from gece.io.files.writer import write_table
+from gece.io.paths import report_layout
+from gece.io.schemas.metric_reports import MetricsReport
+from gece.io.schemas.pair_rows import SCORE_PAIR_COLUMNS, PreparedPair, ScoreRow
+from gece.io.schemas.tokens import ExtractMeta
+from gece.io.settings.params import load_params
+from gece.io.settings.sections import MetricsParams
 from gece.pipeline import ablate as ablate_stage
 from gece.pipeline import compare as compare_stage
 from gece.pipeline import metrics as metrics_stage

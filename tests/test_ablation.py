@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from gece.cli import main
-from gece.io.pair_rows import ScoreRow
-from gece.io.sections import AblateParams, CompareParams, MetricsParams
-from gece.io.writer import write_table
+from gece.io.files.writer import write_table
+from gece.io.schemas.pair_rows import ScoreRow
+from gece.io.settings.sections import AblateParams, CompareParams, MetricsParams
 from gece.pipeline import ablate as ablate_stage
 from gece.pipeline import compare as compare_stage
 from gece.pipeline import metrics as metrics_stage
@@ -106,7 +106,7 @@ def test_each_two_runs_are_compared_on_the_pairs_both_score():
 def test_compare_stage_uses_the_pairs_both_runs_score(reference_scores, tmp_path, capsys):
     """A smoke run (extract.limit) is compared with full runs on the pairs it has; runs that
     share no pair are a clear error (exit 2), not a traceback."""
-    from gece.io.readers import read_table
+    from gece.io.files.readers import read_table
 
     full = reference_scores[("winobias", "gpt-j-6b")]
     df, meta = read_table(full, ScoreRow)

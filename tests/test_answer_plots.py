@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gece.io import report_layout
+from gece.io.paths import report_layout
 from gece.report import answer_plots, compare_tables, forest
 from gece.report.cells import ReportData, resolve
 from gece.report.first_screen import PAGE_BUDGET, calibration_finding, headlines, rules_finding

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from gece.io.params import load_params
+from gece.io.settings.params import load_params
 from gece.pipeline import report_data as loader
 from gece.report import answers
 from gece.report.cells import ReportData

@@ -17,12 +17,12 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from gece.base.errors import GeceError
 from gece.cli import main
-from gece.errors import GeceError
-from gece.io import data_layout, layout, report_layout
-from gece.io.pair_rows import ScoreRow
-from gece.io.readers import read_table
-from gece.io.writer import arrow_schema, write_table
+from gece.io.files.readers import read_table
+from gece.io.files.writer import arrow_schema, write_table
+from gece.io.paths import data_layout, layout, report_layout
+from gece.io.schemas.pair_rows import ScoreRow
 
 from .conftest import ROOT
 from .refusals import refusal
@@ -607,7 +607,7 @@ def test_pull_without_a_default_remote(tmp_path, monkeypatch, capsys):
 # ------------------------------------------------------------------ text that is not UTF-8: the line, not a byte offset
 @refusal("E-TEXT-UTF8", readers=("report", "metrics", "diff"))
 def test_a_latin1_file_is_named_by_line_and_column(tmp_path, monkeypatch, capsys):
-    from gece.io.json_reader import read_json
+    from gece.io.files.json_reader import read_json
     from gece.pipeline.runs import read_reference
 
     (tmp_path / "r.json").write_bytes('{\n  "a": "schl\xe4ft"\n}\n'.encode("latin-1"))

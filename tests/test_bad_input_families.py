@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from gece.cli import main
-from gece.io.pair_rows import ScoreRow
-from gece.io.writer import write_table
+from gece.io.files.writer import write_table
+from gece.io.schemas.pair_rows import ScoreRow
 
 from .conftest import ROOT
 from .refusals import refusal

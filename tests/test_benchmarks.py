@@ -5,12 +5,12 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from gece.base.errors import GeceError
 from gece.cli import main
-from gece.errors import GeceError
-from gece.io import benchmarks
-from gece.io.pair_rows import PreparedPair
-from gece.io.readers import read_table
-from gece.io.sections import PrepareParams
+from gece.io.files.readers import read_table
+from gece.io.formats import benchmarks
+from gece.io.schemas.pair_rows import PreparedPair
+from gece.io.settings.sections import PrepareParams
 from gece.pipeline import prepare as prepare_stage
 
 from .conftest import BENCHMARKS

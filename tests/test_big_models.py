@@ -18,15 +18,15 @@ import numpy as np
 import pytest
 import torch
 
+from gece.base.errors import GeceError
 from gece.cli import main
-from gece.errors import GeceError
-from gece.io import layout
-from gece.io.extract_params import ExtractParams
-from gece.io.json_reader import read_json
-from gece.io.model_entry import ModelSpec
-from gece.io.pair_rows import PreparedPair, ScoreRow
-from gece.io.readers import read_table
-from gece.io.tokens import ExtractMeta, ExtractTiming, TokenRow
+from gece.io.files.json_reader import read_json
+from gece.io.files.readers import read_table
+from gece.io.paths import layout
+from gece.io.schemas.pair_rows import PreparedPair, ScoreRow
+from gece.io.schemas.tokens import ExtractMeta, ExtractTiming, TokenRow
+from gece.io.settings.extract_params import ExtractParams
+from gece.io.settings.model_entry import ModelSpec
 from gece.pipeline import extract as extract_stage
 from gece.pipeline import prepare as prepare_stage
 from gece.pipeline import score as score_stage

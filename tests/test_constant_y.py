@@ -11,8 +11,8 @@ import re
 import numpy as np
 import pytest
 
-from gece import registry
-from gece.io.params import load_params
+from gece.catalog import metric_defs
+from gece.io.settings.params import load_params
 from gece.pipeline import report as report_stage
 from gece.pipeline import report_data
 from gece.report import answers, findings, plots
@@ -49,7 +49,7 @@ def _calibration(before: dict, method: dict | None, status: str) -> dict:
 
 def _sample_size(rep: dict) -> dict:
     row = {"n": 50}
-    for k in ("ece", "gender_ece", *registry.ESTIMATORS):
+    for k in ("ece", "gender_ece", *metric_defs.ESTIMATORS):
         row |= {f"{k}_mean": 0.1, f"{k}_std": 0.02, f"{k}_rmse": 0.05, f"{k}_bias": 0.01}
     return {"full": rep, "sizes": [row]}
 
@@ -116,12 +116,12 @@ def check_constant_tables(data: ReportData, docs: list[TableDoc]) -> int:
 
 
 def test_the_registry_decides_which_metrics_need_a_varying_y():
-    assert registry.on_constant_y("ece") == ("1 − mean p (the paper's identity ECE)", None)
-    assert registry.on_constant_y("accuracy") == ("stereotype share (p > 0.5)", None)
-    assert registry.on_constant_y("ece_toplabel") is None and registry.on_constant_y("cc_ece") is None
-    assert registry.on_constant_y("mean_confidence") == ("mean confidence", None)
-    for m in registry.METRICS:  # a name kept on constant y says nothing about calibration or human alignment
-        shown = registry.on_constant_y(m.key)
+    assert metric_defs.on_constant_y("ece") == ("1 − mean p (the paper's identity ECE)", None)
+    assert metric_defs.on_constant_y("accuracy") == ("stereotype share (p > 0.5)", None)
+    assert metric_defs.on_constant_y("ece_toplabel") is None and metric_defs.on_constant_y("cc_ece") is None
+    assert metric_defs.on_constant_y("mean_confidence") == ("mean confidence", None)
+    for m in metric_defs.METRICS:  # a name kept on constant y says nothing about calibration or human alignment
+        shown = metric_defs.on_constant_y(m.key)
         if m.varying_y and shown:
             assert not FORBIDDEN.search(ALLOWED.sub("", shown[0])), m.key
     assert plots.LEGENDS["1 − mean p"] and not FORBIDDEN.search(" ".join(plots.LEGENDS["1 − mean p"]))

@@ -1,4 +1,4 @@
-"""The CrowS-Pairs-format importer (gece.io.crows), prepare --benchmark for imported benchmarks, the annotate
+"""The CrowS-Pairs-format importer (gece.io.formats.crows), prepare --benchmark for imported benchmarks, the annotate
 stage on the real CrowS-Pairs annotations, and bad input (issue 18, items 1, 2 and 5)."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 import yaml
 
+from gece.base.errors import GeceError
 from gece.cli import main
-from gece.errors import GeceError
-from gece.io import crows
-from gece.io.params import load_params
+from gece.io.formats import crows
+from gece.io.settings.params import load_params
 from gece.stats import annotations as A
 
 from .conftest import ROOT
@@ -289,8 +289,8 @@ def test_many_bad_rows_make_one_error(tmp_path, capsys):
 def test_annotations_naming_pairs_the_benchmark_lacks(repo, capsys):
     assert cli(capsys, "prepare", "--benchmark", "crows_pairs")[0] == 0
     path = Path("artifacts/annotations/crows_pairs.parquet")
-    from gece.io.pair_rows import AnnotationRow
-    from gece.io.writer import write_table
+    from gece.io.files.writer import write_table
+    from gece.io.schemas.pair_rows import AnnotationRow
 
     labels = pd.read_parquet(path)
     extra = pd.DataFrame([{"pair_id": "crows_pairs-9999", "row": 9999, "annotator": "a1", "labels": ["gender"]}])

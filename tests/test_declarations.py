@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from gece import cli
-from gece.io import layout
+from gece.io.paths import layout
 
 from .refusals import refusal
 from .test_paired import MODEL, tree  # noqa: F401  (tree: the fixture)

@@ -86,7 +86,8 @@ def test_no_page_cites_a_file_outside_the_repository(page: Path):
 
 
 PACKAGE = ROOT / "src" / "gece"
-# a module path: folders, then a .py file (src/gece/io/params.py, gece/cli.py, pipeline/runs.py, tests/conftest.py)
+# a module path: folders, then a .py file (src/gece/io/settings/params.py, gece/cli.py, pipeline/runs.py,
+# tests/conftest.py)
 MODULE_PATH = re.compile(r"(?<![\w./-])((?:[A-Za-z_][\w-]*/)+[A-Za-z_]\w*\.py)\b")
 # a dotted name in the package: gece.stats.metrics, gece.stats.metrics.summarize
 DOTTED = re.compile(r"(?<![\w./-])(gece(?:\.[A-Za-z_]\w*)+)")
@@ -144,7 +145,8 @@ def _dotted_exists(cited: str) -> bool:
 
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_every_cited_module_exists(source: Path):
-    """Every module path (``src/gece/io/params.py``, ``pipeline/runs.py``) and dotted name (``gece.stats.metrics``)
+    """Every module path (``src/gece/io/settings/params.py``, ``pipeline/runs.py``) and dotted name
+    (``gece.stats.metrics``)
     that README.md, docs/*.md or a docstring or comment of src/ cites names a file or module that exists."""
     text = source.read_text(encoding="utf-8")
     missing = [m.group(1) for m in MODULE_PATH.finditer(text) if not _path_exists(m.group(1))]

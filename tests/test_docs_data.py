@@ -11,8 +11,8 @@ from collections.abc import Callable
 import pandas as pd
 import pytest
 
-from gece.io import data_layout
-from gece.io.params import load_params
+from gece.io.paths import data_layout
+from gece.io.settings.params import load_params
 from gece.pipeline import prepare as prepare_stage
 
 from .conftest import ROOT

@@ -105,7 +105,7 @@ def test_params_values_are_not_converted(work, capsys, section, key, value, mess
 def test_numbers_in_exponent_notation_are_numbers(work, capsys, value, expected):  # noqa: F811
     """YAML 1.1 (PyYAML) reads 1e-4 as text; gece reads it as YAML 1.2 and DVC do, a number. An integer is
     accepted where a number is (``fraction: 1`` is 1.0, then refused for its range, not its type)."""
-    from gece.io.params import load_params
+    from gece.io.settings.params import load_params
 
     (work / "p.yaml").write_text(
         _params_text(lambda r: r["ablate"]["compare"].update(alpha="@V@")).replace("'@V@'", value)

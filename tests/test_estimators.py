@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from scipy.optimize import brentq
 
-from gece.io.pair_rows import ScoreRow
-from gece.io.readers import read_table
+from gece.io.files.readers import read_table
+from gece.io.schemas.pair_rows import ScoreRow
 from gece.stats import estimators as E
 from gece.stats import metrics as M
 

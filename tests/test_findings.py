@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from gece.cli import build_parser, main
-from gece.io.json_reader import flatten
-from gece.io.params import load_params
+from gece.io.files.json_reader import flatten
+from gece.io.settings.params import load_params
 from gece.pipeline import report as report_stage
 from gece.pipeline import report_data
 from gece.report import cells as report_cells
@@ -476,13 +476,14 @@ def test_the_compare_tables_share_one_label_per_metric(references, monkeypatch):
     as the registry does."""
     from rich.console import Console
 
-    from gece import command, registry
+    from gece.catalog import metric_defs
+    from gece.cmd import command
     from gece.pipeline import compare as compare_stage
     from gece.report.compare_tables import compare_table
 
     result = references.compare["winobias"]
     keys = list(result["pairs"][0]["metrics"])
-    labels = [registry.label(k) for k in keys]
+    labels = [metric_defs.label(k) for k in keys]
     header = report_md.compare_markdown(result).split("\n| A | B | ")[1].split("\n")[0]
     assert header == " | ".join(["pairs", *labels]) + " |"
     doc = compare_table(references)
@@ -500,7 +501,7 @@ def test_gece_compare_never_cuts_a_run_id_at_80_columns(references, monkeypatch)
     "gemma-3-2…"."""
     from rich.console import Console
 
-    from gece import command
+    from gece.cmd import command
     from gece.pipeline import compare as compare_stage
 
     long_id = "paper-deepseek-r1-distill-llama-8b-instruct"

@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from gece.cli import main
-from gece.io.pair_rows import PreparedPair, ScoreRow
-from gece.io.readers import read_table
-from gece.io.writer import write_table
+from gece.io.files.readers import read_table
+from gece.io.files.writer import write_table
+from gece.io.schemas.pair_rows import PreparedPair, ScoreRow
 
 from .conftest import ROOT
 from .test_bad_input import _scores

@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from gece.io.model_entry import ModelSpec
+from gece.io.settings.model_entry import ModelSpec
 from gece.scoring import gguf, memory, models
 
 

@@ -17,7 +17,7 @@ from urllib.parse import unquote
 import networkx as nx
 import pytest
 
-from gece.io import report_layout
+from gece.io.paths import report_layout
 from gece.tools import diff as diff_module
 
 from .conftest import ROOT

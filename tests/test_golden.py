@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from gece.io.pair_rows import ScoreRow
-from gece.io.readers import read_table
-from gece.io.sections import MetricsParams
+from gece.io.files.readers import read_table
+from gece.io.schemas.pair_rows import ScoreRow
+from gece.io.settings.sections import MetricsParams
 from gece.pipeline import metrics as metrics_stage
 
 from .conftest import PAPER_BENCHMARKS, PAPER_MODELS

@@ -10,13 +10,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gece.errors import GeceError
-from gece.io.groups_report import GroupsReport
-from gece.io.json_reader import read_json
-from gece.io.pair_rows import SCORE_PAIR_COLUMNS, AnnotatedPair, PreparedPair, ScoreRow
-from gece.io.params import Params, load_params
-from gece.io.readers import read_table
-from gece.io.writer import write_table
+from gece.base.errors import GeceError
+from gece.io.files.json_reader import read_json
+from gece.io.files.readers import read_table
+from gece.io.files.writer import write_table
+from gece.io.schemas.groups_report import GroupsReport
+from gece.io.schemas.pair_rows import SCORE_PAIR_COLUMNS, AnnotatedPair, PreparedPair, ScoreRow
+from gece.io.settings.params import Params, load_params
 from gece.pipeline import groups as stage
 from gece.pipeline import runs
 from gece.report.group_tables import groups_doc

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gece.io import report_layout
-from gece.io.summary_report import SummaryReport
+from gece.io.paths import report_layout
+from gece.io.schemas.summary_report import SummaryReport
 from gece.report import findings, gaps, group_tables, identity
 from gece.report import html as report_html
 from gece.report import markdown as report_md

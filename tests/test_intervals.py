@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from scipy.stats import norm
 
-from gece import registry
-from gece.io.params import load_params
+from gece.catalog import metric_defs
+from gece.io.settings.params import load_params
 from gece.pipeline.runs import reference_ids
 from gece.report.cells import ReportData
 from gece.report.stat_tables import gap_agreement, mean_rmse
@@ -149,7 +149,7 @@ def test_summary_gap_values_and_p_values():
     assert r["gap_pred"] == pytest.approx(r["ece_female"] - r["ece_male"], abs=1e-15)
     assert r["bias_gap"] == pytest.approx(abs(r["gap_pred"]), abs=1e-15)
     assert r["gap_true"] == pytest.approx(r["ece_true_female"] - r["ece_true_male"], abs=1e-15)
-    for k in registry.GAPS:
+    for k in metric_defs.GAPS:
         assert 0 < r[f"{k}_p"] <= 1 and 0 < r[f"{k}_p_perm"] <= 1
         # the p-value agrees with the interval: significant exactly when 0 is (about) outside it
         outside = not r[f"{k}_ci_low"] <= 0 <= r[f"{k}_ci_high"]

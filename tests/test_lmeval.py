@@ -13,10 +13,10 @@ import pytest
 import yaml
 
 from gece.cli import main
-from gece.io.json_reader import read_json
-from gece.io.lmeval_files import ImportMeta
-from gece.io.pair_rows import ScoreRow
-from gece.io.readers import read_table
+from gece.io.files.json_reader import read_json
+from gece.io.files.readers import read_table
+from gece.io.schemas.lmeval_files import ImportMeta
+from gece.io.schemas.pair_rows import ScoreRow
 from gece.lmeval import export, requests, samples
 from gece.pipeline import prepare as prepare_stage
 from gece.scoring.planning import SideTokens
@@ -29,7 +29,7 @@ DATE = "2026-12-04T07-20-23.476391"
 
 def pair(more: str, less: str) -> dict:
     """A prepared pair's fields the requests read, from gece's own alignment."""
-    from gece.io import benchmarks
+    from gece.io.formats import benchmarks
 
     rows = pd.DataFrame({"row": [1], "sent_more": [more], "sent_less": [less], "y": [1], "bias_type": ["gender"]})
     return benchmarks.prepare_pairs(rows, "t").iloc[0].to_dict()
@@ -113,7 +113,7 @@ def write_samples(root, rows: list[dict], name: str = f"samples_gece_winobias_{D
 
 
 def good_samples(n: int = 10) -> list[dict]:
-    from gece.io.pair_rows import PreparedPair
+    from gece.io.schemas.pair_rows import PreparedPair
 
     pairs, _ = read_table("artifacts/prepared/winobias.parquet", PreparedPair)
     rows = []
@@ -143,7 +143,7 @@ def test_import_writes_a_score_file(workdir, capsys):
     assert (m.pairs_scored, m.pairs_prepared, m.source) == (10, 771, "lmeval:lm")
     assert len(m.unscored) == 761 and scores["pair_id"].iloc[-1] not in m.unscored  # the pairs without a sample
     # a run of winobias like any other: listed among its runs, its metrics computed from the file
-    from gece.io.params import load_params
+    from gece.io.settings.params import load_params
     from gece.pipeline import runs
 
     assert runs.runs(load_params(), "winobias")[-1] == "smol-lm"
@@ -258,14 +258,14 @@ def test_the_page_marks_lm_eval_runs():
 def test_every_reason_is_explained():
     from typing import get_args
 
-    from gece.io.lmeval_files import Reason
+    from gece.io.schemas.lmeval_files import Reason
 
     assert set(requests.REASONS) == set(get_args(Reason))
 
 
 def test_mean_divides_lm_evals_sentence_sums_by_the_token_counts(workdir):
-    from gece.io.lmeval_files import Sample
-    from gece.io.pair_rows import PreparedPair
+    from gece.io.schemas.lmeval_files import Sample
+    from gece.io.schemas.pair_rows import PreparedPair
 
     pairs, _ = read_table("artifacts/prepared/winobias.parquet", PreparedPair)
     rec = pairs.iloc[0].to_dict()

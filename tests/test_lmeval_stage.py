@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from gece.cli import main
-from gece.io.harness_entry import HarnessSpec
+from gece.io.settings.harness_entry import HarnessSpec
 from gece.lmeval import launch
 from gece.pipeline import prepare as prepare_stage
 
@@ -248,7 +248,7 @@ def test_gece_extracts_no_tokens_for_an_lm_eval_entry(workdir, capsys):
 def test_gece_s_own_run_of_the_same_model_takes_no_lm_eval_entry_for_a_sibling(tmp_path):
     """An engine: lm-eval entry of the same source writes no token file: extract's sibling reuse skips it (it
     crashed on one, found by the lm-eval walkthrough)."""
-    from gece.io.model_entry import ModelSpec
+    from gece.io.settings.model_entry import ModelSpec
     from gece.pipeline.extract import Siblings
 
     own = ModelSpec.model_validate({"source": SMOL, "special_tokens": True})

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from gece.cli import main
-from gece.io.model_entry import ModelSpec
+from gece.io.settings.model_entry import ModelSpec
 from gece.scoring import engine, exact, heap, memory, models
 
 from .conftest import ROOT

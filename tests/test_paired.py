@@ -1,6 +1,6 @@
 """Files that belong together (issue 49, item 4): a meta file records the sha256 of its data file, a reader
 refuses a mixed pair naming the command that writes it, the next write repairs it, and every output is
-checked before the first is written. The kills use the hooks of gece.faults at every rename."""
+checked before the first is written. The kills use the hooks of gece.base.faults at every rename."""
 
 from __future__ import annotations
 
@@ -12,15 +12,16 @@ import pandas as pd
 import pytest
 import yaml
 
+from gece.base.errors import GeceError
 from gece.cli import main
-from gece.errors import GeceError
-from gece.io import layout, paired, report_layout
-from gece.io.json_reader import read_json
-from gece.io.json_writer import write_json
-from gece.io.pair_rows import PreparedPair
-from gece.io.readers import read_table
-from gece.io.tokens import ExtractMeta, TokenRow
-from gece.io.writer import write_table
+from gece.io.files import paired
+from gece.io.files.json_reader import read_json
+from gece.io.files.json_writer import write_json
+from gece.io.files.readers import read_table
+from gece.io.files.writer import write_table
+from gece.io.paths import layout, report_layout
+from gece.io.schemas.pair_rows import PreparedPair
+from gece.io.schemas.tokens import ExtractMeta, TokenRow
 from gece.pipeline import prepare as prepare_stage
 
 from .conftest import DATA, ROOT
@@ -125,7 +126,7 @@ def test_a_kill_at_every_rename_leaves_a_pair_that_is_whole_or_refused(tree, cap
     killed = score_cli(tree, "--word-prob", "max", kill=f"rename:{layout.meta_path(scores).name}")
     assert killed.returncode == -9 and scores.read_bytes() != old and not consistent(scores)
     # the reader of a score file's pair (the report's extract metadata) refuses it, naming the command
-    from gece.io.params import load_params
+    from gece.io.settings.params import load_params
     from gece.pipeline import report_data
 
     params = load_params("params.yaml").model_copy(update={"models": [MODEL]})

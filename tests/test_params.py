@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from gece.base.errors import GeceError
 from gece.cli import main
-from gece.errors import GeceError
-from gece.io import data_layout
-from gece.io.model_entry import memory_caps
-from gece.io.params import load_params
+from gece.io.paths import data_layout
+from gece.io.settings.model_entry import memory_caps
+from gece.io.settings.params import load_params
 
 from .conftest import ROOT
 
@@ -82,7 +82,7 @@ def _write(tmp_path, mutate):
             lambda r: r["registry"]["smollm2-135m"].update(device="multi", max_memory={0: "lots"}),
             "max_memory value 'lots' is not a size",
         ),
-        (lambda r: r["registry"]["smollm2-135m"].update(backend="vllm", device="cpu"), "backend vllm runs on CUDA"),
+        (lambda r: r["registry"]["smollm2-135m"].update(backend="vllm", device="mps"), "backend vllm runs on CUDA"),
         (lambda r: r["registry"]["smollm2-135m"].update(tensor_parallel=2), "tensor_parallel is for backend: vllm"),
         (lambda r: r["registry"]["smollm2-135m"].update(backend="tgi"), "Input should be 'transformers' or 'vllm'"),
     ],
@@ -321,8 +321,8 @@ def test_neutral_without_rewrites_is_refused(tmp_path, monkeypatch, capsys):
 
 def test_the_top_level_keys_are_the_sections_of_params():
     """params_file.SECTIONS, which every command checks, are the fields of the whole file's model."""
-    from gece.io.params import Params
-    from gece.io.params_file import SECTIONS
+    from gece.io.settings.params import Params
+    from gece.io.settings.params_file import SECTIONS
 
     assert tuple(Params.model_fields) == SECTIONS
 
@@ -330,7 +330,7 @@ def test_the_top_level_keys_are_the_sections_of_params():
 def test_a_command_that_reads_one_section_checks_the_top_level_keys(tmp_path):
     """gece score validates extract alone: a misspelled section is an error there too, a misspelled key of
     another section is an error for every command that reads the whole file (the other stages, gece validate)."""
-    from gece.io.params_file import load_sections
+    from gece.io.settings.params_file import load_sections
     from gece.pipeline.score import Settings
 
     raw = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from gece.progress import Progress
+from gece.base.progress import Progress
 
 
 def test_plain_lines_when_not_a_terminal(caplog):

@@ -1,4 +1,5 @@
-"""The one reader of files from outside (gece.io.inputs: read_bytes, read_text, parse_json, read_json_lines) and the
+"""The one reader of files from outside (gece.io.files.inputs: read_bytes, read_text, parse_json, read_json_lines)
+and the
 bounded cost of validating a benchmark (issue 49, items 3 and 5). The commands that read through it are tested
 in test_lmeval.py (lm-eval logs), test_bad_input.py and test_crows.py (CSVs)."""
 
@@ -10,10 +11,11 @@ import time
 import pandas as pd
 import pytest
 
+from gece.base.errors import GeceError
 from gece.cli import main
-from gece.errors import GeceError
-from gece.io import benchmarks, inputs, json_reader
-from gece.io.params_file import load_yaml
+from gece.io.files import inputs, json_reader
+from gece.io.formats import benchmarks
+from gece.io.settings.params_file import load_yaml
 
 from .refusals import refusal
 

@@ -1,4 +1,5 @@
-"""SynthBias's referent-resolution protocol: the prepared rows (gece.io.synthbias_referent, on invented sentences: no
+"""SynthBias's referent-resolution protocol: the prepared rows (gece.io.formats.synthbias_referent, on invented
+sentences: no
 SynthBias sentence is committed, CC BY-NC-ND 4.0) and its metrics (gece.stats.referent) against hand computations."""
 
 from __future__ import annotations
@@ -8,11 +9,11 @@ import math
 import numpy as np
 import pytest
 
-from gece.io.metric_reports import MetricsReport
-from gece.io.pair_rows import SynthPair
-from gece.io.params import BenchmarkSpec
-from gece.io.readers import read_table
-from gece.io.synthbias_referent import DEFAULT_PROMPT, read_referent
+from gece.io.files.readers import read_table
+from gece.io.formats.synthbias_referent import DEFAULT_PROMPT, read_referent
+from gece.io.schemas.metric_reports import MetricsReport
+from gece.io.schemas.pair_rows import SynthPair
+from gece.io.settings.params import BenchmarkSpec
 from gece.pipeline.prepare import prepare
 from gece.stats import metrics, referent
 
@@ -165,7 +166,7 @@ def test_summary_and_page_give_the_referent_headline_and_no_gender_ece():
 
 
 def test_pronoun_pairs_carry_the_referent_position(tmp_path):
-    from gece.io.pair_rows import SynthPronounPair
+    from gece.io.schemas.pair_rows import SynthPronounPair
 
     entry = BenchmarkSpec(source=str(_write(tmp_path)), synthbias="type2")
     out = tmp_path / "prepared.parquet"
@@ -177,8 +178,8 @@ def test_pronoun_pairs_carry_the_referent_position(tmp_path):
 
 def test_groups_by_pronoun_gender_on_referent_rows_and_not_elsewhere(tmp_path):
 
-    from gece.io.params import GroupsParams
-    from gece.io.sections import MetricsParams
+    from gece.io.settings.params import GroupsParams
+    from gece.io.settings.sections import MetricsParams
     from gece.pipeline.groups import run_groups
 
     entry = BenchmarkSpec(source=str(_write(tmp_path)), synthbias="referent")

@@ -14,11 +14,11 @@ import pytest
 import yaml
 
 from gece.cli import main
-from gece.io import report_layout
-from gece.io.json_reader import read_json
-from gece.io.metric_reports import BinsReport
-from gece.io.params import load_params
-from gece.io.sections import MetricsParams
+from gece.io.files.json_reader import read_json
+from gece.io.paths import report_layout
+from gece.io.schemas.metric_reports import BinsReport
+from gece.io.settings.params import load_params
+from gece.io.settings.sections import MetricsParams
 from gece.pipeline import metrics as metrics_stage
 from gece.pipeline import report as report_stage
 from gece.pipeline import report_data as report_loader
@@ -386,7 +386,7 @@ def test_diagram_ece_is_the_metrics_ece(built_report):
 
 def test_figure_bytes_are_deterministic(tmp_path):
     bins = metrics.reliability_table(np.linspace(0, 1, 50), (np.arange(50) % 3 == 0).astype(float)).records()
-    from gece.io.readers import write_figure
+    from gece.io.files.readers import write_figure
 
     for name in ("a.png", "b.png"):
         write_figure(tmp_path / name, plots.reliability_figure(bins, "m", 0.1), dpi=100)

@@ -21,11 +21,11 @@ import pandas as pd
 import pytest
 import yaml
 
-from gece.io import report_layout
-from gece.io.json_writer import write_json
-from gece.io.pair_rows import ScoreRow
-from gece.io.params import load_params
-from gece.io.writer import write_table
+from gece.io.files.json_writer import write_json
+from gece.io.files.writer import write_table
+from gece.io.paths import report_layout
+from gece.io.schemas.pair_rows import ScoreRow
+from gece.io.settings.params import load_params
 from gece.pipeline import metrics as metrics_stage
 from gece.pipeline import report as report_stage
 from gece.pipeline import report_data as report_loader

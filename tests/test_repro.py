@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gece.errors import GeceError
+from gece.base.errors import GeceError
 from gece.tools import repro
 
 BIN = Path(sys.executable).parent

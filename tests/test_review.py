@@ -179,7 +179,7 @@ def test_gece_diff_prints_the_review_and_the_detail_one_flag_away(tmp_path, monk
         diff, "compared", lambda o, n, paths: (diff.leaves(old, new, "reports/summary.json"), 1), raising=True
     )
     console = Console(width=80, record=True, soft_wrap=True, emoji=False)
-    monkeypatch.setattr("gece.command.out", console)
+    monkeypatch.setattr("gece.cmd.command.out", console)
     assert main(["diff"]) == 0
     text = console.export_text()
     assert len(text.splitlines()) <= 40 and "…" not in text
@@ -244,12 +244,12 @@ def test_exp_summary_fits_one_screen(monkeypatch, capsys):
     shown, old, new = _shown()
     monkeypatch.setattr(experiments, "exp_show_json", lambda *a: shown)
     console = Console(width=100, record=True, soft_wrap=True, emoji=False)
-    monkeypatch.setattr("gece.command.out", console)
+    monkeypatch.setattr("gece.cmd.command.out", console)
     assert main(["exp-summary"]) == 0
     text = console.export_text()
     assert len(text.splitlines()) <= 40, text
     assert "tidy-dace: the same metrics as workspace" in text and "…" not in text
-    # the long run id stays whole (gece.terminal_table.Table), so the family's label wraps at its space instead
+    # the long run id stays whole (gece.base.terminal_table.Table), so the family's label wraps at its space instead
     assert LONG_ID in text and "runs ·" in text and "ECE-like" in text
     assert f"{_dvc_nonzero(old, new)} of 86 values moved" in text
     assert main(["exp-summary", "--all", "--max-metrics", "2"]) == 0
@@ -273,7 +273,7 @@ def test_the_documented_dvc_exp_show_command_lines_parse_and_keep_real_columns()
     import yaml
     from dvc.cli import parse_args
 
-    from gece.io.json_reader import flatten
+    from gece.io.files.json_reader import flatten
 
     commands = _documented_exp_show()
     assert len(commands) >= 4

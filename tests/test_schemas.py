@@ -10,14 +10,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from gece.errors import GeceError
-from gece.io.json_reader import read_json
-from gece.io.json_writer import write_json
-from gece.io.metric_reports import BinsReport, MetricsReport
-from gece.io.outputs import atomic_path
-from gece.io.pair_rows import PreparedPair, ScoreRow
-from gece.io.readers import read_table
-from gece.io.writer import arrow_schema, write_table
+from gece.base.errors import GeceError
+from gece.io.files.json_reader import read_json
+from gece.io.files.json_writer import write_json
+from gece.io.files.outputs import atomic_path
+from gece.io.files.readers import read_table
+from gece.io.files.writer import arrow_schema, write_table
+from gece.io.schemas.metric_reports import BinsReport, MetricsReport
+from gece.io.schemas.pair_rows import PreparedPair, ScoreRow
 
 
 def _score_rows(n=3):

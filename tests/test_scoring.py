@@ -15,19 +15,21 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
+from gece.base.errors import GeceError
 from gece.cli import main
-from gece.errors import GeceError
-from gece.io import benchmarks, layout
-from gece.io.extract_params import ExtractParams
-from gece.io.json_reader import read_json
-from gece.io.model_entry import ModelSpec
-from gece.io.pair_rows import PreparedPair, ScoreRow
-from gece.io.readers import read_table
-from gece.io.tokens import ExtractMeta, ExtractTiming, TokenRow
+from gece.io.files.json_reader import read_json
+from gece.io.files.readers import read_table
+from gece.io.formats import benchmarks
+from gece.io.paths import layout
+from gece.io.schemas.pair_rows import PreparedPair, ScoreRow
+from gece.io.schemas.tokens import ExtractMeta, ExtractTiming, TokenRow
+from gece.io.settings.extract_params import ExtractParams
+from gece.io.settings.model_entry import ModelSpec
 from gece.pipeline import extract as extract_stage
 from gece.pipeline import prepare as prepare_stage
 from gece.pipeline import score as score_stage
-from gece.scoring import engine, exact_model, extraction, models, packing, planning, rules, selfcheck
+from gece.scoring import engine, exact_model, extraction, models, packing, planning, selfcheck
+from gece.stats import pair_scores
 
 from .conftest import BENCHMARKS, ROOT
 from .tiny import random_pairs as _random_pairs
@@ -109,14 +111,21 @@ def test_forest_shares_beginnings_and_packs_ancestors_first():
 
 def test_word_side_and_pair_arithmetic():
     lp = [math.log(0.5), math.log(0.25)]
-    assert rules.word_logprob(lp, "chain") == pytest.approx(math.log(0.125), abs=1e-15)
-    assert rules.word_logprob(lp, "max") == math.log(0.5)
-    assert rules.side_logprob([math.log(0.2), math.log(0.3)]) == pytest.approx(math.log(0.5), abs=1e-15)
-    assert rules.side_logprob([-1.25]) == -1.25
-    assert rules.pair_p(math.log(0.3), math.log(0.1)) == pytest.approx(0.75, abs=1e-15)
-    assert rules.pair_p(-1000.0, 0.0) == pytest.approx(math.exp(-1000.0), rel=1e-12)  # no underflow to 0/0
-    assert rules.pair_p(0.0, -1000.0) == 1.0
-    assert rules.pair_p(-2000.0, -2000.0) == 0.5
+    assert pair_scores.word_logprob(lp, "chain") == pytest.approx(math.log(0.125), abs=1e-15)
+    assert pair_scores.word_logprob(lp, "max") == math.log(0.5)
+    two = [math.log(0.2), math.log(0.3)]  # P(w1) = 0.2, P(w2 | w1) = 0.3
+    assert pair_scores.side_logprob(two) == pytest.approx(math.log(0.06), abs=1e-15)  # joint: the chain rule
+    assert pair_scores.side_logprob(two, "joint") == pair_scores.side_logprob(two)  # the default
+    assert pair_scores.side_logprob(two, "sum") == pytest.approx(math.log(0.5), abs=1e-15)  # the authors' sum
+    big = [math.log(0.9), math.log(0.8)]
+    assert pair_scores.side_logprob(big, "sum") > 0 >= pair_scores.side_logprob(big)  # a "probability" of 1.7
+    assert pair_scores.side_logprob([-1.25]) == pair_scores.side_logprob([-1.25], "sum") == -1.25
+    with pytest.raises(ValueError, match="joint or sum"):
+        pair_scores.side_logprob(two, "product")
+    assert pair_scores.pair_p(math.log(0.3), math.log(0.1)) == pytest.approx(0.75, abs=1e-15)
+    assert pair_scores.pair_p(-1000.0, 0.0) == pytest.approx(math.exp(-1000.0), rel=1e-12)  # no underflow to 0/0
+    assert pair_scores.pair_p(0.0, -1000.0) == 1.0
+    assert pair_scores.pair_p(-2000.0, -2000.0) == 0.5
 
 
 # ------------------------------------------------------------ tiny random models
@@ -474,11 +483,14 @@ def test_optimized_equals_naive_on_real_pairs(which, request, params, prepared_d
     assert diff <= TOL, f"{which}: optimized vs naive differ by {diff}"
     for f, n in zip(fast, naive, strict=True):
         for rule in ("chain", "max"):
-            rf, rn = f.record(rule), n.record(rule)
+            rf, rn = (
+                pair_scores.score_record(**f.tokens(), rule=rule),
+                pair_scores.score_record(**n.tokens(), rule=rule),
+            )
             assert rf["p"] == pytest.approx(rn["p"], abs=TOL)
             assert rf["logit_more"] == pytest.approx(rn["logit_more"], abs=1e-4)
     # the scores are real: probabilities well inside (0, 1) (two-target sides sum two), not a constant
-    lp = np.array([f.record("chain")["logprob_more"] for f in fast])
+    lp = np.array([pair_scores.score_record(**f.tokens(), rule="chain")["logprob_more"] for f in fast])
     assert (lp < math.log(2)).all() and (lp > -30).all() and lp.std() > 0.1
 
 
@@ -500,7 +512,10 @@ def test_multi_token_target_follows_the_chain_rule(smol):
         lp = torch.log_softmax(smol.model(input_ids=ids).logits[0].double(), -1)
     by_hand = [float(lp[t - 1, less.ids[t]]) for t in less.words[0]]
     assert fast.less.token_logprobs[0] == pytest.approx(tuple(by_hand), abs=TOL)
-    rec_chain, rec_max = fast.record("chain"), fast.record("max")
+    rec_chain, rec_max = (
+        pair_scores.score_record(**fast.tokens(), rule="chain"),
+        pair_scores.score_record(**fast.tokens(), rule="max"),
+    )
     assert rec_chain["logprob_less"] == pytest.approx(sum(by_hand), abs=TOL)
     assert rec_max["logprob_less"] == pytest.approx(max(by_hand), abs=TOL)
     assert rec_chain["n_tokens_less"] == len(less.words[0])
@@ -770,7 +785,10 @@ def test_the_score_stage_applies_the_word_rule_to_the_stored_tokens(tmp_path, sm
         scores, fmeta = read_table(out, ScoreRow)
         assert fmeta["word_prob"] == rule
         for col in ("n_tokens_more", "n_tokens_less", "logprob_more", "logprob_less", "logit_more", "logit_less", "p"):
-            assert scores[col].tolist() == [f.record(rule)[col] for f in fast], (rule, col)
+            assert scores[col].tolist() == [pair_scores.score_record(**f.tokens(), rule=rule)[col] for f in fast], (
+                rule,
+                col,
+            )
     chain, most = (read_table(tmp_path / f"{r}.parquet", ScoreRow)[0] for r in ("chain", "max"))
     assert most["logprob_less"][0] > chain["logprob_less"][0]  # max of the name's sub-tokens beats their sum
     other = _prepared(tmp_path, "other", "He is a nurse.,She is a nurse.,0")
@@ -820,7 +838,7 @@ def test_sentence_rule_scores_each_whole_sentence(smol):
     with torch.inference_mode():
         lp = torch.log_softmax(smol.model(input_ids=torch.tensor([less.ids])).logits[0].double(), -1)
     by_hand = math.fsum(float(lp[t - 1, less.ids[t]]) for t in range(1, len(less.ids)))
-    rec = fast.record("chain")
+    rec = pair_scores.score_record(**fast.tokens(), rule="chain")
     assert rec["logprob_less"] == pytest.approx(by_hand, abs=TOL) and rec["n_tokens_less"] == len(less.ids) - 1
     assert rec["p"] > 0.99  # "him" beats a rare name
 

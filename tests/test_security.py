@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gece.base.errors import GeceError
 from gece.cli import main
-from gece.errors import GeceError
-from gece.io.model_entry import ModelSpec
+from gece.io.settings.model_entry import ModelSpec
 from gece.scoring import models
 
 from .conftest import ROOT

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from gece.closure import Tree, command_closure, command_names
-from gece.manifests import FOLDER, file_digest, fingerprint, manifest_path, manifests
+from gece.code.closure import Tree, command_closure, command_names
+from gece.code.manifests import FOLDER, file_digest, fingerprint, manifest_path, manifests
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "gece"
@@ -98,7 +98,7 @@ def test_no_module_reads_a_docstring():
             name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
             if name in ("__doc__", "getdoc"):
                 readers.append(f"{path.relative_to(ROOT)}:{node.lineno}")
-    assert not readers, f"code that reads a docstring: {readers}; docstrings would then count (gece.manifests)"
+    assert not readers, f"code that reads a docstring: {readers}; docstrings would then count (gece.code.manifests)"
 
 
 def test_gece_stage_code_check_exits_2_on_a_stale_manifest_and_writes_it_otherwise(tmp_path):

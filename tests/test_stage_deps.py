@@ -2,7 +2,7 @@
 
 For every stage of dvc.yaml (each template under ``stages:``; ``do:`` for foreach), its command
 ``gece [global options] <command> ...`` runs cli.py and the module that implements the command: its code
-dep must be the manifest of that command, ``stage-code/<command>.txt`` (gece.manifests: the files of
+dep must be the manifest of that command, ``stage-code/<command>.txt`` (gece.code.manifests: the files of
 closure(cli.py, gece/__init__.py) | closure(module), each by what its code does; tests/test_stage_code.py
 checks the manifests), and no ``.py`` file: a missing manifest means a change leaves `dvc repro` believing a
 result is up to date; a .py dep reruns a stage for a comment. ``gece stage-deps`` (``make deps``) writes them.
@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gece.closure import (
+from gece.code.closure import (
     Tree,
     closure,
     code_hash,
@@ -32,7 +32,7 @@ from gece.closure import (
     file_imports,
     module_graph,
 )
-from gece.manifests import FOLDER, manifest_path
+from gece.code.manifests import FOLDER, manifest_path
 from gece.tools.stage_deps import gece_command, generate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -211,35 +211,21 @@ def test_the_stage_independent_core_is_small():
         f"the stage-independent core has {sum(core.values())} lines (at most {CORE_LINES}): every stage runs\n"
         f"{listed}\nmove what only some stages need into a module of their own (docs/development.md)"
     )
-    assert "src/gece/cli.py" in core and "src/gece/io/params_file.py" in core  # it is computed, not empty
+    assert "src/gece/cli.py" in core and "src/gece/io/settings/params_file.py" in core  # it is computed, not empty
 
 
 # ------------------------------------------------------------------ layers: imports point down only
 # The package's layers, lowest first (docs/development.md, "Architecture"): a module may import from its own
 # layer and the layers below it, never from one above nor from a sibling. ``gece`` is the package's __init__.py.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    (
-        "base",
-        (
-            "gece",
-            "gece.errors",
-            "gece.faults",
-            "gece.terminal",
-            "gece.terminal_table",
-            "gece.progress",
-            "gece.registry",
-            "gece.calibration_methods",
-            "gece.groupings",
-            "gece.rule_registry",
-            "gece.closure",
-        ),
-    ),
+    ("base", ("gece", "gece.base")),  # the numeric environment, GeceError, kill points, progress, terminal text
+    ("catalog", ("gece.catalog",)),  # the declarations: metrics, scoring rules, calibration methods, groupings
+    ("code", ("gece.code",)),  # code fingerprints: import closures, canonical syntax trees, manifests
     ("stats", ("gece.stats",)),  # pure numpy: no file, no option
-    ("io", ("gece.io",)),  # the file boundary: layout, params, schemas, readers and writers
+    ("io", ("gece.io",)),  # the file boundary: paths, settings, schemas, files, formats
     ("scoring", ("gece.scoring",)),  # language models -> token log-probabilities
     ("report", ("gece.report",)),  # tables, findings, figures and the page, from report data
-    ("command", ("gece.command", "gece.options", "gece.run_options")),  # what the command modules share
-    # (options checked as parsed; the options and tables of the stages that read runs)
+    ("command", ("gece.cmd",)),  # what the command modules share (options checked as parsed; run tables)
     ("pipeline", ("gece.pipeline",)),  # one module per DVC stage
     ("tools", ("gece.tools",)),  # the commands that are no stage
     ("lmeval", ("gece.lmeval",)),  # lm-evaluation-harness: tasks out, logged samples in
@@ -457,7 +443,7 @@ def test_cycles(fake):
 
 def test_commands_from_cli(fake):
     """COMMANDS of cli.py is read without importing it."""
-    from gece.closure import commands
+    from gece.code.closure import commands
 
     tree = _write(
         fake.root,
@@ -518,7 +504,7 @@ def test_an_lmeval_import_stage_added_as_documented_depends_on_the_package(tmp_p
 
 
 def test_code_hash_counts_what_the_code_does(tmp_path):
-    """gece.closure.code_hash: a comment, a blank line or a reflow changes nothing; a statement does; docstrings
+    """gece.code.closure.code_hash: a comment, a blank line or a reflow changes nothing; a statement does; docstrings
     count unless left out; a module's path is part of it."""
     src = tmp_path / "src" / "pkg"
     src.mkdir(parents=True)

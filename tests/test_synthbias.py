@@ -1,4 +1,4 @@
-"""SynthBias's pronoun pairs (gece.io.synthbias, the prepare stage): the pairing rules on invented sentences (no
+"""SynthBias's pronoun pairs (gece.io.formats.synthbias, the prepare stage): the pairing rules on invented sentences (no
 SynthBias sentence is committed: CC BY-NC-ND 4.0), the stratified subset, and the counts of the real file."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ import hashlib
 import pandas as pd
 import pytest
 
-from gece.errors import GeceError
-from gece.io import synthbias
-from gece.io.pair_rows import PreparedPair
-from gece.io.params import BenchmarkSpec, Params, load_params
-from gece.io.readers import read_table
-from gece.io.synthbias import MASK, read_synthbias, stratified_subset
+from gece.base.errors import GeceError
+from gece.io.files.readers import read_table
+from gece.io.formats import synthbias
+from gece.io.formats.synthbias import MASK, read_synthbias, stratified_subset
+from gece.io.schemas.pair_rows import PreparedPair
+from gece.io.settings.params import BenchmarkSpec, Params, load_params
 from gece.pipeline.prepare import prepare
 from gece.report.cells import ReportData
 from gece.report.examples import examples_docs

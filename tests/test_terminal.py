@@ -1,4 +1,4 @@
-"""Terminal output that never loses an id (issue 38): the one table printer (gece.terminal_table.Table) at several
+"""Terminal output that never loses an id (issue 38): the one table printer (gece.base.terminal_table.Table) at several
 widths with the longest real run ids, every command's table through it, and a ``--json`` wherever a table is
 printed."""
 
@@ -11,8 +11,9 @@ from io import StringIO
 import pytest
 from rich.console import Console
 
-from gece import cli, command, run_options
-from gece.terminal_table import Table
+from gece import cli
+from gece.base.terminal_table import Table
+from gece.cmd import command, run_tables
 
 from .conftest import ROOT
 from .test_cli_fuzz import PARSERS
@@ -34,7 +35,7 @@ def _rows() -> dict[str, dict]:
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_rows_table_never_cuts_an_id(width):
-    text = _render(run_options.rows_table("runs", "run", _rows(), KEYS), width)
+    text = _render(run_tables.rows_table("runs", "run", _rows(), KEYS), width)
     assert "…" not in text
     assert all(len(line) <= width for line in text.splitlines())
     for run in IDS:  # whole, on one line: in its row or in the legend
@@ -49,9 +50,9 @@ def test_rows_table_never_cuts_an_id(width):
 
 def test_rows_table_widths():
     """At 200 and 100 columns the ids stay in the rows; at 80 the longest real id needs the legend."""
-    assert "#1" not in _render(run_options.rows_table("runs", "run", _rows(), KEYS), 200)
-    assert "#1" not in _render(run_options.rows_table("runs", "run", _rows(), KEYS), 100)
-    narrow = _render(run_options.rows_table("runs", "run", _rows(), KEYS), 80)
+    assert "#1" not in _render(run_tables.rows_table("runs", "run", _rows(), KEYS), 200)
+    assert "#1" not in _render(run_tables.rows_table("runs", "run", _rows(), KEYS), 100)
+    narrow = _render(run_tables.rows_table("runs", "run", _rows(), KEYS), 80)
     assert "#1 paper-deepseek-r1-distill-llama-8b" in narrow
     assert "gemma-3-2…" not in narrow
 
@@ -94,7 +95,8 @@ def test_gece_summary_keeps_every_id_at_any_width(width, full_reports, tmp_path,
 
 
 def test_no_table_bypasses_the_printer():
-    """Every table the commands print is a gece.terminal_table.Table: no module but terminal_table.py imports rich's."""
+    """Every table the commands print is a gece.base.terminal_table.Table: no module but terminal_table.py imports
+    rich's."""
     offenders = []
     for path in sorted((ROOT / "src" / "gece").rglob("*.py")):
         if path.name == "terminal_table.py":

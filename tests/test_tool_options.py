@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from gece import options
+from gece.base.errors import GeceError
 from gece.cli import build_parser, main
-from gece.errors import GeceError
-from gece.io.extract_params import ExtractParams
-from gece.io.params import CalibrateParams
-from gece.io.sections import CompareParams, MetricsParams
+from gece.cmd import options
+from gece.io.settings.extract_params import ExtractParams
+from gece.io.settings.params import CalibrateParams
+from gece.io.settings.sections import CompareParams, MetricsParams
 from gece.tools import remote, repro
 
 from .refusals import refusal
@@ -114,18 +114,18 @@ OPTIONS = _options()
 NUMERIC = [
     (name, max(a.option_strings, key=len), a.type)
     for name, a in OPTIONS
-    if getattr(a.type, "__module__", "") == "gece.options" and a.type is not options.regex
+    if getattr(a.type, "__module__", "") == "gece.cmd.options" and a.type is not options.regex
 ]
 NOT_NUMBERS = ["٣", "²", "１", "١٢", "1_0", "0x10", "nan", "inf", "-inf", "1e400", "", "abc"]
 
 
 def test_every_typed_option_is_checked_by_gece_options():
-    """A value argparse converts goes through gece.options (ASCII, finite, in range), never plain int() or
+    """A value argparse converts goes through gece.cmd.options (ASCII, finite, in range), never plain int() or
     float(), which read '٣' as 3 and 'nan' as a number: a new option of any subcommand is held to it."""
     loose = [
         f"{name} {max(a.option_strings, key=len)}: type {getattr(a.type, '__name__', a.type)}"
         for name, a in OPTIONS
-        if a.type not in (None, Path) and getattr(a.type, "__module__", "") != "gece.options"
+        if a.type not in (None, Path) and getattr(a.type, "__module__", "") != "gece.cmd.options"
     ]
     assert not loose, loose
     assert {(n, o) for n, o, _ in NUMERIC} >= {

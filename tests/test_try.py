@@ -9,12 +9,12 @@ import pytest
 import yaml
 
 from gece.cli import main
-from gece.io import layout
-from gece.io.extract_params import ExtractParams
-from gece.io.json_reader import read_json
-from gece.io.model_entry import ModelSpec
-from gece.io.params import load_params
-from gece.io.tokens import ExtractMeta
+from gece.io.files.json_reader import read_json
+from gece.io.paths import layout
+from gece.io.schemas.tokens import ExtractMeta
+from gece.io.settings.extract_params import ExtractParams
+from gece.io.settings.model_entry import ModelSpec
+from gece.io.settings.params import load_params
 from gece.pipeline import extract as extract_stage
 from gece.tools import try_model
 
@@ -112,7 +112,7 @@ def test_help_of_try_and_compare(capsys):
     of --draws that params.yaml's validation enforces."""
     from annotated_types import Ge, Le
 
-    from gece.io.sections import CompareParams
+    from gece.io.settings.sections import CompareParams
 
     with pytest.raises(SystemExit):
         main(["try", "--help"])

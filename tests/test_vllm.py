@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 import torch
 
-from gece.io.extract_params import ExtractParams
-from gece.io.model_entry import ModelSpec
-from gece.io.pair_rows import ScoreRow
-from gece.io.readers import read_table
+from gece.io.files.readers import read_table
+from gece.io.schemas.pair_rows import ScoreRow
+from gece.io.settings.extract_params import ExtractParams
+from gece.io.settings.model_entry import ModelSpec
 from gece.pipeline import extract as extract_stage
 from gece.pipeline import score as score_stage
 from gece.scoring import models, vllm_backend

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from gece.base.errors import GeceError
 from gece.cli import main
-from gece.errors import GeceError
-from gece.io.model_entry import ModelSpec
+from gece.io.settings.model_entry import ModelSpec
 from gece.scoring import models, weights_gate
 
 from .conftest import ROOT

@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from gece.cli import main
-from gece.io import benchmarks, crows
-from gece.io.pair_rows import AnnotationRow, PreparedPair
-from gece.io.readers import read_table
+from gece.io.files.readers import read_table
+from gece.io.formats import benchmarks, crows
+from gece.io.schemas.pair_rows import AnnotationRow, PreparedPair
 
 from .refusals import refusal
 
@@ -204,11 +204,11 @@ def token_rows(draw) -> list[dict]:
 def test_what_score_writes_metrics_and_compare_read(prepared_pairs, tmp_path, rows, word_prob):
     import pandas as pd
 
-    from gece.errors import GeceError
-    from gece.io.json_writer import write_json
-    from gece.io.pair_rows import ScoreRow
-    from gece.io.tokens import ExtractMeta, TokenRow
-    from gece.io.writer import write_table
+    from gece.base.errors import GeceError
+    from gece.io.files.json_writer import write_json
+    from gece.io.files.writer import write_table
+    from gece.io.schemas.pair_rows import ScoreRow
+    from gece.io.schemas.tokens import ExtractMeta, TokenRow
     from gece.pipeline import runs, score
 
     prepared, _ = read_table(prepared_pairs, PreparedPair)
@@ -260,10 +260,10 @@ def labelled(draw) -> tuple[list[str], list[tuple[int, str, list[str]]]]:
 def test_what_prepare_and_annotate_write_their_readers_accept(tmp_path, case, tie):
     import pandas as pd
 
-    from gece.io.inputs import check_unique_ids
-    from gece.io.readers import iter_table, pair_ids
-    from gece.io.sections import AnnotateParams
-    from gece.io.writer import write_table
+    from gece.io.files.inputs import check_unique_ids
+    from gece.io.files.readers import iter_table, pair_ids
+    from gece.io.files.writer import write_table
+    from gece.io.settings.sections import AnnotateParams
     from gece.pipeline import annotate, groups
     from gece.pipeline import prepare as prepare_stage
 
@@ -301,8 +301,8 @@ def tiny_lm(tmp_path_factory):
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
-    from gece.errors import GeceError
-    from gece.io.model_entry import ModelSpec
+    from gece.base.errors import GeceError
+    from gece.io.settings.model_entry import ModelSpec
     from gece.scoring import exact_model, models
 
     try:
@@ -391,11 +391,11 @@ def test_what_extract_writes_score_reads_under_every_rule(tiny_lm, rows, word_pr
     import contextlib
     import tempfile
 
-    from gece.io import layout
-    from gece.io.extract_params import ExtractParams
-    from gece.io.model_entry import ModelSpec
-    from gece.io.pair_rows import ScoreRow
-    from gece.io.tokens import TokenRow
+    from gece.io.paths import layout
+    from gece.io.schemas.pair_rows import ScoreRow
+    from gece.io.schemas.tokens import TokenRow
+    from gece.io.settings.extract_params import ExtractParams
+    from gece.io.settings.model_entry import ModelSpec
     from gece.pipeline import extract as extract_stage
     from gece.pipeline import prepare as prepare_stage
     from gece.pipeline import runs

@@ -23,8 +23,8 @@ from pathlib import Path
 from rich.logging import RichHandler
 
 from gece import __version__, native_blas
-from gece.errors import GeceError
-from gece.terminal import LiteralFilter, console, literal, visible
+from gece.base.errors import GeceError
+from gece.base.terminal import LiteralFilter, console, literal, visible
 
 # subcommand -> the module that implements it; the DVC stages first, in pipeline order. A command's help
 # lives in its module (HELP, DESCRIPTION, EXAMPLES), so editing it re-runs only that command's stages.
@@ -51,7 +51,7 @@ COMMANDS: dict[str, str] = {
     "diff": "gece.tools.diff",
     "exp-summary": "gece.tools.experiments",
     "lmeval-export": "gece.lmeval.export",
-    "lmeval-model": "gece.lmeval.model",
+    "lmeval-model": "gece.lmeval.model_dir",
     "lmeval-import": "gece.lmeval.imports",
     "lmeval-stages": "gece.lmeval.dvc_stages",
     "stage-deps": "gece.tools.stage_deps",
@@ -113,7 +113,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The parser of ``gece`` for ``argv``: the global options and the options of the command it names, whose
     module alone is imported. Help (``-h``, ``--help``, no known command, or ``argv`` None: every command's
     options) is built by :mod:`gece.cli_help`, which is imported by name and only then, so a stage's run (and its
-    code deps in dvc.yaml, :mod:`gece.closure`) does not include the help machinery."""
+    code deps in dvc.yaml, :mod:`gece.code.closure`) does not include the help machinery."""
     name = named_command(argv) if argv is not None else None
     if name is None or "-h" in argv or "--help" in argv:  # type: ignore[operator]
         return importlib.import_module(HELP_MODULE).help_parser(argv)
@@ -155,10 +155,10 @@ def declared_outputs(args: argparse.Namespace) -> dict[str, Path | None]:
 def check_paths(args: argparse.Namespace, labels: dict[str, str] | None = None) -> list[Path]:
     """Every path on the command line is one the system can look up (no name too long), and every output
     (an option, or a file the command derives from one) names a writable path (no FIFO, device or directory;
-    not equal to, inside or around an input), checked before any work (see gece.io.outputs). Returns the
+    not equal to, inside or around an input), checked before any work (see gece.io.files.outputs). Returns the
     declared inputs."""
-    from gece.io.inputs import check_names
-    from gece.io.outputs import check_outputs
+    from gece.io.files.inputs import check_names
+    from gece.io.files.outputs import check_outputs
 
     labels = labels or {}
     check_names(

@@ -15,8 +15,8 @@ import re
 import sys
 from pathlib import Path
 
+from gece.base.errors import GeceError
 from gece.cli import COMMANDS, GLOBAL_HELP, Parser, add_command, add_globals, named_command
-from gece.errors import GeceError
 
 PARAM = re.compile(r"\{params:([a-z_.]+)\}")
 
@@ -24,7 +24,7 @@ PARAM = re.compile(r"\{params:([a-z_.]+)\}")
 def _help_params() -> dict:
     """params.yaml (or the file after ``--params`` on the command line) as plain data, for the defaults shown
     by ``--help``; the built-in defaults where it is missing or invalid (help never fails)."""
-    from gece.io.params import Params, load_params
+    from gece.io.settings.params import Params, load_params
 
     argv = sys.argv[1:]
     path = Path(argv[argv.index("--params") + 1]) if "--params" in argv[:-1] else Path("params.yaml")

@@ -1,5 +1,5 @@
 """SIGKILL during `gece extract` loses nothing: before the first shard, mid-run and during the
-final write (GECE_KILL_AT, see gece.faults), a rerun completes, reuses the finished shards and
+final write (GECE_KILL_AT, see gece.base.faults), a rerun completes, reuses the finished shards and
 writes the same bytes as an uninterrupted run; under `dvc repro` too (the stage's shards lie beside
 the output folder DVC removes), and DVC never records a partial output."""
 

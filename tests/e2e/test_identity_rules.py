@@ -1,7 +1,7 @@
 """Each whole-sentence rule (sentence, mean, shared) against a straightforward computation written here.
 
 gece's path: the pairs planned and scored by the engine (packed batches, correctly rounded products) and the
-score stage's rule (:func:`gece.scoring.rules.sentence_record` on the token ids the extract stage keeps). The
+score stage's rule (:func:`gece.stats.pair_scores.sentence_record` on the token ids the extract stage keeps). The
 independent path: the same weights loaded by transformers in float64 with its stock kernels (gece's loaded model routes
 its products through gece's own kernels), the prefix token then the sentence, float64 log_softmax of its
 logits, and, for ``shared``, an alignment written here as the longest common subsequence
@@ -20,8 +20,9 @@ import numpy as np
 import pytest
 
 from gece.pipeline.prepare import prepare
-from gece.scoring import engine, planning, rules
+from gece.scoring import engine, planning
 from gece.scoring.extraction import token_columns
+from gece.stats import pair_scores
 
 from ..conftest import DATA
 
@@ -108,14 +109,14 @@ def test_rules_against_a_stock_forward_and_an_lcs(smol, stock, tmp_path, source,
             *np.abs(np.subtract(tok["logprobs_less"][0], lp_l)),
         )
         at_m, at_l = _lcs(ids_m, ids_l)
-        lcs_differs += (at_m, at_l) != rules.shared_positions(ids_m, ids_l)
+        lcs_differs += (at_m, at_l) != pair_scores.shared_positions(ids_m, ids_l)
         expected = {
             "sentence": (math.fsum(lp_m), math.fsum(lp_l)),
             "mean": (math.fsum(lp_m) / len(lp_m), math.fsum(lp_l) / len(lp_l)),
             "shared": (math.fsum(lp_m[i] for i in at_m), math.fsum(lp_l[j] for j in at_l)),
         }
         for rule, (em, el) in expected.items():
-            got = rules.sentence_record(
+            got = pair_scores.sentence_record(
                 tok["logprobs_more"][0], tok["logprobs_less"][0], ids_m, ids_l, tok["token_text_more"][0], rule
             )
             scale = len(lp_m) if rule != "mean" else 1
@@ -124,7 +125,7 @@ def test_rules_against_a_stock_forward_and_an_lcs(smol, stock, tmp_path, source,
                 and abs(got["logprob_less"] - el) <= TOL_LOGPROB * scale
             )
             assert abs(got["p"] - 1 / (1 + math.exp(el - em))) <= 1e-4
-        punct += rules.sentence_record(
+        punct += pair_scores.sentence_record(
             tok["logprobs_more"][0], tok["logprobs_less"][0], ids_m, ids_l, tok["token_text_more"][0], "shared"
         )["scored_punct_only"]
     assert worst <= TOL_LOGPROB

@@ -20,9 +20,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gece.io import benchmarks
+from gece.io.formats import benchmarks
 from gece.scoring import engine, planning
-from gece.stats import metrics
+from gece.stats import metrics, pair_scores
 
 from ..conftest import DATA
 
@@ -53,7 +53,7 @@ def test_sentence_loglikelihoods_agree_with_lm_eval(smol):
     scores = sorted(
         (s for res, _ in engine.score(runner, engine.batches(plans, 16)) for s in res), key=lambda s: s.index
     )
-    gece = np.array([s.more.logprob("chain") for s in scores] + [s.less.logprob("chain") for s in scores])
+    gece = np.array([s.more.joint_logprob() for s in scores] + [s.less.joint_logprob() for s in scores])
     assert engine.max_abs_diff(scores, engine.score_naive(smol.model, sides)) == 0.0  # the optimized path is exact
 
     lm = HFLM(pretrained=smol.loaded_from, device="cpu", dtype="float32", batch_size=16)
@@ -80,7 +80,7 @@ def test_sentence_loglikelihoods_agree_with_lm_eval(smol):
     # log-likelihoods (a pair whose two sentences lie within the 1e-3 above could flip; none does here)
     from lm_eval.tasks.crows_pairs.utils import process_results
 
-    p = np.array([s.record("chain")["p"] for s in scores])
+    p = np.array([pair_scores.score_record(**s.tokens(), rule="chain")["p"] for s in scores])
     ours = metrics.summarize(p, np.ones(PAIRS), np.array(["a"] * PAIRS), np.array(["b"] * PAIRS))["pct_stereotype"]
     per_pair = [
         process_results({}, [(a, False), (b, False)])["pct_stereotype"]

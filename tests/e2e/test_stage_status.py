@@ -6,7 +6,7 @@ manifests as the stage ``code`` would, and ``dvc status --json`` must report a c
 (stage-code/<command>.txt, or the folder) for exactly:
 
 - no stage, when the edit is a comment (or anything else that leaves the syntax tree as it was);
-- the stages whose command's import closure (gece.closure) contains the module, plus the stages that
+- the stages whose command's import closure (gece.code.closure) contains the module, plus the stages that
   depend on every manifest on purpose (test_stage_deps.WHOLE_PACKAGE), when the edit adds a statement.
 
 The stage ``code`` itself (its dep is src/gece as a whole) is marked by any edit and left out. The copy
@@ -30,8 +30,8 @@ from pathlib import Path
 
 import pytest
 
-from gece.closure import Tree, command_names, commands
-from gece.manifests import FOLDER
+from gece.code.closure import Tree, command_names, commands
+from gece.code.manifests import FOLDER
 
 from ..conftest import ROOT
 from ..test_stage_deps import WHOLE_PACKAGE, dvc_stages, expected_code
@@ -47,7 +47,7 @@ def _stage_module() -> str:
 
 EDITED = [
     "src/gece/stats/gap.py",  # a leaf pure module
-    "src/gece/io/pair_rows.py",  # the pair files' contracts
+    "src/gece/io/schemas/pair_rows.py",  # the pair files' contracts
     _stage_module(),  # the module of a stage family
     "src/gece/scoring/engine.py",  # extract only
 ]
@@ -163,7 +163,7 @@ def test_a_statement_marks_the_stages_that_run_the_module(code_copy, edited):
     if missed or spurious:
         pytest.fail(
             f"after editing {edited}, dvc status marks stages that differ from the closures "
-            f"(`python -m gece.closure`):\n"
+            f"(`python -m gece.code.closure`):\n"
             f"  not marked, though their code contains {edited}: {_grouped(missed)}\n"
             f"  marked, though their code does not contain it: {_grouped(spurious)}",
             pytrace=False,

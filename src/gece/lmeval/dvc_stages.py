@@ -16,12 +16,12 @@ import re
 import subprocess
 from pathlib import Path
 
-from gece import command
-from gece.errors import GeceError
-from gece.io import layout
-from gece.io.params import params_if_valid, require_params
+from gece.base.errors import GeceError
+from gece.base.terminal import literal
+from gece.cmd import command
+from gece.io.paths import layout
+from gece.io.settings.params import params_if_valid, require_params
 from gece.lmeval import samples
-from gece.terminal import literal
 
 HELP = "write the DVC stages that import a registry entry's lm-eval samples (source lmeval:<directory>)"
 EXAMPLES = ("gece lmeval-stages --model smollm2-135m-lmeval   # then: dvc repro",)

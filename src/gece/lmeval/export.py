@@ -2,8 +2,8 @@
 
 One task per benchmark, ``gece_<benchmark>``, in ``<out>/gece_<benchmark>/``: ``gece_<benchmark>.yaml`` (a
 ``multiple_choice`` task read from local JSON: ``dataset_path: json``, no hub), ``docs.jsonl`` (one
-:class:`gece.io.lmeval_files.Doc` per pair that lm-eval can score exactly) and ``export.json``
-(:class:`gece.io.lmeval_files.Export`: the model, the BOS option, the pairs left out and why).
+:class:`gece.io.schemas.lmeval_files.Doc` per pair that lm-eval can score exactly) and ``export.json``
+(:class:`gece.io.schemas.lmeval_files.Export`: the model, the BOS option, the pairs left out and why).
 
 Whether a pair is exact depends on the tokenizer, so an export is for one registry entry (``--model``). Its
 ``special_tokens`` setting maps to lm-eval's ``add_bos_token`` (:func:`add_bos_token`).
@@ -18,13 +18,13 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from gece.errors import GeceError
-from gece.io.json_writer import write_json
-from gece.io.lmeval_files import Doc, Excluded, Export
-from gece.io.outputs import write_text
-from gece.io.params import require_params
+from gece.base.errors import GeceError
+from gece.catalog.scoring_rules import RULE
+from gece.io.files.json_writer import write_json
+from gece.io.files.outputs import write_text
+from gece.io.schemas.lmeval_files import Doc, Excluded, Export
+from gece.io.settings.params import require_params
 from gece.lmeval import requests, samples
-from gece.rule_registry import RULE
 from gece.scoring import planning
 
 DOCS = "docs.jsonl"
@@ -38,7 +38,8 @@ def task_name(benchmark: str) -> str:
 
 def add_bos_token(rule: str, special_tokens: bool) -> bool | None:
     """lm-eval's ``add_bos_token`` for a registry entry's ``special_tokens`` under a rule. Extraction ``target``
-    (:mod:`gece.rule_registry`): gece encodes each sentence with the tokenizer's special tokens (``true``: lm-eval's
+    (:mod:`gece.catalog.scoring_rules`): gece encodes each sentence with the tokenizer's special tokens (``true``:
+    lm-eval's
     default, None) or without (``false``: False). Extraction ``sentence``: gece always feeds the prefix token (the
     tokenizer's BOS) before the sentence, so lm-eval must add it to every context (True); the ``sentence``
     request's empty context gets it anyway."""
@@ -180,9 +181,9 @@ def export(params: Any, model: str, benchmarks: list[str], out: Path, limit: int
     """Export ``benchmarks`` (each under its params.yaml rule) for the registry entry ``model`` into ``out``."""
     from transformers import AutoTokenizer
 
-    from gece.io import layout
-    from gece.io.pair_rows import PreparedPair
-    from gece.io.readers import read_table
+    from gece.io.files.readers import read_table
+    from gece.io.paths import layout
+    from gece.io.schemas.pair_rows import PreparedPair
 
     spec = loadable(params, model)
     folder = model_dir(spec)
@@ -232,7 +233,7 @@ EXAMPLES = (
 
 
 def add_arguments(p: Any) -> None:
-    from gece.options import count
+    from gece.cmd.options import count
 
     p.add_argument("--model", required=True, help="the registry entry lm-eval will run (its tokenizer decides)")
     p.add_argument("--benchmark", action="append", help="a benchmark id, repeatable (default: every benchmark)")
@@ -241,8 +242,8 @@ def add_arguments(p: Any) -> None:
 
 
 def run(args: Any) -> int:
-    from gece import command
-    from gece.terminal import literal
+    from gece.base.terminal import literal
+    from gece.cmd import command
 
     command.check_id(args.model, "--model")
     params = require_params(args)

@@ -7,16 +7,17 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from gece import command
-from gece.errors import GeceError
-from gece.io import layout, paired
-from gece.io.json_writer import write_json
-from gece.io.lmeval_files import ImportMeta
-from gece.io.pair_rows import ScoreRow
-from gece.io.params import params_if_valid, require_params
-from gece.io.writer import write_table
+from gece.base.errors import GeceError
+from gece.base.terminal import literal
+from gece.cmd import command
+from gece.io.files import paired
+from gece.io.files.json_writer import write_json
+from gece.io.files.writer import write_table
+from gece.io.paths import layout
+from gece.io.schemas.lmeval_files import ImportMeta
+from gece.io.schemas.pair_rows import ScoreRow
+from gece.io.settings.params import params_if_valid, require_params
 from gece.lmeval import samples
-from gece.terminal import literal
 
 HELP = "import lm-evaluation-harness samples as a run's score file (registry source lmeval:<directory>)"
 EXAMPLES = ("gece lmeval-import --model smollm2-135m-lmeval --benchmark winobias",)

@@ -28,8 +28,8 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from gece.errors import GeceError
-from gece.io.harness_entry import HarnessSpec, arg_text
+from gece.base.errors import GeceError
+from gece.io.settings.harness_entry import HarnessSpec, arg_text
 
 TASKS = Path("lmeval/tasks")
 RUNS = Path("lmeval/runs")

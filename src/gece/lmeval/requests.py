@@ -1,7 +1,7 @@
 """gece's scoring rules as lm-evaluation-harness requests, and the check that a request scores what gece scores.
 
 Every rule becomes one ``multiple_choice`` document with two ``loglikelihood`` requests (docs/lmeval.md), of the
-kind its ``request`` names (:mod:`gece.rule_registry`: ``word`` for target, ``sentence`` for sentence and mean,
+kind its ``request`` names (:mod:`gece.catalog.scoring_rules`: ``word`` for target, ``sentence`` for sentence and mean,
 ``suffix`` for shared):
 
     target:    context = sent[:start] (the same on both sides), continuations = the two target words
@@ -31,9 +31,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gece.rule_registry import RULE
-from gece.scoring import rules
+from gece.catalog.scoring_rules import RULE
 from gece.scoring.planning import SideTokens
+from gece.stats import pair_scores
 
 REASONS = {
     "spans": "the sentences differ in several places: one lm-eval context cannot hold both sides",
@@ -112,7 +112,7 @@ def scored_positions(side: SideTokens, other: SideTokens, rule: str) -> list[int
     k = 0
     while k < min(len(ids), len(other_ids)) and ids[k] == other_ids[k]:
         k += 1
-    at, at_other = rules.shared_positions(ids, other_ids)
+    at, at_other = pair_scores.shared_positions(ids, other_ids)
     if at[:k] != list(range(k)) or at_other[:k] != list(range(k)):
         return []
     return [word[i] for i in at[k:]]
@@ -131,4 +131,4 @@ def exact(side: SideTokens, positions: Sequence[int], fed: Sequence[int], n_cont
 def punctuation_only(side: SideTokens, positions: Sequence[int], texts: Sequence[str]) -> bool:
     """``scored_punct_only`` of a pair under a rule that sums matched tokens (``shared``): every token that can move
     p is punctuation (``texts`` are the side's token texts, by position in ``side.ids``)."""
-    return all(rules.is_punctuation(texts[i]) for i in positions)
+    return all(pair_scores.is_punctuation(texts[i]) for i in positions)

@@ -8,7 +8,7 @@ dtype. Every sample must be a prepared pair (its ``pair_id``), with the same two
 ``sha``), the requests gece exports for it under the benchmark's rule, both sides answered, and finite
 log-likelihoods; anything else is refused, naming the pair, the line and the file, and nothing is written.
 
-A side's ``logprob`` is lm-eval's sum (a rule with ``mean``, :mod:`gece.rule_registry`: divided by the side's
+A side's ``logprob`` is lm-eval's sum (a rule with ``mean``, :mod:`gece.catalog.scoring_rules`: divided by the side's
 token count ``n_tokens``), so under ``shared`` it lacks the common prefix gece's own score file includes;
 ``p = sigmoid(logprob_more - logprob_less)`` is the same function of the same tokens under every rule.
 """
@@ -24,15 +24,15 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from gece.errors import GeceError
-from gece.io.json_reader import read_json_file, read_json_lines
-from gece.io.lmeval_files import ImportMeta, Sample
-from gece.io.model_entry import LMEVAL_PREFIX
-from gece.io.pair_rows import SCORE_PAIR_COLUMNS, PreparedPair
-from gece.io.readers import read_table
+from gece.base.errors import GeceError
+from gece.catalog.scoring_rules import RULE
+from gece.io.files.json_reader import read_json_file, read_json_lines
+from gece.io.files.readers import read_table
+from gece.io.schemas.lmeval_files import ImportMeta, Sample
+from gece.io.schemas.pair_rows import SCORE_PAIR_COLUMNS, PreparedPair
+from gece.io.settings.model_entry import LMEVAL_PREFIX
 from gece.lmeval import requests
-from gece.rule_registry import RULE
-from gece.scoring import rules
+from gece.stats import pair_scores
 
 TASK_PREFIX = "gece_"  # task gece_<benchmark>
 SOURCE_PREFIX = LMEVAL_PREFIX
@@ -99,9 +99,10 @@ def shown_id(pair_id: str) -> str:
 def read_samples(path: Path) -> list[tuple[int, Sample | str]]:
     """Each line of a samples file: its number and the parsed sample, or what is wrong with it.
 
-    The file is read by :func:`gece.io.json_reader.read_json_lines` (a regular file within ``GECE_MAX_LMEVAL_BYTES``,
+    The file is read by :func:`gece.io.files.json_reader.read_json_lines` (a regular file within
+    ``GECE_MAX_LMEVAL_BYTES``,
     UTF-8, JSON with bounds: a line that is none is a GeceError naming it); each line is then checked against
-    :class:`~gece.io.lmeval_files.Sample` (strict types: a log-likelihood is a finite number at most 0, a token
+    :class:`~gece.io.schemas.lmeval_files.Sample` (strict types: a log-likelihood is a finite number at most 0, a token
     count an integer of 1 or more), and a ``doc_id`` may appear once."""
     out: list[tuple[int, Sample | str]] = []
     first: dict[int, int] = {}
@@ -172,7 +173,7 @@ def score_frame(
             "logprob_less": lls[1],
             "logit_more": None,
             "logit_less": None,
-            "p": rules.pair_p(lls[0], lls[1]),
+            "p": pair_scores.pair_p(lls[0], lls[1]),
             "scored_punct_only": doc.punct_only,
         }
     if problems:

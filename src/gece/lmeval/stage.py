@@ -26,20 +26,21 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from gece import command
-from gece.errors import GeceError
-from gece.io import layout, paired
-from gece.io.harness_entry import ENGINE, HarnessSpec, is_harness
-from gece.io.json_reader import read_json_file
-from gece.io.json_writer import write_json
-from gece.io.lmeval_files import ImportMeta
-from gece.io.outputs import write_text
-from gece.io.pair_rows import ScoreRow
-from gece.io.params import params_if_valid, require_params
-from gece.io.writer import write_table
+from gece.base.errors import GeceError
+from gece.base.terminal import literal
+from gece.cmd import command
+from gece.io.files import paired
+from gece.io.files.json_reader import read_json_file
+from gece.io.files.json_writer import write_json
+from gece.io.files.outputs import write_text
+from gece.io.files.writer import write_table
+from gece.io.paths import layout
+from gece.io.schemas.lmeval_files import ImportMeta
+from gece.io.schemas.pair_rows import ScoreRow
+from gece.io.settings.harness_entry import ENGINE, HarnessSpec, is_harness
+from gece.io.settings.params import params_if_valid, require_params
 from gece.lmeval import export, launch, samples
 from gece.pipeline import reuse
-from gece.terminal import literal
 
 HELP = "score one benchmark with lm-evaluation-harness for a registry entry with engine: lm-eval (DVC stage lmeval)"
 EXAMPLES = ("gece lmeval-run --model smollm2-135m-harness --benchmark winobias",)

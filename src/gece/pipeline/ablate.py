@@ -7,20 +7,20 @@ import json
 import logging
 from pathlib import Path
 
-from gece import command, run_options
-from gece.errors import GeceError
-from gece.io import layout, report_layout
-from gece.io.ablation_reports import BinningReport, SampleSizeReport
-from gece.io.json_writer import write_json
-from gece.io.params import Params, require_params
-from gece.io.readers import write_figure
-from gece.io.sections import AblateParams, MetricsParams
+from gece.base.errors import GeceError
+from gece.base.terminal import plain, plural
+from gece.base.terminal_table import Table
+from gece.cmd import command, run_tables
+from gece.io.files.json_writer import write_json
+from gece.io.files.readers import write_figure
+from gece.io.paths import layout, report_layout
+from gece.io.schemas.ablation_reports import BinningReport, SampleSizeReport
+from gece.io.settings.params import Params, require_params
+from gece.io.settings.sections import AblateParams, MetricsParams
 from gece.pipeline import runs
 from gece.report import plots
 from gece.stats import ablation
 from gece.stats.ablation import Run
-from gece.terminal import plain, plural
-from gece.terminal_table import Table
 
 log = logging.getLogger("gece")
 
@@ -103,7 +103,7 @@ DESCRIPTION = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    run_options.add_run_inputs(p, "reports/ablation/sample_size/<b>/ and reports/ablation/binning/<b>/")
+    run_tables.add_run_inputs(p, "reports/ablation/sample_size/<b>/ and reports/ablation/binning/<b>/")
     p.add_argument("--sample-size-out", type=Path, help="write the sample-size ablation JSON of the score file here")
     p.add_argument("--binning-out", type=Path, help="write the binning ablation JSON of the score file here")
     p.add_argument("--figure-out", type=Path, help="PNG of mean ± std against the subset size (default: none)")
@@ -148,14 +148,14 @@ def _print(title: str, sizes: dict, grid: dict, draws: int) -> None:
     command.out.print(table)
 
 
-reads = run_options.run_reads  # with --benchmark: the prepared pairs, score files and released scores it reads
+reads = run_tables.run_reads  # with --benchmark: the prepared pairs, score files and released scores it reads
 
 
 def run(args: argparse.Namespace) -> int:
     params = require_params(args)
     if args.benchmark is not None:
-        run_options.one_input(args, "scores", "sample_size_out", "binning_out", "figure_out")
-        benchmark = run_options.benchmark_of(args, params)
+        run_tables.one_input(args, "scores", "sample_size_out", "binning_out", "figure_out")
+        benchmark = run_tables.benchmark_of(args, params)
         results = ablate_benchmark(params, benchmark)
         if args.json:
             runs_json = {m: {"sample_size": sizes, "binning": grid} for m, (sizes, grid) in results.items()}
@@ -164,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
             for m, (sizes, grid) in results.items():
                 _print(f"{benchmark}/{m}", sizes, grid, params.ablate.draws)
         return 0
-    run_options.one_input(args, "scores")
+    run_tables.one_input(args, "scores")
     if args.sample_size_out is None or args.binning_out is None:
         raise GeceError(
             "ablate of a score file needs --sample-size-out and --binning-out",

@@ -15,16 +15,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gece import command, run_options
-from gece.errors import GeceError
-from gece.io import layout, report_layout
-from gece.io.annotation_report import AnnotationReport
-from gece.io.json_writer import write_json
-from gece.io.pair_rows import AnnotatedPair, AnnotationRow, PreparedPair
-from gece.io.params import require_params
-from gece.io.readers import read_table
-from gece.io.sections import AnnotateParams
-from gece.io.writer import write_table
+from gece.base.errors import GeceError
+from gece.cmd import command, run_tables
+from gece.io.files.json_writer import write_json
+from gece.io.files.readers import read_table
+from gece.io.files.writer import write_table
+from gece.io.paths import layout, report_layout
+from gece.io.schemas.annotation_report import AnnotationReport
+from gece.io.schemas.pair_rows import AnnotatedPair, AnnotationRow, PreparedPair
+from gece.io.settings.params import require_params
+from gece.io.settings.sections import AnnotateParams
 
 log = logging.getLogger("gece")
 MAX_SHOWN = 20
@@ -128,9 +128,9 @@ def reads(args: argparse.Namespace) -> list[Path]:
 
 def run(args: argparse.Namespace) -> int:
     params = require_params(args)
-    b = run_options.benchmark_of(args, params)
+    b = run_tables.benchmark_of(args, params)
     settings = command.override(params.annotate, tie=args.tie)
-    from gece.io.outputs import check_outputs
+    from gece.io.files.outputs import check_outputs
 
     check_outputs({"annotated": layout.annotated(b), "report": report_layout.annotation_report(b)})
     annotate(

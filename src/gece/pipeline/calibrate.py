@@ -21,21 +21,22 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from gece import closure, command, options, run_options
-from gece.errors import GeceError
-from gece.io import layout, report_layout
-from gece.io.calibration_files import CalibratedRow, CalibrationBinsReport, CalibrationReport
-from gece.io.json_reader import read_json
-from gece.io.json_writer import write_json
-from gece.io.pair_rows import ScoreRow
-from gece.io.params import CalibrateParams, Params, params_or_defaults
-from gece.io.readers import parquet_rows, read_table
-from gece.io.sections import MetricsParams
-from gece.io.writer import write_table
+from gece.base.errors import GeceError
+from gece.base.terminal import literal, plain, plural
+from gece.base.terminal_table import Table
+from gece.cmd import command, options, run_tables
+from gece.code import closure
+from gece.io.files.json_reader import read_json
+from gece.io.files.json_writer import write_json
+from gece.io.files.readers import parquet_rows, read_table
+from gece.io.files.writer import write_table
+from gece.io.paths import layout, report_layout
+from gece.io.schemas.calibration_files import CalibratedRow, CalibrationBinsReport, CalibrationReport
+from gece.io.schemas.pair_rows import ScoreRow
+from gece.io.settings.params import CalibrateParams, Params, params_or_defaults
+from gece.io.settings.sections import MetricsParams
 from gece.pipeline import reuse, runs
 from gece.stats import calibration, metrics
-from gece.terminal import literal, plain, plural
-from gece.terminal_table import Table
 
 log = logging.getLogger("gece")
 
@@ -44,7 +45,7 @@ FINGERPRINT = "fingerprint"  # the calibrated scores' metadata key (gece.fingerp
 
 @functools.cache
 def computation_code() -> str:
-    """:func:`gece.closure.code_hash` of this module's import closure, docstrings left out: the code a run's
+    """:func:`gece.code.closure.code_hash` of this module's import closure, docstrings left out: the code a run's
     calibration files come from (``cli.py`` and the help are outside it)."""
     return closure.code_hash(closure.closure([__name__]), docstrings=False)
 
@@ -275,7 +276,7 @@ EXAMPLES = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    run_options.add_run_inputs(p, "reports/calibration/<b>/, artifacts/calibrated/<b>/, reports/calibration_bins/<b>/")
+    run_tables.add_run_inputs(p, "reports/calibration/<b>/, artifacts/calibrated/<b>/, reports/calibration_bins/<b>/")
     p.add_argument("--out", type=Path, help="write the calibration report JSON here (default: not written)")
     p.add_argument(
         "--scores-out", type=Path, help="write the per-pair calibrated scores (Parquet) here (default: not written)"
@@ -332,7 +333,7 @@ def _print_report(report: dict, meta: dict) -> None:
                 command.out.print(f"  {name}: {literal(m['reason'])}", highlight=False)
 
 
-reads = run_options.run_reads  # with --benchmark: the prepared pairs, score files and released scores it reads
+reads = run_tables.run_reads  # with --benchmark: the prepared pairs, score files and released scores it reads
 
 
 def run(args: argparse.Namespace) -> int:
@@ -346,8 +347,8 @@ def run(args: argparse.Namespace) -> int:
     )
     metric_settings = params.metrics if params else MetricsParams()
     if args.benchmark is not None:
-        run_options.one_input(args, "scores", "out", "scores_out", "bins_out")
-        benchmark = run_options.benchmark_of(args, params)
+        run_tables.one_input(args, "scores", "out", "scores_out", "bins_out")
+        benchmark = run_tables.benchmark_of(args, params)
         results = calibrate_benchmark(params, benchmark, settings, metric_settings)
         if args.json:
             print(json.dumps(results, indent=2))
@@ -355,7 +356,7 @@ def run(args: argparse.Namespace) -> int:
             for m, report in results.items():
                 _print_report(report, {"benchmark": benchmark, "model": m})
         return 0
-    run_options.one_input(args, "scores")
+    run_tables.one_input(args, "scores")
     report, meta = calibrate(args.scores, args.out, args.scores_out, args.bins_out, settings, metric_settings)
     if args.json:
         print(json.dumps(report, indent=2))

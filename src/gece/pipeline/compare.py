@@ -11,24 +11,25 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gece import command, options, registry, run_options
-from gece.errors import GeceError
-from gece.io import layout
-from gece.io.compare_report import CompareReport
-from gece.io.ids import is_id
-from gece.io.json_writer import write_json
-from gece.io.outputs import write_text
-from gece.io.pair_rows import PreparedPair
-from gece.io.params import Params, params_or_defaults
-from gece.io.readers import read_table
-from gece.io.sections import AblateParams, CompareParams, MetricsParams
+from gece.base.errors import GeceError
+from gece.base.terminal import literal, plain, plural
+from gece.base.terminal_table import Table
+from gece.catalog import metric_defs
+from gece.cmd import command, options, run_tables
+from gece.io.files.json_writer import write_json
+from gece.io.files.outputs import write_text
+from gece.io.files.readers import read_table
+from gece.io.paths import layout
+from gece.io.schemas.compare_report import CompareReport
+from gece.io.schemas.pair_rows import PreparedPair
+from gece.io.settings.ids import is_id
+from gece.io.settings.params import Params, params_or_defaults
+from gece.io.settings.sections import AblateParams, CompareParams, MetricsParams
 from gece.pipeline import runs
 from gece.report import markdown as report_md
 from gece.stats import ablation
-from gece.stats import agreement as stats_agreement
+from gece.stats import engine_agreement as stats_agreement
 from gece.stats.ablation import Run
-from gece.terminal import literal, plain, plural
-from gece.terminal_table import Table
 
 log = logging.getLogger("gece")
 
@@ -127,7 +128,7 @@ def agreements(
     compare_settings: CompareParams,
 ) -> list[dict]:
     """Every run of ``loaded`` (run id -> its scores on ``benchmark``) whose registry entry is ``checked_against``
-    another run of ``loaded``, against that run on the pairs both score (:func:`gece.stats.agreement.agreement`):
+    another run of ``loaded``, against that run on the pairs both score (:func:`gece.stats.engine_agreement.agreement`):
     the same pairs, clusters and draws as their comparison."""
     out = []
     rank = ablation.pair_ranks(loaded)
@@ -244,9 +245,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def reads(args: argparse.Namespace) -> list[Path]:
-    """What it reads besides its score files: with --benchmark, that benchmark's (:func:`gece.run_options.run_reads`);
+    """What it reads besides its score files: with --benchmark, that benchmark's
+    (:func:`gece.cmd.run_tables.run_reads`);
     with score files, the prepared pairs of the benchmark their metadata names (one of artifacts/prepared/)."""
-    return run_options.run_reads(args) if args.benchmark else [layout.ARTIFACTS / "prepared"]
+    return run_tables.run_reads(args) if args.benchmark else [layout.ARTIFACTS / "prepared"]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -259,7 +261,7 @@ def run(args: argparse.Namespace) -> int:
                 f"compare got score files ({', '.join(map(str, args.scores))}) and --benchmark {args.benchmark}",
                 hint="pass either two score files or --benchmark NAME, not both",
             )
-        benchmark = run_options.benchmark_of(args, params)
+        benchmark = run_tables.benchmark_of(args, params)
         loaded = {name: runs.load_run(params, benchmark, name) for name in runs.runs(params, benchmark)}
         references = [name for name in loaded if runs.is_reference(params, name)]
         pairs = read_table(layout.prepared_path(benchmark), PreparedPair)[0].set_index("pair_id")
@@ -312,11 +314,11 @@ def _print_compare(result: dict) -> None:
         "human alignment: positive = A agrees more",
         caption_justify="left",
     )
-    table.add_column("A", ids=True)  # a run id is never cut (gece.terminal_table.Table)
+    table.add_column("A", ids=True)  # a run id is never cut (gece.base.terminal_table.Table)
     table.add_column("B", ids=True)
     table.add_column("pairs", justify="right")
     for k in keys:
-        table.add_column(f"Δ {registry.label(k)}", justify="right")
+        table.add_column(f"Δ {metric_defs.label(k)}", justify="right")
     for pair in result["pairs"]:
         cells = []
         for k in keys:

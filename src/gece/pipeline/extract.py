@@ -30,24 +30,25 @@ import typing
 from collections.abc import Mapping
 from pathlib import Path
 
-from gece import command, options
-from gece.errors import GeceError
-from gece.io import layout, paired
-from gece.io.extract_params import ExtractParams
-from gece.io.inputs import check_unique_ids
-from gece.io.json_reader import read_json
-from gece.io.json_writer import write_json
-from gece.io.model_entry import ModelSpec
-from gece.io.outputs import check_output, check_output_dir
-from gece.io.pair_rows import PreparedPair
-from gece.io.params import params_if_valid, require_params
-from gece.io.readers import iter_table, pair_ids, parquet_rows, read_table
-from gece.io.tokens import ExtractMeta, ExtractTiming, TokenRow
-from gece.io.writer import write_table
+from gece.base.errors import GeceError
+from gece.base.terminal import literal, plural
+from gece.catalog.scoring_rules import RULE_NAMES, RuleName
+from gece.cmd import command, options
+from gece.io.files import paired
+from gece.io.files.inputs import check_unique_ids
+from gece.io.files.json_reader import read_json
+from gece.io.files.json_writer import write_json
+from gece.io.files.outputs import check_output, check_output_dir
+from gece.io.files.readers import iter_table, pair_ids, parquet_rows, read_table
+from gece.io.files.writer import write_table
+from gece.io.paths import layout
+from gece.io.schemas.pair_rows import PreparedPair
+from gece.io.schemas.tokens import ExtractMeta, ExtractTiming, TokenRow
+from gece.io.settings.extract_params import ExtractParams
+from gece.io.settings.model_entry import ModelSpec
+from gece.io.settings.params import params_if_valid, require_params
 from gece.pipeline import reuse
-from gece.rule_registry import RULE_NAMES, RuleName
 from gece.scoring import extraction, planning
-from gece.terminal import literal, plural
 
 log = logging.getLogger("gece")
 
@@ -56,7 +57,7 @@ def effective(
     settings: ExtractParams, spec: ModelSpec, benchmark: str, rules: Mapping[str, RuleName] | None = None
 ) -> ExtractParams:
     """The settings that score ``benchmark`` with ``spec``: its rule (``rules[benchmark]``, the rule of its
-    params.yaml entry, :attr:`gece.io.params.Params.rules`; else ``settings.rule``), and the smaller of
+    params.yaml entry, :attr:`gece.io.settings.params.Params.rules`; else ``settings.rule``), and the smaller of
     ``extract.limit`` and ``registry.<model>.limit``."""
     limit = min((x for x in (settings.limit, spec.limit) if x is not None), default=None)
     return settings.model_copy(update={"rule": (rules or {}).get(benchmark, settings.rule), "limit": limit})
@@ -99,7 +100,8 @@ def extract(
     the target words (``target``) or the whole sentences (``sentence``); a pair with a word at its sentence's
     first token is fed with the prefix token (BOS, else EOS) in front (:func:`gece.scoring.planning.prefix_pairs`;
     counted in the meta's ``prefixed_sentences``). Shards go under ``shards`` (default
-    :func:`gece.io.layout.shards_dir`, beside ``out``; the stage's are :func:`gece.io.layout.tokens_shards_dir`,
+    :func:`gece.io.paths.layout.shards_dir`, beside ``out``; the stage's are
+    :func:`gece.io.paths.layout.tokens_shards_dir`,
     outside the folder DVC removes before a run). ``loaded`` is an already loaded
     :class:`gece.scoring.models.LoadedModel` of ``spec`` (tests, benchmarks), and ``key`` the :func:`fingerprint`
     of these arguments when the caller has it already (:func:`extract_model`).
@@ -390,8 +392,8 @@ def reads(args: argparse.Namespace) -> list[Path]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gece.io.harness_entry import is_harness
-    from gece.io.ids import ID_HELP, is_id
+    from gece.io.settings.harness_entry import is_harness
+    from gece.io.settings.ids import ID_HELP, is_id
 
     if not is_id(args.model):  # a path or a hub id, most likely: say where it goes
         raise GeceError(

@@ -24,19 +24,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gece import command, run_options
-from gece.errors import GeceError
-from gece.groupings import DERIVED_GROUPINGS, OUTCOME_GROUPINGS, SYNTH_COLUMNS
-from gece.io import layout, report_layout
-from gece.io.groups_report import GroupsReport
-from gece.io.json_writer import write_json
-from gece.io.pair_rows import SYNTH_SCHEMAS, AnnotatedPair
-from gece.io.params import GroupsParams, Params, require_params
-from gece.io.readers import read_table
-from gece.io.sections import MetricsParams
+from gece.base.errors import GeceError
+from gece.base.terminal import plain
+from gece.catalog.groupings import DERIVED_GROUPINGS, OUTCOME_GROUPINGS, SYNTH_COLUMNS
+from gece.cmd import command, run_tables
+from gece.io.files.json_writer import write_json
+from gece.io.files.readers import read_table
+from gece.io.paths import layout, report_layout
+from gece.io.schemas.groups_report import GroupsReport
+from gece.io.schemas.pair_rows import SYNTH_SCHEMAS, AnnotatedPair
+from gece.io.settings.params import GroupsParams, Params, require_params
+from gece.io.settings.sections import MetricsParams
 from gece.pipeline import runs
 from gece.stats import by_group, calibration_tests
-from gece.terminal import plain
 
 log = logging.getLogger("gece")
 
@@ -302,16 +302,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def reads(args: argparse.Namespace) -> list[Path]:
     """What it reads besides --params: the benchmark's prepared pairs, score files and released scores
-    (:func:`gece.run_options.run_reads`) and its annotated pairs."""
+    (:func:`gece.cmd.run_tables.run_reads`) and its annotated pairs."""
     try:
-        return [*run_options.run_reads(args), layout.annotated(args.benchmark)]
+        return [*run_tables.run_reads(args), layout.annotated(args.benchmark)]
     except GeceError:  # no plain id: run refuses it
         return []
 
 
 def run(args: argparse.Namespace) -> int:
     params = require_params(args)
-    benchmark = run_options.benchmark_of(args, params)
+    benchmark = run_tables.benchmark_of(args, params)
     report = groups_benchmark(params, benchmark)
     if args.json:
         print(json.dumps(report, indent=2))
@@ -338,7 +338,7 @@ def run(args: argparse.Namespace) -> int:
                 if r["gap"] is not None
             }
             command.out.print(
-                run_options.rows_table(
+                run_tables.rows_table(
                     f"{benchmark} / {name}", "grouping / protocol / group", rows, ["n", "ece", "ci_low", "ci_high"]
                 )
             )

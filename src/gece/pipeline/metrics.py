@@ -10,14 +10,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gece import command, options, run_options
-from gece.io import layout, report_layout
-from gece.io.json_writer import write_json
-from gece.io.metric_reports import BinsReport, MetricsReport
-from gece.io.pair_rows import SYNTH_SCHEMAS
-from gece.io.params import Params, params_or_defaults
-from gece.io.readers import read_table
-from gece.io.sections import MetricsParams
+from gece.cmd import command, options, run_tables
+from gece.io.files.json_writer import write_json
+from gece.io.files.readers import read_table
+from gece.io.paths import layout, report_layout
+from gece.io.schemas.metric_reports import BinsReport, MetricsReport
+from gece.io.schemas.pair_rows import SYNTH_SCHEMAS
+from gece.io.settings.params import Params, params_or_defaults
+from gece.io.settings.sections import MetricsParams
 from gece.pipeline import runs
 from gece.stats import intervals, metrics, referent
 
@@ -127,7 +127,7 @@ EXAMPLES = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    run_options.add_run_inputs(p, "reports/metrics/<benchmark>/ and reports/bins/<benchmark>/")
+    run_tables.add_run_inputs(p, "reports/metrics/<benchmark>/ and reports/bins/<benchmark>/")
     p.add_argument("--out", type=Path, help="write the metrics JSON of the score file here (default: not written)")
     p.add_argument("--bins-out", type=Path, help="write its reliability bins JSON here (default: not written)")
     p.add_argument("--json", action="store_true", help="print the metrics as JSON instead of a table")
@@ -142,28 +142,28 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.set_defaults(outputs={"--out": "out", "--bins-out": "bins_out"}, inputs=("scores",))
 
 
-reads = run_options.run_reads  # with --benchmark: the prepared pairs, score files and released scores it reads
+reads = run_tables.run_reads  # with --benchmark: the prepared pairs, score files and released scores it reads
 
 
 def run(args: argparse.Namespace) -> int:
     params = params_or_defaults(args)
     settings = command.override(params.metrics if params else MetricsParams(), n_bins=args.n_bins, binning=args.binning)
     if args.benchmark is not None:
-        run_options.one_input(args, "scores", "out", "bins_out")
-        benchmark = run_options.benchmark_of(args, params)
+        run_tables.one_input(args, "scores", "out", "bins_out")
+        benchmark = run_tables.benchmark_of(args, params)
         results = metrics_benchmark(params, benchmark, settings)
         if args.json:
             print(json.dumps(results, indent=2))
         elif not args.quiet:
             for m, report in results.items():
-                run_options.print_metrics(
-                    report, run_options.metrics_title({"benchmark": benchmark, "model": m}, report), settings.ci
+                run_tables.print_metrics(
+                    report, run_tables.metrics_title({"benchmark": benchmark, "model": m}, report), settings.ci
                 )
         return 0
-    run_options.one_input(args, "scores")
+    run_tables.one_input(args, "scores")
     report, _, meta = metrics_stage(args.scores, args.out, args.bins_out, settings)
     if args.json:
         print(json.dumps(report, indent=2))
     elif not args.quiet:
-        run_options.print_metrics(report, run_options.metrics_title(meta, report), settings.ci)
+        run_tables.print_metrics(report, run_tables.metrics_title(meta, report), settings.ci)
     return 0

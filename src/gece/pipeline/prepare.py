@@ -2,10 +2,11 @@
 per-annotator labels (``artifacts/annotations/<b>.parquet``, zero rows when it has none).
 
 A benchmark is a gece CSV (``data/benchmarks/<b>.csv``) or, when its params.yaml entry has a ``source``
-(``benchmarks.<b>.source``), a CrowS-Pairs-format file read by :mod:`gece.io.crows` (identity protocol: y = 1; the
+(``benchmarks.<b>.source``), a CrowS-Pairs-format file read by :mod:`gece.io.formats.crows` (identity protocol: y =
+1; the
 group is the CrowS ``bias_type``, so the gender-lexicon check is skipped; pairs that cannot be
 scored are dropped with one warning), or, with ``benchmarks.<b>.synthbias``, SynthBias's pronoun pairs of one type,
-read by :mod:`gece.io.synthbias` (the rows each pairing rule removed, and the stratified subset's pairs per
+read by :mod:`gece.io.formats.synthbias` (the rows each pairing rule removed, and the stratified subset's pairs per
 stratum, go into the prepared file's metadata and the log).
 """
 
@@ -17,13 +18,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from gece import command, run_options
-from gece.errors import GeceError
-from gece.io import benchmarks, data_layout, layout
-from gece.io.pair_rows import SYNTH_SCHEMAS, AnnotationRow
-from gece.io.params import params_if_valid, params_or_defaults
-from gece.io.sections import BenchmarkSpec, Cluster, PrepareParams
-from gece.io.writer import write_table
+from gece.base.errors import GeceError
+from gece.cmd import command, run_tables
+from gece.io.files.writer import write_table
+from gece.io.formats import benchmarks
+from gece.io.paths import data_layout, layout
+from gece.io.schemas.pair_rows import SYNTH_SCHEMAS, AnnotationRow
+from gece.io.settings.params import params_if_valid, params_or_defaults
+from gece.io.settings.sections import BenchmarkSpec, Cluster, PrepareParams
 
 log = logging.getLogger("gece")
 
@@ -64,10 +66,11 @@ def prepare(
 ) -> pd.DataFrame:
     """A benchmark file -> prepared pairs at ``out`` (and the annotations at ``annotations_out`` when given).
 
-    ``imported``: ``csv`` is a CrowS-Pairs-format file (:mod:`gece.io.crows`); ``name`` is the benchmark id
+    ``imported``: ``csv`` is a CrowS-Pairs-format file (:mod:`gece.io.formats.crows`); ``name`` is the benchmark id
     (default: the gece CSV's file name). ``annotations_csv``: a per-annotator annotations CSV of the
-    benchmark (:func:`gece.io.crows.read_annotations`). ``cluster``: the resampling unit of the ``cluster`` column
-    (:func:`gece.io.benchmarks.prepare_pairs`). ``entry``: the benchmark's params.yaml entry, read for its
+    benchmark (:func:`gece.io.formats.crows.read_annotations`). ``cluster``: the resampling unit of the ``cluster``
+    column
+    (:func:`gece.io.formats.benchmarks.prepare_pairs`). ``entry``: the benchmark's params.yaml entry, read for its
     ``synthbias`` type and ``subset`` (:func:`synthbias_rows`). Nothing is written unless both files can be.
     """
     csv = Path(csv)
@@ -78,7 +81,7 @@ def prepare(
         meta |= more
         warnings, n_rows, found = [], more["rows_read"], None
     elif imported:
-        from gece.io import crows
+        from gece.io.formats import crows
 
         data = crows.read_crows(csv)
         rows, problems, warnings = benchmarks.check_rows(data.pairs, str(csv), settings.duplicates, imported=True)
@@ -109,7 +112,7 @@ def prepare(
         rows, warnings = benchmarks.load_benchmark(csv, settings.duplicates)
         n_rows, found = rows.attrs["rows_read"], None
     if annotations_csv is not None:
-        from gece.io import crows
+        from gece.io.formats import crows
 
         if found is not None and not found.empty:
             raise GeceError(
@@ -149,7 +152,8 @@ def prepare(
 
 
 def referent_columns(prepared: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
-    """The prepared referent rows (:mod:`gece.io.synthbias_referent`, in the order of ``rows``) with their grouping
+    """The prepared referent rows (:mod:`gece.io.formats.synthbias_referent`, in the order of ``rows``) with their
+    grouping
     columns, and as ``cluster`` the pair id of their sentence's he version."""
     pair_id = pd.Series(prepared["pair_id"].to_numpy(), index=prepared["row"].to_numpy())
     extra = ["pronoun_gender", "stereotype", "referent"]
@@ -157,10 +161,10 @@ def referent_columns(prepared: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame
 
 
 def synthbias_rows(csv: Path, name: str, entry: BenchmarkSpec) -> tuple[pd.DataFrame, dict[str, str]]:
-    """SynthBias's pronoun pairs of ``entry.synthbias`` (:mod:`gece.io.synthbias`), or its referent rows
-    (:mod:`gece.io.synthbias_referent`), as benchmark rows, and the metadata that records the pairing rules'
+    """SynthBias's pronoun pairs of ``entry.synthbias`` (:mod:`gece.io.formats.synthbias`), or its referent rows
+    (:mod:`gece.io.formats.synthbias_referent`), as benchmark rows, and the metadata that records the pairing rules'
     removals and the subset."""
-    from gece.io import synthbias, synthbias_referent
+    from gece.io.formats import synthbias, synthbias_referent
 
     if entry.synthbias == "referent":
         prompt = entry.prompt or synthbias_referent.DEFAULT_PROMPT
@@ -260,7 +264,7 @@ def run(args: argparse.Namespace) -> int:
                 "--benchmark names the input and both outputs; give either --benchmark B or CSV OUT",
                 hint="gece prepare --benchmark crows_pairs, or gece prepare IN.csv OUT.parquet",
             )
-        b = run_options.benchmark_of(args, params)
+        b = run_tables.benchmark_of(args, params)
         extra = data_layout.annotations_csv(b)
         prepare(
             data_layout.benchmark_source(params, b),

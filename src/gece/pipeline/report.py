@@ -14,15 +14,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from gece import command
-from gece.calibration_methods import METHOD_NAMES
-from gece.errors import GeceError
-from gece.io import data_layout, layout, report_layout
-from gece.io.inputs import check_input_dir
-from gece.io.outputs import check_output_dir, clear_output_dir, write_bytes, write_text
-from gece.io.pair_rows import ScoreRow
-from gece.io.params import Params, params_if_valid, require_params
-from gece.io.readers import png_size, png_text, read_table, write_figure
+from gece.base.errors import GeceError
+from gece.base.terminal import literal, plural
+from gece.catalog.calibration_methods import METHOD_NAMES
+from gece.cmd import command
+from gece.io.files.inputs import check_input_dir
+from gece.io.files.outputs import check_output_dir, clear_output_dir, write_bytes, write_text
+from gece.io.files.readers import png_size, png_text, read_table, write_figure
+from gece.io.paths import data_layout, layout, report_layout
+from gece.io.schemas.pair_rows import ScoreRow
+from gece.io.settings.params import Params, params_if_valid, require_params
 from gece.pipeline import report_data, runs, summary
 from gece.report import answer_plots, forest, plots
 from gece.report import examples as report_examples
@@ -33,7 +34,6 @@ from gece.report import tables as report_tables
 from gece.report.cells import ReportData, TableDoc, constant_y
 from gece.report.first_screen import AnswerFigure
 from gece.stats import metrics
-from gece.terminal import literal, plural
 
 log = logging.getLogger("gece")
 
@@ -70,12 +70,12 @@ def _package_versions() -> dict[str, str]:
 
 
 def _code_sha256() -> str:
-    """sha256 of every command's manifest (:func:`gece.manifests.fingerprint`: each module by what its code does)
+    """sha256 of every command's manifest (:func:`gece.code.manifests.fingerprint`: each module by what its code does)
     and of the page's CSS and template: names the code that built the results without the git revision, which
     changes with every commit, and without the comments and docstrings, which change no result."""
     import hashlib
 
-    from gece.manifests import fingerprint
+    from gece.code.manifests import fingerprint
 
     h = hashlib.sha256(fingerprint().encode())
     for name in report_html.PAGE_DATA:
@@ -84,7 +84,7 @@ def _code_sha256() -> str:
 
 
 def _data_snapshot(data_dvc: Path) -> dict:
-    from gece.io.params_file import load_yaml
+    from gece.io.settings.params_file import load_yaml
 
     if not data_dvc.exists():
         return {"data_md5": "unknown (no data.dvc)", "data_nfiles": "?"}

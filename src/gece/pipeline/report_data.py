@@ -7,17 +7,18 @@ import os
 from pathlib import Path
 from typing import Any
 
-from gece.io import data_layout, layout, paired, report_layout
-from gece.io.ablation_reports import BinningReport, NeutralReport, SampleSizeReport, SpecialTokensReport
-from gece.io.annotation_report import AnnotationReport
-from gece.io.calibration_files import CalibrationBinsReport, CalibrationReport
-from gece.io.compare_report import CompareReport
-from gece.io.groups_report import GroupsReport
-from gece.io.json_reader import read_json
-from gece.io.lmeval_files import ImportMeta
-from gece.io.metric_reports import BinsReport, MetricsReport
-from gece.io.params import Params
-from gece.io.tokens import ExtractMeta
+from gece.io.files import paired
+from gece.io.files.json_reader import read_json
+from gece.io.paths import data_layout, layout, report_layout
+from gece.io.schemas.ablation_reports import BinningReport, NeutralReport, SampleSizeReport, SpecialTokensReport
+from gece.io.schemas.annotation_report import AnnotationReport
+from gece.io.schemas.calibration_files import CalibrationBinsReport, CalibrationReport
+from gece.io.schemas.compare_report import CompareReport
+from gece.io.schemas.groups_report import GroupsReport
+from gece.io.schemas.lmeval_files import ImportMeta
+from gece.io.schemas.metric_reports import BinsReport, MetricsReport
+from gece.io.schemas.tokens import ExtractMeta
+from gece.io.settings.params import Params
 from gece.pipeline import runs
 from gece.report import cells as report_cells
 from gece.report.cells import ReportData

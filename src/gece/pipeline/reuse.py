@@ -83,7 +83,7 @@ def previous_outputs(out_dir: str | Path, lock: str | Path = LOCK) -> dict[str, 
 
 def restore(files: Iterable[tuple[Path, Path]]) -> None:
     """Write each recorded file (``(source in DVC's cache, destination)``) to its place, byte for byte, atomically."""
-    from gece.io.outputs import atomic_path
+    from gece.io.files.outputs import atomic_path
 
     for src, dest in files:
         with atomic_path(dest) as tmp:

@@ -1,6 +1,6 @@
 """Runs: which (benchmark, model) runs a configuration has, and their scores whatever the source.
 
-A run's scores come from its registry source (``gece.io.model_entry.ModelSpec``): a scored model's score
+A run's scores come from its registry source (``gece.io.settings.model_entry.ModelSpec``): a scored model's score
 file (``artifacts/scores/<b>/<m>.parquet``, written by the score stage, or by ``gece lmeval-import`` for an
 ``lmeval:<directory>`` source), or, for a
 ``reference:<name>`` source, the released per-pair scores ``data/reference/<b>/<name>.csv``,
@@ -18,18 +18,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gece.errors import GeceError
-from gece.io import data_layout, layout
-from gece.io.harness_entry import is_harness
-from gece.io.ids import check_id
-from gece.io.inputs import check_unique_ids, read_text, require_file
-from gece.io.metric_reports import MetricsReport
-from gece.io.model_entry import LMEVAL_PREFIX
-from gece.io.pair_rows import SCORE_PAIR_COLUMNS, PreparedPair, ReferenceRow, ScoreRow
-from gece.io.params import Params
-from gece.io.readers import as_table, iter_table, parquet_rows, read_table
-from gece.io.sections import MetricsParams
-from gece.io.writer import validate_records
+from gece.base.errors import GeceError
+from gece.io.files.inputs import check_unique_ids, read_text, require_file
+from gece.io.files.readers import as_table, iter_table, parquet_rows, read_table
+from gece.io.files.writer import validate_records
+from gece.io.paths import data_layout, layout
+from gece.io.schemas.metric_reports import MetricsReport
+from gece.io.schemas.pair_rows import SCORE_PAIR_COLUMNS, PreparedPair, ReferenceRow, ScoreRow
+from gece.io.settings.harness_entry import is_harness
+from gece.io.settings.ids import check_id
+from gece.io.settings.model_entry import LMEVAL_PREFIX
+from gece.io.settings.params import Params
+from gece.io.settings.sections import MetricsParams
 from gece.stats import metrics
 from gece.stats.ablation import Run
 
@@ -88,7 +88,7 @@ def load_scores(
     params: Params, benchmark: str, model: str, columns: list[str] | None = None, root: Path = Path()
 ) -> tuple[pd.DataFrame, dict[str, str]]:
     """A run's scores (``ScoreRow`` columns, or only ``columns``) and metadata, whatever its source; paths are
-    those of :mod:`gece.io.layout` under the repository ``root``."""
+    those of :mod:`gece.io.paths.layout` under the repository ``root``."""
     if is_reference(params, model):
         scores, meta = reference_scores(
             root / layout.prepared_path(benchmark),

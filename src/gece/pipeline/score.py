@@ -1,13 +1,14 @@
 """Stage score: a model's token scores of a benchmark -> per-pair scores ``artifacts/scores/<b>/<m>.parquet``.
 
-extract stores every target token's log-probability and logit (``artifacts/tokens/<m>/<b>.parquet``);
-this stage applies the word rule ``extract.word_prob`` (``chain`` or ``max``) and the side rule
-(:mod:`gece.scoring.rules`), or the whole-sentence rule of the token file (extraction ``sentence`` in
-:mod:`gece.rule_registry`: ``sentence``, ``mean``, ``shared``), and joins the prepared pairs' sentences and
-labels, giving the :class:`gece.io.pair_rows.ScoreRow` file every later stage reads, with its meta (extract's,
+extract stores every target token's log-probability and logit (``artifacts/tokens/<m>/<b>.parquet``); this stage
+applies the word rule ``extract.word_prob`` (``chain`` or ``max``) and the side rule ``extract.side_prob`` (``joint``
+or ``sum``, :mod:`gece.stats.pair_scores`), or the whole-sentence rule of the token file (extraction ``sentence`` in
+:mod:`gece.catalog.scoring_rules`: ``sentence``, ``mean``, ``shared``), and joins the prepared pairs' sentences and
+labels, giving the :class:`gece.io.schemas.pair_rows.ScoreRow` file every later stage reads, with its meta (extract's,
 with the rule applied). It runs no model (no torch is imported), so ``dvc exp run -S extract.word_prob=max`` takes
-seconds. A benchmark scored by a whole-sentence rule reads every token of each sentence (``chain``) whatever
-``word_prob`` says: the word rule is about the sub-tokens of a target word, and its meta says ``chain``.
+seconds, as does ``-S extract.side_prob=sum`` (the authors' convention). A benchmark scored by a whole-sentence rule
+reads every token of each sentence (``chain``) whatever ``word_prob`` says: the word rule is about the sub-tokens of a
+target word, and its meta says ``chain``.
 """
 
 from __future__ import annotations
@@ -19,33 +20,35 @@ from pathlib import Path
 
 import pandas as pd
 
-from gece import command
-from gece.errors import GeceError
-from gece.io import layout, paired
-from gece.io.extract_params import ExtractParams
-from gece.io.json_reader import read_json
-from gece.io.json_writer import write_json
-from gece.io.outputs import check_output
-from gece.io.pair_rows import SCORE_PAIR_COLUMNS, PreparedPair, ScoreRow
-from gece.io.params_file import load_sections
-from gece.io.readers import read_table
-from gece.io.schema_base import Section
-from gece.io.tokens import ExtractMeta, TokenRow
-from gece.io.writer import ROW_GROUP_ROWS, TableWriter
-from gece.rule_registry import DEFAULT_RULE, RULE
-from gece.scoring import rules
-from gece.terminal import literal, plural
+from gece.base.errors import GeceError
+from gece.base.terminal import literal, plural
+from gece.catalog.scoring_rules import DEFAULT_RULE, RULE
+from gece.cmd import command
+from gece.io.files import paired
+from gece.io.files.json_reader import read_json
+from gece.io.files.json_writer import write_json
+from gece.io.files.outputs import check_output
+from gece.io.files.readers import read_table
+from gece.io.files.writer import ROW_GROUP_ROWS, TableWriter
+from gece.io.paths import layout
+from gece.io.schemas.pair_rows import SCORE_PAIR_COLUMNS, PreparedPair, ScoreRow
+from gece.io.schemas.schema_base import Section
+from gece.io.schemas.tokens import ExtractMeta, TokenRow
+from gece.io.settings.extract_params import ExtractParams
+from gece.io.settings.params_file import load_sections
+from gece.stats import pair_scores
 
 log = logging.getLogger("gece")
 
-# the token file's metadata a score file keeps, in this order (then word_prob, then the rule when not target)
+# the token file's metadata a score file keeps, in this order (then word_prob and side_prob, then the rule when not
+# target)
 KEPT_META = ("benchmark", "model", "source", "weights_sha256", "special_tokens")
 KEPT_AFTER = ("dtype", "device", "attention")
 
 
 def sentence_records(toks: pd.DataFrame, rule: str, tokens: Path, rerun: str) -> list[dict]:
     """The score columns of every pair of a token file under a whole-sentence rule
-    (:func:`gece.scoring.rules.sentence_record`; each side's one "word" is its sentence's tokens). A rule that
+    (:func:`gece.stats.pair_scores.sentence_record`; each side's one "word" is its sentence's tokens). A rule that
     sums matched tokens reads their ids and texts."""
     matched = RULE[rule].matched
     if matched and ("token_ids_more" not in toks or toks["token_ids_more"].isna().any()):
@@ -58,7 +61,7 @@ def sentence_records(toks: pd.DataFrame, rule: str, tokens: Path, rerun: str) ->
         ids_m = ids_l = text_m = ()
         if matched:
             ids_m, ids_l, text_m = row.token_ids_more[0], row.token_ids_less[0], row.token_text_more[0]
-        rec = rules.sentence_record(row.logprobs_more[0], row.logprobs_less[0], ids_m, ids_l, text_m, rule)
+        rec = pair_scores.sentence_record(row.logprobs_more[0], row.logprobs_less[0], ids_m, ids_l, text_m, rule)
         logits = (row.logits_more, row.logits_less)
         recs.append(
             rec
@@ -70,14 +73,22 @@ def sentence_records(toks: pd.DataFrame, rule: str, tokens: Path, rerun: str) ->
     return recs
 
 
-def _records(toks: pd.DataFrame, rule: str, word_prob: rules.WordProb, tokens: Path, out: Path, rerun: str) -> list:
+def _records(
+    toks: pd.DataFrame,
+    rule: str,
+    word_prob: pair_scores.WordProb,
+    side_prob: pair_scores.SideProb,
+    tokens: Path,
+    out: Path,
+    rerun: str,
+) -> list:
     """Every pair's score columns under the token file's ``rule``; a sum of log-probabilities that overflows
     (math.fsum raises) is an error naming the token file, not a traceback."""
     try:
         if RULE[rule].extraction == "sentence":
             return sentence_records(toks, rule, tokens, rerun)
         return [
-            rules.score_record(*cols, word_prob)
+            pair_scores.score_record(*cols, word_prob, side_prob)
             for cols in zip(
                 toks["logprobs_more"], toks["logprobs_less"], toks["logits_more"], toks["logits_less"], strict=True
             )
@@ -94,7 +105,8 @@ def score(
     prepared: str | Path,
     tokens: str | Path,
     out: str | Path,
-    word_prob: rules.WordProb,
+    word_prob: pair_scores.WordProb,
+    side_prob: pair_scores.SideProb = "joint",
     *,
     meta_out: str | Path | None = None,
 ) -> ExtractMeta:
@@ -130,7 +142,7 @@ def score(
         )
     if RULE[meta.rule].extraction == "sentence":  # every token of the sentence: word_prob is a rule for target words
         word_prob = "chain"
-    recs = _records(toks, meta.rule, word_prob, tokens, out, rerun)
+    recs = _records(toks, meta.rule, word_prob, side_prob, tokens, out, rerun)
     bad = [
         f"row {i}, pair {pid!r}: logprob_{side} is {rec[f'logprob_{side}']} (the token log-probabilities overflow)"
         for i, (pid, rec) in enumerate(zip(toks["pair_id"], recs, strict=True), start=1)
@@ -145,15 +157,24 @@ def score(
             f"as it is, or is corrupt: {rerun}",
         )
     frame = pd.concat([base[SCORE_PAIR_COLUMNS].reset_index(drop=True), pd.DataFrame(recs, index=toks.index)], axis=1)
-    file_meta = {k: tmeta[k] for k in KEPT_META} | {"word_prob": word_prob} | {k: tmeta[k] for k in KEPT_AFTER}
+    applied = {"word_prob": word_prob, "side_prob": side_prob}
+    file_meta = {k: tmeta[k] for k in KEPT_META} | applied | {k: tmeta[k] for k in KEPT_AFTER}
     if meta.rule != DEFAULT_RULE:  # absent: the target rule (score files from before the setting stay byte-identical)
         file_meta["rule"] = meta.rule
     with TableWriter(out, ScoreRow, file_meta) as writer:  # row groups as extract wrote them before it kept tokens
         for start in range(0, max(len(frame), 1), ROW_GROUP_ROWS):
             writer.write(frame.iloc[start : start + ROW_GROUP_ROWS])
-    scored = paired.describing(meta.model_copy(update={"word_prob": word_prob}), out)
+    scored = paired.describing(meta.model_copy(update=applied), out)
     write_json(meta_out, scored)
-    log.info("%s/%s: %d pairs, word_prob %s -> %s", meta.benchmark, meta.model, len(frame), word_prob, out)
+    log.info(
+        "%s/%s: %d pairs, word_prob %s, side_prob %s -> %s",
+        meta.benchmark,
+        meta.model,
+        len(frame),
+        word_prob,
+        side_prob,
+        out,
+    )
     return scored
 
 
@@ -172,6 +193,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--word-prob",
         choices=["chain", "max"],
         help="word probability over sub-tokens: chain (product) or max (default: {params:extract.word_prob})",
+    )
+    p.add_argument(
+        "--side-prob",
+        choices=pair_scores.SIDE_PROBS,
+        help="a side's probability over several target words: joint (chain rule) or sum (the authors' "
+        "convention) (default: {params:extract.side_prob})",
     )
     p.add_argument(
         "--out",
@@ -204,6 +231,7 @@ def run(args: argparse.Namespace) -> int:
     command.check_id(args.model, "--model")
     params = load_sections(args.params, Settings)
     word_prob = args.word_prob or params.extract.word_prob
+    side_prob = args.side_prob or params.extract.side_prob
     out = args.out or layout.scores_path(args.benchmark, args.model)
     tokens = layout.tokens_path(args.model, args.benchmark)
     if not tokens.is_file():
@@ -211,10 +239,10 @@ def run(args: argparse.Namespace) -> int:
             f"--benchmark {args.benchmark!r} --model {args.model!r}: no token scores ({tokens} not found)",
             hint=f"run its extract stage first: dvc repro extract@{args.model} (or dvc pull it)",
         )
-    meta = score(layout.prepared_path(args.benchmark), tokens, out, word_prob)
+    meta = score(layout.prepared_path(args.benchmark), tokens, out, word_prob, side_prob)
     command.out.print(
         f"[green]scored[/] {plural(meta.pairs, 'pair')} of {literal(args.benchmark)} with "
-        f"{literal(args.model)} (word_prob {word_prob}) -> {literal(str(out))}",
+        f"{literal(args.model)} (word_prob {word_prob}, side_prob {side_prob}) -> {literal(str(out))}",
         highlight=False,
     )
     return 0

@@ -7,14 +7,14 @@ import json
 import logging
 from pathlib import Path
 
-from gece import command, run_options
-from gece.errors import GeceError
-from gece.io import layout, report_layout
-from gece.io.ablation_reports import SpecialTokensReport
-from gece.io.json_reader import read_json
-from gece.io.json_writer import write_json
-from gece.io.metric_reports import MetricsReport
-from gece.io.params import require_params
+from gece.base.errors import GeceError
+from gece.cmd import command, run_tables
+from gece.io.files.json_reader import read_json
+from gece.io.files.json_writer import write_json
+from gece.io.paths import layout, report_layout
+from gece.io.schemas.ablation_reports import SpecialTokensReport
+from gece.io.schemas.metric_reports import MetricsReport
+from gece.io.settings.params import require_params
 from gece.pipeline import runs
 from gece.stats import ablation
 
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     elif not args.quiet:
         rows = {f"{b} {side}": sides[side] for b, sides in result.items() for side in ("with", "without")}
         command.out.print(
-            run_options.rows_table(
+            run_tables.rows_table(
                 f"{args.model} with vs without special tokens ({without})",
                 "benchmark",
                 rows,

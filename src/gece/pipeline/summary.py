@@ -7,16 +7,16 @@ import json
 import logging
 from pathlib import Path
 
-from gece import command
-from gece.io import layout
-from gece.io.inputs import check_input_dir
-from gece.io.json_reader import flatten
-from gece.io.json_writer import write_json
-from gece.io.params import Params, require_params
-from gece.io.summary_report import SummaryReport
+from gece.base.terminal import literal, plain
+from gece.base.terminal_table import Table
+from gece.cmd import command
+from gece.io.files.inputs import check_input_dir
+from gece.io.files.json_reader import flatten
+from gece.io.files.json_writer import write_json
+from gece.io.paths import layout
+from gece.io.schemas.summary_report import SummaryReport
+from gece.io.settings.params import Params, require_params
 from gece.pipeline import report_data
-from gece.terminal import literal, plain
-from gece.terminal_table import Table
 
 log = logging.getLogger("gece")
 

@@ -7,8 +7,8 @@ they use.
 
 from __future__ import annotations
 
-from gece.io import report_layout
-from gece.registry import METRIC
+from gece.catalog.metric_defs import METRIC
+from gece.io.paths import report_layout
 from gece.report.cells import (
     Cell,
     Column,

@@ -1,5 +1,5 @@
 """The annotators' tables (``reports/tables/annotations.md`` and its section of the page) from the
-annotate stage's reports (``reports/annotations/<b>.json``, ``gece.io.annotation_report.AnnotationReport``).
+annotate stage's reports (``reports/annotations/<b>.json``, ``gece.io.schemas.annotation_report.AnnotationReport``).
 
 Two tables: agreement (pairs annotated, annotators, share of labels naming the writer's bias type,
 Krippendorff's alpha and Fleiss' kappa on the binary and the nominal coding, the median annotator's
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from gece.io import report_layout
+from gece.io.paths import report_layout
 from gece.report.cells import Cell, Column, Row, Table, TableDoc, ptr
 
 AGREEMENT = (  # (label, JSON pointer parts, digits)

@@ -13,7 +13,7 @@ Three questions, answered per benchmark whose labels vary (on a benchmark with y
   :func:`gece.stats.intervals.holm_alpha`), built to exclude 0 exactly when the pair differs. Two runs
   that give every pair the same p (``identical``) are one run scored twice: their pair is not counted.
 - **Gender gaps** (``reports/metrics/<b>/<m>.json``): the gap ECE female − ECE male, grouped by predicted and
-  by human gender (:data:`gece.registry.GAPS`), is a finding when its bootstrap p-value, adjusted by Holm's
+  by human gender (:data:`gece.catalog.metric_defs.GAPS`), is a finding when its bootstrap p-value, adjusted by Holm's
   method over the runs of the benchmark (:func:`gece.report.stat_tables.gap_holm`, the † of the gender-gap table),
   is below :data:`gece.report.stat_tables.ALPHA` and its interval is at most :data:`gece.report.gaps.GAP_MAX_WIDTH`
   wide (the width rule of the gaps between groups; the metrics reports carry no per-gender distinct counts, so
@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from gece.registry import GAPS
+from gece.catalog.metric_defs import GAPS
 from gece.report.cells import ReportData, constant_y, format_bound, format_p
 from gece.report.findings import ranking
 from gece.report.gaps import GAP_MAX_WIDTH

@@ -6,7 +6,7 @@ model and method; pure, like :mod:`gece.report.metric_tables`, whose metric colu
 
 from __future__ import annotations
 
-from gece.io import report_layout
+from gece.io.paths import report_layout
 from gece.report.cells import (
     Cell,
     Column,

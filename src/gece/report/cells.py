@@ -10,8 +10,8 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
-from gece.io.json_reader import is_number
-from gece.io.params import CalibrateParams
+from gece.io.files.json_reader import is_number
+from gece.io.settings.params import CalibrateParams
 
 # ------------------------------------------------------------------- untrusted text
 # What breaks a line (tab, \n, \r, \v, \f, the C0 separators, NEL, U+2028 LINE SEPARATOR, U+2029 PARAGRAPH

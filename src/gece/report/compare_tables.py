@@ -6,7 +6,8 @@ Per benchmark whose labels vary and metric of :data:`gece.report.forest.PANELS`,
 when not significant; coloured on the page, in bold in both. Markdown holds a matrix of at most
 :data:`MATRIX_MARKDOWN_RUNS` runs. Then one table per benchmark listing every pair: the difference of each metric
 with its interval, p-value and significance marks, and a note on the bootstrap and its power. A metric is headed by its
-registry label, or on a benchmark with constant y by what it measures there (:func:`gece.registry.on_constant_y`:
+registry label, or on a benchmark with constant y by what it measures there
+(:func:`gece.catalog.metric_defs.on_constant_y`:
 the stereotype share, 1 − mean p); one that needs a varying y and has no such name is left out. Where Holm's
 correction makes the verdict (†), the interval at Holm's level follows the 95% one. Two runs that give every pair
 the same p (``identical``) are one row saying so.
@@ -14,8 +15,8 @@ the same p (``identical``) are one row saying so.
 
 from __future__ import annotations
 
-from gece import registry
-from gece.io import report_layout
+from gece.catalog import metric_defs
+from gece.io.paths import report_layout
 from gece.report.cells import (
     Cell,
     Column,
@@ -89,8 +90,8 @@ def matrix_table(data: ReportData, b: str, key: str) -> Table | None:
 def _labels(keys: list[str], constant: bool) -> dict[str, str]:
     """metric key -> its column label on this benchmark (those left out are not in it)."""
     if not constant:
-        return {k: registry.label(k) for k in keys}
-    return {k: shown[0] for k in keys if (shown := registry.on_constant_y(k)) is not None}
+        return {k: metric_defs.label(k) for k in keys}
+    return {k: shown[0] for k in keys if (shown := metric_defs.on_constant_y(k)) is not None}
 
 
 def _cell(c: dict, base: tuple) -> Cell:
@@ -166,7 +167,7 @@ def compare_table(data: ReportData) -> TableDoc:
 
 def agreement_table(data: ReportData) -> TableDoc | None:
     """The engine agreement of every run with ``checked_against`` (the ``agreement`` of
-    ``reports/compare/<benchmark>.json``, :mod:`gece.stats.agreement`); None when no run has one."""
+    ``reports/compare/<benchmark>.json``, :mod:`gece.stats.engine_agreement`); None when no run has one."""
     tables = []
     for b in data.benchmarks:
         entries = (data.compare.get(b) or {}).get("agreement") or []
@@ -187,7 +188,7 @@ def agreement_table(data: ReportData) -> TableDoc | None:
                     e["diff"],
                     e["ci_low"],
                     e["ci_high"],
-                    note=f"{registry.label(e['metric']) if e['metric'] == 'ece' else 'stereotype share'}, "
+                    note=f"{metric_defs.label(e['metric']) if e['metric'] == 'ece' else 'stereotype share'}, "
                     f"{format_p(e['p_value'])}",
                     ref={"value": ptr(*base, "diff"), "low": ptr(*base, "ci_low"), "high": ptr(*base, "ci_high")},
                 )

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 
 from scipy.stats import kendalltau
 
-from gece.registry import METRIC
+from gece.base.terminal import plural
+from gece.catalog.metric_defs import METRIC
 from gece.report import identity, referent
 from gece.report.cells import ReportData, constant_y, distinct_runs, repeats, variant_of
 from gece.report.gaps import (
@@ -37,7 +38,6 @@ from gece.report.gaps import (
     group_size,
     grouping_result,
 )
-from gece.terminal import plural
 
 # the per-run keys of reports/summary.json, in order (a subset of MetricsReport)
 HEADLINE = ("n", "ece", "gender_ece", "macro_ce", "brier", "accuracy")

@@ -9,7 +9,7 @@ benchmarks).
 
 from __future__ import annotations
 
-from gece.io.json_reader import is_finite_number
+from gece.io.files.json_reader import is_finite_number
 from gece.report import identity
 from gece.report.cells import ReportData
 

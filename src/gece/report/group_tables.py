@@ -1,5 +1,5 @@
 """Calibration by group on the page and in ``reports/tables/groups.md`` (the paper's Table 4, generalised),
-from the groups stage's reports (``reports/groups/<b>.json``, ``gece.io.groups_report.GroupsReport``).
+from the groups stage's reports (``reports/groups/<b>.json``, ``gece.io.schemas.groups_report.GroupsReport``).
 
 One table per benchmark, protocol and grouping that splits the pairs into two or more groups: rows are the
 groups, columns the runs, each cell the group's ECE with its bootstrap interval and its number of pairs;
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-from gece.io import report_layout
+from gece.io.paths import report_layout
 from gece.report.cells import Cell, Column, Row, Table, TableDoc, format_p, ptr
 from gece.report.gaps import GAP_MARK, GAP_MARK_NOTE, gap_refusal
 

@@ -10,8 +10,9 @@ from functools import cache
 from importlib.resources import files
 from string import Template
 
-from gece import registry
-from gece.io import report_layout
+from gece.base.terminal import plural
+from gece.catalog import metric_defs
+from gece.io.paths import report_layout
 from gece.report.answers import Answers, answers, differ_line, gap_line, same_line
 from gece.report.cells import ReportData, TableDoc, constant_y, format_number, shown_text
 from gece.report.examples import examples_docs
@@ -30,7 +31,6 @@ from gece.report.gaps import GAP_MAX_WIDTH
 from gece.report.markup import esc, href, img, md_inline
 from gece.report.provenance import model_provenance
 from gece.report.referent import NOTE as REFERENT_NOTE
-from gece.terminal import plural
 
 
 def special_tokens_statement(data: ReportData) -> str:
@@ -248,11 +248,11 @@ def _runs_html(data: ReportData, figures: dict) -> list[str]:
 
 
 def _definitions_html() -> list[str]:
-    """The "Definitions" section: every metric of ``registry.DEFINITIONS``."""
+    """The "Definitions" section: every metric of ``metric_defs.DEFINITIONS``."""
     return [
         '<section id="definitions"><h2>Definitions</h2><p class="caption">n pairs, M bins; pred = 1 when '
         'p &gt; 0.5, conf = max(p, 1 − p), correct = 1 when pred equals the human label y.</p><dl class="defs">',
-        *(f"<dt>{esc(d.title)}</dt><dd>{esc(d.text)}</dd>" for d in registry.DEFINITIONS),
+        *(f"<dt>{esc(d.title)}</dt><dd>{esc(d.text)}</dd>" for d in metric_defs.DEFINITIONS),
         "</dl></section>",
     ]
 

@@ -18,20 +18,20 @@ the *gender shortfall*. Accuracy is the share of pairs with p > 0.5 (the *stereo
 without a label to check against: not informative, not reported. Under a group of the identity protocol, the
 group's "ECE" is the group's 1 − mean p.
 
-A benchmark read from one source under several scoring rules (``gece.io.data_layout.rule_variants``) is reported
+A benchmark read from one source under several scoring rules (``gece.io.paths.data_layout.rule_variants``) is reported
 rule beside rule: the stereotype share and 1 − mean p under each rule, and whether the share stays on the same
 side of 0.5 (:func:`rule_verdict`).
 """
 
 from __future__ import annotations
 
-from gece.io import report_layout
-from gece.io.json_reader import is_finite_number
-from gece.registry import METRIC
+from gece.catalog.metric_defs import METRIC
+from gece.io.files.json_reader import is_finite_number
+from gece.io.paths import report_layout
 from gece.report.cells import Cell, Column, ReportData, Row, Table, TableDoc, constant_y, ptr, variant_of
 
 # reports/summary.json key -> (the metrics JSON key it holds, its label), for a benchmark with constant y
-# (the labels are the registry's, gece.registry.Metric.constant: accuracy is the stereotype share there)
+# (the labels are the registry's, gece.catalog.metric_defs.Metric.constant: accuracy is the stereotype share there)
 HONEST = {
     "stereotype_share": ("pct_stereotype", METRIC["accuracy"].constant),
     "shortfall": ("ece", METRIC["ece"].constant),

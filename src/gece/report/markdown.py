@@ -3,8 +3,9 @@ and the escaping that makes data text an inert table cell."""
 
 from __future__ import annotations
 
-from gece import registry
-from gece.io import report_layout
+from gece.base.terminal import plural
+from gece.catalog import metric_defs
+from gece.io.paths import report_layout
 from gece.report.cells import (
     BEST_MARK,
     WORST_MARK,
@@ -18,12 +19,11 @@ from gece.report.cells import (
     pair_sizes,
     shown_text,
 )
-from gece.terminal import plural
 
 
 def _label(key: str) -> str:
     """A comparison column's label: the registry's, as in reports/tables/compare.md and `gece compare`'s table."""
-    return registry.label(key)
+    return metric_defs.label(key)
 
 
 def compare_markdown(result: dict) -> str:

@@ -8,7 +8,7 @@ import html
 import re
 from urllib.parse import quote
 
-from gece.io import report_layout
+from gece.io.paths import report_layout
 from gece.report.cells import BEST_MARK, WORST_MARK, Cell, Column, Table, TableDoc, format_cell, shown_text
 
 

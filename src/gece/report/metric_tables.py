@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from gece import registry
-from gece.io import report_layout
-from gece.registry import METRIC, SYNTH_LABELS
+from gece.catalog import metric_defs
+from gece.catalog.metric_defs import METRIC, SYNTH_LABELS
+from gece.io.paths import report_layout
 from gece.report.cells import (
     Column,
     ReportData,
@@ -39,8 +39,8 @@ def metric_columns(
 def on_constant_y(spec: Iterable[tuple]) -> list[tuple]:
     """Column specs (key, label, worst end, ...) on a benchmark with constant y: each metric under what it
     measures there, unranked, and those that need a varying y without such a name left out
-    (:func:`gece.registry.on_constant_y`)."""
-    return [(k, *shown, *rest) for k, _, _, *rest in spec if (shown := registry.on_constant_y(k)) is not None]
+    (:func:`gece.catalog.metric_defs.on_constant_y`)."""
+    return [(k, *shown, *rest) for k, _, _, *rest in spec if (shown := metric_defs.on_constant_y(k)) is not None]
 
 
 # the metrics whose interval the tables show

@@ -5,7 +5,7 @@ index.html; their paths to figures and tables start with ``../``."""
 
 from __future__ import annotations
 
-from gece.io import report_layout
+from gece.io.paths import report_layout
 from gece.report.cells import ReportData, TableDoc
 from gece.report.html import EXAMPLES_PAGE, TITLE, fill_page, nav_html
 from gece.report.markup import doc_html, esc, href, img, md_inline, table_html

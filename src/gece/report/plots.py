@@ -1,5 +1,5 @@
 """Figures (matplotlib, Agg backend). Functions take report data and return a Figure; the
-stages save them with ``gece.io.readers.write_figure``."""
+stages save them with ``gece.io.files.readers.write_figure``."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from gece.io.json_reader import flatten
+from gece.io.files.json_reader import flatten
 from gece.report.cells import ReportData
 
 

@@ -8,8 +8,8 @@ top-label ECE by pronoun gender.
 
 from __future__ import annotations
 
-from gece.io import report_layout
-from gece.registry import REFERENT, REFERENT_HEADLINE, REFERENT_SUMMARY, REFERENT_SUMMARY_CI
+from gece.catalog.metric_defs import REFERENT, REFERENT_HEADLINE, REFERENT_SUMMARY, REFERENT_SUMMARY_CI
+from gece.io.paths import report_layout
 from gece.report.cells import Column, ReportData, Row, Table, TableDoc, format_bound, mark_worst, metric_cell
 
 BLOCK = "referent"  # the key of the block in reports/metrics/<b>/<m>.json
@@ -24,7 +24,8 @@ def referent_benchmarks(data: ReportData) -> list[str]:
 
 
 def run_summary(rep: dict) -> dict:
-    """One run's keys in ``reports/summary.json`` on a referent benchmark: :data:`gece.registry.REFERENT_SUMMARY`,
+    """One run's keys in ``reports/summary.json`` on a referent benchmark:
+    :data:`gece.catalog.metric_defs.REFERENT_SUMMARY`,
     and the interval (``<key>_ci_low``/``<key>_ci_high``) of those in ``REFERENT_SUMMARY_CI``; no ``gender_ece``."""
     block = rep[BLOCK]
     out: dict = {}

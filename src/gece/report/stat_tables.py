@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from gece.io import report_layout
-from gece.registry import ESTIMATORS, GAPS, METRIC
+from gece.catalog.metric_defs import ESTIMATORS, GAPS, METRIC
+from gece.io.paths import report_layout
 from gece.report.cells import (
     Cell,
     Column,
@@ -77,7 +77,7 @@ def gap_agreement(data: ReportData, runs: Callable[[str], bool] | None = None, a
 
 
 def gap_holm(data: ReportData, b: str) -> tuple[list[str], dict[str, list[float | None]]]:
-    """The runs of ``b`` with metrics and, per gender gap of :data:`gece.registry.GAPS`, each run's bootstrap
+    """The runs of ``b`` with metrics and, per gender gap of :data:`gece.catalog.metric_defs.GAPS`, each run's bootstrap
     p-value adjusted by Holm's method over those runs (the † of the gender-gap table; the page's first screen)."""
     models = [m for m in data.runs.get(b, []) if (b, m) in data.metrics]
     return models, {gap: holm([data.metrics[(b, m)].get(f"{gap}_p") for m in models]) for gap in GAPS}

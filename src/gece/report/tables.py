@@ -9,7 +9,7 @@ render those rows, so the two never disagree and a test can check every value ag
 
 Every builder is pure: the report stage (:mod:`gece.pipeline.report`) reads the JSON files into a
 ``ReportData``, draws the figures, and writes what they return. A row's source is relative to the reports
-directory (:mod:`gece.io.layout`), the same string the stage reads from (so a test can check every value
+directory (:mod:`gece.io.paths.layout`), the same string the stage reads from (so a test can check every value
 against its file).
 """
 

@@ -6,11 +6,10 @@ offset mapping: the tokens whose character span intersects the word's span),
     log P(word) = sum_{t=a..b} log softmax(z_{t-1})[x_t]        (chain rule, ``chain``)
     log P(word) = max_{t=a..b} log softmax(z_{t-1})[x_t]        (the authors' rule, ``max``)
 
-where z_{t-1} are the logits at position t-1. A side's score sums its target words'
-probabilities, ``logprob = logsumexp_w log P(w)``, and the pair's confidence is
-``p = P_more / (P_more + P_less) = sigmoid(logprob_more - logprob_less)``. The engine computes every
-target token's log-probability and raw logit (:meth:`PairScore.tokens`, what extract stores); the
-rules from there to p are :mod:`gece.scoring.rules`, applied by the score stage.
+where z_{t-1} are the logits at position t-1. The engine computes every target token's log-probability
+and raw logit (:meth:`PairScore.tokens`, what extract stores); the rules from there to a side's score and
+the pair's confidence p (the word rule, the side rule: the words' joint probability by default) are
+:mod:`gece.stats.pair_scores`, applied by the score stage, outside the code that determines a token file.
 
 Nothing precedes a sentence's first token, so a target there (a == 0) is predicted from a
 prefix token, lm-evaluation-harness's convention (:func:`gece.scoring.planning.prefix_token`: the tokenizer's BOS,
@@ -67,10 +66,9 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from gece.errors import GeceError
-from gece.scoring import exact, exact_model, heap, packing, rules
+from gece.base.errors import GeceError
+from gece.scoring import exact, exact_model, heap, packing
 from gece.scoring.planning import PairPlan, SideTokens
-from gece.scoring.rules import WordProb
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -86,8 +84,11 @@ class SideScore:
     token_logits: tuple[tuple[float, ...], ...] | None  # the raw logits, likewise (None: the backend gives
     # log-probabilities only)
 
-    def logprob(self, rule: WordProb) -> float:
-        return rules.side_score(self.token_logprobs, rule)
+    def joint_logprob(self) -> float:
+        """log P of every target token together (the chain rule over the side's tokens): what the self-check
+        compares. The score stage combines a side's tokens by the word and side rules
+        (:mod:`gece.stats.pair_scores`)."""
+        return math.fsum(v for word in self.token_logprobs for v in word)
 
     @property
     def first_logit(self) -> float | None:
@@ -105,17 +106,13 @@ class PairScore:
     less: SideScore
 
     def tokens(self) -> dict[str, Any]:
-        """The pair's columns of a token file (:class:`gece.io.tokens.TokenRow`)."""
+        """The pair's columns of a token file (:class:`gece.io.schemas.tokens.TokenRow`)."""
         return {
             "logprobs_more": self.more.token_logprobs,
             "logprobs_less": self.less.token_logprobs,
             "logits_more": self.more.token_logits,
             "logits_less": self.less.token_logits,
         }
-
-    def record(self, rule: WordProb) -> dict[str, Any]:
-        """The pair's score columns (:class:`gece.io.pair_rows.ScoreRow`) under a word rule."""
-        return rules.score_record(**self.tokens(), rule=rule)
 
 
 def log_probs(logits):

@@ -1,16 +1,17 @@
 """One prepared benchmark scored by one loaded model -> a token file (every target token's log-probability and
 logit), its metadata and its timing: the scoring entry point of the extract stage.
 
-This module's import closure (:func:`gece.closure.closure`) is the code that determines a token file's bytes:
+This module's import closure (:func:`gece.code.closure.closure`) is the code that determines a token file's bytes:
 the engine and its numerics, model loading, tokenization and planning, the token file's schema
-(:mod:`gece.io.tokens`) and writer (:mod:`gece.io.writer`), and ``gece/__init__.py``, which sets the numeric
+(:mod:`gece.io.schemas.tokens`) and writer (:mod:`gece.io.files.writer`), and ``gece/__init__.py``, which sets the
+numeric
 environment. :func:`scoring_code` hashes what that code does (its syntax trees, without comments or
 docstrings), and :func:`fingerprint` puts the hash in every token file. The extract stage reuses a token file
 whose fingerprint still holds (:mod:`gece.pipeline.extract`), so an edit anywhere else (a report, a command's
 help, a reader, a comment here) re-scores nothing, and an edit that may change a score re-scores.
 
 What this module reads comes through :class:`Inputs`, from readers outside this closure
-(:mod:`gece.io.readers`): they validate and decode files whose bytes the fingerprint already holds (the
+(:mod:`gece.io.files.readers`): they validate and decode files whose bytes the fingerprint already holds (the
 prepared pairs) or that this module wrote (its shards).
 """
 
@@ -31,13 +32,14 @@ from typing import Any
 
 import pandas as pd
 
-from gece import closure, faults
-from gece.errors import GeceError
-from gece.io import paired
-from gece.io.json_writer import write_json
-from gece.io.model_entry import ModelSpec
-from gece.io.tokens import ExtractMeta, ExtractTiming, TokenRow
-from gece.io.writer import ROW_GROUP_ROWS, TableWriter, write_table
+from gece.base import faults
+from gece.base.errors import GeceError
+from gece.code import closure
+from gece.io.files import paired
+from gece.io.files.json_writer import write_json
+from gece.io.files.writer import ROW_GROUP_ROWS, TableWriter, write_table
+from gece.io.schemas.tokens import ExtractMeta, ExtractTiming, TokenRow
+from gece.io.settings.model_entry import ModelSpec
 from gece.scoring import planning
 
 log = logging.getLogger("gece")
@@ -55,12 +57,26 @@ def digest(**parts: object) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
 
+BACKEND_MODULES = {"vllm": "vllm_module"}  # a backend -> this module's function that imports its adapter
+
+
 @functools.cache
-def scoring_code() -> str:
-    """:func:`gece.closure.code_hash` of this module's import closure, docstrings left out: what the code that
-    determines a token file's bytes does. A comment, a docstring or a change to a module outside the closure
-    leaves it unchanged; a rename of a module inside it changes it (docs/dvc.md, "Reuse by content")."""
-    return closure.code_hash(closure.closure([__name__]), docstrings=False)
+def scoring_code(backend: str = "transformers") -> str:
+    """:func:`gece.code.closure.code_hash` of this module's import closure under ``backend``, docstrings left out:
+    what the code that determines a token file's bytes does. The adapters of the other backends are left out (the
+    functions of :data:`BACKEND_MODULES` that import them are not followed), so an edit to the vLLM adapter
+    re-scores no model of the transformers backend. A comment, a docstring or a change to a module outside the
+    closure leaves it unchanged; a rename of a module inside it changes it (docs/dvc.md, "Reuse by content")."""
+    skip = {__name__: {f for b, f in BACKEND_MODULES.items() if b != backend}}
+    return closure.code_hash(closure.closure([__name__], skip_functions=skip), docstrings=False)
+
+
+def vllm_module() -> Any:
+    """The vLLM adapter (:mod:`gece.scoring.vllm_backend`), imported on use: part of the scoring code of the vllm
+    backend only (:func:`scoring_code`)."""
+    from gece.scoring import vllm_backend
+
+    return vllm_backend
 
 
 def _installed(name: str) -> str | None:
@@ -72,16 +88,15 @@ def _installed(name: str) -> str | None:
         return None
 
 
-def versions() -> dict[str, object]:
-    """What outside this package a score depends on: the libraries that compute it, and the scoring code."""
+def versions(backend: str = "transformers") -> dict[str, object]:
+    """What outside this package a score depends on: the libraries that compute it (vLLM's version under the vllm
+    backend), and the scoring code of the backend."""
     from gece.scoring import engine
 
-    return {
-        "torch": _installed("torch"),
-        "transformers": _installed("transformers"),
-        "engine": engine.ENGINE_VERSION,
-        "code": scoring_code(),
-    }
+    libraries = {"torch": _installed("torch"), "transformers": _installed("transformers")}
+    if backend == "vllm":
+        libraries["vllm"] = _installed("vllm")
+    return libraries | {"engine": engine.ENGINE_VERSION, "code": scoring_code(backend)}
 
 
 def fingerprint(prepared: Path, model_id: str, spec: ModelSpec, rule: str, limit: int | None) -> str:
@@ -97,7 +112,7 @@ def fingerprint(prepared: Path, model_id: str, spec: ModelSpec, rule: str, limit
         spec=spec.scoring_settings(),
         rule=rule,
         limit=limit,
-        **versions(),
+        **versions(spec.backend),
     )
 
 
@@ -112,7 +127,7 @@ def content_key(spec: ModelSpec, plans: Iterable[tuple[pd.DataFrame, list]]) -> 
         for (pid, row), plan in zip(base[KEY_COLUMNS].itertuples(index=False), window, strict=True):
             h.update(json.dumps([pid, int(row), dataclasses.asdict(plan)], default=str).encode())
     weights = spec.scoring_settings(frozenset({"special_tokens", "limit"}))
-    return digest(plans=h.hexdigest(), spec=weights, **versions())
+    return digest(plans=h.hexdigest(), spec=weights, **versions(spec.backend))
 
 
 def planned(tokenizer: Any, inputs: Inputs, spec: ModelSpec, rule: str) -> tuple[list, str]:
@@ -186,9 +201,7 @@ def load(spec: ModelSpec, resolved: object | None = None) -> object:
 
     resolved = resolved or models.resolve(spec)
     if spec.backend == "vllm":
-        from gece.scoring import vllm_backend
-
-        return vllm_backend.load(spec, resolved)
+        return vllm_module().load(spec, resolved)
     return models.load(spec, resolved=resolved)
 
 
@@ -197,9 +210,8 @@ def _runner(lm: Any, spec: ModelSpec) -> tuple[Any, Any]:
     from gece.scoring import engine, exact_model
 
     if spec.backend == "vllm":
-        from gece.scoring import vllm_backend
-
-        return vllm_backend, vllm_backend.Runner.for_model(lm)
+        adapter = vllm_module()
+        return adapter, adapter.Runner.for_model(lm)
     if not exact_model.portable_kernels():
         log.warning(
             "torch runs its %s CPU kernels, not the portable ones (ATEN_CPU_CAPABILITY=default was set "
@@ -354,7 +366,7 @@ def _score_windows(
 ) -> _Run:
     """Score every window into its shards (finished shards of a killed run are counted, not scored again), with
     the self-check on the first batch, beside the scoring or before it (:mod:`gece.scoring.selfcheck`)."""
-    from gece.progress import Progress
+    from gece.base.progress import Progress
     from gece.scoring import engine, packing, selfcheck
 
     spec = scoring.spec

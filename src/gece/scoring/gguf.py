@@ -64,7 +64,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from gece.errors import GeceError
+from gece.base.errors import GeceError
 from gece.scoring import heap
 
 CACHE_FORMAT = "2"  # bump when the converted-model layout changes (2: sharded safetensors, streamed)

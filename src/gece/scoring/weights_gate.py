@@ -38,9 +38,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gece.errors import GeceError
-from gece.io import limits
-from gece.io.outputs import node_kind
+from gece.base.errors import GeceError
+from gece.io.files import limits
+from gece.io.files.outputs import node_kind
 
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt")
 SAFE_HINT = (

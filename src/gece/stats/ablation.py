@@ -12,7 +12,7 @@ from itertools import combinations
 
 import numpy as np
 
-from gece.registry import ESTIMATORS
+from gece.catalog.metric_defs import ESTIMATORS
 from gece.stats import metrics
 from gece.stats.bootstrap import bootstrap, subsample
 from gece.stats.intervals import (

@@ -193,8 +193,9 @@ def derive(
 
     ``pair_ids``, ``bias_type`` (the writer's), ``writer`` (the writer's 0/1 label) describe the pairs;
     ``label_pair``, ``label_annotator``, ``labels`` one row per pair and annotator. Returns the columns
-    of ``gece.io.pair_rows.AnnotatedPair`` as arrays (``y_soft``/``y_hard`` NaN = null) and the numbers of
-    ``gece.io.annotation_report.AnnotationReport`` (without benchmark and rule). Every ``label_pair`` must be a pair id.
+    of ``gece.io.schemas.pair_rows.AnnotatedPair`` as arrays (``y_soft``/``y_hard`` NaN = null) and the numbers of
+    ``gece.io.schemas.annotation_report.AnnotationReport`` (without benchmark and rule). Every ``label_pair`` must be
+    a pair id.
     """
     pair_ids = list(pair_ids)
     index = {p: i for i, p in enumerate(pair_ids)}

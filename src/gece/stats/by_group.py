@@ -71,7 +71,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gece.registry import FEMALE, MALE
+from gece.catalog.metric_defs import FEMALE, MALE
 from gece.stats.bootstrap import bootstrap
 from gece.stats.gap import null_statistics
 from gece.stats.intervals import bias_corrected_interval

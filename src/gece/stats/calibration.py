@@ -54,7 +54,7 @@ import numpy as np
 from scipy.optimize import minimize, minimize_scalar
 from scipy.special import expit
 
-from gece.calibration_methods import METHOD_NAMES, ONE_LABEL
+from gece.catalog.calibration_methods import METHOD_NAMES, ONE_LABEL
 from gece.stats.metrics import Binning, bin_edges
 from gece.stats.metrics import checked_pair as _pairs
 

@@ -25,8 +25,8 @@ from typing import Literal
 
 import numpy as np
 
-from gece import registry
-from gece.registry import FEMALE, GAPS, MALE
+from gece.catalog import metric_defs
+from gece.catalog.metric_defs import FEMALE, GAPS, MALE
 from gece.stats import estimators
 from gece.stats.bootstrap import bootstrap
 from gece.stats.gap import permutation_p
@@ -326,7 +326,7 @@ def true_groups(y: np.ndarray, gender_more: np.ndarray, gender_less: np.ndarray)
 
 # the scalars of MetricsReport in order, and the signed ones (differences; every other scalar lies
 # in [0, 1]): the metric registry names them
-SCALARS, SIGNED = registry.SCALARS, registry.SIGNED
+SCALARS, SIGNED = metric_defs.SCALARS, metric_defs.SIGNED
 
 
 def _nanmean(a: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -343,7 +343,7 @@ def batch_metrics(
     n_bins: int = 10,
     binning: Binning = "equal_width",
 ) -> dict[str, np.ndarray]:
-    """Every scalar metric (``gece.registry.SCALARS``) for a batch of samples: inputs (B, n), outputs (B,).
+    """Every scalar metric (``gece.catalog.metric_defs.SCALARS``) for a batch of samples: inputs (B, n), outputs (B,).
 
     - ece:          paper convention, bins over p, acc = mean(y), conf = mean(p)
     - ece_toplabel: bins over conf = max(p, 1 - p), acc = mean(correct) (Guo et al. 2017)
@@ -975,7 +975,7 @@ def summarize(
     level: float = 0.95,
     clusters=None,
 ) -> dict:
-    """All metrics of one run as the flat dict of ``gece.io.metric_reports.MetricsReport``.
+    """All metrics of one run as the flat dict of ``gece.io.schemas.metric_reports.MetricsReport``.
 
     Every scalar gets ``<key>_ci_low``/``<key>_ci_high``: the bias-corrected percentile interval
     (:mod:`gece.stats.intervals`) over the same ``draws`` resamples of pairs (seeded), so the interval
@@ -1010,7 +1010,7 @@ def summarize(
     Returns
     -------
     report : dict
-        ``n``, ``n_ties``, ``n_bins``, ``binning``; every scalar of ``gece.registry.SCALARS`` (float or
+        ``n``, ``n_ties``, ``n_bins``, ``binning``; every scalar of ``gece.catalog.metric_defs.SCALARS`` (float or
         None) with ``<key>_ci_low`` and ``<key>_ci_high``; ``<gap>_p`` and ``<gap>_p_perm`` for
         ``gap_pred`` and ``gap_true``; ``null_reasons`` (str) when some value is None.
 

@@ -1,7 +1,7 @@
 """SynthBias's referent-resolution protocol: calibration of the decision, by group, against two baselines, and
 UCerF with Equalized Odds (docs/metrics.md "Referent resolution").
 
-Each row is one sentence (:mod:`gece.io.synthbias_referent`): p the model's probability of the pronoun's
+Each row is one sentence (:mod:`gece.io.formats.synthbias_referent`): p the model's probability of the pronoun's
 stereotypical occupation (against the other one), y = 1 when it is the referent. Every number is computed on the
 sentence pairs whose he row and she row were both scored (a row without its other version is counted, and left
 out), and its interval resamples those pairs: the he and the she row of a pair go together. With
@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gece.registry import REFERENT_METRICS
+from gece.catalog.metric_defs import REFERENT_METRICS
 from gece.stats.bootstrap import bootstrap
 from gece.stats.intervals import bias_corrected_interval
 from gece.stats.metrics import Binning, binned_stats

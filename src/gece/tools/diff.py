@@ -19,11 +19,12 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from gece import options, registry
-from gece.errors import GeceError
-from gece.io import layout, report_layout
-from gece.io.inputs import read_text
-from gece.io.json_reader import flatten, is_finite_number, parse_json
+from gece.base.errors import GeceError
+from gece.catalog import metric_defs
+from gece.cmd import options
+from gece.io.files.inputs import read_text
+from gece.io.files.json_reader import flatten, is_finite_number, parse_json
+from gece.io.paths import layout, report_layout
 
 WORKSPACE = "workspace"
 DEFAULT_PATHS = (report_layout.summary_path().as_posix(),)  # the DVC metrics of dvc.yaml
@@ -219,7 +220,7 @@ def family(leaf: str) -> str:
     are ECE-like (the registered errors whose worse end is high), ``gender_ece*`` Gender-ECE, signed gaps and
     ``gap_*`` gender gaps, ``brier*`` Brier, metrics whose worse end is low (and shares) accuracy/shares,
     registered counts and the comparison's ``*_significant`` counts of model pairs. The referent protocol's
-    metrics (``registry.REFERENT``) the same way, its accuracy over a baseline (``over_*``) with the accuracies."""
+    metrics (``metric_defs.REFERENT``) the same way, its accuracy over a baseline (``over_*``) with the accuracies."""
     if leaf.endswith("_significant"):
         return "counts"
     key = leaf.removeprefix("best_")
@@ -227,7 +228,7 @@ def family(leaf: str) -> str:
         key = key.removesuffix(affix)
     if key.startswith("over_"):  # the referent protocol's accuracy minus a baseline
         return "accuracy/shares"
-    m = registry.METRIC.get(key) or registry.REFERENT.get(key)
+    m = metric_defs.METRIC.get(key) or metric_defs.REFERENT.get(key)
     if m is None:
         if key.startswith("gap"):
             return "gender gap"
@@ -238,7 +239,7 @@ def family(leaf: str) -> str:
         return "Gender-ECE"
     if m.key.startswith("brier"):
         return "Brier"
-    if m.signed or m.key in registry.GAPS or m.key == "bias_gap":
+    if m.signed or m.key in metric_defs.GAPS or m.key == "bias_gap":
         return "gender gap"
     if m.worse == "high":
         return "ECE-like"
@@ -391,8 +392,8 @@ def print_review(r: Review, title: str, out, more: str) -> None:
     lines at 100 columns whatever moved (a few families per section, a few benchmarks). Run ids fold, never cut."""
     from rich import box
 
-    from gece.terminal import plain, plural
-    from gece.terminal_table import Table
+    from gece.base.terminal import plain, plural
+    from gece.base.terminal_table import Table
 
     if r.by_family:  # the hint beside the title, so that the closing line stays one line at 100 columns
         hinted = f"{title} ({more.rstrip('.')})" if more else title
@@ -480,9 +481,9 @@ def reads(args: argparse.Namespace) -> list[Path]:
 
 def run(args: argparse.Namespace) -> int:
 
-    from gece.command import out
-    from gece.terminal import plain, plural
-    from gece.terminal_table import Table
+    from gece.base.terminal import plain, plural
+    from gece.base.terminal_table import Table
+    from gece.cmd.command import out
 
     values, n_files = compared(args.old, args.new, args.paths or list(DEFAULT_PATHS))
     changes, hidden = split(values, args.tol)

@@ -20,9 +20,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from gece import options
-from gece.errors import GeceError
-from gece.io.json_reader import flatten, is_finite_number
+from gece.base.errors import GeceError
+from gece.cmd import options
+from gece.io.files.json_reader import flatten, is_finite_number
 from gece.tools import diff
 
 MAX_METRICS = 8  # metric columns shown at most (the largest spread first)
@@ -210,9 +210,9 @@ def as_json(found: list[Row], params: list[str], tol: float | None) -> dict:
 def run(args: argparse.Namespace) -> int:
     from rich import box
 
-    from gece.command import out
-    from gece.terminal import plain, plural
-    from gece.terminal_table import Table
+    from gece.base.terminal import plain, plural
+    from gece.base.terminal_table import Table
+    from gece.cmd.command import out
 
     found = rows(exp_show_json(*(["--all-commits"] if args.all_commits else [])))
     params, metrics, left = table(found, args.tol, args.keep, args.max_metrics)

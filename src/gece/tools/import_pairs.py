@@ -18,9 +18,9 @@ import logging
 from io import StringIO
 from pathlib import Path
 
-from gece.errors import GeceError
-from gece.io import benchmarks, crows
-from gece.io.outputs import write_text
+from gece.base.errors import GeceError
+from gece.io.files.outputs import write_text
+from gece.io.formats import benchmarks, crows
 
 log = logging.getLogger("gece")
 

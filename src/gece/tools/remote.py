@@ -16,9 +16,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from gece.errors import GeceError
-from gece.io import data_layout
-from gece.io.params import params_or_defaults
+from gece.base.errors import GeceError
+from gece.io.paths import data_layout
+from gece.io.settings.params import params_or_defaults
 
 DEFAULT_TARGETS = ("data.dvc",)
 REMOTE_HINT = (
@@ -89,7 +89,7 @@ def outputs(root: Path, targets: tuple[str, ...]) -> list[Path]:
         dvc_file = root / target
         if not dvc_file.is_file():
             raise GeceError(f"{dvc_file}: no such .dvc file", hint="run gece pull from the repository root")
-        from gece.io.params_file import load_yaml  # strict: UTF-8, size-bounded, no key twice
+        from gece.io.settings.params_file import load_yaml  # strict: UTF-8, size-bounded, no key twice
 
         raw = load_yaml(dvc_file, hint=f"restore it: git checkout -- {target}")
         try:
@@ -154,8 +154,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gece import command
-    from gece.terminal import literal
+    from gece.base.terminal import literal
+    from gece.cmd import command
 
     pulled = pull(tuple(args.targets), quiet=args.quiet)
     params = params_or_defaults(args)

@@ -30,7 +30,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gece.errors import GeceError
+from gece.base.errors import GeceError
 
 # the line `gece --help` shows for this command (read without importing this module)
 HELP = (

@@ -1,9 +1,9 @@
 """``gece stage-code``: write, for every ``gece`` command, the code it runs, each file by what its code does.
 
-``stage-code/<command>.txt`` (:mod:`gece.manifests`) lists the files of ``gece <command>``'s import closure
-(:func:`gece.closure.command_closure`: cli.py, ``gece/__init__.py`` and its module's closure), one line each:
+``stage-code/<command>.txt`` (:mod:`gece.code.manifests`) lists the files of ``gece <command>``'s import closure
+(:func:`gece.code.closure.command_closure`: cli.py, ``gece/__init__.py`` and its module's closure), one line each:
 the path and the sha256 of the file's syntax tree without comments, layout or docstrings
-(:func:`gece.closure.semantic_source`). Each DVC stage depends on the manifest of its command instead of on
+(:func:`gece.code.syntax.canonical_source`). Each DVC stage depends on the manifest of its command instead of on
 the ``.py`` files themselves (``gece stage-deps`` writes those deps), and the stage ``code`` of dvc.yaml, which
 depends on ``src/gece`` as a whole, runs this command. So:
 
@@ -26,12 +26,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from gece import command
-from gece.closure import PACKAGE, Tree
-from gece.errors import GeceError
-from gece.io.outputs import check_output_dir, write_text
-from gece.manifests import FOLDER, manifests
-from gece.terminal import literal, plural
+from gece.base.errors import GeceError
+from gece.base.terminal import literal, plural
+from gece.cmd import command
+from gece.code.closure import PACKAGE, Tree
+from gece.code.manifests import FOLDER, manifests
+from gece.io.files.outputs import check_output_dir, write_text
 
 # the line `gece --help` shows for this command (read without importing this module)
 HELP = "write stage-code/<command>.txt, the code each command runs by what it does (the stage `code`)"

@@ -1,7 +1,7 @@
 """``gece stage-deps``: write each DVC stage's code dep in dvc.yaml: the manifest of the code its command runs.
 
 A stage that runs ``gece <command>`` depends on ``stage-code/<command>.txt`` (:mod:`gece.tools.stage_code`):
-the files of the command's import closure (:func:`gece.closure.command_closure`), each with the hash of what
+the files of the command's import closure (:func:`gece.code.closure.command_closure`), each with the hash of what
 its code does. The stage ``code`` writes the manifests from ``src/gece``, so an edit re-runs the stages whose
 command's code it changes and no other, and an edit that changes no code (a comment, a docstring) none. This
 command writes those deps: for every stage of dvc.yaml whose ``cmd`` is ``gece [options] <command> ...``, its
@@ -24,13 +24,13 @@ import re
 import shlex
 from pathlib import Path
 
-from gece import command
-from gece.closure import PACKAGE, Tree, commands
-from gece.errors import GeceError
-from gece.io.inputs import read_text
-from gece.io.outputs import write_text
-from gece.manifests import FOLDER, manifest_path
-from gece.terminal import literal, plural
+from gece.base.errors import GeceError
+from gece.base.terminal import literal, plural
+from gece.cmd import command
+from gece.code.closure import PACKAGE, Tree, commands
+from gece.code.manifests import FOLDER, manifest_path
+from gece.io.files.inputs import read_text
+from gece.io.files.outputs import write_text
 
 CODE = f"src/{PACKAGE}"  # how dvc.yaml spells the package's folder
 STAGE = re.compile(r"^  ([A-Za-z0-9_.-]+):\s*(#.*)?$")  # a stage's first line, under `stages:`

@@ -8,25 +8,25 @@ import logging
 import os
 from pathlib import Path
 
-from gece import command, options, run_options
-from gece.errors import GeceError
-from gece.io import data_layout, layout
-from gece.io.extract_params import ExtractParams
-from gece.io.ids import check_id
-from gece.io.model_entry import ModelSpec
-from gece.io.pair_rows import PreparedPair
-from gece.io.params import Params, params_if_valid, params_or_defaults
-from gece.io.readers import read_table
-from gece.io.sections import MetricsParams, PrepareParams
-from gece.io.tokens import ExtractMeta, ExtractTiming
+from gece.base.errors import GeceError
+from gece.base.terminal import literal, plural
+from gece.catalog.metric_defs import METRIC
+from gece.catalog.scoring_rules import RULE_NAMES, RuleName
+from gece.cmd import command, options, run_tables
+from gece.io.files.readers import read_table
+from gece.io.paths import data_layout, layout
+from gece.io.schemas.pair_rows import PreparedPair
+from gece.io.schemas.tokens import ExtractMeta, ExtractTiming
+from gece.io.settings.extract_params import ExtractParams
+from gece.io.settings.ids import check_id
+from gece.io.settings.model_entry import ModelSpec
+from gece.io.settings.params import Params, params_if_valid, params_or_defaults
+from gece.io.settings.sections import MetricsParams, PrepareParams
 from gece.pipeline.extract import extract
 from gece.pipeline.metrics import run_metrics
 from gece.pipeline.prepare import prepare
 from gece.pipeline.runs import read_run
 from gece.pipeline.score import score
-from gece.registry import METRIC
-from gece.rule_registry import RULE_NAMES, RuleName
-from gece.terminal import literal, plural
 
 log = logging.getLogger("gece")
 
@@ -106,7 +106,7 @@ def try_model(
         scores = Path(out) if out else Path(tmp) / benchmark / f"{model_id}.parquet"
         tokens = Path(tmp) / "tokens" / f"{benchmark}.parquet"
         _, timing = extract(prepared, tokens, model_id, spec, settings, rules=rules)
-        meta = score(prepared, tokens, scores, settings.word_prob)
+        meta = score(prepared, tokens, scores, settings.word_prob, settings.side_prob)
         df, _ = read_run(scores)
         pairs = read_table(prepared, PreparedPair)[0].set_index("pair_id", drop=False)
         report, _ = run_metrics(df, params.metrics if params else MetricsParams(), pairs)
@@ -253,9 +253,9 @@ def run(args: argparse.Namespace) -> int:
         f"in {timing.seconds:.1f} s",
         highlight=False,
     )
-    run_options.print_metrics(
+    run_tables.print_metrics(
         report,
-        run_options.metrics_title({"benchmark": meta.benchmark, "model": meta.model}, report),
+        run_tables.metrics_title({"benchmark": meta.benchmark, "model": meta.model}, report),
         params.metrics.ci if params else 0.95,
     )
     if share["value"] is not None and share["ci_low"] is not None:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from gece import command
-from gece.io import benchmarks
-from gece.io.params import params_or_defaults
-from gece.io.sections import PrepareParams
-from gece.terminal import literal, plural
+from gece.base.terminal import literal, plural
+from gece.cmd import command
+from gece.io.formats import benchmarks
+from gece.io.settings.params import params_or_defaults
+from gece.io.settings.sections import PrepareParams
 
 # the line `gece --help` shows for this command (read without importing this module)
 HELP = "check a benchmark CSV as gece prepare does; exit 2 and list bad rows if invalid"

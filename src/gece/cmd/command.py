@@ -1,0 +1,49 @@
+"""What every command module shares: the consoles, an id checked, options checked like params.yaml.
+
+Each ``gece`` subcommand is a module (``gece.cli.COMMANDS``) with ``add_arguments(parser)``
+and ``run(args) -> int``; this module holds the parts they have in common, so a command's
+module stays about its stage. The options and tables of the stages that read runs (a score file or
+``--benchmark``) are in :mod:`gece.cmd.run_tables`; params.yaml's loading in :mod:`gece.io.settings.params`.
+"""
+
+from __future__ import annotations
+
+from gece.base.errors import GeceError
+from gece.base.terminal import console
+
+out = console()  # data is printed through literal() or plain(): never as markup, emoji or escape codes
+err = console(stderr=True)
+
+
+def check_id(value: str, option: str) -> str:
+    """``value`` of a command-line ``option`` if it is a valid benchmark or model id, else a GeceError."""
+    from gece.io.settings.ids import check_id as check
+
+    return check(value, option)
+
+
+def override(settings, **given):
+    """``settings`` (a params section) with the command-line options that were given, validated
+    like params.yaml: an option outside its bounds is an error, not silently accepted."""
+    from pydantic import ValidationError
+
+    from gece.io.settings.params_file import type_note
+
+    values = {k: v for k, v in given.items() if v is not None}
+    if not values:
+        return settings
+    try:
+        return type(settings).model_validate({**settings.model_dump(), **values})
+    except ValidationError as e:
+        options = [f"--{str(er['loc'][0]).replace('_', '-')}" if er["loc"] else "options" for er in e.errors()]
+        problems = [
+            f"{option}: {er['msg']} (got {er.get('input')!r}){type_note(er)}"
+            for option, er in zip(options, e.errors(), strict=True)
+        ]
+        section = type(settings).__name__.removesuffix("Params").lower()
+        raise GeceError(
+            f"invalid command-line option {', '.join(dict.fromkeys(options))}",
+            problems=problems,
+            hint=f"pass a value within the bounds shown, or leave the option out to use {section} "
+            "settings of params.yaml (see `gece COMMAND --help` and docs/pipeline.md)",
+        ) from e

@@ -1,0 +1,1 @@
+"""Where every file lives: the roots and artifacts (layout), the data snapshot, the reports."""

@@ -1,0 +1,1 @@
+"""The pydantic contract of every file gece reads or writes, one module per stage family."""
