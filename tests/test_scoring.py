@@ -32,6 +32,7 @@ from gece.scoring import engine, exact_model, extraction, models, packing, plann
 from gece.stats import pair_scores
 
 from .conftest import BENCHMARKS, ROOT
+from .score_files import logprobs_above_zero
 from .tiny import random_pairs as _random_pairs
 from .tiny import side as _side
 from .tiny import tiny_model as _tiny
@@ -796,6 +797,39 @@ def test_the_score_stage_applies_the_word_rule_to_the_stored_tokens(tmp_path, sm
         score_stage.score(other, tokens, tmp_path / "x.parquet", "chain")
 
 
+def test_several_target_words_are_scored_by_the_chain_rule(tmp_path, smol):
+    """A side that differs in two words (two pronouns) scores their joint probability: every target token given
+    everything before it in the sentence, the earlier target word included (the chain rule), as transformers' own
+    forward pass in float64 gives it on the same token ids, within 1e-5; a log-probability of at most 0. The
+    authors' ``sum`` adds the two words' probabilities instead, which is more than their joint probability."""
+    from transformers import AutoModelForCausalLM
+
+    more, less = (f"The nurse told {w} someone was calling for {w}." for w in ("him", "her"))
+    prepared, tokens = _prepared(tmp_path, "two", f"{more},{less},1"), tmp_path / "tokens.parquet"
+    extract_stage.extract(prepared, tokens, "smollm2-135m", SPEC, SMALL, loaded=smol)
+    stored, _ = read_table(tokens, TokenRow)
+    assert [len(stored[f"logprobs_{s}"][0]) for s in ("more", "less")] == [2, 2]  # two target words a side
+    joint, summed = (tmp_path / "joint.parquet", tmp_path / "sum.parquet")
+    assert score_stage.score(prepared, tokens, joint, "chain").side_prob == "joint"  # the default
+    assert score_stage.score(prepared, tokens, summed, "chain", "sum").side_prob == "sum"
+    (j, jmeta), (s, _) = read_table(joint, ScoreRow), read_table(summed, ScoreRow)
+    assert jmeta["side_prob"] == "joint"
+    reference = AutoModelForCausalLM.from_pretrained(smol.loaded_from, torch_dtype=torch.float64).eval()
+    for side, text, word in (("more", more, "him"), ("less", less, "her")):
+        enc = smol.tokenizer(text, return_offsets_mapping=True)
+        spans = [(i, i + len(word)) for i in range(len(text)) if text.startswith(f" {word}", i - 1) and i > 0]
+        at = [t for t, (a, b) in enumerate(enc["offset_mapping"]) if any(a < e and b > st for st, e in spans)]
+        assert len(at) == 2 and at[0] > 0  # one token each, neither the first
+        with torch.no_grad():
+            logits = reference(torch.tensor([enc["input_ids"]])).logits[0]
+        lp = torch.log_softmax(logits, dim=-1)
+        by_hand = math.fsum(float(lp[t - 1, enc["input_ids"][t]]) for t in at)
+        assert j[f"logprob_{side}"][0] == pytest.approx(by_hand, abs=1e-5)
+        words = [float(lp[t - 1, enc["input_ids"][t]]) for t in at]
+        assert s[f"logprob_{side}"][0] == pytest.approx(math.log(math.fsum(map(math.exp, words))), abs=1e-5)
+        assert j[f"logprob_{side}"][0] < 0 and s[f"logprob_{side}"][0] > j[f"logprob_{side}"][0]
+
+
 def test_first_word_targets_are_scored_after_the_prefix_token(tmp_path, smol, monkeypatch):
     """SmolLM2 adds no BOS: a pair whose target is the first word gets the BOS in front of both sentences,
     counted in the meta, and scores what the model gives the whole prefixed sentence; the other pairs,
@@ -895,3 +929,10 @@ def test_extract_cli_sentence_rule(tmp_path, smol, monkeypatch):
     assert list(scores["n_tokens_more"]) == [
         len(smol.tokenizer(t)["input_ids"]) for t in ("The nurse said he was late.", "He is a nurse.")
     ]
+
+
+def test_no_score_file_gece_computed_in_the_workspace_holds_a_probability_above_one(workspace_reports):
+    """Every score file of the workspace (after `make repro`) holds log-probabilities of at most 0; on a clean clone
+    the e2e slice's score files are checked (tests/e2e/test_pipeline_determinism.py)."""
+    n, above = logprobs_above_zero(ROOT)
+    assert n > 0 and not above, f"{len(above)} log-probabilities above 0: {above[:5]}"

@@ -11,6 +11,7 @@ from gece.base.errors import GeceError
 from gece.base.terminal import plain, plural
 from gece.base.terminal_table import Table
 from gece.cmd import command, run_tables
+from gece.io.files.destinations import clear_stale_runs
 from gece.io.files.json_writer import write_json
 from gece.io.files.readers import write_figure
 from gece.io.paths import layout, report_layout
@@ -73,7 +74,7 @@ def ablate_benchmark(params: Params, benchmark: str, reports: str | Path = layou
         (report_layout.sample_size_dir(benchmark), (".json", ".png")),
         (report_layout.binning_dir(benchmark), (".json",)),
     ):
-        layout.clear_stale_runs(report_layout.report_path(folder, reports), names, suffixes, "the reports directory")
+        clear_stale_runs(report_layout.report_path(folder, reports), names, suffixes, "the reports directory")
     results = {}
     for m in names:
         run_, meta = runs.load_run(params, benchmark, m)

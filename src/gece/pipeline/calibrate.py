@@ -26,6 +26,7 @@ from gece.base.terminal import literal, plain, plural
 from gece.base.terminal_table import Table
 from gece.cmd import command, options, run_tables
 from gece.code import closure
+from gece.io.files.destinations import clear_stale_runs
 from gece.io.files.json_reader import read_json
 from gece.io.files.json_writer import write_json
 from gece.io.files.readers import parquet_rows, read_table
@@ -244,7 +245,7 @@ def calibrate_benchmark(
         (report_layout.report_path(report_layout.calibration_bins_dir(benchmark), reports), ".json"),
     )
     for folder, suffix in folders:
-        layout.clear_stale_runs(folder, names, (suffix,), "the output directory")
+        clear_stale_runs(folder, names, (suffix,), "the output directory")
     previous = [reuse.previous_outputs(folder) for folder, _ in folders]
     results = {}
     for m in names:

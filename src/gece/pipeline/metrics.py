@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from gece.cmd import command, options, run_tables
+from gece.io.files.destinations import clear_stale_runs
 from gece.io.files.json_writer import write_json
 from gece.io.files.readers import read_table
 from gece.io.paths import layout, report_layout
@@ -92,7 +93,7 @@ def metrics_benchmark(
     results = {}
     names = runs.runs(params, benchmark)
     for folder in (report_layout.metrics_dir(benchmark), report_layout.bins_dir(benchmark)):
-        layout.clear_stale_runs(report_layout.report_path(folder, reports), names, (".json",), "the reports directory")
+        clear_stale_runs(report_layout.report_path(folder, reports), names, (".json",), "the reports directory")
     kind = params.benchmarks[benchmark].synthbias
     referent = kind == "referent"
     pairs = read_table(layout.prepared_path(benchmark), SYNTH_SCHEMAS[kind])[0].set_index("pair_id", drop=False)

@@ -18,8 +18,9 @@ from gece.base.errors import GeceError
 from gece.base.terminal import literal, plural
 from gece.catalog.calibration_methods import METHOD_NAMES
 from gece.cmd import command
+from gece.io.files.destinations import check_output_dir, clear_output_dir
 from gece.io.files.inputs import check_input_dir
-from gece.io.files.outputs import check_output_dir, clear_output_dir, write_bytes, write_text
+from gece.io.files.outputs import write_bytes, write_text
 from gece.io.files.readers import png_size, png_text, read_table, write_figure
 from gece.io.paths import data_layout, layout, report_layout
 from gece.io.schemas.pair_rows import ScoreRow

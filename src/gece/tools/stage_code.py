@@ -31,7 +31,8 @@ from gece.base.terminal import literal, plural
 from gece.cmd import command
 from gece.code.closure import PACKAGE, Tree
 from gece.code.manifests import FOLDER, manifests
-from gece.io.files.outputs import check_output_dir, write_text
+from gece.io.files.destinations import check_output_dir
+from gece.io.files.outputs import write_text
 
 # the line `gece --help` shows for this command (read without importing this module)
 HELP = "write stage-code/<command>.txt, the code each command runs by what it does (the stage `code`)"
