@@ -58,13 +58,15 @@ REPORT_PACKAGES = (
 
 
 def _package_versions() -> dict[str, str]:
-    import platform
+    """The release of each package of :data:`REPORT_PACKAGES` (without a local label: torch's ``+cpu`` build and its
+    CUDA build are one release). Not the interpreter's version: the same releases give the same bytes on every
+    Python gece supports (tests/test_python_versions.py, ``make other-python``), so the page is the same too."""
     from importlib import metadata
 
-    versions = {"python": platform.python_version()}
+    versions = {}
     for name in REPORT_PACKAGES:
         try:
-            versions[name] = metadata.version(name)
+            versions[name] = metadata.version(name).split("+", 1)[0]
         except metadata.PackageNotFoundError:
             versions[name] = "not installed"
     return versions
