@@ -230,7 +230,8 @@ def test_the_figures_equal_their_csv_and_the_metrics_json(built_report):
 
 
 def test_the_committed_page_equals_the_workspace_reports(workspace_reports):
-    """The same on the committed index.html (both kinds of figure: forest plots and the rules' dumbbells)."""
+    """The same on the committed index.html (both kinds of figure: forest plots, a protocol's among them, and the
+    rules' dumbbells)."""
     assert check_page(workspace_reports) >= 2
 
 
@@ -262,7 +263,7 @@ def check_page(reports: Path) -> int:
         assert rows
         check_rows(rows, lambda file: json.loads((reports / file).read_text(encoding="utf-8")))
         checked += check_svg_against_csv(body, name, rows)
-        assert re.search(r'role="img" aria-label="[^"]*(lowest ECE|stereotype share) [^"]+"', body)
+        assert re.search(r'role="img" aria-label="[^"]*(lowest ECE|stereotype share|Brier skill) [^"]+"', body)
     assert checked > 10 * len(figures)
     return len(figures)
 

@@ -225,6 +225,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("io", ("gece.io",)),  # the file boundary: paths, settings, schemas, files, formats
     ("scoring", ("gece.scoring",)),  # language models -> token log-probabilities
     ("report", ("gece.report",)),  # tables, findings, figures and the page, from report data
+    ("protocols", ("gece.protocols",)),  # one module per protocol and their declarations (gece.report.protocol)
     ("command", ("gece.cmd",)),  # what the command modules share (options checked as parsed; run tables)
     ("pipeline", ("gece.pipeline",)),  # one module per DVC stage
     ("tools", ("gece.tools",)),  # the commands that are no stage

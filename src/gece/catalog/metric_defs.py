@@ -211,83 +211,6 @@ SCALARS: tuple[str, ...] = tuple(m.key for m in METRICS if m.interval)  # what M
 SIGNED: tuple[str, ...] = tuple(m.key for m in METRICS if m.signed)
 
 
-# SynthBias's referent-resolution protocol (gece.stats.referent; reports/metrics/<b>/<m>.json's ``referent``): p is
-# the probability of the pronoun's stereotypical occupation, y = 1 when it is the referent; every number is computed
-# on the sentence pairs whose he and she rows were both scored, and resamples those pairs. No Gender-ECE here: the
-# words that differ are occupations, so the group metric is the top-label ECE by pronoun gender.
-REFERENT_METRICS: tuple[Metric, ...] = (
-    Metric(
-        "ece_toplabel", "ECE top-label", "high", True, "bins of conf = max(p, 1 − p) against correct = 1[(p > 0.5) = y]"
-    ),
-    Metric(
-        "accuracy", "referent accuracy", "low", True, "share of rows whose more probable occupation is the referent"
-    ),
-    Metric("brier", "Brier", "high", True, "mean (p − y)², p the stereotypical occupation's probability"),
-    Metric("ece_male", "ECE (he, him, his)", "high", True, "top-label ECE within the rows whose pronoun is male"),
-    Metric("ece_female", "ECE (she, her)", "high", True, "top-label ECE within the rows whose pronoun is female"),
-    Metric("ece_gap", "Δ ECE female − male", None, True, "ECE by pronoun gender: female − male", signed=True),
-    Metric("ece_pro", "ECE pro-stereotypical", "high", True, "top-label ECE within the rows where y = 1"),
-    Metric("ece_anti", "ECE anti-stereotypical", "high", True, "top-label ECE within the rows where y = 0"),
-    Metric(
-        "ece_first", "ECE referent first", "high", True, "top-label ECE within the rows whose referent is named first"
-    ),
-    Metric(
-        "ece_second",
-        "ECE referent second",
-        "high",
-        True,
-        "top-label ECE within the rows whose referent is named second",
-    ),
-    Metric("accuracy_pro", "accuracy pro", "low", True, "referent accuracy within the rows where y = 1"),
-    Metric("accuracy_anti", "accuracy anti", "low", True, "referent accuracy within the rows where y = 0"),
-    Metric("accuracy_first", "accuracy referent first", "low", True, "referent accuracy, referent named first"),
-    Metric("accuracy_second", "accuracy referent second", "low", True, "referent accuracy, referent named second"),
-    Metric(
-        "baseline_stereotype", "always the stereotype", None, False, "accuracy of p = 1 on every row: the share y = 1"
-    ),
-    Metric(
-        "baseline_last", "always the last-mentioned", None, False, "accuracy of choosing the occupation named second"
-    ),
-    Metric("over_stereotype", "Δ accuracy − stereotype", None, True, "accuracy − baseline_stereotype", signed=True),
-    Metric("over_last", "Δ accuracy − last-mentioned", None, True, "accuracy − baseline_last", signed=True),
-    Metric(
-        "ucerf",
-        "UCerF",
-        "low",
-        True,
-        "mean over sentence pairs of 1 − |D(he) − D(she)| / 2, D = ±c (+ when correct), c = 2 − exp(H(p, 1 − p))",
-    ),
-    Metric("eo", "EO gap", "high", True, "max over pro and anti of |accuracy(he) − accuracy(she)|"),
-    Metric("n", "rows", None, False, "rows scored in complete sentence pairs", varying_y=False),
-    Metric("n_pairs", "sentence pairs", None, False, "sentence pairs (he and she row both scored)", varying_y=False),
-    Metric(
-        "n_unpaired", "rows left out", None, False, "scored rows whose other version was not scored", varying_y=False
-    ),
-)
-REFERENT: dict[str, Metric] = {m.key: m for m in REFERENT_METRICS}
-# what the page's referent table gives per run (with every interval the metrics report has), and what
-# reports/summary.json keeps of it: the numbers that answer "calibrated, equally for he and she, better than the
-# recency heuristic?" (those three with their intervals), the accuracy and UCerF (11 numbers: each is a row of
-# `dvc metrics diff` when the run is re-scored, with its calibration, binning and comparison rows at most 19, the
-# most any run of the other benchmarks moves; tests/test_findings.py)
-REFERENT_HEADLINE: tuple[str, ...] = (
-    "n_pairs",
-    "ece_toplabel",
-    "accuracy",
-    "brier",
-    "baseline_stereotype",
-    "baseline_last",
-    "over_last",
-    "ece_male",
-    "ece_female",
-    "ece_gap",
-    "ucerf",
-    "eo",
-)
-REFERENT_SUMMARY: tuple[str, ...] = ("n_pairs", "ece_toplabel", "accuracy", "over_last", "ece_gap", "ucerf")
-REFERENT_SUMMARY_CI: tuple[str, ...] = ("ece_toplabel", "over_last", "ece_gap")
-
-
 # what a metric measures on SynthBias, whose y is no human judgement: its label in the per-benchmark metric tables,
 # by the benchmark's mode (params.yaml benchmarks.<b>.synthbias; type1 has constant y: on_constant_y names it)
 SYNTH_LABELS: dict[str, dict[str, str]] = {
@@ -296,7 +219,6 @@ SYNTH_LABELS: dict[str, dict[str, str]] = {
         "ece_true_male": "ECE, majority: male",
         "ece_true_female": "ECE, majority: female",
     },
-    "referent": {"accuracy": "referent accuracy"},
 }
 
 

@@ -39,7 +39,7 @@ def print_metrics(report: dict, title: str, level: float) -> None:
     table.add_column("value", justify="right")
     table.add_column(ci_label(level), justify="right")
     skip = {"n", "n_bins", "binning", "null_reasons"}
-    blocks = {k: v for k, v in report.items() if isinstance(v, dict)}  # SynthBias's referent block: its own table
+    blocks = {k: v for k, v in report.items() if isinstance(v, dict)}  # a protocol's block: its own table
     for key, value in report.items():
         if key in skip or key in blocks or key.endswith(("_ci_low", "_ci_high")) or isinstance(value, str):
             continue

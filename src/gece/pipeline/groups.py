@@ -3,10 +3,9 @@
 For every run (:func:`gece.pipeline.runs.runs`), every grouping of ``groups.by`` and every protocol of
 ``groups.protocols`` (:mod:`gece.stats.by_group`): each group's ECE with its interval, and the largest gap
 between groups -> ``reports/groups/<b>.json`` (``GroupsReport``) and the tables of ``reports/tables/groups.md``
-(Table-4-style tables). The groupings other than the genders are columns of the prepared pairs (SynthBias's
-``referent``, ``pronoun_gender`` and ``stereotype`` only where its prepared file has them: elsewhere they are left
-out of the report);
-the soft protocol reads the annotators' soft labels from ``artifacts/annotated/<b>.parquet``.
+(Table-4-style tables). The groupings other than the genders are columns of the prepared pairs (SynthBias's,
+:data:`gece.catalog.groupings.SYNTH_COLUMNS`, only where its prepared file has them: elsewhere they are left out of
+the report); the soft protocol reads the annotators' soft labels from ``artifacts/annotated/<b>.parquet``.
 
 Under the identity protocol, on a run whose y varies, every pair and every group of a grouping that is not a
 function of y also get the calibration tests of :mod:`gece.stats.calibration_tests` (Spiegelhalter's z, with the

@@ -1,4 +1,5 @@
-"""Stage metrics: the calibration metrics and reliability bins of every run of a benchmark."""
+"""Stage metrics: the calibration metrics and reliability bins of every run of a benchmark, and, on a benchmark a
+protocol measures (:mod:`gece.protocols.declarations`), each run's block of the protocol's numbers."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ from gece.io.schemas.pair_rows import SYNTH_SCHEMAS
 from gece.io.settings.params import Params, params_or_defaults
 from gece.io.settings.sections import MetricsParams
 from gece.pipeline import runs
-from gece.stats import intervals, metrics, referent
+from gece.protocols import declarations
+from gece.stats import intervals, metrics
 
 log = logging.getLogger("gece")
 
@@ -54,24 +56,6 @@ def run_metrics(
     return report, bins
 
 
-def referent_block(scores: pd.DataFrame, pairs: pd.DataFrame, settings: MetricsParams) -> dict:
-    """The ``referent`` block of a run on SynthBias's referent protocol (:mod:`gece.stats.referent`), from its
-    scores and the prepared rows' pronoun gender, referent position and sentence pair (``cluster``)."""
-    mine = pairs.loc[scores["pair_id"].to_numpy(object)]
-    return referent.referent_report(
-        scores["p"].to_numpy(np.float64),
-        scores["y"].to_numpy(np.int64),
-        (mine["pronoun_gender"] == "male").to_numpy(),
-        (mine["referent"] == "second").to_numpy(),
-        mine["cluster"].to_numpy(object),
-        n_bins=settings.n_bins,
-        binning=settings.binning,
-        draws=settings.bootstrap,
-        seed=settings.seed,
-        level=settings.ci,
-    )
-
-
 def metrics_stage(
     scores_path: str | Path, out: str | Path | None, bins_out: str | Path | None, settings: MetricsParams
 ) -> tuple[dict, list[dict], dict[str, str]]:
@@ -88,20 +72,24 @@ def metrics_stage(
 def metrics_benchmark(
     params: Params, benchmark: str, settings: MetricsParams, reports: str | Path = layout.REPORTS
 ) -> dict[str, dict]:
-    """Every run of ``benchmark`` (:func:`gece.pipeline.runs.runs`) -> ``reports/metrics/<b>/<m>.json`` and
-    ``reports/bins/<b>/<m>.json``; files of runs no longer configured are removed."""
+    """Every run of ``benchmark`` (:func:`gece.pipeline.runs.runs`) -> ``reports/metrics/<b>/<m>.json`` (with the
+    block of the protocol that measures the benchmark, under its name) and ``reports/bins/<b>/<m>.json``; files of
+    runs no longer configured are removed."""
     results = {}
     names = runs.runs(params, benchmark)
     for folder in (report_layout.metrics_dir(benchmark), report_layout.bins_dir(benchmark)):
         clear_stale_runs(report_layout.report_path(folder, reports), names, (".json",), "the reports directory")
-    kind = params.benchmarks[benchmark].synthbias
-    referent = kind == "referent"
-    pairs = read_table(layout.prepared_path(benchmark), SYNTH_SCHEMAS[kind])[0].set_index("pair_id", drop=False)
+    entry = params.benchmarks[benchmark]
+    pairs = read_table(layout.prepared_path(benchmark), SYNTH_SCHEMAS[entry.synthbias])[0].set_index(
+        "pair_id", drop=False
+    )
+    protocol = declarations.of(entry)
+    measure = protocol.measurer(entry, pairs, settings) if protocol is not None else None
     for m in names:
         scores, _ = runs.load_scores(params, benchmark, m, runs.RUN_COLUMNS)
         report, bins = run_metrics(scores, settings, pairs)
-        if referent:
-            report["referent"] = referent_block(scores, pairs, settings)
+        if measure is not None:
+            report[protocol.name] = measure(scores)
         write_json(
             report_layout.report_path(report_layout.metrics_file(benchmark, m), reports),
             MetricsReport.model_validate(report),

@@ -34,6 +34,7 @@ from gece.report import pages as report_pages
 from gece.report import tables as report_tables
 from gece.report.cells import ReportData, TableDoc, constant_y
 from gece.report.first_screen import AnswerFigure
+from gece.report.protocol import by_name
 from gece.stats import metrics
 
 log = logging.getLogger("gece")
@@ -266,12 +267,15 @@ def _answer_figures(data: ReportData, out_dir: Path) -> list[AnswerFigure]:
     out = []
     for kind, b, points in forest.first_screen(data):
         name = forest.figure_name(kind, b)
-        draw = answer_plots.calibration_svg if kind == "calibration" else answer_plots.rules_svg
+        if kind == "rules":
+            svg = answer_plots.rules_svg(name, b, points)
+        else:  # the calibration figure, or a protocol's (its panels)
+            svg = answer_plots.calibration_svg(name, b, points, by_name(data, kind))
         csv = report_layout.fig_data(name)
         text = forest.points_csv(points)
         if not (out_dir / csv).exists() or (out_dir / csv).read_text(encoding="utf-8") != text:
             write_text(out_dir / csv, text)
-        out.append(AnswerFigure(kind, b, name, points, draw(name, b, points), csv))
+        out.append(AnswerFigure(kind, b, name, points, svg, csv))
     return out
 
 

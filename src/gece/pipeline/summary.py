@@ -80,14 +80,14 @@ def run(args: argparse.Namespace) -> int:
 def print_headlines(lines) -> None:
     """The first screen of the page in one table, a row per benchmark: the best run (lowest ECE, 95% interval), the
     runs tied with it after Holm and the largest gender gap that is a finding; or, on an identity benchmark, the
-    side of 0.5 of the stereotype share under each rule; or, on SynthBias's referent protocol, its own answer. Two
+    side of 0.5 of the stereotype share under each rule; or, on a protocol's benchmark, the protocol's answer. Two
     columns, so that run names stay whole at 80."""
     table = Table(title="Answers (the figures that open reports/index.html)", title_justify="left")
     table.add_column("benchmark", ids=True)
     table.add_column("answer", whole=True)
     for h in lines:
-        if h.referent != "–":
-            text = h.referent
+        if h.protocol != "–":
+            text = h.protocol
         elif h.rules != "–":
             text = f"stereotype share {h.rules}"
         else:

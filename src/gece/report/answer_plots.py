@@ -1,6 +1,6 @@
 """The first-screen figures as inline SVG (matplotlib, no scripts): a forest plot of ECE and Gender-ECE per
-benchmark whose labels vary, and a dumbbell plot of the stereotype share under each scoring rule per identity
-benchmark (the points: :mod:`gece.report.forest`).
+benchmark whose labels vary (of a protocol's numbers on its benchmarks), and a dumbbell plot of the stereotype share
+under each scoring rule per identity benchmark (the points: :mod:`gece.report.forest`).
 
 Each plotted value is an artist with an SVG id ``<figure>-<panel>-<row>-point`` (and ``-ci`` for its interval),
 ``<row>`` its row in the figure's CSV, so a test can read the drawn positions back. The SVG is deterministic:
@@ -20,6 +20,7 @@ import re
 from gece.report.forest import OVERALL, PANELS, PART_TITLES, Point
 from gece.report.identity import FIRST_DIFF_GROUPS
 from gece.report.plots import plt
+from gece.report.protocol import Protocol
 
 SCORED = "#0072B2"  # Okabe-Ito blue: runs scored here
 RELEASED = "#E69F00"  # Okabe-Ito orange: the authors' released scores
@@ -87,14 +88,18 @@ def _point(ax, name: str, panel: str, row: int, p: Point, y: float, color: str, 
     )
 
 
-def calibration_svg(name: str, b: str, points: list[Point]) -> str:
-    """Benchmark ``b``'s forest plot: one panel per metric of :data:`PANELS`, one row per run (sorted by ECE, the
-    lowest on top), the value with its 95% interval, the compact letter display at the right of each panel."""
+def calibration_svg(name: str, b: str, points: list[Point], protocol: Protocol | None = None) -> str:
+    """Benchmark ``b``'s forest plot: one panel per metric of :data:`PANELS` (a ``protocol``'s panels, by their
+    labels), one row per run (sorted by ECE, the lowest on top; by the protocol's first panel, the best on top), the
+    value with its 95% interval, the compact letter display at the right of each panel. A panel where higher is
+    better (a skill) draws its 0, the skill of a coin, dashed, and may go below it."""
     models = list(dict.fromkeys(p.model for p in points))
+    panels = PANELS if protocol is None else {k: protocol.metric[k].label for k in protocol.panels}
+    higher = set() if protocol is None else {k for k in protocol.panels if protocol.metric[k].worse == "low"}
     fig, axes = plt.subplots(
-        1, len(PANELS), figsize=(WIDTH_IN, ROW_IN * len(models) + 0.95), sharey=True, layout="constrained"
+        1, len(panels), figsize=(WIDTH_IN, ROW_IN * len(models) + 0.95), sharey=True, layout="constrained"
     )
-    for ax, key in zip(axes, PANELS, strict=True):
+    for ax, key in zip(axes, panels, strict=True):
         for row, p in enumerate(points):
             if p.panel != key:
                 continue
@@ -111,8 +116,12 @@ def calibration_svg(name: str, b: str, points: list[Point]) -> str:
                 fontsize=8,
                 color=LINE,
             )
-        ax.set_title(f"{PANELS[key]} (lower is better)  · letters: Holm groups", fontsize=9, loc="left")
-        ax.set_xlim(left=0)
+        better = "higher" if key in higher else "lower"
+        ax.set_title(f"{panels[key]} ({better} is better)  · letters: Holm groups", fontsize=9, loc="left")
+        if key in higher:
+            ax.axvline(0, color=LINE, linewidth=1, linestyle="--", zorder=1)
+        else:
+            ax.set_xlim(left=0)
         ax.grid(axis="x", alpha=0.3)
         ax.tick_params(labelsize=8)
     axes[0].set_yticks(range(len(models)), models)
@@ -128,8 +137,9 @@ def calibration_svg(name: str, b: str, points: list[Point]) -> str:
         ),
     ]
     fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize=8, frameon=False)
+    question = "which runs have skill" if higher else "which runs are best calibrated"
     fig.suptitle(
-        f"{b}: which runs are best calibrated, and which are tied after Holm?",
+        f"{b}: {question}, and which are tied after Holm?",
         fontsize=10,
         fontweight="bold",
         x=0.005,

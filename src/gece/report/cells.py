@@ -102,7 +102,10 @@ class ReportData:
     rules: dict[str, str] = field(default_factory=dict)  # benchmark -> the rule that scored it (params.rule_for)
     variants: dict[str, list[str]] = field(default_factory=dict)  # first entry of a source -> its later entries
     hidden: set[str] = field(default_factory=set)  # benchmarks whose sentences are not shown (BenchmarkSpec)
-    synthbias: dict[str, str] = field(default_factory=dict)  # SynthBias benchmark -> its mode (type1, type2, referent)
+    synthbias: dict[str, str] = field(default_factory=dict)  # SynthBias benchmark -> its mode (params.yaml synthbias)
+    # the protocols' declarations (gece.report.protocol.Protocol; gece.protocols.declarations.PROTOCOLS, filled in by
+    # the stage that loads the reports): a benchmark whose runs' reports carry a protocol's block is that protocol's
+    protocols: tuple = ()
     # the calibration method the headline reports (params.yaml calibrate.headline)
     headline_method: str = CalibrateParams.model_fields["headline"].default
 

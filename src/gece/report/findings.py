@@ -27,7 +27,7 @@ from scipy.stats import kendalltau
 
 from gece.base.terminal import plural
 from gece.catalog.metric_defs import METRIC
-from gece.report import identity, referent
+from gece.report import identity
 from gece.report.cells import ReportData, constant_y, distinct_runs, repeats, variant_of
 from gece.report.gaps import (
     GAP_MARK,
@@ -38,6 +38,7 @@ from gece.report.gaps import (
     group_size,
     grouping_result,
 )
+from gece.report.protocol import claimed
 
 # the per-run keys of reports/summary.json, in order (a subset of MetricsReport)
 HEADLINE = ("n", "ece", "gender_ece", "macro_ce", "brier", "accuracy")
@@ -78,9 +79,9 @@ def summary(data: ReportData) -> dict:
     - ``runs.<b>.<m>``: the :data:`HEADLINE` metrics of the run; on a benchmark with constant y
       (:func:`gece.report.cells.constant_y`) the honest names instead (:data:`gece.report.identity.IDENTITY_HEADLINE`:
       ``stereotype_share``, ``shortfall`` = 1 − mean p, ``shortfall_gender``);
-    - on a benchmark of SynthBias's referent protocol (its metrics reports have the ``referent`` block) the
-      protocol's headline (:func:`gece.report.referent.run_summary`: top-label ECE, accuracy, the baselines, ECE by
-      pronoun gender, UCerF, EO, with intervals; no ``gender_ece``);
+    - on a benchmark of a protocol (its metrics reports carry the protocol's block:
+      :func:`gece.report.protocol.claimed`) the protocol's keys instead
+      (:meth:`gece.report.protocol.Protocol.run_summary`);
     - ``rules.<b>.<m>``: the stereotype share and 1 − mean p under each scoring rule of such a benchmark and its
       variants, and their differences (:func:`gece.report.identity.rules_summary`);
     - ``calibration.<b>.<m>``: the lowest held-out ECE after calibration, per protocol (not on a benchmark with
@@ -109,16 +110,18 @@ def summary(data: ReportData) -> dict:
         "rules": identity.rules_summary(data),
         "agreement": {},
     }
+    protocols = claimed(data)
     for b in data.benchmarks:
         honest = constant_y(data, b)
+        protocol = protocols.get(b)
         for m in data.runs.get(b, []):
             rep = data.metrics.get((b, m))
             if rep is not None:
                 out["runs"].setdefault(b, {})[m] = (
                     identity.run_summary(rep)
                     if honest
-                    else referent.run_summary(rep)
-                    if referent.BLOCK in rep
+                    else protocol.run_summary(rep[protocol.name])
+                    if protocol is not None and protocol.name in rep
                     else {k: rep.get(k) for k in HEADLINE}
                 )
             if honest:  # one label: nothing to calibrate, and 1 − mean p does not depend on the binning
@@ -277,8 +280,9 @@ def ranking(data: ReportData, b: str, key: str) -> list[Ranked]:
 
 
 def _benchmark(data: ReportData, b: str) -> BenchmarkFinding | None:
+    """Not on a benchmark of a protocol: its numbers answer there, and rank only runs with skill."""
     reps = [data.metrics[(b, m)] for m in distinct_runs(data, b) if (b, m) in data.metrics]
-    if not reps or constant_y(data, b):
+    if not reps or constant_y(data, b) or b in claimed(data):
         return None
     out = BenchmarkFinding(b, sorted({int(r["n"]) for r in reps}), len(reps))
     for key in RANKED:
@@ -574,30 +578,3 @@ def findings_lines(f: Findings) -> list[str]:
         + [identity_sentence(b) for b in f.identity]
         + [f"{topic}: {text}" for topic, text in f.effects]
     )
-
-
-def verdict(a: str, b: str, key: str, cell: dict, level: float = 0.95) -> str:
-    """One compared metric of two models in words (``diff`` is a − b, as in ``reports/compare``):
-    ``A is better calibrated than B on ECE by 0.045 [0.020, 0.070], p = 0.001``."""
-    from gece.report.cells import format_p
-
-    label = LABELS.get(key, key)
-    diff, lo, hi, p = (_num(cell.get(k)) for k in ("diff", "ci_low", "ci_high", "p_value"))
-    if diff is None or lo is None or hi is None:
-        return f"{a} vs {b} on {label}: undefined (a metric is null for one of them)"
-    holm = (
-        ""
-        if not cell.get("significant")
-        else (", also after Holm's correction" if cell.get("significant_holm") else ", not after Holm's correction")
-    )
-    if not cell.get("significant"):
-        return (
-            f"{a} and {b} do not differ significantly on {label}: {a} − {b} = {diff:+.3f} "
-            f"[{lo:+.3f}, {hi:+.3f}], {format_p(p)}"
-        )
-    higher_better = key in HIGHER_IS_BETTER
-    a_better = (diff > 0) == higher_better
-    winner, loser = (a, b) if a_better else (b, a)
-    size, low, high = abs(diff), min(abs(lo), abs(hi)), max(abs(lo), abs(hi))
-    how = "agrees with the human judgements more often than" if higher_better else "is better calibrated than"
-    return f"{winner} {how} {loser} on {label} by {size:.3f} [{low:.3f}, {high:.3f}], {format_p(p)}{holm}"

@@ -1,14 +1,14 @@
 """The numbers the first-screen figures plot (:mod:`gece.report.answer_plots` draws them), each with the JSON
 pointer it came from, and their CSV (``reports/figures/<figure>.csv``, beside the figure).
 
-- **Calibration figure** (:func:`calibration_points`), per benchmark whose labels vary (but SynthBias's referent
-  protocol, whose headline is its own block's top-label ECE: the first screen answers it in sentences): ECE and
-  Gender-ECE of every
-  run with its 95% interval (the metrics JSON's ``<key>_ci_low`` / ``_high``), runs sorted by ECE (lowest first;
-  the Gender-ECE panel keeps that order). The letters are a compact letter display (:mod:`gece.stats.letters`) of
-  the compare report's Holm-adjusted paired tests (``significant_holm`` per metric): runs sharing a letter are not
-  distinguishable after Holm's correction over the benchmark's pairs. ``released`` marks the authors' released
-  scores (registry ``reference:``), drawn apart from the runs scored here.
+- **Calibration figure** (:func:`calibration_points`), per benchmark whose labels vary (but a protocol's, which has
+  its own): ECE and Gender-ECE of every run with its 95% interval (the metrics JSON's ``<key>_ci_low`` / ``_high``),
+  runs sorted by ECE (lowest first; the Gender-ECE panel keeps that order). On a benchmark of a protocol
+  (:mod:`gece.report.protocol`) the same figure of the numbers it declares (``panels``, from its block of the
+  metrics JSON), runs sorted by the first, best first. The letters are a compact letter display
+  (:mod:`gece.stats.letters`) of the compare report's Holm-adjusted paired tests (``significant_holm`` per metric):
+  runs sharing a letter are not distinguishable after Holm's correction over the benchmark's pairs. ``released``
+  marks the authors' released scores (registry ``reference:``), drawn apart from the runs scored here.
 - **Rule figure** (:func:`rule_points`), per identity benchmark (y = 1 for every pair): the stereotype share
   (``pct_stereotype``, its cluster-resampled interval) of every run under each scoring rule of the same pairs
   (sentence, shared), and the share among the pairs that differ in their first word (``initial``) and those that
@@ -28,7 +28,7 @@ import numpy as np
 from gece.io.paths import report_layout
 from gece.report.cells import ReportData, constant_y, ptr
 from gece.report.identity import FIRST_DIFF_GROUPS, first_diff_result, identity_benchmarks, members
-from gece.report.referent import referent_benchmarks
+from gece.report.protocol import Protocol, claimed
 from gece.stats.letters import compact_letters
 
 PANELS = {"ece": "ECE", "gender_ece": "Gender-ECE"}  # the calibration figure's panels: metrics JSON key -> label
@@ -71,16 +71,15 @@ class Point:
 
 
 def calibration_benchmarks(data: ReportData) -> list[str]:
-    """The benchmarks with a calibration figure: labels vary and some run has an ECE. Not SynthBias's referent
-    protocol: its headline is the top-label ECE of its own block (the first screen's referent sentences), which
-    the compare stage does not test pairwise, and an ECE of p beside it would give each run two ECEs."""
-    referent = set(referent_benchmarks(data))
+    """The benchmarks with a calibration figure: labels vary and some run has an ECE. Not a protocol's benchmark:
+    its figure draws the protocol's own numbers (an ECE of p beside them would give each run two ECEs)."""
+    protocols = claimed(data)
     return [
         b
         for b in data.benchmarks
         if not constant_y(data, b)
         and any(_finite((data.metrics.get((b, m)) or {}).get("ece")) for m in data.runs[b])
-        and b not in referent
+        and b not in protocols
     ]
 
 
@@ -100,12 +99,20 @@ def differ_matrix(data: ReportData, b: str, models: list[str], key: str) -> np.n
     return differ
 
 
-def calibration_points(data: ReportData, b: str) -> list[Point]:
-    """Benchmark ``b``'s ECE and Gender-ECE points, runs by ascending ECE (module docstring)."""
-    reps = {m: data.metrics[(b, m)] for m in data.runs[b] if _finite((data.metrics.get((b, m)) or {}).get("ece"))}
-    models = sorted(reps, key=lambda m: (reps[m]["ece"], m))
+def calibration_points(data: ReportData, b: str, protocol: Protocol | None = None) -> list[Point]:
+    """Benchmark ``b``'s ECE and Gender-ECE points, runs by ascending ECE (module docstring); with ``protocol``, its
+    panels' points from its block, runs by the first panel, best first."""
+    panels, base = (protocol.panels, (protocol.name,)) if protocol is not None else (tuple(PANELS), ())
+    reps = {}
+    for m in data.runs[b]:
+        rep = data.metrics.get((b, m)) or {}
+        rep = (rep.get(protocol.name) or {}) if protocol is not None else rep
+        if _finite(rep.get(panels[0])):
+            reps[m] = rep
+    sign = -1 if protocol is not None and protocol.metric[panels[0]].worse == "low" else 1
+    models = sorted(reps, key=lambda m: (sign * reps[m][panels[0]], m))
     out = []
-    for key in PANELS:
+    for key in panels:
         shown = [m for m in models if _finite(reps[m].get(key))]
         if not shown:  # no run has it
             continue
@@ -125,7 +132,7 @@ def calibration_points(data: ReportData, b: str) -> list[Point]:
                     letter,
                     m in data.references,
                     report_layout.metrics_file(b, m),
-                    ptr(key),
+                    ptr(*base, key),
                 )
             )
     return out
@@ -169,8 +176,10 @@ def figure_name(kind: str, b: str) -> str:
 
 
 def first_screen(data: ReportData) -> list[tuple[str, str, list[Point]]]:
-    """The first screen's figures in page order: (kind, benchmark, points); kind ``calibration`` or ``rules``."""
+    """The first screen's figures in page order: (kind, benchmark, points); kind ``calibration``, a protocol's name
+    (its figure, after the calibration figures) or ``rules``."""
     out = [("calibration", b, calibration_points(data, b)) for b in calibration_benchmarks(data)]
+    out += [(p.name, b, pts) for b, p in claimed(data).items() if (pts := calibration_points(data, b, p))]
     out += [("rules", b, pts) for b in identity_benchmarks(data) if (pts := rule_points(data, b))]
     return out
 

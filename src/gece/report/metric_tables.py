@@ -24,6 +24,7 @@ from gece.report.cells import (
     metric_cell,
 )
 from gece.report.identity import OVERALL_COLUMNS
+from gece.report.protocol import claimed
 from gece.report.stat_tables import brier_ranking_tables
 
 
@@ -101,7 +102,8 @@ def _metrics_doc(
             spec_b = identity_spec
         else:
             spec_b = spec
-        names = SYNTH_LABELS.get(data.synthbias.get(b, ""), {})  # SynthBias's y is no human judgement
+        protocol = claimed(data).get(b)  # SynthBias's y is no human judgement: its mode's or protocol's labels
+        names = SYNTH_LABELS.get(data.synthbias.get(b, ""), {}) | (protocol.labels if protocol is not None else {})
         columns = [Column(key, names.get(key, label), worst, digits) for key, label, worst, *_ in spec_b]
         rows = []
         for m in models:
@@ -139,8 +141,8 @@ def overall_table(data: ReportData) -> TableDoc:
 
 SYNTH_NOTE = (
     " On SynthBias y is no human judgement: on the pronoun protocol (type2) it is the labour-statistics majority "
-    "gender of the referent's occupation, on the referent protocol whether the pronoun's stereotypical occupation "
-    "is the sentence's referent (its own table: Referent resolution); the accuracy column is named accordingly."
+    "gender of the occupation the pronoun refers to; a benchmark measured by a protocol of its own has its page, "
+    "which says what y is there; the accuracy column is named accordingly."
 )
 
 
