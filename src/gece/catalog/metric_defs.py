@@ -311,6 +311,14 @@ def on_constant_y(key: str) -> tuple[str, None] | None:
 
 # the within-model gender gaps: metric key -> the grouping it compares (gece.stats.gap)
 GAPS: dict[str, str] = {"gap_pred": "pred", "gap_true": "true"}
+# the variance of the groups stage's Spiegelhalter z (gece.stats.calibration_tests, the unit that was sampled): the
+# one expected under calibration with exact repeats merged (the pair is the unit), or the empirical one of the
+# cluster sums (clusters group distinct pairs); each with the words the page says it in
+TEST_VARIANCES: dict[str, str] = {
+    "expected": "variance expected under calibration",
+    "clusters": "variance of the cluster sums",
+}
+TestVariance = Literal[tuple(TEST_VARIANCES)]  # type: ignore[valid-type]
 # what the sample-size ablation follows against n (gece.stats.ablation.sample_size)
 ESTIMATORS: tuple[str, ...] = (
     "ece",
