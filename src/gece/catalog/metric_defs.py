@@ -79,7 +79,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("brier", "Brier", "high", True, "Brier score of p: mean (p − y)²", constant="mean (1 − p)² (Brier)"),
     Metric(
         "brier_paper",
-        "Brier (paper)",
+        "paper's Brier ((1 − p) − y)²",
         None,
         True,
         "what the authors' code computes, mean ((1 − p) − y)²: the wrong column, kept only to reproduce the paper",
@@ -396,7 +396,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         ),
     ),
     Definition(
-        "Brier and Brier (paper)",
+        "Brier and the paper's Brier",
         ("brier", "brier_paper"),
         (
             "Brier = mean (p − y)², the squared error of p as a probability of the male reading (lower is better). "

@@ -30,6 +30,7 @@ from gece.report.cells import (
 )
 from gece.stats.intervals import holm
 
+TRUE_BRIER = "Brier (p − y)²"  # the Brier score's label where the paper's Brier is beside it
 ALPHA = 0.05  # the level of the gap tables' marks (Holm over the runs of a table)
 # (key, label, worst end): the registry's, the groups' ECE labelled by their grouping here
 _GAP_LABELS = {
@@ -184,9 +185,9 @@ def brier_ranking_tables(data: ReportData) -> tuple[list[Table], list[str]]:
                 )
             )
         columns = [
-            Column("brier_paper", "Brier (paper)", None, 4),
+            Column("brier_paper", METRIC["brier_paper"].label, None, 4),
             Column("rank_paper", "rank", None),
-            Column("brier", "Brier", None, 4),
+            Column("brier", TRUE_BRIER, None, 4),
             Column("rank", "rank", None),
             Column("change", "rank change", None),
         ]
