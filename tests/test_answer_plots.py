@@ -17,6 +17,7 @@ from gece.io.paths import report_layout
 from gece.report import answer_plots, compare_tables, forest
 from gece.report.cells import ReportData, resolve
 from gece.report.first_screen import PAGE_BUDGET, calibration_finding, headlines, rules_finding
+from gece.stats.intervals import holm
 from gece.stats.letters import compact_letters
 
 from .conftest import ROOT
@@ -52,12 +53,14 @@ def test_two_items_share_a_letter_exactly_when_they_do_not_differ(seed):
 
 # ------------------------------------------------------------------------ points
 def _cell(significant: bool) -> dict:
-    return {"significant_holm": significant}
+    """A compared metric whose p-value survives Holm over the 6 pairs of 4 runs (6 × 0.001) or not (0.5), and Holm
+    over the metrics of the pair (``significant_holm``, which the comparison matrix reads) alike."""
+    return {"p_value": 0.001 if significant else 0.5, "significant_holm": significant}
 
 
 def _data() -> ReportData:
-    """Four runs: a and b scored, r and r2 released; only a and r2 differ in ECE after Holm, every pair but a–b
-    in Gender-ECE."""
+    """Four runs: a and b scored, r and r2 released; only a and r2 differ in ECE after Holm over the panel's 6 pairs,
+    every pair but a–b in Gender-ECE."""
     data = ReportData(benchmarks=["wb"], runs={"wb": ["r2", "b", "a", "r"]}, references={"r", "r2"})
     for m, ece in (("a", 0.05), ("b", 0.10), ("r", 0.20), ("r2", 0.21)):
         data.metrics[("wb", m)] = {
@@ -70,6 +73,7 @@ def _data() -> ReportData:
         }
     names = ["a", "b", "r", "r2"]
     data.compare["wb"] = {
+        "alpha": 0.05,
         "pairs": [
             {
                 "a": x,
@@ -78,9 +82,26 @@ def _data() -> ReportData:
             }
             for i, x in enumerate(names)
             for y in names[i + 1 :]
-        ]
+        ],
     }
     return data
+
+
+def test_the_letters_control_over_every_pair_of_the_panel():
+    """Holm over the 6 pairs of 4 runs, by hand: p = 0.001, 0.01, 0.02, 0.3, 0.4, 0.5 adjust to 0.006, 0.05, 0.08, ...:
+    only the first pair differs at 0.05, though three are below 0.05 alone (and the compare report's own Holm, over
+    the metrics of one pair, may call them significant); a run scored twice is not in the family."""
+    data = _data()
+    ps = {("a", "b"): 0.001, ("a", "r"): 0.01, ("a", "r2"): 0.02, ("b", "r"): 0.3, ("b", "r2"): 0.4, ("r", "r2"): 0.5}
+    for pair in data.compare["wb"]["pairs"]:
+        pair["metrics"]["ece"] = {"p_value": ps[(pair["a"], pair["b"])], "significant_holm": True}
+    assert holm(list(ps.values())) == pytest.approx([0.006, 0.05, 0.08, 0.9, 0.9, 0.9])
+    differ = forest.differ_matrix(data, "wb", ["a", "b", "r", "r2"], "ece")
+    assert [(i, j) for i in range(4) for j in range(i + 1, 4) if differ[i, j]] == [(0, 1)]
+    # b–r2 as one run scored twice: out of the family, 5 pairs: 0.005, 0.04, 0.06, ...: a–r differs too
+    data.compare["wb"]["pairs"][4]["identical"] = True
+    differ = forest.differ_matrix(data, "wb", ["a", "b", "r", "r2"], "ece")
+    assert [(i, j) for i in range(4) for j in range(i + 1, 4) if differ[i, j]] == [(0, 1), (0, 2)]
 
 
 def test_calibration_points_are_sorted_with_holm_letters_and_released_marked():

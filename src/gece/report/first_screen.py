@@ -79,8 +79,9 @@ def _side_counts(sides: list[str]) -> str:
 CAPTIONS = {
     "calibration": (
         "ECE and Gender-ECE per run with 95% bootstrap intervals, lowest ECE on top; runs that share a letter are "
-        "not distinguishable after Holm (compact letter display of the paired bootstrap tests); filled blue "
-        "circles: scored here, open orange squares: the authors' released scores."
+        "not distinguishable after Holm's correction over all pairs of runs of the panel (compact letter display of "
+        "the paired bootstrap tests, each metric its own family); filled blue circles: scored here, open orange "
+        "squares: the authors' released scores."
     ),
     "rules": (
         "Stereotype share per run under each scoring rule (joined by a grey bar), with 95% cluster-resampled "

@@ -6,9 +6,11 @@ pointer it came from, and their CSV (``reports/figures/<figure>.csv``, beside th
   Gender-ECE of every
   run with its 95% interval (the metrics JSON's ``<key>_ci_low`` / ``_high``), runs sorted by ECE (lowest first;
   the Gender-ECE panel keeps that order). The letters are a compact letter display (:mod:`gece.stats.letters`) of
-  the compare report's Holm-adjusted paired tests (``significant_holm`` per metric): runs sharing a letter are not
-  distinguishable after Holm's correction over the benchmark's pairs. ``released`` marks the authors' released
-  scores (registry ``reference:``), drawn apart from the runs scored here.
+  the compare report's paired tests of that metric (``p_value``), Holm-corrected over every pair of runs the panel
+  shows (:func:`differ_matrix`): runs sharing a letter are not distinguishable with the family-wise error of the
+  whole panel controlled, which is what a reader comparing any two rows asks. (The compare report's own
+  ``significant_holm`` corrects over the four metrics of one pair of runs; its tables say so.) ``released`` marks
+  the authors' released scores (registry ``reference:``), drawn apart from the runs scored here.
 - **Rule figure** (:func:`rule_points`), per identity benchmark (y = 1 for every pair): the stereotype share
   (``pct_stereotype``, its cluster-resampled interval) of every run under each scoring rule of the same pairs
   (sentence, shared), and the share among the pairs that differ in their first word (``initial``) and those that
@@ -29,6 +31,7 @@ from gece.io.paths import report_layout
 from gece.report.cells import ReportData, constant_y, ptr
 from gece.report.identity import FIRST_DIFF_GROUPS, first_diff_result, identity_benchmarks, members
 from gece.report.referent import referent_benchmarks
+from gece.stats.intervals import holm
 from gece.stats.letters import compact_letters
 
 PANELS = {"ece": "ECE", "gender_ece": "Gender-ECE"}  # the calibration figure's panels: metrics JSON key -> label
@@ -89,14 +92,20 @@ def _finite(x: object) -> bool:
 
 
 def differ_matrix(data: ReportData, b: str, models: list[str], key: str) -> np.ndarray:
-    """``differ[i, j]``: the compare report holds the pair (models i, j) and its ``key`` test is significant after
-    Holm (``significant_holm``); a pair it lacks counts as not differing."""
+    """``differ[i, j]``: the ``key`` test of models i and j is significant after Holm's correction over every pair
+    of ``models`` that the compare report tests (its ``p_value``, at its ``alpha``): the family of one panel. A pair
+    it lacks, or one run scored twice (``identical``), counts as not differing and is not in the family."""
+    rep = data.compare.get(b) or {}
     index = {m: i for i, m in enumerate(models)}
+    tested = [
+        (index[pair["a"]], index[pair["b"]], (pair["metrics"].get(key) or {}).get("p_value"))
+        for pair in rep.get("pairs", [])
+        if pair["a"] in index and pair["b"] in index and not pair.get("identical")
+    ]
+    tested = [(i, j, p) for i, j, p in tested if p is not None]
     differ = np.zeros((len(models), len(models)), dtype=bool)
-    for pair in (data.compare.get(b) or {}).get("pairs", []):
-        i, j = index.get(pair["a"]), index.get(pair["b"])
-        if i is not None and j is not None and (pair["metrics"].get(key) or {}).get("significant_holm"):
-            differ[i, j] = differ[j, i] = True
+    for (i, j, _), adjusted in zip(tested, holm([p for _, _, p in tested]), strict=True):
+        differ[i, j] = differ[j, i] = adjusted < rep["alpha"]
     return differ
 
 
