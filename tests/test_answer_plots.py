@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from gece.catalog import metric_defs
 from gece.io.paths import report_layout
 from gece.report import answer_plots, compare_tables, forest
 from gece.report.cells import ReportData, resolve
@@ -120,6 +121,55 @@ def test_calibration_points_are_sorted_with_holm_letters_and_released_marked():
         "wb: lowest ECE a 0.050 [0.030, 0.080], not distinguishable after Holm from b, r; lowest Gender-ECE a "
         "0.100 [0.050, 0.150], not distinguishable after Holm from b."
     )
+
+
+def _gap_data() -> ReportData:
+    """:func:`_data` with gender gaps: by predicted gender a (−0.30, Holm interval [−0.40, −0.20]: away from 0) and
+    r (0.05 [−0.02, 0.12]); by human gender every run 0.10 [0.01, 0.19], b's undefined (no interval either)."""
+    data = _data()
+    for m in ("a", "b", "r", "r2"):
+        data.metrics[("wb", m)] |= {"gap_true": 0.10, "gap_true_ci_low_holm": 0.01, "gap_true_ci_high_holm": 0.19}
+    data.metrics[("wb", "b")] |= {"gap_true": None, "gap_true_ci_low_holm": None, "gap_true_ci_high_holm": None}
+    data.metrics[("wb", "a")] |= {"gap_pred": -0.30, "gap_pred_ci_low_holm": -0.40, "gap_pred_ci_high_holm": -0.20}
+    data.metrics[("wb", "r")] |= {"gap_pred": 0.05, "gap_pred_ci_low_holm": -0.02, "gap_pred_ci_high_holm": 0.12}
+    return data
+
+
+def test_the_gender_gaps_are_drawn_with_their_holm_intervals_beside_the_letters():
+    data = _gap_data()
+    points = forest.calibration_points(data, "wb")
+    gaps = [(p.panel, p.model, p.value, p.low, p.high, p.letters, p.ci_suffix) for p in points if p.panel[:3] == "gap"]
+    assert gaps == [  # in the ECE order of the runs; no letters; the interval at Holm's level
+        ("gap_pred", "a", -0.30, -0.40, -0.20, "", "_holm"),
+        ("gap_pred", "r", 0.05, -0.02, 0.12, "", "_holm"),
+        ("gap_true", "a", 0.10, 0.01, 0.19, "", "_holm"),
+        ("gap_true", "r", 0.10, 0.01, 0.19, "", "_holm"),
+        ("gap_true", "r2", 0.10, 0.01, 0.19, "", "_holm"),
+    ]
+    rows = list(csv.DictReader(io.StringIO(forest.points_csv(points))))
+    reports = {report_layout.metrics_file("wb", m): data.metrics[("wb", m)] for m in ("a", "b", "r", "r2")}
+    assert check_rows(rows, reports.__getitem__) == len(rows)
+    groupings = forest.gap_titles(data, "wb")
+    svg = answer_plots.calibration_svg("calibration_wb", "wb", points, groupings)
+    assert check_svg_against_csv(svg, "calibration_wb", rows) == 3 * len(rows)
+    assert "by predicted gender" in svg and "by human gender" in svg
+    assert calibration_finding("wb", points, groupings).endswith(
+        "; ECE female − male by predicted gender away from 0 after Holm in 1 of 2 runs (a -0.300); ECE female − male "
+        "by human gender away from 0 after Holm in 3 of 3 runs (a +0.100, r +0.100, r2 +0.100)."
+    )
+    data.synthbias["wb"] = "type2"  # its y is the labour-statistics majority: the panel says so
+    assert forest.gap_titles(data, "wb")["gap_true"] == "labour-statistics majority gender"
+
+
+def test_the_svg_is_compact_and_draws_the_same():
+    """Every style a class defined once in the SVG's style sheet, no clip paths, no xlink, no font repeated: the
+    drawn positions are those of the CSV all the same."""
+    points = forest.calibration_points(_gap_data(), "wb")
+    svg = answer_plots.calibration_svg("calibration_wb", "wb", points)
+    assert not re.search(r' style="|clip-path|xlink|font-family|<g>\n<g>', svg)
+    classes = set(re.findall(r' class="(s[0-9a-f]{6})"', svg))
+    assert classes and all(svg.count(f".{c}{{") == 1 for c in classes)
+    assert answer_plots.compact(svg) == svg  # nothing left to shorten
 
 
 # per rule variant its first-word parts: (group, stereotype share, interval); "later" of cp_shared has none (a groups
@@ -257,13 +307,16 @@ def test_the_committed_page_equals_the_workspace_reports(workspace_reports):
 
 def check_rows(rows: list[dict], load) -> int:
     """Every CSV row's value is the value at its pointer in its report (``load(file)``), its interval the report's
-    ``<pointer>_ci_low`` / ``_high``, present exactly where the report has one. Returns the intervals checked."""
+    ``<pointer>_ci_low<ci_suffix>`` / ``_ci_high<ci_suffix>`` (``_holm``: a gender gap's interval at Holm's level),
+    present exactly where the report has one. Returns the intervals checked."""
     intervals = 0
     for r in rows:
         rep = load(r["file"])
         assert float(r["value"]) == resolve(rep, r["pointer"])
         parent, key = resolve(rep, r["pointer"].rsplit("/", 1)[0] or ""), r["pointer"].rsplit("/", 1)[1]
-        ends = (parent.get(f"{key}_ci_low"), parent.get(f"{key}_ci_high"))
+        suffix = r["ci_suffix"]
+        assert suffix == (forest.HOLM_CI if key in metric_defs.GAPS else ""), (r["file"], key)
+        ends = (parent.get(f"{key}_ci_low{suffix}"), parent.get(f"{key}_ci_high{suffix}"))
         if r["ci_low"]:
             assert (float(r["ci_low"]), float(r["ci_high"])) == ends
             intervals += 1

@@ -311,6 +311,9 @@ def on_constant_y(key: str) -> tuple[str, None] | None:
 
 # the within-model gender gaps: metric key -> the grouping it compares (gece.stats.gap)
 GAPS: dict[str, str] = {"gap_pred": "pred", "gap_true": "true"}
+# each gap's Holm correction over the runs of a benchmark in its metrics report (gece.stats.gap.holm_over_runs):
+# <gap>_p_holm, the level Holm holds the test to and the interval at that level (it excludes 0 iff p_holm < 0.05)
+GAP_HOLM = ("p_holm", "level_holm", "ci_low_holm", "ci_high_holm")
 # the variance of the groups stage's Spiegelhalter z (gece.stats.calibration_tests, the unit that was sampled): the
 # one expected under calibration with exact repeats merged (the pair is the unit), or the empirical one of the
 # cluster sums (clusters group distinct pairs); each with the words the page says it in

@@ -263,12 +263,15 @@ def _answer_figures(data: ReportData, out_dir: Path) -> list[AnswerFigure]:
     out = []
     for kind, b, points in forest.first_screen(data):
         name = forest.figure_name(kind, b)
-        draw = answer_plots.calibration_svg if kind == "calibration" else answer_plots.rules_svg
+        if kind == "calibration":
+            svg = answer_plots.calibration_svg(name, b, points, forest.gap_titles(data, b))
+        else:
+            svg = answer_plots.rules_svg(name, b, points)
         csv = report_layout.fig_data(name)
         text = forest.points_csv(points)
         if not (out_dir / csv).exists() or (out_dir / csv).read_text(encoding="utf-8") != text:
             write_text(out_dir / csv, text)
-        out.append(AnswerFigure(kind, b, name, points, draw(name, b, points), csv))
+        out.append(AnswerFigure(kind, b, name, points, svg, csv))
     return out
 
 

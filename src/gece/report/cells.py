@@ -189,6 +189,7 @@ class Column:
     worst: str | None = "high"  # which end is worst: high, low, or None (not ranked)
     digits: int = 3
     text: bool = False  # a text column (sentences): left-aligned, wraps on the page
+    note_below: bool = False  # on the page, a cell's note goes on a line of its own under its value (narrower)
 
 
 @dataclass

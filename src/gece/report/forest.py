@@ -11,6 +11,11 @@ pointer it came from, and their CSV (``reports/figures/<figure>.csv``, beside th
   whole panel controlled, which is what a reader comparing any two rows asks. (The compare report's own
   ``significant_holm`` corrects over the four metrics of one pair of runs; its tables say so.) ``released`` marks
   the authors' released scores (registry ``reference:``), drawn apart from the runs scored here.
+  Beside them, per run, the gender gaps ECE female − ECE male by predicted and by human gender (``gap_pred``,
+  ``gap_true``) with the interval that agrees with their Holm verdict over the benchmark's runs (the metrics report's
+  ``<gap>_ci_low_holm`` / ``_ci_high_holm``, :func:`gece.stats.gap.holm_over_runs`): it excludes 0 exactly when the
+  gap survives Holm's correction, the † of the gender-gap table. The CSV says which interval each point has
+  (``ci_suffix``: its keys are ``<pointer>_ci_low<ci_suffix>`` / ``_ci_high<ci_suffix>``).
 - **Rule figure** (:func:`rule_points`), per identity benchmark (y = 1 for every pair): the stereotype share
   (``pct_stereotype``, its cluster-resampled interval) of every run under each scoring rule of the same pairs
   (sentence, shared), and the share among the pairs that differ in their first word (``initial``) and those that
@@ -27,7 +32,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from gece.catalog.metric_defs import GAPS
 from gece.io.paths import report_layout
+from gece.report.answers import gap_grouping
 from gece.report.cells import ReportData, constant_y, ptr
 from gece.report.identity import FIRST_DIFF_GROUPS, first_diff_result, identity_benchmarks, members
 from gece.report.referent import referent_benchmarks
@@ -50,15 +57,17 @@ CSV_COLUMNS = (
     "released",
     "file",
     "pointer",
+    "ci_suffix",
 )
+HOLM_CI = "_holm"  # the gap panels' intervals: the metrics report's <gap>_ci_low_holm / _ci_high_holm
 
 
 @dataclass(frozen=True)
 class Point:
     """One plotted value: its benchmark (a rule variant's own name), ``panel`` (a metric key, or a part of the
     pairs), its run (and rule), the value and interval, and where they come from: ``file`` (relative to the
-    reports directory) and ``pointer`` (the JSON pointer of the value; the interval's keys are ``<pointer>_ci_low``
-    / ``_high``, or none)."""
+    reports directory) and ``pointer`` (the JSON pointer of the value; the interval's keys are
+    ``<pointer>_ci_low<ci_suffix>`` / ``_ci_high<ci_suffix>``, or none)."""
 
     benchmark: str
     panel: str
@@ -71,6 +80,7 @@ class Point:
     released: bool
     file: str
     pointer: str
+    ci_suffix: str = ""  # the interval's keys: <pointer>_ci_low<ci_suffix> / _ci_high<ci_suffix> (HOLM_CI, or "")
 
 
 def calibration_benchmarks(data: ReportData) -> list[str]:
@@ -110,18 +120,20 @@ def differ_matrix(data: ReportData, b: str, models: list[str], key: str) -> np.n
 
 
 def calibration_points(data: ReportData, b: str) -> list[Point]:
-    """Benchmark ``b``'s ECE and Gender-ECE points, runs by ascending ECE (module docstring)."""
+    """Benchmark ``b``'s ECE and Gender-ECE points with their letters, then its gender gaps with their intervals at
+    Holm's level, runs by ascending ECE (module docstring)."""
     reps = {m: data.metrics[(b, m)] for m in data.runs[b] if _finite((data.metrics.get((b, m)) or {}).get("ece"))}
     models = sorted(reps, key=lambda m: (reps[m]["ece"], m))
     out = []
-    for key in PANELS:
+    for key in (*PANELS, *GAPS):
         shown = [m for m in models if _finite(reps[m].get(key))]
         if not shown:  # no run has it
             continue
-        letters = compact_letters(differ_matrix(data, b, shown, key))
+        letters = compact_letters(differ_matrix(data, b, shown, key)) if key in PANELS else [""] * len(shown)
+        suffix = "" if key in PANELS else HOLM_CI
         for m, letter in zip(shown, letters, strict=True):
             rep = reps[m]
-            lo, hi = rep.get(f"{key}_ci_low"), rep.get(f"{key}_ci_high")
+            lo, hi = rep.get(f"{key}_ci_low{suffix}"), rep.get(f"{key}_ci_high{suffix}")
             out.append(
                 Point(
                     b,
@@ -135,9 +147,15 @@ def calibration_points(data: ReportData, b: str) -> list[Point]:
                     m in data.references,
                     report_layout.metrics_file(b, m),
                     ptr(key),
+                    suffix,
                 )
             )
     return out
+
+
+def gap_titles(data: ReportData, b: str) -> dict[str, str]:
+    """The gap panels' groupings on benchmark ``b`` (:func:`gece.report.answers.gap_grouping`)."""
+    return {gap: gap_grouping(data, b, gap) for gap in GAPS}
 
 
 def rule_points(data: ReportData, first: str) -> list[Point]:
@@ -207,6 +225,7 @@ def points_csv(points: list[Point]) -> str:
                 int(p.released),
                 p.file,
                 p.pointer,
+                p.ci_suffix,
             ]
         )
     return buf.getvalue()
