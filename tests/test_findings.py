@@ -12,6 +12,7 @@ import yaml
 
 from gece.cli import build_parser, main
 from gece.io.files.json_reader import flatten
+from gece.io.schemas.summary_report import SummaryReport
 from gece.io.settings.params import load_params
 from gece.pipeline import report as report_stage
 from gece.pipeline import report_data
@@ -455,6 +456,31 @@ def test_findings_name_the_group_gaps_and_the_annotators():
     assert findings.summary(data)["groups"] == {
         "wq": {"m1": {"gap_identity": 0.2, "gap_soft": None}, "m2": {"gap_identity": 0.1, "gap_soft": None}}
     }
+
+
+def test_what_does_not_apply_is_null_in_the_summary_never_0():
+    """A metric no pair of runs has a test of (Gender-ECE where no side is gendered) counts null, not 0; a largest gap
+    between groups of a grouping with one group large enough is null, not the 0 of one group against itself."""
+    from gece.report.cells import ReportData
+
+    def cell(p):
+        return {"p_value": p, "significant_holm": p is not None and p < 0.01}
+
+    data = ReportData(benchmarks=["sb"], runs={"sb": ["a", "b", "c"]})
+    data.compare["sb"] = {
+        "pairs": [
+            {"a": x, "b": y, "metrics": {"ece": cell(p), "gender_ece": cell(None)}}
+            for x, y, p in (("a", "b", 0.001), ("a", "c", 0.2), ("b", "c", 0.003))
+        ]
+    }
+    one = {"gap": 0.0, "n_groups": 1, "high": "male", "low": "male", "reason": "one group: nothing to compare"}
+    data.groups["sb"] = {
+        "runs": {"a": [{"grouping": "pred_gender", "protocol": "identity", "groups": [{}, {}], "gap": one}]}
+    }
+    s = findings.summary(data)
+    assert s["compare"]["sb"] == {"ece_significant": 2, "gender_ece_significant": None}
+    assert s["groups"] == {"sb": {"a": {"gap_identity": None, "gap_soft": None}}}
+    SummaryReport.model_validate(s)
 
 
 # ------------------------------------------------------------------ issue 38: rough edges of the tables

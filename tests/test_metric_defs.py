@@ -72,7 +72,7 @@ def test_the_cli_offers_exactly_the_registered_methods():
 
 # labels a table spells its own way, on purpose (each next to the table that uses it)
 OVERRIDES = {
-    "PAPER": {"accuracy": "accuracy"},
+    "PAPER": {"accuracy": "accuracy", "brier": "Brier (p − y)²"},  # beside the paper's Brier: its formula
     "GROUPED": {"ece": "ECE (ungrouped)"},
 }
 

@@ -79,7 +79,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("brier", "Brier", "high", True, "Brier score of p: mean (p − y)²", constant="mean (1 − p)² (Brier)"),
     Metric(
         "brier_paper",
-        "Brier (paper)",
+        "paper's Brier ((1 − p) − y)²",
         None,
         True,
         "what the authors' code computes, mean ((1 − p) − y)²: the wrong column, kept only to reproduce the paper",
@@ -233,6 +233,17 @@ def on_constant_y(key: str) -> tuple[str, None] | None:
 
 # the within-model gender gaps: metric key -> the grouping it compares (gece.stats.gap)
 GAPS: dict[str, str] = {"gap_pred": "pred", "gap_true": "true"}
+# each gap's Holm correction over the runs of a benchmark in its metrics report (gece.stats.gap.holm_over_runs):
+# <gap>_p_holm, the level Holm holds the test to and the interval at that level (it excludes 0 iff p_holm < 0.05)
+GAP_HOLM = ("p_holm", "level_holm", "ci_low_holm", "ci_high_holm")
+# the variance of the groups stage's Spiegelhalter z (gece.stats.calibration_tests, the unit that was sampled): the
+# one expected under calibration with exact repeats merged (the pair is the unit), or the empirical one of the
+# cluster sums (clusters group distinct pairs); each with the words the page says it in
+TEST_VARIANCES: dict[str, str] = {
+    "expected": "variance expected under calibration",
+    "clusters": "variance of the cluster sums",
+}
+TestVariance = Literal[tuple(TEST_VARIANCES)]  # type: ignore[valid-type]
 # what the sample-size ablation follows against n (gece.stats.ablation.sample_size)
 ESTIMATORS: tuple[str, ...] = (
     "ece",
@@ -310,7 +321,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         ),
     ),
     Definition(
-        "Brier and Brier (paper)",
+        "Brier and the paper's Brier",
         ("brier", "brier_paper"),
         (
             "Brier = mean (p − y)², the squared error of p as a probability of the male reading (lower is better). "

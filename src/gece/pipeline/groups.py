@@ -8,9 +8,10 @@ between groups -> ``reports/groups/<b>.json`` (``GroupsReport``) and the tables 
 the report); the soft protocol reads the annotators' soft labels from ``artifacts/annotated/<b>.parquet``.
 
 Under the identity protocol, on a run whose y varies, every pair and every group of a grouping that is not a
-function of y also get the calibration tests of :mod:`gece.stats.calibration_tests` (Spiegelhalter's z, with the
-cluster-level variance where the benchmark has clusters, and consistency resampling of the ECE), Holm-corrected
-over the groups of the grouping. A run with one label for every pair gets none: its "ECE" is 1 − mean p.
+function of y also get the calibration tests of :mod:`gece.stats.calibration_tests` (Spiegelhalter's z and
+consistency resampling of the ECE, both following the unit that was sampled: the pair, its exact repeats merged, or
+the cluster of distinct pairs; :func:`unit_variance`), Holm-corrected over the groups of the grouping. A run with
+one label for every pair gets none: its "ECE" is 1 − mean p.
 """
 
 from __future__ import annotations
@@ -99,8 +100,16 @@ def constant_reason(y: np.ndarray) -> str | None:
     return CONSTANT_Y.format(y=values[0]) if values.size == 1 else None
 
 
-def overall_tests(p: np.ndarray, y: np.ndarray, clusters: np.ndarray, metric: MetricsParams) -> dict:
-    """The calibration tests of every pair of a run (``CalibrationTestReport``), or why there are none."""
+def unit_variance(rows: pd.DataFrame) -> str:
+    """The variance of the calibration tests of the prepared ``rows`` (sentences and ``cluster``) a run scores:
+    :func:`gece.stats.calibration_tests.variance_for` of their distinct pairs and clusters."""
+    counts = runs.pair_counts(rows).iloc[0]
+    return calibration_tests.variance_for(int(counts["n_distinct"]), int(counts["n_clusters"]))
+
+
+def overall_tests(p: np.ndarray, y: np.ndarray, clusters: np.ndarray, metric: MetricsParams, variance: str) -> dict:
+    """The calibration tests of every pair of a run (``CalibrationTestReport``) with z's ``variance``
+    (:func:`unit_variance`), or why there are none."""
     reason = constant_reason(y) or (None if p.size else "no pairs")
     if reason:
         return {
@@ -112,8 +121,8 @@ def overall_tests(p: np.ndarray, y: np.ndarray, clusters: np.ndarray, metric: Me
             "variance": None,
             "reason": reason,
         }
-    (test,), kind = calibration_tests.calibration_tests(
-        p, y, None, 1, None, metric.n_bins, metric.binning, metric.bootstrap, metric.seed, clusters
+    (test,) = calibration_tests.calibration_tests(
+        p, y, None, 1, None, metric.n_bins, metric.binning, metric.bootstrap, metric.seed, clusters, variance
     )
     return {
         "n": test.n,
@@ -121,7 +130,7 @@ def overall_tests(p: np.ndarray, y: np.ndarray, clusters: np.ndarray, metric: Me
         "p_z": test.p_z,
         "ece": test.ece,
         "p_consistency": test.p_consistency,
-        "variance": kind,
+        "variance": variance,
         "reason": None,
     }
 
@@ -134,19 +143,23 @@ def group_tests(
     clusters: np.ndarray,
     min_size: int,
     metric: MetricsParams,
+    variance: str,
 ) -> tuple[dict[str, dict], str | None, str | None]:
     """Per group (named as :func:`gece.stats.by_group.encode` names it) its calibration tests, Holm-corrected over
-    the groups of at least ``min_size`` pairs; the variance kind of z; why there are none (then ``{}``)."""
+    the groups of at least ``min_size`` pairs; z's ``variance`` (None when there are no tests); why there are none
+    (then ``{}``)."""
     reason = constant_reason(y) or (OUTCOME_TEXT.format(grouping=grouping) if grouping in OUTCOME_GROUPINGS else None)
     if reason:
         return {}, None, reason
     names, codes = by_group.encode(labels)
     tested = np.bincount(codes[codes >= 0], minlength=len(names)) >= min_size
-    results, kind = calibration_tests.calibration_tests(
-        p, y, codes, len(names), tested, metric.n_bins, metric.binning, metric.bootstrap, metric.seed, clusters
+    m = metric
+    results = calibration_tests.calibration_tests(
+        p, y, codes, len(names), tested, m.n_bins, m.binning, m.bootstrap, m.seed, clusters, variance
     )
     fields = ("z", "p_z", "p_z_holm", "p_consistency", "p_consistency_holm")
-    return {name: {k: getattr(r, k) for k in fields} for name, r in zip(names, results, strict=True) if r}, kind, None
+    tests = {name: {k: getattr(r, k) for k in fields} for name, r in zip(names, results, strict=True) if r}
+    return tests, variance, None
 
 
 def run_groups(
@@ -180,6 +193,7 @@ def run_groups(
     else:
         targets["soft"] = (by_group.soft_target(y, y_soft.reindex(ids).to_numpy(np.float64)), None)
     rows = pairs.loc[ids, ["sent_more", "sent_less", "cluster"]]
+    variance = unit_variance(rows)
     out = []
     for grouping in settings.by:
         if grouping in SYNTH_COLUMNS and grouping not in pairs.columns:  # not a SynthBias benchmark of that protocol
@@ -208,7 +222,7 @@ def run_groups(
             if protocol == "identity":
                 extra = group_counts(labels, rows)
                 tested, kind, tests_reason = group_tests(
-                    grouping, labels, p, y, rows["cluster"].to_numpy(object), settings.min_size, metric
+                    grouping, labels, p, y, rows["cluster"].to_numpy(object), settings.min_size, metric, variance
                 )
                 extra = {g: extra[g] | tested.get(g, {}) for g in extra}
             r = by_group.calibration_by_group(
@@ -264,9 +278,13 @@ def groups_benchmark(params: Params, benchmark: str, reports: str | Path = layou
         report["runs"][name] = run_groups(
             scores, indexed, y_soft, soft_reason, params.groups, m, f"{benchmark} / {name}"
         )
-        clusters = indexed.loc[scores["pair_id"].to_numpy(object), "cluster"].to_numpy(object)
+        rows = indexed.loc[scores["pair_id"].to_numpy(object)]
         report["tests"][name] = overall_tests(
-            scores["p"].to_numpy(np.float64), scores["y"].to_numpy(np.float64), clusters, m
+            scores["p"].to_numpy(np.float64),
+            scores["y"].to_numpy(np.float64),
+            rows["cluster"].to_numpy(object),
+            m,
+            unit_variance(rows),
         )
     GroupsReport.model_validate(report)
     out = report_layout.report_path(report_layout.groups_file(benchmark), reports)

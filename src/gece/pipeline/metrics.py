@@ -22,23 +22,24 @@ from gece.io.settings.params import Params, params_or_defaults
 from gece.io.settings.sections import MetricsParams
 from gece.pipeline import runs
 from gece.protocols import declarations
-from gece.stats import intervals, metrics
+from gece.stats import gap, intervals, metrics
 
 log = logging.getLogger("gece")
 
 
 def run_metrics(
-    scores: pd.DataFrame, settings: MetricsParams, pairs: pd.DataFrame | None = None
+    scores: pd.DataFrame, settings: MetricsParams, pairs: pd.DataFrame | None = None, gap_draws: dict | None = None
 ) -> tuple[dict, list[dict]]:
     """The metrics report and the paper-convention reliability bins of one score table. ``pairs``: the prepared
     pairs indexed by pair_id (sentences and ``cluster``): the intervals then resample clusters, and the report
-    counts the distinct pairs and clusters beside n, with the stereotype share's row-wise and clustered SEs."""
+    counts the distinct pairs and clusters beside n, with the stereotype share's row-wise and clustered SEs.
+    ``gap_draws``: filled with the gender gaps' bootstrap draws (:func:`gece.stats.gap.holm_over_runs`)."""
     r = runs.as_run(scores)
     clusters = None
     if pairs is not None:
         mine = pairs.loc[scores["pair_id"].to_numpy(object)]
         clusters = mine["cluster"].to_numpy(object)
-    report = runs.metrics_report(r.p, r.y, r.gender_more, r.gender_less, settings, clusters)
+    report = runs.metrics_report(r.p, r.y, r.gender_more, r.gender_less, settings, clusters, gap_draws)
     if pairs is not None and len(r.p):
         share = (r.p > 0.5).astype(np.float64)
         report |= {
@@ -74,7 +75,8 @@ def metrics_benchmark(
 ) -> dict[str, dict]:
     """Every run of ``benchmark`` (:func:`gece.pipeline.runs.runs`) -> ``reports/metrics/<b>/<m>.json`` (with the
     block of the protocol that measures the benchmark, under its name) and ``reports/bins/<b>/<m>.json``; files of
-    runs no longer configured are removed."""
+    runs no longer configured are removed. The gender gaps are Holm-corrected over the runs
+    (:func:`gece.stats.gap.holm_over_runs`) before anything is written."""
     results = {}
     names = runs.runs(params, benchmark)
     for folder in (report_layout.metrics_dir(benchmark), report_layout.bins_dir(benchmark)):
@@ -85,17 +87,20 @@ def metrics_benchmark(
     )
     protocol = declarations.of(entry)
     measure = protocol.measurer(entry, pairs, settings) if protocol is not None else None
+    bins, draws = {}, {}
     for m in names:
         scores, _ = runs.load_scores(params, benchmark, m, runs.RUN_COLUMNS)
-        report, bins = run_metrics(scores, settings, pairs)
+        draws[m] = {}
+        results[m], bins[m] = run_metrics(scores, settings, pairs, draws[m])
         if measure is not None:
-            report[protocol.name] = measure(scores)
+            results[m][protocol.name] = measure(scores)
+    gap.holm_over_runs([results[m] for m in names], [draws[m] for m in names])
+    for m in names:
         write_json(
             report_layout.report_path(report_layout.metrics_file(benchmark, m), reports),
-            MetricsReport.model_validate(report),
+            MetricsReport.model_validate(results[m]),
         )
-        write_json(report_layout.report_path(report_layout.bins_file(benchmark, m), reports), bins, BinsReport)
-        results[m] = report
+        write_json(report_layout.report_path(report_layout.bins_file(benchmark, m), reports), bins[m], BinsReport)
     log.info(
         "%s: metrics of %d runs -> %s",
         benchmark,

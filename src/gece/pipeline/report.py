@@ -269,8 +269,8 @@ def _answer_figures(data: ReportData, out_dir: Path) -> list[AnswerFigure]:
         name = forest.figure_name(kind, b)
         if kind == "rules":
             svg = answer_plots.rules_svg(name, b, points)
-        else:  # the calibration figure, or a protocol's (its panels)
-            svg = answer_plots.calibration_svg(name, b, points, by_name(data, kind))
+        else:  # the calibration figure with its gender gaps, or a protocol's (its panels)
+            svg = answer_plots.calibration_svg(name, b, points, by_name(data, kind), forest.gap_titles(data, b))
         csv = report_layout.fig_data(name)
         text = forest.points_csv(points)
         if not (out_dir / csv).exists() or (out_dir / csv).read_text(encoding="utf-8") != text:

@@ -220,9 +220,11 @@ def metrics_report(
     gender_less: np.ndarray,
     settings: MetricsParams,
     clusters: np.ndarray | None = None,
+    gap_draws: dict | None = None,
 ) -> dict:
     """The metrics report (``MetricsReport``) of scores p against y with the ``metrics`` settings; ``clusters``
-    (each pair's cluster key) makes the intervals and tests resample clusters."""
+    (each pair's cluster key) makes the intervals and tests resample clusters; ``gap_draws`` is filled with the
+    gender gaps' draws (:func:`gece.stats.metrics.summarize`)."""
     report = metrics.summarize(
         p,
         y,
@@ -234,6 +236,7 @@ def metrics_report(
         seed=settings.seed,
         level=settings.ci,
         clusters=clusters,
+        gap_draws=gap_draws,
     )
     return MetricsReport.model_validate(report).model_dump()
 

@@ -183,6 +183,12 @@ class GenderGaps:
     by: str = ""  # what the grouping is, as the page says it (GAP_GROUPING, SYNTH_GAP_GROUPING)
 
 
+def gap_grouping(data: ReportData, b: str, gap: str) -> str:
+    """What benchmark ``b``'s pairs are grouped by for ``gap``, as the page says it (:data:`GAP_GROUPING`, on
+    SynthBias :data:`SYNTH_GAP_GROUPING`)."""
+    return SYNTH_GAP_GROUPING.get(data.synthbias.get(b, ""), {}).get(gap, GAP_GROUPING[gap])
+
+
 def gender_gaps(data: ReportData) -> list[GenderGaps]:
     """Per benchmark whose labels vary and per grouping: the gaps significant after Holm whose interval is at
     most :data:`GAP_MAX_WIDTH` wide, largest |gap| first."""
@@ -192,8 +198,7 @@ def gender_gaps(data: ReportData) -> list[GenderGaps]:
             continue
         models, adjusted = gap_holm(data, b)
         for gap in GAPS:
-            by = SYNTH_GAP_GROUPING.get(data.synthbias.get(b, ""), {}).get(gap, GAP_GROUPING[gap])
-            g = GenderGaps(b, gap, sum(adj is not None for adj in adjusted[gap]), by=by)
+            g = GenderGaps(b, gap, sum(adj is not None for adj in adjusted[gap]), by=gap_grouping(data, b, gap))
             for m, adj in zip(models, adjusted[gap], strict=True):
                 rep = data.metrics[(b, m)]
                 value, lo, hi = (_num(rep.get(k)) for k in (gap, f"{gap}_ci_low", f"{gap}_ci_high"))

@@ -28,7 +28,7 @@ from scipy.stats import kendalltau
 from gece.base.terminal import plural
 from gece.catalog.metric_defs import METRIC
 from gece.report import identity
-from gece.report.cells import ReportData, constant_y, distinct_runs, repeats, variant_of
+from gece.report.cells import ReportData, constant_y, distinct_runs, repeats, significant_count, variant_of
 from gece.report.gaps import (
     GAP_MARK,
     GAP_MAX_WIDTH,
@@ -97,7 +97,7 @@ def summary(data: ReportData) -> dict:
     - ``agreement.<b>.<m>``: a run with ``checked_against`` against that run (:func:`agreement_summary`);
       absent when no run has one;
     - ``groups.<b>.<m>``: per protocol, the largest gap between groups of the first grouping that splits the
-      benchmark (:func:`first_gap`).
+      benchmark (:func:`first_gap`); null, not applicable, where only one of its groups is large enough.
     """
     out: dict[str, dict] = {
         "runs": {},
@@ -144,9 +144,8 @@ def summary(data: ReportData) -> dict:
             keys = list(rep["pairs"][0]["metrics"])
             names = identity.RENAMED if honest else {}
             out["compare"][b] = {
-                f"{names.get(k, k)}_significant": sum(bool(p["metrics"][k]["significant_holm"]) for p in rep["pairs"])
-                for k in keys
-            }  # an identical pair (one run scored twice) differs in nothing: it adds 0
+                f"{names.get(k, k)}_significant": significant_count(rep["pairs"], k) for k in keys
+            }  # an identical pair (one run scored twice) differs in nothing: it adds 0; None: not applicable
         for e in (rep or {}).get("agreement", []):
             out["agreement"].setdefault(b, {})[e["run"]] = agreement_summary(e)
     for m, rep in sorted(data.neutral.items()):
@@ -175,13 +174,11 @@ def summary(data: ReportData) -> dict:
         }
     for b, rep in data.groups.items():
         for m in rep.get("runs", {}):
-            gaps = {
-                f"gap_{protocol}": (g or {}).get("gap")
-                for protocol in ("identity", "soft")
-                for g in [first_gap(rep, m, protocol)[1]]
-            }
-            if any(v is not None for v in gaps.values()):
-                out["groups"].setdefault(b, {})[m] = gaps
+            found = {protocol: first_gap(rep, m, protocol)[1] for protocol in ("identity", "soft")}
+            if any(g is not None for g in found.values()):  # a gap between groups needs two groups: else null
+                out["groups"].setdefault(b, {})[m] = {
+                    f"gap_{protocol}": g["gap"] if g and g["n_groups"] > 1 else None for protocol, g in found.items()
+                }
     return {k: v for k, v in out.items() if v}
 
 

@@ -25,7 +25,7 @@ from gece.report.cells import (
 )
 from gece.report.identity import OVERALL_COLUMNS
 from gece.report.protocol import claimed
-from gece.report.stat_tables import brier_ranking_tables
+from gece.report.stat_tables import TRUE_BRIER, brier_ranking_tables
 
 
 def metric_columns(
@@ -64,10 +64,10 @@ OVERALL = metric_columns(
     ),
     ci=(*WITH_CI, "pct_stereotype"),
 )
-# the paper's metric set, its accuracy as the paper names it
+# the paper's metric set, its accuracy as the paper names it, and the Brier score beside the paper's "Brier"
 PAPER = metric_columns(
-    ("ece", "macro_ce", "ice", "brier_paper", "accuracy", "gender_ece", "bias_gap", "ece_male", "ece_female"),
-    labels={"accuracy": "accuracy"},
+    ("ece", "macro_ce", "ice", "brier_paper", "brier", "accuracy", "gender_ece", "bias_gap", "ece_male", "ece_female"),
+    labels={"accuracy": "accuracy", "brier": TRUE_BRIER},
 )
 # the overall table's columns on a benchmark with constant y (gece.report.identity: its ECE is 1 − mean p)
 IDENTITY_OVERALL = [(k, label, None, ci) for k, label, ci in OVERALL_COLUMNS]
@@ -152,9 +152,10 @@ def paper_table(data: ReportData) -> TableDoc:
         "paper",
         "The paper's numbers, reproduced from the authors' released scores",
         "The authors' metric set, computed from their released per-pair scores (runs `paper-<model>`), to four "
-        "decimals. They equal the authors' own `*.summary.txt` to 1e-9 (tests/test_golden.py), including "
-        "**Brier (paper)**, which squares the wrong column and is shown here for reproduction only (so it is not "
-        "ranked). **Bold ▲/▼**: the worst value of its column; ✓: the best.",
+        "decimals. They equal the authors' own `*.summary.txt` to 1e-9 (tests/test_golden.py), including the "
+        "**paper's Brier**, mean ((1 − p) − y)², which squares the wrong column and is shown here for reproduction "
+        "only (so it is not ranked); the Brier score, mean (p − y)², is beside it. **Bold ▲/▼**: the worst value of "
+        "its column; ✓: the best.",
         PAPER,
         runs_filter=data.references.__contains__,
         digits=4,

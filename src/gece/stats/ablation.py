@@ -19,9 +19,7 @@ from gece.stats.intervals import (
     bias_corrected_interval,
     bias_corrected_p,
     detectable_difference,
-    holm,
-    holm_alpha,
-    rejection_interval,
+    holm_intervals,
 )
 from gece.stats.metrics import Binning
 
@@ -255,16 +253,15 @@ def compare(
             }
         # Holm's family: the metrics compared for one pair of models
         cells = entry["metrics"]
-        for k, adj in zip(keys, holm([cells[k]["p_value"] for k in keys]), strict=True):
+        family = holm_intervals(
+            [cells[k]["p_value"] for k in keys], [cells[k]["diff"] for k in keys], [diffs[k] for k in keys], alpha
+        )
+        for k, (adj, held_level, low, high) in zip(keys, family, strict=True):
             m = cells[k]
             m["p_holm"] = adj
             m["significant"] = m["p_value"] is not None and m["p_value"] < alpha
             m["significant_holm"] = adj is not None and adj < alpha
-            held_to = holm_alpha(m["p_value"], adj, alpha)
-            m["level_holm"] = None if held_to is None else 1.0 - held_to
-            m["ci_low_holm"], m["ci_high_holm"] = (
-                (None, None) if held_to is None else rejection_interval(diffs[k], m["diff"], held_to)
-            )
+            m["level_holm"], m["ci_low_holm"], m["ci_high_holm"] = held_level, low, high
         pairs.append(entry)
     n = len(rank)
     chosen = [r for r in (power_runs or []) if r in runs]

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model, model_serializer
 
-from gece.catalog.metric_defs import GAPS, METRIC, SCALARS, Metric
+from gece.catalog.metric_defs import GAP_HOLM, GAPS, METRIC, SCALARS, Metric
 from gece.io.schemas.schema_base import Num
 
 # a protocol's block in a run's metrics report: its numbers by key (gece.report.protocol; the protocol validates
@@ -54,8 +54,9 @@ class _MetricValues(BaseModel):
     @model_serializer(mode="wrap")
     def _drop_empty(self, handler):
         data = handler(self)
-        if data.get("null_reasons") is None:
-            data.pop("null_reasons", None)
+        for key in ("null_reasons", *(f"{g}_{kind}" for g in GAPS for kind in GAP_HOLM)):
+            if data.get(key) is None:
+                data.pop(key, None)
         return data
 
 
@@ -70,6 +71,11 @@ def _metric_fields() -> dict[str, Any]:
         for end in ("low", "high")
     }
     fields |= {f"{g}_{kind}": (Num, ...) for g in GAPS for kind in ("p", "p_perm")}
+    fields |= {
+        f"{g}_{kind}": (Num, Field(None, description=f"{g}: {kind} of Holm's correction over the benchmark's runs"))
+        for g in GAPS
+        for kind in GAP_HOLM
+    }  # the metrics stage's reports only (gece.stats.gap.holm_over_runs); absent from the metric sets others embed
     return fields
 
 
@@ -79,7 +85,9 @@ MetricsReport = create_model(
     __doc__="""``reports/metrics/<benchmark>/<model>.json``: flat, what ``dvc metrics`` reads.
 
     Every metric with an interval in ``registry.SCALARS``, ``<key>_ci_low``/``<key>_ci_high``
-    (bias-corrected bootstrap interval) for each, and ``<gap>_p``/``<gap>_p_perm`` for the gender gaps. Null
+    (bias-corrected bootstrap interval) for each, and ``<gap>_p``/``<gap>_p_perm`` for the gender gaps, with, in the
+    metrics stage's reports, their Holm correction over the benchmark's runs (``<gap>_p_holm``, ``_level_holm``,
+    ``_ci_low_holm``, ``_ci_high_holm``; absent where the gap is undefined). Null
     values are undefined metrics (e.g. no pair was predicted female); ``null_reasons`` then says
     why, and is absent otherwise.
     """,
