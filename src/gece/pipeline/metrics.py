@@ -18,7 +18,7 @@ from gece.io.schemas.metric_reports import BinsReport, MetricsReport
 from gece.io.schemas.pair_rows import SYNTH_SCHEMAS
 from gece.io.settings.params import Params, params_or_defaults
 from gece.io.settings.sections import MetricsParams
-from gece.pipeline import runs
+from gece.pipeline import run_report, runs
 from gece.stats import intervals, metrics, referent
 
 log = logging.getLogger("gece")
@@ -35,11 +35,11 @@ def run_metrics(
     if pairs is not None:
         mine = pairs.loc[scores["pair_id"].to_numpy(object)]
         clusters = mine["cluster"].to_numpy(object)
-    report = runs.metrics_report(r.p, r.y, r.gender_more, r.gender_less, settings, clusters)
+    report = run_report.metrics_report(r.p, r.y, r.gender_more, r.gender_less, settings, clusters)
     if pairs is not None and len(r.p):
         share = (r.p > 0.5).astype(np.float64)
         report |= {
-            **runs.pair_counts(mine).iloc[0].astype(int).to_dict(),
+            **run_report.pair_counts(mine).iloc[0].astype(int).to_dict(),
             "pct_stereotype_se_rows": intervals.clustered_se(share),
             "pct_stereotype_se_clustered": intervals.clustered_se(share, clusters),
         }
@@ -92,7 +92,7 @@ def metrics_benchmark(
     results = {}
     names = runs.runs(params, benchmark)
     for folder in (report_layout.metrics_dir(benchmark), report_layout.bins_dir(benchmark)):
-        layout.clear_stale_runs(report_layout.report_path(folder, reports), names, (".json",), "the reports directory")
+        runs.clear_stale_runs(report_layout.report_path(folder, reports), names, (".json",), "the reports directory")
     kind = params.benchmarks[benchmark].synthbias
     referent = kind == "referent"
     pairs = read_table(layout.prepared_path(benchmark), SYNTH_SCHEMAS[kind])[0].set_index("pair_id", drop=False)
@@ -143,6 +143,41 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 reads = run_tables.run_reads  # with --benchmark: the prepared pairs, score files and released scores it reads
+
+
+def writes(args: argparse.Namespace) -> dict[str, Path]:
+    """With ``--benchmark B``: B's folders of metrics reports and reliability bins, kept to the current runs."""
+    return run_tables.run_folders(
+        args,
+        lambda b: {
+            "the metrics reports": report_layout.report_path(report_layout.metrics_dir(b)),
+            "the reliability bins": report_layout.report_path(report_layout.bins_dir(b)),
+        },
+    )
+
+
+# dvc.yaml's stage (gece.cmd.stage): its data deps and outputs are what reads() and writes() say of --benchmark
+STAGE = {
+    "name": "metrics",
+    "about": "every run of a benchmark: the scored models (models) and the released scores (references)",
+    "argv": ["-q", "metrics", "--benchmark", "{benchmark}"],
+    "matrix": {"benchmark": "benchmarks"},
+    "params": ["models", "references", "lmeval_runs", "registry", "metrics"],
+    "outputs": {
+        "the reliability bins": {
+            "kind": "plots",
+            "note": "bars + diagonal, one column per revision (.dvc/plots/reliability.json)",
+            "plot": {
+                "template": "reliability",
+                "title": "{benchmark}",
+                "x": "confidence",
+                "y": "accuracy",
+                "y_label": "accuracy (share of pairs with y = 1)",
+            },
+        }
+    },
+    "notes": {"data/reference": "the released scores of the references"},
+}
 
 
 def run(args: argparse.Namespace) -> int:

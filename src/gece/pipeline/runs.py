@@ -6,12 +6,14 @@ file (``artifacts/scores/<b>/<m>.parquet``, written by the score stage, or by ``
 ``reference:<name>`` source, the released per-pair scores ``data/reference/<b>/<name>.csv``,
 checked against the prepared benchmark and put in the same schema. Every stage after extract
 reads runs through :func:`load_scores`, so the authors' runs and the scored models go through
-the same code. :func:`metrics_report` is a run's metrics report, which metrics and calibrate both write.
+the same code. :func:`clear_stale_runs` keeps a benchmark's folder of per-run outputs to the current runs. A run's
+metrics report is :mod:`gece.pipeline.run_report`.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from io import StringIO
 from pathlib import Path
 
@@ -20,17 +22,15 @@ import pandas as pd
 
 from gece.base.errors import GeceError
 from gece.io.files.inputs import check_unique_ids, read_text, require_file
+from gece.io.files.outputs import clear_output_dir
 from gece.io.files.readers import as_table, iter_table, parquet_rows, read_table
 from gece.io.files.writer import validate_records
 from gece.io.paths import data_layout, layout
-from gece.io.schemas.metric_reports import MetricsReport
 from gece.io.schemas.pair_rows import SCORE_PAIR_COLUMNS, PreparedPair, ReferenceRow, ScoreRow
 from gece.io.settings.harness_entry import is_harness
 from gece.io.settings.ids import check_id
 from gece.io.settings.model_entry import LMEVAL_PREFIX
 from gece.io.settings.params import Params
-from gece.io.settings.sections import MetricsParams
-from gece.stats import metrics
 from gece.stats.ablation import Run
 
 log = logging.getLogger("gece")
@@ -213,31 +213,6 @@ def read_run(path: str | Path) -> tuple[pd.DataFrame, dict[str, str]]:
     return scores, meta
 
 
-def metrics_report(
-    p: np.ndarray,
-    y: np.ndarray,
-    gender_more: np.ndarray,
-    gender_less: np.ndarray,
-    settings: MetricsParams,
-    clusters: np.ndarray | None = None,
-) -> dict:
-    """The metrics report (``MetricsReport``) of scores p against y with the ``metrics`` settings; ``clusters``
-    (each pair's cluster key) makes the intervals and tests resample clusters."""
-    report = metrics.summarize(
-        p,
-        y,
-        gender_more,
-        gender_less,
-        n_bins=settings.n_bins,
-        binning=settings.binning,
-        draws=settings.bootstrap,
-        seed=settings.seed,
-        level=settings.ci,
-        clusters=clusters,
-    )
-    return MetricsReport.model_validate(report).model_dump()
-
-
 # ----------------------------------------------------------------------- ablations
 def load_run_file(path: str | Path) -> tuple[Run, dict[str, str]]:
     """A score file as the arrays the ablations take."""
@@ -245,17 +220,11 @@ def load_run_file(path: str | Path) -> tuple[Run, dict[str, str]]:
     return as_run(df), meta
 
 
-def pair_counts(rows: pd.DataFrame, codes: np.ndarray | None = None) -> pd.DataFrame:
-    """Distinct (sent_more, sent_less) pairs and clusters among prepared ``rows`` (columns sent_more, sent_less,
-    cluster), per value of ``codes`` (one integer per row; None: all rows as group 0): a frame indexed by the code
-    with the columns ``n_distinct`` and ``n_clusters``. The one count of "distinct" and "clusters" that the metrics
-    and groups reports give beside n."""
-    keyed = rows[["sent_more", "sent_less", "cluster"]].assign(
-        _code=np.zeros(len(rows), np.int64) if codes is None else codes
-    )
-    return pd.DataFrame(
-        {
-            "n_distinct": keyed.drop_duplicates(["_code", "sent_more", "sent_less"]).groupby("_code").size(),
-            "n_clusters": keyed.drop_duplicates(["_code", "cluster"]).groupby("_code").size(),
-        }
-    )
+def clear_stale_runs(folder: str | Path, models: Iterable[str], suffixes: tuple[str, ...], option: str) -> None:
+    """Keep the files of ``folder`` (a benchmark's folder of per-run outputs, ``<model><suffix>`` for each of
+    ``suffixes``) to those of the current runs ``models``: the others, files of runs no longer configured, are
+    removed (:func:`gece.io.files.outputs.clear_output_dir`, which refuses a folder holding files gece does not
+    write)."""
+    folder = Path(folder)
+    keep = [folder / f"{m}{s}" for m in models for s in suffixes]
+    clear_output_dir(folder, suffixes, option, keep=keep)
