@@ -120,7 +120,7 @@ def test_review_counts_what_dvc_metrics_diff_shows_as_changed():
         ("whatever", "other"),
     ],
 )
-def test_families_come_from_the_registry(leaf, family):
+def test_families_come_from_the_metric_table(leaf, family):
     assert diff.family(leaf) == family
 
 

@@ -22,7 +22,7 @@ from gece.report.cells import (
 
 
 def _label(key: str) -> str:
-    """A comparison column's label: the registry's, as in reports/tables/compare.md and `gece compare`'s table."""
+    """A comparison column's label: the metric table's, as in reports/tables/compare.md and `gece compare`'s table."""
     return metric_defs.label(key)
 
 
