@@ -94,15 +94,20 @@ def add_run_inputs(p: argparse.ArgumentParser, outputs: str) -> None:
 
 def run_reads(args: argparse.Namespace) -> list[Path]:
     """What a stage of :func:`add_run_inputs` reads besides its score file: with ``--benchmark``, the benchmark's
-    prepared pairs, its score files and the released scores (``data/reference``, the references' runs) (an id that
-    is no plain name reads nothing: ``run`` refuses it)."""
+    prepared pairs, its score files and the released scores (``data/reference``, of which the benchmark's folder: the
+    references' runs) (an id that is no plain name reads nothing: ``run`` refuses it)."""
     from gece.io.paths import layout
 
     if not getattr(args, "benchmark", None):
         return []
     try:
         b = args.benchmark
-        return [layout.prepared_path(b), layout.scores_dir(b), data_layout.reference_dir()]
+        return [
+            layout.prepared_path(b),
+            layout.scores_dir(b),
+            data_layout.reference_dir(),
+            data_layout.reference_dir() / b,
+        ]
     except GeceError:
         return []
 

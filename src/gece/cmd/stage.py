@@ -23,7 +23,8 @@ The data deps and outputs are not declared here: they are what the command decla
 ``reads(args)`` and ``writes(args)``), computed with a placeholder id for each axis and written back as
 ``${item.<axis>}``. Three kinds of read are no dep: ``--params`` (the stage's keys are ``params``), DVC's own records
 (``dvc.lock``, ``*.dvc``: the last recorded run, which extract and the lm-eval stage reuse; the data snapshot's
-hash), and the stage's own outputs or a folder around them (a resumed run, another model's token files reused).
+hash), and the stage's own outputs or a folder around them (a resumed run, another model's token files reused);
+a read inside another one (a file of a folder the command also declares) is that folder's.
 """
 
 from __future__ import annotations
@@ -173,6 +174,7 @@ def resolve(
     outputs = {label: _spell(p, axes, label) for label, p in declared_outputs(args).items() if p is not None}
     reads = [_spell(p, axes, "a read") for p in declared_inputs(args)[1:]]  # [0] is --params
     data = [p for p in dict.fromkeys(reads) if not _is_record(p) and not any(_overlaps(p, o) for o in outputs.values())]
+    data = [p for p in data if not any(p != q and PurePosixPath(p).is_relative_to(q) for q in data)]  # covered
     code = {
         "manifest": [manifest_path(command).as_posix()],
         "package": [CODE],

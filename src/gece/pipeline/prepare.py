@@ -261,15 +261,16 @@ STAGE = {
 
 
 def reads(args: argparse.Namespace) -> list[Path]:
-    """What ``--benchmark B`` reads besides --params: the data snapshot (its source CSV and its per-annotator labels
-    when that file exists), and its entry's source when it lies elsewhere; CSV and --labels are declared as
+    """What ``--benchmark B`` reads besides --params: the data snapshot, of which its source CSV (its entry's source,
+    which may lie elsewhere) and its per-annotator labels (when that file exists); CSV and --labels are declared as
     options."""
-    if args.benchmark is None:
-        return []
     params = params_if_valid(args)
-    known = params is not None and args.benchmark in params.benchmarks
-    source = data_layout.benchmark_source(params, args.benchmark) if known else layout.DATA
-    return [layout.DATA, *([source] if not source.is_relative_to(layout.DATA) else [])]
+    try:
+        b = args.benchmark
+        source = data_layout.benchmark_source(params, b) if params is not None else data_layout.benchmark_csv(b)
+        return [layout.DATA, source, data_layout.annotations_csv(b)] if b is not None else []
+    except GeceError:  # no plain id: run refuses it
+        return []
 
 
 def writes(args: argparse.Namespace) -> dict[str, Path]:

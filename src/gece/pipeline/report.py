@@ -433,9 +433,7 @@ def _readme_figure(out_dir: Path, grids: dict[str, str]) -> str | None:
     if not grids:
         path.unlink(missing_ok=True)
         return None
-    src = (out_dir / next(iter(grids.values()))).read_bytes()
-    if not path.exists() or path.read_bytes() != src:
-        write_bytes(path, src)
+    write_bytes(path, (out_dir / next(iter(grids.values()))).read_bytes())  # an output, never read: the same bytes
     return report_layout.README_FIGURE
 
 
@@ -462,29 +460,31 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def reads(args: argparse.Namespace) -> list[Path]:
     """What it reads besides --params: the stages' report folders below --reports, the prepared pairs, --scores, the
-    data snapshot (the benchmarks' sources, and the released scores: the reference runs' pairs are read as the other
-    stages read them) and a benchmark source outside it, --data-dvc, and what it wrote before: the figures (drawn by
-    worker processes, read back for their sizes and texts; one whose inputs are unchanged is kept) and the README's
-    figure."""
+    data snapshot (the benchmarks' sources, wherever an entry's source lies, and the released scores: the reference
+    runs' pairs are read as the other stages read them), --data-dvc, and the figures it wrote (drawn by worker
+    processes, read back for their sizes and texts; one whose inputs are unchanged is kept)."""
     params = params_if_valid(args)
-    sources = [data_layout.benchmark_source(params, b) for b in params.benchmarks] if params is not None else []
-    out = args.out or args.reports
+    benchmarks = list(params.benchmarks) if params is not None else []
     return [
         *(args.reports / d for d in report_layout.STAGE_REPORTS),
         layout.ARTIFACTS / "prepared",
+        *(layout.prepared_path(b) for b in benchmarks),
         args.scores,
         layout.DATA,
-        *(s for s in sources if not s.is_relative_to(layout.DATA)),
+        *(data_layout.benchmark_source(params, b) for b in benchmarks),
+        data_layout.reference_dir(),
         args.data_dvc,
-        out / report_layout.FIGURES_DIR,
-        out / report_layout.README_FIGURE,
+        (args.out or args.reports) / report_layout.FIGURES_DIR,
     ]
 
 
 def writes(args: argparse.Namespace) -> dict[str, Path]:
     """In --out (default: --reports): the tables and the detail pages (replaced whole), the page, the README's
-    figure and the figures (kept to those of the current page)."""
+    figure and the figures (kept to those of the current page). Nothing when --out is no directory: run refuses
+    it."""
     out = args.out or args.reports
+    if out.exists() and not out.is_dir():
+        return {}
     return {
         "the tables": command.Folder(out / report_layout.TABLES_DIR),
         "the page": out / report_layout.PAGE_FILE,
