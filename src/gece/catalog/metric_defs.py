@@ -1,4 +1,4 @@
-"""The metric registry: every metric, gap and estimator name, and the two gender groups, each written once.
+"""The metric table: every metric, gap and estimator name, and the two gender groups, each written once.
 
 :data:`METRICS` lists every number a metrics report (``MetricsReport``) and the report's tables
 show per run, in the order of ``reports/metrics/<benchmark>/<model>.json``: its key, its label, which

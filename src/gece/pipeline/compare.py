@@ -20,13 +20,13 @@ from gece.cmd import command, options, run_tables
 from gece.io.files.json_writer import write_json
 from gece.io.files.outputs import write_text
 from gece.io.files.readers import read_table
-from gece.io.paths import layout
+from gece.io.paths import layout, report_layout
 from gece.io.schemas.compare_report import CompareReport
 from gece.io.schemas.pair_rows import SYNTH_SCHEMAS, PreparedPair
 from gece.io.settings.ids import is_id
 from gece.io.settings.params import Params, params_or_defaults
 from gece.io.settings.sections import AblateParams, BenchmarkSpec, CompareParams, MetricsParams
-from gece.pipeline import runs
+from gece.pipeline import run_report, runs
 from gece.protocols import declarations
 from gece.report import markdown as report_md
 from gece.report.protocol import Protocol
@@ -131,7 +131,7 @@ def describer(pairs: pd.DataFrame | None) -> ablation.Describe | None:
 
     def describe(ids: np.ndarray) -> tuple[np.ndarray, dict[str, int]]:
         mine = pairs.loc[ids]
-        return mine["cluster"].to_numpy(object), runs.pair_counts(mine).iloc[0].astype(int).to_dict()
+        return mine["cluster"].to_numpy(object), run_report.pair_counts(mine).iloc[0].astype(int).to_dict()
 
     return describe
 
@@ -263,9 +263,33 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def reads(args: argparse.Namespace) -> list[Path]:
     """What it reads besides its score files: with --benchmark, that benchmark's
-    (:func:`gece.cmd.run_tables.run_reads`);
+    (:func:`gece.cmd.run_tables.run_reads`) and what its protocol reads;
     with score files, the prepared pairs of the benchmark their metadata names (one of artifacts/prepared/)."""
-    return run_tables.run_reads(args) if args.benchmark else [layout.ARTIFACTS / "prepared"]
+    if args.benchmark:
+        return run_tables.run_reads(args) + declarations.benchmark_reads(args)
+    return [layout.ARTIFACTS / "prepared"]
+
+
+# dvc.yaml's stage (gece.cmd.stage): its data deps and outputs are what reads(), --out and --markdown-out say
+STAGE = {
+    "name": "compare",
+    "about": "paired bootstrap between every two runs of a benchmark",
+    "argv": [
+        *("-q", "compare", "--benchmark", "{benchmark}"),
+        *("--out", str(layout.REPORTS / report_layout.compare_file("{benchmark}"))),
+        *("--markdown-out", str(layout.REPORTS / report_layout.compare_markdown("{benchmark}"))),
+    ],
+    "matrix": {"benchmark": "benchmarks"},
+    "params": [
+        "models",
+        "references",
+        "lmeval_runs",
+        "registry",
+        "metrics.n_bins",
+        "metrics.binning",
+        "ablate.compare",
+    ],
+}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -35,7 +35,7 @@ from gece.io.schemas.groups_report import GroupsReport
 from gece.io.schemas.pair_rows import SYNTH_SCHEMAS, AnnotatedPair
 from gece.io.settings.params import GroupsParams, Params, require_params
 from gece.io.settings.sections import MetricsParams
-from gece.pipeline import runs
+from gece.pipeline import run_report, runs
 from gece.stats import by_group, calibration_tests
 
 log = logging.getLogger("gece")
@@ -71,10 +71,10 @@ def soft_labels(benchmark: str, pairs: pd.DataFrame, root: Path = Path()) -> tup
 
 def group_counts(labels: np.ndarray, rows: pd.DataFrame) -> dict[str, dict]:
     """Per group (named as :func:`gece.stats.by_group.encode` names it): its distinct (sent_more, sent_less) pairs
-    and clusters among the prepared ``rows`` (:func:`gece.pipeline.runs.pair_counts`)."""
+    and clusters among the prepared ``rows`` (:func:`gece.pipeline.run_report.pair_counts`)."""
     names, codes = by_group.encode(labels)
     inside = codes >= 0
-    counts = runs.pair_counts(rows[inside], codes[inside])
+    counts = run_report.pair_counts(rows[inside], codes[inside])
     return {
         names[i]: {"n_distinct": int(counts.at[i, "n_distinct"]), "n_clusters": int(counts.at[i, "n_clusters"])}
         for i in counts.index
@@ -103,7 +103,7 @@ def constant_reason(y: np.ndarray) -> str | None:
 def unit_variance(rows: pd.DataFrame) -> str:
     """The variance of the calibration tests of the prepared ``rows`` (sentences and ``cluster``) a run scores:
     :func:`gece.stats.calibration_tests.variance_for` of their distinct pairs and clusters."""
-    counts = runs.pair_counts(rows).iloc[0]
+    counts = run_report.pair_counts(rows).iloc[0]
     return calibration_tests.variance_for(int(counts["n_distinct"]), int(counts["n_clusters"]))
 
 
@@ -324,6 +324,29 @@ def reads(args: argparse.Namespace) -> list[Path]:
         return [*run_tables.run_reads(args), layout.annotated(args.benchmark)]
     except GeceError:  # no plain id: run refuses it
         return []
+
+
+def writes(args: argparse.Namespace) -> dict[str, Path]:
+    """The benchmark's groups report."""
+    try:
+        return {"the groups report": layout.REPORTS / report_layout.groups_file(layout.benchmark_id(args.benchmark))}
+    except GeceError:  # no plain id: run refuses it
+        return {}
+
+
+# dvc.yaml's stage (gece.cmd.stage): its data deps and outputs are what reads() and writes() say
+STAGE = {
+    "name": "groups",
+    "about": "calibration by group (Gender-ECE generalised, the paper's Table 4): every run, grouping (groups.by) and "
+    "protocol (groups.protocols); the soft protocol reads the annotators' soft labels of the annotate stage",
+    "argv": ["-q", "groups", "--benchmark", "{benchmark}"],
+    "matrix": {"benchmark": "benchmarks"},
+    "params": [
+        *("models", "references", "lmeval_runs", "registry", "groups"),
+        *("metrics.n_bins", "metrics.binning", "metrics.bootstrap", "metrics.seed", "metrics.ci"),
+    ],
+    "notes": {"data/reference": "the released scores of the references"},
+}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -20,7 +20,7 @@ from gece.io.schemas.metric_reports import BinsReport, MetricsReport
 from gece.io.schemas.pair_rows import SYNTH_SCHEMAS
 from gece.io.settings.params import Params, params_or_defaults
 from gece.io.settings.sections import MetricsParams
-from gece.pipeline import runs
+from gece.pipeline import run_report, runs
 from gece.protocols import declarations
 from gece.stats import gap, intervals, metrics
 
@@ -39,11 +39,11 @@ def run_metrics(
     if pairs is not None:
         mine = pairs.loc[scores["pair_id"].to_numpy(object)]
         clusters = mine["cluster"].to_numpy(object)
-    report = runs.metrics_report(r.p, r.y, r.gender_more, r.gender_less, settings, clusters, gap_draws)
+    report = run_report.metrics_report(r.p, r.y, r.gender_more, r.gender_less, settings, clusters, gap_draws)
     if pairs is not None and len(r.p):
         share = (r.p > 0.5).astype(np.float64)
         report |= {
-            **runs.pair_counts(mine).iloc[0].astype(int).to_dict(),
+            **run_report.pair_counts(mine).iloc[0].astype(int).to_dict(),
             "pct_stereotype_se_rows": intervals.clustered_se(share),
             "pct_stereotype_se_clustered": intervals.clustered_se(share, clusters),
         }
@@ -136,7 +136,45 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.set_defaults(outputs={"--out": "out", "--bins-out": "bins_out"}, inputs=("scores",))
 
 
-reads = run_tables.run_reads  # with --benchmark: the prepared pairs, score files and released scores it reads
+def reads(args: argparse.Namespace) -> list[Path]:
+    """With --benchmark: the prepared pairs, score files and released scores it reads
+    (:func:`gece.cmd.run_tables.run_reads`), and what the benchmark's protocol reads."""
+    return run_tables.run_reads(args) + declarations.benchmark_reads(args)
+
+
+def writes(args: argparse.Namespace) -> dict[str, Path]:
+    """With ``--benchmark B``: B's folders of metrics reports and reliability bins, kept to the current runs."""
+    return run_tables.run_folders(
+        args,
+        lambda b: {
+            "the metrics reports": report_layout.report_path(report_layout.metrics_dir(b)),
+            "the reliability bins": report_layout.report_path(report_layout.bins_dir(b)),
+        },
+    )
+
+
+# dvc.yaml's stage (gece.cmd.stage): its data deps and outputs are what reads() and writes() say of --benchmark
+STAGE = {
+    "name": "metrics",
+    "about": "every run of a benchmark: the scored models (models) and the released scores (references)",
+    "argv": ["-q", "metrics", "--benchmark", "{benchmark}"],
+    "matrix": {"benchmark": "benchmarks"},
+    "params": ["models", "references", "lmeval_runs", "registry", "metrics"],
+    "outputs": {
+        "the reliability bins": {
+            "kind": "plots",
+            "note": "bars + diagonal, one column per revision (.dvc/plots/reliability.json)",
+            "plot": {
+                "template": "reliability",
+                "title": "{benchmark}",
+                "x": "confidence",
+                "y": "accuracy",
+                "y_label": "accuracy (share of pairs with y = 1)",
+            },
+        }
+    },
+    "notes": {"data/reference": "the released scores of the references"},
+}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -232,13 +232,40 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.set_defaults(outputs={"OUT": "out", "--annotations": "annotations"}, inputs=("csv", "labels"))
 
 
+# dvc.yaml's stage (gece.cmd.stage): its data deps and outputs are what reads() and writes() say of --benchmark
+STAGE = {
+    "name": "prepare",
+    "about": "a benchmark's pairs validated and aligned, and its annotators' labels",
+    "argv": ["prepare", "--benchmark", "{benchmark}"],
+    "matrix": {"benchmark": "benchmarks"},
+    "params": ["benchmarks.{benchmark}", "prepare"],
+    "notes": {
+        "data": "the whole folder: an imported benchmark (benchmarks.<b>.source) is read from its own file",
+        "benchmarks.{benchmark}": "its entry: source (a rule or neutral_of change re-runs it, same output)",
+    },
+}
+
+
 def reads(args: argparse.Namespace) -> list[Path]:
-    """What ``--benchmark B`` reads besides --params: its source CSV and its per-annotator labels (when the
-    file exists); CSV and --labels are declared as options."""
+    """What ``--benchmark B`` reads besides --params: the data snapshot, of which its source CSV (its entry's source,
+    which may lie elsewhere) and its per-annotator labels (when that file exists); CSV and --labels are declared as
+    options."""
     params = params_if_valid(args)
-    if args.benchmark is None or params is None or args.benchmark not in params.benchmarks:
+    try:
+        b = args.benchmark
+        source = data_layout.benchmark_source(params, b) if params is not None else data_layout.benchmark_csv(b)
+        return [layout.DATA, source, data_layout.annotations_csv(b)] if b is not None else []
+    except GeceError:  # no plain id: run refuses it
         return []
-    return [data_layout.benchmark_source(params, args.benchmark), data_layout.annotations_csv(args.benchmark)]
+
+
+def writes(args: argparse.Namespace) -> dict[str, Path]:
+    """With ``--benchmark B``: the prepared pairs and the per-annotator labels (OUT and --annotations otherwise)."""
+    try:
+        b = args.benchmark
+        return {"OUT": layout.prepared_path(b), "--annotations": layout.annotations(b)} if b is not None else {}
+    except GeceError:  # no plain id: run refuses it
+        return {}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -13,6 +13,7 @@ the same pairs for every run of a comparison.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -151,6 +152,11 @@ Block = block_model(
 def applies(entry: BenchmarkSpec) -> bool:
     """Whether a benchmark's entry asks for this protocol (``synthbias: referent``)."""
     return entry.synthbias == "referent"
+
+
+def reads(entry: BenchmarkSpec) -> list[Path]:
+    """The SynthBias source, whose full set of positions gives w (:func:`position_mix`)."""
+    return [Path(entry.source)]
 
 
 def _units(run_pairs: pd.DataFrame, ids: np.ndarray, p: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]:

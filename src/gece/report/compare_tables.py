@@ -7,7 +7,7 @@ number of its ``panels``: :mod:`gece.report.protocol`), a run × run matrix of
 when not significant; coloured on the page, in bold in both. Markdown holds a matrix of at most
 :data:`MATRIX_MARKDOWN_RUNS` runs. Then one table per benchmark listing every pair: the difference of each metric
 with its interval, p-value and significance marks, and a note on the bootstrap and its power. A metric is headed by its
-registry label, or on a benchmark with constant y by what it measures there
+metric table's label, or on a benchmark with constant y by what it measures there
 (:func:`gece.catalog.metric_defs.on_constant_y`:
 the stereotype share, 1 − mean p), or on a protocol's benchmark by the protocol's label; one that needs a varying y
 and has no such name is left out. Where Holm's

@@ -42,9 +42,9 @@ from gece.report.protocol import claimed
 
 # the per-run keys of reports/summary.json, in order (a subset of MetricsReport)
 HEADLINE = ("n", "ece", "gender_ece", "macro_ce", "brier", "accuracy")
-# every headline metric is an error (lower is better) except human alignment (the registry's worse end)
+# every headline metric is an error (lower is better) except human alignment (the metric table's worse end)
 HIGHER_IS_BETTER = frozenset(k for k in HEADLINE if METRIC[k].worse == "low")
-# the registry's labels; n reads "pairs" here
+# the metric table's labels; n reads "pairs" here
 LABELS = {k: METRIC[k].label for k in HEADLINE} | {"n": "pairs"}
 RANKED = ("ece", "gender_ece")  # the metrics the findings rank the models by
 # the most keys of reports/summary.json one run can move (tests/test_findings.py checks it)

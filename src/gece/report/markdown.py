@@ -21,6 +21,11 @@ from gece.report.cells import (
 )
 
 
+def _label(key: str) -> str:
+    """A comparison column's label: the metric table's, as in reports/tables/compare.md and `gece compare`'s table."""
+    return metric_defs.label(key)
+
+
 def compare_markdown(result: dict, labels: dict[str, str] | None = None) -> str:
     """One row per model pair: A − B with its interval and p-value per metric; significant
     differences in bold (p < alpha), † where they survive Holm's correction over the pair's metrics.

@@ -1,4 +1,4 @@
-"""The metric tables: the registry's metric columns and the per-benchmark tables of the metrics JSON.
+"""The metric tables: the metric table's columns and the per-benchmark tables of the metrics JSON.
 
 The column specs (:func:`metric_columns`) and the notes on intervals and marks are shared with the ablation
 and calibration tables (:mod:`gece.report.ablation_tables`, :mod:`gece.report.calibration_tables`); the
@@ -31,7 +31,7 @@ from gece.report.stat_tables import TRUE_BRIER, brier_ranking_tables
 def metric_columns(
     keys: Iterable[str], ci: Iterable[str] = (), labels: Mapping[str, str] | None = None
 ) -> list[tuple[str, str, str | None, bool]]:
-    """(key, label, worst end, show the interval) per metric, from the metric registry; ``labels``
+    """(key, label, worst end, show the interval) per metric, from the metric table; ``labels``
     overrides a label in one table."""
     ci, labels = set(ci), labels or {}
     return [(k, labels.get(k, METRIC[k].label), METRIC[k].worse, k in ci) for k in keys]

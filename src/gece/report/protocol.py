@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pandas as pd
 
@@ -38,7 +39,9 @@ class Protocol:
     - ``labels``: what the per-benchmark metric tables call a pronoun-gender metric on its benchmarks;
       ``examples``: what y is, for the confidently wrong pairs; ``note``: the first screen's line above its
       answers; ``caption``: its figure's caption.
-    - ``applies``: whether it measures a benchmark (its params.yaml entry).
+    - ``applies``: whether it measures a benchmark (its params.yaml entry); ``reads``: the files besides the
+      benchmark's pairs and scores that its measurer and comparer read, from the entry (declared by the metrics
+      and compare stages: ``gece.protocols.declarations.benchmark_reads``).
     - ``measurer``: from the entry, the prepared pairs (indexed by pair id) and the metrics settings, the function
       that turns a run's scores into its block; ``comparer`` likewise (with the draws and the seed) the
       :data:`gece.stats.ablation.Measure` of the compare stage.
@@ -65,6 +68,7 @@ class Protocol:
     caption: str = ""
     examples: str = ""
     labels: dict[str, str] = field(default_factory=dict)
+    reads: Callable[[BenchmarkSpec], list[Path]] = lambda entry: []
 
     @property
     def metric(self) -> dict[str, Metric]:

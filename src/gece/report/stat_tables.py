@@ -31,7 +31,7 @@ from gece.report.cells import (
 from gece.stats.gap import ALPHA  # the level of the gap tables' marks (Holm over the runs of a benchmark)
 
 TRUE_BRIER = "Brier (p − y)²"  # the Brier score's label where the paper's Brier is beside it
-# (key, label, worst end): the registry's, the groups' ECE labelled by their grouping here
+# (key, label, worst end): the metric table's, the groups' ECE labelled by their grouping here
 _GAP_LABELS = {
     "ece_male": "ECE male (predicted)",
     "ece_female": "ECE female (predicted)",
@@ -42,7 +42,7 @@ GAP_COLUMNS = [
     (k, _GAP_LABELS.get(k, METRIC[k].label), METRIC[k].worse)
     for k in ("ece_male", "ece_female", "gap_pred", "ece_true_male", "ece_true_female", "gap_true")
 ]
-# the registry's labels; the binned estimators say so here
+# the metric table's labels; the binned estimators say so here
 ESTIMATOR_LABELS = {k: METRIC[k].label for k in ESTIMATORS} | {
     "ece": "ECE (binned)",
     "gender_ece": "Gender-ECE (binned)",

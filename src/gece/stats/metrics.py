@@ -325,7 +325,7 @@ def true_groups(y: np.ndarray, gender_more: np.ndarray, gender_less: np.ndarray)
 
 
 # the scalars of MetricsReport in order, and the signed ones (differences; every other scalar lies
-# in [0, 1]): the metric registry names them
+# in [0, 1]): the metric table names them
 SCALARS, SIGNED = metric_defs.SCALARS, metric_defs.SIGNED
 
 

@@ -59,8 +59,10 @@ class Change:
 
 
 def leaves(old: dict, new: dict, file: str = "") -> list[Change]:
-    """Every leaf of ``old`` and ``new`` (flattened), changed or not; None on the side that lacks it."""
-    a, b = flatten(old), flatten(new)
+    """Every leaf of ``old`` and ``new`` (flattened), changed or not; None on the side that lacks it. A null leaf is
+    no value, as DVC reads metrics (``dvc metrics diff``, and ``dvc exp show``, which ``gece exp-summary`` reads): a
+    key null on both sides is not compared, one null on one side only is added or removed."""
+    a, b = ({k: v for k, v in flatten(d).items() if v is not None} for d in (old, new))
     return [Change(file, k, a.get(k), b.get(k)) for k in dict.fromkeys([*a, *b])]
 
 
@@ -219,7 +221,7 @@ _AFFIXES = ("_ci_low", "_ci_high", "_split", "_crossfit", "_min", "_max", "_chan
 
 
 def family(leaf: str) -> str:
-    """The family of a leaf key, from the metric registry: ``ece``, ``best_ece_crossfit`` and ``ece_change``
+    """The family of a leaf key, from the metric table: ``ece``, ``best_ece_crossfit`` and ``ece_change``
     are ECE-like (the registered errors whose worse end is high), ``gender_ece*`` Gender-ECE, signed gaps and
     ``gap_*`` gender gaps, ``brier*`` Brier, metrics whose worse end is low (and shares) accuracy/shares,
     registered counts and the comparison's ``*_significant`` counts of model pairs. A protocol's numbers

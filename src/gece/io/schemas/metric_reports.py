@@ -61,7 +61,7 @@ class _MetricValues(BaseModel):
 
 
 def _metric_fields() -> dict[str, Any]:
-    """One nullable float per scalar with an interval in the metric registry (its definition as the
+    """One nullable float per scalar with an interval in the metric table (its definition as the
     field's description), its interval bounds, and the gaps' bootstrap and permutation p-values
     (names written once, in gece.catalog.metric_defs and gece.stats.gap)."""
     fields: dict[str, Any] = {k: (Num, Field(..., description=METRIC[k].definition)) for k in SCALARS}
