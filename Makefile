@@ -181,7 +181,8 @@ format: install
 	$(BIN)/ruff check --fix $(LINTED)
 	$(BIN)/ruff format $(LINTED)
 
-test: lint data
+# test needs the engines environment too: tests/test_vllm.py scores a slice through vLLM's CPU build
+test: lint data engines
 	$(PYTEST)
 
 test-fast: data
