@@ -10,7 +10,7 @@ PIP_QUIET ?= --quiet
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_NO_ADVISORY_WARNINGS ?= 1
 
-.PHONY: install python lock-check engines data repro deps lint format test test-fast bench bench-size bench-gpu clean
+.PHONY: install python lock-check engines data repro deps lint format test test-fast bench bench-size bench-gpu bench-engines clean
 
 # The interpreter of a new $(VENV): the newest supported one found, python3.X on PATH first, then pyenv's
 # ($PYENV_ROOT/versions, else ~/.pyenv/versions); PYTHON=... names one instead, as a command or a path
@@ -196,6 +196,11 @@ bench: data
 # SIZES="3b" for a one-off run of another shape (docs/models.md)
 bench-size: data
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python bench/size.py $(SIZES)
+
+# gece's vLLM backend, lm-eval on vLLM and lm-eval against vllm serve, on the CPU, each against gece's exact engine
+# on the first pairs of WinoBias and CrowS-Pairs (reports/bench/engines.json; docs/lmeval.md, "Engines that ran here")
+bench-engines: data engines
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python bench/engines.py
 
 # extract on one CUDA GPU (reports/bench/gpu.json); GPU_PYTHON: an interpreter with torch and transformers,
 # e.g. a GPU image's python3 (docs/models.md, "Measuring on a GPU"); GECE_GPU_DRY=1 rehearses it on the CPU
