@@ -158,7 +158,7 @@ data: install
 repro: install
 	$(BIN)/gece repro
 
-# each stage's code dep in dvc.yaml (its command's manifest, gece stage-deps --help) and the manifests in
+# dvc.yaml's stages, written from the STAGE of each command module (gece stage-deps --help), and the manifests in
 # stage-code/ (gece stage-code --help); tests/test_stage_deps.py and test_stage_code.py fail when they are stale
 deps: install
 	$(BIN)/gece stage-deps

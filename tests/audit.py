@@ -1,6 +1,6 @@
 """What a command reads, checked against what it declares (issue 49, item 2).
 
-Every command declares the paths it reads (``gece.cli.declared_inputs``: ``--params``, its input options and its
+Every command declares the paths it reads (``gece.cmd.command.declared_inputs``: ``--params``, its input options and its
 module's ``reads(args)``) and announces them with the audit event ``gece_command`` before it runs
 (``gece_command_end`` after). An audit hook (:func:`sys.addaudithook`, installed once per test process) records,
 between the two, every file the command opens for reading (the ``open`` event) or checks as an input (the

@@ -14,6 +14,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 import torch
+import transformers
 
 from gece.base.errors import GeceError
 from gece.cli import main
@@ -557,6 +558,39 @@ def test_loaded_models_are_fingerprinted(smol, gemma):
     assert type(smol.model).__name__ == "LlamaForCausalLM" and type(gemma.model).__name__ == "Gemma3ForCausalLM"
 
 
+@pytest.mark.parametrize(
+    ("visible", "devices", "text", "expected"),
+    [
+        ("0", ["nvidia0"], "from typing import Optional\ncuda: Optional[str] = '13.0'\n", "13.0"),
+        ("0", ["nvidia0"], "cuda = None\n", None),  # a CPU build on a GPU machine
+        ("", ["nvidia0"], "cuda = '13.0'\n", None),  # CUDA_VISIBLE_DEVICES hides every GPU
+        ("-1", ["nvidia0"], "cuda = '13.0'\n", None),
+        ("0", [], "cuda = '13.0'\n", None),  # no NVIDIA device
+        ("0", ["nvidia0"], "cuda = (\n", None),  # an unreadable version file
+    ],
+)
+def test_cuda_version_is_read_without_importing_torch(tmp_path, monkeypatch, visible, devices, text, expected):
+    import importlib.metadata
+    import pathlib
+
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "torch" / "version.py").write_text(text)
+    real_glob = pathlib.Path.glob
+    monkeypatch.setattr(
+        pathlib.Path,
+        "glob",
+        lambda self, pattern: (
+            iter(Path("/dev", d) for d in devices) if self == Path("/dev") else real_glob(self, pattern)
+        ),
+    )
+    monkeypatch.setattr(
+        importlib.metadata, "distribution", lambda name: SimpleNamespace(locate_file=lambda rel: tmp_path / rel)
+    )
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    monkeypatch.setitem(__import__("sys").modules, "torch", None)  # any import of torch would fail
+    assert extraction.cuda_version() == expected
+
+
 @pytest.mark.slow
 def test_converted_cache_gives_identical_logits_and_tokens(tmp_path, monkeypatch, prepared_dir):
     monkeypatch.setenv(models.CACHE_ENV, str(tmp_path / "cache"))
@@ -564,7 +598,9 @@ def test_converted_cache_gives_identical_logits_and_tokens(tmp_path, monkeypatch
     cached = models.load(spec)
     direct = models.load(spec, use_cache=False)
     assert cached.loaded_from.startswith(str(tmp_path / "cache" / "models" / SMOL_SHA))
-    assert json.loads((tmp_path / "cache/models" / SMOL_SHA / "gece-model.json").read_text())["gguf_sha256"] == SMOL_SHA
+    converted = Path(cached.loaded_from)
+    assert converted.name.endswith(f"-transformers-{transformers.__version__}")  # one per transformers release
+    assert json.loads((converted / "gece-model.json").read_text())["gguf_sha256"] == SMOL_SHA
     df, _ = read_table(prepared_dir / "winobias.parquet", PreparedPair)
     sents = list(df["sent_more"][:50]) + list(df["sent_less"][:50])
     assert cached.tokenizer(sents)["input_ids"] == direct.tokenizer(sents)["input_ids"]

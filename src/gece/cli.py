@@ -133,31 +133,14 @@ def _labels(parser: argparse.ArgumentParser, command: str) -> dict[str, str]:
     }
 
 
-def declared_inputs(args: argparse.Namespace) -> list[Path]:
-    """Every path the command of ``args`` reads, as its module declares them: ``--params``, the options named
-    by ``inputs`` (``p.set_defaults(inputs=(...))``) and what its ``reads(args)`` derives from the arguments
-    (the prepared file of ``--benchmark``, a run's source directory...). Files or directories."""
-    given = [getattr(args, name) for name in getattr(args, "inputs", ())]
-    derived = args.reads(args) if getattr(args, "reads", None) else []
-    return [
-        Path(args.params),
-        *(Path(p) for g in given for p in (g if isinstance(g, list) else [g]) if p is not None),
-    ] + [Path(p) for p in derived]
-
-
-def declared_outputs(args: argparse.Namespace) -> dict[str, Path | None]:
-    """Every path the command of ``args`` writes: its output options (``outputs``: label -> dest) and what its
-    ``writes(args)`` derives (the meta file beside a score file...), label -> path."""
-    given = {option: getattr(args, dest) for option, dest in getattr(args, "outputs", {}).items()}
-    return given | (args.writes(args) if getattr(args, "writes", None) else {})
-
-
 def check_paths(args: argparse.Namespace, labels: dict[str, str] | None = None) -> list[Path]:
     """Every path on the command line is one the system can look up (no name too long), and every output
     (an option, or a file the command derives from one) names a writable path (no FIFO, device or directory;
     not equal to, inside or around an input), checked before any work (see gece.io.files.outputs). Returns the
     declared inputs."""
+    from gece.cmd.command import Folder, declared_inputs, declared_outputs
     from gece.io.files.inputs import check_names
+    from gece.io.files.output_dirs import check_output_dir
     from gece.io.files.outputs import check_outputs
 
     labels = labels or {}
@@ -171,7 +154,10 @@ def check_paths(args: argparse.Namespace, labels: dict[str, str] | None = None) 
         }
     )
     inputs = declared_inputs(args)
-    check_outputs(declared_outputs(args), inputs)
+    outputs = declared_outputs(args)
+    check_outputs({label: p for label, p in outputs.items() if not isinstance(p, Folder)}, inputs)
+    for label, folder in ((k, p) for k, p in outputs.items() if isinstance(p, Folder)):
+        check_output_dir(folder, label, hint=f"remove {folder} or move it away: gece writes this folder whole")
     return inputs
 
 

@@ -8,11 +8,38 @@ module stays about its stage. The options and tables of the stages that read run
 
 from __future__ import annotations
 
+import argparse
+from pathlib import Path, PosixPath
+
 from gece.base.errors import GeceError
 from gece.base.terminal import console
 
 out = console()  # data is printed through literal() or plain(): never as markup, emoji or escape codes
 err = console(stderr=True)
+
+
+class Folder(PosixPath):
+    """An output that is a folder the command owns whole (it replaces it, or keeps only the current runs' files):
+    one output of ``writes(args)``, one DVC output of its stage (:mod:`gece.cmd.stage`)."""
+
+
+def declared_inputs(args: argparse.Namespace) -> list[Path]:
+    """Every path the command of ``args`` reads, as its module declares them: ``--params``, the options named
+    by ``inputs`` (``p.set_defaults(inputs=(...))``) and what its ``reads(args)`` derives from the arguments
+    (the prepared file of ``--benchmark``, a run's source directory...). Files or directories."""
+    given = [getattr(args, name) for name in getattr(args, "inputs", ())]
+    derived = args.reads(args) if getattr(args, "reads", None) else []
+    return [
+        Path(args.params),
+        *(Path(p) for g in given for p in (g if isinstance(g, list) else [g]) if p is not None),
+    ] + [Path(p) for p in derived]
+
+
+def declared_outputs(args: argparse.Namespace) -> dict[str, Path | None]:
+    """Every path the command of ``args`` writes: its output options (``outputs``: label -> dest) and what its
+    ``writes(args)`` derives (the meta file beside a score file, a :class:`Folder`...), label -> path."""
+    given = {option: getattr(args, dest) for option, dest in getattr(args, "outputs", {}).items()}
+    return given | (args.writes(args) if getattr(args, "writes", None) else {})
 
 
 def check_id(value: str, option: str) -> str:

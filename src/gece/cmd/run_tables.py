@@ -4,12 +4,13 @@ of a benchmark), checked against params.yaml, and a metrics report printed as a 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 
 from gece.base.errors import GeceError
 from gece.base.terminal import literal, plain, plural
 from gece.base.terminal_table import Table
-from gece.cmd.command import check_id, out
+from gece.cmd.command import Folder, check_id, out
 from gece.io.paths import data_layout
 
 
@@ -39,7 +40,7 @@ def print_metrics(report: dict, title: str, level: float) -> None:
     table.add_column("value", justify="right")
     table.add_column(ci_label(level), justify="right")
     skip = {"n", "n_bins", "binning", "null_reasons"}
-    blocks = {k: v for k, v in report.items() if isinstance(v, dict)}  # SynthBias's referent block: its own table
+    blocks = {k: v for k, v in report.items() if isinstance(v, dict)}  # a protocol's block: its own table
     for key, value in report.items():
         if key in skip or key in blocks or key.endswith(("_ci_low", "_ci_high")) or isinstance(value, str):
             continue
@@ -93,17 +94,34 @@ def add_run_inputs(p: argparse.ArgumentParser, outputs: str) -> None:
 
 def run_reads(args: argparse.Namespace) -> list[Path]:
     """What a stage of :func:`add_run_inputs` reads besides its score file: with ``--benchmark``, the benchmark's
-    prepared pairs, its score files and the released scores of its references (an id that is no plain name
-    reads nothing: ``run`` refuses it)."""
+    prepared pairs, its score files and the released scores (``data/reference``, of which the benchmark's folder: the
+    references' runs) (an id that is no plain name reads nothing: ``run`` refuses it)."""
     from gece.io.paths import layout
 
     if not getattr(args, "benchmark", None):
         return []
     try:
         b = args.benchmark
-        return [layout.prepared_path(b), layout.scores_dir(b), data_layout.reference_dir() / b]
+        return [
+            layout.prepared_path(b),
+            layout.scores_dir(b),
+            data_layout.reference_dir(),
+            data_layout.reference_dir() / b,
+        ]
     except GeceError:
         return []
+
+
+def run_folders(args: argparse.Namespace, folders: Callable[[str], dict[str, Path]]) -> dict[str, Path]:
+    """With ``--benchmark B``: ``folders(B)`` (label -> a folder of every run's files), each written whole
+    (:class:`gece.cmd.command.Folder`); nothing for a score file or an id that is no plain name (``run`` refuses
+    it)."""
+    if not getattr(args, "benchmark", None):
+        return {}
+    try:
+        return {label: Folder(path) for label, path in folders(check_id(args.benchmark, "--benchmark")).items()}
+    except GeceError:
+        return {}
 
 
 def one_input(args: argparse.Namespace, file: str, *file_options: str) -> None:

@@ -63,14 +63,29 @@ def reads(args: argparse.Namespace) -> list[Path]:
 
 
 def writes(args: argparse.Namespace) -> dict[str, Path]:
-    """The score file and its meta. Also written: the exported task and lm-eval's scratch output
-    (:func:`gece.lmeval.launch.tasks_dir`), and lm-eval's output folder, read first (a run kept) and replaced
-    whole by the scratch folder once lm-eval succeeded."""
+    """lm-eval's output folder (read first: a run kept; replaced whole by the scratch folder once lm-eval
+    succeeded), the score file and its meta. Also written: the exported task and lm-eval's scratch output
+    (:func:`gece.lmeval.launch.tasks_dir`)."""
     out = layout.scores_path(args.benchmark, args.model)
     return {
+        "lm-eval's output": command.Folder(launch.run_dir(args.model, args.benchmark)),
         "the score file": out,
         "its meta": layout.meta_path(out),
     }
+
+
+# dvc.yaml's stage (gece.cmd.stage): its data deps and outputs are what reads() and writes() say
+STAGE = {
+    "name": "lmeval",
+    "about": "a registry entry with engine: lm-eval (params.yaml lmeval_runs): lm-evaluation-harness scores each "
+    "benchmark, one task per stage, and the import writes its score file (docs/lmeval.md); no token file. A task "
+    "whose exported pairs, entry and lm-eval version are those of its recorded run is reused from it, not run again",
+    "argv": ["lmeval-run", "--model", "{model}", "--benchmark", "{benchmark}"],
+    "matrix": {"benchmark": "benchmarks", "model": "lmeval_runs"},
+    "params": ["benchmarks.{benchmark}", "extract.rule", "extract.word_prob", "extract.limit", "registry.{model}"],
+    "outputs": {"lm-eval's output": {"note": "lm-eval's samples and results, the export's record"}},
+    "notes": {"benchmarks.{benchmark}": "its rule"},
+}
 
 
 def entry(params: object, model: str, benchmark: str) -> HarnessSpec:

@@ -152,6 +152,40 @@ def _print(title: str, sizes: dict, grid: dict, draws: int) -> None:
 reads = run_tables.run_reads  # with --benchmark: the prepared pairs, score files and released scores it reads
 
 
+def writes(args: argparse.Namespace) -> dict[str, Path]:
+    """With ``--benchmark B``: B's folders of binning ablations and of sample-size ablations with their figures,
+    kept to the current runs."""
+    return run_tables.run_folders(
+        args,
+        lambda b: {
+            "the binning ablations": report_layout.report_path(report_layout.binning_dir(b)),
+            "the sample-size ablations": report_layout.report_path(report_layout.sample_size_dir(b)),
+        },
+    )
+
+
+# dvc.yaml's stage (gece.cmd.stage): its data deps and outputs are what reads() and writes() say of --benchmark
+STAGE = {
+    "name": "ablate",
+    "about": "the sample-size and binning ablations of every run of a benchmark",
+    "argv": ["-q", "ablate", "--benchmark", "{benchmark}"],
+    "matrix": {"benchmark": "benchmarks"},
+    "params": [
+        "models",
+        "references",
+        "lmeval_runs",
+        "registry",
+        "metrics.n_bins",
+        "metrics.binning",
+        "ablate.sizes",
+        "ablate.draws",
+        "ablate.seed",
+        "ablate.bins",
+    ],
+    "outputs": {"the sample-size ablations": {"kind": "plots", "note": "JSON and the PNG figure of each run"}},
+}
+
+
 def run(args: argparse.Namespace) -> int:
     params = require_params(args)
     if args.benchmark is not None:

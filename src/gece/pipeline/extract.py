@@ -1,7 +1,7 @@
 """Stage extract: score every prepared pair of every benchmark with a model, loaded once ->
 ``artifacts/tokens/<m>/<b>.parquet`` (every target token's log-probability and logit) and its metadata.
 
-The word rule and the side rule are not applied here but by the score stage (:mod:`gece.pipeline.score`),
+A word's and a side's probability are not computed here but by the score stage (:mod:`gece.pipeline.score`),
 so changing ``extract.word_prob`` runs no model. A benchmark is scored by :mod:`gece.scoring.extraction`, whose
 import closure is the code that determines a token file's bytes. When the stage runs, a benchmark whose token
 file still fits is not scored again (docs/dvc.md, "Reuse by content"), in this order:
@@ -35,10 +35,10 @@ from gece.base.terminal import literal, plural
 from gece.catalog.scoring_rules import RULE_NAMES, RuleName
 from gece.cmd import command, options
 from gece.io.files import paired
-from gece.io.files.destinations import check_output_dir
 from gece.io.files.inputs import check_unique_ids
 from gece.io.files.json_reader import read_json
 from gece.io.files.json_writer import write_json
+from gece.io.files.output_dirs import check_output_dir
 from gece.io.files.outputs import check_output
 from gece.io.files.readers import iter_table, pair_ids, parquet_rows, read_table
 from gece.io.files.writer import write_table
@@ -378,6 +378,31 @@ def model_hint(model: str) -> str:
         f"add it to params.yaml (under registry: `my-model: {{source: {model}}}`, and to models), or try it "
         f"first without editing params.yaml: gece try {model} --benchmark winobias --limit 100"
     )
+
+
+# dvc.yaml's stage (gece.cmd.stage): its data deps and outputs are what reads() and writes() say of --model alone
+STAGE = {
+    "name": "extract",
+    "about": "one stage per model: the model loads once and scores every benchmark; when the stage runs again, the "
+    "benchmarks whose pairs, settings and code are unchanged are reused from the last run (docs/pipeline.md)",
+    "argv": ["extract", "--model", "{model}"],
+    "matrix": {"model": "models"},
+    "params": ["benchmarks", "extract.batch_size", "extract.rule", "extract.limit", "registry.{model}"],
+    "outputs": {"the token files": {"note": "<benchmark>.parquet and <benchmark>.meta.json per benchmark"}},
+    "notes": {
+        "artifacts/prepared": "every benchmark's prepared pairs",
+        "benchmarks": "which benchmarks, and each one's rule",
+    },
+}
+
+
+def writes(args: argparse.Namespace) -> dict[str, Path]:
+    """Without PREPARED (the stage): the model's folder of token files, which it writes whole (OUT and --meta-out
+    otherwise). Its shards (``layout.tokens_shards_dir``) lie beside the folder, outside the stage's outputs."""
+    try:
+        return {"the token files": command.Folder(layout.tokens_dir(args.model))} if args.prepared is None else {}
+    except GeceError:  # no plain id: run says where a path goes
+        return {}
 
 
 def reads(args: argparse.Namespace) -> list[Path]:

@@ -97,10 +97,30 @@ def _installed(name: str) -> str | None:
 
 
 def cuda_version() -> str | None:
-    """The CUDA version torch was built with when a CUDA GPU is visible, else None (CPU runs do not depend on it)."""
-    import torch
+    """The CUDA version torch was built with when an NVIDIA GPU is visible (a ``/dev/nvidia<N>`` device, and
+    ``CUDA_VISIBLE_DEVICES`` neither empty nor -1), else None: CPU runs do not depend on it. Read from torch's
+    ``version.py`` (its ``cuda = '13.0'``) without importing torch: the fingerprint is checked before any model
+    loads, and a run reused by content loads none."""
+    import ast
+    import os
+    from importlib.metadata import PackageNotFoundError, distribution
 
-    return torch.version.cuda if torch.cuda.is_available() else None
+    if os.environ.get("CUDA_VISIBLE_DEVICES", "0").strip() in ("", "-1"):
+        return None
+    if not any(Path("/dev").glob("nvidia[0-9]*")):
+        return None
+    try:
+        source = Path(str(distribution("torch").locate_file("torch/version.py"))).read_text(encoding="utf-8")
+        tree = ast.parse(source)
+    except (PackageNotFoundError, OSError, UnicodeDecodeError, SyntaxError):
+        return None
+    for node in tree.body:
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+        target = node.target if isinstance(node, ast.AnnAssign) else target
+        value = getattr(node, "value", None)
+        if isinstance(target, ast.Name) and target.id == "cuda" and isinstance(value, ast.Constant):
+            return value.value if isinstance(value.value, str) else None
+    return None
 
 
 def versions(backend: str = "transformers") -> dict[str, object]:

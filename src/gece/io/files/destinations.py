@@ -1,6 +1,6 @@
-"""The folders a command writes: a directory output checked (:func:`check_output_dir`), and a folder of outputs
-removed before a rerun writes it again (:func:`clear_output_dir`, :func:`clear_stale_runs`), refusing one that holds
-anything gece does not write there. Apart from :mod:`gece.io.files.outputs`, which writing any one file needs."""
+"""A folder of outputs removed before a rerun writes it again (:func:`clear_output_dir`, :func:`clear_stale_runs`),
+refusing one that holds anything gece does not write there. Apart from :mod:`gece.io.files.output_dirs`, the check
+every command makes of a folder it writes, since only some stages clear one."""
 
 from __future__ import annotations
 
@@ -9,18 +9,6 @@ from collections.abc import Collection, Iterable
 from pathlib import Path
 
 from gece.base.errors import GeceError
-from gece.io.files.outputs import check_output
-
-
-def check_output_dir(path: str | Path, option: str, hint: str | None = None) -> Path:
-    """``path`` if it is a directory or can be created as one, else a GeceError naming ``option``."""
-    path = Path(path)
-    hint = hint or f"give {option} a directory (it holds index.html, figures/ and tables/)"
-    if path.exists() and not path.is_dir():
-        raise GeceError(f"{option} {path} is not a directory", hint=hint)
-    if not path.exists():
-        check_output(path, option, hint)  # a new path whose nearest existing parent is a writable directory
-    return path
 
 
 def clear_output_dir(
