@@ -11,6 +11,8 @@ N pairs of each (``extract.limit``; ``GECE_ENGINES_PAIRS``, default 100), with t
   under ``dvc repro`` with the engines environment first on PATH, since the adapter runs inside gece's process.
   gemma's source is the directory gece's own environment converted (transformers 5.25): the engines environment's
   transformers 5.19 converts Gemma 3's GGUF without the BOS its tokenizer adds, which gece refuses;
+- ``gemma-3-270m-vllm-tp2``: the same with ``tensor_parallel: 2``, two worker processes, one core each (smollm2-135m's
+  9 attention heads do not divide by 2); its token log-probabilities are also compared with the one-worker run's;
 - the adapter once more at vLLM's ``max_num_seqs`` 1 (its default on the CPU is 256) in a process of its own: the
   same scores at two of vLLM's batch settings, compared token by token;
 - ``smollm2-135m-lmeval-vllm``: ``engine: lm-eval`` with ``model: vllm`` and ``launcher:
@@ -50,6 +52,7 @@ OUT = ROOT / "reports" / "bench" / "engines.json"
 PAIRS = int(os.environ.get("GECE_ENGINES_PAIRS", "100"))
 BENCHMARKS = {"winobias": "target", "crows_pairs": "sentence"}
 SMOL, GEMMA = "smollm2-135m", "gemma-3-270m"
+TP2 = f"{GEMMA}-vllm-tp2"
 SERVED_NAME = "smollm2"  # the name the server gives the model
 SERVER_START_S, SERVER_STOP_S = 600, 60
 STEP_S = 3600  # the most one dvc repro of this bench may take
@@ -112,9 +115,16 @@ def slice_params(repo: Path, gemma_dir: str, port: int) -> dict[str, str]:
     params = yaml.safe_load((repo / "params.yaml").read_text())
     params["benchmarks"] = {b: params["benchmarks"][b] for b in BENCHMARKS}
     reg = params["registry"]
-    against = {f"{SMOL}-vllm": SMOL, f"{GEMMA}-vllm": GEMMA, f"{SMOL}-lmeval-vllm": SMOL, f"{SMOL}-served": SMOL}
+    against = {
+        f"{SMOL}-vllm": SMOL,
+        f"{GEMMA}-vllm": GEMMA,
+        TP2: GEMMA,
+        f"{SMOL}-lmeval-vllm": SMOL,
+        f"{SMOL}-served": SMOL,
+    }
     reg[f"{SMOL}-vllm"] = {"source": reg[SMOL]["source"], **CPU_VLLM}
     reg[f"{GEMMA}-vllm"] = {"source": gemma_dir, **CPU_VLLM}
+    reg[TP2] = {"source": gemma_dir, **CPU_VLLM, "tensor_parallel": 2}
     launcher = [".venv-engines/bin/lm_eval"]
     reg[f"{SMOL}-lmeval-vllm"] = {
         "source": reg[SMOL]["source"],
@@ -133,7 +143,7 @@ def slice_params(repo: Path, gemma_dir: str, port: int) -> dict[str, str]:
     }
     for run_id, exact in against.items():
         reg[run_id]["checked_against"] = exact
-    params["models"] = [SMOL, GEMMA, f"{SMOL}-vllm", f"{GEMMA}-vllm"]
+    params["models"] = [SMOL, GEMMA, f"{SMOL}-vllm", f"{GEMMA}-vllm", TP2]
     params["lmeval_runs"] = [f"{SMOL}-lmeval-vllm", f"{SMOL}-served"]
     params["references"], params["ablate"]["special_tokens"] = [], {}
     params["extract"]["limit"] = PAIRS
@@ -247,7 +257,7 @@ def main() -> int:
         seconds: dict[tuple[str, str | None], float] = {}
         seconds[(SMOL, None)] = run([*dvc, f"extract@{SMOL}"], repo, gece_env)
         seconds[(GEMMA, None)] = run([*dvc, f"extract@{GEMMA}"], repo, gece_env)
-        for m in (f"{SMOL}-vllm", f"{GEMMA}-vllm"):
+        for m in (f"{SMOL}-vllm", f"{GEMMA}-vllm", TP2):
             seconds[(m, None)] = run([*dvc, f"extract@{m}"], repo, engines_env)
         for b in BENCHMARKS:
             seconds[(f"{SMOL}-lmeval-vllm", b)] = run([*dvc, f"lmeval@{b}-{SMOL}-lmeval-vllm"], repo, gece_env)
@@ -303,6 +313,10 @@ def main() -> int:
             b: token_drift(repo / "artifacts" / "tokens" / f"{SMOL}-vllm" / f"{b}.parquet", batch_dir / f"{b}.parquet")
             for b in BENCHMARKS
         }
+        tokens = repo / "artifacts" / "tokens"
+        tp_drift = {
+            b: token_drift(tokens / f"{GEMMA}-vllm" / f"{b}.parquet", tokens / TP2 / f"{b}.parquet") for b in BENCHMARKS
+        }
         result = {
             "what": "gece's scale-out paths on vLLM's CPU build against gece's exact engine on the same model "
             "(bench/engines.py): the first pairs of each benchmark, agreement from the compare stage",
@@ -318,6 +332,7 @@ def main() -> int:
                 "max_abs_token_logprob_diff": drift,
                 "seconds": round(batch_seconds, 1),
             },
+            "tensor_parallel": {"run": TP2, "against": f"{GEMMA}-vllm", "max_abs_token_logprob_diff": tp_drift},
             "exact_stage_seconds": {m: round(seconds[(m, None)], 1) for m in (SMOL, GEMMA)},
         }
         OUT.write_text(json.dumps(result, indent=2) + "\n")
@@ -334,6 +349,8 @@ def engine_name(run_id: str) -> str:
         return "lm-eval --model vllm (vLLM's CPU build)"
     if run_id.endswith("-served"):
         return "lm-eval --model local-completions against vllm serve (vLLM's CPU build)"
+    if run_id == TP2:
+        return "gece backend: vllm, tensor_parallel 2 (vLLM's CPU build, a worker per core)"
     return "gece backend: vllm (vLLM's CPU build)"
 
 
