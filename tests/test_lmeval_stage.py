@@ -40,10 +40,11 @@ def recipes() -> list[tuple[dict, str]]:
 
 
 def test_the_commands_are_the_pages_recipes():
-    """vLLM (tensor and data parallel), accelerate and an API backend: the argument list the stage would run for
-    each entry of the page is the command the page writes under it (parsed from the page, not from the code)."""
+    """vLLM (its CPU build by the engines environment's path, tensor and data parallel), accelerate and an API
+    backend: the argument list the stage would run for each entry of the page is the command the page writes under
+    it (parsed from the page, not from the code)."""
     found = recipes()
-    assert {e["harness"]["model"] for e, _ in found} == {"hf", "vllm", "local-completions"} and len(found) == 4
+    assert {e["harness"]["model"] for e, _ in found} == {"hf", "vllm", "local-completions"} and len(found) == 5
     assert any(e["harness"].get("launcher", [""])[0] == "accelerate" for e, _ in found)
     for entry, command in found:
         spec = HarnessSpec.model_validate(entry)
@@ -137,7 +138,7 @@ def test_lm_eval_is_looked_for_in_the_launchers_environment(workdir, tmp_path, c
     """The launcher's own Python is asked what it has (gece's environment may have neither lm-eval nor vLLM): the
     program itself, the interpreter of a console script's #! line or of pip's /bin/sh form for a long path, or
     gece's. The stand-in lm_eval runs on gece's Python, which has lm-eval but not vLLM: model vllm is refused,
-    naming that Python and the engines environment. vLLM's workers get no ATEN_CPU_CAPABILITY."""
+    naming that Python and the engines environment. lm-eval's vLLM runs without gece's ATEN_CPU_CAPABILITY."""
     python = launch.launcher_python(workdir / "bin" / "lm_eval")
     assert python == launch.Path(sys.executable)
     assert launch.installed(python) == {"lm_eval": "0.4.13", "vllm": None}  # gece's own: lm-eval, no vLLM
