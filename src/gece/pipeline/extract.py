@@ -35,11 +35,10 @@ from gece.base.terminal import literal, plural
 from gece.catalog.scoring_rules import RULE_NAMES, RuleName
 from gece.cmd import command, options
 from gece.io.files import paired
-from gece.io.files.inputs import check_unique_ids
 from gece.io.files.json_reader import read_json
 from gece.io.files.json_writer import write_json
 from gece.io.files.outputs import check_output, check_output_dir
-from gece.io.files.readers import iter_table, pair_ids, parquet_rows, read_table
+from gece.io.files.readers import check_unique_ids, iter_table, pair_ids, parquet_rows, read_table
 from gece.io.files.writer import write_table
 from gece.io.paths import layout
 from gece.io.schemas.pair_rows import PreparedPair
