@@ -133,46 +133,11 @@ def _labels(parser: argparse.ArgumentParser, command: str) -> dict[str, str]:
     }
 
 
-def declared_inputs(args: argparse.Namespace) -> list[Path]:
-    """Every path the command of ``args`` reads, as its module declares them: ``--params``, the options named
-    by ``inputs`` (``p.set_defaults(inputs=(...))``) and what its ``reads(args)`` derives from the arguments
-    (the prepared file of ``--benchmark``, a run's source directory...). Files or directories."""
-    given = [getattr(args, name) for name in getattr(args, "inputs", ())]
-    derived = args.reads(args) if getattr(args, "reads", None) else []
-    return [
-        Path(args.params),
-        *(Path(p) for g in given for p in (g if isinstance(g, list) else [g]) if p is not None),
-    ] + [Path(p) for p in derived]
+def check_paths(args: argparse.Namespace, labels: dict[str, str] | None = None) -> tuple[list[Path], dict]:
+    """The declared inputs and outputs of ``args``'s command, checked before any work (:mod:`gece.cmd.declared`)."""
+    from gece.cmd.declared import check
 
-
-def declared_outputs(args: argparse.Namespace) -> dict[str, Path | None]:
-    """Every path the command of ``args`` writes: its output options (``outputs``: label -> dest) and what its
-    ``writes(args)`` derives (the meta file beside a score file...), label -> path."""
-    given = {option: getattr(args, dest) for option, dest in getattr(args, "outputs", {}).items()}
-    return given | (args.writes(args) if getattr(args, "writes", None) else {})
-
-
-def check_paths(args: argparse.Namespace, labels: dict[str, str] | None = None) -> list[Path]:
-    """Every path on the command line is one the system can look up (no name too long), and every output
-    (an option, or a file the command derives from one) names a writable path (no FIFO, device or directory;
-    not equal to, inside or around an input), checked before any work (see gece.io.files.outputs). Returns the
-    declared inputs."""
-    from gece.io.files.inputs import check_names
-    from gece.io.files.outputs import check_outputs
-
-    labels = labels or {}
-    check_names(
-        {"--params": args.params}
-        | {
-            f"{labels.get(dest, dest)}": p
-            for dest, value in vars(args).items()
-            for p in (value if isinstance(value, list) else [value])
-            if isinstance(p, Path)
-        }
-    )
-    inputs = declared_inputs(args)
-    check_outputs(declared_outputs(args), inputs)
-    return inputs
+    return check(args, labels or {})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -191,8 +156,9 @@ def main(argv: list[str] | None = None) -> int:
     handler.addFilter(LiteralFilter())
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, handlers=[handler], force=True)
     try:
-        inputs = check_paths(args, _labels(parser, args.command))
-        sys.audit("gece_command", args.command, tuple(map(str, inputs)))  # for the tests that watch what it reads
+        inputs, outputs = check_paths(args, _labels(parser, args.command))
+        written = tuple((str(o.path), o.kind) for o in outputs.values())
+        sys.audit("gece_command", args.command, tuple(map(str, inputs)), written)  # for the tests that watch its files
         try:
             return args.func(args)
         finally:

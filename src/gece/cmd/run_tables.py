@@ -4,12 +4,14 @@ of a benchmark), checked against params.yaml, and a metrics report printed as a 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterable
 from pathlib import Path
 
 from gece.base.errors import GeceError
 from gece.base.terminal import literal, plain, plural
 from gece.base.terminal_table import Table
 from gece.cmd.command import check_id, out
+from gece.io.files.outputs import clear_output_dir
 from gece.io.paths import data_layout
 
 
@@ -104,6 +106,36 @@ def run_reads(args: argparse.Namespace) -> list[Path]:
         return [layout.prepared_path(b), layout.scores_dir(b), data_layout.reference_dir() / b]
     except GeceError:
         return []
+
+
+def run_writes(args: argparse.Namespace, *folders) -> dict:
+    """What a stage of :func:`add_run_inputs` writes besides its output options: with ``--benchmark``, the folder of
+    every run's files of each of ``folders`` (``report_layout.metrics_dir``... or ``layout.calibrated_dir``: a
+    function of the benchmark, a path under reports/ when it returns text), which it owns whole (the files of runs
+    no longer configured are removed)."""
+    from gece.cmd.declared import Output
+    from gece.io.paths import report_layout
+
+    if not getattr(args, "benchmark", None):
+        return {}
+    try:
+        paths = [f(args.benchmark) for f in folders]
+    except GeceError:  # no plain id: run refuses it
+        return {}
+    return {
+        f"the runs' folder {p}": Output(report_layout.report_path(p) if isinstance(p, str) else p, "folder")
+        for p in paths
+    }
+
+
+def clear_stale_runs(folder: str | Path, models: Iterable[str], suffixes: tuple[str, ...], option: str) -> None:
+    """Keep the files of ``folder`` (a benchmark's folder of per-run outputs, ``<model><suffix>`` for each of
+    ``suffixes``) to those of the current runs ``models``: the others, files of runs no longer configured, are
+    removed (:func:`gece.io.files.outputs.clear_output_dir`, which refuses a folder holding files gece does not
+    write)."""
+    folder = Path(folder)
+    keep = [folder / f"{m}{s}" for m in models for s in suffixes]
+    clear_output_dir(folder, suffixes, option, keep=keep)
 
 
 def one_input(args: argparse.Namespace, file: str, *file_options: str) -> None:

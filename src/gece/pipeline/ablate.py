@@ -73,7 +73,9 @@ def ablate_benchmark(params: Params, benchmark: str, reports: str | Path = layou
         (report_layout.sample_size_dir(benchmark), (".json", ".png")),
         (report_layout.binning_dir(benchmark), (".json",)),
     ):
-        layout.clear_stale_runs(report_layout.report_path(folder, reports), names, suffixes, "the reports directory")
+        run_tables.clear_stale_runs(
+            report_layout.report_path(folder, reports), names, suffixes, "the reports directory"
+        )
     results = {}
     for m in names:
         run_, meta = runs.load_run(params, benchmark, m)
@@ -149,6 +151,11 @@ def _print(title: str, sizes: dict, grid: dict, draws: int) -> None:
 
 
 reads = run_tables.run_reads  # with --benchmark: the prepared pairs, score files and released scores it reads
+
+
+def writes(args: argparse.Namespace) -> dict:
+    """With --benchmark: reports/ablation/sample_size/<b>/ (JSON and figures) and reports/ablation/binning/<b>/."""
+    return run_tables.run_writes(args, report_layout.sample_size_dir, report_layout.binning_dir)
 
 
 def run(args: argparse.Namespace) -> int:

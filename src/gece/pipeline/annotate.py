@@ -17,6 +17,7 @@ import pandas as pd
 
 from gece.base.errors import GeceError
 from gece.cmd import command, run_tables
+from gece.cmd.declared import Output
 from gece.io.files.json_writer import write_json
 from gece.io.files.readers import read_table
 from gece.io.files.writer import write_table
@@ -126,13 +127,19 @@ def reads(args: argparse.Namespace) -> list[Path]:
         return []
 
 
+def writes(args: argparse.Namespace) -> dict[str, Output]:
+    """The annotated pairs and the annotation report of the benchmark."""
+    try:
+        b = args.benchmark
+        return {"annotated": Output(layout.annotated(b)), "report": Output(report_layout.annotation_report(b))}
+    except GeceError:  # no plain id: run refuses it
+        return {}
+
+
 def run(args: argparse.Namespace) -> int:
     params = require_params(args)
     b = run_tables.benchmark_of(args, params)
     settings = command.override(params.annotate, tie=args.tie)
-    from gece.io.files.outputs import check_outputs
-
-    check_outputs({"annotated": layout.annotated(b), "report": report_layout.annotation_report(b)})
     annotate(
         b,
         layout.prepared_path(b),

@@ -77,7 +77,8 @@ def recorded(outs: tuple[Path, Path, Path], previous: list[dict[str, Path]], key
     old = [found.get(out.name) for out, found in zip(outs, previous, strict=True)]
     if not all(old) or parquet_rows(old[1], CalibratedRow)[1].get(FINGERPRINT) != key:  # type: ignore[arg-type]
         return False
-    reuse.restore(zip(old, outs, strict=True))  # type: ignore[arg-type]
+    for src, out in zip(old, outs, strict=True):
+        reuse.restore({out.name: src}, out.parent)  # type: ignore[dict-item]
     return True
 
 
@@ -244,7 +245,7 @@ def calibrate_benchmark(
         (report_layout.report_path(report_layout.calibration_bins_dir(benchmark), reports), ".json"),
     )
     for folder, suffix in folders:
-        layout.clear_stale_runs(folder, names, (suffix,), "the output directory")
+        run_tables.clear_stale_runs(folder, names, (suffix,), "the output directory")
     previous = [reuse.previous_outputs(folder) for folder, _ in folders]
     results = {}
     for m in names:
@@ -334,6 +335,12 @@ def _print_report(report: dict, meta: dict) -> None:
 
 
 reads = run_tables.run_reads  # with --benchmark: the prepared pairs, score files and released scores it reads
+
+
+def writes(args: argparse.Namespace) -> dict:
+    """With --benchmark: reports/calibration/<b>/, artifacts/calibrated/<b>/ and reports/calibration_bins/<b>/."""
+    dirs = (report_layout.calibration_dir, layout.calibrated_dir, report_layout.calibration_bins_dir)
+    return run_tables.run_writes(args, *dirs)
 
 
 def run(args: argparse.Namespace) -> int:

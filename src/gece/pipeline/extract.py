@@ -34,6 +34,7 @@ from gece.base.errors import GeceError
 from gece.base.terminal import literal, plural
 from gece.catalog.scoring_rules import RULE_NAMES, RuleName
 from gece.cmd import command, options
+from gece.cmd.declared import Output
 from gece.io.files import paired
 from gece.io.files.json_reader import read_json
 from gece.io.files.json_writer import write_json
@@ -189,7 +190,7 @@ def recorded(out: Path, previous: Mapping[str, Path], key: str) -> bool:
     old, old_meta = previous.get(out.name), previous.get(layout.meta_path(out).name)
     if not (old and old_meta and parquet_rows(old, TokenRow)[1].get(extraction.FINGERPRINT) == key):
         return False
-    reuse.restore([(old, out), (old_meta, layout.meta_path(out))])
+    reuse.restore({out.name: old, layout.meta_path(out).name: old_meta}, out.parent)
     return True
 
 
@@ -388,6 +389,27 @@ def reads(args: argparse.Namespace) -> list[Path]:
     if args.prepared is not None and args.out is not None:
         return [*model, layout.shards_dir(args.out)]
     return [*model, layout.ARTIFACTS / "prepared", layout.ARTIFACTS / "tokens", Path("dvc.lock")]
+
+
+def writes(args: argparse.Namespace) -> dict[str, Output]:
+    """With PREPARED and OUT: OUT's meta (--meta-out, else beside it), timing and the shards of a killed run
+    (resumed); without (the stage): the model's folder of token files, and the shards of its killed runs beside it
+    (both resumed)."""
+    if args.prepared is not None and args.out is not None:
+        beside = "remove it, or give OUT another name (the timing file and the shards directory are named after it)"
+        meta = {} if args.meta_out else {"the meta file": Output(layout.meta_path(args.out), hint=beside)}
+        return meta | {
+            "the timing file": Output(layout.timing_path(args.out), hint=beside),
+            "the shards directory": Output(layout.shards_dir(args.out), "scratch", updated=True, hint=beside),
+        }
+    try:
+        folder = layout.tokens_dir(args.model)
+    except GeceError:  # no plain id: run refuses it
+        return {}
+    return {
+        "the model's token files": Output(folder, "folder", updated=True),
+        "the shards of its killed runs": Output(folder.with_name(f"{folder.name}.shards"), "scratch", updated=True),
+    }
 
 
 def run(args: argparse.Namespace) -> int:

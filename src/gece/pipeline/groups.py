@@ -28,6 +28,7 @@ from gece.base.errors import GeceError
 from gece.base.terminal import plain
 from gece.catalog.groupings import DERIVED_GROUPINGS, OUTCOME_GROUPINGS, SYNTH_COLUMNS
 from gece.cmd import command, run_tables
+from gece.cmd.declared import Output
 from gece.io.files.json_writer import write_json
 from gece.io.files.readers import read_table
 from gece.io.paths import layout, report_layout
@@ -307,6 +308,14 @@ def reads(args: argparse.Namespace) -> list[Path]:
         return [*run_tables.run_reads(args), layout.annotated(args.benchmark)]
     except GeceError:  # no plain id: run refuses it
         return []
+
+
+def writes(args: argparse.Namespace) -> dict[str, Output]:
+    """reports/groups/<benchmark>.json."""
+    try:
+        return {"the groups report": Output(report_layout.report_path(report_layout.groups_file(args.benchmark)))}
+    except GeceError:  # no plain id: run refuses it
+        return {}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -92,7 +92,9 @@ def metrics_benchmark(
     results = {}
     names = runs.runs(params, benchmark)
     for folder in (report_layout.metrics_dir(benchmark), report_layout.bins_dir(benchmark)):
-        layout.clear_stale_runs(report_layout.report_path(folder, reports), names, (".json",), "the reports directory")
+        run_tables.clear_stale_runs(
+            report_layout.report_path(folder, reports), names, (".json",), "the reports directory"
+        )
     kind = params.benchmarks[benchmark].synthbias
     referent = kind == "referent"
     pairs = read_table(layout.prepared_path(benchmark), SYNTH_SCHEMAS[kind])[0].set_index("pair_id", drop=False)
@@ -143,6 +145,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 reads = run_tables.run_reads  # with --benchmark: the prepared pairs, score files and released scores it reads
+
+
+def writes(args: argparse.Namespace) -> dict:
+    """With --benchmark: reports/metrics/<b>/ and reports/bins/<b>/, a file per run."""
+    return run_tables.run_writes(args, report_layout.metrics_dir, report_layout.bins_dir)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -20,6 +20,7 @@ import pandas as pd
 
 from gece.base.errors import GeceError
 from gece.cmd import command, run_tables
+from gece.cmd.declared import Output
 from gece.io.files.writer import write_table
 from gece.io.formats import benchmarks
 from gece.io.paths import data_layout, layout
@@ -253,6 +254,17 @@ def reads(args: argparse.Namespace) -> list[Path]:
     if args.benchmark is None or params is None or args.benchmark not in params.benchmarks:
         return []
     return [data_layout.benchmark_source(params, args.benchmark), data_layout.annotations_csv(args.benchmark)]
+
+
+def writes(args: argparse.Namespace) -> dict[str, Output]:
+    """With --benchmark: its prepared pairs and per-annotator labels (OUT and --annotations are options)."""
+    if args.benchmark is None:
+        return {}
+    try:
+        prepared, labels = layout.prepared_path(args.benchmark), layout.annotations(args.benchmark)
+    except GeceError:  # no plain id: run refuses it
+        return {}
+    return {"the prepared pairs": Output(prepared), "the per-annotator labels": Output(labels)}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -18,6 +18,7 @@ from gece.base.errors import GeceError
 from gece.base.terminal import literal, plural
 from gece.catalog.calibration_methods import METHOD_NAMES
 from gece.cmd import command
+from gece.cmd.declared import Output
 from gece.io.files.inputs import check_input_dir
 from gece.io.files.outputs import check_output_dir, clear_output_dir, write_bytes, write_text
 from gece.io.files.readers import png_size, png_text, read_table, write_figure
@@ -470,6 +471,18 @@ def reads(args: argparse.Namespace) -> list[Path]:
     prepared = [layout.prepared_path(b) for b in benchmarks]
     out = [args.out] if args.out is not None else []
     return [args.reports, args.scores, args.data_dvc, *sources, *prepared, data_layout.reference_dir(), *out]
+
+
+def writes(args: argparse.Namespace) -> dict[str, Output]:
+    """In --out (default --reports): index.html, the README's figure, and tables/, pages/ and figures/, which it
+    owns (their stale files removed; the figures it does not draw again are read back first)."""
+    out = args.out if args.out is not None else args.reports
+    hint = "give --out a directory (it holds index.html, figures/, tables/ and pages/)"
+    files = (report_layout.PAGE_FILE, report_layout.README_FIGURE)
+    folders = (report_layout.TABLES_DIR, report_layout.PAGES_DIR, report_layout.FIGURES_DIR)
+    return {f"--out ({name})": Output(out / name, updated=True, hint=hint) for name in files} | {
+        f"--out ({name}/)": Output(out / name, "folder", updated=True, hint=hint) for name in folders
+    }
 
 
 def run(args: argparse.Namespace) -> int:

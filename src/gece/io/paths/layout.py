@@ -16,10 +16,8 @@ dvc.yaml spells the same paths for DVC: a path changed here must change there to
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from pathlib import Path
 
-from gece.io.files.outputs import clear_output_dir
 from gece.io.settings.ids import check_id
 
 DATA = Path("data")
@@ -116,16 +114,6 @@ def calibrated_dir(benchmark: str) -> Path:
 def calibrated_path(benchmark: str, model: str) -> Path:
     """``artifacts/calibrated/<benchmark>/<model>.parquet``: per-pair calibrated scores."""
     return calibrated_dir(benchmark) / f"{model_id(model)}.parquet"
-
-
-def clear_stale_runs(folder: str | Path, models: Iterable[str], suffixes: tuple[str, ...], option: str) -> None:
-    """Keep the files of ``folder`` (a benchmark's folder of per-run outputs, ``<model><suffix>`` for each of
-    ``suffixes``) to those of the current runs ``models``: the others, files of runs no longer configured, are
-    removed (:func:`gece.io.files.outputs.clear_output_dir`, which refuses a folder holding files gece does not
-    write)."""
-    folder = Path(folder)
-    keep = [folder / f"{m}{s}" for m in models for s in suffixes]
-    clear_output_dir(folder, suffixes, option, keep=keep)
 
 
 # ------------------------------------------------- reports, relative to the reports directory
