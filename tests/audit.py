@@ -1,9 +1,9 @@
 """What a command reads and writes, checked against what it declares (issue 49, item 2; issue 58, item 1).
 
-Every command declares the paths it reads and writes (:mod:`gece.cmd.declared`: ``--params``, its input and output
-options, its module's ``reads(args)`` and ``writes(args)``) and announces them with the audit event
-``gece_command`` before it runs (``gece_command_end`` after). An audit hook (:func:`sys.addaudithook`, installed
-once per test process) records, between the two, resolved to real paths:
+Every command declares the paths it reads and writes (``gece.cmd.command.declared_inputs`` and
+``declared_outputs``: ``--params``, its input and output options, its module's ``reads(args)`` and ``writes(args)``)
+and announces them with the audit event ``gece_command`` before it runs (``gece_command_end`` after). An audit
+hook (:func:`sys.addaudithook`, installed once per test process) records, between the two, resolved to real paths:
 
 - every file the command opens for reading (the ``open`` event) or checks as an input (the ``gece_read`` event
   of ``gece.io.files.inputs.require_file``, which every reader of an artifact calls: Parquet is opened by Arrow's
@@ -256,7 +256,7 @@ def watch_files():
     if found:
         pytest.fail(
             "a command read or wrote files its declaration does not name (add them to its module's reads(args) or "
-            "writes(args), gece.cmd.declared):\n  " + "\n  ".join(found[:20]),
+            "writes(args), gece.cmd.command.Output):\n  " + "\n  ".join(found[:20]),
             pytrace=False,
         )
 

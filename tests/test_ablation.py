@@ -20,6 +20,7 @@ from gece.pipeline import special_tokens as special_tokens_stage
 from gece.stats import ablation, metrics
 from gece.stats.ablation import Run
 from gece.stats.bootstrap import subsample, two_sided_p
+from gece.stats.intervals import holm
 
 
 def synthetic_run(n, seed, sharpen=1.0, name="r"):
@@ -128,7 +129,7 @@ def test_two_sided_p_and_holm():
     assert two_sided_p(np.ones(999)) == pytest.approx(2 / 1000)
     assert two_sided_p(np.r_[-np.ones(30), np.ones(70)]) == pytest.approx(2 * 31 / 101)
     assert two_sided_p(np.array([np.nan])) is None
-    assert ablation.holm([0.01, 0.04, 0.03, None]) == pytest.approx([0.03, 0.06, 0.06, None])
+    assert holm([0.01, 0.04, 0.03, None]) == pytest.approx([0.03, 0.06, 0.06, None])
 
 
 def test_compare_all_pairs_of_a_benchmark(reference_scores, tmp_path):
@@ -276,7 +277,7 @@ def test_holm_family_is_one_pair_of_models():
     res = ablation.compare(runs, draws=2000, seed=0)
     for pair in res["pairs"]:
         cells = list(pair["metrics"].values())
-        expected = ablation.holm([c["p_value"] for c in cells])
+        expected = holm([c["p_value"] for c in cells])
         assert [c["p_holm"] for c in cells] == expected
     a_b = res["pairs"][0]["metrics"]["ece"]
     assert a_b["p_holm"] == pytest.approx(4 * 2 / 2001) and a_b["significant_holm"]

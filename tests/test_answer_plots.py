@@ -13,10 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from gece.catalog import metric_defs
 from gece.io.paths import report_layout
 from gece.report import answer_plots, compare_tables, forest
 from gece.report.cells import ReportData, resolve
 from gece.report.first_screen import PAGE_BUDGET, calibration_finding, headlines, rules_finding
+from gece.stats.intervals import holm
 from gece.stats.letters import compact_letters
 
 from .conftest import ROOT
@@ -52,12 +54,14 @@ def test_two_items_share_a_letter_exactly_when_they_do_not_differ(seed):
 
 # ------------------------------------------------------------------------ points
 def _cell(significant: bool) -> dict:
-    return {"significant_holm": significant}
+    """A compared metric whose p-value survives Holm over the 6 pairs of 4 runs (6 × 0.001) or not (0.5), and Holm
+    over the metrics of the pair (``significant_holm``, which the comparison matrix reads) alike."""
+    return {"p_value": 0.001 if significant else 0.5, "significant_holm": significant}
 
 
 def _data() -> ReportData:
-    """Four runs: a and b scored, r and r2 released; only a and r2 differ in ECE after Holm, every pair but a–b
-    in Gender-ECE."""
+    """Four runs: a and b scored, r and r2 released; only a and r2 differ in ECE after Holm over the panel's 6 pairs,
+    every pair but a–b in Gender-ECE."""
     data = ReportData(benchmarks=["wb"], runs={"wb": ["r2", "b", "a", "r"]}, references={"r", "r2"})
     for m, ece in (("a", 0.05), ("b", 0.10), ("r", 0.20), ("r2", 0.21)):
         data.metrics[("wb", m)] = {
@@ -70,6 +74,7 @@ def _data() -> ReportData:
         }
     names = ["a", "b", "r", "r2"]
     data.compare["wb"] = {
+        "alpha": 0.05,
         "pairs": [
             {
                 "a": x,
@@ -78,9 +83,26 @@ def _data() -> ReportData:
             }
             for i, x in enumerate(names)
             for y in names[i + 1 :]
-        ]
+        ],
     }
     return data
+
+
+def test_the_letters_control_over_every_pair_of_the_panel():
+    """Holm over the 6 pairs of 4 runs, by hand: p = 0.001, 0.01, 0.02, 0.3, 0.4, 0.5 adjust to 0.006, 0.05, 0.08, ...:
+    only the first pair differs at 0.05, though three are below 0.05 alone (and the compare report's own Holm, over
+    the metrics of one pair, may call them significant); a run scored twice is not in the family."""
+    data = _data()
+    ps = {("a", "b"): 0.001, ("a", "r"): 0.01, ("a", "r2"): 0.02, ("b", "r"): 0.3, ("b", "r2"): 0.4, ("r", "r2"): 0.5}
+    for pair in data.compare["wb"]["pairs"]:
+        pair["metrics"]["ece"] = {"p_value": ps[(pair["a"], pair["b"])], "significant_holm": True}
+    assert holm(list(ps.values())) == pytest.approx([0.006, 0.05, 0.08, 0.9, 0.9, 0.9])
+    differ = forest.differ_matrix(data, "wb", ["a", "b", "r", "r2"], "ece")
+    assert [(i, j) for i in range(4) for j in range(i + 1, 4) if differ[i, j]] == [(0, 1)]
+    # b–r2 as one run scored twice: out of the family, 5 pairs: 0.005, 0.04, 0.06, ...: a–r differs too
+    data.compare["wb"]["pairs"][4]["identical"] = True
+    differ = forest.differ_matrix(data, "wb", ["a", "b", "r", "r2"], "ece")
+    assert [(i, j) for i in range(4) for j in range(i + 1, 4) if differ[i, j]] == [(0, 1), (0, 2)]
 
 
 def test_calibration_points_are_sorted_with_holm_letters_and_released_marked():
@@ -99,6 +121,55 @@ def test_calibration_points_are_sorted_with_holm_letters_and_released_marked():
         "wb: lowest ECE a 0.050 [0.030, 0.080], not distinguishable after Holm from b, r; lowest Gender-ECE a "
         "0.100 [0.050, 0.150], not distinguishable after Holm from b."
     )
+
+
+def _gap_data() -> ReportData:
+    """:func:`_data` with gender gaps: by predicted gender a (−0.30, Holm interval [−0.40, −0.20]: away from 0) and
+    r (0.05 [−0.02, 0.12]); by human gender every run 0.10 [0.01, 0.19], b's undefined (no interval either)."""
+    data = _data()
+    for m in ("a", "b", "r", "r2"):
+        data.metrics[("wb", m)] |= {"gap_true": 0.10, "gap_true_ci_low_holm": 0.01, "gap_true_ci_high_holm": 0.19}
+    data.metrics[("wb", "b")] |= {"gap_true": None, "gap_true_ci_low_holm": None, "gap_true_ci_high_holm": None}
+    data.metrics[("wb", "a")] |= {"gap_pred": -0.30, "gap_pred_ci_low_holm": -0.40, "gap_pred_ci_high_holm": -0.20}
+    data.metrics[("wb", "r")] |= {"gap_pred": 0.05, "gap_pred_ci_low_holm": -0.02, "gap_pred_ci_high_holm": 0.12}
+    return data
+
+
+def test_the_gender_gaps_are_drawn_with_their_holm_intervals_beside_the_letters():
+    data = _gap_data()
+    points = forest.calibration_points(data, "wb")
+    gaps = [(p.panel, p.model, p.value, p.low, p.high, p.letters, p.ci_suffix) for p in points if p.panel[:3] == "gap"]
+    assert gaps == [  # in the ECE order of the runs; no letters; the interval at Holm's level
+        ("gap_pred", "a", -0.30, -0.40, -0.20, "", "_holm"),
+        ("gap_pred", "r", 0.05, -0.02, 0.12, "", "_holm"),
+        ("gap_true", "a", 0.10, 0.01, 0.19, "", "_holm"),
+        ("gap_true", "r", 0.10, 0.01, 0.19, "", "_holm"),
+        ("gap_true", "r2", 0.10, 0.01, 0.19, "", "_holm"),
+    ]
+    rows = list(csv.DictReader(io.StringIO(forest.points_csv(points))))
+    reports = {report_layout.metrics_file("wb", m): data.metrics[("wb", m)] for m in ("a", "b", "r", "r2")}
+    assert check_rows(rows, reports.__getitem__) == len(rows)
+    groupings = forest.gap_titles(data, "wb")
+    svg = answer_plots.calibration_svg("calibration_wb", "wb", points, groupings)
+    assert check_svg_against_csv(svg, "calibration_wb", rows) == 3 * len(rows)
+    assert "by predicted gender" in svg and "by human gender" in svg
+    assert calibration_finding("wb", points, groupings).endswith(
+        "; ECE female − male by predicted gender away from 0 after Holm in 1 of 2 runs (a -0.300); ECE female − male "
+        "by human gender away from 0 after Holm in 3 of 3 runs (a +0.100, r +0.100, r2 +0.100)."
+    )
+    data.synthbias["wb"] = "type2"  # its y is the labour-statistics majority: the panel says so
+    assert forest.gap_titles(data, "wb")["gap_true"] == "labour-statistics majority gender"
+
+
+def test_the_svg_is_compact_and_draws_the_same():
+    """Every style a class defined once in the SVG's style sheet, no clip paths, no xlink, no font repeated: the
+    drawn positions are those of the CSV all the same."""
+    points = forest.calibration_points(_gap_data(), "wb")
+    svg = answer_plots.calibration_svg("calibration_wb", "wb", points)
+    assert not re.search(r' style="|clip-path|xlink|font-family|<g>\n<g>', svg)
+    classes = set(re.findall(r' class="(s[0-9a-f]{6})"', svg))
+    assert classes and all(svg.count(f".{c}{{") == 1 for c in classes)
+    assert answer_plots.compact(svg) == svg  # nothing left to shorten
 
 
 # per rule variant its first-word parts: (group, stereotype share, interval); "later" of cp_shared has none (a groups
@@ -230,19 +301,23 @@ def test_the_figures_equal_their_csv_and_the_metrics_json(built_report):
 
 
 def test_the_committed_page_equals_the_workspace_reports(workspace_reports):
-    """The same on the committed index.html (both kinds of figure: forest plots and the rules' dumbbells)."""
+    """The same on the committed index.html (both kinds of figure: forest plots, a protocol's among them, and the
+    rules' dumbbells)."""
     assert check_page(workspace_reports) >= 2
 
 
 def check_rows(rows: list[dict], load) -> int:
     """Every CSV row's value is the value at its pointer in its report (``load(file)``), its interval the report's
-    ``<pointer>_ci_low`` / ``_high``, present exactly where the report has one. Returns the intervals checked."""
+    ``<pointer>_ci_low<ci_suffix>`` / ``_ci_high<ci_suffix>`` (``_holm``: a gender gap's interval at Holm's level),
+    present exactly where the report has one. Returns the intervals checked."""
     intervals = 0
     for r in rows:
         rep = load(r["file"])
         assert float(r["value"]) == resolve(rep, r["pointer"])
         parent, key = resolve(rep, r["pointer"].rsplit("/", 1)[0] or ""), r["pointer"].rsplit("/", 1)[1]
-        ends = (parent.get(f"{key}_ci_low"), parent.get(f"{key}_ci_high"))
+        suffix = r["ci_suffix"]
+        assert suffix == (forest.HOLM_CI if key in metric_defs.GAPS else ""), (r["file"], key)
+        ends = (parent.get(f"{key}_ci_low{suffix}"), parent.get(f"{key}_ci_high{suffix}"))
         if r["ci_low"]:
             assert (float(r["ci_low"]), float(r["ci_high"])) == ends
             intervals += 1
@@ -262,7 +337,7 @@ def check_page(reports: Path) -> int:
         assert rows
         check_rows(rows, lambda file: json.loads((reports / file).read_text(encoding="utf-8")))
         checked += check_svg_against_csv(body, name, rows)
-        assert re.search(r'role="img" aria-label="[^"]*(lowest ECE|stereotype share) [^"]+"', body)
+        assert re.search(r'role="img" aria-label="[^"]*(lowest ECE|stereotype share|Brier skill) [^"]+"', body)
     assert checked > 10 * len(figures)
     return len(figures)
 

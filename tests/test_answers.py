@@ -88,6 +88,9 @@ def test_a_gender_gap_is_a_finding_after_holm_and_with_a_narrow_interval():
         data.metrics[("wb", m)]["gap_pred_p"] = 0.001
     # by hand, in order of p: 5 × 0.005, 4 × 0.03, max(3 × 0.04, 0.12), then 1 (capped) twice
     assert holm(list(ps.values())) == pytest.approx([0.025, 0.12, 1.0, 0.12, 1.0])
+    for gap in ("gap_true", "gap_pred"):  # as the metrics stage writes them (gece.stats.gap.holm_over_runs)
+        for m, adjusted in zip(ps, holm([data.metrics[("wb", m)][f"{gap}_p"] for m in ps]), strict=True):
+            data.metrics[("wb", m)][f"{gap}_p_holm"] = adjusted
     pred, true = answers.gender_gaps(data)
     assert (true.grouping, true.runs, [g.model for g in true.found], true.wide) == ("gap_true", 5, ["a"], 0)
     assert true.found[0].p_holm == pytest.approx(0.025)

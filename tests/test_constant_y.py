@@ -115,7 +115,7 @@ def check_constant_tables(data: ReportData, docs: list[TableDoc]) -> int:
     return checked
 
 
-def test_the_registry_decides_which_metrics_need_a_varying_y():
+def test_the_metric_table_decides_which_metrics_need_a_varying_y():
     assert metric_defs.on_constant_y("ece") == ("1 − mean p (the paper's identity ECE)", None)
     assert metric_defs.on_constant_y("accuracy") == ("stereotype share (p > 0.5)", None)
     assert metric_defs.on_constant_y("ece_toplabel") is None and metric_defs.on_constant_y("cc_ece") is None

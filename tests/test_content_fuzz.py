@@ -1,7 +1,7 @@
 """Every reader of every command, with hostile file contents (issue 49, item 6): never a traceback or a hang.
 
 tests/test_cli_fuzz.py drives every option; this drives the bytes of every file a command reads. The files are
-taken from the commands' own declarations (``gece.cmd.declared.inputs``, the same list tests/audit.py checks
+taken from the commands' own declarations (``gece.cmd.command.declared_inputs``, the same list tests/audit.py checks
 against what the commands really open), expanded to the files below a declared directory. Each example
 replaces one of them with hostile bytes (empty, truncated, garbage, not UTF-8, a NUL byte, a number of 100,000
 digits, JSON nested 20,000 deep, a byte flipped in the middle), runs the command in-process (model loads and
@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gece import cli
-from gece.cmd import declared
+from gece.cmd.command import declared_inputs
 
 from .test_cli_fuzz import Reached, hooks  # noqa: F401  (hooks: the fixture)
 from .test_declarations import CASES
@@ -64,7 +64,7 @@ def readers(argv: list[str]) -> list[Path]:
     """The files a command line reads, by its declaration: each declared file, the files below a declared
     directory (the first 5 of each), params.yaml first."""
     files = []
-    for p in declared.inputs(cli.build_parser(argv).parse_args(argv)):
+    for p in declared_inputs(cli.build_parser(argv).parse_args(argv)):
         files += [p] if p.is_file() else sorted(f for f in p.rglob("*") if f.is_file())[:5] if p.is_dir() else []
     return list(dict.fromkeys(files))
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from gece import cli
-from gece.cmd import declared
+from gece.cmd.command import Output, declared_inputs, declared_outputs
 from gece.io.paths import layout
 
 from .refusals import refusal
@@ -97,13 +97,13 @@ def test_every_declared_input_given_as_every_output_is_refused(tree, capsys):  #
     checked = 0
     for command, template in CASES.items():
         fresh = {a: str(tree / "fresh" / f"{command}{i}.out") for i, a in enumerate(template) if a.startswith("{")}
-        inputs = declared.inputs(parsed([fresh.get(a, a) for a in template]))
+        inputs = declared_inputs(parsed([fresh.get(a, a) for a in template]))
         assert inputs, command
         before = fingerprint(inputs)
         for given in inputs:
             for label in fresh:
                 argv = [str(given) if a == label else fresh.get(a, a) for a in template]
-                if given not in declared.inputs(parsed(argv)):  # derived from that output (extract's shards)
+                if given not in declared_inputs(parsed(argv)):  # derived from that output (extract's shards)
                     continue
                 code = cli.main(argv)
                 err = capsys.readouterr().err
@@ -132,12 +132,12 @@ def test_an_output_inside_or_around_an_input_is_refused(tree, capsys):  # noqa: 
 
 def test_the_declared_outputs_include_the_meta_files():
     args = parsed(["score", "--benchmark", "winobias", "--model", "m", "--out", "x.parquet"])
-    assert declared.outputs(args)["the meta file of --out"] == declared.Output(Path("x.meta.json"))
+    assert declared_outputs(args)["the meta file of --out"] == Output(Path("x.meta.json"))
 
 
 @pytest.mark.parametrize("argv", [["validate", "data/benchmarks/winobias.csv"], ["stage-deps", "--check"]])
 def test_commands_without_outputs_still_declare_what_they_read(argv):
-    assert len(declared.inputs(parsed(argv))) >= 2
+    assert len(declared_inputs(parsed(argv))) >= 2
 
 
 # commands that write nothing of their own (a report printed, or a path)

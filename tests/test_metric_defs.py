@@ -1,4 +1,4 @@
-"""The metric and calibration-method registries (gece.catalog.metric_defs) are the single source of every
+"""The metric and calibration-method tables (gece.catalog.metric_defs) are the single source of every
 name: the schemas, the computed metrics, params.yaml's validation, the CLI, the calibrators, the
 tables, the findings and the page's definitions all derive from them."""
 
@@ -21,7 +21,7 @@ from gece.report import stat_tables as report_stats
 from gece.stats import calibration, metrics
 
 
-def test_registry_names_are_unique_and_complete():
+def test_metric_table_names_are_unique_and_complete():
     assert len({m.key for m in METRICS}) == len(METRICS)
     assert len({m.label for m in METRICS}) == len(METRICS)
     assert len(set(METHOD_NAMES)) == len(METHOD_NAMES)
@@ -72,12 +72,12 @@ def test_the_cli_offers_exactly_the_registered_methods():
 
 # labels a table spells its own way, on purpose (each next to the table that uses it)
 OVERRIDES = {
-    "PAPER": {"accuracy": "accuracy"},
+    "PAPER": {"accuracy": "accuracy", "brier": "Brier (p − y)²"},  # beside the paper's Brier: its formula
     "GROUPED": {"ece": "ECE (ungrouped)"},
 }
 
 
-def test_the_tables_list_exactly_the_registry_labels_and_worst_ends():
+def test_the_tables_list_exactly_the_metric_table_labels_and_worst_ends():
     for module, name in (
         (metric_tables, "OVERALL"),
         (metric_tables, "PAPER"),
@@ -106,7 +106,7 @@ def test_the_tables_list_exactly_the_registry_labels_and_worst_ends():
     assert {k for k in findings.HEADLINE if METRIC[k].worse == "low"} == findings.HIGHER_IS_BETTER
 
 
-def test_the_page_defines_every_metric_with_an_interval_in_the_registry_order():
+def test_the_page_defines_every_metric_with_an_interval_in_the_metric_table_order():
     covered = [k for d in metric_defs.DEFINITIONS for k in d.keys]
     assert all(k in METRIC for k in covered)
     assert {m.key for m in METRICS if m.interval} <= set(covered)

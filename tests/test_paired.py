@@ -32,7 +32,7 @@ MODEL = "fake"
 
 
 def fake_tokens(logprob: float = -1.0) -> None:
-    """A token file of the first PAIRS pairs of winobias (two tokens a target word, so the word rules differ)
+    """A token file of the first PAIRS pairs of winobias (two tokens a target word, so the word probabilities differ)
     and its meta, as extract writes them, without a model."""
     pairs, _ = read_table(layout.prepared_path("winobias"), PreparedPair)
     rows = pairs.head(PAIRS)
@@ -115,7 +115,7 @@ def test_the_meta_records_the_sha256_of_its_data_file(tree):
 
 @refusal("E-PAIR-MIXED", readers=("score", "report"))
 def test_a_kill_at_every_rename_leaves_a_pair_that_is_whole_or_refused(tree, capsys):
-    """Kill the second write (another word rule: other bytes) at each rename: before the data file's rename
+    """Kill the second write (another word probability: other bytes) at each rename: before the data file's rename
     the old pair stays whole; between the two renames the pair is mixed, and its readers refuse it naming the
     command that writes it; that command's next run repairs it."""
     scores = layout.scores_path("winobias", MODEL)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import os
 import re
@@ -175,12 +176,12 @@ def test_page_is_self_contained_and_names_its_provenance(built_report):
         "MCE",
         "ICE",
         "MacroCE",
-        "Brier and Brier (paper)",
+        "Brier and the paper's Brier",
         "Gender-ECE and bias gap",
         "cc-ECE",
         "Human alignment (accuracy)",
     ):
-        assert f"<dt>{definition}</dt>" in text
+        assert f"<dt>{html.escape(definition)}</dt>" in text
     # the synthetic model without BOS is far sharper: the page says it plainly
     assert "looks grossly overconfident" in text
 

@@ -14,6 +14,7 @@ import pytest
 from rich.console import Console
 
 from gece.cli import main
+from gece.io.files.json_reader import flatten
 from gece.tools import diff, experiments
 
 from .conftest import ROOT
@@ -56,6 +57,11 @@ def _n_bins_like(old: dict) -> dict:
     new["compare"]["winobias"]["ece_significant"] += 1
     new["groups"]["winobias"]["smollm2-135m"]["gap_soft"] = 0.5  # null -> a number: a change DVC shows as "-"
     return new
+
+
+# the values a review of _summary() against _n_bins_like() compares: 86 keys, of which 5 gap_soft are null on both
+# sides, which DVC does not read as values (neither gece diff nor dvc exp show, so gece exp-summary, counts them)
+COMPARED = 81
 
 
 def _dvc_nonzero(old: dict, new: dict) -> int:
@@ -120,7 +126,7 @@ def test_review_counts_what_dvc_metrics_diff_shows_as_changed():
         ("whatever", "other"),
     ],
 )
-def test_families_come_from_the_registry(leaf, family):
+def test_families_come_from_the_metric_table(leaf, family):
     assert diff.family(leaf) == family
 
 
@@ -184,7 +190,7 @@ def test_gece_diff_prints_the_review_and_the_detail_one_flag_away(tmp_path, monk
     text = console.export_text()
     assert len(text.splitlines()) <= 40 and "…" not in text
     assert "runs · ECE-like" in text and "-0.031" in text
-    assert f"{_dvc_nonzero(old, new)} of 86 values moved; 1 added, removed or not a number" in text
+    assert f"{_dvc_nonzero(old, new)} of {COMPARED} values moved; 1 added, removed or not a number" in text
     assert main(["diff", "--all"]) == 0
     text = console.export_text()
     assert f"runs.winobias.{LONG_ID}.ece" in _column(text, 0) and "…" not in text  # folded, not cut
@@ -230,6 +236,17 @@ def test_exp_summary_counts_each_experiment_against_its_baseline():
     )
 
 
+def test_gece_diff_and_exp_summary_count_the_same_values_for_the_same_change():
+    """A null is no value for DVC, which leaves it out of dvc exp show: gece diff leaves it out too, so both
+    commands review the same values (741 and 693 on the committed summary against an older one, before)."""
+    shown, old, new = _shown()
+    by_diff = diff.review(diff.leaves(old, new, "reports/summary.json"), None)
+    (_, _, by_exp), *_ = experiments.reviews(experiments.rows(shown))
+    assert by_diff.total == by_exp.total == COMPARED
+    assert (by_diff.moved, by_diff.other, by_diff.hidden) == (by_exp.moved, by_exp.other, by_exp.hidden)
+    assert sum(v is None for v in flatten(old).values()) == 6  # one of them turns 0.5: added, not compared
+
+
 def test_exp_summary_ranks_within_a_family_never_counts_beside_eces():
     shown, *_ = _shown()
     found = experiments.rows(shown)
@@ -251,7 +268,7 @@ def test_exp_summary_fits_one_screen(monkeypatch, capsys):
     assert "tidy-dace: the same metrics as workspace" in text and "…" not in text
     # the long run id stays whole (gece.base.terminal_table.Table), so the family's label wraps at its space instead
     assert LONG_ID in text and "runs ·" in text and "ECE-like" in text
-    assert f"{_dvc_nonzero(old, new)} of 86 values moved" in text
+    assert f"{_dvc_nonzero(old, new)} of {COMPARED} values moved" in text
     assert main(["exp-summary", "--all", "--max-metrics", "2"]) == 0
     assert f"{27} metrics of reports/summary.json moved" in " ".join(console.export_text().split())
     capsys.readouterr()

@@ -14,6 +14,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 import torch
+import transformers
 
 from gece.base.errors import GeceError
 from gece.cli import main
@@ -32,6 +33,7 @@ from gece.scoring import engine, exact_model, extraction, models, packing, plann
 from gece.stats import pair_scores
 
 from .conftest import BENCHMARKS, ROOT
+from .score_files import logprobs_above_zero
 from .tiny import random_pairs as _random_pairs
 from .tiny import side as _side
 from .tiny import tiny_model as _tiny
@@ -556,6 +558,39 @@ def test_loaded_models_are_fingerprinted(smol, gemma):
     assert type(smol.model).__name__ == "LlamaForCausalLM" and type(gemma.model).__name__ == "Gemma3ForCausalLM"
 
 
+@pytest.mark.parametrize(
+    ("visible", "devices", "text", "expected"),
+    [
+        ("0", ["nvidia0"], "from typing import Optional\ncuda: Optional[str] = '13.0'\n", "13.0"),
+        ("0", ["nvidia0"], "cuda = None\n", None),  # a CPU build on a GPU machine
+        ("", ["nvidia0"], "cuda = '13.0'\n", None),  # CUDA_VISIBLE_DEVICES hides every GPU
+        ("-1", ["nvidia0"], "cuda = '13.0'\n", None),
+        ("0", [], "cuda = '13.0'\n", None),  # no NVIDIA device
+        ("0", ["nvidia0"], "cuda = (\n", None),  # an unreadable version file
+    ],
+)
+def test_cuda_version_is_read_without_importing_torch(tmp_path, monkeypatch, visible, devices, text, expected):
+    import importlib.metadata
+    import pathlib
+
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "torch" / "version.py").write_text(text)
+    real_glob = pathlib.Path.glob
+    monkeypatch.setattr(
+        pathlib.Path,
+        "glob",
+        lambda self, pattern: (
+            iter(Path("/dev", d) for d in devices) if self == Path("/dev") else real_glob(self, pattern)
+        ),
+    )
+    monkeypatch.setattr(
+        importlib.metadata, "distribution", lambda name: SimpleNamespace(locate_file=lambda rel: tmp_path / rel)
+    )
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    monkeypatch.setitem(__import__("sys").modules, "torch", None)  # any import of torch would fail
+    assert extraction.cuda_version() == expected
+
+
 @pytest.mark.slow
 def test_converted_cache_gives_identical_logits_and_tokens(tmp_path, monkeypatch, prepared_dir):
     monkeypatch.setenv(models.CACHE_ENV, str(tmp_path / "cache"))
@@ -563,7 +598,9 @@ def test_converted_cache_gives_identical_logits_and_tokens(tmp_path, monkeypatch
     cached = models.load(spec)
     direct = models.load(spec, use_cache=False)
     assert cached.loaded_from.startswith(str(tmp_path / "cache" / "models" / SMOL_SHA))
-    assert json.loads((tmp_path / "cache/models" / SMOL_SHA / "gece-model.json").read_text())["gguf_sha256"] == SMOL_SHA
+    converted = Path(cached.loaded_from)
+    assert converted.name.endswith(f"-transformers-{transformers.__version__}")  # one per transformers release
+    assert json.loads((converted / "gece-model.json").read_text())["gguf_sha256"] == SMOL_SHA
     df, _ = read_table(prepared_dir / "winobias.parquet", PreparedPair)
     sents = list(df["sent_more"][:50]) + list(df["sent_less"][:50])
     assert cached.tokenizer(sents)["input_ids"] == direct.tokenizer(sents)["input_ids"]
@@ -796,6 +833,39 @@ def test_the_score_stage_applies_the_word_rule_to_the_stored_tokens(tmp_path, sm
         score_stage.score(other, tokens, tmp_path / "x.parquet", "chain")
 
 
+def test_several_target_words_are_scored_by_the_chain_rule(tmp_path, smol):
+    """A side that differs in two words (two pronouns) scores their joint probability: every target token given
+    everything before it in the sentence, the earlier target word included (the chain rule), as transformers' own
+    forward pass in float64 gives it on the same token ids, within 1e-5; a log-probability of at most 0. The
+    authors' ``sum`` adds the two words' probabilities instead, which is more than their joint probability."""
+    from transformers import AutoModelForCausalLM
+
+    more, less = (f"The nurse told {w} someone was calling for {w}." for w in ("him", "her"))
+    prepared, tokens = _prepared(tmp_path, "two", f"{more},{less},1"), tmp_path / "tokens.parquet"
+    extract_stage.extract(prepared, tokens, "smollm2-135m", SPEC, SMALL, loaded=smol)
+    stored, _ = read_table(tokens, TokenRow)
+    assert [len(stored[f"logprobs_{s}"][0]) for s in ("more", "less")] == [2, 2]  # two target words a side
+    joint, summed = (tmp_path / "joint.parquet", tmp_path / "sum.parquet")
+    assert score_stage.score(prepared, tokens, joint, "chain").side_prob == "joint"  # the default
+    assert score_stage.score(prepared, tokens, summed, "chain", "sum").side_prob == "sum"
+    (j, jmeta), (s, _) = read_table(joint, ScoreRow), read_table(summed, ScoreRow)
+    assert jmeta["side_prob"] == "joint"
+    reference = AutoModelForCausalLM.from_pretrained(smol.loaded_from, torch_dtype=torch.float64).eval()
+    for side, text, word in (("more", more, "him"), ("less", less, "her")):
+        enc = smol.tokenizer(text, return_offsets_mapping=True)
+        spans = [(i, i + len(word)) for i in range(len(text)) if text.startswith(f" {word}", i - 1) and i > 0]
+        at = [t for t, (a, b) in enumerate(enc["offset_mapping"]) if any(a < e and b > st for st, e in spans)]
+        assert len(at) == 2 and at[0] > 0  # one token each, neither the first
+        with torch.no_grad():
+            logits = reference(torch.tensor([enc["input_ids"]])).logits[0]
+        lp = torch.log_softmax(logits, dim=-1)
+        by_hand = math.fsum(float(lp[t - 1, enc["input_ids"][t]]) for t in at)
+        assert j[f"logprob_{side}"][0] == pytest.approx(by_hand, abs=1e-5)
+        words = [float(lp[t - 1, enc["input_ids"][t]]) for t in at]
+        assert s[f"logprob_{side}"][0] == pytest.approx(math.log(math.fsum(map(math.exp, words))), abs=1e-5)
+        assert j[f"logprob_{side}"][0] < 0 and s[f"logprob_{side}"][0] > j[f"logprob_{side}"][0]
+
+
 def test_first_word_targets_are_scored_after_the_prefix_token(tmp_path, smol, monkeypatch):
     """SmolLM2 adds no BOS: a pair whose target is the first word gets the BOS in front of both sentences,
     counted in the meta, and scores what the model gives the whole prefixed sentence; the other pairs,
@@ -895,3 +965,10 @@ def test_extract_cli_sentence_rule(tmp_path, smol, monkeypatch):
     assert list(scores["n_tokens_more"]) == [
         len(smol.tokenizer(t)["input_ids"]) for t in ("The nurse said he was late.", "He is a nurse.")
     ]
+
+
+def test_no_score_file_gece_computed_in_the_workspace_holds_a_probability_above_one(workspace_reports):
+    """Every score file of the workspace (after `make repro`) holds log-probabilities of at most 0; on a clean clone
+    the e2e slice's score files are checked (tests/e2e/test_pipeline_determinism.py)."""
+    n, above = logprobs_above_zero(ROOT)
+    assert n > 0 and not above, f"{len(above)} log-probabilities above 0: {above[:5]}"

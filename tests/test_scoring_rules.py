@@ -1,4 +1,4 @@
-"""The rule registry (gece.catalog.scoring_rules) is the single source of the scoring rules: params.yaml's
+"""The rule table (gece.catalog.scoring_rules) is the single source of the scoring rules: params.yaml's
 validation, the
 files' ``rule``, the CLI, planning, the score stage, lm-eval's requests and the docs' rule tables derive from it,
 and a rule added there alone is accepted by all of them."""
@@ -46,7 +46,7 @@ def _rule_literals() -> dict[str, tuple[str, ...]]:
     return out
 
 
-def test_the_registry_names_each_rule_once_and_every_rule_field_derives_from_it():
+def test_the_rule_table_names_each_rule_once_and_every_rule_field_derives_from_it():
     assert len(set(RULE_NAMES)) == len(RULES) and RULES[0].name == params.ExtractParams().rule
     for r in RULES:
         assert r.summary and r.score and r.tokens and r.origin
@@ -90,7 +90,7 @@ def _table(page: str, header: str) -> list[list[str]]:
     return rows
 
 
-def test_the_docs_rule_tables_list_the_registry():
+def test_the_docs_rule_tables_list_the_rule_table():
     assert _table("metrics.md", "| rule | a side's `s` |") == [
         [f"`{r.name}`", r.score, r.tokens, r.origin] for r in RULES
     ]
@@ -116,7 +116,7 @@ TOY = """    ScoringRule(
 )
 RULE: dict"""
 
-# run in a copy of the package whose registry alone holds the toy rule
+# run in a copy of the package whose rule table alone holds the toy rule
 TOY_SCRIPT = r"""
 import json
 import sys
@@ -169,7 +169,7 @@ print(json.dumps({"ok": True}))
 """
 
 
-def test_a_rule_added_to_the_registry_alone_is_accepted_everywhere(tmp_path, smol, monkeypatch):
+def test_a_rule_added_to_the_rule_table_alone_is_accepted_everywhere(tmp_path, smol, monkeypatch):
     """A toy rule (the mean of the shared tokens) written into a copy of the registry, and nowhere else: params
     validation, the CLI, planning, the score stage, lm-eval's export and import all take it."""
     monkeypatch.chdir(tmp_path)

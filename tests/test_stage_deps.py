@@ -1,26 +1,36 @@
-"""dvc.yaml's code deps name the code each stage runs (issues 15 and 48), and gece has no import cycle.
+"""dvc.yaml is what the stage declarations write (issue 62), its code deps name the code each stage runs (issues 15
+and 48), and gece has no import cycle.
 
+``gece stage-deps`` (``make deps``) writes every stage a command module declares (``STAGE``, gece.cmd.stage) and
+keeps what it does not declare (the lines above ``stages:``, comments between stages, stages added by hand).
 For every stage of dvc.yaml (each template under ``stages:``; ``do:`` for foreach), its command
 ``gece [global options] <command> ...`` runs cli.py and the module that implements the command: its code
 dep must be the manifest of that command, ``stage-code/<command>.txt`` (gece.code.manifests: the files of
 closure(cli.py, gece/__init__.py) | closure(module), each by what its code does; tests/test_stage_code.py
 checks the manifests), and no ``.py`` file: a missing manifest means a change leaves `dvc repro` believing a
-result is up to date; a .py dep reruns a stage for a comment. ``gece stage-deps`` (``make deps``) writes them.
+result is up to date; a .py dep reruns a stage for a comment.
 
-Package data (CSS, templates read with importlib.resources) is not Python: such deps are neither
-required nor flagged here; list them by hand.
+Package data (CSS, templates read with importlib.resources) is not Python: a stage declares it
+(``package_data``); such deps are neither required nor flagged here.
 """
 
 from __future__ import annotations
 
+import os
+import shlex
 import shutil
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
 import yaml
 
+from gece.base.errors import GeceError
+from gece.cmd import command
+from gece.cmd.stage import Output, Resolved, resolve
+from gece.code import manifests
 from gece.code.closure import (
     Tree,
     closure,
@@ -33,23 +43,35 @@ from gece.code.closure import (
     module_graph,
 )
 from gece.code.manifests import FOLDER, manifest_path
-from gece.tools.stage_deps import gece_command, generate
+from gece.io.paths import layout
+from gece.tools.stage_deps import declared, generate, with_stages
 
 ROOT = Path(__file__).resolve().parents[1]
 CODE = "src/gece"
 MANIFESTS = FOLDER.as_posix()
 CODE_STAGE = "code"  # runs `gece stage-code`; depends on src/gece as a whole, writes the manifests
 
-# The only stages whose code dep is not their command's manifest: they depend on every manifest (the folder
-# stage-code) on purpose. Keep this short, with the reason.
+# The only stages whose code dep is not their command's manifest: they depend on the manifest of every stage's command
+# on purpose. Keep this short, with the reason.
 WHOLE_PACKAGE = {
-    "report": "the page shows a fingerprint of every command's code, so any change of what the code does redraws it",
+    "report": "the page shows a fingerprint of every stage's code, so any change of what that code does redraws it",
 }
 # The commands whose stages a user adds by hand (one `dvc stage add` per benchmark, docs/lmeval.md) and that
 # depend on the whole package: one dep to type, and a stage of seconds re-run by any code change.
 WHOLE_PACKAGE_COMMANDS = {
     "lmeval-import": "its stages are added with dvc stage add (docs/lmeval.md): src/gece is the one code dep to type",
 }
+
+
+def gece_command(cmd: str, known: set[str]) -> str | None:
+    """The subcommand of ``gece [global options] <command> ...``; None for a command that is not gece's."""
+    try:
+        words = shlex.split(cmd)
+    except ValueError:
+        return None
+    if not words or Path(words[0]).name != "gece":
+        return None
+    return next((w for w in words[1:] if w in known), None)
 
 
 def dvc_stages(dvc_yaml: Path = ROOT / "dvc.yaml") -> dict[str, dict]:
@@ -115,7 +137,7 @@ def deps_report(root: Path = ROOT) -> dict[str, list[str]]:
         elif any(s in WHOLE_PACKAGE_COMMANDS for s in subs):
             expected, why = {CODE}, next(WHOLE_PACKAGE_COMMANDS[s] for s in subs if s in WHOLE_PACKAGE_COMMANDS)
         elif name in WHOLE_PACKAGE:
-            expected, why = {MANIFESTS}, WHOLE_PACKAGE[name]
+            expected, why = {manifest_path(c).as_posix() for c in manifests.stage_commands(tree)}, WHOLE_PACKAGE[name]
         else:
             expected, why = {manifest_path(s).as_posix() for s in subs}, "the manifest of the code its command runs"
         missing, extra = sorted(expected - covered), sorted(covered - expected)
@@ -128,21 +150,98 @@ def deps_report(root: Path = ROOT) -> dict[str, list[str]]:
     return problems
 
 
-def test_dvc_yaml_is_what_gece_stage_deps_writes():
-    text = (ROOT / "dvc.yaml").read_text(encoding="utf-8")
-    assert generate(text, Tree()) == text, "dvc.yaml's code deps are out of date: run `make deps` and commit dvc.yaml"
+@pytest.fixture(scope="module")
+def stages() -> list[Resolved]:
+    """Every declared stage, resolved against the repository's params.yaml (imports every stage's module)."""
+    return declared(Tree(), ROOT / "params.yaml")
 
 
-def test_stage_deps_writes_the_manifest_and_keeps_the_rest(tmp_path):
-    """A list of .py deps (dvc.yaml before the manifests) and another command's manifest are both replaced by the
-    stage's own manifest; every other line is kept."""
+def test_dvc_yaml_is_what_gece_stage_deps_writes(stages):
     text = (ROOT / "dvc.yaml").read_text(encoding="utf-8")
-    stale = text.replace(
-        "      - stage-code/score.txt\n", "      - src/gece/pipeline/score.py\n      - src/gece/cli.py  # old\n", 1
-    ).replace("      - stage-code/metrics.txt\n", "      - stage-code/compare.txt\n", 1)
-    assert stale.count("src/gece/cli.py") == 1 and generate(stale, Tree()) == text
-    lines = [line for line in text.splitlines() if "stage-code/" not in line]
-    assert [line for line in generate(stale, Tree()).splitlines() if "stage-code/" not in line] == lines
+    assert generate(text, stages) == text, "dvc.yaml is not what the stage declarations write: run `make deps`"
+
+
+def _block(text: str, name: str) -> str:
+    """The lines of stage ``name`` in dvc.yaml's ``text``, up to the blank line after it."""
+    start = text.index(f"\n  {name}:\n") + 1
+    return text[start : text.index("\n\n", start) + 2]
+
+
+def test_stage_deps_writes_every_declared_stage_whole_and_keeps_the_rest(stages):
+    """A declared stage is written whole from its declaration (a dep, a param, a comment edited by hand, the stage
+    deleted: all back); the lines above ``stages:``, a comment between stages, a stage added by hand and a comment
+    after the last stage are kept where they were. A second run changes nothing."""
+    text = (ROOT / "dvc.yaml").read_text(encoding="utf-8")
+    hand = "# a note above the stages, by hand\n"
+    between = "  # a note between two stages, by hand\n"
+    user = "  by-hand:\n    cmd: python -c pass\n    deps:\n    - data   # what it reads\n\n    outs:\n    - x.txt\n"
+    last = "  # the last word\n"
+    edited = _block(text, "score").replace("      - stage-code/score.txt\n", "      - src/gece/pipeline/score.py\n")
+    edited = edited.replace("      - extract.side_prob\n", "").replace("    # a word's", "    # edited: a word's")
+    stale = hand + text.replace(_block(text, "summary"), "").replace(_block(text, "score"), edited)
+    stale = stale.replace("\n  metrics:\n", "\n" + between + "  metrics:\n") + "\n" + user + last
+    expected = hand + text.replace("\n  metrics:\n", "\n" + between + "  metrics:\n") + "\n" + user + "\n" + last
+    assert generate(stale, stages) == expected
+    assert generate(expected, stages) == expected
+
+
+def test_a_stage_added_with_dvc_stage_add_is_kept_and_the_rest_stays_as_it_was(tmp_path, stages):
+    """``dvc stage add`` (``gece lmeval-stages``) rewrites the whole of dvc.yaml in DVC's layout; ``with_stages`` keeps
+    its new stage and nothing else of the rewrite, and ``gece stage-deps`` then keeps the stage and changes nothing."""
+    from gece.lmeval.dvc_stages import stage_add, stage_name
+
+    text = (ROOT / "dvc.yaml").read_text(encoding="utf-8")
+    (tmp_path / "dvc.yaml").write_text(text, encoding="utf-8")
+    shutil.copy(ROOT / "params.yaml", tmp_path / "params.yaml")  # the matrices' values
+    for cmd in (["git", "init", "-q"], ["dvc", "init", "-q"], stage_add("smol-lm", "winobias", Path("lm"))):
+        subprocess.run(cmd, cwd=tmp_path, check=True, capture_output=True)
+    after = (tmp_path / "dvc.yaml").read_text(encoding="utf-8")
+    assert after != text and "lmeval-import-smol-lm-winobias" in after  # DVC's layout: the other stages moved too
+    kept = with_stages(text, after, [stage_name("smol-lm", "winobias")])
+    assert kept.startswith(text) and "\n  lmeval-import-smol-lm-winobias:\n    cmd: gece lmeval-import" in kept
+    assert generate(kept, stages) == kept
+    assert (
+        yaml.safe_load(kept)["stages"]["lmeval-import-smol-lm-winobias"]
+        == yaml.safe_load(after)["stages"]["lmeval-import-smol-lm-winobias"]
+    )
+
+
+def test_a_stages_deps_are_what_its_command_reads_but_records_and_its_own_outputs():
+    """gece.cmd.stage.resolve: the placeholder of each axis goes back to ``${item.<axis>}``; of the reads, DVC's records
+    (dvc.lock, *.dvc) and the stage's own outputs (or a folder around them) are no deps; the code dep follows; a
+    declaration that names what the command does not declare is refused."""
+    module = types.ModuleType("toy")
+    module.add_arguments = lambda p: p.add_argument("--model", required=True)  # type: ignore[attr-defined]
+    module.reads = lambda a: [  # type: ignore[attr-defined]
+        *(Path("artifacts/prepared"), Path("artifacts/tokens"), Path("dvc.lock"), Path("data.dvc")),
+        layout.tokens_dir(a.model) / "winobias.parquet",
+    ]
+    module.writes = lambda a: {"tokens": command.Output(layout.tokens_dir(a.model), "folder")}  # type: ignore[attr-defined]
+    stage = {
+        "name": "toy",
+        "about": "a toy",
+        "argv": ["-q", "toy", "--model", "{model}"],
+        "matrix": {"model": "models"},
+        "params": ["registry.{model}"],
+        "outputs": {"tokens": {"note": "its tokens"}},
+        "notes": {"registry.{model}": "its entry"},
+    }
+    found = resolve(stage, module, "toy", ["toy"])
+    assert found.cmd == "gece -q toy --model ${item.model}" and found.matrix == {"model": "${models}"}
+    assert found.deps == [("artifacts/prepared", ""), ("stage-code/toy.txt", "")]
+    assert found.outs == [("artifacts/tokens/${item.model}", Output(note="its tokens"))]
+    assert found.params == [("registry.${item.model}", "its entry")]
+    for wrong, message in (
+        ({"outputs": {"the scores": {}}}, "'the scores' is no output of the command"),
+        ({"notes": {"data": "x"}}, "'data' is no dep or params key"),
+        ({"argv": ["toy", "--model", "{benchmark}"]}, "not an axis of the stage"),
+        ({"argv": ["toy"]}, "the following arguments are required: --model"),
+        ({"code": "all"}, "not a stage declaration"),
+        ({"foreach": ["model", "ablate.special_tokens"]}, "a matrix or a foreach, not both"),
+    ):
+        with pytest.raises(GeceError) as e:
+            resolve(stage | wrong, module, "toy", ["toy"])
+        assert message in f"{e.value.message} {e.value.problems}", (wrong, e.value.message, e.value.problems)
 
 
 def test_stage_code_deps_are_the_manifests():
@@ -225,6 +324,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("io", ("gece.io",)),  # the file boundary: paths, settings, schemas, files, formats
     ("scoring", ("gece.scoring",)),  # language models -> token log-probabilities
     ("report", ("gece.report",)),  # tables, findings, figures and the page, from report data
+    ("protocols", ("gece.protocols",)),  # one module per protocol and their declarations (gece.report.protocol)
     ("command", ("gece.cmd",)),  # what the command modules share (options checked as parsed; run tables)
     ("pipeline", ("gece.pipeline",)),  # one module per DVC stage
     ("tools", ("gece.tools",)),  # the commands that are no stage
@@ -528,13 +628,89 @@ def test_code_hash_counts_what_the_code_does(tmp_path):
     assert code_hash(["src/pkg/__init__.py", "src/pkg/n.py"], tree) != base
 
 
-def test_gece_stage_deps_check_exits_2_on_a_stale_file_and_writes_it_otherwise(tmp_path):
+TOY = """\"\"\"``gece toy``: a toy stage, one per benchmark: how many pairs it has.\"\"\"
+
+import argparse
+from pathlib import Path
+
+from gece.io.files.outputs import write_text
+from gece.io.files.readers import read_table
+from gece.io.paths import layout
+
+HELP = "count a benchmark's prepared pairs (a toy stage)"
+EXAMPLES = ("gece toy --benchmark winobias",)
+STAGE = {
+    "name": "toy",
+    "about": "a toy stage: how many pairs each benchmark has",
+    "argv": ["-q", "toy", "--benchmark", "{benchmark}"],
+    "matrix": {"benchmark": "benchmarks"},
+    "params": ["prepare"],
+    "notes": {"prepare": "the duplicates rule"},
+}
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--benchmark", required=True)
+
+
+def reads(args: argparse.Namespace) -> list[Path]:
+    return [layout.prepared_path(args.benchmark)]
+
+
+def writes(args: argparse.Namespace) -> dict[str, Path]:
+    return {"the count": layout.REPORTS / "toy" / f"{args.benchmark}.txt"}
+
+
+def run(args: argparse.Namespace) -> int:
+    write_text(writes(args)["the count"], f"{len(read_table(reads(args)[0])[0])}\\n")
+    return 0
+"""
+TOY_STAGE = """
+  toy:
+    # a toy stage: how many pairs each benchmark has
+    matrix:
+      benchmark: ${benchmarks}
+    cmd: gece -q toy --benchmark ${item.benchmark}
+    deps:
+      - artifacts/prepared/${item.benchmark}.parquet
+      - stage-code/toy.txt
+    params:
+      - prepare   # the duplicates rule
+    outs:
+      - reports/toy/${item.benchmark}.txt
+"""
+
+
+def test_a_toy_stage_is_its_module_and_its_line_in_commands(tmp_path):
+    """Issue 62: a stage is one unit. In a copy of the repository, a toy command's module (its ``STAGE``, ``reads``,
+    ``writes``) and its line in cli.py's ``COMMANDS`` are all the code a new stage needs: ``gece stage-code`` writes
+    its manifest, ``gece stage-deps`` its stage (the deps and outputs its module declares) and the report's dep on its
+    manifest. ``--check`` exits 2 on a stale dvc.yaml and 0 once it is written."""
     repo = tmp_path / "repo"
-    shutil.copytree(ROOT / "src", repo / "src")
+    shutil.copytree(ROOT / "src", repo / "src", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "params.yaml", repo / "params.yaml")
     text = (ROOT / "dvc.yaml").read_text(encoding="utf-8")
     (repo / "dvc.yaml").write_text(text.replace("stage-code/score.txt", "stage-code/metrics.txt"), encoding="utf-8")
-    gece = [sys.executable, "-m", "gece.cli", "stage-deps"]
-    res = subprocess.run([*gece, "--check"], cwd=repo, capture_output=True, text=True, check=False)
-    assert res.returncode == 2 and "out of date" in res.stderr and "make deps" in res.stderr, res.stderr
-    res = subprocess.run(gece, cwd=repo, capture_output=True, text=True, check=False)
-    assert res.returncode == 0 and (repo / "dvc.yaml").read_text(encoding="utf-8") == text, res.stderr
+    (repo / "src/gece/pipeline/toy.py").write_text(TOY, encoding="utf-8")
+    cli = repo / "src/gece/cli.py"
+    line = '"report": "gece.pipeline.report",\n'
+    cli.write_text(cli.read_text().replace(line, line + '    "toy": "gece.pipeline.toy",\n'))
+    runs = "[['stage-deps', '--check'], ['stage-code'], ['stage-deps'], ['stage-deps', '--check']]"
+    script = f"from gece.cli import main; print([main(a) for a in {runs}])"  # one process: the imports once
+    res = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=repo,
+        env={**os.environ, "PYTHONPATH": str(repo / "src")},
+        capture_output=True,
+        text=True,
+    )
+    assert res.stdout.strip().splitlines()[-1] == "[2, 0, 0, 0]", res.stdout + res.stderr
+    assert "is out of date" in res.stderr and "make deps" in res.stderr, res.stderr
+    report = text[text.index("\n  report:\n") :]
+    expected = text.replace(
+        report,
+        report.replace("      - stage-code/report.txt\n", "      - stage-code/report.txt\n      - stage-code/toy.txt\n")
+        + TOY_STAGE,
+    )
+    assert (repo / "dvc.yaml").read_text(encoding="utf-8") == expected
+    assert "src/gece/pipeline/toy.py" in (repo / "stage-code/toy.txt").read_text(encoding="utf-8")

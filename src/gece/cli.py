@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
@@ -134,10 +135,44 @@ def _labels(parser: argparse.ArgumentParser, command: str) -> dict[str, str]:
 
 
 def check_paths(args: argparse.Namespace, labels: dict[str, str] | None = None) -> tuple[list[Path], dict]:
-    """The declared inputs and outputs of ``args``'s command, checked before any work (:mod:`gece.cmd.declared`)."""
-    from gece.cmd.declared import check
+    """Every path on the command line is one the system can look up (no name too long), and every output it
+    declares (:class:`gece.cmd.command.Output`) is writable, checked before any work (see gece.io.files.outputs):
+    a file output is a regular file or a new path, not equal to, inside or around an input, and no two outputs are
+    one path; a folder output a directory or a new one, outside the inputs (unless ``updated``: the command reads
+    what it left there). Returns the declared inputs and outputs."""
+    from gece.cmd.command import declared_inputs, declared_outputs
+    from gece.io.files.inputs import check_names
+    from gece.io.files.output_dirs import check_output_dir
+    from gece.io.files.outputs import check_output, check_outputs, overlap
 
-    return check(args, labels or {})
+    labels = labels or {}
+    check_names(
+        {"--params": args.params}
+        | {
+            f"{labels.get(dest, dest)}": p
+            for dest, value in vars(args).items()
+            for p in (value if isinstance(value, list) else [value])
+            if isinstance(p, Path)
+        }
+    )
+    inputs, outputs = declared_inputs(args), declared_outputs(args)
+    for label, out in outputs.items():
+        if out.kind == "file":
+            check_output(out.path, label, out.hint)
+        else:
+            hint = out.hint or f"remove {out.path} or move it away: gece writes this folder whole"
+            check_output_dir(out.path, label, hint=hint)
+            real = Path(os.path.realpath(out.path))
+            for given in [] if out.updated else inputs:
+                how = overlap(real, Path(os.path.realpath(given)))
+                if how is not None:
+                    raise GeceError(
+                        f"{label} {out.path} {how} the input {given}; writing it would replace or write into what "
+                        "the command reads",
+                        hint=f"give {label} a path outside {given}",
+                    )
+    check_outputs({k: o.path for k, o in outputs.items() if o.kind == "file" and not o.updated}, inputs)
+    return inputs, outputs
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from ..score_files import logprobs_above_zero
 from .conftest import BENCHMARKS, copy_repo, run
 from .conftest import slice_params as _slice
 
@@ -50,10 +51,13 @@ def test_pipeline_twice_from_clean_gives_identical_bytes(tmp_path, data_dir, sli
         assert meta["word_prob"] == "chain" and meta == {
             **json.loads((a / f"artifacts/tokens/smollm2-135m/{b}.meta.json").read_text()),
             "word_prob": "chain",
+            "side_prob": "joint",
             "data_sha256": meta["data_sha256"],  # each meta records the sha256 of its own data file
         }
         assert (a / f"artifacts/tokens/smollm2-135m/{b}.timing.json").exists()
     assert not (a / "artifacts/tokens/smollm2-135m.shards").exists()
+    n, above = logprobs_above_zero(a)  # every score file gece computed holds log-probabilities of at most 0
+    assert n == len(BENCHMARKS) and not above, above[:5]
     assert "up to date" in run(["dvc", "status"], a).stdout
     assert "Running stage" not in run(["dvc", "repro"], a).stdout
 

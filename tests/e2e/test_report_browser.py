@@ -1,6 +1,7 @@
 """The HTML report in headless Chromium, as a person sees it: it loads, every image loads, the console stays clean,
-the first screen of a laptop (1366×900) shows the first benchmark's figure whole, every figure has its alt text
-and its CSV, and no page is wider than the window at 1366 px or on a 390 px phone (a table scrolls in its box).
+the first screen of a laptop (1366×900) shows the first benchmark's figure whole, its gender gaps included, every
+figure has its alt text and its CSV, no page is wider than the window at 1366 px or on a 390 px phone (a table scrolls
+in its box), the navigation takes one line on the phone, and the gender-gap tables fit 1366 px.
 
 Needs the Debian packages chromium and chromium-driver; the session fixture installs them with
 apt-get when they are missing (CI runs as root). Saves a screenshot of the first screen of the report
@@ -119,12 +120,13 @@ def screenshot(driver, out: Path) -> None:
     out.write_bytes(base64.b64decode(png["data"]))
 
 
-# elements wider than the window, outside a box that scrolls them (SVG inside a figure is scaled to it)
+# elements wider than the window, outside a box that scrolls them (a table's .scroll; on a phone the navigation, one
+# line that scrolls sideways); SVG inside a figure is scaled to it
 OVERFLOW = """
 const W = window.innerWidth;
 return [document.documentElement.scrollWidth, W,
   Array.from(document.querySelectorAll('body *'))
-    .filter(e => !(e instanceof SVGElement) && !(e.parentElement && e.parentElement.closest('.scroll'))
+    .filter(e => !(e instanceof SVGElement) && !(e.parentElement && e.parentElement.closest('.scroll, nav'))
                  && e.getBoundingClientRect().right > W + 1)
     .slice(0, 5).map(e => e.tagName + '.' + e.className + ': ' + e.textContent.slice(0, 60))];
 """
@@ -196,6 +198,12 @@ def test_the_first_screen_is_the_first_figure_and_nothing_overflows(browser, bui
     assert figures and figures[0][0].startswith("calibration_")  # the first benchmark's forest plot opens the page
     name, _, _, top, bottom, drawn_width = figures[0]
     assert top > 0 and bottom <= height and drawn_width > 500, f"{name} is not whole on the first screen"
+    # which gender gaps are real: each run's gap with its interval at Holm's level, drawn on that first screen
+    gaps = browser.execute_script(
+        f'return Array.from(document.querySelectorAll(\'#{name} g[id*="-gap_"][id$="-ci"]\'))'
+        ".map(g => g.getBoundingClientRect().bottom)"
+    )
+    assert len(gaps) >= 2 * 3 and max(gaps) <= height, gaps
     for name, csv, alt, *_ in figures:
         assert alt.startswith(name.split("_", 1)[1]) and ("lowest ECE" in alt or "stereotype share" in alt), alt
         assert (reports / csv).stat().st_size > 100, csv
@@ -207,6 +215,17 @@ def test_the_first_screen_is_the_first_figure_and_nothing_overflows(browser, bui
     for rel in result["pages"]:
         problems += overflow(browser, reports / rel)
     assert problems == []
+    # on a phone the navigation is one line that scrolls sideways, not half the first screen
+    viewport(browser, PHONE)
+    browser.get((reports / "index.html").resolve().as_uri())
+    assert browser.execute_script("return document.querySelector('nav').getBoundingClientRect().height") < 50
+    # at 1366 px every column of the gender-gap tables is in view, the "Δ female − male (human)" the answers quote too
+    viewport(browser, FIRST_SCREEN)
+    browser.get((reports / "pages" / "gender_gap.html").resolve().as_uri())
+    boxes = browser.execute_script(
+        "return Array.from(document.querySelectorAll('.scroll')).map(e => [e.scrollWidth, e.clientWidth])"
+    )
+    assert boxes and all(wide <= shown for wide, shown in boxes), boxes
     for rel in result["pages"]:
         state = load(browser, reports / rel)
         assert state["title"].startswith("gece report: ")

@@ -3,7 +3,7 @@
 - scores are shared through a DVC remote and its run cache: a clone without `dvc.lock` restores
   the `extract` and `score` stages with `dvc repro --pull`, with the model stack unimportable, and ends
   with the same bytes as the run that scored them; a clone with the lock `dvc pull`s and runs nothing;
-- the word rule is applied downstream: `dvc exp run -S extract.word_prob=max` loads no model;
+- the word probability is taken downstream: `dvc exp run -S extract.word_prob=max` loads no model;
 - a benchmark added later is the only one the model scores (the others are reused from the last run);
 - queued experiments (`dvc exp run --queue`, `dvc queue start -j 2`) reuse the scores and are
   compared with `dvc exp show`, `dvc metrics diff` and `dvc exp diff`;
@@ -39,7 +39,7 @@ ENV = {"DVC_NO_ANALYTICS": "1"}
 # every stage of the slice: metrics, calibrate, ablate, compare and groups run per benchmark, over every run;
 # annotate per benchmark, over its annotators' labels
 PER_BENCHMARK = ("metrics", "calibrate", "ablate", "compare", "groups")
-SCORED = {f"extract@{MODEL}"} | {f"score@{b}-{MODEL}" for b in BENCHMARKS}  # one model load, then the word rule
+SCORED = {f"extract@{MODEL}"} | {f"score@{b}-{MODEL}" for b in BENCHMARKS}  # one model load, then the word probability
 ALL = (
     {f"prepare@{b}" for b in BENCHMARKS}
     | SCORED

@@ -3,7 +3,7 @@
 :data:`CALIBRATION_METHODS` lists them in their order everywhere (params.yaml's default, the reports, the
 tables and figures); params.yaml's validation, the CLI's choices, the calibrators
 (``gece.stats.calibration.CALIBRATORS``) and the schema columns (``CalibratedRow``, the method literals)
-derive from it. Kept apart from the metric registry (:mod:`gece.catalog.metric_defs`) so that the settings
+derive from it. Kept apart from the metric table (:mod:`gece.catalog.metric_defs`) so that the settings
 (:mod:`gece.io.settings.params`), which every stage imports, import no metric.
 """
 

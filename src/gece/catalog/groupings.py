@@ -1,6 +1,6 @@
 """What the groups stage may group the pairs by, and its protocols (params.yaml's ``groups``).
 
-Kept apart from the metric registry (:mod:`gece.catalog.metric_defs`) so that the settings
+Kept apart from the metric table (:mod:`gece.catalog.metric_defs`) so that the settings
 (:mod:`gece.io.settings.params`),
 which every stage imports, import no metric.
 """

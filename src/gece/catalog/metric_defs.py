@@ -1,4 +1,4 @@
-"""The metric registry: every metric, gap and estimator name, and the two gender groups, each written once.
+"""The metric table: every metric, gap and estimator name, and the two gender groups, each written once.
 
 :data:`METRICS` lists every number a metrics report (``MetricsReport``) and the report's tables
 show per run, in the order of ``reports/metrics/<benchmark>/<model>.json``: its key, its label, which
@@ -79,7 +79,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("brier", "Brier", "high", True, "Brier score of p: mean (p − y)²", constant="mean (1 − p)² (Brier)"),
     Metric(
         "brier_paper",
-        "Brier (paper)",
+        "paper's Brier ((1 − p) − y)²",
         None,
         True,
         "what the authors' code computes, mean ((1 − p) − y)²: the wrong column, kept only to reproduce the paper",
@@ -211,83 +211,6 @@ SCALARS: tuple[str, ...] = tuple(m.key for m in METRICS if m.interval)  # what M
 SIGNED: tuple[str, ...] = tuple(m.key for m in METRICS if m.signed)
 
 
-# SynthBias's referent-resolution protocol (gece.stats.referent; reports/metrics/<b>/<m>.json's ``referent``): p is
-# the probability of the pronoun's stereotypical occupation, y = 1 when it is the referent; every number is computed
-# on the sentence pairs whose he and she rows were both scored, and resamples those pairs. No Gender-ECE here: the
-# words that differ are occupations, so the group metric is the top-label ECE by pronoun gender.
-REFERENT_METRICS: tuple[Metric, ...] = (
-    Metric(
-        "ece_toplabel", "ECE top-label", "high", True, "bins of conf = max(p, 1 − p) against correct = 1[(p > 0.5) = y]"
-    ),
-    Metric(
-        "accuracy", "referent accuracy", "low", True, "share of rows whose more probable occupation is the referent"
-    ),
-    Metric("brier", "Brier", "high", True, "mean (p − y)², p the stereotypical occupation's probability"),
-    Metric("ece_male", "ECE (he, him, his)", "high", True, "top-label ECE within the rows whose pronoun is male"),
-    Metric("ece_female", "ECE (she, her)", "high", True, "top-label ECE within the rows whose pronoun is female"),
-    Metric("ece_gap", "Δ ECE female − male", None, True, "ECE by pronoun gender: female − male", signed=True),
-    Metric("ece_pro", "ECE pro-stereotypical", "high", True, "top-label ECE within the rows where y = 1"),
-    Metric("ece_anti", "ECE anti-stereotypical", "high", True, "top-label ECE within the rows where y = 0"),
-    Metric(
-        "ece_first", "ECE referent first", "high", True, "top-label ECE within the rows whose referent is named first"
-    ),
-    Metric(
-        "ece_second",
-        "ECE referent second",
-        "high",
-        True,
-        "top-label ECE within the rows whose referent is named second",
-    ),
-    Metric("accuracy_pro", "accuracy pro", "low", True, "referent accuracy within the rows where y = 1"),
-    Metric("accuracy_anti", "accuracy anti", "low", True, "referent accuracy within the rows where y = 0"),
-    Metric("accuracy_first", "accuracy referent first", "low", True, "referent accuracy, referent named first"),
-    Metric("accuracy_second", "accuracy referent second", "low", True, "referent accuracy, referent named second"),
-    Metric(
-        "baseline_stereotype", "always the stereotype", None, False, "accuracy of p = 1 on every row: the share y = 1"
-    ),
-    Metric(
-        "baseline_last", "always the last-mentioned", None, False, "accuracy of choosing the occupation named second"
-    ),
-    Metric("over_stereotype", "Δ accuracy − stereotype", None, True, "accuracy − baseline_stereotype", signed=True),
-    Metric("over_last", "Δ accuracy − last-mentioned", None, True, "accuracy − baseline_last", signed=True),
-    Metric(
-        "ucerf",
-        "UCerF",
-        "low",
-        True,
-        "mean over sentence pairs of 1 − |D(he) − D(she)| / 2, D = ±c (+ when correct), c = 2 − exp(H(p, 1 − p))",
-    ),
-    Metric("eo", "EO gap", "high", True, "max over pro and anti of |accuracy(he) − accuracy(she)|"),
-    Metric("n", "rows", None, False, "rows scored in complete sentence pairs", varying_y=False),
-    Metric("n_pairs", "sentence pairs", None, False, "sentence pairs (he and she row both scored)", varying_y=False),
-    Metric(
-        "n_unpaired", "rows left out", None, False, "scored rows whose other version was not scored", varying_y=False
-    ),
-)
-REFERENT: dict[str, Metric] = {m.key: m for m in REFERENT_METRICS}
-# what the page's referent table gives per run (with every interval the metrics report has), and what
-# reports/summary.json keeps of it: the numbers that answer "calibrated, equally for he and she, better than the
-# recency heuristic?" (those three with their intervals), the accuracy and UCerF (11 numbers: each is a row of
-# `dvc metrics diff` when the run is re-scored, with its calibration, binning and comparison rows at most 19, the
-# most any run of the other benchmarks moves; tests/test_findings.py)
-REFERENT_HEADLINE: tuple[str, ...] = (
-    "n_pairs",
-    "ece_toplabel",
-    "accuracy",
-    "brier",
-    "baseline_stereotype",
-    "baseline_last",
-    "over_last",
-    "ece_male",
-    "ece_female",
-    "ece_gap",
-    "ucerf",
-    "eo",
-)
-REFERENT_SUMMARY: tuple[str, ...] = ("n_pairs", "ece_toplabel", "accuracy", "over_last", "ece_gap", "ucerf")
-REFERENT_SUMMARY_CI: tuple[str, ...] = ("ece_toplabel", "over_last", "ece_gap")
-
-
 # what a metric measures on SynthBias, whose y is no human judgement: its label in the per-benchmark metric tables,
 # by the benchmark's mode (params.yaml benchmarks.<b>.synthbias; type1 has constant y: on_constant_y names it)
 SYNTH_LABELS: dict[str, dict[str, str]] = {
@@ -296,7 +219,6 @@ SYNTH_LABELS: dict[str, dict[str, str]] = {
         "ece_true_male": "ECE, majority: male",
         "ece_true_female": "ECE, majority: female",
     },
-    "referent": {"accuracy": "referent accuracy"},
 }
 
 
@@ -311,6 +233,17 @@ def on_constant_y(key: str) -> tuple[str, None] | None:
 
 # the within-model gender gaps: metric key -> the grouping it compares (gece.stats.gap)
 GAPS: dict[str, str] = {"gap_pred": "pred", "gap_true": "true"}
+# each gap's Holm correction over the runs of a benchmark in its metrics report (gece.stats.gap.holm_over_runs):
+# <gap>_p_holm, the level Holm holds the test to and the interval at that level (it excludes 0 iff p_holm < 0.05)
+GAP_HOLM = ("p_holm", "level_holm", "ci_low_holm", "ci_high_holm")
+# the variance of the groups stage's Spiegelhalter z (gece.stats.calibration_tests, the unit that was sampled): the
+# one expected under calibration with exact repeats merged (the pair is the unit), or the empirical one of the
+# cluster sums (clusters group distinct pairs); each with the words the page says it in
+TEST_VARIANCES: dict[str, str] = {
+    "expected": "variance expected under calibration",
+    "clusters": "variance of the cluster sums",
+}
+TestVariance = Literal[tuple(TEST_VARIANCES)]  # type: ignore[valid-type]
 # what the sample-size ablation follows against n (gece.stats.ablation.sample_size)
 ESTIMATORS: tuple[str, ...] = (
     "ece",
@@ -388,7 +321,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         ),
     ),
     Definition(
-        "Brier and Brier (paper)",
+        "Brier and the paper's Brier",
         ("brier", "brier_paper"),
         (
             "Brier = mean (p − y)², the squared error of p as a probability of the male reading (lower is better). "

@@ -26,10 +26,10 @@ class ScoringRule:
 
     ``name``: its name in params.yaml (``extract.rule``, ``benchmarks.<b>.rule``), the CLI and every file's
     ``rule``. ``extraction``: what extract stores for it (``gece.scoring.planning``): ``target``, the tokens of
-    the target words, summed per word by ``extract.word_prob`` and over words by log-sum-exp; ``sentence``, every
-    token of each sentence after the prefix token, with its id and text: one extraction feeds every rule with
-    it, so a benchmark's variant under another of them runs no model. The other properties are read only under
-    ``sentence``: ``matched``, a side sums only its tokens matched to the other side's (difflib's matching
+    the target words, summed per word by ``extract.word_prob`` and over words by ``extract.side_prob``;
+    ``sentence``, every token of each sentence after the prefix token, with its id and text: one extraction feeds
+    every rule with it, so a benchmark's variant under another of them runs no model. The other properties are read
+    only under ``sentence``: ``matched``, a side sums only its tokens matched to the other side's (difflib's matching
     blocks on the two id sequences; the rule reads the token ids, and flags pairs scored on punctuation only),
     else every token; ``mean``, the sum is divided by the number of tokens summed. ``request``: the lm-eval
     ``loglikelihood`` request of each side (``gece.lmeval.requests``): ``word``, the words before the target
@@ -59,7 +59,8 @@ RULES: tuple[ScoringRule, ...] = (
         mean=False,
         request="word",
         summary="the log-probability of the words in which the sentences differ (the paper)",
-        score="log-sum-exp over the target words of each word's chain (or max) of `lp_t`",
+        score="the target words' joint log-probability (`side_prob: sum`: their log-sum-exp), each word's the chain "
+        "(or max) of `lp_t`",
         tokens="the words the two sentences differ in",
         origin="the paper (*The Confidence Trap*)",
     ),

@@ -4,14 +4,13 @@ of a benchmark), checked against params.yaml, and a metrics report printed as a 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterable
+from collections.abc import Callable
 from pathlib import Path
 
 from gece.base.errors import GeceError
 from gece.base.terminal import literal, plain, plural
 from gece.base.terminal_table import Table
-from gece.cmd.command import check_id, out
-from gece.io.files.outputs import clear_output_dir
+from gece.cmd.command import Output, check_id, out
 from gece.io.paths import data_layout
 
 
@@ -41,7 +40,7 @@ def print_metrics(report: dict, title: str, level: float) -> None:
     table.add_column("value", justify="right")
     table.add_column(ci_label(level), justify="right")
     skip = {"n", "n_bins", "binning", "null_reasons"}
-    blocks = {k: v for k, v in report.items() if isinstance(v, dict)}  # SynthBias's referent block: its own table
+    blocks = {k: v for k, v in report.items() if isinstance(v, dict)}  # a protocol's block: its own table
     for key, value in report.items():
         if key in skip or key in blocks or key.endswith(("_ci_low", "_ci_high")) or isinstance(value, str):
             continue
@@ -95,47 +94,35 @@ def add_run_inputs(p: argparse.ArgumentParser, outputs: str) -> None:
 
 def run_reads(args: argparse.Namespace) -> list[Path]:
     """What a stage of :func:`add_run_inputs` reads besides its score file: with ``--benchmark``, the benchmark's
-    prepared pairs, its score files and the released scores of its references (an id that is no plain name
-    reads nothing: ``run`` refuses it)."""
+    prepared pairs, its score files and the released scores (``data/reference``, of which the benchmark's folder: the
+    references' runs) (an id that is no plain name reads nothing: ``run`` refuses it)."""
     from gece.io.paths import layout
 
     if not getattr(args, "benchmark", None):
         return []
     try:
         b = args.benchmark
-        return [layout.prepared_path(b), layout.scores_dir(b), data_layout.reference_dir() / b]
+        return [
+            layout.prepared_path(b),
+            layout.scores_dir(b),
+            data_layout.reference_dir(),
+            data_layout.reference_dir() / b,
+        ]
     except GeceError:
         return []
 
 
-def run_writes(args: argparse.Namespace, *folders) -> dict:
-    """What a stage of :func:`add_run_inputs` writes besides its output options: with ``--benchmark``, the folder of
-    every run's files of each of ``folders`` (``report_layout.metrics_dir``... or ``layout.calibrated_dir``: a
-    function of the benchmark, a path under reports/ when it returns text), which it owns whole (the files of runs
-    no longer configured are removed)."""
-    from gece.cmd.declared import Output
-    from gece.io.paths import report_layout
-
+def run_folders(args: argparse.Namespace, folders: Callable[[str], dict[str, Path]]) -> dict[str, Output]:
+    """With ``--benchmark B``: ``folders(B)`` (label -> a folder of every run's files), each written whole
+    (``folder`` outputs, :class:`gece.cmd.command.Output`); nothing for a score file or an id that is no plain name
+    (``run`` refuses it)."""
     if not getattr(args, "benchmark", None):
         return {}
     try:
-        paths = [f(args.benchmark) for f in folders]
-    except GeceError:  # no plain id: run refuses it
+        found = folders(check_id(args.benchmark, "--benchmark"))
+        return {label: Output(path, "folder") for label, path in found.items()}
+    except GeceError:
         return {}
-    return {
-        f"the runs' folder {p}": Output(report_layout.report_path(p) if isinstance(p, str) else p, "folder")
-        for p in paths
-    }
-
-
-def clear_stale_runs(folder: str | Path, models: Iterable[str], suffixes: tuple[str, ...], option: str) -> None:
-    """Keep the files of ``folder`` (a benchmark's folder of per-run outputs, ``<model><suffix>`` for each of
-    ``suffixes``) to those of the current runs ``models``: the others, files of runs no longer configured, are
-    removed (:func:`gece.io.files.outputs.clear_output_dir`, which refuses a folder holding files gece does not
-    write)."""
-    folder = Path(folder)
-    keep = [folder / f"{m}{s}" for m in models for s in suffixes]
-    clear_output_dir(folder, suffixes, option, keep=keep)
 
 
 def one_input(args: argparse.Namespace, file: str, *file_options: str) -> None:

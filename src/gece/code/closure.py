@@ -25,7 +25,7 @@ Import forms followed (``P`` is the package of the importing module):
 
 Not followed: stdlib and third-party imports, imports of a computed name (``import_module(name)``),
 ``from gece.<m> import *`` beyond gece.<m> itself, and package data (``importlib.resources.files("gece.<m>")``,
-CSS, templates): a stage that reads package data must list those files in dvc.yaml by hand.
+CSS, templates): a stage that reads package data declares those files (``package_data``, gece.cmd.stage).
 
 ``python -m gece.code.closure`` prints the closure of every ``gece`` subcommand; ``python -m gece.code.closure
 gece.stats.metrics ...`` prints the closure of the modules named.

@@ -7,6 +7,8 @@ and adds, with ``dvc stage add --force``, one stage ``lmeval-import-<m>-<b>`` pe
 benchmark's prepared pairs and the package (``src/gece``, which tests/test_stage_deps.py accepts for stages a
 user adds), its params the entry and the benchmark's, its outputs the score file and its meta; the command is
 ``gece lmeval-import --model <m> --benchmark <b>``. DVC runs as an argument list; ``dvc repro`` then imports.
+``dvc stage add`` rewrites the whole dvc.yaml in DVC's layout: the file is then written back as it was but for the
+stages added (:func:`gece.tools.stage_deps.with_stages`), so ``gece stage-deps --check`` still holds.
 """
 
 from __future__ import annotations
@@ -20,11 +22,15 @@ from pathlib import Path
 from gece.base.errors import GeceError
 from gece.base.terminal import literal
 from gece.cmd import command
-from gece.cmd.declared import Output
+from gece.cmd.command import Output
+from gece.io.files.inputs import read_text
+from gece.io.files.outputs import write_text
 from gece.io.paths import layout
 from gece.io.settings.params import params_if_valid, require_params
 from gece.lmeval import samples
+from gece.tools import stage_deps
 
+DVC_YAML = Path("dvc.yaml")  # where dvc stage add writes, in the directory the command runs in
 HELP = "write the DVC stages that import a registry entry's lm-eval samples (source lmeval:<directory>)"
 EXAMPLES = ("gece lmeval-stages --model smollm2-135m-lmeval   # then: dvc repro",)
 
@@ -37,11 +43,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def reads(args: argparse.Namespace) -> list[Path]:
-    """Besides --params: the run's lm-eval output directory (which benchmarks have samples)."""
+    """Besides --params: the run's lm-eval output directory (which benchmarks have samples) and dvc.yaml, whose
+    other stages and comments stay as they were."""
     params = params_if_valid(args)
     spec = params.registry.get(args.model) if params is not None else None
     directory = samples.output_dir(spec.source) if spec is not None else None
-    return [directory] if directory is not None else []
+    return [*([directory] if directory is not None else []), DVC_YAML]
 
 
 def writes(args: argparse.Namespace) -> dict[str, Output]:
@@ -138,8 +145,14 @@ def run(args: argparse.Namespace) -> int:
         )
     if not Path(f"{directory}.dvc").is_file():
         dvc(["dvc", "add", str(directory)])
+    before = (
+        read_text(DVC_YAML, "restore it with git checkout dvc.yaml", "params_bytes") if DVC_YAML.is_file() else None
+    )
     for b in chosen:
         dvc(stage_add(args.model, b, directory))
+    if before is not None:  # dvc stage add rewrites the whole file in DVC's layout: keep the rest as it was
+        after = read_text(DVC_YAML, "restore it with git checkout dvc.yaml", "params_bytes")
+        write_text(DVC_YAML, stage_deps.with_stages(before, after, [stage_name(args.model, b) for b in chosen]))
     names = ", ".join(literal(stage_name(args.model, b)) for b in chosen)
     command.out.print(f"[green]added[/] {names} to dvc.yaml; run dvc repro", highlight=False)
     return 0

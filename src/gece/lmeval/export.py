@@ -257,7 +257,7 @@ def reads(args: Any) -> list[Path]:
 
 def writes(args: Any) -> dict:
     """One task folder per benchmark, ``--out/gece_<benchmark>``, which it owns (never inside what it reads)."""
-    from gece.cmd.declared import Output
+    from gece.cmd.command import Output
     from gece.io.settings.params import params_if_valid
 
     tasks = [task_name(b) for b in chosen(args, params_if_valid(args))]

@@ -10,7 +10,7 @@ from pathlib import Path
 from gece.base.errors import GeceError
 from gece.base.terminal import literal
 from gece.cmd import command
-from gece.cmd.declared import Output
+from gece.cmd.command import Output
 from gece.io.files import paired
 from gece.io.files.json_writer import write_json
 from gece.io.files.writer import write_table

@@ -29,7 +29,7 @@ from gece.base import faults
 from gece.base.errors import GeceError
 from gece.base.terminal import literal
 from gece.cmd import command
-from gece.cmd.declared import Output
+from gece.cmd.command import Output
 from gece.io.files.json_reader import read_json_file, read_json_lines
 from gece.io.files.outputs import write_text
 from gece.io.paths import layout
@@ -70,15 +70,29 @@ def writes(args: argparse.Namespace) -> dict[str, Output]:
     except GeceError:  # no plain id: run refuses it
         return {}
     return {
+        "lm-eval's output": Output(folder, "folder", updated=True),
         "the score file": Output(out),
         "its meta": Output(layout.meta_path(out)),
-        "lm-eval's run": Output(folder, "folder", updated=True),
         "the exported task": Output(task, "scratch"),
         "the new run": Output(run_folder.scratch_dir(args.model, args.benchmark), "scratch"),
         "the previous run, while the new one moves in": Output(
             run_folder.trash_dir(args.model, args.benchmark), "scratch", updated=True
         ),
     }
+
+
+# dvc.yaml's stage (gece.cmd.stage): its data deps and outputs are what reads() and writes() say
+STAGE = {
+    "name": "lmeval",
+    "about": "a registry entry with engine: lm-eval (params.yaml lmeval_runs): lm-evaluation-harness scores each "
+    "benchmark, one task per stage, and the import writes its score file (docs/lmeval.md); no token file. A task "
+    "whose exported pairs, entry and lm-eval version are those of its recorded run is reused from it, not run again",
+    "argv": ["lmeval-run", "--model", "{model}", "--benchmark", "{benchmark}"],
+    "matrix": {"benchmark": "benchmarks", "model": "lmeval_runs"},
+    "params": ["benchmarks.{benchmark}", "extract.rule", "extract.word_prob", "extract.limit", "registry.{model}"],
+    "outputs": {"lm-eval's output": {"note": "lm-eval's samples and results, the export's record"}},
+    "notes": {"benchmarks.{benchmark}": "its rule"},
+}
 
 
 def entry(params: object, model: str, benchmark: str) -> HarnessSpec:

@@ -11,6 +11,7 @@ from gece.base.errors import GeceError
 from gece.base.terminal import plain, plural
 from gece.base.terminal_table import Table
 from gece.cmd import command, run_tables
+from gece.io.files.destinations import clear_stale_runs
 from gece.io.files.json_writer import write_json
 from gece.io.files.readers import write_figure
 from gece.io.paths import layout, report_layout
@@ -73,9 +74,7 @@ def ablate_benchmark(params: Params, benchmark: str, reports: str | Path = layou
         (report_layout.sample_size_dir(benchmark), (".json", ".png")),
         (report_layout.binning_dir(benchmark), (".json",)),
     ):
-        run_tables.clear_stale_runs(
-            report_layout.report_path(folder, reports), names, suffixes, "the reports directory"
-        )
+        clear_stale_runs(report_layout.report_path(folder, reports), names, suffixes, "the reports directory")
     results = {}
     for m in names:
         run_, meta = runs.load_run(params, benchmark, m)
@@ -153,9 +152,38 @@ def _print(title: str, sizes: dict, grid: dict, draws: int) -> None:
 reads = run_tables.run_reads  # with --benchmark: the prepared pairs, score files and released scores it reads
 
 
-def writes(args: argparse.Namespace) -> dict:
-    """With --benchmark: reports/ablation/sample_size/<b>/ (JSON and figures) and reports/ablation/binning/<b>/."""
-    return run_tables.run_writes(args, report_layout.sample_size_dir, report_layout.binning_dir)
+def writes(args: argparse.Namespace) -> dict[str, command.Output]:
+    """With ``--benchmark B``: B's folders of binning ablations and of sample-size ablations with their figures,
+    kept to the current runs."""
+    return run_tables.run_folders(
+        args,
+        lambda b: {
+            "the binning ablations": report_layout.report_path(report_layout.binning_dir(b)),
+            "the sample-size ablations": report_layout.report_path(report_layout.sample_size_dir(b)),
+        },
+    )
+
+
+# dvc.yaml's stage (gece.cmd.stage): its data deps and outputs are what reads() and writes() say of --benchmark
+STAGE = {
+    "name": "ablate",
+    "about": "the sample-size and binning ablations of every run of a benchmark",
+    "argv": ["-q", "ablate", "--benchmark", "{benchmark}"],
+    "matrix": {"benchmark": "benchmarks"},
+    "params": [
+        "models",
+        "references",
+        "lmeval_runs",
+        "registry",
+        "metrics.n_bins",
+        "metrics.binning",
+        "ablate.sizes",
+        "ablate.draws",
+        "ablate.seed",
+        "ablate.bins",
+    ],
+    "outputs": {"the sample-size ablations": {"kind": "plots", "note": "JSON and the PNG figure of each run"}},
+}
 
 
 def run(args: argparse.Namespace) -> int:

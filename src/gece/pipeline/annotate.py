@@ -1,7 +1,7 @@
 """Stage annotate: a benchmark's per-annotator labels -> per-pair soft and hard labels
 (``artifacts/annotated/<b>.parquet``) and the annotators' agreement (``reports/annotations/<b>.json``).
 
-The rule (``annotate.rule``, ``annotate.tie``), the soft label and the agreement statistics are
+The hard label (``annotate.rule``, ``annotate.tie``), the soft label and the agreement statistics are
 defined in :mod:`gece.stats.annotations` and docs/annotations.md. A benchmark without annotations gets
 null labels and a report that says so.
 """
@@ -17,7 +17,6 @@ import pandas as pd
 
 from gece.base.errors import GeceError
 from gece.cmd import command, run_tables
-from gece.cmd.declared import Output
 from gece.io.files.json_writer import write_json
 from gece.io.files.readers import read_table
 from gece.io.files.writer import write_table
@@ -119,6 +118,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.set_defaults(outputs={})
 
 
+# dvc.yaml's stage (gece.cmd.stage): its data deps and outputs are what reads() and writes() say
+STAGE = {
+    "name": "annotate",
+    "about": "a benchmark's per-pair labels from its annotators, and their agreement",
+    "argv": ["annotate", "--benchmark", "{benchmark}"],
+    "matrix": {"benchmark": "benchmarks"},
+    "params": ["annotate"],
+    "outputs": {"report": {"note": "not DVC metrics: reports/summary.json is the one metrics file"}},
+}
+
+
 def reads(args: argparse.Namespace) -> list[Path]:
     """What it reads besides --params: the benchmark's prepared pairs and per-annotator labels."""
     try:
@@ -127,11 +137,13 @@ def reads(args: argparse.Namespace) -> list[Path]:
         return []
 
 
-def writes(args: argparse.Namespace) -> dict[str, Output]:
-    """The annotated pairs and the annotation report of the benchmark."""
+def writes(args: argparse.Namespace) -> dict[str, Path]:
+    """The benchmark's annotated pairs and its annotation report."""
     try:
-        b = args.benchmark
-        return {"annotated": Output(layout.annotated(b)), "report": Output(report_layout.annotation_report(b))}
+        return {
+            "annotated": layout.annotated(args.benchmark),
+            "report": report_layout.annotation_report(args.benchmark),
+        }
     except GeceError:  # no plain id: run refuses it
         return {}
 

@@ -26,6 +26,7 @@ from gece.base.terminal import literal, plain, plural
 from gece.base.terminal_table import Table
 from gece.cmd import command, options, run_tables
 from gece.code import closure
+from gece.io.files.destinations import clear_stale_runs
 from gece.io.files.json_reader import read_json
 from gece.io.files.json_writer import write_json
 from gece.io.files.readers import parquet_rows, read_table
@@ -35,7 +36,7 @@ from gece.io.schemas.calibration_files import CalibratedRow, CalibrationBinsRepo
 from gece.io.schemas.pair_rows import ScoreRow
 from gece.io.settings.params import CalibrateParams, Params, params_or_defaults
 from gece.io.settings.sections import MetricsParams
-from gece.pipeline import reuse, runs
+from gece.pipeline import reuse, run_report, runs
 from gece.stats import calibration, metrics
 
 log = logging.getLogger("gece")
@@ -127,7 +128,7 @@ def run_calibration(
             return None
         table = metrics.reliability_table(q[idx], y[idx], metric_settings.n_bins, metric_settings.binning)
         bins.extend({"protocol": protocol, "method": method, **r} for r in table.records())
-        return runs.metrics_report(q[idx], y[idx], gm[idx], gl[idx], metric_settings)
+        return run_report.metrics_report(q[idx], y[idx], gm[idx], gl[idx], metric_settings)
 
     ev, every = split.eval_idx, np.arange(len(p))
     report = {
@@ -245,7 +246,7 @@ def calibrate_benchmark(
         (report_layout.report_path(report_layout.calibration_bins_dir(benchmark), reports), ".json"),
     )
     for folder, suffix in folders:
-        run_tables.clear_stale_runs(folder, names, (suffix,), "the output directory")
+        clear_stale_runs(folder, names, (suffix,), "the output directory")
     previous = [reuse.previous_outputs(folder) for folder, _ in folders]
     results = {}
     for m in names:
@@ -337,10 +338,40 @@ def _print_report(report: dict, meta: dict) -> None:
 reads = run_tables.run_reads  # with --benchmark: the prepared pairs, score files and released scores it reads
 
 
-def writes(args: argparse.Namespace) -> dict:
-    """With --benchmark: reports/calibration/<b>/, artifacts/calibrated/<b>/ and reports/calibration_bins/<b>/."""
-    dirs = (report_layout.calibration_dir, layout.calibrated_dir, report_layout.calibration_bins_dir)
-    return run_tables.run_writes(args, *dirs)
+def writes(args: argparse.Namespace) -> dict[str, command.Output]:
+    """With ``--benchmark B``: B's folders of calibrated scores, calibration reports and reliability bins before and
+    after, kept to the current runs."""
+    return run_tables.run_folders(
+        args,
+        lambda b: {
+            "the calibrated scores": layout.calibrated_dir(b),
+            "the calibration reports": report_layout.report_path(report_layout.calibration_dir(b)),
+            "the reliability bins": report_layout.report_path(report_layout.calibration_bins_dir(b)),
+        },
+    )
+
+
+# dvc.yaml's stage (gece.cmd.stage): its data deps and outputs are what reads() and writes() say of --benchmark
+STAGE = {
+    "name": "calibrate",
+    "about": "post-hoc calibration of every run of a benchmark, evaluated on held-out pairs",
+    "argv": ["-q", "calibrate", "--benchmark", "{benchmark}"],
+    "matrix": {"benchmark": "benchmarks"},
+    "params": ["models", "references", "lmeval_runs", "registry", "calibrate", "metrics"],
+    "outputs": {
+        "the reliability bins": {
+            "kind": "plots",
+            "note": "one diagram per method (.dvc/plots/reliability_methods.json)",
+            "plot": {
+                "template": "reliability_methods",
+                "title": "{benchmark} calibrated (split)",
+                "x": "confidence",
+                "y": "accuracy",
+                "y_label": "accuracy (share of pairs with y = 1)",
+            },
+        }
+    },
+}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,4 +1,5 @@
-"""Stage compare: paired bootstrap between every two runs of a benchmark (or two score files)."""
+"""Stage compare: paired bootstrap between every two runs of a benchmark (or two score files): the metrics of p, or,
+on a benchmark a protocol measures (:mod:`gece.protocols.declarations`), the protocol's numbers."""
 
 from __future__ import annotations
 
@@ -19,14 +20,16 @@ from gece.cmd import command, options, run_tables
 from gece.io.files.json_writer import write_json
 from gece.io.files.outputs import write_text
 from gece.io.files.readers import read_table
-from gece.io.paths import layout
+from gece.io.paths import layout, report_layout
 from gece.io.schemas.compare_report import CompareReport
-from gece.io.schemas.pair_rows import PreparedPair
+from gece.io.schemas.pair_rows import SYNTH_SCHEMAS, PreparedPair
 from gece.io.settings.ids import is_id
 from gece.io.settings.params import Params, params_or_defaults
-from gece.io.settings.sections import AblateParams, CompareParams, MetricsParams
-from gece.pipeline import runs
+from gece.io.settings.sections import AblateParams, BenchmarkSpec, CompareParams, MetricsParams
+from gece.pipeline import run_report, runs
+from gece.protocols import declarations
 from gece.report import markdown as report_md
+from gece.report.protocol import Protocol
 from gece.stats import ablation
 from gece.stats import engine_agreement as stats_agreement
 from gece.stats.ablation import Run
@@ -44,6 +47,8 @@ def compare(
     sources: list[str] | None = None,
     pairs: pd.DataFrame | None = None,
     agreement: Sequence[dict] = (),
+    protocol: Protocol | None = None,
+    entry: BenchmarkSpec | None = None,
 ) -> dict:
     """Paired bootstrap between every two of the ``loaded`` runs (one benchmark's: run and metadata), each two
     on the pairs both score (:func:`gece.stats.ablation.compare`).
@@ -51,7 +56,8 @@ def compare(
     ``pairs``: the prepared pairs indexed by pair_id (sentences and ``cluster``): the bootstrap resamples
     clusters, the same for every run, and the report counts the distinct pairs and clusters beside each n. None:
     every pair is its own cluster and the counts are null. ``agreement``: the entries of :func:`agreements`,
-    written under ``agreement`` when there are any.
+    written under ``agreement`` when there are any. ``protocol`` (with the benchmark's ``entry``): compare its
+    numbers (:attr:`gece.report.protocol.Protocol.compared`, on its own units) instead of the metrics of p.
 
     The minimum detectable differences are summarized over the pairs of ``power_runs`` (the
     released reference runs, when the benchmark has them) or over every pair.
@@ -66,9 +72,14 @@ def compare(
         benchmarks_seen.add(meta.get("benchmark") or "?")
     benchmark = " / ".join(sorted(benchmarks_seen))
     describe = describer(pairs)
+    c = compare_settings
+    what = (
+        {"keys": protocol.compared, "measure": protocol.comparer(entry, pairs, metric_settings, c.draws, c.seed)}
+        if protocol is not None
+        else {}
+    )
     try:
         scored = np.array(list(ablation.pair_ranks(named)), dtype=object)
-        c = compare_settings
         result = ablation.compare(
             named,
             c.draws,
@@ -80,6 +91,7 @@ def compare(
             power=c.power,
             power_runs=[name for name in named if name in power_runs],
             describe=describe,
+            **what,
         )
     except ValueError as e:
         raise GeceError(
@@ -102,8 +114,13 @@ def compare(
     if out:
         write_json(out, result, CompareReport)
     if markdown_out:
-        write_text(markdown_out, report_md.compare_markdown(result))
+        write_text(markdown_out, report_md.compare_markdown(result, labels(protocol)))
     return result
+
+
+def labels(protocol: Protocol | None) -> dict[str, str]:
+    """The labels of a protocol's compared numbers (none without one: the registry's)."""
+    return {} if protocol is None else {k: protocol.metric[k].label for k in protocol.compared}
 
 
 def describer(pairs: pd.DataFrame | None) -> ablation.Describe | None:
@@ -114,7 +131,7 @@ def describer(pairs: pd.DataFrame | None) -> ablation.Describe | None:
 
     def describe(ids: np.ndarray) -> tuple[np.ndarray, dict[str, int]]:
         mine = pairs.loc[ids]
-        return mine["cluster"].to_numpy(object), runs.pair_counts(mine).iloc[0].astype(int).to_dict()
+        return mine["cluster"].to_numpy(object), run_report.pair_counts(mine).iloc[0].astype(int).to_dict()
 
     return describe
 
@@ -246,9 +263,33 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def reads(args: argparse.Namespace) -> list[Path]:
     """What it reads besides its score files: with --benchmark, that benchmark's
-    (:func:`gece.cmd.run_tables.run_reads`);
+    (:func:`gece.cmd.run_tables.run_reads`) and what its protocol reads;
     with score files, the prepared pairs of the benchmark their metadata names (one of artifacts/prepared/)."""
-    return run_tables.run_reads(args) if args.benchmark else [layout.ARTIFACTS / "prepared"]
+    if args.benchmark:
+        return run_tables.run_reads(args) + declarations.benchmark_reads(args)
+    return [layout.ARTIFACTS / "prepared"]
+
+
+# dvc.yaml's stage (gece.cmd.stage): its data deps and outputs are what reads(), --out and --markdown-out say
+STAGE = {
+    "name": "compare",
+    "about": "paired bootstrap between every two runs of a benchmark",
+    "argv": [
+        *("-q", "compare", "--benchmark", "{benchmark}"),
+        *("--out", str(layout.REPORTS / report_layout.compare_file("{benchmark}"))),
+        *("--markdown-out", str(layout.REPORTS / report_layout.compare_markdown("{benchmark}"))),
+    ],
+    "matrix": {"benchmark": "benchmarks"},
+    "params": [
+        "models",
+        "references",
+        "lmeval_runs",
+        "registry",
+        "metrics.n_bins",
+        "metrics.binning",
+        "ablate.compare",
+    ],
+}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -262,9 +303,11 @@ def run(args: argparse.Namespace) -> int:
                 hint="pass either two score files or --benchmark NAME, not both",
             )
         benchmark = run_tables.benchmark_of(args, params)
+        entry = params.benchmarks[benchmark]
+        protocol = declarations.of(entry)
         loaded = {name: runs.load_run(params, benchmark, name) for name in runs.runs(params, benchmark)}
         references = [name for name in loaded if runs.is_reference(params, name)]
-        pairs = read_table(layout.prepared_path(benchmark), PreparedPair)[0].set_index("pair_id")
+        pairs = read_table(layout.prepared_path(benchmark), SYNTH_SCHEMAS[entry.synthbias])[0].set_index("pair_id")
         checked = agreements(
             params,
             benchmark,
@@ -282,8 +325,11 @@ def run(args: argparse.Namespace) -> int:
             power_runs=references,
             pairs=pairs,
             agreement=checked,
+            protocol=protocol,
+            entry=entry,
         )
     elif len(args.scores) == 2:
+        protocol = None
         result = compare_files(args.scores, args.out, args.markdown_out, metric_settings, compare_settings)
     else:
         raise GeceError(
@@ -293,14 +339,14 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result, indent=2))
     elif not args.quiet:
-        _print_compare(result)
+        _print_compare(result, protocol)
     return 0
 
 
-def _print_compare(result: dict) -> None:
-    """The comparison as a table (A − B per metric) and its verdicts in words."""
+def _print_compare(result: dict, protocol: Protocol | None = None) -> None:
+    """The comparison as a table (A − B per metric) and its verdicts in words (a protocol's numbers by its labels)."""
     from gece.report.cells import format_p
-    from gece.report.findings import verdict
+    from gece.report.verdicts import verdict
 
     keys = list(result["pairs"][0]["metrics"]) if result["pairs"] else []
     table = Table(
@@ -317,8 +363,9 @@ def _print_compare(result: dict) -> None:
     table.add_column("A", ids=True)  # a run id is never cut (gece.base.terminal_table.Table)
     table.add_column("B", ids=True)
     table.add_column("pairs", justify="right")
+    named = labels(protocol)
     for k in keys:
-        table.add_column(f"Δ {metric_defs.label(k)}", justify="right")
+        table.add_column(f"Δ {named.get(k) or metric_defs.label(k)}", justify="right")
     for pair in result["pairs"]:
         cells = []
         for k in keys:
@@ -333,7 +380,7 @@ def _print_compare(result: dict) -> None:
         table.add_row(plain(pair["a"]), plain(pair["b"]), str(pair["n"]), *cells)
     command.out.print(table)
     lines = [
-        verdict(pair["a"], pair["b"], k, pair["metrics"][k], result["level"])
+        verdict(pair["a"], pair["b"], k, pair["metrics"][k], result["level"], protocol and protocol.metric.get(k))
         for pair in result["pairs"]
         for k in keys
         if len(result["pairs"]) == 1 or pair["metrics"][k]["significant_holm"]

@@ -1,7 +1,7 @@
 """Stage extract: score every prepared pair of every benchmark with a model, loaded once ->
 ``artifacts/tokens/<m>/<b>.parquet`` (every target token's log-probability and logit) and its metadata.
 
-The word rule and the side rule are not applied here but by the score stage (:mod:`gece.pipeline.score`),
+A word's and a side's probability are not computed here but by the score stage (:mod:`gece.pipeline.score`),
 so changing ``extract.word_prob`` runs no model. A benchmark is scored by :mod:`gece.scoring.extraction`, whose
 import closure is the code that determines a token file's bytes. When the stage runs, a benchmark whose token
 file still fits is not scored again (docs/dvc.md, "Reuse by content"), in this order:
@@ -34,11 +34,12 @@ from gece.base.errors import GeceError
 from gece.base.terminal import literal, plural
 from gece.catalog.scoring_rules import RULE_NAMES, RuleName
 from gece.cmd import command, options
-from gece.cmd.declared import Output
+from gece.cmd.command import Output
 from gece.io.files import paired
 from gece.io.files.json_reader import read_json
 from gece.io.files.json_writer import write_json
-from gece.io.files.outputs import check_output, check_output_dir
+from gece.io.files.output_dirs import check_output_dir
+from gece.io.files.outputs import check_output
 from gece.io.files.readers import check_unique_ids, iter_table, pair_ids, parquet_rows, read_table
 from gece.io.files.writer import write_table
 from gece.io.paths import layout
@@ -379,6 +380,22 @@ def model_hint(model: str) -> str:
     )
 
 
+# dvc.yaml's stage (gece.cmd.stage): its data deps and outputs are what reads() and writes() say of --model alone
+STAGE = {
+    "name": "extract",
+    "about": "one stage per model: the model loads once and scores every benchmark; when the stage runs again, the "
+    "benchmarks whose pairs, settings and code are unchanged are reused from the last run (docs/pipeline.md)",
+    "argv": ["extract", "--model", "{model}"],
+    "matrix": {"model": "models"},
+    "params": ["benchmarks", "extract.batch_size", "extract.rule", "extract.limit", "registry.{model}"],
+    "outputs": {"the token files": {"note": "<benchmark>.parquet and <benchmark>.meta.json per benchmark"}},
+    "notes": {
+        "artifacts/prepared": "every benchmark's prepared pairs",
+        "benchmarks": "which benchmarks, and each one's rule",
+    },
+}
+
+
 def reads(args: argparse.Namespace) -> list[Path]:
     """What it reads besides --params and PREPARED: the model's files (a source that is a local path), and the
     finished shards of a killed run of OUT (resumed); without PREPARED (the stage), every prepared benchmark,
@@ -393,8 +410,8 @@ def reads(args: argparse.Namespace) -> list[Path]:
 
 def writes(args: argparse.Namespace) -> dict[str, Output]:
     """With PREPARED and OUT: OUT's meta (--meta-out, else beside it), timing and the shards of a killed run
-    (resumed); without (the stage): the model's folder of token files, and the shards of its killed runs beside it
-    (both resumed)."""
+    (resumed); without (the stage): the model's folder of token files, which it writes whole, and the shards of its
+    killed runs beside it (both resumed; the shards are outside the stage's outputs)."""
     if args.prepared is not None and args.out is not None:
         beside = "remove it, or give OUT another name (the timing file and the shards directory are named after it)"
         meta = {} if args.meta_out else {"the meta file": Output(layout.meta_path(args.out), hint=beside)}
@@ -407,7 +424,7 @@ def writes(args: argparse.Namespace) -> dict[str, Output]:
     except GeceError:  # no plain id: run refuses it
         return {}
     return {
-        "the model's token files": Output(folder, "folder", updated=True),
+        "the token files": Output(folder, "folder", updated=True),
         "the shards of its killed runs": Output(folder.with_name(f"{folder.name}.shards"), "scratch", updated=True),
     }
 

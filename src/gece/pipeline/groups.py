@@ -3,15 +3,15 @@
 For every run (:func:`gece.pipeline.runs.runs`), every grouping of ``groups.by`` and every protocol of
 ``groups.protocols`` (:mod:`gece.stats.by_group`): each group's ECE with its interval, and the largest gap
 between groups -> ``reports/groups/<b>.json`` (``GroupsReport``) and the tables of ``reports/tables/groups.md``
-(Table-4-style tables). The groupings other than the genders are columns of the prepared pairs (SynthBias's
-``referent``, ``pronoun_gender`` and ``stereotype`` only where its prepared file has them: elsewhere they are left
-out of the report);
-the soft protocol reads the annotators' soft labels from ``artifacts/annotated/<b>.parquet``.
+(Table-4-style tables). The groupings other than the genders are columns of the prepared pairs (SynthBias's,
+:data:`gece.catalog.groupings.SYNTH_COLUMNS`, only where its prepared file has them: elsewhere they are left out of
+the report); the soft protocol reads the annotators' soft labels from ``artifacts/annotated/<b>.parquet``.
 
 Under the identity protocol, on a run whose y varies, every pair and every group of a grouping that is not a
-function of y also get the calibration tests of :mod:`gece.stats.calibration_tests` (Spiegelhalter's z, with the
-cluster-level variance where the benchmark has clusters, and consistency resampling of the ECE), Holm-corrected
-over the groups of the grouping. A run with one label for every pair gets none: its "ECE" is 1 − mean p.
+function of y also get the calibration tests of :mod:`gece.stats.calibration_tests` (Spiegelhalter's z and
+consistency resampling of the ECE, both following the unit that was sampled: the pair, its exact repeats merged, or
+the cluster of distinct pairs; :func:`unit_variance`), Holm-corrected over the groups of the grouping. A run with
+one label for every pair gets none: its "ECE" is 1 − mean p.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from gece.base.errors import GeceError
 from gece.base.terminal import plain
 from gece.catalog.groupings import DERIVED_GROUPINGS, OUTCOME_GROUPINGS, SYNTH_COLUMNS
 from gece.cmd import command, run_tables
-from gece.cmd.declared import Output
 from gece.io.files.json_writer import write_json
 from gece.io.files.readers import read_table
 from gece.io.paths import layout, report_layout
@@ -36,7 +35,7 @@ from gece.io.schemas.groups_report import GroupsReport
 from gece.io.schemas.pair_rows import SYNTH_SCHEMAS, AnnotatedPair
 from gece.io.settings.params import GroupsParams, Params, require_params
 from gece.io.settings.sections import MetricsParams
-from gece.pipeline import runs
+from gece.pipeline import run_report, runs
 from gece.stats import by_group, calibration_tests
 
 log = logging.getLogger("gece")
@@ -72,10 +71,10 @@ def soft_labels(benchmark: str, pairs: pd.DataFrame, root: Path = Path()) -> tup
 
 def group_counts(labels: np.ndarray, rows: pd.DataFrame) -> dict[str, dict]:
     """Per group (named as :func:`gece.stats.by_group.encode` names it): its distinct (sent_more, sent_less) pairs
-    and clusters among the prepared ``rows`` (:func:`gece.pipeline.runs.pair_counts`)."""
+    and clusters among the prepared ``rows`` (:func:`gece.pipeline.run_report.pair_counts`)."""
     names, codes = by_group.encode(labels)
     inside = codes >= 0
-    counts = runs.pair_counts(rows[inside], codes[inside])
+    counts = run_report.pair_counts(rows[inside], codes[inside])
     return {
         names[i]: {"n_distinct": int(counts.at[i, "n_distinct"]), "n_clusters": int(counts.at[i, "n_clusters"])}
         for i in counts.index
@@ -101,8 +100,16 @@ def constant_reason(y: np.ndarray) -> str | None:
     return CONSTANT_Y.format(y=values[0]) if values.size == 1 else None
 
 
-def overall_tests(p: np.ndarray, y: np.ndarray, clusters: np.ndarray, metric: MetricsParams) -> dict:
-    """The calibration tests of every pair of a run (``CalibrationTestReport``), or why there are none."""
+def unit_variance(rows: pd.DataFrame) -> str:
+    """The variance of the calibration tests of the prepared ``rows`` (sentences and ``cluster``) a run scores:
+    :func:`gece.stats.calibration_tests.variance_for` of their distinct pairs and clusters."""
+    counts = run_report.pair_counts(rows).iloc[0]
+    return calibration_tests.variance_for(int(counts["n_distinct"]), int(counts["n_clusters"]))
+
+
+def overall_tests(p: np.ndarray, y: np.ndarray, clusters: np.ndarray, metric: MetricsParams, variance: str) -> dict:
+    """The calibration tests of every pair of a run (``CalibrationTestReport``) with z's ``variance``
+    (:func:`unit_variance`), or why there are none."""
     reason = constant_reason(y) or (None if p.size else "no pairs")
     if reason:
         return {
@@ -114,8 +121,8 @@ def overall_tests(p: np.ndarray, y: np.ndarray, clusters: np.ndarray, metric: Me
             "variance": None,
             "reason": reason,
         }
-    (test,), kind = calibration_tests.calibration_tests(
-        p, y, None, 1, None, metric.n_bins, metric.binning, metric.bootstrap, metric.seed, clusters
+    (test,) = calibration_tests.calibration_tests(
+        p, y, None, 1, None, metric.n_bins, metric.binning, metric.bootstrap, metric.seed, clusters, variance
     )
     return {
         "n": test.n,
@@ -123,7 +130,7 @@ def overall_tests(p: np.ndarray, y: np.ndarray, clusters: np.ndarray, metric: Me
         "p_z": test.p_z,
         "ece": test.ece,
         "p_consistency": test.p_consistency,
-        "variance": kind,
+        "variance": variance,
         "reason": None,
     }
 
@@ -136,19 +143,23 @@ def group_tests(
     clusters: np.ndarray,
     min_size: int,
     metric: MetricsParams,
+    variance: str,
 ) -> tuple[dict[str, dict], str | None, str | None]:
     """Per group (named as :func:`gece.stats.by_group.encode` names it) its calibration tests, Holm-corrected over
-    the groups of at least ``min_size`` pairs; the variance kind of z; why there are none (then ``{}``)."""
+    the groups of at least ``min_size`` pairs; z's ``variance`` (None when there are no tests); why there are none
+    (then ``{}``)."""
     reason = constant_reason(y) or (OUTCOME_TEXT.format(grouping=grouping) if grouping in OUTCOME_GROUPINGS else None)
     if reason:
         return {}, None, reason
     names, codes = by_group.encode(labels)
     tested = np.bincount(codes[codes >= 0], minlength=len(names)) >= min_size
-    results, kind = calibration_tests.calibration_tests(
-        p, y, codes, len(names), tested, metric.n_bins, metric.binning, metric.bootstrap, metric.seed, clusters
+    m = metric
+    results = calibration_tests.calibration_tests(
+        p, y, codes, len(names), tested, m.n_bins, m.binning, m.bootstrap, m.seed, clusters, variance
     )
     fields = ("z", "p_z", "p_z_holm", "p_consistency", "p_consistency_holm")
-    return {name: {k: getattr(r, k) for k in fields} for name, r in zip(names, results, strict=True) if r}, kind, None
+    tests = {name: {k: getattr(r, k) for k in fields} for name, r in zip(names, results, strict=True) if r}
+    return tests, variance, None
 
 
 def run_groups(
@@ -182,6 +193,7 @@ def run_groups(
     else:
         targets["soft"] = (by_group.soft_target(y, y_soft.reindex(ids).to_numpy(np.float64)), None)
     rows = pairs.loc[ids, ["sent_more", "sent_less", "cluster"]]
+    variance = unit_variance(rows)
     out = []
     for grouping in settings.by:
         if grouping in SYNTH_COLUMNS and grouping not in pairs.columns:  # not a SynthBias benchmark of that protocol
@@ -210,7 +222,7 @@ def run_groups(
             if protocol == "identity":
                 extra = group_counts(labels, rows)
                 tested, kind, tests_reason = group_tests(
-                    grouping, labels, p, y, rows["cluster"].to_numpy(object), settings.min_size, metric
+                    grouping, labels, p, y, rows["cluster"].to_numpy(object), settings.min_size, metric, variance
                 )
                 extra = {g: extra[g] | tested.get(g, {}) for g in extra}
             r = by_group.calibration_by_group(
@@ -266,9 +278,13 @@ def groups_benchmark(params: Params, benchmark: str, reports: str | Path = layou
         report["runs"][name] = run_groups(
             scores, indexed, y_soft, soft_reason, params.groups, m, f"{benchmark} / {name}"
         )
-        clusters = indexed.loc[scores["pair_id"].to_numpy(object), "cluster"].to_numpy(object)
+        rows = indexed.loc[scores["pair_id"].to_numpy(object)]
         report["tests"][name] = overall_tests(
-            scores["p"].to_numpy(np.float64), scores["y"].to_numpy(np.float64), clusters, m
+            scores["p"].to_numpy(np.float64),
+            scores["y"].to_numpy(np.float64),
+            rows["cluster"].to_numpy(object),
+            m,
+            unit_variance(rows),
         )
     GroupsReport.model_validate(report)
     out = report_layout.report_path(report_layout.groups_file(benchmark), reports)
@@ -310,12 +326,27 @@ def reads(args: argparse.Namespace) -> list[Path]:
         return []
 
 
-def writes(args: argparse.Namespace) -> dict[str, Output]:
-    """reports/groups/<benchmark>.json."""
+def writes(args: argparse.Namespace) -> dict[str, Path]:
+    """The benchmark's groups report."""
     try:
-        return {"the groups report": Output(report_layout.report_path(report_layout.groups_file(args.benchmark)))}
+        return {"the groups report": layout.REPORTS / report_layout.groups_file(layout.benchmark_id(args.benchmark))}
     except GeceError:  # no plain id: run refuses it
         return {}
+
+
+# dvc.yaml's stage (gece.cmd.stage): its data deps and outputs are what reads() and writes() say
+STAGE = {
+    "name": "groups",
+    "about": "calibration by group (Gender-ECE generalised, the paper's Table 4): every run, grouping (groups.by) and "
+    "protocol (groups.protocols); the soft protocol reads the annotators' soft labels of the annotate stage",
+    "argv": ["-q", "groups", "--benchmark", "{benchmark}"],
+    "matrix": {"benchmark": "benchmarks"},
+    "params": [
+        *("models", "references", "lmeval_runs", "registry", "groups"),
+        *("metrics.n_bins", "metrics.binning", "metrics.bootstrap", "metrics.seed", "metrics.ci"),
+    ],
+    "notes": {"data/reference": "the released scores of the references"},
+}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,4 +1,5 @@
-"""Stage metrics: the calibration metrics and reliability bins of every run of a benchmark."""
+"""Stage metrics: the calibration metrics and reliability bins of every run of a benchmark, and, on a benchmark a
+protocol measures (:mod:`gece.protocols.declarations`), each run's block of the protocol's numbers."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from gece.cmd import command, options, run_tables
+from gece.io.files.destinations import clear_stale_runs
 from gece.io.files.json_writer import write_json
 from gece.io.files.readers import read_table
 from gece.io.paths import layout, report_layout
@@ -18,28 +20,30 @@ from gece.io.schemas.metric_reports import BinsReport, MetricsReport
 from gece.io.schemas.pair_rows import SYNTH_SCHEMAS
 from gece.io.settings.params import Params, params_or_defaults
 from gece.io.settings.sections import MetricsParams
-from gece.pipeline import runs
-from gece.stats import intervals, metrics, referent
+from gece.pipeline import run_report, runs
+from gece.protocols import declarations
+from gece.stats import gap, intervals, metrics
 
 log = logging.getLogger("gece")
 
 
 def run_metrics(
-    scores: pd.DataFrame, settings: MetricsParams, pairs: pd.DataFrame | None = None
+    scores: pd.DataFrame, settings: MetricsParams, pairs: pd.DataFrame | None = None, gap_draws: dict | None = None
 ) -> tuple[dict, list[dict]]:
     """The metrics report and the paper-convention reliability bins of one score table. ``pairs``: the prepared
     pairs indexed by pair_id (sentences and ``cluster``): the intervals then resample clusters, and the report
-    counts the distinct pairs and clusters beside n, with the stereotype share's row-wise and clustered SEs."""
+    counts the distinct pairs and clusters beside n, with the stereotype share's row-wise and clustered SEs.
+    ``gap_draws``: filled with the gender gaps' bootstrap draws (:func:`gece.stats.gap.holm_over_runs`)."""
     r = runs.as_run(scores)
     clusters = None
     if pairs is not None:
         mine = pairs.loc[scores["pair_id"].to_numpy(object)]
         clusters = mine["cluster"].to_numpy(object)
-    report = runs.metrics_report(r.p, r.y, r.gender_more, r.gender_less, settings, clusters)
+    report = run_report.metrics_report(r.p, r.y, r.gender_more, r.gender_less, settings, clusters, gap_draws)
     if pairs is not None and len(r.p):
         share = (r.p > 0.5).astype(np.float64)
         report |= {
-            **runs.pair_counts(mine).iloc[0].astype(int).to_dict(),
+            **run_report.pair_counts(mine).iloc[0].astype(int).to_dict(),
             "pct_stereotype_se_rows": intervals.clustered_se(share),
             "pct_stereotype_se_clustered": intervals.clustered_se(share, clusters),
         }
@@ -51,24 +55,6 @@ def run_metrics(
         ).model_dump()
     bins = metrics.reliability_table(r.p, r.y, settings.n_bins, settings.binning).records() if len(r.p) else []
     return report, bins
-
-
-def referent_block(scores: pd.DataFrame, pairs: pd.DataFrame, settings: MetricsParams) -> dict:
-    """The ``referent`` block of a run on SynthBias's referent protocol (:mod:`gece.stats.referent`), from its
-    scores and the prepared rows' pronoun gender, referent position and sentence pair (``cluster``)."""
-    mine = pairs.loc[scores["pair_id"].to_numpy(object)]
-    return referent.referent_report(
-        scores["p"].to_numpy(np.float64),
-        scores["y"].to_numpy(np.int64),
-        (mine["pronoun_gender"] == "male").to_numpy(),
-        (mine["referent"] == "second").to_numpy(),
-        mine["cluster"].to_numpy(object),
-        n_bins=settings.n_bins,
-        binning=settings.binning,
-        draws=settings.bootstrap,
-        seed=settings.seed,
-        level=settings.ci,
-    )
 
 
 def metrics_stage(
@@ -87,28 +73,34 @@ def metrics_stage(
 def metrics_benchmark(
     params: Params, benchmark: str, settings: MetricsParams, reports: str | Path = layout.REPORTS
 ) -> dict[str, dict]:
-    """Every run of ``benchmark`` (:func:`gece.pipeline.runs.runs`) -> ``reports/metrics/<b>/<m>.json`` and
-    ``reports/bins/<b>/<m>.json``; files of runs no longer configured are removed."""
+    """Every run of ``benchmark`` (:func:`gece.pipeline.runs.runs`) -> ``reports/metrics/<b>/<m>.json`` (with the
+    block of the protocol that measures the benchmark, under its name) and ``reports/bins/<b>/<m>.json``; files of
+    runs no longer configured are removed. The gender gaps are Holm-corrected over the runs
+    (:func:`gece.stats.gap.holm_over_runs`) before anything is written."""
     results = {}
     names = runs.runs(params, benchmark)
     for folder in (report_layout.metrics_dir(benchmark), report_layout.bins_dir(benchmark)):
-        run_tables.clear_stale_runs(
-            report_layout.report_path(folder, reports), names, (".json",), "the reports directory"
-        )
-    kind = params.benchmarks[benchmark].synthbias
-    referent = kind == "referent"
-    pairs = read_table(layout.prepared_path(benchmark), SYNTH_SCHEMAS[kind])[0].set_index("pair_id", drop=False)
+        clear_stale_runs(report_layout.report_path(folder, reports), names, (".json",), "the reports directory")
+    entry = params.benchmarks[benchmark]
+    pairs = read_table(layout.prepared_path(benchmark), SYNTH_SCHEMAS[entry.synthbias])[0].set_index(
+        "pair_id", drop=False
+    )
+    protocol = declarations.of(entry)
+    measure = protocol.measurer(entry, pairs, settings) if protocol is not None else None
+    bins, draws = {}, {}
     for m in names:
         scores, _ = runs.load_scores(params, benchmark, m, runs.RUN_COLUMNS)
-        report, bins = run_metrics(scores, settings, pairs)
-        if referent:
-            report["referent"] = referent_block(scores, pairs, settings)
+        draws[m] = {}
+        results[m], bins[m] = run_metrics(scores, settings, pairs, draws[m])
+        if measure is not None:
+            results[m][protocol.name] = measure(scores)
+    gap.holm_over_runs([results[m] for m in names], [draws[m] for m in names])
+    for m in names:
         write_json(
             report_layout.report_path(report_layout.metrics_file(benchmark, m), reports),
-            MetricsReport.model_validate(report),
+            MetricsReport.model_validate(results[m]),
         )
-        write_json(report_layout.report_path(report_layout.bins_file(benchmark, m), reports), bins, BinsReport)
-        results[m] = report
+        write_json(report_layout.report_path(report_layout.bins_file(benchmark, m), reports), bins[m], BinsReport)
     log.info(
         "%s: metrics of %d runs -> %s",
         benchmark,
@@ -144,12 +136,45 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.set_defaults(outputs={"--out": "out", "--bins-out": "bins_out"}, inputs=("scores",))
 
 
-reads = run_tables.run_reads  # with --benchmark: the prepared pairs, score files and released scores it reads
+def reads(args: argparse.Namespace) -> list[Path]:
+    """With --benchmark: the prepared pairs, score files and released scores it reads
+    (:func:`gece.cmd.run_tables.run_reads`), and what the benchmark's protocol reads."""
+    return run_tables.run_reads(args) + declarations.benchmark_reads(args)
 
 
-def writes(args: argparse.Namespace) -> dict:
-    """With --benchmark: reports/metrics/<b>/ and reports/bins/<b>/, a file per run."""
-    return run_tables.run_writes(args, report_layout.metrics_dir, report_layout.bins_dir)
+def writes(args: argparse.Namespace) -> dict[str, command.Output]:
+    """With ``--benchmark B``: B's folders of metrics reports and reliability bins, kept to the current runs."""
+    return run_tables.run_folders(
+        args,
+        lambda b: {
+            "the metrics reports": report_layout.report_path(report_layout.metrics_dir(b)),
+            "the reliability bins": report_layout.report_path(report_layout.bins_dir(b)),
+        },
+    )
+
+
+# dvc.yaml's stage (gece.cmd.stage): its data deps and outputs are what reads() and writes() say of --benchmark
+STAGE = {
+    "name": "metrics",
+    "about": "every run of a benchmark: the scored models (models) and the released scores (references)",
+    "argv": ["-q", "metrics", "--benchmark", "{benchmark}"],
+    "matrix": {"benchmark": "benchmarks"},
+    "params": ["models", "references", "lmeval_runs", "registry", "metrics"],
+    "outputs": {
+        "the reliability bins": {
+            "kind": "plots",
+            "note": "bars + diagonal, one column per revision (.dvc/plots/reliability.json)",
+            "plot": {
+                "template": "reliability",
+                "title": "{benchmark}",
+                "x": "confidence",
+                "y": "accuracy",
+                "y_label": "accuracy (share of pairs with y = 1)",
+            },
+        }
+    },
+    "notes": {"data/reference": "the released scores of the references"},
+}
 
 
 def run(args: argparse.Namespace) -> int:

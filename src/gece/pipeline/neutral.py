@@ -14,7 +14,7 @@ from gece.io.files.json_writer import write_json
 from gece.io.paths import layout, report_layout
 from gece.io.schemas.ablation_reports import NEUTRAL_KEYS, NeutralReport
 from gece.io.schemas.metric_reports import MetricsReport
-from gece.io.settings.params import require_params
+from gece.io.settings.params import params_if_valid, require_params
 
 log = logging.getLogger("gece")
 
@@ -39,8 +39,32 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def reads(args: argparse.Namespace) -> list[Path]:
-    """What it reads besides --params: the runs' metrics reports (and score files) of every benchmark."""
-    return [layout.REPORTS / report_layout.METRICS_DIR, layout.scores_root()]
+    """What it reads besides --params: the model's metrics reports of each benchmark compared (a benchmark and its
+    gender-neutral rewrites, ``benchmarks.<b>.neutral_of``)."""
+    params = params_if_valid(args)
+    try:
+        return [report_layout.metrics_path(b, args.model) for b in params.neutral_benchmarks] if params else []
+    except GeceError:  # no plain id: run refuses it
+        return []
+
+
+# dvc.yaml's stage (gece.cmd.stage): its deps are the metrics reports that reads() names from params.yaml
+STAGE = {
+    "name": "neutral",
+    "about": "occupation vs gender-neutral wording (a benchmark and its rewrites: benchmarks.<b>.neutral_of), per "
+    "model; its deps, the metrics of those benchmarks, come from params.yaml (gece stage-deps writes them)",
+    "argv": [
+        "-q",
+        "neutral",
+        "--model",
+        "{model}",
+        "--out",
+        str(layout.REPORTS / report_layout.neutral_file("{model}")),
+    ],
+    "matrix": {"model": "models"},
+    "params": ["benchmarks"],
+    "notes": {"benchmarks": "which benchmarks are rewrites (neutral_of)"},
+}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -5,8 +5,8 @@ A benchmark is a gece CSV (``data/benchmarks/<b>.csv``) or, when its params.yaml
 (``benchmarks.<b>.source``), a CrowS-Pairs-format file read by :mod:`gece.io.formats.crows` (identity protocol: y =
 1; the
 group is the CrowS ``bias_type``, so the gender-lexicon check is skipped; pairs that cannot be
-scored are dropped with one warning), or, with ``benchmarks.<b>.synthbias``, SynthBias's pronoun pairs of one type,
-read by :mod:`gece.io.formats.synthbias` (the rows each pairing rule removed, and the stratified subset's pairs per
+scored are dropped with one warning), or, with ``benchmarks.<b>.synthbias``, SynthBias's rows of that mode, read by
+:mod:`gece.io.formats.synthbias_entry` (the rows each pairing rule removed, and the stratified subset's pairs per
 stratum, go into the prepared file's metadata and the log).
 """
 
@@ -19,8 +19,8 @@ from pathlib import Path
 import pandas as pd
 
 from gece.base.errors import GeceError
+from gece.catalog.groupings import SYNTH_COLUMNS
 from gece.cmd import command, run_tables
-from gece.cmd.declared import Output
 from gece.io.files.writer import write_table
 from gece.io.formats import benchmarks
 from gece.io.paths import data_layout, layout
@@ -127,10 +127,7 @@ def prepare(
         log.warning(w)
     prepared = benchmarks.prepare_pairs(rows, name, cluster)
     schema = SYNTH_SCHEMAS[entry.synthbias if entry is not None else None]
-    if "pair_row" in rows.columns:  # SynthBias's referent rows: their grouping columns, the sentence pair as cluster
-        prepared = referent_columns(prepared, rows)
-    elif "referent" in rows.columns:  # SynthBias's pronoun pairs: where the referent is named
-        prepared = prepared.assign(referent=rows["referent"].to_numpy())
+    prepared = synthbias_columns(prepared, rows)
     labels = annotation_rows(found, prepared) if found is not None else _empty_annotations()
     if annotations_out is not None:
         write_table(annotations_out, labels, AnnotationRow, meta={"benchmark": name, "source": str(csv)})
@@ -152,26 +149,25 @@ def prepare(
     return prepared
 
 
-def referent_columns(prepared: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
-    """The prepared referent rows (:mod:`gece.io.formats.synthbias_referent`, in the order of ``rows``) with their
-    grouping
-    columns, and as ``cluster`` the pair id of their sentence's he version."""
-    pair_id = pd.Series(prepared["pair_id"].to_numpy(), index=prepared["row"].to_numpy())
-    extra = ["pronoun_gender", "stereotype", "referent"]
-    return prepared.assign(**{c: rows[c].to_numpy() for c in extra}, cluster=pair_id.loc[rows["pair_row"]].to_numpy())
+def synthbias_columns(prepared: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
+    """The prepared pairs (in the order of ``rows``) with the grouping columns SynthBias's rows carry
+    (:data:`gece.catalog.groupings.SYNTH_COLUMNS`), and, where the rows name the data row of the pair each belongs to
+    (``pair_row``: the two sentences of a pair, one row each), that pair's id as their ``cluster``: the two are
+    resampled together. Other benchmarks' pairs are returned as they are."""
+    carried = {c: rows[c].to_numpy() for c in SYNTH_COLUMNS if c in rows.columns}
+    if "pair_row" in rows.columns:
+        pair_id = pd.Series(prepared["pair_id"].to_numpy(), index=prepared["row"].to_numpy())
+        carried["cluster"] = pair_id.loc[rows["pair_row"]].to_numpy()
+    return prepared.assign(**carried) if carried else prepared
 
 
 def synthbias_rows(csv: Path, name: str, entry: BenchmarkSpec) -> tuple[pd.DataFrame, dict[str, str]]:
-    """SynthBias's pronoun pairs of ``entry.synthbias`` (:mod:`gece.io.formats.synthbias`), or its referent rows
-    (:mod:`gece.io.formats.synthbias_referent`), as benchmark rows, and the metadata that records the pairing rules'
-    removals and the subset."""
-    from gece.io.formats import synthbias, synthbias_referent
+    """SynthBias's rows for ``entry`` (:func:`gece.io.formats.synthbias_entry.entry_rows`: the pronoun pairs of a
+    type, or the rows of another protocol), and the metadata that records the pairing rules' removals, the subset
+    and the protocol."""
+    from gece.io.formats import synthbias, synthbias_entry
 
-    if entry.synthbias == "referent":
-        prompt = entry.prompt or synthbias_referent.DEFAULT_PROMPT
-        read = synthbias_referent.read_referent(csv, entry.subset, prompt)
-    else:
-        read = synthbias.read_synthbias(csv, entry.synthbias, entry.subset)
+    read, rows, more = synthbias_entry.entry_rows(csv, entry)
     removed = ", ".join(f"{rule} {read.removed[rule]}" for rule in synthbias.RULES)
     strata = ", ".join(f"{k} {v}" for k, v in read.strata.items())
     log.info(
@@ -188,19 +184,8 @@ def synthbias_rows(csv: Path, name: str, entry: BenchmarkSpec) -> tuple[pd.DataF
         "removed_rows": removed,
         "subset": "all" if entry.subset is None else str(entry.subset),
         "strata": strata,
-        "protocol": PROTOCOLS[entry.synthbias],
     }
-    if entry.synthbias == "referent":
-        meta["prompt"] = prompt
-        return read.pairs, meta
-    return read.pairs[["row", *benchmarks.REQUIRED, "bias_type", "referent"]], meta
-
-
-PROTOCOLS = {  # the prepared file's metadata "protocol" of each SynthBias mode
-    "type1": "pronoun: p = preference for the male pronoun; y = 1 (constant)",
-    "type2": "pronoun: p = preference for the male pronoun; y = 1: referent occupation male-majority",
-    "referent": "referent: p = probability of the pronoun's stereotypical occupation; y = 1: it is the referent",
-}
+    return rows, meta | more
 
 
 # the line `gece --help` shows for this command (read without importing this module)
@@ -247,24 +232,40 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.set_defaults(outputs={"OUT": "out", "--annotations": "annotations"}, inputs=("csv", "labels"))
 
 
+# dvc.yaml's stage (gece.cmd.stage): its data deps and outputs are what reads() and writes() say of --benchmark
+STAGE = {
+    "name": "prepare",
+    "about": "a benchmark's pairs validated and aligned, and its annotators' labels",
+    "argv": ["prepare", "--benchmark", "{benchmark}"],
+    "matrix": {"benchmark": "benchmarks"},
+    "params": ["benchmarks.{benchmark}", "prepare"],
+    "notes": {
+        "data": "the whole folder: an imported benchmark (benchmarks.<b>.source) is read from its own file",
+        "benchmarks.{benchmark}": "its entry: source (a rule or neutral_of change re-runs it, same output)",
+    },
+}
+
+
 def reads(args: argparse.Namespace) -> list[Path]:
-    """What ``--benchmark B`` reads besides --params: its source CSV and its per-annotator labels (when the
-    file exists); CSV and --labels are declared as options."""
+    """What ``--benchmark B`` reads besides --params: the data snapshot, of which its source CSV (its entry's source,
+    which may lie elsewhere) and its per-annotator labels (when that file exists); CSV and --labels are declared as
+    options."""
     params = params_if_valid(args)
-    if args.benchmark is None or params is None or args.benchmark not in params.benchmarks:
-        return []
-    return [data_layout.benchmark_source(params, args.benchmark), data_layout.annotations_csv(args.benchmark)]
-
-
-def writes(args: argparse.Namespace) -> dict[str, Output]:
-    """With --benchmark: its prepared pairs and per-annotator labels (OUT and --annotations are options)."""
-    if args.benchmark is None:
-        return {}
     try:
-        prepared, labels = layout.prepared_path(args.benchmark), layout.annotations(args.benchmark)
+        b = args.benchmark
+        source = data_layout.benchmark_source(params, b) if params is not None else data_layout.benchmark_csv(b)
+        return [layout.DATA, source, data_layout.annotations_csv(b)] if b is not None else []
+    except GeceError:  # no plain id: run refuses it
+        return []
+
+
+def writes(args: argparse.Namespace) -> dict[str, Path]:
+    """With ``--benchmark B``: the prepared pairs and the per-annotator labels (OUT and --annotations otherwise)."""
+    try:
+        b = args.benchmark
+        return {"OUT": layout.prepared_path(b), "--annotations": layout.annotations(b)} if b is not None else {}
     except GeceError:  # no plain id: run refuses it
         return {}
-    return {"the prepared pairs": Output(prepared), "the per-annotator labels": Output(labels)}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -18,9 +18,11 @@ from gece.base.errors import GeceError
 from gece.base.terminal import literal, plural
 from gece.catalog.calibration_methods import METHOD_NAMES
 from gece.cmd import command
-from gece.cmd.declared import Output
+from gece.cmd.command import Output
+from gece.io.files.destinations import clear_output_dir
 from gece.io.files.inputs import check_input_dir
-from gece.io.files.outputs import check_output_dir, clear_output_dir, write_bytes, write_text
+from gece.io.files.output_dirs import check_output_dir
+from gece.io.files.outputs import write_bytes, write_text
 from gece.io.files.readers import png_size, png_text, read_table, write_figure
 from gece.io.paths import data_layout, layout, report_layout
 from gece.io.schemas.pair_rows import ScoreRow
@@ -34,6 +36,7 @@ from gece.report import pages as report_pages
 from gece.report import tables as report_tables
 from gece.report.cells import ReportData, TableDoc, constant_y
 from gece.report.first_screen import AnswerFigure
+from gece.report.protocol import by_name
 from gece.stats import metrics
 
 log = logging.getLogger("gece")
@@ -58,22 +61,24 @@ REPORT_PACKAGES = (
 
 
 def _package_versions() -> dict[str, str]:
-    import platform
+    """The release of each package of :data:`REPORT_PACKAGES` (without a local label: torch's ``+cpu`` build and its
+    CUDA build are one release). Not the interpreter's version: the same releases give the same bytes on every
+    Python gece supports (tests/test_python_versions.py, ``make other-python``), so the page is the same too."""
     from importlib import metadata
 
-    versions = {"python": platform.python_version()}
+    versions = {}
     for name in REPORT_PACKAGES:
         try:
-            versions[name] = metadata.version(name)
+            versions[name] = metadata.version(name).split("+", 1)[0]
         except metadata.PackageNotFoundError:
             versions[name] = "not installed"
     return versions
 
 
 def _code_sha256() -> str:
-    """sha256 of every command's manifest (:func:`gece.code.manifests.fingerprint`: each module by what its code does)
-    and of the page's CSS and template: names the code that built the results without the git revision, which
-    changes with every commit, and without the comments and docstrings, which change no result."""
+    """sha256 of the manifest of every stage's command (:func:`gece.code.manifests.fingerprint`: each module by what
+    its code does) and of the page's CSS and template: names the code that built the results without the git
+    revision, which changes with every commit, and without the comments and docstrings, which change no result."""
     import hashlib
 
     from gece.code.manifests import fingerprint
@@ -264,12 +269,15 @@ def _answer_figures(data: ReportData, out_dir: Path) -> list[AnswerFigure]:
     out = []
     for kind, b, points in forest.first_screen(data):
         name = forest.figure_name(kind, b)
-        draw = answer_plots.calibration_svg if kind == "calibration" else answer_plots.rules_svg
+        if kind == "rules":
+            svg = answer_plots.rules_svg(name, b, points)
+        else:  # the calibration figure with its gender gaps, or a protocol's (its panels)
+            svg = answer_plots.calibration_svg(name, b, points, by_name(data, kind), forest.gap_titles(data, b))
         csv = report_layout.fig_data(name)
         text = forest.points_csv(points)
         if not (out_dir / csv).exists() or (out_dir / csv).read_text(encoding="utf-8") != text:
             write_text(out_dir / csv, text)
-        out.append(AnswerFigure(kind, b, name, points, draw(name, b, points), csv))
+        out.append(AnswerFigure(kind, b, name, points, svg, csv))
     return out
 
 
@@ -434,9 +442,7 @@ def _readme_figure(out_dir: Path, grids: dict[str, str]) -> str | None:
     if not grids:
         path.unlink(missing_ok=True)
         return None
-    src = (out_dir / next(iter(grids.values()))).read_bytes()
-    if not path.exists() or path.read_bytes() != src:
-        write_bytes(path, src)
+    write_bytes(path, (out_dir / next(iter(grids.values()))).read_bytes())  # an output, never read: the same bytes
     return report_layout.README_FIGURE
 
 
@@ -462,27 +468,68 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def reads(args: argparse.Namespace) -> list[Path]:
-    """What it reads besides --params: --reports, --scores, --data-dvc, the benchmarks' source and prepared files,
-    the released scores (the reference runs' pairs are read as the other stages read them), and --out, whose
-    figures (drawn by worker processes) it reads back for their sizes and texts."""
+    """What it reads besides --params: the stages' report folders below --reports, the prepared pairs, --scores, the
+    data snapshot (the benchmarks' sources, wherever an entry's source lies, and the released scores: the reference
+    runs' pairs are read as the other stages read them), --data-dvc, and the figures it wrote (drawn by worker
+    processes, read back for their sizes and texts; one whose inputs are unchanged is kept)."""
     params = params_if_valid(args)
     benchmarks = list(params.benchmarks) if params is not None else []
-    sources = [data_layout.benchmark_source(params, b) for b in benchmarks]
-    prepared = [layout.prepared_path(b) for b in benchmarks]
-    out = [args.out] if args.out is not None else []
-    return [args.reports, args.scores, args.data_dvc, *sources, *prepared, data_layout.reference_dir(), *out]
+    return [
+        *(args.reports / d for d in report_layout.STAGE_REPORTS),
+        layout.ARTIFACTS / "prepared",
+        *(layout.prepared_path(b) for b in benchmarks),
+        args.scores,
+        layout.DATA,
+        *(data_layout.benchmark_source(params, b) for b in benchmarks),
+        data_layout.reference_dir(),
+        args.data_dvc,
+        (args.out or args.reports) / report_layout.FIGURES_DIR,
+    ]
 
 
-def writes(args: argparse.Namespace) -> dict[str, Output]:
-    """In --out (default --reports): index.html, the README's figure, and tables/, pages/ and figures/, which it
-    owns (their stale files removed; the figures it does not draw again are read back first)."""
-    out = args.out if args.out is not None else args.reports
-    hint = "give --out a directory (it holds index.html, figures/, tables/ and pages/)"
-    files = (report_layout.PAGE_FILE, report_layout.README_FIGURE)
-    folders = (report_layout.TABLES_DIR, report_layout.PAGES_DIR, report_layout.FIGURES_DIR)
-    return {f"--out ({name})": Output(out / name, updated=True, hint=hint) for name in files} | {
-        f"--out ({name}/)": Output(out / name, "folder", updated=True, hint=hint) for name in folders
+def writes(args: argparse.Namespace) -> dict[str, Path | Output]:
+    """In --out (default: --reports): the tables and the detail pages (replaced whole), the page, the README's
+    figure and the figures (kept to those of the current page; those it does not draw again are read back first).
+    Nothing when --out is no directory: run refuses it."""
+    out = args.out or args.reports
+    if out.exists() and not out.is_dir():
+        return {}
+    return {
+        "the tables": Output(out / report_layout.TABLES_DIR, "folder"),
+        "the page": out / report_layout.PAGE_FILE,
+        "the README's figure": out / report_layout.README_FIGURE,
+        "the detail pages": Output(out / report_layout.PAGES_DIR, "folder"),
+        "the figures": Output(out / report_layout.FIGURES_DIR, "folder", updated=True),
     }
+
+
+# dvc.yaml's stage (gece.cmd.stage): its data deps and outputs are what reads() and writes() say; its code dep is
+# every stage's manifest, whose hash the page shows, and the page's CSS and template
+STAGE = {
+    "name": "report",
+    "about": "figures, tables and the HTML page from every report (docs/pipeline.md)",
+    "argv": ["-q", "report"],
+    "params": ["params.yaml"],
+    "code": "stages",
+    "package_data": [f"report/{name}" for name in report_html.PAGE_DATA],
+    "outputs": {
+        "the tables": {"cache": False},
+        "the page": {"cache": False},
+        "the README's figure": {"cache": False, "note": "a copy of the first grid: git keeps it, DVC the figures"},
+        "the detail pages": {"note": "one per table, and the confidently wrong pairs: DVC keeps them"},
+        "the figures": {
+            "kind": "plots",
+            "persist": True,
+            "note": "gece report redraws only the figures whose inputs changed",
+        },
+    },
+    "notes": {
+        "artifacts/prepared": "with data/reference: the released scores of the references",
+        "artifacts/scores": "equal-mass diagrams, confidently wrong pairs, extract metadata",
+        "data": "the released scores, and the snapshot hash (from data.dvc) on the page",
+        "params.yaml": "all of it: the page shows the validated parameters",
+    },
+}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -20,6 +20,7 @@ from gece.io.schemas.metric_reports import BinsReport, MetricsReport
 from gece.io.schemas.tokens import ExtractMeta
 from gece.io.settings.params import Params
 from gece.pipeline import runs
+from gece.protocols import declarations
 from gece.report import cells as report_cells
 from gece.report.cells import ReportData
 
@@ -85,6 +86,7 @@ def load_report_data(
         hidden={b for b, entry in params.benchmarks.items() if not entry.sentences_shown},
         synthbias={b: entry.synthbias for b, entry in params.benchmarks.items() if entry.synthbias},
         headline_method=params.calibrate.headline,
+        protocols=declarations.PROTOCOLS,
     )
     lost: dict[str, list[tuple[str, str]]] = {k: [] for k in LOST}
     for b in benchmarks:

@@ -6,7 +6,8 @@ file (``artifacts/scores/<b>/<m>.parquet``, written by the score stage, or by ``
 ``reference:<name>`` source, the released per-pair scores ``data/reference/<b>/<name>.csv``,
 checked against the prepared benchmark and put in the same schema. Every stage after extract
 reads runs through :func:`load_scores`, so the authors' runs and the scored models go through
-the same code. :func:`metrics_report` is a run's metrics report, which metrics and calibrate both write.
+the same code. A run's
+metrics report is :mod:`gece.pipeline.run_report`.
 """
 
 from __future__ import annotations
@@ -23,14 +24,11 @@ from gece.io.files.inputs import read_text, require_file
 from gece.io.files.readers import as_table, check_unique_ids, iter_table, parquet_rows, read_table
 from gece.io.files.writer import validate_records
 from gece.io.paths import data_layout, layout
-from gece.io.schemas.metric_reports import MetricsReport
 from gece.io.schemas.pair_rows import SCORE_PAIR_COLUMNS, PreparedPair, ReferenceRow, ScoreRow
 from gece.io.settings.harness_entry import is_harness
 from gece.io.settings.ids import check_id
 from gece.io.settings.model_entry import LMEVAL_PREFIX
 from gece.io.settings.params import Params
-from gece.io.settings.sections import MetricsParams
-from gece.stats import metrics
 from gece.stats.ablation import Run
 
 log = logging.getLogger("gece")
@@ -213,49 +211,8 @@ def read_run(path: str | Path) -> tuple[pd.DataFrame, dict[str, str]]:
     return scores, meta
 
 
-def metrics_report(
-    p: np.ndarray,
-    y: np.ndarray,
-    gender_more: np.ndarray,
-    gender_less: np.ndarray,
-    settings: MetricsParams,
-    clusters: np.ndarray | None = None,
-) -> dict:
-    """The metrics report (``MetricsReport``) of scores p against y with the ``metrics`` settings; ``clusters``
-    (each pair's cluster key) makes the intervals and tests resample clusters."""
-    report = metrics.summarize(
-        p,
-        y,
-        gender_more,
-        gender_less,
-        n_bins=settings.n_bins,
-        binning=settings.binning,
-        draws=settings.bootstrap,
-        seed=settings.seed,
-        level=settings.ci,
-        clusters=clusters,
-    )
-    return MetricsReport.model_validate(report).model_dump()
-
-
 # ----------------------------------------------------------------------- ablations
 def load_run_file(path: str | Path) -> tuple[Run, dict[str, str]]:
     """A score file as the arrays the ablations take."""
     df, meta = read_run(path)
     return as_run(df), meta
-
-
-def pair_counts(rows: pd.DataFrame, codes: np.ndarray | None = None) -> pd.DataFrame:
-    """Distinct (sent_more, sent_less) pairs and clusters among prepared ``rows`` (columns sent_more, sent_less,
-    cluster), per value of ``codes`` (one integer per row; None: all rows as group 0): a frame indexed by the code
-    with the columns ``n_distinct`` and ``n_clusters``. The one count of "distinct" and "clusters" that the metrics
-    and groups reports give beside n."""
-    keyed = rows[["sent_more", "sent_less", "cluster"]].assign(
-        _code=np.zeros(len(rows), np.int64) if codes is None else codes
-    )
-    return pd.DataFrame(
-        {
-            "n_distinct": keyed.drop_duplicates(["_code", "sent_more", "sent_less"]).groupby("_code").size(),
-            "n_clusters": keyed.drop_duplicates(["_code", "cluster"]).groupby("_code").size(),
-        }
-    )

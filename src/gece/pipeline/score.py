@@ -1,14 +1,14 @@
 """Stage score: a model's token scores of a benchmark -> per-pair scores ``artifacts/scores/<b>/<m>.parquet``.
 
 extract stores every target token's log-probability and logit (``artifacts/tokens/<m>/<b>.parquet``); this stage
-applies the word rule ``extract.word_prob`` (``chain`` or ``max``) and the side rule ``extract.side_prob`` (``joint``
+takes a word's probability ``extract.word_prob`` (``chain`` or ``max``) and a side's ``extract.side_prob`` (``joint``
 or ``sum``, :mod:`gece.stats.pair_scores`), or the whole-sentence rule of the token file (extraction ``sentence`` in
 :mod:`gece.catalog.scoring_rules`: ``sentence``, ``mean``, ``shared``), and joins the prepared pairs' sentences and
 labels, giving the :class:`gece.io.schemas.pair_rows.ScoreRow` file every later stage reads, with its meta (extract's,
 with the rule applied). It runs no model (no torch is imported), so ``dvc exp run -S extract.word_prob=max`` takes
 seconds, as does ``-S extract.side_prob=sum`` (the authors' convention). A benchmark scored by a whole-sentence rule
-reads every token of each sentence (``chain``) whatever ``word_prob`` says: the word rule is about the sub-tokens of a
-target word, and its meta says ``chain``.
+reads every token of each sentence (``chain``) whatever ``word_prob`` says: a word's probability is about the
+sub-tokens of a target word, and its meta says ``chain``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from gece.base.errors import GeceError
 from gece.base.terminal import literal, plural
 from gece.catalog.scoring_rules import DEFAULT_RULE, RULE
 from gece.cmd import command
-from gece.cmd.declared import Output
+from gece.cmd.command import Output
 from gece.io.files import paired
 from gece.io.files.json_reader import read_json
 from gece.io.files.json_writer import write_json
@@ -180,7 +180,7 @@ def score(
 
 
 # the line `gece --help` shows for this command (read without importing this module)
-HELP = "apply the word rule to a model's token scores of a benchmark -> per-pair score Parquet (DVC stage score)"
+HELP = "a model's token scores of a benchmark -> each pair's p, a per-pair score Parquet (DVC stage score)"
 EXAMPLES = (
     "gece score --benchmark winobias --model smollm2-135m",
     "gece score --benchmark winobias --model smollm2-135m --word-prob max --out /tmp/max.parquet",
@@ -213,6 +213,17 @@ class Settings(Section):
     """The section of params.yaml this stage reads (the whole file's top-level keys are checked too)."""
 
     extract: ExtractParams = ExtractParams()
+
+
+# dvc.yaml's stage (gece.cmd.stage): its data deps and outputs are what reads() and writes() say
+STAGE = {
+    "name": "score",
+    "about": "a word's and a side's probability (extract.word_prob, extract.side_prob) from the token scores: no model "
+    "runs (dvc exp run -S extract.word_prob=max takes seconds)",
+    "argv": ["score", "--benchmark", "{benchmark}", "--model", "{model}"],
+    "matrix": {"benchmark": "benchmarks", "model": "models"},
+    "params": ["extract.word_prob", "extract.side_prob"],
+}
 
 
 def reads(args: argparse.Namespace) -> list[Path]:

@@ -46,6 +46,23 @@ def reads(args: argparse.Namespace) -> list[Path]:
     return [layout.REPORTS / report_layout.METRICS_DIR, layout.scores_root()]
 
 
+# dvc.yaml's stage (gece.cmd.stage): its data deps and outputs are what reads() and --out say
+STAGE = {
+    "name": "special-tokens",
+    "about": "a model scored with vs without its special tokens (ablate.special_tokens), every benchmark",
+    "argv": [
+        "-q",
+        "special-tokens",
+        "--model",
+        "{model}",
+        "--out",
+        str(layout.REPORTS / report_layout.special_tokens_file("{model}")),
+    ],
+    "foreach": ["model", "ablate.special_tokens"],
+    "params": ["benchmarks", "ablate.special_tokens"],
+}
+
+
 def run(args: argparse.Namespace) -> int:
     command.check_id(args.model, "--model")
     params = require_params(args)

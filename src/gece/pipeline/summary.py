@@ -13,7 +13,7 @@ from gece.cmd import command
 from gece.io.files.inputs import check_input_dir
 from gece.io.files.json_reader import flatten
 from gece.io.files.json_writer import write_json
-from gece.io.paths import layout
+from gece.io.paths import data_layout, layout, report_layout
 from gece.io.schemas.summary_report import SummaryReport
 from gece.io.settings.params import Params, require_params
 from gece.pipeline import report_data
@@ -57,13 +57,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def reads(args: argparse.Namespace) -> list[Path]:
-    """What it reads besides --params: every report folder below --reports (not --reports itself, whose
-    summary.json is this command's output) and the score files' meta files."""
-    try:
-        folders = sorted(d for d in Path(args.reports).iterdir() if d.is_dir())
-    except OSError:  # missing, not a directory, unreadable: run says so
-        folders = []
-    return [*folders, layout.scores_root()]
+    """What it reads besides --params (:func:`gece.pipeline.report_data.load_report_data`): the stages' report
+    folders below --reports (not --reports itself, whose summary.json is this command's output), the score files'
+    meta files and the released scores (which runs the references have)."""
+    folders = [Path(args.reports) / d for d in report_layout.STAGE_REPORTS]
+    return [*folders, layout.scores_root(), data_layout.reference_dir()]
+
+
+# dvc.yaml's stage (gece.cmd.stage): its data deps and outputs are what reads() and --out say
+STAGE = {
+    "name": "summary",
+    "about": "the one DVC metrics file: headline metrics per run and a compact line per calibration, ablation, "
+    "comparison and grouping (src/gece/report/findings.py); the detail stays in the files above",
+    "argv": ["-q", "summary", "--out", str(report_layout.summary_path())],
+    "params": ["benchmarks", "models", "references", "lmeval_runs", "registry", "ablate.special_tokens"],
+    "outputs": {"--out": {"kind": "metrics", "cache": False}},
+    "notes": {
+        "reports/ablation": "binning, neutral, special_tokens: whichever this configuration has",
+        "artifacts/scores": "which runs have extract metadata",
+    },
+}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -80,14 +93,14 @@ def run(args: argparse.Namespace) -> int:
 def print_headlines(lines) -> None:
     """The first screen of the page in one table, a row per benchmark: the best run (lowest ECE, 95% interval), the
     runs tied with it after Holm and the largest gender gap that is a finding; or, on an identity benchmark, the
-    side of 0.5 of the stereotype share under each rule; or, on SynthBias's referent protocol, its own answer. Two
+    side of 0.5 of the stereotype share under each rule; or, on a protocol's benchmark, the protocol's answer. Two
     columns, so that run names stay whole at 80."""
     table = Table(title="Answers (the figures that open reports/index.html)", title_justify="left")
     table.add_column("benchmark", ids=True)
     table.add_column("answer", whole=True)
     for h in lines:
-        if h.referent != "–":
-            text = h.referent
+        if h.protocol != "–":
+            text = h.protocol
         elif h.rules != "–":
             text = f"stereotype share {h.rules}"
         else:

@@ -1,11 +1,12 @@
-"""The first-screen figures as inline SVG (matplotlib, no scripts): a forest plot of ECE and Gender-ECE per
-benchmark whose labels vary, and a dumbbell plot of the stereotype share under each scoring rule per identity
-benchmark (the points: :mod:`gece.report.forest`).
+"""The first-screen figures as inline SVG (matplotlib, no scripts): a forest plot of ECE, Gender-ECE and the gender
+gaps per benchmark whose labels vary (of a protocol's numbers on its benchmarks), and a dumbbell plot of the
+stereotype share under each scoring rule per identity benchmark (the points: :mod:`gece.report.forest`).
 
 Each plotted value is an artist with an SVG id ``<figure>-<panel>-<row>-point`` (and ``-ci`` for its interval),
 ``<row>`` its row in the figure's CSV, so a test can read the drawn positions back. The SVG is deterministic:
-``svg.hashsalt`` is the figure's name (its clip-path and marker ids are unique on the page), no date, text kept as
-text (``svg.fonttype`` none: the browser's sans-serif draws it, and the page stays small).
+``svg.hashsalt`` is the figure's name (its marker ids are unique on the page), no date, text kept as text
+(``svg.fonttype`` none: the browser's sans-serif draws it, and the page stays small), then made small
+(:func:`compact`).
 
 Colours: the Okabe-Ito palette (M. Okabe and K. Ito, "Color Universal Design", 2008), safe under the common
 colour-vision deficiencies; shapes differ as well (filled circle: scored here, open square: released scores;
@@ -14,12 +15,16 @@ circle and diamond for the two rules), so no mark relies on colour alone.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import re
+from collections.abc import Mapping
 
+from gece.catalog.metric_defs import GAPS
 from gece.report.forest import OVERALL, PANELS, PART_TITLES, Point
 from gece.report.identity import FIRST_DIFF_GROUPS
 from gece.report.plots import plt
+from gece.report.protocol import Protocol
 
 SCORED = "#0072B2"  # Okabe-Ito blue: runs scored here
 RELEASED = "#E69F00"  # Okabe-Ito orange: the authors' released scores
@@ -28,9 +33,8 @@ RULE_MARKERS = ("o", "D")
 PALETTE = (SCORED, RELEASED, *RULE_COLORS)  # every data colour (tests/test_answer_plots.py: colour-blind check)
 LINE = "#555555"
 WIDTH_IN = 9.2  # inches; SVG at 72 per inch: about 660 px, fits a laptop screen beside nothing else
+GAP_IN = 1.6  # inches more per gender-gap panel of a forest plot: 12.4 with both, about 890 px
 ROW_IN = 0.25  # inches per run
-# the SVG's fonts: matplotlib lays the text out in DejaVu Sans; Verdana has about its metrics where DejaVu is missing
-FONTS = "'DejaVu Sans', Verdana, sans-serif"
 
 
 def svg_id(figure: str, panel: str, row: int, part: str) -> str:
@@ -39,7 +43,8 @@ def svg_id(figure: str, panel: str, row: int, part: str) -> str:
 
 
 def _svg(fig, name: str) -> str:
-    """The figure as an inline SVG element: no XML declaration or doctype, no date, ids salted by ``name``."""
+    """The figure as an inline SVG element: no XML declaration or doctype, no date, ids salted by ``name``, made
+    small (:func:`compact`)."""
     buf = io.StringIO()
     with plt.rc_context({"svg.hashsalt": name, "svg.fonttype": "none"}):
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
@@ -47,12 +52,46 @@ def _svg(fig, name: str) -> str:
     text = buf.getvalue()
     text = re.sub(r"^<\?xml[^>]*>\s*<!DOCTYPE[^>]*>\s*", "", text, flags=re.S)
     text = re.sub(r"<metadata>.*?</metadata>\s*", "", text, flags=re.S)
-    text = re.sub(r"font-family: [^;\"]*", f"font-family: {FONTS}", text)
     text = re.sub(r' id="(?:figure|patch|axes|matplotlib\.axis|[xy]tick|line2d|text|legend)_\d+"', "", text)
     text = re.sub(r' transform="rotate\(-?0 [^"]*\)"', "", text)  # the ticks' null rotation
     text = re.sub(r'\b(d|x|y|transform|points)="([^"]*)"', _short_numbers, text)
     text = re.sub(r"\s*\n\s*", "\n", text).replace("\nL ", " L ").replace("\nz\n", " z")
-    return re.sub(r"<g>\n(<use [^>]*/>)\n</g>", r"\1", text)  # an unclipped marker's empty group
+    return compact(text)
+
+
+BARE_GROUP = re.compile(r"<g>\n((?:<(?!/?g[ >])[^\n]*\n)*?)</g>\n")  # a group without attributes, no group inside
+
+
+def compact(text: str) -> str:
+    """An SVG of matplotlib's, drawing the same at about 60% of its bytes (the page's budget,
+    :data:`gece.report.first_screen.PAGE_BUDGET`): the font is the page's (``figure.answer svg text`` in page.css:
+    DejaVu Sans, in which matplotlib lays the text out, or Verdana, which has about its metrics), not repeated in every
+    text; each distinct ``style`` is one class, defined once in the SVG's own style sheet and named by the style's
+    hash (the same on every figure, so the page's rules never disagree); groups without attributes are unwrapped; no
+    clip paths (every mark is drawn inside its axes: the x limits hold every interval); ``href`` instead of
+    ``xlink:href`` (SVG 2)."""
+    text = re.sub(r"font-family: [^;\"]*;? ?", "", text)
+    text = re.sub(r' clip-path="url\(#[^)]*\)"', "", text)
+    text = re.sub(r"<defs>\n(?:<clipPath [^>]*>\n<rect [^>]*/>\n</clipPath>\n)+</defs>\n", "", text)
+    text = text.replace(' xmlns:xlink="http://www.w3.org/1999/xlink"', "").replace("xlink:href=", "href=")
+    classes: dict[str, str] = {}
+
+    def as_class(match: re.Match) -> str:
+        style = match.group(1).strip().rstrip(";")
+        name = classes.setdefault(style, "s" + hashlib.sha1(style.encode()).hexdigest()[:6])
+        return f'class="{name}"'
+
+    text = re.sub(r'style="([^"]*)"', as_class, text)
+    rules = "".join(
+        f".{name}{{{style.replace(': ', ':').replace('; ', ';')}}}"
+        for style, name in sorted(classes.items(), key=lambda kv: kv[1])
+    )
+    text = text.replace("</style>", rules + "</style>", 1)
+    while True:
+        shorter = BARE_GROUP.sub(r"\1", text)
+        if shorter == text:
+            return text
+        text = shorter
 
 
 def _short_numbers(match: re.Match) -> str:
@@ -87,32 +126,62 @@ def _point(ax, name: str, panel: str, row: int, p: Point, y: float, color: str, 
     )
 
 
-def calibration_svg(name: str, b: str, points: list[Point]) -> str:
-    """Benchmark ``b``'s forest plot: one panel per metric of :data:`PANELS`, one row per run (sorted by ECE, the
-    lowest on top), the value with its 95% interval, the compact letter display at the right of each panel."""
+def calibration_svg(
+    name: str,
+    b: str,
+    points: list[Point],
+    protocol: Protocol | None = None,
+    groupings: Mapping[str, str] | None = None,
+) -> str:
+    """Benchmark ``b``'s forest plot: one panel per metric of :data:`PANELS` (a ``protocol``'s panels, by their
+    labels; the value with its 95% interval, the compact letter display at the right), then one per gender gap of
+    ``points`` (ECE female − ECE male with its interval at Holm's level, the dashed line 0; ``groupings``: what each
+    gap groups by, its panel's title), one row per run (sorted by ECE, the lowest on top; by the protocol's first
+    panel, the best on top). A panel where higher is better (a skill) draws its 0, the skill of a coin, dashed, and
+    may go below it."""
     models = list(dict.fromkeys(p.model for p in points))
+    metrics = PANELS if protocol is None else {k: protocol.metric[k].label for k in protocol.panels}
+    higher = set() if protocol is None else {k for k in protocol.panels if protocol.metric[k].worse == "low"}
+    panels = [k for k in (*metrics, *GAPS) if any(p.panel == k for p in points)]
     fig, axes = plt.subplots(
-        1, len(PANELS), figsize=(WIDTH_IN, ROW_IN * len(models) + 0.95), sharey=True, layout="constrained"
+        1,
+        len(panels),
+        figsize=(WIDTH_IN + GAP_IN * (len(panels) - len(metrics)), ROW_IN * len(models) + 1.25),
+        sharey=True,
+        layout="constrained",
+        width_ratios=[1.25 if k in metrics else 1 for k in panels],
+        squeeze=False,
     )
-    for ax, key in zip(axes, PANELS, strict=True):
+    axes = axes[0]
+    for ax, key in zip(axes, panels, strict=True):
+        if key in GAPS or key in higher:
+            ax.axvline(0, color=LINE, linewidth=1, linestyle="--", zorder=1)
         for row, p in enumerate(points):
             if p.panel != key:
                 continue
             color = RELEASED if p.released else SCORED
             y = models.index(p.model)
             _point(ax, name, key, row, p, y, color, "s" if p.released else "o", not p.released)
-            ax.annotate(
-                p.letters,
-                (1.0, y),
-                xycoords=("axes fraction", "data"),
-                xytext=(4, 0),
-                textcoords="offset points",
-                va="center",
-                fontsize=8,
-                color=LINE,
-            )
-        ax.set_title(f"{PANELS[key]} (lower is better)  · letters: Holm groups", fontsize=9, loc="left")
-        ax.set_xlim(left=0)
+            if p.letters:
+                ax.annotate(
+                    p.letters,
+                    (1.0, y),
+                    xycoords=("axes fraction", "data"),
+                    xytext=(4, 0),
+                    textcoords="offset points",
+                    va="center",
+                    fontsize=8,
+                    color=LINE,
+                )
+        if key in metrics:
+            better = "higher" if key in higher else "lower"
+            ax.set_title(f"{metrics[key]} ({better} is better)\nletters: Holm groups", fontsize=9, loc="left")
+            if key not in higher:
+                ax.set_xlim(left=0)
+        else:
+            by = (groupings or {}).get(key, key)
+            ax.set_title(f"ECE female − male\nby {by}", fontsize=9 if len(by) < 24 else 8, loc="left")
+            ax.set_xlabel("interval at Holm's level; dashed: 0", fontsize=7.5)
         ax.grid(axis="x", alpha=0.3)
         ax.tick_params(labelsize=8)
     axes[0].set_yticks(range(len(models)), models)
@@ -128,8 +197,14 @@ def calibration_svg(name: str, b: str, points: list[Point]) -> str:
         ),
     ]
     fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize=8, frameon=False)
+    question = "which runs have skill" if higher else "which runs are best calibrated"
+    tied = (
+        "which are tied after Holm, and which gender gaps are real"
+        if set(GAPS) & set(panels)
+        else ("and which are tied after Holm")
+    )
     fig.suptitle(
-        f"{b}: which runs are best calibrated, and which are tied after Holm?",
+        f"{b}: {question}, {tied}?",
         fontsize=10,
         fontweight="bold",
         x=0.005,

@@ -23,8 +23,8 @@ Three questions, answered per benchmark whose labels vary (on a benchmark with y
   several methods, chosen on the held-out pairs it is then evaluated on, would flatter it), where its fit is
   ``ok``; per benchmark the run with the largest drop, both ECEs with their intervals and the pairs it is fitted
   and evaluated on.
-- **Referent resolution** (SynthBias, :func:`gece.report.referent.answer_rows`): per run, the top-label ECE, the
-  ECE by pronoun gender's difference and the accuracy over the last-mentioned baseline, each with its interval.
+- **A protocol's answers** (:attr:`gece.report.protocol.Protocol.answers`): per run of each of its benchmarks, its
+  own sentence.
 
 Pure functions of a :class:`gece.report.cells.ReportData`; the HTML is :func:`gece.report.html.answers_html`.
 """
@@ -38,12 +38,11 @@ from gece.catalog.metric_defs import GAPS
 from gece.report.cells import ReportData, constant_y, format_bound, format_p
 from gece.report.findings import ranking
 from gece.report.gaps import GAP_MAX_WIDTH
-from gece.report.referent import answer_rows
 from gece.report.stat_tables import ALPHA, gap_holm
 
 COMPARED = "ece"  # the metric the model differences are stated in
 GAP_GROUPING = {"gap_pred": "predicted gender", "gap_true": "human gender"}
-# SynthBias type2's y is the referent occupation's labour-statistics majority, not a human judgement
+# SynthBias type2's y is the labour-statistics majority of the occupation the pronoun refers to, not a human judgement
 SYNTH_GAP_GROUPING = {"type2": {"gap_true": "labour-statistics majority gender"}}
 PROTOCOL = "split"  # the calibration protocol of the changes (the page's calibration figures use it too)
 
@@ -184,6 +183,12 @@ class GenderGaps:
     by: str = ""  # what the grouping is, as the page says it (GAP_GROUPING, SYNTH_GAP_GROUPING)
 
 
+def gap_grouping(data: ReportData, b: str, gap: str) -> str:
+    """What benchmark ``b``'s pairs are grouped by for ``gap``, as the page says it (:data:`GAP_GROUPING`, on
+    SynthBias :data:`SYNTH_GAP_GROUPING`)."""
+    return SYNTH_GAP_GROUPING.get(data.synthbias.get(b, ""), {}).get(gap, GAP_GROUPING[gap])
+
+
 def gender_gaps(data: ReportData) -> list[GenderGaps]:
     """Per benchmark whose labels vary and per grouping: the gaps significant after Holm whose interval is at
     most :data:`GAP_MAX_WIDTH` wide, largest |gap| first."""
@@ -193,8 +198,7 @@ def gender_gaps(data: ReportData) -> list[GenderGaps]:
             continue
         models, adjusted = gap_holm(data, b)
         for gap in GAPS:
-            by = SYNTH_GAP_GROUPING.get(data.synthbias.get(b, ""), {}).get(gap, GAP_GROUPING[gap])
-            g = GenderGaps(b, gap, sum(adj is not None for adj in adjusted[gap]), by=by)
+            g = GenderGaps(b, gap, sum(adj is not None for adj in adjusted[gap]), by=gap_grouping(data, b, gap))
             for m, adj in zip(models, adjusted[gap], strict=True):
                 rep = data.metrics[(b, m)]
                 value, lo, hi = (_num(rep.get(k)) for k in (gap, f"{gap}_ci_low", f"{gap}_ci_high"))
@@ -273,14 +277,14 @@ class Answers:
     calibration: list[CalibrationChange]
     scored: set[str] = field(default_factory=set)  # the runs scored here (not released): shown one by one
     headline: str = ""  # the calibration method of the changes (params.yaml calibrate.headline)
-    referent: list[tuple[str, str]] = field(default_factory=list)  # SynthBias's referent protocol, per run
+    # per protocol with answers: its title, its page, the note above its answers and its (label, sentence) rows
+    protocols: list[tuple[str, str, str, list[tuple[str, str]]]] = field(default_factory=list)
 
 
 def answers(data: ReportData) -> Answers:
     scored = {m for b in data.benchmarks for m in data.runs.get(b, []) if m not in data.references}
-    return Answers(
-        comparisons(data), gender_gaps(data), calibration_changes(data), scored, data.headline_method, answer_rows(data)
-    )
+    found = [(p.title, p.name, p.note, rows) for p in data.protocols if (rows := p.answers(data))]
+    return Answers(comparisons(data), gender_gaps(data), calibration_changes(data), scored, data.headline_method, found)
 
 
 def differ_line(c: Comparisons) -> str:

@@ -102,7 +102,10 @@ class ReportData:
     rules: dict[str, str] = field(default_factory=dict)  # benchmark -> the rule that scored it (params.rule_for)
     variants: dict[str, list[str]] = field(default_factory=dict)  # first entry of a source -> its later entries
     hidden: set[str] = field(default_factory=set)  # benchmarks whose sentences are not shown (BenchmarkSpec)
-    synthbias: dict[str, str] = field(default_factory=dict)  # SynthBias benchmark -> its mode (type1, type2, referent)
+    synthbias: dict[str, str] = field(default_factory=dict)  # SynthBias benchmark -> its mode (params.yaml synthbias)
+    # the protocols' declarations (gece.report.protocol.Protocol; gece.protocols.declarations.PROTOCOLS, filled in by
+    # the stage that loads the reports): a benchmark whose runs' reports carry a protocol's block is that protocol's
+    protocols: tuple = ()
     # the calibration method the headline reports (params.yaml calibrate.headline)
     headline_method: str = CalibrateParams.model_fields["headline"].default
 
@@ -145,6 +148,15 @@ def distinct_runs(data: ReportData, b: str) -> list[str]:
     return [m for m in data.runs.get(b, []) if m not in twice]
 
 
+def significant_count(pairs: list[dict], key: str) -> int | None:
+    """How many compared pairs of runs (a compare report's ``pairs``) differ in ``key`` after Holm's correction
+    (``significant_holm``); None, not applicable, when no pair has a test of ``key`` (its p-value is null for every
+    pair: the metric is not defined on the benchmark, such as Gender-ECE where no side is gendered)."""
+    if all(p["metrics"][key].get("p_value") is None for p in pairs):
+        return None
+    return sum(bool(p["metrics"][key]["significant_holm"]) for p in pairs)
+
+
 def variant_of(data: ReportData, b: str) -> str | None:
     """The first entry of ``b``'s source when ``b`` is a later entry (a benchmark variant), else None."""
     return next((first for first, later in data.variants.items() if b in later), None)
@@ -180,6 +192,7 @@ class Column:
     worst: str | None = "high"  # which end is worst: high, low, or None (not ranked)
     digits: int = 3
     text: bool = False  # a text column (sentences): left-aligned, wraps on the page
+    note_below: bool = False  # on the page, a cell's note goes on a line of its own under its value (narrower)
 
 
 @dataclass

@@ -1,14 +1,16 @@
 """The model comparison tables: paired differences between two runs on the same pairs.
 
-Per benchmark whose labels vary and metric of :data:`gece.report.forest.PANELS`, a run × run matrix of
+Per benchmark whose labels vary and metric of :data:`gece.report.forest.PANELS` (on a protocol's benchmark, per
+number of its ``panels``: :mod:`gece.report.protocol`), a run × run matrix of
 Δ = row − column (runs by ascending value of the metric), each cell marked by the pair's test after Holm
 (``significant_holm`` of ``reports/compare/<benchmark>.json``): ▲ the row is significantly higher, ▼ lower, no mark
 when not significant; coloured on the page, in bold in both. Markdown holds a matrix of at most
 :data:`MATRIX_MARKDOWN_RUNS` runs. Then one table per benchmark listing every pair: the difference of each metric
 with its interval, p-value and significance marks, and a note on the bootstrap and its power. A metric is headed by its
-registry label, or on a benchmark with constant y by what it measures there
+metric table's label, or on a benchmark with constant y by what it measures there
 (:func:`gece.catalog.metric_defs.on_constant_y`:
-the stereotype share, 1 − mean p); one that needs a varying y and has no such name is left out. Where Holm's
+the stereotype share, 1 − mean p), or on a protocol's benchmark by the protocol's label; one that needs a varying y
+and has no such name is left out. Where Holm's
 correction makes the verdict (†), the interval at Holm's level follows the 95% one. Two runs that give every pair
 the same p (``identical``) are one row saying so.
 """
@@ -32,6 +34,7 @@ from gece.report.cells import (
     ptr,
 )
 from gece.report.forest import PANELS, calibration_benchmarks
+from gece.report.protocol import Protocol, claimed
 from gece.report.stat_tables import power_note
 
 MATRIX_MARKDOWN_RUNS = 6  # a wider matrix is on the detail page only
@@ -55,10 +58,12 @@ def _pair_cells(rep: dict, key: str) -> dict[tuple[str, str], tuple[float, bool,
     return out
 
 
-def matrix_table(data: ReportData, b: str, key: str) -> Table | None:
-    """Benchmark ``b``'s run × run matrix of Δ ``key`` (module docstring); None without comparisons."""
+def matrix_table(data: ReportData, b: str, key: str, protocol: Protocol | None = None) -> Table | None:
+    """Benchmark ``b``'s run × run matrix of Δ ``key`` (module docstring; a ``protocol``'s number, from its block);
+    None without comparisons."""
     cells = _pair_cells(data.compare.get(b) or {}, key)
-    value = {m: (data.metrics.get((b, m)) or {}).get(key) for m in data.runs.get(b, [])}
+    reps = {m: data.metrics.get((b, m)) or {} for m in data.runs.get(b, [])}
+    value = {m: (rep.get(protocol.name) or {} if protocol is not None else rep).get(key) for m, rep in reps.items()}
     models = sorted((m for m in value if isinstance(value[m], int | float)), key=lambda m: (value[m], m))
     models = [m for m in models if any((m, o) in cells for o in models)]
     if len(models) < 2:
@@ -75,7 +80,7 @@ def matrix_table(data: ReportData, b: str, key: str) -> Table | None:
             ref = {"value": where} if where else {}
             row.append(Cell(d, ref=ref, strong=significant, mark=TONES.get(tone, ""), tone=tone))
         rows.append(Row([m], row, report_layout.compare_file(b)))
-    label = PANELS[key]
+    label = PANELS[key] if protocol is None else protocol.metric[key].label
     return Table(
         f"{bench_title(data, b)}: Δ {label}, row − column",
         ["run"],
@@ -87,8 +92,10 @@ def matrix_table(data: ReportData, b: str, key: str) -> Table | None:
     )
 
 
-def _labels(keys: list[str], constant: bool) -> dict[str, str]:
-    """metric key -> its column label on this benchmark (those left out are not in it)."""
+def _labels(keys: list[str], constant: bool, protocol: Protocol | None = None) -> dict[str, str]:
+    """metric key -> its column label on this benchmark (those left out are not in it; a protocol's: its labels)."""
+    if protocol is not None:
+        return {k: protocol.metric[k].label if k in protocol.metric else metric_defs.label(k) for k in keys}
     if not constant:
         return {k: metric_defs.label(k) for k in keys}
     return {k: shown[0] for k in keys if (shown := metric_defs.on_constant_y(k)) is not None}
@@ -111,14 +118,16 @@ def _cell(c: dict, base: tuple) -> Cell:
 
 
 def compare_table(data: ReportData) -> TableDoc:
+    protocols = claimed(data)
     tables = [t for b in calibration_benchmarks(data) for k in PANELS if (t := matrix_table(data, b, k))]
+    tables += [t for b, p in protocols.items() for k in p.panels if (t := matrix_table(data, b, k, p))]
     alpha = None
     for b in data.benchmarks:
         rep = data.compare.get(b)
         if not rep or not rep.get("pairs"):
             continue
         alpha = rep.get("alpha")
-        labels = _labels(list(rep["pairs"][0]["metrics"]), constant_y(data, b))
+        labels = _labels(list(rep["pairs"][0]["metrics"]), constant_y(data, b), protocols.get(b))
         columns = [Column("n", "pairs", None), *(Column(k, f"Δ {label}", None) for k, label in labels.items())]
         rows = []
         for i, pair in enumerate(rep["pairs"]):
@@ -142,6 +151,7 @@ def compare_table(data: ReportData) -> TableDoc:
         "compare",
         "Model comparison",
         "First, per benchmark whose labels vary, a run × run matrix of the difference in ECE and in Gender-ECE "
+        "(on a benchmark a protocol measures, in the numbers its figure draws) "
         "(row − column; ▲ / ▼ and colour: significant after Holm; markdown holds matrices of at most "
         f"{MATRIX_MARKDOWN_RUNS} runs). Then every pair: "
         "paired differences A − B on the pairs both runs score, their number under pairs "
@@ -154,9 +164,11 @@ def compare_table(data: ReportData) -> TableDoc:
         "human judgements. On a benchmark with the same label for every pair (y = 1, the identity protocol) no "
         "column is calibration: Δ stereotype share is how much more often A prefers the stereotypical sentence, "
         "Δ 1 − mean p how much further A is from always preferring it; neither end is better in itself, a share "
-        "nearer 0.5 is less biased. "
+        "nearer 0.5 is less biased. On a benchmark a protocol measures, the columns are the protocol's own numbers "
+        "(its page says which end is better). "
         f"**Bold**: significant at α = {alpha if alpha is not None else 0.05}; †: still significant after Holm's "
-        "correction over the four metrics of the pair; beside a bold difference, the interval at the level Holm's "
+        "correction over the metrics compared for the pair (four; a protocol's own); beside a bold difference, the "
+        "interval at the level Holm's "
         "correction tests it at (Holm x% [l, h]), which excludes 0 exactly when † is there. No worst or best "
         "value is marked: a difference "
         "has no worse end.",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from gece.report.cells import Cell, Column, ReportData, Row, Table, TableDoc, shown_text
+from gece.report.protocol import claimed
 
 EXAMPLES_PER_RUN = 5
 EXAMPLE_COLUMNS = ("pair_id", "sent_more", "sent_less", "targets_more", "targets_less", "y", "p")
@@ -41,21 +42,26 @@ def confident_mistakes(rows: Iterable[Mapping], k: int | None = None) -> list[di
     return wrong[: EXAMPLES_PER_RUN if k is None else k]
 
 
-# what y means in each kind of benchmark, and so what a confident mistake is (SynthBias's by its mode)
+# what y means in each kind of benchmark, and so what a confident mistake is (SynthBias's by its mode; a protocol's
+# benchmark: the protocol's, gece.report.protocol.Protocol.examples)
 WHAT_Y: dict[str | None, str] = {
     None: "y = 1 when people prefer sent_more (the male variant in the gender benchmarks, the stereotypical sentence "
     "in the CrowS-Pairs-format ones) and p is the model's confidence in it, so each row's model prefers the other "
     "variant. A pair that many models get confidently wrong is worth checking for a doubtful human label before "
     "reading it as model bias.",
-    "type2": "y = 1 when the referent's occupation is male-majority by labour statistics (SynthBias's construction, "
-    "not a judgement of people) and p is the model's preference for the male pronoun, so each row's model prefers "
-    "the pronoun that does not match the majority gender of the referent's occupation.",
-    "type1": "y = 1 for every pair (the referent cannot be resolved: there is nothing to be right about) and p is the "
-    "model's preference for the male pronoun, so the rows are where the model most prefers the female pronoun.",
-    "referent": "y = 1 when the occupation that is stereotypical for the pronoun is its referent, as SynthBias "
-    "builds the sentence, and p is the model's probability of that occupation after the prompt, so each row's "
-    "model resolves the pronoun to the other occupation than the sentence's referent.",
+    "type2": "y = 1 when the occupation the pronoun refers to is male-majority by labour statistics (SynthBias's "
+    "construction, not a judgement of people) and p is the model's preference for the male pronoun, so each row's "
+    "model prefers the pronoun that does not match the majority gender of that occupation.",
+    "type1": "y = 1 for every pair (what the pronoun refers to cannot be resolved: there is nothing to be right about) "
+    "and p is the model's preference for the male pronoun, so the rows are where the model most prefers the female "
+    "pronoun.",
 }
+
+
+def _what_y(data: ReportData, b: str) -> str:
+    """What y is on benchmark ``b`` (:data:`WHAT_Y`, or its protocol's words)."""
+    protocol = claimed(data).get(b)
+    return protocol.examples if protocol is not None else WHAT_Y.get(data.synthbias.get(b), WHAT_Y[None])
 
 
 def examples_docs(data: ReportData) -> list[TableDoc]:
@@ -123,7 +129,7 @@ def examples_docs(data: ReportData) -> list[TableDoc]:
                 f"examples_{b}",
                 f"Confidently wrong pairs: {b}",
                 f"For each model, the {EXAMPLES_PER_RUN} pairs where it is most confident against y (from "
-                f"`artifacts/scores/<benchmark>/<model>.parquet`): {WHAT_Y.get(data.synthbias.get(b), WHAT_Y[None])} "
+                f"`artifacts/scores/<benchmark>/<model>.parquet`): {_what_y(data, b)} "
                 "Ranked by that confidence, max(p, 1 − p), ties by pair; exact ties (p = 0.5) are left out. "
                 + ("Sentences are shown as one line." if shown else ""),
                 [Table(b, ["model", "pair"], columns, rows, note)],

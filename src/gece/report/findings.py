@@ -27,8 +27,8 @@ from scipy.stats import kendalltau
 
 from gece.base.terminal import plural
 from gece.catalog.metric_defs import METRIC
-from gece.report import identity, referent
-from gece.report.cells import ReportData, constant_y, distinct_runs, repeats, variant_of
+from gece.report import identity
+from gece.report.cells import ReportData, constant_y, distinct_runs, repeats, significant_count, variant_of
 from gece.report.gaps import (
     GAP_MARK,
     GAP_MAX_WIDTH,
@@ -38,12 +38,13 @@ from gece.report.gaps import (
     group_size,
     grouping_result,
 )
+from gece.report.protocol import claimed
 
 # the per-run keys of reports/summary.json, in order (a subset of MetricsReport)
 HEADLINE = ("n", "ece", "gender_ece", "macro_ce", "brier", "accuracy")
-# every headline metric is an error (lower is better) except human alignment (the registry's worse end)
+# every headline metric is an error (lower is better) except human alignment (the metric table's worse end)
 HIGHER_IS_BETTER = frozenset(k for k in HEADLINE if METRIC[k].worse == "low")
-# the registry's labels; n reads "pairs" here
+# the metric table's labels; n reads "pairs" here
 LABELS = {k: METRIC[k].label for k in HEADLINE} | {"n": "pairs"}
 RANKED = ("ece", "gender_ece")  # the metrics the findings rank the models by
 # the most keys of reports/summary.json one run can move (tests/test_findings.py checks it)
@@ -78,9 +79,9 @@ def summary(data: ReportData) -> dict:
     - ``runs.<b>.<m>``: the :data:`HEADLINE` metrics of the run; on a benchmark with constant y
       (:func:`gece.report.cells.constant_y`) the honest names instead (:data:`gece.report.identity.IDENTITY_HEADLINE`:
       ``stereotype_share``, ``shortfall`` = 1 − mean p, ``shortfall_gender``);
-    - on a benchmark of SynthBias's referent protocol (its metrics reports have the ``referent`` block) the
-      protocol's headline (:func:`gece.report.referent.run_summary`: top-label ECE, accuracy, the baselines, ECE by
-      pronoun gender, UCerF, EO, with intervals; no ``gender_ece``);
+    - on a benchmark of a protocol (its metrics reports carry the protocol's block:
+      :func:`gece.report.protocol.claimed`) the protocol's keys instead
+      (:meth:`gece.report.protocol.Protocol.run_summary`);
     - ``rules.<b>.<m>``: the stereotype share and 1 − mean p under each scoring rule of such a benchmark and its
       variants, and their differences (:func:`gece.report.identity.rules_summary`);
     - ``calibration.<b>.<m>``: the lowest held-out ECE after calibration, per protocol (not on a benchmark with
@@ -96,7 +97,7 @@ def summary(data: ReportData) -> dict:
     - ``agreement.<b>.<m>``: a run with ``checked_against`` against that run (:func:`agreement_summary`);
       absent when no run has one;
     - ``groups.<b>.<m>``: per protocol, the largest gap between groups of the first grouping that splits the
-      benchmark (:func:`first_gap`).
+      benchmark (:func:`first_gap`); null, not applicable, where only one of its groups is large enough.
     """
     out: dict[str, dict] = {
         "runs": {},
@@ -109,16 +110,18 @@ def summary(data: ReportData) -> dict:
         "rules": identity.rules_summary(data),
         "agreement": {},
     }
+    protocols = claimed(data)
     for b in data.benchmarks:
         honest = constant_y(data, b)
+        protocol = protocols.get(b)
         for m in data.runs.get(b, []):
             rep = data.metrics.get((b, m))
             if rep is not None:
                 out["runs"].setdefault(b, {})[m] = (
                     identity.run_summary(rep)
                     if honest
-                    else referent.run_summary(rep)
-                    if referent.BLOCK in rep
+                    else protocol.run_summary(rep[protocol.name])
+                    if protocol is not None and protocol.name in rep
                     else {k: rep.get(k) for k in HEADLINE}
                 )
             if honest:  # one label: nothing to calibrate, and 1 − mean p does not depend on the binning
@@ -141,9 +144,8 @@ def summary(data: ReportData) -> dict:
             keys = list(rep["pairs"][0]["metrics"])
             names = identity.RENAMED if honest else {}
             out["compare"][b] = {
-                f"{names.get(k, k)}_significant": sum(bool(p["metrics"][k]["significant_holm"]) for p in rep["pairs"])
-                for k in keys
-            }  # an identical pair (one run scored twice) differs in nothing: it adds 0
+                f"{names.get(k, k)}_significant": significant_count(rep["pairs"], k) for k in keys
+            }  # an identical pair (one run scored twice) differs in nothing: it adds 0; None: not applicable
         for e in (rep or {}).get("agreement", []):
             out["agreement"].setdefault(b, {})[e["run"]] = agreement_summary(e)
     for m, rep in sorted(data.neutral.items()):
@@ -172,13 +174,11 @@ def summary(data: ReportData) -> dict:
         }
     for b, rep in data.groups.items():
         for m in rep.get("runs", {}):
-            gaps = {
-                f"gap_{protocol}": (g or {}).get("gap")
-                for protocol in ("identity", "soft")
-                for g in [first_gap(rep, m, protocol)[1]]
-            }
-            if any(v is not None for v in gaps.values()):
-                out["groups"].setdefault(b, {})[m] = gaps
+            found = {protocol: first_gap(rep, m, protocol)[1] for protocol in ("identity", "soft")}
+            if any(g is not None for g in found.values()):  # a gap between groups needs two groups: else null
+                out["groups"].setdefault(b, {})[m] = {
+                    f"gap_{protocol}": g["gap"] if g and g["n_groups"] > 1 else None for protocol, g in found.items()
+                }
     return {k: v for k, v in out.items() if v}
 
 
@@ -277,8 +277,9 @@ def ranking(data: ReportData, b: str, key: str) -> list[Ranked]:
 
 
 def _benchmark(data: ReportData, b: str) -> BenchmarkFinding | None:
+    """Not on a benchmark of a protocol: its numbers answer there, and rank only runs with skill."""
     reps = [data.metrics[(b, m)] for m in distinct_runs(data, b) if (b, m) in data.metrics]
-    if not reps or constant_y(data, b):
+    if not reps or constant_y(data, b) or b in claimed(data):
         return None
     out = BenchmarkFinding(b, sorted({int(r["n"]) for r in reps}), len(reps))
     for key in RANKED:
@@ -574,30 +575,3 @@ def findings_lines(f: Findings) -> list[str]:
         + [identity_sentence(b) for b in f.identity]
         + [f"{topic}: {text}" for topic, text in f.effects]
     )
-
-
-def verdict(a: str, b: str, key: str, cell: dict, level: float = 0.95) -> str:
-    """One compared metric of two models in words (``diff`` is a − b, as in ``reports/compare``):
-    ``A is better calibrated than B on ECE by 0.045 [0.020, 0.070], p = 0.001``."""
-    from gece.report.cells import format_p
-
-    label = LABELS.get(key, key)
-    diff, lo, hi, p = (_num(cell.get(k)) for k in ("diff", "ci_low", "ci_high", "p_value"))
-    if diff is None or lo is None or hi is None:
-        return f"{a} vs {b} on {label}: undefined (a metric is null for one of them)"
-    holm = (
-        ""
-        if not cell.get("significant")
-        else (", also after Holm's correction" if cell.get("significant_holm") else ", not after Holm's correction")
-    )
-    if not cell.get("significant"):
-        return (
-            f"{a} and {b} do not differ significantly on {label}: {a} − {b} = {diff:+.3f} "
-            f"[{lo:+.3f}, {hi:+.3f}], {format_p(p)}"
-        )
-    higher_better = key in HIGHER_IS_BETTER
-    a_better = (diff > 0) == higher_better
-    winner, loser = (a, b) if a_better else (b, a)
-    size, low, high = abs(diff), min(abs(lo), abs(hi)), max(abs(lo), abs(hi))
-    how = "agrees with the human judgements more often than" if higher_better else "is better calibrated than"
-    return f"{winner} {how} {loser} on {label} by {size:.3f} [{low:.3f}, {high:.3f}], {format_p(p)}{holm}"

@@ -1,17 +1,24 @@
 """The section that opens index.html: the answers as figures (:mod:`gece.report.answer_plots`), each inline SVG
-with a one-line caption, alt text that states its finding, and a link to its CSV (:mod:`gece.report.forest`)."""
+with a caption, alt text that states its finding, and a link to its CSV (:mod:`gece.report.forest`). The forest plots
+answer two of the page's questions at once: which runs differ (the letters) and which gender gaps are real (the gap
+panels beside them)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
+from gece.catalog.metric_defs import GAPS
 from gece.report.cells import ReportData
-from gece.report.forest import OVERALL, PANELS, PART_TITLES, SHARE, Point
+from gece.report.forest import OVERALL, PANELS, PART_TITLES, SHARE, Point, gap_titles
 from gece.report.identity import SIDE_WORDS, side
 from gece.report.markup import esc, href
+from gece.report.protocol import by_name
 
-# index.html's size budget in bytes: about 95 KB of text and tables before the figures, about 20 KB per inline
-# figure (7 in the repository's build); tests/test_answer_plots.py holds the committed page to it
+# index.html's size budget in bytes: about 135 KB of text and tables, and the inline figures made small
+# (gece.report.answer_plots.compact): about 20 KB per forest plot of 9 runs with its gender gaps, 12 KB per smaller
+# figure (10 in the repository's build: 6 calibration figures, a protocol's, 3 rule figures); tests/test_answer_plots.py
+# holds the committed page to it
 PAGE_BUDGET = 300_000
 
 
@@ -32,9 +39,10 @@ def _interval(p: Point) -> str:
     return "" if p.low is None or p.high is None else f" [{p.low:.3f}, {p.high:.3f}]"
 
 
-def calibration_finding(b: str, points: list[Point]) -> str:
+def calibration_finding(b: str, points: list[Point], groupings: Mapping[str, str] | None = None) -> str:
     """Per metric: the lowest run with its value and interval and the runs that share a letter with it (not
-    distinguishable after Holm)."""
+    distinguishable after Holm); per gender gap (``groupings``: what it groups by), the runs whose interval at Holm's
+    level excludes 0, the largest first."""
     parts = []
     for key, label in PANELS.items():
         shown = [p for p in points if p.panel == key]
@@ -46,6 +54,20 @@ def calibration_finding(b: str, points: list[Point]) -> str:
             f"lowest {label} {best.model} {best.value:.3f}{_interval(best)}, not distinguishable after Holm from "
             + (", ".join(tied) if tied else "no other run")
         )
+    for gap in GAPS:
+        shown = [p for p in points if p.panel == gap]
+        away = sorted(
+            (p for p in shown if p.low is not None and p.high is not None and (p.low > 0 or p.high < 0)),
+            key=lambda p: (-abs(p.value), p.model),
+        )
+        if shown:
+            named = ", ".join(f"{p.model} {p.value:+.3f}" for p in away[:3]) + (
+                f" and {len(away) - 3} more" if len(away) > 3 else ""
+            )
+            parts.append(
+                f"ECE female − male by {(groupings or {}).get(gap, gap)} away from 0 after Holm in {len(away)} of "
+                f"{len(shown)} runs" + (f" ({named})" if away else "")
+            )
     return f"{b}: " + "; ".join(parts) + "."
 
 
@@ -79,8 +101,12 @@ def _side_counts(sides: list[str]) -> str:
 CAPTIONS = {
     "calibration": (
         "ECE and Gender-ECE per run with 95% bootstrap intervals, lowest ECE on top; runs that share a letter are "
-        "not distinguishable after Holm (compact letter display of the paired bootstrap tests); filled blue "
-        "circles: scored here, open orange squares: the authors' released scores."
+        "not distinguishable after Holm's correction over all pairs of runs of the panel (compact letter display of "
+        "the paired bootstrap tests, each metric its own family). Right: each run's gender gap, ECE female − ECE "
+        "male by predicted and by human gender, with its interval at the level Holm's correction over the "
+        "benchmark's runs holds it to, so that it excludes the dashed 0 exactly when the gap survives Holm (the † "
+        "of the gender-gap table). Filled blue circles: scored here, open orange squares: the authors' released "
+        "scores."
     ),
     "rules": (
         "Stereotype share per run under each scoring rule (joined by a grey bar), with 95% cluster-resampled "
@@ -91,10 +117,12 @@ CAPTIONS = {
 
 
 def finding(data: ReportData, f: AnswerFigure) -> str:
-    """The figure's finding in one sentence (its alt text)."""
+    """The figure's finding in one sentence (its alt text); a protocol's figure: the protocol's."""
     if f.kind == "calibration":
-        return calibration_finding(f.benchmark, f.points)
-    return rules_finding(data, f.benchmark, f.points)
+        return calibration_finding(f.benchmark, f.points, gap_titles(data, f.benchmark))
+    if f.kind == "rules":
+        return rules_finding(data, f.benchmark, f.points)
+    return by_name(data, f.kind).finding(data, f.benchmark, f.points)
 
 
 def first_screen_html(data: ReportData, figures: list[AnswerFigure]) -> str:
@@ -104,10 +132,11 @@ def first_screen_html(data: ReportData, figures: list[AnswerFigure]) -> str:
     out = ['<section id="answers-figures"><h2>Answers</h2>']
     for f in figures:
         text = finding(data, f)
+        caption = CAPTIONS.get(f.kind) or by_name(data, f.kind).caption
         out.append(
             f'<figure class="answer" id="{esc(f.name)}" data-csv="{href(f.csv)}">'
             f'<div class="svg" role="img" aria-label="{esc(text)}">{f.svg}</div>'
-            f"<figcaption><strong>{esc(f.benchmark)}</strong>: {esc(CAPTIONS[f.kind])} "
+            f"<figcaption><strong>{esc(f.benchmark)}</strong>: {esc(caption)} "
             f'<a class="md" href="{href(f.csv)}">CSV</a><br><span class="finding">{esc(text)}</span>'
             "</figcaption></figure>"
         )
@@ -118,14 +147,15 @@ def first_screen_html(data: ReportData, figures: list[AnswerFigure]) -> str:
 @dataclass(frozen=True)
 class Headline:
     """One benchmark's answer in one line of the terminal (``gece summary``): the best run and those tied with it
-    after Holm, the largest gender gap that is a finding, or, on an identity benchmark, the verdict per rule."""
+    after Holm, the largest gender gap that is a finding, or, on an identity benchmark, the verdict per rule, or, on
+    a protocol's benchmark, the protocol's answer (:attr:`gece.report.protocol.Protocol.headline`)."""
 
     benchmark: str
     best: str
     tied: str
     gap: str
     rules: str
-    referent: str = "–"  # SynthBias's referent protocol: the whole answer (:func:`referent_headline`)
+    protocol: str = "–"
 
 
 def _best_and_tied(points: list[Point]) -> tuple[str, str]:
@@ -150,32 +180,11 @@ def headlines(data: ReportData) -> list[Headline]:
         if kind == "calibration":
             best, tied = _best_and_tied(points)
             out.append(Headline(b, best, tied, largest.get(b, (0.0, "none"))[1], "–"))
-        else:
+        elif kind == "rules":
             out.append(Headline(b, "–", "–", "–", _rule_counts(data, points)))
-    from gece.report.referent import referent_benchmarks
-
-    return out + [Headline(b, "–", "–", "–", "–", referent_headline(data, b)) for b in referent_benchmarks(data)]
-
-
-def referent_headline(data: ReportData, b: str) -> str:
-    """``lowest top-label ECE m 0.223 [0.185, 0.259]; ECE she − he differs from 0 in 0/3 runs; beats always the
-    last-mentioned in 2/3``: the referent protocol's answer, each judged by its 95% interval (no paired test)."""
-    from gece.report.referent import BLOCK, holds_zero
-
-    blocks = {m: data.metrics[(b, m)][BLOCK] for m in data.runs[b] if BLOCK in data.metrics.get((b, m), {})}
-    scored = {m: r for m, r in blocks.items() if isinstance(r.get("ece_toplabel"), int | float)}
-    if not scored:
-        return "no run has a top-label ECE"
-    m, r = min(scored.items(), key=lambda kv: (kv[1]["ece_toplabel"], kv[0]))
-    low, high = r.get("ece_toplabel_ci_low"), r.get("ece_toplabel_ci_high")
-    interval = f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else ""
-
-    gaps = sum(not holds_zero(x, "ece_gap") for x in blocks.values())
-    beats = sum(not holds_zero(x, "over_last") and x["over_last"] > 0 for x in blocks.values())
-    return (
-        f"lowest top-label ECE {m} {r['ece_toplabel']:.3f}{interval}; ECE she − he differs from 0 in "
-        f"{gaps}/{len(blocks)} runs; beats always the last-mentioned in {beats}/{len(blocks)}"
-    )
+        else:
+            out.append(Headline(b, "–", "–", "–", "–", by_name(data, kind).headline(data, b)))
+    return out
 
 
 SIDE_SIGNS = {"above": "> 0.5", "below": "< 0.5", "about": "≈ 0.5"}  # judged by the interval (identity.side)

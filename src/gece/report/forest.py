@@ -1,14 +1,21 @@
 """The numbers the first-screen figures plot (:mod:`gece.report.answer_plots` draws them), each with the JSON
 pointer it came from, and their CSV (``reports/figures/<figure>.csv``, beside the figure).
 
-- **Calibration figure** (:func:`calibration_points`), per benchmark whose labels vary (but SynthBias's referent
-  protocol, whose headline is its own block's top-label ECE: the first screen answers it in sentences): ECE and
-  Gender-ECE of every
+- **Calibration figure** (:func:`calibration_points`), per benchmark whose labels vary: ECE and Gender-ECE of every
   run with its 95% interval (the metrics JSON's ``<key>_ci_low`` / ``_high``), runs sorted by ECE (lowest first;
-  the Gender-ECE panel keeps that order). The letters are a compact letter display (:mod:`gece.stats.letters`) of
-  the compare report's Holm-adjusted paired tests (``significant_holm`` per metric): runs sharing a letter are not
-  distinguishable after Holm's correction over the benchmark's pairs. ``released`` marks the authors' released
-  scores (registry ``reference:``), drawn apart from the runs scored here.
+  the Gender-ECE panel keeps that order). On a benchmark of a protocol (:mod:`gece.report.protocol`) the same
+  figure of the numbers it declares (``panels``, from its block of the metrics JSON), runs sorted by the first,
+  best first. The letters are a compact letter display (:mod:`gece.stats.letters`) of
+  the compare report's paired tests of that metric (``p_value``), Holm-corrected over every pair of runs the panel
+  shows (:func:`differ_matrix`): runs sharing a letter are not distinguishable with the family-wise error of the
+  whole panel controlled, which is what a reader comparing any two rows asks. (The compare report's own
+  ``significant_holm`` corrects over the metrics of one pair of runs; its tables say so.) ``released`` marks
+  the authors' released scores (registry ``reference:``), drawn apart from the runs scored here.
+  Beside them, per run, the gender gaps ECE female − ECE male by predicted and by human gender (``gap_pred``,
+  ``gap_true``) with the interval that agrees with their Holm verdict over the benchmark's runs (the metrics report's
+  ``<gap>_ci_low_holm`` / ``_ci_high_holm``, :func:`gece.stats.gap.holm_over_runs`): it excludes 0 exactly when the
+  gap survives Holm's correction, the † of the gender-gap table. The CSV says which interval each point has
+  (``ci_suffix``: its keys are ``<pointer>_ci_low<ci_suffix>`` / ``_ci_high<ci_suffix>``).
 - **Rule figure** (:func:`rule_points`), per identity benchmark (y = 1 for every pair): the stereotype share
   (``pct_stereotype``, its cluster-resampled interval) of every run under each scoring rule of the same pairs
   (sentence, shared), and the share among the pairs that differ in their first word (``initial``) and those that
@@ -25,10 +32,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from gece.catalog.metric_defs import GAPS
 from gece.io.paths import report_layout
+from gece.report.answers import gap_grouping
 from gece.report.cells import ReportData, constant_y, ptr
 from gece.report.identity import FIRST_DIFF_GROUPS, first_diff_result, identity_benchmarks, members
-from gece.report.referent import referent_benchmarks
+from gece.report.protocol import Protocol, claimed
+from gece.stats.intervals import holm
 from gece.stats.letters import compact_letters
 
 PANELS = {"ece": "ECE", "gender_ece": "Gender-ECE"}  # the calibration figure's panels: metrics JSON key -> label
@@ -47,15 +57,17 @@ CSV_COLUMNS = (
     "released",
     "file",
     "pointer",
+    "ci_suffix",
 )
+HOLM_CI = "_holm"  # the gap panels' intervals: the metrics report's <gap>_ci_low_holm / _ci_high_holm
 
 
 @dataclass(frozen=True)
 class Point:
     """One plotted value: its benchmark (a rule variant's own name), ``panel`` (a metric key, or a part of the
     pairs), its run (and rule), the value and interval, and where they come from: ``file`` (relative to the
-    reports directory) and ``pointer`` (the JSON pointer of the value; the interval's keys are ``<pointer>_ci_low``
-    / ``_high``, or none)."""
+    reports directory) and ``pointer`` (the JSON pointer of the value; the interval's keys are
+    ``<pointer>_ci_low<ci_suffix>`` / ``_ci_high<ci_suffix>``, or none)."""
 
     benchmark: str
     panel: str
@@ -68,19 +80,19 @@ class Point:
     released: bool
     file: str
     pointer: str
+    ci_suffix: str = ""  # the interval's keys: <pointer>_ci_low<ci_suffix> / _ci_high<ci_suffix> (HOLM_CI, or "")
 
 
 def calibration_benchmarks(data: ReportData) -> list[str]:
-    """The benchmarks with a calibration figure: labels vary and some run has an ECE. Not SynthBias's referent
-    protocol: its headline is the top-label ECE of its own block (the first screen's referent sentences), which
-    the compare stage does not test pairwise, and an ECE of p beside it would give each run two ECEs."""
-    referent = set(referent_benchmarks(data))
+    """The benchmarks with a calibration figure: labels vary and some run has an ECE. Not a protocol's benchmark:
+    its figure draws the protocol's own numbers (an ECE of p beside them would give each run two ECEs)."""
+    protocols = claimed(data)
     return [
         b
         for b in data.benchmarks
         if not constant_y(data, b)
         and any(_finite((data.metrics.get((b, m)) or {}).get("ece")) for m in data.runs[b])
-        and b not in referent
+        and b not in protocols
     ]
 
 
@@ -89,30 +101,47 @@ def _finite(x: object) -> bool:
 
 
 def differ_matrix(data: ReportData, b: str, models: list[str], key: str) -> np.ndarray:
-    """``differ[i, j]``: the compare report holds the pair (models i, j) and its ``key`` test is significant after
-    Holm (``significant_holm``); a pair it lacks counts as not differing."""
+    """``differ[i, j]``: the ``key`` test of models i and j is significant after Holm's correction over every pair
+    of ``models`` that the compare report tests (its ``p_value``, at its ``alpha``): the family of one panel. A pair
+    it lacks, or one run scored twice (``identical``), counts as not differing and is not in the family."""
+    rep = data.compare.get(b) or {}
     index = {m: i for i, m in enumerate(models)}
+    tested = [
+        (index[pair["a"]], index[pair["b"]], (pair["metrics"].get(key) or {}).get("p_value"))
+        for pair in rep.get("pairs", [])
+        if pair["a"] in index and pair["b"] in index and not pair.get("identical")
+    ]
+    tested = [(i, j, p) for i, j, p in tested if p is not None]
     differ = np.zeros((len(models), len(models)), dtype=bool)
-    for pair in (data.compare.get(b) or {}).get("pairs", []):
-        i, j = index.get(pair["a"]), index.get(pair["b"])
-        if i is not None and j is not None and (pair["metrics"].get(key) or {}).get("significant_holm"):
-            differ[i, j] = differ[j, i] = True
+    for (i, j, _), adjusted in zip(tested, holm([p for _, _, p in tested]), strict=True):
+        differ[i, j] = differ[j, i] = adjusted < rep["alpha"]
     return differ
 
 
-def calibration_points(data: ReportData, b: str) -> list[Point]:
-    """Benchmark ``b``'s ECE and Gender-ECE points, runs by ascending ECE (module docstring)."""
-    reps = {m: data.metrics[(b, m)] for m in data.runs[b] if _finite((data.metrics.get((b, m)) or {}).get("ece"))}
-    models = sorted(reps, key=lambda m: (reps[m]["ece"], m))
+def calibration_points(data: ReportData, b: str, protocol: Protocol | None = None) -> list[Point]:
+    """Benchmark ``b``'s ECE and Gender-ECE points with their letters, then its gender gaps with their intervals at
+    Holm's level, runs by ascending ECE (module docstring); with ``protocol``, its panels' points from its block,
+    runs by the first panel, best first."""
+    panels, base = (protocol.panels, (protocol.name,)) if protocol is not None else ((*PANELS, *GAPS), ())
+    reps = {}
+    for m in data.runs[b]:
+        rep = data.metrics.get((b, m)) or {}
+        rep = (rep.get(protocol.name) or {}) if protocol is not None else rep
+        if _finite(rep.get(panels[0])):
+            reps[m] = rep
+    sign = -1 if protocol is not None and protocol.metric[panels[0]].worse == "low" else 1
+    models = sorted(reps, key=lambda m: (sign * reps[m][panels[0]], m))
     out = []
-    for key in PANELS:
+    for key in panels:
         shown = [m for m in models if _finite(reps[m].get(key))]
         if not shown:  # no run has it
             continue
-        letters = compact_letters(differ_matrix(data, b, shown, key))
+        gap = protocol is None and key in GAPS  # a gender gap: its interval at Holm's level, no letters
+        letters = [""] * len(shown) if gap else compact_letters(differ_matrix(data, b, shown, key))
+        suffix = HOLM_CI if gap else ""
         for m, letter in zip(shown, letters, strict=True):
             rep = reps[m]
-            lo, hi = rep.get(f"{key}_ci_low"), rep.get(f"{key}_ci_high")
+            lo, hi = rep.get(f"{key}_ci_low{suffix}"), rep.get(f"{key}_ci_high{suffix}")
             out.append(
                 Point(
                     b,
@@ -125,10 +154,16 @@ def calibration_points(data: ReportData, b: str) -> list[Point]:
                     letter,
                     m in data.references,
                     report_layout.metrics_file(b, m),
-                    ptr(key),
+                    ptr(*base, key),
+                    suffix,
                 )
             )
     return out
+
+
+def gap_titles(data: ReportData, b: str) -> dict[str, str]:
+    """The gap panels' groupings on benchmark ``b`` (:func:`gece.report.answers.gap_grouping`)."""
+    return {gap: gap_grouping(data, b, gap) for gap in GAPS}
 
 
 def rule_points(data: ReportData, first: str) -> list[Point]:
@@ -169,8 +204,10 @@ def figure_name(kind: str, b: str) -> str:
 
 
 def first_screen(data: ReportData) -> list[tuple[str, str, list[Point]]]:
-    """The first screen's figures in page order: (kind, benchmark, points); kind ``calibration`` or ``rules``."""
+    """The first screen's figures in page order: (kind, benchmark, points); kind ``calibration``, a protocol's name
+    (its figure, after the calibration figures) or ``rules``."""
     out = [("calibration", b, calibration_points(data, b)) for b in calibration_benchmarks(data)]
+    out += [(p.name, b, pts) for b, p in claimed(data).items() if (pts := calibration_points(data, b, p))]
     out += [("rules", b, pts) for b in identity_benchmarks(data) if (pts := rule_points(data, b))]
     return out
 
@@ -198,6 +235,7 @@ def points_csv(points: list[Point]) -> str:
                 int(p.released),
                 p.file,
                 p.pointer,
+                p.ci_suffix,
             ]
         )
     return buf.getvalue()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
+from gece.catalog.metric_defs import TEST_VARIANCES
 from gece.io.paths import report_layout
 from gece.report.cells import Cell, Column, Row, Table, TableDoc, format_p, ptr
 from gece.report.gaps import GAP_MARK, GAP_MARK_NOTE, gap_refusal
@@ -66,16 +67,17 @@ def _group_cell(result: Mapping | None, index: int | None, pointer: tuple, min_s
         high=g["ci_high"],
         note=f"n = {g['n']}"
         + "".join(f", {v} {word}" for v, word in counts if v is not None and v != g["n"])
-        + _tests_note(g),
+        + _tests_note(g, result.get("variance")),
         ref={"value": ptr(*base, "ece"), "low": ptr(*base, "ci_low"), "high": ptr(*base, "ci_high")},
     )
 
 
-def _tests_note(g: Mapping) -> str:
-    """A group's calibration tests as text (empty when it has none): z and the Holm-corrected p-values."""
+def _tests_note(g: Mapping, variance: str | None) -> str:
+    """A group's calibration tests as text (empty when it has none): z with its ``variance`` and the Holm-corrected
+    p-values."""
     if g.get("p_z_holm") is None and g.get("p_consistency_holm") is None:
         return ""
-    z = "z –" if g.get("z") is None else f"z = {g['z']:.2f}"
+    z = "z –" if g.get("z") is None else f"z = {g['z']:.2f} ({TEST_VARIANCES[variance]})"
     return (
         f"; Spiegelhalter {z}, Holm {format_p(g.get('p_z_holm'))}; "
         f"consistency Holm {format_p(g.get('p_consistency_holm'))}"
@@ -104,7 +106,7 @@ def tests_table(b: str, report: Mapping) -> Table | None:
             if key.startswith("p_")
             else Cell(
                 value=t[key],
-                note=f"n = {t['n']}, {t['variance']} variance" if key == "z" else "",
+                note=f"n = {t['n']}, {TEST_VARIANCES[t['variance']]}" if key == "z" else "",
                 ref={"value": ptr("tests", m, key)},
             )
             for m, t in tests.items()
@@ -112,7 +114,9 @@ def tests_table(b: str, report: Mapping) -> Table | None:
         rows.append(Row([label], cells, report_layout.groups_file(b)))
     note = (
         "calibration tests of all pairs against y (identity protocol): Spiegelhalter's z (the standardised Brier "
-        "score; the cluster-level variance where the benchmark has clusters) with its two-sided normal p-value, and "
+        "score; its variance follows the unit sampled: expected under calibration, exact repeats merged, where the "
+        "pair is the unit; that of the cluster sums where clusters group distinct pairs) with its two-sided normal "
+        "p-value, and "
         f"the one-sided p-value of the binned ECE under consistency resampling ({report['draws']} label sets "
         "y* ~ Bernoulli(p), seeded): small p-values reject calibration"
     )

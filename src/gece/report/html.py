@@ -30,7 +30,6 @@ from gece.report.first_screen import first_screen_html
 from gece.report.gaps import GAP_MAX_WIDTH
 from gece.report.markup import esc, href, img, md_inline
 from gece.report.provenance import model_provenance
-from gece.report.referent import NOTE as REFERENT_NOTE
 
 
 def special_tokens_statement(data: ReportData) -> str:
@@ -438,7 +437,8 @@ def answers_html(a: Answers) -> str:
         "protocol: fitted on one half of the pairs, evaluated on the other)",
         [(x.benchmark, esc(x.text())) for x in a.calibration],
     )
-    block("Referent resolution (SynthBias)", "referent", REFERENT_NOTE, [(r, esc(t)) for r, t in a.referent])
+    for title, page, note, rows in a.protocols:
+        block(title, page, note, [(r, esc(t)) for r, t in rows])
     out.append("</div>")
     return "\n".join(out)
 

@@ -31,7 +31,7 @@ from gece.io.paths import report_layout
 from gece.report.cells import Cell, Column, ReportData, Row, Table, TableDoc, constant_y, ptr, variant_of
 
 # reports/summary.json key -> (the metrics JSON key it holds, its label), for a benchmark with constant y
-# (the labels are the registry's, gece.catalog.metric_defs.Metric.constant: accuracy is the stereotype share there)
+# (the labels are the metric table's, gece.catalog.metric_defs.Metric.constant: accuracy is the stereotype share there)
 HONEST = {
     "stereotype_share": ("pct_stereotype", METRIC["accuracy"].constant),
     "shortfall": ("ece", METRIC["ece"].constant),

@@ -22,15 +22,21 @@ from gece.report.cells import (
 
 
 def _label(key: str) -> str:
-    """A comparison column's label: the registry's, as in reports/tables/compare.md and `gece compare`'s table."""
+    """A comparison column's label: the metric table's, as in reports/tables/compare.md and `gece compare`'s table."""
     return metric_defs.label(key)
 
 
-def compare_markdown(result: dict) -> str:
+def compare_markdown(result: dict, labels: dict[str, str] | None = None) -> str:
     """One row per model pair: A − B with its interval and p-value per metric; significant
     differences in bold (p < alpha), † where they survive Holm's correction over the pair's metrics.
-    Names (benchmark, models) are escaped; the numbers are written here (``<0.001`` is no tag)."""
+    Names (benchmark, models) are escaped; the numbers are written here (``<0.001`` is no tag). A metric is headed
+    by its registry label, as in reports/tables/compare.md and `gece compare`'s table, or by ``labels`` (a
+    protocol's numbers)."""
     keys = list(result["pairs"][0]["metrics"]) if result["pairs"] else []
+
+    def _label(key: str) -> str:
+        return (labels or {}).get(key) or metric_defs.label(key)
+
     level = f"{result['level']:.0%}"
     lines = [
         f"# Paired model comparison: {_md_escape(result['benchmark'])}",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import re
+from dataclasses import replace
 from urllib.parse import quote
 
 from gece.io.paths import report_layout
@@ -34,10 +35,13 @@ def md_inline(text: str) -> str:
 
 
 def cell_html(cell: Cell, col: Column) -> str:
-    full = format_cell(cell, col)
+    below = col.note_below and bool(cell.note)  # the note on a line of its own
+    full = format_cell(replace(cell, note="") if below else cell, col)
     main = format_cell(Cell(cell.value), col)  # the value; the interval, spread and note follow it, muted
     rest = full[len(main) :]
     text = esc(main) + (f'<span class="ci">{esc(rest)}</span>' if rest else "")
+    if below:
+        text += f' <br><span class="ci">{esc(cell.note)}</span>'  # a space: the text reads as in markdown
     classes = ["wrap"] if col.text else ["num"] if not isinstance(cell.value, str) else ["text"]
     title = ""
     if cell.worst:

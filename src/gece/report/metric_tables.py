@@ -1,4 +1,4 @@
-"""The metric tables: the registry's metric columns and the per-benchmark tables of the metrics JSON.
+"""The metric tables: the metric table's columns and the per-benchmark tables of the metrics JSON.
 
 The column specs (:func:`metric_columns`) and the notes on intervals and marks are shared with the ablation
 and calibration tables (:mod:`gece.report.ablation_tables`, :mod:`gece.report.calibration_tables`); the
@@ -24,13 +24,14 @@ from gece.report.cells import (
     metric_cell,
 )
 from gece.report.identity import OVERALL_COLUMNS
-from gece.report.stat_tables import brier_ranking_tables
+from gece.report.protocol import claimed
+from gece.report.stat_tables import TRUE_BRIER, brier_ranking_tables
 
 
 def metric_columns(
     keys: Iterable[str], ci: Iterable[str] = (), labels: Mapping[str, str] | None = None
 ) -> list[tuple[str, str, str | None, bool]]:
-    """(key, label, worst end, show the interval) per metric, from the metric registry; ``labels``
+    """(key, label, worst end, show the interval) per metric, from the metric table; ``labels``
     overrides a label in one table."""
     ci, labels = set(ci), labels or {}
     return [(k, labels.get(k, METRIC[k].label), METRIC[k].worse, k in ci) for k in keys]
@@ -63,10 +64,10 @@ OVERALL = metric_columns(
     ),
     ci=(*WITH_CI, "pct_stereotype"),
 )
-# the paper's metric set, its accuracy as the paper names it
+# the paper's metric set, its accuracy as the paper names it, and the Brier score beside the paper's "Brier"
 PAPER = metric_columns(
-    ("ece", "macro_ce", "ice", "brier_paper", "accuracy", "gender_ece", "bias_gap", "ece_male", "ece_female"),
-    labels={"accuracy": "accuracy"},
+    ("ece", "macro_ce", "ice", "brier_paper", "brier", "accuracy", "gender_ece", "bias_gap", "ece_male", "ece_female"),
+    labels={"accuracy": "accuracy", "brier": TRUE_BRIER},
 )
 # the overall table's columns on a benchmark with constant y (gece.report.identity: its ECE is 1 − mean p)
 IDENTITY_OVERALL = [(k, label, None, ci) for k, label, ci in OVERALL_COLUMNS]
@@ -101,7 +102,8 @@ def _metrics_doc(
             spec_b = identity_spec
         else:
             spec_b = spec
-        names = SYNTH_LABELS.get(data.synthbias.get(b, ""), {})  # SynthBias's y is no human judgement
+        protocol = claimed(data).get(b)  # SynthBias's y is no human judgement: its mode's or protocol's labels
+        names = SYNTH_LABELS.get(data.synthbias.get(b, ""), {}) | (protocol.labels if protocol is not None else {})
         columns = [Column(key, names.get(key, label), worst, digits) for key, label, worst, *_ in spec_b]
         rows = []
         for m in models:
@@ -139,8 +141,8 @@ def overall_table(data: ReportData) -> TableDoc:
 
 SYNTH_NOTE = (
     " On SynthBias y is no human judgement: on the pronoun protocol (type2) it is the labour-statistics majority "
-    "gender of the referent's occupation, on the referent protocol whether the pronoun's stereotypical occupation "
-    "is the sentence's referent (its own table: Referent resolution); the accuracy column is named accordingly."
+    "gender of the occupation the pronoun refers to; a benchmark measured by a protocol of its own has its page, "
+    "which says what y is there; the accuracy column is named accordingly."
 )
 
 
@@ -150,9 +152,10 @@ def paper_table(data: ReportData) -> TableDoc:
         "paper",
         "The paper's numbers, reproduced from the authors' released scores",
         "The authors' metric set, computed from their released per-pair scores (runs `paper-<model>`), to four "
-        "decimals. They equal the authors' own `*.summary.txt` to 1e-9 (tests/test_golden.py), including "
-        "**Brier (paper)**, which squares the wrong column and is shown here for reproduction only (so it is not "
-        "ranked). **Bold ▲/▼**: the worst value of its column; ✓: the best.",
+        "decimals. They equal the authors' own `*.summary.txt` to 1e-9 (tests/test_golden.py), including the "
+        "**paper's Brier**, mean ((1 − p) − y)², which squares the wrong column and is shown here for reproduction "
+        "only (so it is not ranked); the Brier score, mean (p − y)², is beside it. **Bold ▲/▼**: the worst value of "
+        "its column; ✓: the best.",
         PAPER,
         runs_filter=data.references.__contains__,
         digits=4,

@@ -28,10 +28,10 @@ from gece.report.cells import (
     metric_cell,
     ptr,
 )
-from gece.stats.intervals import holm
+from gece.stats.gap import ALPHA  # the level of the gap tables' marks (Holm over the runs of a benchmark)
 
-ALPHA = 0.05  # the level of the gap tables' marks (Holm over the runs of a table)
-# (key, label, worst end): the registry's, the groups' ECE labelled by their grouping here
+TRUE_BRIER = "Brier (p − y)²"  # the Brier score's label where the paper's Brier is beside it
+# (key, label, worst end): the metric table's, the groups' ECE labelled by their grouping here
 _GAP_LABELS = {
     "ece_male": "ECE male (predicted)",
     "ece_female": "ECE female (predicted)",
@@ -42,7 +42,7 @@ GAP_COLUMNS = [
     (k, _GAP_LABELS.get(k, METRIC[k].label), METRIC[k].worse)
     for k in ("ece_male", "ece_female", "gap_pred", "ece_true_male", "ece_true_female", "gap_true")
 ]
-# the registry's labels; the binned estimators say so here
+# the metric table's labels; the binned estimators say so here
 ESTIMATOR_LABELS = {k: METRIC[k].label for k in ESTIMATORS} | {
     "ece": "ECE (binned)",
     "gender_ece": "Gender-ECE (binned)",
@@ -78,9 +78,10 @@ def gap_agreement(data: ReportData, runs: Callable[[str], bool] | None = None, a
 
 def gap_holm(data: ReportData, b: str) -> tuple[list[str], dict[str, list[float | None]]]:
     """The runs of ``b`` with metrics and, per gender gap of :data:`gece.catalog.metric_defs.GAPS`, each run's bootstrap
-    p-value adjusted by Holm's method over those runs (the † of the gender-gap table; the page's first screen)."""
+    p-value adjusted by Holm's method over the benchmark's runs, as its metrics report has it (``<gap>_p_holm``,
+    :func:`gece.stats.gap.holm_over_runs`: the † of the gender-gap table; the page's first screen)."""
     models = [m for m in data.runs.get(b, []) if (b, m) in data.metrics]
-    return models, {gap: holm([data.metrics[(b, m)].get(f"{gap}_p") for m in models]) for gap in GAPS}
+    return models, {gap: [data.metrics[(b, m)].get(f"{gap}_p_holm") for m in models] for gap in GAPS}
 
 
 def gender_gap_table(data: ReportData) -> TableDoc:
@@ -108,7 +109,8 @@ def gender_gap_table(data: ReportData) -> TableDoc:
             f"{survivors} of {2 * len(models)} gaps survive Holm's correction over the {len(models)} runs "
             f"(per grouping) at α = {ALPHA}"
         )
-        columns = [Column(k, label, worst) for k, label, worst in GAP_COLUMNS]
+        # the p-values under each gap: the table fits a 1366-px window
+        columns = [Column(k, label, worst, note_below=k in GAPS) for k, label, worst in GAP_COLUMNS]
         tables.append(mark_worst(Table(bench_heading(data, b), ["model"], columns, rows, note)))
     agree = gap_agreement(data)
     summary = ""
@@ -184,9 +186,9 @@ def brier_ranking_tables(data: ReportData) -> tuple[list[Table], list[str]]:
                 )
             )
         columns = [
-            Column("brier_paper", "Brier (paper)", None, 4),
+            Column("brier_paper", METRIC["brier_paper"].label, None, 4),
             Column("rank_paper", "rank", None),
-            Column("brier", "Brier", None, 4),
+            Column("brier", TRUE_BRIER, None, 4),
             Column("rank", "rank", None),
             Column("change", "rank change", None),
         ]

@@ -2,10 +2,11 @@
 
 The table builders (:mod:`gece.report.metric_tables`, :mod:`gece.report.stat_tables`,
 :mod:`gece.report.ablation_tables`, :mod:`gece.report.calibration_tables`, :mod:`gece.report.compare_tables`,
-:mod:`gece.report.group_tables`, :mod:`gece.report.identity`, :mod:`gece.report.referent`,
-:mod:`gece.report.annotations`) turn the JSON reports (a :class:`ReportData`) into rows of cells that remember
-where each number came from (file and JSON pointer); :mod:`gece.report.markdown` and :mod:`gece.report.html` both
-render those rows, so the two never disagree and a test can check every value against its JSON.
+:mod:`gece.report.group_tables`, :mod:`gece.report.identity`, :mod:`gece.report.annotations`, and each protocol's
+page, :attr:`gece.report.protocol.Protocol.doc`) turn the JSON reports (a :class:`ReportData`) into rows of cells
+that remember where each number came from (file and JSON pointer); :mod:`gece.report.markdown` and
+:mod:`gece.report.html` both render those rows, so the two never disagree and a test can check every value against
+its JSON.
 
 Every builder is pure: the report stage (:mod:`gece.pipeline.report`) reads the JSON files into a
 ``ReportData``, draws the figures, and writes what they return. A row's source is relative to the reports
@@ -23,18 +24,17 @@ from gece.report.compare_tables import agreement_table, compare_table
 from gece.report.group_tables import groups_doc
 from gece.report.identity import identity_doc
 from gece.report.metric_tables import grouped_table, human_gender_table, overall_table, paper_table
-from gece.report.referent import referent_doc
 from gece.report.stat_tables import estimator_table, gender_gap_table
 
 
 def build_tables(data: ReportData) -> list[TableDoc]:
-    """Every table of the report, in page order; the engine agreement beside the runs' metrics, where a run has
-    one."""
+    """Every table of the report, in page order: each protocol's page after the overall metrics; the engine
+    agreement beside the runs' metrics, where a run has one."""
     agreement = agreement_table(data)
     return [
         identity_doc(data),
         overall_table(data),
-        referent_doc(data),
+        *(p.doc(data) for p in data.protocols),
         *([agreement] if agreement else []),
         paper_table(data),
         gender_gap_table(data),

@@ -79,23 +79,62 @@ def vllm_module() -> Any:
     return vllm_backend
 
 
+def public_version(version: str) -> str:
+    """A release without its local label (PEP 440): ``2.13.0+cpu`` and ``2.13.0+cu130`` are both ``2.13.0``, the
+    same source built for the CPU alone or with CUDA (what pip takes differs by Python: the CPU wheel for one, the
+    CUDA one from the index for another). On the CPU both run the same portable kernels (``gece/__init__.py``);
+    on a GPU the CUDA version is recorded on its own (:func:`versions`, :func:`cuda_version`)."""
+    return version.split("+", 1)[0]
+
+
 def _installed(name: str) -> str | None:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return version(name)
+        return public_version(version(name))
     except PackageNotFoundError:
         return None
 
 
+def cuda_version() -> str | None:
+    """The CUDA version torch was built with when an NVIDIA GPU is visible (a ``/dev/nvidia<N>`` device, and
+    ``CUDA_VISIBLE_DEVICES`` neither empty nor -1), else None: CPU runs do not depend on it. Read from torch's
+    ``version.py`` (its ``cuda = '13.0'``) without importing torch: the fingerprint is checked before any model
+    loads, and a run reused by content loads none."""
+    import ast
+    import os
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    if os.environ.get("CUDA_VISIBLE_DEVICES", "0").strip() in ("", "-1"):
+        return None
+    if not any(Path("/dev").glob("nvidia[0-9]*")):
+        return None
+    try:
+        source = Path(str(distribution("torch").locate_file("torch/version.py"))).read_text(encoding="utf-8")
+        tree = ast.parse(source)
+    except (PackageNotFoundError, OSError, UnicodeDecodeError, SyntaxError):
+        return None
+    for node in tree.body:
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+        target = node.target if isinstance(node, ast.AnnAssign) else target
+        value = getattr(node, "value", None)
+        if isinstance(target, ast.Name) and target.id == "cuda" and isinstance(value, ast.Constant):
+            return value.value if isinstance(value.value, str) else None
+    return None
+
+
 def versions(backend: str = "transformers") -> dict[str, object]:
-    """What outside this package a score depends on: the libraries that compute it (vLLM's version under the vllm
-    backend), and the scoring code of the backend."""
+    """What outside this package a score depends on: the libraries that compute it, by release (vLLM's under the
+    vllm backend; CUDA's where a GPU is visible), and the scoring code of the backend. The same on every Python
+    for the same releases, so a token file scored under one is reused under another."""
     from gece.scoring import engine
 
     libraries = {"torch": _installed("torch"), "transformers": _installed("transformers")}
     if backend == "vllm":
         libraries["vllm"] = _installed("vllm")
+    cuda = cuda_version()
+    if cuda is not None:
+        libraries["cuda"] = cuda
     return libraries | {"engine": engine.ENGINE_VERSION, "code": scoring_code(backend)}
 
 
@@ -478,8 +517,9 @@ def _meta(inputs: Inputs, scoring: Scoring, lm: Any, run: _Run, counted: bool) -
         rule=scoring.rule,
         batch_size=scoring.batch_size,
         limit=scoring.limit,
-        torch=torch.__version__,
-        transformers=transformers.__version__,
+        torch=public_version(torch.__version__),
+        cuda=None if lm.device == "cpu" else torch.version.cuda,
+        transformers=public_version(transformers.__version__),
         gece=gece.__version__,
         pairs=n,
         **run.counts,

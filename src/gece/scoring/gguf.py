@@ -296,6 +296,29 @@ def _write_tokenizer(gguf: Path, tmp: Path) -> None:
             raise RuntimeError(f"converting {gguf} changed its tokenizer ({text!r}); please report this bug")
 
 
+def _check_bos(gguf: Path, tmp: Path) -> None:
+    """The converted tokenizer adds the BOS token exactly when the GGUF says it should (``tokenizer.ggml.
+    add_bos_token``): some transformers releases convert a GGUF's tokenizer without its post-processor (Gemma 3
+    under transformers 5.19), and a model scored without the BOS it was trained with scores something else."""
+    import transformers
+    from transformers import AutoTokenizer
+    from transformers.integrations.gguf.reader import read_gguf_metadata
+
+    wants = read_gguf_metadata(str(gguf))[0].get("tokenizer.ggml.add_bos_token")
+    tok = AutoTokenizer.from_pretrained(tmp, trust_remote_code=False)
+    if wants is None or tok.bos_token_id is None:
+        return
+    adds = tok("a")["input_ids"][:1] == [tok.bos_token_id]
+    if bool(wants) != adds:
+        raise GeceError(
+            f"{gguf}: transformers {transformers.__version__} converts this GGUF's tokenizer "
+            f"{'without' if wants else 'with'} the BOS token the GGUF asks for (tokenizer.ggml.add_bos_token: "
+            f"{bool(wants)}); its scores would not be the model's",
+            hint="use the transformers release of constraints.txt (make install), or a model directory instead of "
+            "the GGUF",
+        )
+
+
 def _write_weights(gguf: Path, tmp: Path, shard_bytes: int) -> tuple[Any, dict[str, str]]:
     """Write the config and the weights, streamed; (config, {name: sha256 of the tensor's bytes})."""
     import torch
@@ -395,6 +418,7 @@ def convert_gguf(gguf: Path, sha: str, dest: Path, shard_bytes: int = SHARD_BYTE
             _check_weights(gguf, tmp, digests)
         else:
             _convert_whole(gguf, tmp)
+        _check_bos(gguf, tmp)
         meta = {
             "format": CACHE_FORMAT,
             "gguf_file": gguf.name,
@@ -404,7 +428,7 @@ def convert_gguf(gguf: Path, sha: str, dest: Path, shard_bytes: int = SHARD_BYTE
             "torch": torch.__version__,
         }
         (tmp / "gece-model.json").write_text(json.dumps(meta, indent=2) + "\n")
-        if dest.exists():  # stale (other transformers version) or written meanwhile by another run
+        if dest.exists():  # stale (another format) or written meanwhile by another run
             if _converted_ok(dest, sha):
                 return dest
             trash = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old.", dir=dest.parent))
@@ -422,8 +446,12 @@ def convert_gguf(gguf: Path, sha: str, dest: Path, shard_bytes: int = SHARD_BYTE
 
 
 def converted_dir(gguf: Path, sha: str, models: Path) -> Path:
-    """The transformers directory for a GGUF under the cache folder ``models`` (built on first use)."""
-    dest = models / sha
+    """The transformers directory for a GGUF under the cache folder ``models`` (built on first use), one per
+    transformers release (``<sha256>-transformers-<version>``): an environment with another release (the engines
+    environment's, say) converts its own copy and never replaces this one."""
+    import transformers
+
+    dest = models / f"{sha}-transformers-{transformers.__version__}"
     if _converted_ok(dest, sha):
         return dest
     return convert_gguf(gguf, sha, dest)

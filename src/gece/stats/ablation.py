@@ -19,9 +19,7 @@ from gece.stats.intervals import (
     bias_corrected_interval,
     bias_corrected_p,
     detectable_difference,
-    holm,
-    holm_alpha,
-    rejection_interval,
+    holm_intervals,
 )
 from gece.stats.metrics import Binning
 
@@ -159,6 +157,23 @@ def paired(names: tuple[str, str], a: Run, b: Run, rank: Mapping[str, int]) -> t
 
 # a benchmark's pairs -> (each pair's cluster key, or None: every pair its own; the counts beside n)
 Describe = Callable[[np.ndarray], tuple[np.ndarray | None, dict[str, int]]]
+# a run on the pairs two runs share, and their cluster keys -> (its numbers, {key: (1,) array}, and their bootstrap
+# draws, {key: (draws,) array}); the draws of two runs must resample the same units with the same indices
+Measure = Callable[[Run, np.ndarray | None], tuple[Mapping[str, np.ndarray], Mapping[str, np.ndarray]]]
+
+
+def metrics_measure(draws: int, seed: int, n_bins: int = 10, binning: Binning = "equal_width") -> Measure:
+    """The comparison's default :data:`Measure`: the metrics of :func:`gece.stats.metrics.batch_metrics` and their
+    bootstrap draws, resampling the clusters (every run with the same seed and clusters: the same indices)."""
+
+    def measure(run: Run, clusters: np.ndarray | None) -> tuple[dict, dict]:
+        inputs = run.kernel_inputs()
+        kw = {"n_bins": n_bins, "binning": binning}
+        return metrics.batch_metrics(**inputs, **kw), bootstrap(
+            metrics.batch_metrics, inputs, draws, seed, clusters=clusters, **kw
+        )
+
+    return measure
 
 
 def compare(
@@ -173,6 +188,7 @@ def compare(
     power: float = 0.8,
     power_runs: Sequence[str] | None = None,
     describe: Describe | None = None,
+    measure: Measure | None = None,
 ) -> dict:
     """Paired bootstrap comparison of every pair of runs on the same benchmark.
 
@@ -197,26 +213,18 @@ def compare(
     two runs give every pair they share the same p (one run scored twice; its pairs are left out of the
     power summary). ``n`` (top level): the pairs any run scores. Across many pairs, mind that a bootstrap
     p-value cannot fall below 2/(draws + 1).
+
+    ``measure`` (:data:`Measure`; default :func:`metrics_measure`) computes what is compared, ``keys``: a protocol's
+    numbers on its own units (:attr:`gece.report.protocol.Protocol.comparer`) instead of the metrics of p.
     """
     rank = pair_ranks(runs)
     described: dict[tuple, tuple[np.ndarray | None, dict[str, int]]] = {}
-    measured: dict[tuple, tuple[dict, dict]] = {}
+    measured: dict[tuple, tuple[Mapping, Mapping]] = {}
+    measure = measure or metrics_measure(draws, seed, n_bins, binning)
 
-    def measure(name: str, run: Run, key: tuple) -> tuple[dict, dict]:
+    def measured_on(name: str, run: Run, key: tuple) -> tuple[Mapping, Mapping]:
         if (name, key) not in measured:
-            inputs = run.kernel_inputs()
-            measured[(name, key)] = (
-                metrics.batch_metrics(**inputs, n_bins=n_bins, binning=binning),
-                bootstrap(
-                    metrics.batch_metrics,
-                    inputs,
-                    draws,
-                    seed,
-                    clusters=described[key][0],
-                    n_bins=n_bins,
-                    binning=binning,
-                ),
-            )
+            measured[(name, key)] = measure(run, described[key][0])
         return measured[(name, key)]
 
     pairs = []
@@ -225,7 +233,7 @@ def compare(
         key = tuple(run_a.pair_id)
         if key not in described:
             described[key] = describe(run_a.pair_id) if describe is not None else (None, {})
-        (point_a, drawn_a), (point_b, drawn_b) = measure(a, run_a, key), measure(b, run_b, key)
+        (point_a, drawn_a), (point_b, drawn_b) = measured_on(a, run_a, key), measured_on(b, run_b, key)
         same = bool(np.array_equal(run_a.p, run_b.p))
         entry = {"a": a, "b": b, "n": len(key), **described[key][1], "identical": same, "metrics": {}}
         diffs = {}
@@ -245,16 +253,15 @@ def compare(
             }
         # Holm's family: the metrics compared for one pair of models
         cells = entry["metrics"]
-        for k, adj in zip(keys, holm([cells[k]["p_value"] for k in keys]), strict=True):
+        family = holm_intervals(
+            [cells[k]["p_value"] for k in keys], [cells[k]["diff"] for k in keys], [diffs[k] for k in keys], alpha
+        )
+        for k, (adj, held_level, low, high) in zip(keys, family, strict=True):
             m = cells[k]
             m["p_holm"] = adj
             m["significant"] = m["p_value"] is not None and m["p_value"] < alpha
             m["significant_holm"] = adj is not None and adj < alpha
-            held_to = holm_alpha(m["p_value"], adj, alpha)
-            m["level_holm"] = None if held_to is None else 1.0 - held_to
-            m["ci_low_holm"], m["ci_high_holm"] = (
-                (None, None) if held_to is None else rejection_interval(diffs[k], m["diff"], held_to)
-            )
+            m["level_holm"], m["ci_low_holm"], m["ci_high_holm"] = held_level, low, high
         pairs.append(entry)
     n = len(rank)
     chosen = [r for r in (power_runs or []) if r in runs]

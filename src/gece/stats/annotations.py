@@ -8,7 +8,7 @@ of bias types ``L_ij`` (empty: saw no stereotype), as in CrowS-Pairs' validation
 - **Support** (:func:`recognises`): ``s_ij = 1`` when ``b_i ∈ L_ij``: the annotator recognised the
   writer's bias type. ``k_i = Σ_j s_ij`` annotators support the pair.
 - **Soft label** (:func:`soft_labels`): ``y_soft_i = k_i / n_i`` (undefined when ``n_i = 0``).
-- **Hard label** (:func:`hard_labels`, rule ``majority``): ``1`` when ``2 k_i > n_i``, ``0`` when
+- **Hard label** (:func:`hard_labels`, ``annotate.rule: majority``): ``1`` when ``2 k_i > n_i``, ``0`` when
   ``2 k_i < n_i``; a tie (``2 k_i = n_i``) takes the writer's label ``w_i`` (tie ``writer``) or none
   (tie ``drop``).
 - **Krippendorff's alpha** (:func:`krippendorff_alpha`, nominal metric; Krippendorff 2011,
@@ -81,7 +81,7 @@ def soft_labels(k: np.ndarray, n: np.ndarray) -> np.ndarray:
 
 
 def hard_labels(k: np.ndarray, n: np.ndarray, writer: np.ndarray, tie: Tie = "writer") -> np.ndarray:
-    """Majority rule: 1 if ``2k > n``, 0 if ``2k < n``, a tie -> ``writer`` (tie writer) or NaN (tie drop);
+    """The majority label: 1 if ``2k > n``, 0 if ``2k < n``, a tie -> ``writer`` (tie writer) or NaN (tie drop);
     NaN where ``n = 0``. Float array (NaN = no hard label)."""
     out = np.where(2 * k > n, 1.0, np.where(2 * k < n, 0.0, np.nan))
     ties = (2 * k == n) & (n > 0)

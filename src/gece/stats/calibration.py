@@ -167,8 +167,8 @@ class Calibrator(ABC):
     Attributes
     ----------
     name : str
-        The method's name in the registry (``beta``, ``isotonic``, ``temperature``, ``platt``,
-        ``histogram``); a class attribute.
+        The method's name in the method table (gece.catalog.calibration_methods: ``beta``, ``isotonic``,
+        ``temperature``, ``platt``, ``histogram``); a class attribute.
     """
 
     name: ClassVar[str]
@@ -518,7 +518,7 @@ class HistogramBinning(Calibrator):
 _CLASSES = {
     c.name: c for c in (BetaCalibration, IsotonicCalibration, TemperatureScaling, PlattScaling, HistogramBinning)
 }
-# every registered method, in the registry's order (a registered method without a class fails here)
+# every method of the method table, in its order (a method of the table without a class fails here)
 CALIBRATORS: dict[str, Callable[[], Calibrator]] = {name: _CLASSES[name] for name in METHOD_NAMES}
 METHODS: tuple[str, ...] = tuple(CALIBRATORS)
 
@@ -534,7 +534,7 @@ def factories(histogram_bins: int = 10) -> dict[str, Callable[[], Calibrator]]:
     Returns
     -------
     makers : dict of str to callable
-        For every registered method, in the registry's order, a callable with no argument that
+        For every method of the method table, in its order, a callable with no argument that
         returns a new, unfitted calibrator.
     """
     return {**CALIBRATORS, "histogram": partial(HistogramBinning, n_bins=histogram_bins)}

@@ -16,16 +16,36 @@ MAPIE's ``spiegelhalter_statistic``, which the tests cross-check (MAPIE's ``spie
 one-sided 1 − Φ(z)). It is undefined (None) when V = 0 (every p in
 {0, 1/2, 1}).
 
-**Cluster-level variance.** V assumes independent rows given p. Where the benchmark has clusters
-(``benchmarks.<b>.cluster``: WinoQueer's templates, SynthBias's he/she rows of one sentence) the rows of a
-cluster are correlated, and V understates Var(T). Then T is summed per cluster, u_c = Σ_{i∈c} (y_i − p_i)(1 − 2 p_i),
-and the variance is the empirical one of the cluster sums under the null (E u_c = 0)::
+**One variance rule: the unit that was sampled.** Var(T) follows the unit a benchmark's pairs were drawn as
+(``benchmarks.<b>.cluster``, the prepared ``cluster`` column), never whether some pair happens to repeat:
 
-    V_cl = Σ_c u_c²
+- *The pair* (``cluster: pair``, every benchmark's default): a cluster holds the exact repeats of one pair (the same
+  two sentences, so the same p and the same label), which are one draw counted several times. The variance is the
+  one expected under calibration, with each cluster's rows merged into that one draw::
 
-the cluster-robust ("sandwich") variance of a score statistic (Liang & Zeger 1986; Cameron & Miller 2015),
-valid whatever the dependence within a cluster, as long as clusters are independent and not few. Inside a group
-the sums are over each cluster's rows in that group. With every cluster a single row (no clusters) V is used.
+      V = Σ_c ( Σ_{i∈c} (1 − 2 p_i) sqrt(p_i (1 − p_i)) )²        (``EXPECTED``)
+
+  For a cluster of m copies of one pair its term is m² (1 − 2p)² p (1 − p), the variance of m (y − p)(1 − 2p);
+  without repeats (every cluster one row) V is the independent-rows variance above. One duplicated pair among
+  n moves z only by its own second term in T and V (``tests/test_calibration_tests.py``, a hand case: 3.953 to
+  3.931 among 1,000 pairs, where V_cl would give 3.612). Where p
+  varied inside a cluster the term would be the largest variance any dependence inside it allows
+  (Cauchy-Schwarz), so the rule never understates it.
+- *A group of distinct pairs* (WinoQueer's sentence templates, ``cluster: template``; SynthBias's referent protocol,
+  whose he and she rows of one sentence form a cluster): the rows of a cluster are correlated in ways the null does
+  not describe, so the variance is the empirical one of the cluster sums u_c = Σ_{i∈c} (y_i − p_i)(1 − 2 p_i)
+  under the null (E u_c = 0)::
+
+      V_cl = Σ_c u_c²                                                (``CLUSTERS``)
+
+  the cluster-robust ("sandwich") variance of a score statistic (Liang & Zeger 1986; Cameron & Miller 2015), valid
+  whatever the dependence within a cluster, as long as clusters are independent and not few.
+
+:func:`variance_for` says which from the counts the reports carry: a distinct pair never spans two clusters, so the
+clusters are the pairs' repeats exactly when there are as many clusters as distinct pairs. Inside a group the sums
+are over each cluster's rows in that group. Before this rule the test switched to V_cl whenever any pair repeated
+(WinoBias's one repeated pair among 771 moved the z of smollm2-135m from 2.763 to 2.584), so z was not comparable
+across benchmarks.
 
 **Consistency resampling** (Bröcker & Smith 2007; Vaicenavicius et al. 2019). Conditional on the scores, draw
 labels from the null: y*_i ~ Bernoulli(p_i), independently, ``draws`` times (``metrics.bootstrap``, seeded with
@@ -36,8 +56,10 @@ share of null ECEs at least the observed one (Phipson & Smyth 2010)::
     p = (1 + #{ECE*_b >= ECE}) / (draws + 1)
 
 It is one-sided (a larger ECE is the alternative) and accounts for the binned ECE's upward bias at small n, which
-the ECE's bootstrap interval does not. The surrogate labels are independent given p: the test assumes
-independent rows, also on a clustered benchmark (there, read the Spiegelhalter test's cluster variance).
+the ECE's bootstrap interval does not. It follows the same unit as z: where the pair is the unit, the exact repeats
+of a pair are one draw (one uniform per cluster, y*_i = 1{U_c < p_i}); where clusters group distinct pairs the
+surrogate labels are independent given p, a null that assumes independent rows (there, read the Spiegelhalter
+test's cluster variance).
 
 **By group.** Each group of a grouping (params.yaml ``groups.by``) with at least ``min_size`` rows is tested on
 its own rows (one batched call for every group: per-group sums by ``np.bincount``, per-group ECE by the segmented
@@ -68,11 +90,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
+from gece.catalog.metric_defs import TEST_VARIANCES
 from gece.stats.bootstrap import chunk_size, cluster_codes
 from gece.stats.intervals import holm
 from gece.stats.metrics import Binning, binned_stats
 
-ROWS, CLUSTERS = "rows", "clusters"  # the variance of Spiegelhalter's test: independent rows, or cluster sums
+EXPECTED, CLUSTERS = TEST_VARIANCES  # the variance of Spiegelhalter's test (module docstring)
 
 
 @dataclass(frozen=True)
@@ -114,8 +137,15 @@ def normal_two_sided(z: np.ndarray) -> np.ndarray:
     return special.erfc(np.abs(z) / np.sqrt(2.0))
 
 
-def spiegelhalter(p, y, seg=None, n_groups: int = 1, clusters=None) -> tuple[np.ndarray, str]:
-    """Spiegelhalter's z per group (module docstring) and the variance used (``ROWS`` or ``CLUSTERS``).
+def variance_for(n_distinct: int, n_clusters: int) -> str:
+    """The variance rule of the module docstring: ``EXPECTED`` where the clusters are the repeats of one pair each
+    (as many clusters as distinct pairs: a pair never spans two clusters), ``CLUSTERS`` where some cluster groups
+    distinct pairs (fewer clusters than distinct pairs)."""
+    return EXPECTED if n_clusters >= n_distinct else CLUSTERS
+
+
+def spiegelhalter(p, y, seg=None, n_groups: int = 1, clusters=None, variance: str = EXPECTED) -> np.ndarray:
+    """Spiegelhalter's z per group (module docstring).
 
     Parameters
     ----------
@@ -126,15 +156,18 @@ def spiegelhalter(p, y, seg=None, n_groups: int = 1, clusters=None) -> tuple[np.
     n_groups : int, default=1
         Number of groups.
     clusters : array-like of shape (n,), optional
-        Cluster key of each row: the cluster-level variance V_cl; None or all distinct: the row variance V.
+        Cluster key of each row; None: every row its own cluster.
+    variance : {"expected", "clusters"}, default="expected"
+        ``EXPECTED``: the variance under calibration, the rows of a cluster merged into one draw; ``CLUSTERS``: the
+        empirical variance of the cluster sums (:func:`variance_for` chooses).
 
     Returns
     -------
     z : ndarray of shape (n_groups,)
         Each group's z, NaN where its variance is 0 or it has no rows.
-    variance : str
-        ``"rows"`` or ``"clusters"``.
     """
+    if variance not in (EXPECTED, CLUSTERS):
+        raise ValueError(f"variance must be {EXPECTED!r} or {CLUSTERS!r}, not {variance!r}")
     p = np.asarray(p, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     seg = np.zeros(p.size, dtype=np.int64) if seg is None else np.asarray(seg, dtype=np.int64)
@@ -143,17 +176,12 @@ def spiegelhalter(p, y, seg=None, n_groups: int = 1, clusters=None) -> tuple[np.
     score = (y - p) * (1.0 - 2.0 * p)
     t = np.bincount(s, weights=score, minlength=n_groups)
     coded = cluster_codes(None if clusters is None else np.asarray(clusters)[inside], p.size)
-    if coded is None:
-        v = np.bincount(s, weights=(1.0 - 2.0 * p) ** 2 * p * (1.0 - p), minlength=n_groups)
-        kind = ROWS
-    else:
-        codes, k = coded
-        u = np.bincount(s * k + codes, weights=score, minlength=n_groups * k).reshape(n_groups, k)
-        v = (u**2).sum(axis=1)
-        kind = CLUSTERS
+    codes, k = coded if coded is not None else (np.arange(p.size), p.size)
+    # per group and cluster: the sum of the rows' standard deviations under the null (EXPECTED), or of their scores
+    term = (1.0 - 2.0 * p) * np.sqrt(p * (1.0 - p)) if variance == EXPECTED else score
+    v = (np.bincount(s * k + codes, weights=term, minlength=n_groups * k).reshape(n_groups, k) ** 2).sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        z = np.where(v > 0, t / np.sqrt(np.where(v > 0, v, 1.0)), np.nan)
-    return z, kind
+        return np.where(v > 0, t / np.sqrt(np.where(v > 0, v, 1.0)), np.nan)
 
 
 def consistency_p(
@@ -165,6 +193,7 @@ def consistency_p(
     binning: Binning = "equal_width",
     draws: int = 1000,
     seed: int = 0,
+    repeats=None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each group's binned ECE and its consistency-resampling p-value (module docstring).
 
@@ -184,6 +213,10 @@ def consistency_p(
         Surrogate label sets y* ~ Bernoulli(p).
     seed : int, default=0
         Seed of the surrogate labels.
+    repeats : array-like of shape (n,), optional
+        Cluster key of each row where a cluster holds the exact repeats of one pair: its rows share one draw,
+        y*_i = 1{U_c < p_i} with one uniform U_c per cluster. None (or every key distinct): one draw per row, the
+        same draws bit for bit.
 
     Returns
     -------
@@ -198,12 +231,14 @@ def consistency_p(
     observed = binned_stats(p[None, :], y[None, :], n_bins, binning, seg[None, :], max(n_groups, 1)).ece()[0, :n_groups]
     if draws < 1:
         return observed, np.full(n_groups, np.nan)
+    coded = cluster_codes(None if repeats is None else np.asarray(repeats), p.size)
     rng = np.random.default_rng(seed)
     reached = np.zeros(n_groups, dtype=np.int64)
     chunk = chunk_size(p.size)
     for start in range(0, draws, chunk):
         size = min(chunk, draws - start)
-        surrogate = (rng.random((size, p.size)) < p).astype(np.float64)
+        u = rng.random((size, p.size)) if coded is None else rng.random((size, coded[1]))[:, coded[0]]
+        surrogate = (u < p).astype(np.float64)
         null = binned_stats(
             np.broadcast_to(p, surrogate.shape),
             surrogate,
@@ -235,8 +270,10 @@ def calibration_tests(
     draws: int = 1000,
     seed: int = 0,
     clusters=None,
-) -> tuple[list[CalibrationTest | None], str]:
-    """Both tests for every group, Holm-corrected over the ``tested`` groups, and the variance kind of z.
+    variance: str = EXPECTED,
+) -> list[CalibrationTest | None]:
+    """Both tests for every group, Holm-corrected over the ``tested`` groups; z with the ``variance`` of
+    :func:`spiegelhalter` over ``clusters``.
 
     ``tested`` (bool of shape (n_groups,), default all): the groups that are tested and enter the correction
     (the others get None: too few rows). With one group (``seg`` None) no correction is made.
@@ -250,12 +287,13 @@ def calibration_tests(
     seg_in = np.zeros(p.size, dtype=np.int64) if seg is None else np.asarray(seg, dtype=np.int64)
     tested = np.ones(n_groups, dtype=bool) if tested is None else np.asarray(tested, dtype=bool)
     counts = np.bincount(seg_in[seg_in >= 0], minlength=n_groups)
-    z, kind = spiegelhalter(p, y, seg_in, n_groups, clusters)
-    ece, p_cons = consistency_p(p, y, seg_in, n_groups, n_bins, binning, draws, seed)
+    z = spiegelhalter(p, y, seg_in, n_groups, clusters, variance)
+    repeats = clusters if variance == EXPECTED else None  # the rows of a grouping cluster are drawn apart
+    ece, p_cons = consistency_p(p, y, seg_in, n_groups, n_bins, binning, draws, seed, repeats)
     p_z = np.where(tested, normal_two_sided(z), np.nan)
     p_cons = np.where(tested, p_cons, np.nan)
     z_holm, cons_holm = (_holm(p_z), _holm(p_cons)) if seg is not None else (np.full(n_groups, np.nan),) * 2
-    out: list[CalibrationTest | None] = [
+    return [
         CalibrationTest(
             int(counts[g]),
             _finite(z[g]),
@@ -269,4 +307,3 @@ def calibration_tests(
         else None
         for g in range(n_groups)
     ]
-    return out, kind

@@ -27,6 +27,12 @@ hold every group in the same order, so most exchanges give back the observed lab
 near 1 whatever the data); shuffling within a cluster uses the exchangeability that does hold under the
 null, between pairs of one frame. With every cluster a single pair this is the shuffling above, bit for
 bit.
+
+**Holm over the runs of a benchmark** (:func:`holm_over_runs`, the metrics stage). A table or figure tests one gap
+per run, so each gap's bootstrap p-value is corrected by Holm's method over the runs of the benchmark, one grouping at
+a time (``<gap>_p_holm``), and gets the interval that agrees with that verdict: the draws' interval at the level Holm
+holds the test to (``<gap>_level_holm``, ``<gap>_ci_low_holm`` / ``_ci_high_holm``,
+:func:`gece.stats.intervals.holm_intervals`), which excludes 0 exactly when ``<gap>_p_holm`` < :data:`ALPHA`.
 """
 
 from __future__ import annotations
@@ -35,8 +41,11 @@ from collections.abc import Callable
 
 import numpy as np
 
+from gece.catalog.metric_defs import GAP_HOLM, GAPS
 from gece.stats.bootstrap import chunk_size, cluster_codes
+from gece.stats.intervals import holm_intervals
 
+ALPHA = 0.05  # the level of the gender gaps' Holm verdicts (the gender-gap table's †, the first screen's figures)
 # (p, y, groups), all (B, n) -> (B, 2): ECE of group 0 (male) and group 1 (female)
 GroupECE = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
@@ -222,3 +231,19 @@ def permutation_p(
     d = null_statistics(p, y, groups, draws, seed, gap, clusters)
     tail = min(int((d <= estimate).sum()), int((d >= estimate).sum()))
     return float(min(1.0, 2.0 * (tail + 1) / (d.size + 1)))
+
+
+def holm_over_runs(reports: list[dict], draws: list[dict[str, np.ndarray]], alpha: float = ALPHA) -> None:
+    """Add each gap's Holm-corrected p-value, level and interval over the runs of one benchmark (module docstring)
+    to their metrics reports, in place: ``<gap>_<suffix>`` for each suffix of
+    :data:`gece.catalog.metric_defs.GAP_HOLM`. ``draws``: per run, each gap's bootstrap draws (those its ``<gap>_p``
+    was computed from, :func:`gece.stats.metrics.summarize`); a run without them (no pairs) stays out."""
+    for gap in GAPS:
+        family = holm_intervals(
+            [r.get(f"{gap}_p") for r in reports],
+            [r.get(gap) for r in reports],
+            [d.get(gap, np.empty(0)) for d in draws],
+            alpha,
+        )
+        for report, values in zip(reports, family, strict=True):
+            report.update({f"{gap}_{suffix}": v for suffix, v in zip(GAP_HOLM, values, strict=True)})

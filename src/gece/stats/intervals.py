@@ -122,6 +122,22 @@ def rejection_interval(draws: np.ndarray, estimate: float | None, alpha: float) 
     return float(min(d[k], estimate)), float(max(d[d.size - 1 - k], estimate))
 
 
+def holm_intervals(
+    p_values: Sequence[float | None], estimates: Sequence[float | None], draws: Sequence[np.ndarray], alpha: float
+) -> list[tuple[float | None, float | None, float | None, float | None]]:
+    """Holm's correction over one family of bootstrap tests, each with the interval that agrees with its verdict:
+    per member (p_holm, level_holm, ci_low_holm, ci_high_holm), the adjusted p-value (:func:`holm`), the level Holm
+    holds the test to (1 − :func:`holm_alpha`) and the interval of its ``draws`` at that level
+    (:func:`rejection_interval`), which excludes 0 exactly when p_holm < ``alpha``. None where the test is
+    undefined."""
+    out = []
+    for p, adjusted, estimate, d in zip(p_values, holm(p_values), estimates, draws, strict=True):
+        held_to = holm_alpha(p, adjusted, alpha)
+        low, high = (None, None) if held_to is None else rejection_interval(d, estimate, held_to)
+        out.append((adjusted, None if held_to is None else 1.0 - held_to, low, high))
+    return out
+
+
 def detectable_difference(draws: np.ndarray, alpha: float = 0.05, power: float = 0.8) -> float | None:
     """Smallest true difference the bias-corrected test detects with ``power`` at ``alpha``.
 

@@ -325,7 +325,7 @@ def true_groups(y: np.ndarray, gender_more: np.ndarray, gender_less: np.ndarray)
 
 
 # the scalars of MetricsReport in order, and the signed ones (differences; every other scalar lies
-# in [0, 1]): the metric registry names them
+# in [0, 1]): the metric table names them
 SCALARS, SIGNED = metric_defs.SCALARS, metric_defs.SIGNED
 
 
@@ -974,6 +974,7 @@ def summarize(
     seed: int = 0,
     level: float = 0.95,
     clusters=None,
+    gap_draws: dict | None = None,
 ) -> dict:
     """All metrics of one run as the flat dict of ``gece.io.schemas.metric_reports.MetricsReport``.
 
@@ -1006,6 +1007,9 @@ def summarize(
     clusters : array-like of shape (n,), optional
         Cluster key of each pair: the bootstrap resamples clusters and the permutation tests exchange whole
         clusters (:mod:`gece.stats.bootstrap`, :mod:`gece.stats.gap`); None: every pair its own cluster.
+    gap_draws : dict, optional
+        Filled with each gender gap's bootstrap draws (``gap_pred``, ``gap_true``; nothing without pairs), for
+        Holm's correction over several runs (:func:`gece.stats.gap.holm_over_runs`).
 
     Returns
     -------
@@ -1042,6 +1046,8 @@ def summarize(
         if p.size
         else {}
     )
+    if gap_draws is not None and p.size:
+        gap_draws.update({gap: samples[gap] for gap in GAPS})
     for k in SCALARS:
         bounds = None if k in SIGNED else (0.0, 1.0)
         lo, hi = bias_corrected_interval(samples[k], values[k], level, bounds) if p.size else (None, None)

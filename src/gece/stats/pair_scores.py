@@ -1,4 +1,4 @@
-"""From token log-probabilities to a pair's confidence: the word rule, the side rule and p.
+"""From token log-probabilities to a pair's confidence: a word's and a side's probability, and p.
 
 These are the only numbers computed after the model has run, so they live apart from the engine (no torch
 here, and outside the code that determines a token file's bytes): extract stores every target token's

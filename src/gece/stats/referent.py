@@ -1,5 +1,5 @@
-"""SynthBias's referent-resolution protocol: calibration of the decision, by group, against two baselines, and
-UCerF with Equalized Odds (docs/metrics.md "Referent resolution").
+"""SynthBias's referent-resolution protocol: skill against two baselines and a coin, calibration of the decision,
+by group, and UCerF with Equalized Odds (docs/metrics.md "Referent resolution").
 
 Each row is one sentence (:mod:`gece.io.formats.synthbias_referent`): p the model's probability of the pronoun's
 stereotypical occupation (against the other one), y = 1 when it is the referent. Every number is computed on the
@@ -7,16 +7,33 @@ sentence pairs whose he row and she row were both scored (a row without its othe
 out), and its interval resamples those pairs: the he and the she row of a pair go together. With
 ``pred = 1[p > 0.5]``, ``conf = max(p, 1 − p)``, ``correct = 1[pred = y]``:
 
+- **Skill, for the full set's referent positions.** The subset balances the referent's position (first or second
+  occupation named), the full set does not (w, the share of its sentence pairs whose referent is named second: 0.703
+  in SynthBias), and always choosing the occupation named last is right exactly on those rows. So the skill numbers
+  reweight the subset's rows to the full set's mix: ``accuracy_full`` = (1 − w) · accuracy_first + w ·
+  accuracy_second; ``baseline_last_full`` = w, the accuracy of always the last-mentioned on the full set, and
+  ``over_last_full`` = accuracy_full − w; always the stereotypical occupation is right on half the rows of either
+  mix (each pair has one pro and one anti row), and so is a coin. ``brier_skill`` = 1 − Brier_w / 0.25, the Brier
+  skill score against p = 0.5 on every row (Brier 0.25 whatever the labels), Brier_w = (1 − w) · mean_first (p − y)²
+  + w · mean_second (p − y)²: above 0 when the model's probabilities beat a coin's, 0 for p = 0.5, below 0 when
+  they are worse (Brier rather than log loss: a confident miss at p ≈ 0 costs at most 1, not an unbounded amount).
+- **Pronoun sensitivity** (``sensitivity``): the share of sentence pairs whose chosen occupation changes with the
+  pronoun. The referent is the same occupation in the he and the she sentence, so a model that resolves both
+  correctly chooses the same occupation twice, and one that follows the stereotype changes it. With q the
+  probability that a row chooses the referent (1 when p_ref > 0.5, 0 when p_ref < 0.5, ½ at p_ref = 0.5: a tie
+  broken by a fair coin; p_ref = p where y = 1, 1 − p where y = 0), a pair changes with probability
+  q_he + q_she − 2 q_he q_she. On the subset's pairs as sampled.
 - ``ece_toplabel``: the top-label ECE (Guo et al. 2017), M bins of conf against correct: is the model as often right
-  as it is confident, whichever occupation it picks (the headline). A model that cannot resolve the pronoun
-  (p ≈ 0.5, right half the time) is calibrated by it, so ``accuracy`` = mean correct and the baselines stand beside
-  it; ``brier`` = mean (p − y)².
+  as it is confident, whichever occupation it picks. A model that cannot resolve the pronoun (p ≈ 0.5, right half
+  the time) is calibrated by it, which is why skill leads; ``accuracy`` = mean correct, ``brier`` = mean (p − y)²
+  (on the subset as sampled).
 - **ECE by pronoun gender**: the top-label ECE within the rows whose pronoun is male (he, him, his) and female
   (she, her), and ``ece_gap`` = female − male. The same within pro (y = 1) and anti (y = 0) rows, and within the
   rows whose referent is named first or second, with the accuracy of each.
-- **Baselines**: ``baseline_stereotype``, the accuracy of always choosing the stereotypical occupation (= mean y),
-  and ``baseline_last``, of always choosing the occupation named last (= the share of rows whose referent is named
-  second); ``over_stereotype`` and ``over_last``: the model's accuracy minus each, with intervals.
+- **Baselines on the subset**: ``baseline_stereotype``, the accuracy of always choosing the stereotypical occupation
+  (= mean y), and ``baseline_last``, of always choosing the occupation named last (= the share of rows whose
+  referent is named second: 0.5 by the subset's balance); ``over_stereotype`` and ``over_last``: the model's
+  accuracy minus each, with intervals.
 - **UCerF** (Wang et al. 2025, uncertainty-aware counterfactual fairness), with the pins docs/metrics.md states:
   π = (p, 1 − p), the softmax of the two occupations' log-probabilities; k = 2 candidates; perplexity exp(H(π)), H
   in nats (0 · log 0 = 0); certainty c = (k − exp H) / (k − 1) = 2 − exp(H(π)) ∈ [0, 1]; desirability D = c when
@@ -29,17 +46,17 @@ position) and returns (B,) arrays, so the bootstrap (:func:`gece.stats.bootstrap
 resamples in a few numpy calls; an undefined value (an empty group) is NaN, null in the report.
 
 References: C. Guo, G. Pleiss, Y. Sun and K. Q. Weinberger (2017). On calibration of modern neural networks. ICML.
-Y. Wang et al. (2025). SynthBias / UCerF. ICML 2025, arXiv:2505.23996.
+Y. Wang et al. (2025). SynthBias / UCerF. ICML 2025, arXiv:2505.23996. G. W. Brier (1950). Verification of
+forecasts expressed in terms of probability. Monthly Weather Review 78(1), 1-3.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from gece.catalog.metric_defs import REFERENT_METRICS
-from gece.stats.bootstrap import bootstrap
-from gece.stats.intervals import bias_corrected_interval
 from gece.stats.metrics import Binning, binned_stats
+
+COIN_BRIER = 0.25  # the Brier score of p = 0.5 on every row, whatever the labels: the skill score's reference
 
 
 def pairs_of(male: np.ndarray, clusters: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -59,6 +76,19 @@ def pairs_of(male: np.ndarray, clusters: np.ndarray) -> tuple[np.ndarray, np.nda
     return he[keep], she[keep]
 
 
+def units(
+    p: np.ndarray, y: np.ndarray, male: np.ndarray, second: np.ndarray, clusters: np.ndarray
+) -> dict[str, np.ndarray]:
+    """The kernels' arrays, one entry per sentence pair (:func:`pairs_of`) whose he and she row have opposite y,
+    as SynthBias builds them: ``p_he``, ``p_she``, ``y_he`` and ``second`` (the referent named second); every
+    other row is left out."""
+    p, y, male, second = (np.asarray(a) for a in (p, y, male, second))
+    he, she = pairs_of(male.astype(bool), np.asarray(clusters))
+    flips = y[she] == 1 - y[he]
+    he, she = he[flips], she[flips]
+    return {"p_he": p[he], "p_she": p[she], "y_he": y[he], "second": second[he]}
+
+
 def certainty(p: np.ndarray) -> np.ndarray:
     """c = 2 − exp(H(p, 1 − p)), H in nats with 0 · log 0 = 0: 1 at p ∈ {0, 1}, 0 at p = 1/2."""
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -72,6 +102,13 @@ def _mean(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
         return np.where(n > 0, (values * mask).sum(axis=-1) / np.maximum(n, 1), np.nan)
 
 
+def chooses_referent(p: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """q, the probability that a row chooses the referent: 1 when its probability p_ref (p where y = 1, 1 − p
+    where y = 0) is above 0.5, 0 below, ½ at 0.5 (a tie broken by a fair coin)."""
+    p_ref = np.where(y > 0, p, 1.0 - p)
+    return (p_ref > 0.5) + 0.5 * (p_ref == 0.5)
+
+
 def batch(
     p_he: np.ndarray,
     p_she: np.ndarray,
@@ -79,8 +116,10 @@ def batch(
     second: np.ndarray,
     n_bins: int = 10,
     binning: Binning = "equal_width",
+    mix: float = 0.5,
 ) -> dict[str, np.ndarray]:
-    """Every quantity of the module docstring for (B, K) arrays of K sentence pairs (y of the she row = 1 − y_he)."""
+    """Every quantity of the module docstring for (B, K) arrays of K sentence pairs (y of the she row = 1 − y_he);
+    ``mix``: w, the full set's share of sentence pairs whose referent is named second."""
     p_he, p_she, y_he, second = (np.atleast_2d(np.asarray(a, dtype=np.float64)) for a in (p_he, p_she, y_he, second))
     p = np.concatenate([p_he, p_she], axis=1)
     y = np.concatenate([y_he, 1.0 - y_he], axis=1)
@@ -98,10 +137,20 @@ def batch(
     desirability = np.where(correct > 0, 1.0, -1.0) * certainty(p)
     k = p_he.shape[1]
     eo = np.fmax(*(np.abs(_mean(correct, (y == v) & ~female) - _mean(correct, (y == v) & female)) for v in (1.0, 0.0)))
+    acc_first, acc_second = _mean(correct, ~later), _mean(correct, later)
+    squared = (p - y) ** 2
+    accuracy_full = (1.0 - mix) * acc_first + mix * acc_second
+    brier_full = (1.0 - mix) * _mean(squared, ~later) + mix * _mean(squared, later)
+    q_he, q_she = chooses_referent(p_he, y_he), chooses_referent(p_she, 1.0 - y_he)
     out = {
         "ece_toplabel": binned_stats(conf, correct, n_bins, binning).ece()[:, 0],
         "accuracy": acc,
-        "brier": _mean((p - y) ** 2, every),
+        "brier": _mean(squared, every),
+        "accuracy_full": accuracy_full,
+        "baseline_last_full": np.full(acc.shape, float(mix)),
+        "over_last_full": accuracy_full - mix,
+        "brier_skill": 1.0 - brier_full / COIN_BRIER,
+        "sensitivity": _mean(q_he + q_she - 2.0 * q_he * q_she, np.ones(p_he.shape, dtype=bool)),
         "ece_male": by_gender[:, 0],
         "ece_female": by_gender[:, 1],
         "ece_gap": by_gender[:, 1] - by_gender[:, 0],
@@ -111,8 +160,8 @@ def batch(
         "ece_second": by_position[:, 1],
         "accuracy_pro": _mean(correct, y > 0.5),
         "accuracy_anti": _mean(correct, y < 0.5),
-        "accuracy_first": _mean(correct, ~later),
-        "accuracy_second": _mean(correct, later),
+        "accuracy_first": acc_first,
+        "accuracy_second": acc_second,
         "baseline_stereotype": _mean(y, every),
         "baseline_last": _mean(later.astype(np.float64), every),
         "over_stereotype": acc - _mean(y, every),
@@ -120,45 +169,4 @@ def batch(
         "ucerf": _mean(1.0 - np.abs(desirability[:, :k] - desirability[:, k:]) / 2.0, np.ones(p_he.shape, dtype=bool)),
         "eo": eo,
     }
-    return out
-
-
-def referent_report(
-    p: np.ndarray,
-    y: np.ndarray,
-    male: np.ndarray,
-    second: np.ndarray,
-    clusters: np.ndarray,
-    *,
-    n_bins: int = 10,
-    binning: Binning = "equal_width",
-    draws: int = 1000,
-    seed: int = 0,
-    level: float = 0.95,
-) -> dict:
-    """The referent block of a run's metrics report (``ReferentReport``): each quantity of :data:`REFERENT_METRICS`
-    with an interval gets ``<key>_ci_low``/``<key>_ci_high``, the bias-corrected percentile interval over ``draws``
-    resamples of sentence pairs (seeded); ``n``, ``n_pairs``, ``n_unpaired`` count the rows and pairs (a row is
-    unpaired when its other version was not scored, or when the two do not have opposite y)."""
-    p, y, male, second = (np.asarray(a) for a in (p, y, male, second))
-    he, she = pairs_of(male.astype(bool), np.asarray(clusters))
-    flips = y[she] == 1 - y[he]  # the he and the she sentence have opposite y, as SynthBias builds them
-    he, she = he[flips], she[flips]
-    arrays = {"p_he": p[he], "p_she": p[she], "y_he": y[he], "second": second[he]}
-    estimate = {k: float(v[0]) for k, v in batch(**arrays, n_bins=n_bins, binning=binning).items()} if he.size else {}
-    samples = bootstrap(batch, arrays, draws, seed, n_bins=n_bins, binning=binning) if he.size else {}
-    out: dict = {"n": 2 * int(he.size), "n_pairs": int(he.size), "n_unpaired": int(p.size - 2 * he.size)}
-    for m in REFERENT_METRICS:
-        if m.key in out:
-            continue
-        value = estimate.get(m.key)
-        out[m.key] = value if value is not None and np.isfinite(value) else None
-        if m.interval:
-            bounds = (-1.0, 1.0) if m.signed else (0.0, 1.0)
-            lo, hi = (
-                bias_corrected_interval(samples[m.key], out[m.key], level, bounds)
-                if out[m.key] is not None
-                else (None, None)
-            )
-            out[f"{m.key}_ci_low"], out[f"{m.key}_ci_high"] = lo, hi
     return out

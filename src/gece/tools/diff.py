@@ -25,6 +25,7 @@ from gece.cmd import options
 from gece.io.files.inputs import read_text
 from gece.io.files.json_reader import flatten, is_finite_number, parse_json
 from gece.io.paths import layout, report_layout
+from gece.protocols import declarations
 
 WORKSPACE = "workspace"
 DEFAULT_PATHS = (report_layout.summary_path().as_posix(),)  # the DVC metrics of dvc.yaml
@@ -58,8 +59,10 @@ class Change:
 
 
 def leaves(old: dict, new: dict, file: str = "") -> list[Change]:
-    """Every leaf of ``old`` and ``new`` (flattened), changed or not; None on the side that lacks it."""
-    a, b = flatten(old), flatten(new)
+    """Every leaf of ``old`` and ``new`` (flattened), changed or not; None on the side that lacks it. A null leaf is
+    no value, as DVC reads metrics (``dvc metrics diff``, and ``dvc exp show``, which ``gece exp-summary`` reads): a
+    key null on both sides is not compared, one null on one side only is added or removed."""
+    a, b = ({k: v for k, v in flatten(d).items() if v is not None} for d in (old, new))
     return [Change(file, k, a.get(k), b.get(k)) for k in dict.fromkeys([*a, *b])]
 
 
@@ -212,23 +215,26 @@ FAMILIES = (
     "counts",
     "other",
 )
+# the protocols' numbers by key (gece.protocols.declarations), ranked in the families like the registry's
+PROTOCOL_METRICS = {m.key: m for p in declarations.PROTOCOLS for m in p.metrics}
 _AFFIXES = ("_ci_low", "_ci_high", "_split", "_crossfit", "_min", "_max", "_change")
 
 
 def family(leaf: str) -> str:
-    """The family of a leaf key, from the metric registry: ``ece``, ``best_ece_crossfit`` and ``ece_change``
+    """The family of a leaf key, from the metric table: ``ece``, ``best_ece_crossfit`` and ``ece_change``
     are ECE-like (the registered errors whose worse end is high), ``gender_ece*`` Gender-ECE, signed gaps and
     ``gap_*`` gender gaps, ``brier*`` Brier, metrics whose worse end is low (and shares) accuracy/shares,
-    registered counts and the comparison's ``*_significant`` counts of model pairs. The referent protocol's
-    metrics (``metric_defs.REFERENT``) the same way, its accuracy over a baseline (``over_*``) with the accuracies."""
+    registered counts and the comparison's ``*_significant`` counts of model pairs. A protocol's numbers
+    (:attr:`gece.report.protocol.Protocol.metrics`) the same way, an accuracy over a baseline (``over_*``) with the
+    accuracies."""
     if leaf.endswith("_significant"):
         return "counts"
     key = leaf.removeprefix("best_")
     for affix in _AFFIXES:
         key = key.removesuffix(affix)
-    if key.startswith("over_"):  # the referent protocol's accuracy minus a baseline
+    if key.startswith("over_"):  # a protocol's accuracy minus a baseline
         return "accuracy/shares"
-    m = metric_defs.METRIC.get(key) or metric_defs.REFERENT.get(key)
+    m = metric_defs.METRIC.get(key) or PROTOCOL_METRICS.get(key)
     if m is None:
         if key.startswith("gap"):
             return "gender gap"

@@ -55,7 +55,7 @@ def _row(name: str, entry: dict, baseline: str | None = None) -> Row:
     params = flatten(((data.get("params") or {}).get("params.yaml") or {}).get("data") or {})
     metrics = {}
     for _path, content in (data.get("metrics") or {}).items():
-        metrics.update({k: v for k, v in flatten((content or {}).get("data") or {}).items()})
+        metrics.update({k: v for k, v in flatten((content or {}).get("data") or {}).items() if v is not None})
     return Row(name, entry.get("rev", ""), params, metrics, baseline)
 
 

@@ -155,7 +155,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def writes(args: argparse.Namespace) -> dict:
     """What the pull writes: the outputs the targets' .dvc files name (DVC's cache is its own)."""
-    from gece.cmd.declared import Output
+    from gece.cmd.command import Output
 
     found = outputs(Path("."), tuple(args.targets))
     return {f"{p} (a .dvc output)": Output(p, "file" if p.is_file() else "folder", updated=True) for p in found}

@@ -271,7 +271,7 @@ def add_arguments(parser) -> None:
 
 def writes(args) -> dict:
     """The DVC project: ``dvc repro`` runs its stages, which write what dvc.yaml names, and records dvc.lock."""
-    from gece.cmd.declared import Output
+    from gece.cmd.command import Output
 
     return {"the DVC project (every stage's outputs, dvc.lock)": Output(Path("."), "folder", updated=True)}
 

@@ -14,7 +14,7 @@ depends on ``src/gece`` as a whole, runs this command. So:
 
 Docstrings are left out because no gece command reads one (``__doc__`` appears nowhere in the package:
 tests/test_stage_code.py holds that). Package data (the page's CSS and template) is not Python: the report
-stage lists it in dvc.yaml by hand, as before.
+stage declares it (``package_data`` of its ``STAGE``, :mod:`gece.cmd.stage`).
 
 The manifests are small text files that git keeps (``cache: false``), so a review shows which commands a
 change re-runs. ``gece stage-code --check`` writes nothing and exits 2 when a manifest is out of date
@@ -31,7 +31,7 @@ from pathlib import Path
 from gece.base.errors import GeceError
 from gece.base.terminal import literal, plural
 from gece.cmd import command
-from gece.cmd.declared import Output
+from gece.cmd.command import Output
 from gece.code.closure import PACKAGE, Tree
 from gece.code.manifests import FOLDER, HEADER, manifests
 from gece.io.files.outputs import write_text
@@ -77,6 +77,17 @@ def is_manifest(path: Path) -> bool:
     command removes."""
     start = HEADER.split("{command}")[0].encode()
     return (head(path, len(start)) or b"").startswith(start)
+
+
+# dvc.yaml's first stage (gece.cmd.stage): every other stage depends on its command's manifest, written here
+STAGE = {
+    "name": "code",
+    "about": "the code each gece command runs, by what it does: the other stages depend on their command's manifest",
+    "argv": ["stage-code"],
+    "code": "package",
+    "outputs": {"--out": {"cache": False, "note": "stage-code/<command>.txt, kept by git"}},
+    "notes": {"src/gece": "every module: a comment or a docstring changes no manifest, so re-runs nothing else"},
+}
 
 
 def run(args: argparse.Namespace) -> int:

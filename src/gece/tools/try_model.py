@@ -13,7 +13,7 @@ from gece.base.terminal import literal, plural
 from gece.catalog.metric_defs import METRIC
 from gece.catalog.scoring_rules import RULE_NAMES, RuleName
 from gece.cmd import command, options, run_tables
-from gece.cmd.declared import Output
+from gece.cmd.command import Output
 from gece.io.files.readers import read_table
 from gece.io.paths import data_layout, layout
 from gece.io.schemas.pair_rows import PreparedPair

@@ -1,10 +1,11 @@
-"""The output side of the file boundary: which paths may be written, and writing them atomically.
+"""The output side of the file boundary: which path may be written, and writing it atomically.
 
 Every output goes through :func:`check_output` (the CLI calls it for each output option before any work,
 :func:`atomic_path` again before each write): only a regular file or a path that does not exist yet is
 written, after symlinks are resolved. A FIFO, a device, a directory or a path below a file is refused, so
-the temporary-file-and-rename never replaces such a node. The input side (sizes, kinds of input, the
-checks of several outputs together) is :mod:`gece.io.files.inputs`.
+the temporary-file-and-rename never replaces such a node; :func:`check_outputs` checks a command's outputs
+together, against each other and what it reads. The directories a command replaces are
+:mod:`gece.io.files.destinations`; the input side (sizes, kinds of input) is :mod:`gece.io.files.inputs`.
 """
 
 from __future__ import annotations
@@ -182,50 +183,3 @@ def check_outputs(outputs: dict[str, str | Path | None], inputs: Collection[str 
                 hint=f"give {option} and {seen[real]} different paths",
             )
         seen[real] = option
-
-
-def check_output_dir(path: str | Path, option: str, hint: str | None = None) -> Path:
-    """``path`` if it is a directory or can be created as one, else a GeceError naming ``option``."""
-    path = Path(path)
-    hint = hint or f"give {option} a directory (it holds index.html, figures/ and tables/)"
-    if path.exists() and not path.is_dir():
-        raise GeceError(f"{option} {path} is not a directory", hint=hint)
-    if not path.exists():
-        check_output(path, option, hint)  # a new path whose nearest existing parent is a writable directory
-    return path
-
-
-def clear_output_dir(
-    path: str | Path, suffixes: tuple[str, ...], option: str, keep: Collection[Path] | None = None
-) -> None:
-    """Remove ``path``, a directory of outputs that a rerun replaces, if it holds only files gece writes
-    there (``suffixes``); a symlink, a file or a directory with other files in it is refused, not removed.
-    With ``keep``, only the files not in ``keep`` (and the directories left empty) are removed."""
-    path = Path(path)
-    if not os.path.lexists(path):
-        return
-    if path.is_symlink() or not path.is_dir():
-        raise GeceError(
-            f"{option} {path.parent}: {path} is {'a symlink' if path.is_symlink() else 'not a directory'}; "
-            "gece replaces this directory, so it must be one it wrote",
-            hint=f"remove {path} or give {option} another directory",
-        )
-    foreign = [p for p in path.rglob("*") if p.is_symlink() or not (p.is_dir() or p.name.endswith(suffixes))]
-    if foreign:
-        raise GeceError(
-            f"{option} {path.parent}: {path} holds files gece did not write there, e.g. {foreign[0]}; "
-            "gece replaces this directory",
-            hint=f"move them away, or give {option} another directory",
-        )
-    import shutil
-
-    if keep is None:
-        shutil.rmtree(path)
-        return
-    kept = {Path(p).resolve() for p in keep}
-    for p in sorted(path.rglob("*"), key=lambda x: len(x.parts), reverse=True):  # files, then emptied directories
-        if p.is_dir():
-            if not any(p.iterdir()):
-                p.rmdir()
-        elif p.resolve() not in kept:
-            p.unlink()

@@ -28,6 +28,11 @@ and the
 referent's majority gender), both versions of each. Each pair holds one he and one she row, one pro and one anti,
 so the rows are balanced over pronoun gender, stereotype and referent position, and over their crossings.
 The rows are in the order of their data rows (extract requires it).
+
+**The full set's referent positions** (:func:`position_mix`): the subset balances the referent's position, the full
+set does not (70.3% of SynthBias's 8,802 type2 sentence pairs name the referent second), and the baseline of always
+choosing the occupation named last depends on that mix: the referent protocol's skill numbers reweight the subset to
+it (:mod:`gece.stats.referent`), read here from the source, every pair of it, whatever the subset.
 """
 
 from __future__ import annotations
@@ -92,3 +97,11 @@ def read_referent(path: str | Path, subset: int | None, prompt: str) -> SynthPai
     chosen, strata = stratified_subset(pairs, None if subset is None else subset // 2)
     check_subset(path, chosen, subset, 2 * len(strata))  # two rows a pair
     return SynthPairs(referent_rows(rows[rows["key"].isin(set(chosen["key"]))], prompt), removed, len(table), strata)
+
+
+def position_mix(path: str | Path) -> float:
+    """The share of the type2 sentence pairs of the SynthBias file at ``path`` (all of them, paired as the subset's
+    are) whose referent is named second: the full set's mix (module docstring). The prepare stage has read the same
+    file and refused one without a type2 pair."""
+    pairs, _ = pronoun_pairs(rows_of(path)[1], "type2")
+    return float((pairs["referent"] == "second").mean())

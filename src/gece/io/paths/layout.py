@@ -11,7 +11,7 @@ Paths are relative to the repository root (the directory ``dvc repro`` runs in):
   the README's figure); the detail (per-run JSON, figures) is a DVC-cached output like ``artifacts/``
   (docs/dvc.md, "What git holds and what DVC holds").
 
-dvc.yaml spells the same paths for DVC: a path changed here must change there too.
+dvc.yaml's paths are written from the commands' declarations, which name these (``gece stage-deps``).
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 Report files are named relative to the reports directory (``metrics_file(b, m)`` is ``metrics/<b>/<m>.json``):
 the tables cite these strings as their sources and the page links its figures by them, so a report written
-elsewhere (``gece report --out``) keeps working links. dvc.yaml spells the same paths for DVC: a path changed here
-must change there too.
+elsewhere (``gece report --out``) keeps working links. dvc.yaml's outputs and deps are written from the commands'
+declarations, which name these paths (``gece stage-deps``): this module is the one place they are spelled.
 """
 
 from __future__ import annotations
@@ -13,6 +13,24 @@ from pathlib import Path
 from gece.io.paths.layout import REPORTS, benchmark_id, model_id
 
 METRICS_DIR = "metrics"  # one folder per benchmark: the benchmarks the page finds
+BINS_DIR = "bins"
+ABLATION_DIR = "ablation"
+CALIBRATION_DIR = "calibration"
+CALIBRATION_BINS_DIR = "calibration_bins"
+COMPARE_DIR = "compare"
+ANNOTATIONS_DIR = "annotations"
+GROUPS_DIR = "groups"
+# the folders of the stages' reports, which gece summary and gece report read (gece.pipeline.report_data)
+STAGE_REPORTS = (
+    METRICS_DIR,
+    BINS_DIR,
+    ABLATION_DIR,
+    CALIBRATION_DIR,
+    CALIBRATION_BINS_DIR,
+    COMPARE_DIR,
+    ANNOTATIONS_DIR,
+    GROUPS_DIR,
+)
 
 
 def metrics_dir(b: str) -> str:
@@ -27,7 +45,7 @@ def metrics_file(b: str, m: str) -> str:
 
 def bins_dir(b: str) -> str:
     """Reliability bins of every run of a benchmark."""
-    return f"bins/{b}"
+    return f"{BINS_DIR}/{b}"
 
 
 def bins_file(b: str, m: str) -> str:
@@ -37,7 +55,7 @@ def bins_file(b: str, m: str) -> str:
 
 def sample_size_dir(b: str) -> str:
     """Sample-size ablation of every run of a benchmark, with its figures."""
-    return f"ablation/sample_size/{b}"
+    return f"{ABLATION_DIR}/sample_size/{b}"
 
 
 def sample_size_file(b: str, m: str) -> str:
@@ -52,7 +70,7 @@ def sample_size_figure(b: str, m: str) -> str:
 
 def binning_dir(b: str) -> str:
     """Binning ablation of every run of a benchmark."""
-    return f"ablation/binning/{b}"
+    return f"{ABLATION_DIR}/binning/{b}"
 
 
 def binning_file(b: str, m: str) -> str:
@@ -62,17 +80,17 @@ def binning_file(b: str, m: str) -> str:
 
 def neutral_file(m: str) -> str:
     """Occupation vs gender-neutral wording, one model."""
-    return f"ablation/neutral/{m}.json"
+    return f"{ABLATION_DIR}/neutral/{m}.json"
 
 
 def special_tokens_file(m: str) -> str:
     """With vs without special tokens, one model."""
-    return f"ablation/special_tokens/{m}.json"
+    return f"{ABLATION_DIR}/special_tokens/{m}.json"
 
 
 def calibration_dir(b: str) -> str:
     """Post-hoc calibration of every run of a benchmark."""
-    return f"calibration/{b}"
+    return f"{CALIBRATION_DIR}/{b}"
 
 
 def calibration_file(b: str, m: str) -> str:
@@ -82,7 +100,7 @@ def calibration_file(b: str, m: str) -> str:
 
 def calibration_bins_dir(b: str) -> str:
     """Reliability bins before and after calibration of every run of a benchmark."""
-    return f"calibration_bins/{b}"
+    return f"{CALIBRATION_BINS_DIR}/{b}"
 
 
 def calibration_bins_file(b: str, m: str) -> str:
@@ -91,18 +109,23 @@ def calibration_bins_file(b: str, m: str) -> str:
 
 
 def groups_file(b: str) -> str:
-    """Calibration by group of every run of a benchmark (its markdown tables: the same name with ``.md``)."""
-    return f"groups/{b}.json"
+    """Calibration by group of every run of a benchmark."""
+    return f"{GROUPS_DIR}/{b}.json"
 
 
 def compare_file(b: str) -> str:
-    """Paired comparison of every two runs of a benchmark (its markdown: the same name with ``.md``)."""
-    return f"compare/{b}.json"
+    """Paired comparison of every two runs of a benchmark (its markdown: :func:`compare_markdown`)."""
+    return f"{COMPARE_DIR}/{b}.json"
+
+
+def compare_markdown(b: str) -> str:
+    """The paired comparison's table of every two runs of a benchmark, as markdown."""
+    return f"{COMPARE_DIR}/{b}.md"
 
 
 def annotation_file(b: str) -> str:
     """Agreement of the annotators of one benchmark."""
-    return f"annotations/{b}.json"
+    return f"{ANNOTATIONS_DIR}/{b}.json"
 
 
 TABLES_DIR = "tables"  # the page's tables as markdown, beside index.html

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from gece.catalog.groupings import GroupingName, GroupProtocol
+from gece.catalog.metric_defs import TestVariance
 from gece.io.schemas.schema_base import JsonReport, Num
 
 Err = Annotated[float, Field(ge=0.0, le=1.0)] | None
@@ -51,8 +52,9 @@ class CalibrationTestReport(JsonReport):
     p_z: Num = Field(ge=0.0, le=1.0, description="its two-sided p-value")
     ece: Num = Field(ge=0.0, le=1.0, description="the binned ECE, the consistency test's statistic")
     p_consistency: Num = Field(ge=0.0, le=1.0, description="consistency-resampling p-value (one-sided)")
-    variance: Literal["rows", "clusters"] | None = Field(
-        description="the variance of z: independent rows, or the cluster sums (benchmarks.<b>.cluster)"
+    variance: TestVariance | None = Field(
+        description="the variance of z (gece.stats.calibration_tests): expected under calibration with exact repeats "
+        "merged where the pair is the unit, the cluster sums' where clusters group distinct pairs"
     )
     reason: str | None
 
@@ -81,8 +83,8 @@ class GroupingReport(JsonReport):
     groups: list[GroupCell]
     gap: GroupGapReport | None
     reason: str | None
-    variance: Literal["rows", "clusters"] | None = Field(
-        None, description="the variance of the groups' z (None: not tested, see tests_reason)"
+    variance: TestVariance | None = Field(
+        None, description="the variance of the groups' z, as the run's tests' (None: not tested, see tests_reason)"
     )
     tests_reason: str | None = Field(None, description="why the groups carry no calibration tests")
 

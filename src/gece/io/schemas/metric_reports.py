@@ -5,38 +5,33 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model, model_serializer
 
-from gece.catalog.metric_defs import GAPS, METRIC, REFERENT_METRICS, SCALARS
+from gece.catalog.metric_defs import GAP_HOLM, GAPS, METRIC, SCALARS, Metric
 from gece.io.schemas.schema_base import Num
 
-
-def _referent_fields() -> dict[str, Any]:
-    """One nullable float per quantity of the referent protocol (gece.catalog.metric_defs.REFERENT_METRICS), the
-    counts as
-    integers, and the interval bounds of those with one."""
-    counts = ("n", "n_pairs", "n_unpaired")
-    fields: dict[str, Any] = {
-        m.key: ((int, Field(..., ge=0)) if m.key in counts else (Num, ...)) for m in REFERENT_METRICS
-    }
-    fields |= {f"{m.key}_ci_{end}": (Num, ...) for m in REFERENT_METRICS if m.interval for end in ("low", "high")}
-    return fields
+# a protocol's block in a run's metrics report: its numbers by key (gece.report.protocol; the protocol validates
+# its own keys with block_model)
+Block = dict[str, int | float | None]
 
 
-ReferentReport = create_model(
-    "ReferentReport",
-    __config__=ConfigDict(extra="forbid"),
-    __doc__="""The ``referent`` block of a run's metrics report on a ``synthbias: referent`` benchmark
-    (:func:`gece.stats.referent.referent_report`): top-label ECE by pronoun gender, stereotype and referent position,
-    the two baselines, UCerF and Equalized Odds, on complete sentence pairs, intervals resampling them.""",
-    **_referent_fields(),
-)
+def block_model(name: str, metrics: Sequence[Metric], counts: Sequence[str], doc: str) -> type[BaseModel]:
+    """The strict schema of a protocol's block: one nullable float per number of ``metrics``, the ``counts`` as
+    integers, and the interval bounds (``<key>_ci_low``, ``<key>_ci_high``) of those with one."""
+    fields: dict[str, Any] = {m.key: ((int, Field(..., ge=0)) if m.key in counts else (Num, ...)) for m in metrics}
+    fields |= {f"{m.key}_ci_{end}": (Num, ...) for m in metrics if m.interval for end in ("low", "high")}
+    return create_model(name, __config__=ConfigDict(extra="forbid"), __doc__=doc, **fields)
 
 
 class _MetricValues(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """Beside the numbers every run has, a key of its own per protocol that measures the benchmark (its block,
+    :data:`Block`; absent elsewhere): any other key that is not a block of numbers is refused."""
+
+    model_config = ConfigDict(extra="allow")
+    __pydantic_extra__: dict[str, Block] = Field(init=False)
     n: int = Field(ge=0)
     n_distinct: int | None = Field(None, ge=0, description="distinct (sent_more, sent_less) pairs among the n")
     n_clusters: int | None = Field(
@@ -55,21 +50,18 @@ class _MetricValues(BaseModel):
     n_bins: int = Field(ge=1)
     binning: Literal["equal_width", "equal_mass"]
     null_reasons: str | None = None
-    referent: ReferentReport | None = Field(  # type: ignore[valid-type]
-        None, description="SynthBias's referent protocol only (benchmarks.<b>.synthbias: referent); absent elsewhere"
-    )
 
     @model_serializer(mode="wrap")
     def _drop_empty(self, handler):
         data = handler(self)
-        for key in ("null_reasons", "referent"):
+        for key in ("null_reasons", *(f"{g}_{kind}" for g in GAPS for kind in GAP_HOLM)):
             if data.get(key) is None:
                 data.pop(key, None)
         return data
 
 
 def _metric_fields() -> dict[str, Any]:
-    """One nullable float per scalar with an interval in the metric registry (its definition as the
+    """One nullable float per scalar with an interval in the metric table (its definition as the
     field's description), its interval bounds, and the gaps' bootstrap and permutation p-values
     (names written once, in gece.catalog.metric_defs and gece.stats.gap)."""
     fields: dict[str, Any] = {k: (Num, Field(..., description=METRIC[k].definition)) for k in SCALARS}
@@ -79,6 +71,11 @@ def _metric_fields() -> dict[str, Any]:
         for end in ("low", "high")
     }
     fields |= {f"{g}_{kind}": (Num, ...) for g in GAPS for kind in ("p", "p_perm")}
+    fields |= {
+        f"{g}_{kind}": (Num, Field(None, description=f"{g}: {kind} of Holm's correction over the benchmark's runs"))
+        for g in GAPS
+        for kind in GAP_HOLM
+    }  # the metrics stage's reports only (gece.stats.gap.holm_over_runs); absent from the metric sets others embed
     return fields
 
 
@@ -88,7 +85,9 @@ MetricsReport = create_model(
     __doc__="""``reports/metrics/<benchmark>/<model>.json``: flat, what ``dvc metrics`` reads.
 
     Every metric with an interval in ``registry.SCALARS``, ``<key>_ci_low``/``<key>_ci_high``
-    (bias-corrected bootstrap interval) for each, and ``<gap>_p``/``<gap>_p_perm`` for the gender gaps. Null
+    (bias-corrected bootstrap interval) for each, and ``<gap>_p``/``<gap>_p_perm`` for the gender gaps, with, in the
+    metrics stage's reports, their Holm correction over the benchmark's runs (``<gap>_p_holm``, ``_level_holm``,
+    ``_ci_low_holm``, ``_ci_high_holm``; absent where the gap is undefined). Null
     values are undefined metrics (e.g. no pair was predicted female); ``null_reasons`` then says
     why, and is absent otherwise.
     """,

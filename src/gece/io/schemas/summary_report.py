@@ -20,7 +20,11 @@ class SummaryReport(JsonReport):
     binning: Section = Field(default_factory=dict)
     neutral: Section = Field(default_factory=dict)
     special_tokens: Section = Field(default_factory=dict)
-    compare: dict[str, dict[str, int]] = Field(default_factory=dict)
+    compare: dict[str, dict[str, int | None]] = Field(
+        default_factory=dict,
+        description="per benchmark: the pairs of runs that differ in each metric after Holm (<metric>_significant); "
+        "null where no pair has a test of the metric (not defined on the benchmark), never 0",
+    )
     groups: Section = Field(default_factory=dict)
     agreement: Section = Field(
         default_factory=dict,

@@ -108,7 +108,8 @@ class ExtractMeta(BaseModel):
         description="as set in params (auto: the size used is in the timing file)"
     )
     limit: int | None
-    torch: str
+    torch: str = Field(description="torch's release (without a local label such as +cpu)")
+    cuda: str | None = Field(None, description="the CUDA version torch was built with, on a GPU run; null on the CPU")
     transformers: str
     gece: str
     pairs: int = Field(ge=0)

@@ -1,1 +1,1 @@
-"""params.yaml as typed, validated settings: the strict loader, the sections, registry entries, the id rule."""
+"""params.yaml as typed, validated settings: the strict loader, the sections, registry entries, the id format."""

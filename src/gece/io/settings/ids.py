@@ -1,4 +1,4 @@
-"""The id rule of benchmarks and models: ids become file and directory names, so they are checked once, here.
+"""The id format of benchmarks and models: ids become file and directory names, so they are checked once, here.
 
 Kept apart from the registry's model entry (:mod:`gece.io.settings.model_entry`) and the params sections, so that every
 stage can check an id (a ``--benchmark``, a path of :mod:`gece.io.paths.layout`) without importing either.

@@ -1,5 +1,5 @@
 """params.yaml -> typed, validated settings: the whole file (:class:`Params`), its loader for a stage
-(:func:`require_params`), and the sections that need the registries of groupings and calibration methods.
+(:func:`require_params`), and the sections that need the tables of groupings and calibration methods (gece.catalog).
 
 The other sections are in :mod:`gece.io.settings.sections` (and a model's entry in
 :mod:`gece.io.settings.model_entry`); the

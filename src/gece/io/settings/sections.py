@@ -1,5 +1,5 @@
-"""The params.yaml sections that need no registry of models, groupings or calibration methods, and a
-benchmark's entry. A stage that reads only some sections validates them without importing the rest
+"""The params.yaml sections that need neither the models' registry nor the tables of groupings or calibration
+methods, and a benchmark's entry. A stage that reads only some sections validates them without importing the rest
 (:func:`gece.io.settings.params_file.load_sections`; ``gece score`` reads ``extract``,
 :mod:`gece.io.settings.extract_params`);
 :class:`gece.io.settings.params.Params` holds them all.
