@@ -112,7 +112,7 @@ def test_two_outputs_on_one_path(work, capsys):
 @pytest.mark.parametrize(
     "setup, message",
     [
-        (lambda d: (d / "rep").write_text("x"), "rep is a file, so nothing can be created below it"),
+        (lambda d: (d / "rep").write_text("x"), "--out rep is not a directory"),
         (
             lambda d: (
                 (d / "rep" / "figures").mkdir(parents=True),

@@ -195,7 +195,8 @@ def gece(root, *argv: str, kill: str | None = None) -> subprocess.CompletedProce
 
 
 def test_a_run_killed_in_its_swap_loses_nothing(workdir):
-    """Killed between moving the old run out and the new one in: the previous score file is as it was and the old
+    """Killed once lm-eval has run, before anything is checked: nothing of the outputs changed. Killed between
+    moving the old run out and the new one in: the previous score file is as it was and the old
     run waits whole in scratch, put back by the next run, which runs lm-eval again. Killed as the score file is
     renamed (its meta already is): the new run is in place, and the next run imports it again without running
     lm-eval (a score file and a meta of two runs would be refused by their readers, gece.io.files.paired). Either
@@ -205,18 +206,20 @@ def test_a_run_killed_in_its_swap_loses_nothing(workdir):
     assert main(list(argv)) == 0
     before = outputs_of(workdir)
     new_setting(workdir)
+    assert gece(workdir, *argv, kill="lmeval:ran").returncode == -9  # lm-eval done, nothing checked yet
+    assert outputs_of(workdir) == before
     assert gece(workdir, *argv, kill="lmeval:swap").returncode == -9
     assert outputs_of(workdir) == {k: v for k, v in before.items() if k.startswith("artifacts")}
     moved = {str(folder / p.relative_to(trash)) for p in trash.rglob("*") if p.is_file()}
     assert moved == {k for k in before if k.startswith("lmeval")}
-    assert main(list(argv)) == 0 and calls(workdir) == ["gece_winobias"] * 3  # the killed run's lm-eval, and again
+    assert main(list(argv)) == 0 and calls(workdir) == ["gece_winobias"] * 4  # the killed runs' lm-eval, and again
     after = outputs_of(workdir)
     new_setting(workdir, 2)
     assert gece(workdir, *argv, kill="rename:smol-h.parquet").returncode == -9
     score = "artifacts/scores/winobias/smol-h.parquet"
     now = outputs_of(workdir)
     assert now[score] == after[score] and now != after  # the new run in place, the previous score file kept
-    assert main(list(argv)) == 0 and calls(workdir) == ["gece_winobias"] * 4  # the killed run's, kept
+    assert main(list(argv)) == 0 and calls(workdir) == ["gece_winobias"] * 5  # the killed run's, kept
     record = json.loads((workdir / folder / launch.RECORD).read_text())
     assert record["command"][record["command"].index("--batch_size") + 1] == "2" and not trash.exists()
 

@@ -80,9 +80,11 @@ def test_a_code_change_still_offers_the_files(repo):
 
 
 def test_only_what_the_cache_holds_is_offered(repo):
+    """File by file for extract's shards; a run that must be reused whole (the lm-eval stage's) is not offered."""
     obj = next(p for p in Path(".dvc/cache/files/md5").rglob("*") if p.is_file() and p.read_bytes() == b"{}")
     obj.unlink()  # e.g. a clone that pulled part of the remote
     assert sorted(reuse.previous_outputs(OUT)) == ["a.parquet"]
+    assert reuse.previous_outputs(OUT, whole=True) == {}
 
 
 def test_no_lock_or_no_dvc_offers_nothing(repo, tmp_path, monkeypatch):

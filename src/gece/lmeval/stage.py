@@ -145,7 +145,7 @@ def kept(folder: Path, key: str) -> bool:
 def from_recorded(folder: Path, scratch: Path, key: str) -> bool:
     """Put the last recorded run of ``folder`` (dvc.lock and DVC's cache) into ``scratch``, whole, when its
     fingerprint is ``key``."""
-    previous = reuse.previous_outputs(folder)
+    previous = reuse.previous_outputs(folder, whole=True)
     if launch.RECORD not in previous or fingerprint_of(previous[launch.RECORD]) != key:
         return False
     reuse.restore(previous, scratch, whole=True)

@@ -117,11 +117,11 @@ def _manifest(path: Path, out_dir: Path, stage: str) -> dict[str, str]:
     return files
 
 
-def previous_outputs(out_dir: str | Path, lock: str | Path = LOCK) -> dict[str, Path]:
+def previous_outputs(out_dir: str | Path, lock: str | Path = LOCK, *, whole: bool = False) -> dict[str, Path]:
     """The files of the folder ``out_dir`` as the last recorded run of its stage wrote them (relative path -> a
     read-only file in DVC's cache, named by its md5), or {} when there is nothing to reuse: no lock entry, or the
-    objects are not in the cache (then only those that are). A manifest that is no plain list of files is a
-    GeceError (module docstring)."""
+    objects are not in the cache (then only those that are; with ``whole``, none unless all are: a run is reused
+    whole or not at all). A manifest that is no plain list of files is a GeceError (module docstring)."""
     out_dir, lock = Path(out_dir), Path(lock)
     found = _recorded(out_dir, lock) if lock.is_file() else None
     if found is None:
@@ -134,7 +134,8 @@ def previous_outputs(out_dir: str | Path, lock: str | Path = LOCK) -> dict[str, 
     if manifest is None or not manifest.is_file():
         return {}
     files = {rel: _object(store, md5) for rel, md5 in _manifest(manifest, out_dir, stage).items()}  # type: ignore[arg-type]
-    return {rel: path for rel, path in files.items() if path.is_file()}
+    found = {rel: path for rel, path in files.items() if path.is_file()}
+    return {} if whole and len(found) < len(files) else found
 
 
 def _folders_on_the_way(folder: Path, rel: PurePosixPath) -> None:
