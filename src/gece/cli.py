@@ -138,8 +138,8 @@ def check_paths(args: argparse.Namespace, labels: dict[str, str] | None = None) 
     """Every path on the command line is one the system can look up (no name too long), and every output it
     declares (:class:`gece.cmd.command.Output`) is writable, checked before any work (see gece.io.files.outputs):
     a file output is a regular file or a new path, not equal to, inside or around an input, and no two outputs are
-    one path; a folder output a directory or a new one, outside the inputs (unless ``updated``: the command reads
-    what it left there). Returns the declared inputs and outputs."""
+    one path; a folder output a directory (no symlink) or a new one, outside the inputs (unless ``updated``: the
+    command reads what it left there). Returns the declared inputs and outputs."""
     from gece.cmd.command import declared_inputs, declared_outputs
     from gece.io.files.inputs import check_names
     from gece.io.files.output_dirs import check_output_dir
@@ -161,6 +161,10 @@ def check_paths(args: argparse.Namespace, labels: dict[str, str] | None = None) 
             check_output(out.path, label, out.hint)
         else:
             hint = out.hint or f"remove {out.path} or move it away: gece writes this folder whole"
+            if out.path.is_symlink():
+                raise GeceError(
+                    f"{label} {out.path} is a symlink: gece writes this folder, never through a link", hint=hint
+                )
             check_output_dir(out.path, label, hint=hint)
             real = Path(os.path.realpath(out.path))
             for given in [] if out.updated else inputs:
