@@ -11,7 +11,7 @@ import pytest
 import gece  # noqa: F401  (first: torch must run its portable CPU kernels, see gece.scoring.exact)
 from gece.io.paths import report_layout
 
-from .audit import watch_reads  # noqa: F401  (autouse: what each command reads is what it declares)
+from .audit import watch_files  # noqa: F401  (autouse: what each command reads and writes is what it declares)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

@@ -193,6 +193,11 @@ SETTINGS = [  # (bytes of the settings file, what the message says, what the hin
         "key 'n_bins' is written twice",
         "merge the two 'n_bins' entries",
     ),
+    (  # a flow mapping: both on one line
+        (_params_text() + "lmeval_extra: {limit: 5, limit: 6}\n").encode(),
+        "line 134: key 'limit' is written twice (first on line 134)",
+        "merge the two 'limit' entries",
+    ),
     ((_params_text() + "# caf\xe9\n").encode("latin-1"), "not valid UTF-8 text: line", "iconv -f latin1 -t utf-8"),
     (
         _params_text().encode("utf-16"),
@@ -228,6 +233,7 @@ SETTINGS = [  # (bytes of the settings file, what the message says, what the hin
         "scalar",
         "key-twice",
         "nested-key-twice",
+        "flow-key-twice",
         "latin-1",
         "utf-16",
         "bad-yaml",

@@ -396,13 +396,18 @@ def test_cli_calibrate(gptj_scores, tmp_path, capsys):
 
 # -------------------------------------------------------------------- reuse by content
 def _record(folders: list[Path], store: Path) -> dict[Path, dict[str, Path]]:
-    """What DVC does between two runs: the files of each output folder committed to its cache, then removed."""
-    recorded = {}
+    """What DVC does between two runs: the files of each output folder committed to its cache (each object named
+    by its md5), then removed."""
+    import hashlib
+
+    recorded: dict[Path, dict[str, Path]] = {}
     for folder in folders:
-        (store / folder).mkdir(parents=True)
-        recorded[folder] = {p.name: (store / folder / p.name) for p in sorted(folder.iterdir())}
+        recorded[folder] = {}
         for p in sorted(folder.iterdir()):
-            (store / folder / p.name).write_bytes(p.read_bytes())
+            md5 = hashlib.md5(p.read_bytes(), usedforsecurity=False).hexdigest()
+            (store / md5[:2]).mkdir(parents=True, exist_ok=True)
+            (store / md5[:2] / md5[2:]).write_bytes(p.read_bytes())
+            recorded[folder][p.name] = store / md5[:2] / md5[2:]
             p.unlink()
     return recorded
 

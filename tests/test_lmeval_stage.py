@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 
@@ -20,6 +21,7 @@ from gece.io.settings.harness_entry import HarnessSpec
 from gece.lmeval import launch
 from gece.pipeline import prepare as prepare_stage
 
+from . import audit
 from .conftest import DATA, ROOT
 from .refusals import refusal
 
@@ -86,6 +88,7 @@ def workdir(tmp_path, monkeypatch):
     (bin_dir / "lm_eval").chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     monkeypatch.setenv("STANDIN_LOG", str(tmp_path / "log"))
+    audit.scaffolding(tmp_path / "log")
     return tmp_path
 
 
@@ -127,10 +130,99 @@ def test_a_failure_names_the_task_and_the_command_and_keeps_the_outputs(workdir,
         m.setattr(launch, "installed", lambda python: {"lm_eval": None, "vllm": None})
         assert main(["lmeval-run", "--model", "smol-h", "--benchmark", "winobias"]) == 2
         assert "pip install 'gece[lmeval]'" in capsys.readouterr().err
-    params["registry"]["smol-h"]["harness"]["launcher"] = ["no-such-lm-eval"]
+    params["registry"]["smol-h"]["harness"]["launcher"] = ["/no/such/env/bin/lm_eval"]
     (workdir / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     assert main(["lmeval-run", "--model", "smol-h", "--benchmark", "winobias"]) == 2
-    assert "'no-such-lm-eval' is not a program on PATH" in capsys.readouterr().err
+    assert "'/no/such/env/bin/lm_eval' is not a program on PATH" in capsys.readouterr().err
+
+
+def outputs_of(root) -> dict[str, str]:
+    """sha256 of every file of the stage's outputs (lm-eval's run, the score file and its meta), by path."""
+    import hashlib
+
+    paths = [root / launch.run_dir("smol-h", "winobias"), root / "artifacts/scores/winobias"]
+    files = [f for p in paths for f in sorted(p.rglob("*")) if not f.name.endswith(".tmp")]  # a killed write's
+    return {str(f.relative_to(root)): hashlib.sha256(f.read_bytes()).hexdigest() for f in files if f.is_file()}
+
+
+def new_setting(root, batch_size: int = 4) -> None:
+    """A batch size that changes the fingerprint: lm-eval must run again."""
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params["registry"]["smol-h"]["harness"]["batch_size"] = batch_size
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+
+
+BROKEN = [  # what the stand-in lm_eval is told to do, what the refusal says
+    ({"STANDIN_PAIRS": "3"}, "lm-eval scored 3 of the 6 pairs exported for gece_winobias"),
+    ({"STANDIN_PAIRS": "0"}, "no sample"),
+    ({"STANDIN_BREAK": "truncate"}, "line 6: not valid JSON"),
+    ({"STANDIN_BREAK": "huge"}, "line 7, pair"),
+    ({"STANDIN_BREAK": "name"}, "samples_gece_winobias_latest.jsonl is no file lm-eval writes"),
+    ({"STANDIN_BREAK": "two"}, "2 samples files of task gece_winobias"),
+    ({"STANDIN_BREAK": "extra"}, "notes.txt is no file lm-eval writes for task gece_winobias"),
+    ({"STANDIN_BREAK": "link"}, "samples_gece_winobias_2026-12-06T07-00-00.000000.jsonl is a symlink"),
+    ({"STANDIN_FAIL": "gece_winobias"}, "lm-eval failed on task gece_winobias (exit status 3)"),
+]
+
+
+@refusal("E-LMEVAL-WHOLE", "E-LMEVAL-FOLDER", readers=["lmeval-run"])
+def test_a_broken_or_partial_run_replaces_nothing(workdir, capsys, monkeypatch):
+    """lm-eval's run is checked in scratch and imported before it replaces the previous run: a run that scored
+    fewer pairs than the export wrote (or none), a truncated or 20 MB line, a samples file of another name, two of
+    them, a stray file or a symlink to a file outside, or a failed lm-eval, leave the previous run and score file
+    byte-identical."""
+    assert main(["lmeval-run", "--model", "smol-h", "--benchmark", "winobias"]) == 0
+    before = outputs_of(workdir)
+    new_setting(workdir)
+    (workdir / "outside.jsonl").write_text('{"doc_id": 0}\n')
+    for broken, says in BROKEN:
+        with monkeypatch.context() as m:
+            m.setenv("STANDIN_OUTSIDE", str(workdir / "outside.jsonl"))
+            for name, value in broken.items():
+                m.setenv(name, value)
+            capsys.readouterr()
+            assert main(["lmeval-run", "--model", "smol-h", "--benchmark", "winobias"]) == 2, broken
+        err = capsys.readouterr().err
+        assert says in err and "previous outputs are kept" in err and "Traceback" not in err, err
+        assert outputs_of(workdir) == before, broken
+    assert calls(workdir) == ["gece_winobias"] * (1 + len(BROKEN))
+
+
+def gece(root, *argv: str, kill: str | None = None) -> subprocess.CompletedProcess:
+    """``gece`` in a process of its own (killed at ``kill``: base/faults.py)."""
+    env = os.environ | {"PYTHONPATH": str(ROOT / "src")} | ({"GECE_KILL_AT": kill} if kill else {})
+    code = "import sys; from gece.cli import main; sys.exit(main(sys.argv[1:]))"
+    return subprocess.run([sys.executable, "-c", code, *argv], cwd=root, env=env, capture_output=True, text=True)
+
+
+def test_a_run_killed_in_its_swap_loses_nothing(workdir):
+    """Killed once lm-eval has run, before anything is checked: nothing of the outputs changed. Killed between
+    moving the old run out and the new one in: the previous score file is as it was and the old
+    run waits whole in scratch, put back by the next run, which runs lm-eval again. Killed as the score file is
+    renamed (its meta already is): the new run is in place, and the next run imports it again without running
+    lm-eval (a score file and a meta of two runs would be refused by their readers, gece.io.files.paired). Either
+    way the next run ends with the new run and its score file."""
+    argv = ("lmeval-run", "--model", "smol-h", "--benchmark", "winobias")
+    folder, trash = launch.run_dir("smol-h", "winobias"), workdir / "lmeval/tasks/smol-h/winobias.old"
+    assert main(list(argv)) == 0
+    before = outputs_of(workdir)
+    new_setting(workdir)
+    assert gece(workdir, *argv, kill="lmeval:ran").returncode == -9  # lm-eval done, nothing checked yet
+    assert outputs_of(workdir) == before
+    assert gece(workdir, *argv, kill="lmeval:swap").returncode == -9
+    assert outputs_of(workdir) == {k: v for k, v in before.items() if k.startswith("artifacts")}
+    moved = {str(folder / p.relative_to(trash)) for p in trash.rglob("*") if p.is_file()}
+    assert moved == {k for k in before if k.startswith("lmeval")}
+    assert main(list(argv)) == 0 and calls(workdir) == ["gece_winobias"] * 4  # the killed runs' lm-eval, and again
+    after = outputs_of(workdir)
+    new_setting(workdir, 2)
+    assert gece(workdir, *argv, kill="rename:smol-h.parquet").returncode == -9
+    score = "artifacts/scores/winobias/smol-h.parquet"
+    now = outputs_of(workdir)
+    assert now[score] == after[score] and now != after  # the new run in place, the previous score file kept
+    assert main(list(argv)) == 0 and calls(workdir) == ["gece_winobias"] * 5  # the killed run's, kept
+    record = json.loads((workdir / folder / launch.RECORD).read_text())
+    assert record["command"][record["command"].index("--batch_size") + 1] == "2" and not trash.exists()
 
 
 @refusal("E-LMEVAL-RUN", readers=["lmeval-run"])
@@ -177,6 +269,38 @@ def test_lm_eval_is_looked_for_in_the_launchers_environment(workdir, tmp_path, c
         ({"harness": {"model": "hf", "model_args": {"base_url": "http://x"}}}, "not an argument of lm-eval's hf"),
         ({"harness": {"model": "vllm", "device": "cpu"}}, "--device is for the hf backend"),
         ({"source": "lmeval:out"}, "holds scores, not a model lm-eval can load"),
+        # the launcher: one of the shapes that start lm-eval, no word lm-eval would read (its parser takes prefixes)
+        ({"harness": {"model": "hf", "launcher": ["lm_eval", "--trust_remote_code"]}}, "not a shape gece runs"),
+        ({"harness": {"model": "hf", "launcher": ["lm_eval", "--trust=True"]}}, "not a shape gece runs"),
+        ({"harness": {"model": "hf", "launcher": ["python", "-m", "lm_eval", "--trust"]}}, "not a shape gece runs"),
+        ({"harness": {"model": "hf", "launcher": ["sh", "-c", "lm_eval"]}}, "not a shape gece runs"),
+        (
+            {"harness": {"model": "hf", "launcher": ["accelerate", "launch", "--trust_remote_code", "-m", "lm_eval"]}},
+            "'--trust_remote_code' is not an option of accelerate launch",
+        ),
+        (
+            {"harness": {"model": "hf", "launcher": ["accelerate", "launch", "-m", "lm_eval", "--trust_remote_code"]}},
+            "not a shape gece runs",
+        ),
+        (
+            {
+                "harness": {
+                    "model": "hf",
+                    "launcher": ["accelerate", "launch", "--num_processes", "-1", "-m", "lm_eval"],
+                }
+            },
+            "--num_processes '-1': not a value of --num_processes",
+        ),
+        # numbers in their ranges, values of their types
+        ({"harness": {"model": "hf", "batch_size": 0}}, "0 is not a batch size"),
+        ({"harness": {"model": "hf", "batch_size": -1}}, "-1 is not a batch size"),
+        ({"harness": {"model": "hf", "model_args": {"max_batch_size": 0}}}, "0 is not a whole number of 1 or more"),
+        ({"harness": {"model": "hf", "model_args": {"parallelize": "yes"}}}, "'yes' is not true or false"),
+        ({"harness": {"model": "vllm", "model_args": {"gpu_memory_utilization": 1.5}}}, "not a number above 0"),
+        ({"harness": {"model": "hf", "model_args": {"dtype": "float64"}}}, "'float64' is not auto, float32"),
+        # paths: the rules of gece's own entries
+        ({"gguf_file": "../../elsewhere.gguf"}, "is not a plain file name"),
+        ({"gguf_file": "/abs/x.gguf"}, "is not a plain file name"),
     ],
 )
 @refusal("E-LMEVAL-ENTRY", readers=["lmeval-run"])
@@ -239,9 +363,11 @@ def test_dvc_repro_resumes_and_reruns_only_the_changed_task(workdir, monkeypatch
     assert (workdir / "artifacts/scores/winobias/smol-h.parquet").is_file()
 
 
-def test_one_command_writes_the_import_stages_of_samples_from_elsewhere(tmp_path, monkeypatch):
+@refusal("E-LMEVAL-STAGES", readers=["lmeval-stages"])
+def test_one_command_writes_the_import_stages_of_samples_from_elsewhere(tmp_path, monkeypatch, capsys):
     """``source: lmeval:<directory>``: ``gece lmeval-stages`` tracks the directory and adds one import stage per
-    benchmark with samples; ``dvc repro`` then writes the score file."""
+    benchmark with samples; ``dvc repro`` then writes the score file. A benchmark without samples there, or a
+    directory holding anything but lm-eval's output, is refused before ``dvc add``."""
     from .test_lmeval import good_samples, write_samples
 
     monkeypatch.chdir(tmp_path)
@@ -266,8 +392,17 @@ def test_one_command_writes_the_import_stages_of_samples_from_elsewhere(tmp_path
     (tmp_path / "src/gece").symlink_to(ROOT / "src/gece")
     repro(tmp_path)
     assert (tmp_path / "artifacts/scores/winobias/smol-lm.parquet").is_file()
-    assert main(["lmeval-stages", "--model", "smol-lm", "--benchmark", "winogender"]) == 0  # --benchmark: as asked
-    assert "lmeval-import-smol-lm-winogender" in yaml.safe_load((tmp_path / "dvc.yaml").read_text())["stages"]
+    before = (tmp_path / "dvc.yaml").read_text()
+    assert main(["lmeval-stages", "--model", "smol-lm", "--benchmark", "winogender"]) == 2
+    assert "no lm-eval samples of benchmark winogender" in capsys.readouterr().err
+    # a folder that holds more than lm-eval's output (code, say) is refused before DVC tracks it and git ignores it
+    params["registry"]["code-lm"] = {"source": "lmeval:tools"}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    shutil.copytree(tmp_path / "lm", tmp_path / "tools")
+    (tmp_path / "tools" / "build.py").write_text("print('code')\n")
+    assert main(["lmeval-stages", "--model", "code-lm"]) == 2
+    assert "build.py is no file lm-eval writes" in capsys.readouterr().err
+    assert (tmp_path / "dvc.yaml").read_text() == before and not (tmp_path / "tools.dvc").exists()
 
 
 def test_gece_extracts_no_tokens_for_an_lm_eval_entry(workdir, capsys):
@@ -285,3 +420,19 @@ def test_gece_s_own_run_of_the_same_model_takes_no_lm_eval_entry_for_a_sibling(t
     twin = ModelSpec.model_validate({"source": SMOL, "special_tokens": False})
     registry = {"smol": own, "smol-nobos": twin, "smol-h": HarnessSpec.model_validate(ENTRY)}
     assert Siblings("smol", own, registry, tmp_path / "dvc.lock").ids == ["smol-nobos"]
+
+
+def test_a_run_scores_the_exported_pairs_exactly_and_its_scratch_holds_no_link(tmp_path):
+    """More pairs than the export wrote is no run of it either; a link where the stage writes its scratch is
+    refused, never written through."""
+    import pandas as pd
+
+    from gece.base.errors import GeceError
+    from gece.lmeval import run_folder
+
+    with pytest.raises(GeceError, match=r"scored 1 pair\(s\) the export of gece_b did not write, e.g. c"):
+        run_folder.check_complete(pd.DataFrame({"pair_id": ["a", "c"]}), ["a"], tmp_path, "gece_b")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "tasks").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(GeceError, match="is a symlink: the lmeval stage writes its scratch space there"):
+        run_folder.check_scratch([tmp_path, tmp_path / "tasks"])

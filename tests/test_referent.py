@@ -22,7 +22,8 @@ from gece.protocols.declarations import PROTOCOLS
 from gece.protocols.referent import block
 from gece.stats import metrics, referent
 
-from .test_synthbias import HEADER, ROWS
+from .refusals import refusal
+from .test_synthbias import HEADER, ROWS, synthbias_tree
 
 
 def _write(tmp_path):
@@ -429,3 +430,38 @@ def test_the_terminal_headline_of_the_referent_protocol():
         "accuracy above always the last-mentioned (full set) in 1/3; ECE she − he differs from 0 in 1/3"
     )
     assert [(h.benchmark, h.protocol) for h in headlines(data)] == [("sr", text)]
+
+
+@pytest.mark.parametrize(
+    ("prompt", "says"),
+    [
+        ("{sentence:>99999999999} {pronoun}", "'{sentence:>99999999999}' at character 1 is not a placeholder"),
+        ("{sentence!r} '{pronoun}' is", "'{sentence!r}' at character 1 is not a placeholder"),
+        ("{sentence[0]} {pronoun}", "'{sentence[0]}' at character 1 is not a placeholder"),
+        ("{sentence.__class__} {pronoun}", "is not a placeholder"),
+        ("{sentence} {pronoun} {0}", "'{0}' at character 22 is not a placeholder"),
+        ("{sentence} {pronoun} {}", "'{}' at character 22 is not a placeholder"),
+        ("{sentence} {pronoun} {sentence}", "'{sentence}' at character 22 is written twice"),
+        ("{sentence} {pronoun} }", "a lone '}' at character 22: write }} for a literal brace"),
+        ("{sentence} {pronoun} {", "a lone '{' at character 22"),
+        ("{sentence} refers to", "no {pronoun}"),
+        ("{sentence} {pronoun}" + "x" * 1000, "at most 1000 characters"),
+    ],
+)
+@refusal("E-PARAMS-TEMPLATE", readers=["prepare"])
+def test_the_prompt_is_a_template_gece_parses(tmp_path, monkeypatch, capsys, prompt, says):
+    """Exactly {sentence} and {pronoun}, once each, and {{ }}: a format spec, a conversion, an index, an attribute,
+    a number, a lone brace is refused naming the key, before anything is read (no str.format runs)."""
+    from gece.cli import main
+
+    synthbias_tree(tmp_path, monkeypatch, synthbias="referent", prompt=prompt)
+    assert main(["prepare", "--benchmark", "sb"]) == 2
+    err = capsys.readouterr().err
+    assert "benchmarks.sb.prompt" in err and says in err, err
+    assert not (tmp_path / "artifacts").exists()
+
+
+def test_a_prompt_with_braces_is_filled_by_gece(tmp_path):
+    """{{ and }} are braces; a sentence holding braces is inserted as it is (never parsed again)."""
+    rows = read_referent(_write(tmp_path), None, "{{Q}} {sentence} '{pronoun}' is the").pairs
+    assert rows["sent_more"][0] == "{Q} The pilot thanked the baker because he was kind. 'he' is the pilot"

@@ -16,8 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from gece.cli import main
 from gece.code.closure import Tree, command_closure, command_names
 from gece.code.manifests import FOLDER, file_digest, fingerprint, manifest_path, manifests
+
+from .refusals import refusal
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "gece"
@@ -101,16 +104,30 @@ def test_no_module_reads_a_docstring():
     assert not readers, f"code that reads a docstring: {readers}; docstrings would then count (gece.code.manifests)"
 
 
-def test_gece_stage_code_check_exits_2_on_a_stale_manifest_and_writes_it_otherwise(tmp_path):
+@refusal("E-OUT-NODE", readers=["stage-code"])
+def test_gece_stage_code_check_exits_2_on_a_stale_manifest_and_writes_it_otherwise(tmp_path, monkeypatch, capsys):
+    """A stale manifest (one of bytes that are no UTF-8 too) and the manifest of a command that is gone: --check
+    names them, a run rewrites the one and removes the other, and leaves a file of --out that is no manifest alone.
+    --out inside the package, or around it, is refused before anything is written."""
     shutil.copytree(ROOT / "src", tmp_path / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     shutil.copytree(ROOT / FOLDER, tmp_path / FOLDER)
-    stale = tmp_path / manifest_path("metrics")
-    good = stale.read_text(encoding="utf-8")
+    stale, latin = tmp_path / manifest_path("metrics"), tmp_path / manifest_path("summary")
+    good, good_latin = stale.read_text(encoding="utf-8"), latin.read_text(encoding="utf-8")
     stale.write_text(good.replace("src/gece/cli.py", "src/gece/cli2.py"), encoding="utf-8")
-    (tmp_path / FOLDER / "gone.txt").write_text("", encoding="utf-8")
+    latin.write_bytes(b"# caf\xe9\n")
+    (tmp_path / FOLDER / "gone.txt").write_text(good.replace("gece metrics", "gece gone"), encoding="utf-8")
+    (tmp_path / FOLDER / "notes.txt").write_text("mine, not a manifest\n", encoding="utf-8")
     gece = [sys.executable, "-m", "gece.cli", "stage-code"]
     res = subprocess.run([*gece, "--check"], cwd=tmp_path, capture_output=True, text=True, check=False)
-    assert res.returncode == 2 and "2 manifests out of date" in res.stderr and "metrics.txt" in res.stderr, res.stderr
+    assert res.returncode == 2 and "3 manifests out of date" in res.stderr and "metrics.txt" in res.stderr, res.stderr
+    assert "summary.txt" in res.stderr and "gone.txt: no such command" in res.stderr and "notes" not in res.stderr
     res = subprocess.run(gece, cwd=tmp_path, capture_output=True, text=True, check=False)
     assert res.returncode == 0, res.stderr
-    assert stale.read_text(encoding="utf-8") == good and not (tmp_path / FOLDER / "gone.txt").exists()
+    assert stale.read_text(encoding="utf-8") == good and latin.read_text(encoding="utf-8") == good_latin
+    assert not (tmp_path / FOLDER / "gone.txt").exists() and (tmp_path / FOLDER / "notes.txt").is_file()
+    monkeypatch.chdir(tmp_path)
+    for out, how in (("src/gece/manifests", "is inside the input src/gece"), ("src", "contains the input src/gece")):
+        assert main(["stage-code", "--out", out]) == 2
+        assert f"--out {out} {how}" in capsys.readouterr().err
+    assert main(["stage-code", "--out", "."]) == 2 and "--out . contains the input" in capsys.readouterr().err
+    assert not (tmp_path / "src/gece/manifests").exists()

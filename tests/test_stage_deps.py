@@ -216,7 +216,7 @@ def test_a_stages_deps_are_what_its_command_reads_but_records_and_its_own_output
         *(Path("artifacts/prepared"), Path("artifacts/tokens"), Path("dvc.lock"), Path("data.dvc")),
         layout.tokens_dir(a.model) / "winobias.parquet",
     ]
-    module.writes = lambda a: {"tokens": command.Folder(layout.tokens_dir(a.model))}  # type: ignore[attr-defined]
+    module.writes = lambda a: {"tokens": command.Output(layout.tokens_dir(a.model), "folder")}  # type: ignore[attr-defined]
     stage = {
         "name": "toy",
         "about": "a toy",

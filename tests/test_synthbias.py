@@ -20,6 +20,7 @@ from gece.report.examples import examples_docs
 from gece.report.markdown import doc_markdown
 
 from .conftest import ROOT
+from .refusals import refusal
 
 HEADER = "type,sample,occ_1,occ_2,pronoun,is_stereotypical\n"
 # invented rows in SynthBias's layout: type2 referent occ_1; the she/her versions come later, not adjacent
@@ -156,3 +157,56 @@ def test_examples_of_a_hidden_benchmark_show_no_sentence():
     params = load_params(ROOT / "params.yaml")
     hidden = {b for b, e in params.benchmarks.items() if not e.sentences_shown}
     assert hidden == {"synthbias_type1", "synthbias_type2", "synthbias_referent"}
+
+
+def synthbias_tree(tmp_path, monkeypatch, rows=ROWS, **entry) -> None:
+    """A checkout with one SynthBias benchmark ``sb`` (``entry``: its settings) read from ``rows``."""
+    import yaml
+
+    monkeypatch.chdir(tmp_path)
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    params["benchmarks"] = {"sb": {"source": str(_write(tmp_path, rows)), "synthbias": "type2", **entry}}
+    params["models"], params["references"], params["lmeval_runs"], params["ablate"]["special_tokens"] = [], [], [], {}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+
+
+@pytest.mark.parametrize(
+    ("row", "says"),
+    [
+        ("type2,The pilot thanked the pilot because he was kind.,pilot,Pilot,he,True", "two different occupations"),
+        ("type2,The pilot thanked the baker because he was kind.,pilot,,he,True", "two different occupations"),
+        ("type2,The pilot thanked the baker because he was kind.,pilot,cook,he,True", "names the occupation 'cook'"),
+        ("type2,The pilots thanked the baker because he was kind.,pilot,baker,he,True", "never names the occupation"),
+    ],
+)
+@refusal("E-SYNTH-ROW", readers=["prepare"])
+def test_a_row_that_breaks_an_assumption_is_named_with_its_row(tmp_path, monkeypatch, capsys, row, says):
+    """A row whose two occupations are one, or whose sentence never names one (the referent's position and the
+    referent rows need both), is refused naming the file, the row and the assumption: never a bug in gece."""
+    from gece.cli import main
+
+    for synth in ("type2", "referent"):
+        synthbias_tree(tmp_path, monkeypatch, [*ROWS, row], synthbias=synth)
+        assert main(["prepare", "--benchmark", "sb"]) == 2
+        err = capsys.readouterr().err
+        assert "synthbias.csv: row 13 (line 14)" in err and says in err and "bug" not in err, err
+        assert not (tmp_path / "artifacts").exists()
+
+
+@refusal("E-SYNTH-SUBSET", readers=["prepare"])
+def test_a_subset_that_leaves_no_pair_is_refused(tmp_path, monkeypatch, capsys, data_dir):
+    from gece.cli import main
+
+    (tmp_path / "data").symlink_to(data_dir)
+    csv = "data/synthbias/synthbias_data.csv"
+    for synth, subset, least in (("type2", 4, None), ("referent", 6, 8), ("referent", 4, 8)):
+        synthbias_tree(tmp_path, monkeypatch, synthbias=synth, subset=subset)
+        params = (tmp_path / "params.yaml").read_text().replace(str(tmp_path / "synthbias.csv"), csv)
+        (tmp_path / "params.yaml").write_text(params)
+        code = main(["-q", "prepare", "--benchmark", "sb"])
+        err = capsys.readouterr().err
+        if least is None:  # 4 pronoun pairs: one per stratum
+            assert code == 0 and len(read_table(tmp_path / "artifacts/prepared/sb.parquet", PreparedPair)[0]) == 4
+            continue
+        assert code == 2 and f"subset {subset} leaves no pair" in err and f"subset {least} or more" in err, err
+    assert len(read_table(tmp_path / "artifacts/prepared/sb.parquet", PreparedPair)[0]) == 4  # the last good run kept

@@ -260,8 +260,7 @@ def labelled(draw) -> tuple[list[str], list[tuple[int, str, list[str]]]]:
 def test_what_prepare_and_annotate_write_their_readers_accept(tmp_path, case, tie):
     import pandas as pd
 
-    from gece.io.files.inputs import check_unique_ids
-    from gece.io.files.readers import iter_table, pair_ids
+    from gece.io.files.readers import check_unique_ids, iter_table, pair_ids
     from gece.io.files.writer import write_table
     from gece.io.settings.sections import AnnotateParams
     from gece.pipeline import annotate, groups

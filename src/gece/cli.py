@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
@@ -133,15 +134,16 @@ def _labels(parser: argparse.ArgumentParser, command: str) -> dict[str, str]:
     }
 
 
-def check_paths(args: argparse.Namespace, labels: dict[str, str] | None = None) -> list[Path]:
-    """Every path on the command line is one the system can look up (no name too long), and every output
-    (an option, or a file the command derives from one) names a writable path (no FIFO, device or directory;
-    not equal to, inside or around an input), checked before any work (see gece.io.files.outputs). Returns the
-    declared inputs."""
-    from gece.cmd.command import Folder, declared_inputs, declared_outputs
+def check_paths(args: argparse.Namespace, labels: dict[str, str] | None = None) -> tuple[list[Path], dict]:
+    """Every path on the command line is one the system can look up (no name too long), and every output it
+    declares (:class:`gece.cmd.command.Output`) is writable, checked before any work (see gece.io.files.outputs):
+    a file output is a regular file or a new path, not equal to, inside or around an input, and no two outputs are
+    one path; a folder output a directory (no symlink) or a new one, outside the inputs (unless ``updated``: the
+    command reads what it left there). Returns the declared inputs and outputs."""
+    from gece.cmd.command import declared_inputs, declared_outputs
     from gece.io.files.inputs import check_names
     from gece.io.files.output_dirs import check_output_dir
-    from gece.io.files.outputs import check_outputs
+    from gece.io.files.outputs import check_output, check_outputs, overlap
 
     labels = labels or {}
     check_names(
@@ -153,12 +155,28 @@ def check_paths(args: argparse.Namespace, labels: dict[str, str] | None = None) 
             if isinstance(p, Path)
         }
     )
-    inputs = declared_inputs(args)
-    outputs = declared_outputs(args)
-    check_outputs({label: p for label, p in outputs.items() if not isinstance(p, Folder)}, inputs)
-    for label, folder in ((k, p) for k, p in outputs.items() if isinstance(p, Folder)):
-        check_output_dir(folder, label, hint=f"remove {folder} or move it away: gece writes this folder whole")
-    return inputs
+    inputs, outputs = declared_inputs(args), declared_outputs(args)
+    for label, out in outputs.items():
+        if out.kind == "file":
+            check_output(out.path, label, out.hint)
+        else:
+            hint = out.hint or f"remove {out.path} or move it away: gece writes this folder whole"
+            if out.path.is_symlink():
+                raise GeceError(
+                    f"{label} {out.path} is a symlink: gece writes this folder, never through a link", hint=hint
+                )
+            check_output_dir(out.path, label, hint=hint)
+            real = Path(os.path.realpath(out.path))
+            for given in [] if out.updated else inputs:
+                how = overlap(real, Path(os.path.realpath(given)))
+                if how is not None:
+                    raise GeceError(
+                        f"{label} {out.path} {how} the input {given}; writing it would replace or write into what "
+                        "the command reads",
+                        hint=f"give {label} a path outside {given}",
+                    )
+    check_outputs({k: o.path for k, o in outputs.items() if o.kind == "file" and not o.updated}, inputs)
+    return inputs, outputs
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -177,8 +195,9 @@ def main(argv: list[str] | None = None) -> int:
     handler.addFilter(LiteralFilter())
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, handlers=[handler], force=True)
     try:
-        inputs = check_paths(args, _labels(parser, args.command))
-        sys.audit("gece_command", args.command, tuple(map(str, inputs)))  # for the tests that watch what it reads
+        inputs, outputs = check_paths(args, _labels(parser, args.command))
+        written = tuple((str(o.path), o.kind) for o in outputs.values())
+        sys.audit("gece_command", args.command, tuple(map(str, inputs)), written)  # for the tests that watch its files
         try:
             return args.func(args)
         finally:

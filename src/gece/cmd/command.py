@@ -9,7 +9,9 @@ module stays about its stage. The options and tables of the stages that read run
 from __future__ import annotations
 
 import argparse
-from pathlib import Path, PosixPath
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
 
 from gece.base.errors import GeceError
 from gece.base.terminal import console
@@ -18,9 +20,27 @@ out = console()  # data is printed through literal() or plain(): never as markup
 err = console(stderr=True)
 
 
-class Folder(PosixPath):
-    """An output that is a folder the command owns whole (it replaces it, or keeps only the current runs' files):
-    one output of ``writes(args)``, one DVC output of its stage (:mod:`gece.cmd.stage`)."""
+Kind = Literal["file", "folder", "scratch"]
+
+
+@dataclass(frozen=True)
+class Output:
+    """One path a command writes, one value of its ``writes(args)`` (a plain path there is a ``file``). ``file``:
+    written whole, atomically (a temporary file beside it, renamed); ``folder``: the command owns the folder whole
+    and may create, replace or remove anything below it (it replaces it, or keeps only the current runs' files);
+    ``scratch``: a folder it may write and remove below that is no output (the shards of a killed run, a task
+    lm-eval reads) and no DVC output of its stage. ``updated``: the command also reads what an earlier run left
+    there (a resumed folder, a file rewritten in place), so the path may be one of its inputs. ``hint``: how to fix
+    a path that cannot be written (for one derived from an option, which option to change).
+
+    The one declaration of a command's writes: the CLI checks them before any work (``gece.cli.check_paths``),
+    ``gece stage-deps`` makes the file and folder outputs its stage's DVC outputs (:mod:`gece.cmd.stage`), and the
+    tests hold every write the command makes to them (tests/audit.py)."""
+
+    path: Path
+    kind: Kind = "file"
+    updated: bool = False
+    hint: str | None = None
 
 
 def declared_inputs(args: argparse.Namespace) -> list[Path]:
@@ -35,11 +55,17 @@ def declared_inputs(args: argparse.Namespace) -> list[Path]:
     ] + [Path(p) for p in derived]
 
 
-def declared_outputs(args: argparse.Namespace) -> dict[str, Path | None]:
-    """Every path the command of ``args`` writes: its output options (``outputs``: label -> dest) and what its
-    ``writes(args)`` derives (the meta file beside a score file, a :class:`Folder`...), label -> path."""
+def declared_outputs(args: argparse.Namespace) -> dict[str, Output]:
+    """Every path the command of ``args`` writes, label -> :class:`Output`: its output options (``outputs``:
+    label -> dest, files) and what its ``writes(args)`` derives (the meta file beside a score file, a folder, its
+    scratch space...)."""
     given = {option: getattr(args, dest) for option, dest in getattr(args, "outputs", {}).items()}
-    return given | (args.writes(args) if getattr(args, "writes", None) else {})
+    derived = args.writes(args) if getattr(args, "writes", None) else {}
+    return {
+        label: p if isinstance(p, Output) else Output(Path(p))
+        for label, p in (given | derived).items()
+        if p is not None
+    }
 
 
 def check_id(value: str, option: str) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 from gece.base.errors import GeceError
 from gece.base.terminal import literal, plain, plural
 from gece.base.terminal_table import Table
-from gece.cmd.command import Folder, check_id, out
+from gece.cmd.command import Output, check_id, out
 from gece.io.paths import data_layout
 
 
@@ -112,14 +112,15 @@ def run_reads(args: argparse.Namespace) -> list[Path]:
         return []
 
 
-def run_folders(args: argparse.Namespace, folders: Callable[[str], dict[str, Path]]) -> dict[str, Path]:
+def run_folders(args: argparse.Namespace, folders: Callable[[str], dict[str, Path]]) -> dict[str, Output]:
     """With ``--benchmark B``: ``folders(B)`` (label -> a folder of every run's files), each written whole
-    (:class:`gece.cmd.command.Folder`); nothing for a score file or an id that is no plain name (``run`` refuses
-    it)."""
+    (``folder`` outputs, :class:`gece.cmd.command.Output`); nothing for a score file or an id that is no plain name
+    (``run`` refuses it)."""
     if not getattr(args, "benchmark", None):
         return {}
     try:
-        return {label: Folder(path) for label, path in folders(check_id(args.benchmark, "--benchmark")).items()}
+        found = folders(check_id(args.benchmark, "--benchmark"))
+        return {label: Output(path, "folder") for label, path in found.items()}
     except GeceError:
         return {}
 

@@ -23,8 +23,9 @@ The data deps and outputs are not declared here: they are what the command decla
 ``reads(args)`` and ``writes(args)``), computed with a placeholder id for each axis and written back as
 ``${item.<axis>}``. Three kinds of read are no dep: ``--params`` (the stage's keys are ``params``), DVC's own records
 (``dvc.lock``, ``*.dvc``: the last recorded run, which extract and the lm-eval stage reuse; the data snapshot's
-hash), and the stage's own outputs or a folder around them (a resumed run, another model's token files reused);
-a read inside another one (a file of a folder the command also declares) is that folder's.
+hash), and the stage's own outputs or scratch space (``scratch`` outputs, :class:`gece.cmd.command.Output`: no DVC
+output) or a folder around them (a resumed run, another model's token files reused); a read inside another one
+(a file of a folder the command also declares) is that folder's.
 """
 
 from __future__ import annotations
@@ -171,16 +172,19 @@ def resolve(
     if unknown:
         raise GeceError(f"STAGE of {module.__name__}: argv names {sorted(unknown)}, not an axis of the stage")
     args = command_args(module, command, argv, params)
-    outputs = {label: _spell(p, axes, label) for label, p in declared_outputs(args).items() if p is not None}
+    declared = declared_outputs(args)
+    outputs = {label: _spell(o.path, axes, label) for label, o in declared.items() if o.kind != "scratch"}
+    scratch = [_spell(o.path, axes, label) for label, o in declared.items() if o.kind == "scratch"]
     reads = [_spell(p, axes, "a read") for p in declared_inputs(args)[1:]]  # [0] is --params
-    data = [p for p in dict.fromkeys(reads) if not _is_record(p) and not any(_overlaps(p, o) for o in outputs.values())]
+    written = [*outputs.values(), *scratch]
+    data = [p for p in dict.fromkeys(reads) if not _is_record(p) and not any(_overlaps(p, o) for o in written)]
     data = [p for p in data if not any(p != q and PurePosixPath(p).is_relative_to(q) for q in data)]  # covered
     code = {
         "manifest": [manifest_path(command).as_posix()],
         "package": [CODE],
         "stages": [manifest_path(c).as_posix() for c in stage_commands],
     }[stage.code]
-    deps = [*data, *code, *(f"{CODE}/{f}" for f in stage.package_data)]
+    deps = list(dict.fromkeys([*data, *code, *(f"{CODE}/{f}" for f in stage.package_data)]))  # src/gece read too
     missing = sorted(set(stage.outputs) - set(outputs))
     notes = sorted(set(stage.notes) - set(deps) - set(stage.params))
     if missing or notes:

@@ -14,6 +14,7 @@ stages added (:func:`gece.tools.stage_deps.with_stages`), so ``gece stage-deps -
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -21,6 +22,7 @@ from pathlib import Path
 from gece.base.errors import GeceError
 from gece.base.terminal import literal
 from gece.cmd import command
+from gece.cmd.command import Output
 from gece.io.files.inputs import read_text
 from gece.io.files.outputs import write_text
 from gece.io.paths import layout
@@ -47,6 +49,19 @@ def reads(args: argparse.Namespace) -> list[Path]:
     spec = params.registry.get(args.model) if params is not None else None
     directory = samples.output_dir(spec.source) if spec is not None else None
     return [*([directory] if directory is not None else []), DVC_YAML]
+
+
+def writes(args: argparse.Namespace) -> dict[str, Output]:
+    """dvc.yaml (the stages added to it), and what ``dvc add`` writes for the directory: its ``.dvc`` file and the
+    ``.gitignore`` beside it (DVC's cache is DVC's own)."""
+    directory = (reads(args) or [None])[0]
+    found = {"dvc.yaml": Output(Path("dvc.yaml"), updated=True)}
+    if directory is None:
+        return found
+    return found | {
+        "the directory's .dvc file": Output(Path(f"{directory}.dvc"), updated=True),
+        "the .gitignore beside it": Output(directory.parent / ".gitignore", updated=True),
+    }
 
 
 def stage_name(model: str, benchmark: str) -> str:
@@ -76,6 +91,24 @@ def with_samples(directory: Path, benchmarks: list[str]) -> list[str]:
     ]
 
 
+LMEVAL_FILES = (re.compile(rf"samples_.+_{samples.DATE}\.jsonl"), re.compile(rf"results_{samples.DATE}\.json"))
+
+
+def check_lmeval_output(directory: Path) -> None:
+    """``directory`` holds lm-eval's output alone (its samples and results files, in folders), nothing of the
+    repository's own: ``dvc add`` makes DVC track it and git ignore it."""
+    here = Path(os.path.realpath("."))
+    if here.is_relative_to(os.path.realpath(directory)):
+        raise GeceError(f"{directory} holds this repository", hint="give the source the folder of lm-eval's output")
+    for path in sorted(directory.rglob("*")):
+        if path.is_symlink() or not (path.is_dir() or any(f.fullmatch(path.name) for f in LMEVAL_FILES)):
+            raise GeceError(
+                f"{directory}: {path} is no file lm-eval writes (samples_<task>_<date>.jsonl, results_<date>.json); "
+                "dvc add would make DVC track it and git ignore it; nothing was added",
+                hint="give the source a folder that holds lm-eval's output alone (lm_eval --output_path)",
+            )
+
+
 def dvc(words: list[str]) -> None:
     res = subprocess.run(words, capture_output=True, text=True, check=False)
     if res.returncode != 0:
@@ -100,10 +133,14 @@ def run(args: argparse.Namespace) -> int:
         raise GeceError(
             f"{directory}: no such directory (the lm-eval output of {args.model})", hint="run lm_eval first"
         )
+    check_lmeval_output(directory)
     chosen = args.benchmark or with_samples(directory, list(params.benchmarks))
-    if not chosen:
+    lacking = [b for b in chosen if not with_samples(directory, [b])]
+    if not chosen or lacking:
         raise GeceError(
-            f"{directory}: no lm-eval samples of any benchmark (samples_gece_<benchmark>_<date>.jsonl)",
+            f"{directory}: no lm-eval samples of "
+            + (f"benchmark {', '.join(lacking)}" if lacking else "any benchmark")
+            + " (samples_gece_<benchmark>_<date>.jsonl); nothing was added",
             hint="run lm_eval with --log_samples on the exported tasks first",
         )
     if not Path(f"{directory}.dvc").is_file():

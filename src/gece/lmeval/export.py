@@ -241,6 +241,34 @@ def add_arguments(p: Any) -> None:
     p.add_argument("--out", type=Path, default=Path("lmeval/tasks"), help="the task directory (default: lmeval/tasks)")
 
 
+def reads(args: Any) -> list[Path]:
+    """Besides --params: the prepared benchmarks and the model's files (a local source)."""
+    from gece.io.paths import layout
+    from gece.io.settings.params import params_if_valid
+
+    params = params_if_valid(args)
+    spec = params.registry.get(args.model) if params is not None else None
+    local = [Path(spec.source)] if spec is not None and Path(spec.source).exists() else []
+    try:
+        return [*(layout.prepared_path(b) for b in chosen(args, params)), *local]
+    except GeceError:  # no plain id: run refuses it
+        return local
+
+
+def writes(args: Any) -> dict:
+    """One task folder per benchmark, ``--out/gece_<benchmark>``, which it owns (never inside what it reads)."""
+    from gece.cmd.command import Output
+    from gece.io.settings.params import params_if_valid
+
+    tasks = [task_name(b) for b in chosen(args, params_if_valid(args))]
+    return {f"--out (its task {t})": Output(args.out / t, "folder") for t in tasks}
+
+
+def chosen(args: Any, params: Any) -> list[str]:
+    """The benchmarks to export: --benchmark, else every benchmark of params.yaml."""
+    return args.benchmark or (list(params.benchmarks) if params is not None else [])
+
+
 def run(args: Any) -> int:
     from gece.base.terminal import literal
     from gece.cmd import command
@@ -248,7 +276,7 @@ def run(args: Any) -> int:
     command.check_id(args.model, "--model")
     params = require_params(args)
     loadable(params, args.model)
-    names = args.benchmark or list(params.benchmarks)
+    names = chosen(args, params)
     for b in names:
         command.check_id(b, "--benchmark")
         if b not in params.benchmarks:

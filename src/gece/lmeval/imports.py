@@ -10,6 +10,7 @@ from pathlib import Path
 from gece.base.errors import GeceError
 from gece.base.terminal import literal
 from gece.cmd import command
+from gece.cmd.command import Output
 from gece.io.files import paired
 from gece.io.files.json_writer import write_json
 from gece.io.files.writer import write_table
@@ -39,10 +40,13 @@ def reads(args: argparse.Namespace) -> list[Path]:
     return [layout.prepared_path(args.benchmark), *([directory] if directory is not None else [])]
 
 
-def writes(args: argparse.Namespace) -> dict[str, Path]:
+def writes(args: argparse.Namespace) -> dict[str, Output]:
     """The files written besides --out: the score file (its default) and its meta beside it."""
-    out = args.out or layout.scores_path(args.benchmark, args.model)
-    return {"--out": out, "the meta file of --out": layout.meta_path(out)}
+    try:
+        out = args.out or layout.scores_path(args.benchmark, args.model)
+    except GeceError:  # no plain id: run refuses it
+        return {}
+    return {"--out": Output(out), "the meta file of --out": Output(layout.meta_path(out))}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -189,10 +189,17 @@ def score_frame(
 
 
 def import_scores(
-    prepared_path: Path, directory: Path, benchmark: str, model: str, rule: str, word_prob: str = "chain"
+    prepared_path: Path,
+    directory: Path,
+    benchmark: str,
+    model: str,
+    rule: str,
+    word_prob: str = "chain",
+    named: Path | None = None,
 ) -> tuple[pd.DataFrame, ImportMeta, dict[str, str]]:
     """A benchmark's score rows from lm-eval's output ``directory``, the run's meta and the score file's metadata
-    (nothing written: :mod:`gece.lmeval.imports` writes both once everything is checked)."""
+    (nothing written: :mod:`gece.lmeval.imports` writes both once everything is checked). ``named``: the directory
+    the meta names as the source (the stage's folder, while its new run is read from scratch)."""
     if not directory.is_dir():
         raise GeceError(
             f"{directory}: no such directory (the lm-eval output of source {SOURCE_PREFIX}{directory})",
@@ -205,7 +212,7 @@ def import_scores(
     meta = ImportMeta(
         model=model,
         benchmark=benchmark,
-        source=f"{SOURCE_PREFIX}{directory}",
+        source=f"{SOURCE_PREFIX}{named or directory}",
         rule=rule,
         samples_file=str(path.relative_to(directory)),
         pairs_prepared=len(prepared),

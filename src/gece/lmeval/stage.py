@@ -6,12 +6,12 @@ In order, every check before any work: the entry and the benchmark; lm-eval (and
 gate (:func:`gece.scoring.weights_gate.check_directory`: headers parsed with bounds, no pickle); then
 
 1. the export of the benchmark's task (:func:`gece.lmeval.export.export`, under the entry's ``limit``);
-2. the samples: kept when the stage's folder already holds a run with this fingerprint, copied from the last
-   recorded run when its fingerprint is this one (:func:`gece.pipeline.reuse.previous_outputs`), else lm-eval
-   runs (its own progress on the terminal), into a scratch folder that replaces the stage's folder only when
-   lm-eval succeeded: a failure names the task and the command and keeps the previous outputs;
-3. the import (:func:`gece.lmeval.samples.import_scores`: the same checks as ``gece lmeval-import``) ->
-   ``artifacts/scores/<b>/<m>.parquet`` and ``<m>.meta.json``.
+2. the run: the stage's folder when it already holds a run with this fingerprint; else the last recorded run, put
+   back from DVC's cache into scratch when its fingerprint is this one (:func:`gece.pipeline.reuse.restore`); else
+   lm-eval runs (its own progress on the terminal) into scratch;
+3. the run checked and imported, then swapped in with the score file (:mod:`gece.lmeval.run_folder`: a run
+   that fails a check, scores fewer pairs than were exported, or breaks at any step before the swap leaves the
+   previous run and score file as they were) -> ``artifacts/scores/<b>/<m>.parquet`` and ``<m>.meta.json``.
 
 One task per stage: a killed ``dvc repro`` resumes at the first task not recorded in dvc.lock, and an edited
 benchmark re-runs its own task only.
@@ -22,24 +22,20 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
-import shutil
 import subprocess
 from pathlib import Path
 
+from gece.base import faults
 from gece.base.errors import GeceError
 from gece.base.terminal import literal
 from gece.cmd import command
-from gece.io.files import paired
-from gece.io.files.json_reader import read_json_file
-from gece.io.files.json_writer import write_json
+from gece.cmd.command import Output
+from gece.io.files.json_reader import read_json_file, read_json_lines
 from gece.io.files.outputs import write_text
-from gece.io.files.writer import write_table
 from gece.io.paths import layout
-from gece.io.schemas.lmeval_files import ImportMeta
-from gece.io.schemas.pair_rows import ScoreRow
 from gece.io.settings.harness_entry import ENGINE, HarnessSpec, is_harness
 from gece.io.settings.params import params_if_valid, require_params
-from gece.lmeval import export, launch, samples
+from gece.lmeval import export, launch, run_folder, samples
 from gece.pipeline import reuse
 
 HELP = "score one benchmark with lm-evaluation-harness for a registry entry with engine: lm-eval (DVC stage lmeval)"
@@ -59,18 +55,31 @@ def reads(args: argparse.Namespace) -> list[Path]:
     spec = params.registry.get(args.model) if params is not None else None
     local = [Path(spec.source)] if spec is not None and Path(spec.source).exists() else []
     local += launch.launcher_program(spec) if is_harness(spec) else []
-    return [layout.prepared_path(args.benchmark), *local, launch.run_dir(args.model, args.benchmark), reuse.LOCK]
+    try:
+        return [layout.prepared_path(args.benchmark), *local, launch.run_dir(args.model, args.benchmark), reuse.LOCK]
+    except GeceError:  # no plain id: run refuses it
+        return []
 
 
-def writes(args: argparse.Namespace) -> dict[str, Path]:
-    """lm-eval's output folder (read first: a run kept; replaced whole by the scratch folder once lm-eval
-    succeeded), the score file and its meta. Also written: the exported task and lm-eval's scratch output
-    (:func:`gece.lmeval.launch.tasks_dir`)."""
-    out = layout.scores_path(args.benchmark, args.model)
+def writes(args: argparse.Namespace) -> dict[str, Output]:
+    """The score file and its meta; lm-eval's output folder, read first (a run kept) and replaced whole by a new
+    run; and the scratch space: the exported task and the new run, checked there before it is swapped in (where
+    the old folder waits meanwhile)."""
+    try:
+        out = layout.scores_path(args.benchmark, args.model)
+        task = launch.tasks_dir(args.model) / export.task_name(args.benchmark)
+        folder = launch.run_dir(args.model, args.benchmark)
+    except GeceError:  # no plain id: run refuses it
+        return {}
     return {
-        "lm-eval's output": command.Folder(launch.run_dir(args.model, args.benchmark)),
-        "the score file": out,
-        "its meta": layout.meta_path(out),
+        "lm-eval's output": Output(folder, "folder", updated=True),
+        "the score file": Output(out),
+        "its meta": Output(layout.meta_path(out)),
+        "the exported task": Output(task, "scratch"),
+        "the new run": Output(run_folder.scratch_dir(args.model, args.benchmark), "scratch"),
+        "the previous run, while the new one moves in": Output(
+            run_folder.trash_dir(args.model, args.benchmark), "scratch", updated=True
+        ),
     }
 
 
@@ -121,39 +130,41 @@ def api_bos(spec: HarnessSpec, model_dir: Path, add_bos: bool | None) -> bool | 
     return tok.bos_token_id is not None and tok.encode("a")[:1] == [tok.bos_token_id]
 
 
+def fingerprint_of(record: Path) -> str | None:
+    """The fingerprint a run's record holds (None for a record that cannot be read)."""
+    try:
+        data = read_json_file(record, "run the stage again")
+    except GeceError:
+        return None
+    return data.get("fingerprint") if isinstance(data, dict) else None
+
+
 def kept(folder: Path, key: str) -> bool:
     """Whether ``folder`` holds a finished run whose fingerprint is ``key``."""
-    record = folder / launch.RECORD
-    return record.is_file() and read_json_file(record, "run the stage again").get("fingerprint") == key
+    return (folder / launch.RECORD).is_file() and fingerprint_of(folder / launch.RECORD) == key
 
 
-def from_recorded(folder: Path, key: str) -> bool:
-    """Copy the last recorded run of ``folder`` (dvc.lock and DVC's cache) when its fingerprint is ``key``."""
-    previous = reuse.previous_outputs(folder)
-    old = previous.get(launch.RECORD)
-    if old is None or json.loads(old.read_text()).get("fingerprint") != key:
+def from_recorded(folder: Path, scratch: Path, key: str) -> bool:
+    """Put the last recorded run of ``folder`` (dvc.lock and DVC's cache) into ``scratch``, whole, when its
+    fingerprint is ``key``."""
+    previous = reuse.previous_outputs(folder, whole=True)
+    if launch.RECORD not in previous or fingerprint_of(previous[launch.RECORD]) != key:
         return False
-    for name, src in previous.items():
-        (folder / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(src, folder / name)
+    reuse.restore(previous, scratch, whole=True)
     return True
 
 
-def run_lm_eval(words: list[str], folder: Path, scratch: Path, task: str) -> None:
-    """Run lm-eval into ``scratch`` and, when it succeeded, make ``scratch`` the stage's ``folder``."""
-    shutil.rmtree(scratch, ignore_errors=True)
+def run_lm_eval(words: list[str], scratch: Path, task: str) -> None:
+    """Run lm-eval into ``scratch`` (emptied first); a GeceError naming the task and the command when it fails."""
+    run_folder.remove(scratch)
     shown = shlex.join(words)
     res = subprocess.run(words, env=launch.environment(words), check=False)
-    if res.returncode != 0 or not any(scratch.rglob(f"samples_{task}_*.jsonl")):
-        why = f"exit status {res.returncode}" if res.returncode else "no samples file written"
+    if res.returncode != 0:
         raise GeceError(
-            f"lm-eval failed on task {task} ({why}); the previous outputs are kept",
+            f"lm-eval failed on task {task} (exit status {res.returncode}); the previous outputs are kept",
             problems=[f"the command: {shown}"],
             hint="its own messages are above; fix the cause and run the stage again (dvc repro)",
         )
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    scratch.rename(folder)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -164,10 +175,16 @@ def run(args: argparse.Namespace) -> int:
     version = launch.require_installed(spec)
     model_dir = checked_model(spec)
     limit = min((x for x in (params.extract.limit, spec.limit) if x is not None), default=None)
+    folder = launch.run_dir(args.model, args.benchmark)
+    scratch, trash = (
+        run_folder.scratch_dir(args.model, args.benchmark),
+        run_folder.trash_dir(args.model, args.benchmark),
+    )
+    tasks = launch.tasks_dir(args.model)
+    run_folder.check_scratch([tasks.parent, tasks, tasks / export.task_name(args.benchmark), folder.parent])
+    run_folder.recover(folder, trash)
     (record,) = export.export(params, args.model, [args.benchmark], launch.tasks_dir(args.model), limit)
     task_dir = launch.tasks_dir(args.model) / record.task
-    folder = launch.run_dir(args.model, args.benchmark)
-    scratch = launch.tasks_dir(args.model) / f"{args.benchmark}.out"  # git-ignored, renamed into place
     add_bos = api_bos(spec, model_dir, record.add_bos_token)
     words = launch.argv(spec, record.task, str(model_dir), add_bos, str(task_dir), str(scratch))
     shown = launch.argv(spec, record.task, launch.MODEL_DIR, add_bos, launch.TASK_DIR, launch.OUT_DIR)
@@ -175,22 +192,43 @@ def run(args: argparse.Namespace) -> int:
     where = (
         f"{literal(record.task)} for {literal(args.model)} ({record.pairs_exported} of {record.pairs_prepared} pairs)"
     )
+    swap: run_folder.Swap | None = (scratch, folder, trash)
     if kept(folder, key):
         command.out.print(f"lm-eval: {where}: already run with these settings, kept", highlight=False)
-    elif from_recorded(folder, key):
+        swap = None
+    elif from_recorded(folder, scratch, key):
         command.out.print(f"lm-eval: {where}: unchanged since the recorded run, reused", highlight=False)
     else:
         command.out.print(f"lm-eval: {where}: running {literal(shlex.join(words))}", highlight=False)
-        run_lm_eval(words, folder, scratch, record.task)
-        shutil.copyfile(task_dir / export.RECORD, folder / export.RECORD)
+        run_lm_eval(words, scratch, record.task)
+        faults.checkpoint("lmeval:ran")
+        run_folder.check_run(scratch, record.task)  # before gece adds its records
+        write_text(scratch / export.RECORD, (task_dir / export.RECORD).read_text(encoding="utf-8"))
         run_record = {"fingerprint": key, "command": shown, "lm_eval_version": version}
-        write_text(folder / launch.RECORD, json.dumps(run_record, indent=1, sort_keys=True) + "\n")
+        write_text(scratch / launch.RECORD, json.dumps(run_record, indent=1, sort_keys=True) + "\n")
+    run_dir = folder if swap is None else scratch
+    try:
+        run_folder.check_run(run_dir, record.task)
+        frame, meta, file_meta = samples.import_scores(
+            layout.prepared_path(args.benchmark),
+            run_dir,
+            args.benchmark,
+            args.model,
+            record.rule,
+            record.word_prob,
+            folder,
+        )
+        exported = [d["pair_id"] for _, d in read_json_lines(task_dir / export.DOCS, "export again", "lmeval_bytes")]
+        run_folder.check_complete(frame, exported, run_dir, record.task)
+    except GeceError as e:
+        if swap is None:  # the stage's own folder, kept: running again would keep it again
+            e.hint = f"{folder} was changed since its run: remove it and run the stage again (dvc repro)"
+        elif "outputs are kept" not in e.message:
+            e.message += "; nothing was imported and the previous outputs are kept"
+            e.hint = run_folder.AGAIN
+        raise
     out = layout.scores_path(args.benchmark, args.model)
-    frame, meta, file_meta = samples.import_scores(
-        layout.prepared_path(args.benchmark), folder, args.benchmark, args.model, record.rule, record.word_prob
-    )
-    write_table(out, frame, ScoreRow, file_meta)
-    write_json(layout.meta_path(out), paired.describing(meta, out), ImportMeta)
+    run_folder.commit(out, frame, file_meta, meta, swap)
     command.out.print(
         f"[green]imported[/] {meta.pairs_scored} of {meta.pairs_prepared} pairs of {literal(args.benchmark)} "
         f"(lm-eval {literal(meta.lm_eval_version)}) -> {literal(str(out))}",

@@ -152,7 +152,7 @@ def _print(title: str, sizes: dict, grid: dict, draws: int) -> None:
 reads = run_tables.run_reads  # with --benchmark: the prepared pairs, score files and released scores it reads
 
 
-def writes(args: argparse.Namespace) -> dict[str, Path]:
+def writes(args: argparse.Namespace) -> dict[str, command.Output]:
     """With ``--benchmark B``: B's folders of binning ablations and of sample-size ablations with their figures,
     kept to the current runs."""
     return run_tables.run_folders(

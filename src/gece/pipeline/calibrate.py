@@ -78,7 +78,8 @@ def recorded(outs: tuple[Path, Path, Path], previous: list[dict[str, Path]], key
     old = [found.get(out.name) for out, found in zip(outs, previous, strict=True)]
     if not all(old) or parquet_rows(old[1], CalibratedRow)[1].get(FINGERPRINT) != key:  # type: ignore[arg-type]
         return False
-    reuse.restore(zip(old, outs, strict=True))  # type: ignore[arg-type]
+    for src, out in zip(old, outs, strict=True):
+        reuse.restore({out.name: src}, out.parent)  # type: ignore[dict-item]
     return True
 
 
@@ -337,7 +338,7 @@ def _print_report(report: dict, meta: dict) -> None:
 reads = run_tables.run_reads  # with --benchmark: the prepared pairs, score files and released scores it reads
 
 
-def writes(args: argparse.Namespace) -> dict[str, Path]:
+def writes(args: argparse.Namespace) -> dict[str, command.Output]:
     """With ``--benchmark B``: B's folders of calibrated scores, calibration reports and reliability bins before and
     after, kept to the current runs."""
     return run_tables.run_folders(

@@ -34,13 +34,13 @@ from gece.base.errors import GeceError
 from gece.base.terminal import literal, plural
 from gece.catalog.scoring_rules import RULE_NAMES, RuleName
 from gece.cmd import command, options
+from gece.cmd.command import Output
 from gece.io.files import paired
-from gece.io.files.inputs import check_unique_ids
 from gece.io.files.json_reader import read_json
 from gece.io.files.json_writer import write_json
 from gece.io.files.output_dirs import check_output_dir
 from gece.io.files.outputs import check_output
-from gece.io.files.readers import iter_table, pair_ids, parquet_rows, read_table
+from gece.io.files.readers import check_unique_ids, iter_table, pair_ids, parquet_rows, read_table
 from gece.io.files.writer import write_table
 from gece.io.paths import layout
 from gece.io.schemas.pair_rows import PreparedPair
@@ -191,7 +191,7 @@ def recorded(out: Path, previous: Mapping[str, Path], key: str) -> bool:
     old, old_meta = previous.get(out.name), previous.get(layout.meta_path(out).name)
     if not (old and old_meta and parquet_rows(old, TokenRow)[1].get(extraction.FINGERPRINT) == key):
         return False
-    reuse.restore([(old, out), (old_meta, layout.meta_path(out))])
+    reuse.restore({out.name: old, layout.meta_path(out).name: old_meta}, out.parent)
     return True
 
 
@@ -396,15 +396,6 @@ STAGE = {
 }
 
 
-def writes(args: argparse.Namespace) -> dict[str, Path]:
-    """Without PREPARED (the stage): the model's folder of token files, which it writes whole (OUT and --meta-out
-    otherwise). Its shards (``layout.tokens_shards_dir``) lie beside the folder, outside the stage's outputs."""
-    try:
-        return {"the token files": command.Folder(layout.tokens_dir(args.model))} if args.prepared is None else {}
-    except GeceError:  # no plain id: run says where a path goes
-        return {}
-
-
 def reads(args: argparse.Namespace) -> list[Path]:
     """What it reads besides --params and PREPARED: the model's files (a source that is a local path), and the
     finished shards of a killed run of OUT (resumed); without PREPARED (the stage), every prepared benchmark,
@@ -415,6 +406,27 @@ def reads(args: argparse.Namespace) -> list[Path]:
     if args.prepared is not None and args.out is not None:
         return [*model, layout.shards_dir(args.out)]
     return [*model, layout.ARTIFACTS / "prepared", layout.ARTIFACTS / "tokens", Path("dvc.lock")]
+
+
+def writes(args: argparse.Namespace) -> dict[str, Output]:
+    """With PREPARED and OUT: OUT's meta (--meta-out, else beside it), timing and the shards of a killed run
+    (resumed); without (the stage): the model's folder of token files, which it writes whole, and the shards of its
+    killed runs beside it (both resumed; the shards are outside the stage's outputs)."""
+    if args.prepared is not None and args.out is not None:
+        beside = "remove it, or give OUT another name (the timing file and the shards directory are named after it)"
+        meta = {} if args.meta_out else {"the meta file": Output(layout.meta_path(args.out), hint=beside)}
+        return meta | {
+            "the timing file": Output(layout.timing_path(args.out), hint=beside),
+            "the shards directory": Output(layout.shards_dir(args.out), "scratch", updated=True, hint=beside),
+        }
+    try:
+        folder = layout.tokens_dir(args.model)
+    except GeceError:  # no plain id: run refuses it
+        return {}
+    return {
+        "the token files": Output(folder, "folder", updated=True),
+        "the shards of its killed runs": Output(folder.with_name(f"{folder.name}.shards"), "scratch", updated=True),
+    }
 
 
 def run(args: argparse.Namespace) -> int:

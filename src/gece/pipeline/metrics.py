@@ -142,7 +142,7 @@ def reads(args: argparse.Namespace) -> list[Path]:
     return run_tables.run_reads(args) + declarations.benchmark_reads(args)
 
 
-def writes(args: argparse.Namespace) -> dict[str, Path]:
+def writes(args: argparse.Namespace) -> dict[str, command.Output]:
     """With ``--benchmark B``: B's folders of metrics reports and reliability bins, kept to the current runs."""
     return run_tables.run_folders(
         args,

@@ -18,6 +18,7 @@ from gece.base.errors import GeceError
 from gece.base.terminal import literal, plural
 from gece.catalog.calibration_methods import METHOD_NAMES
 from gece.cmd import command
+from gece.cmd.command import Output
 from gece.io.files.destinations import clear_output_dir
 from gece.io.files.inputs import check_input_dir
 from gece.io.files.output_dirs import check_output_dir
@@ -486,19 +487,19 @@ def reads(args: argparse.Namespace) -> list[Path]:
     ]
 
 
-def writes(args: argparse.Namespace) -> dict[str, Path]:
+def writes(args: argparse.Namespace) -> dict[str, Path | Output]:
     """In --out (default: --reports): the tables and the detail pages (replaced whole), the page, the README's
-    figure and the figures (kept to those of the current page). Nothing when --out is no directory: run refuses
-    it."""
+    figure and the figures (kept to those of the current page; those it does not draw again are read back first).
+    Nothing when --out is no directory: run refuses it."""
     out = args.out or args.reports
     if out.exists() and not out.is_dir():
         return {}
     return {
-        "the tables": command.Folder(out / report_layout.TABLES_DIR),
+        "the tables": Output(out / report_layout.TABLES_DIR, "folder"),
         "the page": out / report_layout.PAGE_FILE,
         "the README's figure": out / report_layout.README_FIGURE,
-        "the detail pages": command.Folder(out / report_layout.PAGES_DIR),
-        "the figures": command.Folder(out / report_layout.FIGURES_DIR),
+        "the detail pages": Output(out / report_layout.PAGES_DIR, "folder"),
+        "the figures": Output(out / report_layout.FIGURES_DIR, "folder", updated=True),
     }
 
 

@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 
 from gece.base.errors import GeceError
-from gece.io.files.inputs import check_unique_ids, read_text, require_file
-from gece.io.files.readers import as_table, iter_table, parquet_rows, read_table
+from gece.io.files.inputs import read_text, require_file
+from gece.io.files.readers import as_table, check_unique_ids, iter_table, parquet_rows, read_table
 from gece.io.files.writer import validate_records
 from gece.io.paths import data_layout, layout
 from gece.io.schemas.pair_rows import SCORE_PAIR_COLUMNS, PreparedPair, ReferenceRow, ScoreRow

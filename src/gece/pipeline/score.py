@@ -24,6 +24,7 @@ from gece.base.errors import GeceError
 from gece.base.terminal import literal, plural
 from gece.catalog.scoring_rules import DEFAULT_RULE, RULE
 from gece.cmd import command
+from gece.cmd.command import Output
 from gece.io.files import paired
 from gece.io.files.json_reader import read_json
 from gece.io.files.json_writer import write_json
@@ -231,10 +232,13 @@ def reads(args: argparse.Namespace) -> list[Path]:
     return [layout.prepared_path(args.benchmark), tokens, layout.meta_path(tokens)]
 
 
-def writes(args: argparse.Namespace) -> dict[str, Path]:
+def writes(args: argparse.Namespace) -> dict[str, Output]:
     """The files written: the score file (--out, or its default) and its meta beside it."""
-    out = args.out or layout.scores_path(args.benchmark, args.model)
-    return {"--out": out, "the meta file of --out": layout.meta_path(out)}
+    try:
+        out = args.out or layout.scores_path(args.benchmark, args.model)
+    except GeceError:  # no plain id: run refuses it
+        return {}
+    return {"--out": Output(out), "the meta file of --out": Output(layout.meta_path(out))}
 
 
 def run(args: argparse.Namespace) -> int:

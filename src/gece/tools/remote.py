@@ -153,6 +153,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.set_defaults(inputs=("targets",))
 
 
+def writes(args: argparse.Namespace) -> dict:
+    """What the pull writes: the outputs the targets' .dvc files name (DVC's cache is its own)."""
+    from gece.cmd.command import Output
+
+    found = outputs(Path("."), tuple(args.targets))
+    return {f"{p} (a .dvc output)": Output(p, "file" if p.is_file() else "folder", updated=True) for p in found}
+
+
 def run(args: argparse.Namespace) -> int:
     from gece.base.terminal import literal
     from gece.cmd import command

@@ -269,6 +269,13 @@ def add_arguments(parser) -> None:
     )
 
 
+def writes(args) -> dict:
+    """The DVC project: ``dvc repro`` runs its stages, which write what dvc.yaml names, and records dvc.lock."""
+    from gece.cmd.command import Output
+
+    return {"the DVC project (every stage's outputs, dvc.lock)": Output(Path("."), "folder", updated=True)}
+
+
 def run(args) -> int:
     repro(Path("."), tuple(args.targets), use_remote=not args.no_pull, quiet=getattr(args, "quiet", False))
     return 0

@@ -24,14 +24,16 @@ change re-runs. ``gece stage-code --check`` writes nothing and exits 2 when a ma
 from __future__ import annotations
 
 import argparse
+import os
+import stat
 from pathlib import Path
 
 from gece.base.errors import GeceError
 from gece.base.terminal import literal, plural
 from gece.cmd import command
+from gece.cmd.command import Output
 from gece.code.closure import PACKAGE, Tree
-from gece.code.manifests import FOLDER, manifests
-from gece.io.files.output_dirs import check_output_dir
+from gece.code.manifests import FOLDER, HEADER, manifests
 from gece.io.files.outputs import write_text
 
 # the line `gece --help` shows for this command (read without importing this module)
@@ -48,14 +50,33 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def reads(args: argparse.Namespace) -> list[Path]:
-    """The package's sources are code (not declared); ``--check`` also reads the manifests it compares."""
-    return [args.out] if args.check else []
+    """The package's sources (code, read as text: an --out inside them is refused); ``--check`` also reads the
+    manifests it compares."""
+    return [Path("src") / PACKAGE, *([args.out] if args.check else [])]
 
 
-def writes(args: argparse.Namespace) -> dict[str, Path]:
-    """The folder of the manifests, whose ``.txt`` files it writes (one per command) and removes (no such command);
-    nothing with ``--check``."""
-    return {} if args.check else {"--out": command.Folder(args.out)}
+def writes(args: argparse.Namespace) -> dict[str, Output]:
+    """--out, the folder of the manifests, which it owns: a manifest of a command that is gone is removed (only a
+    file that is one of gece's manifests; nothing with --check)."""
+    return {} if args.check else {"--out": Output(args.out, "folder")}
+
+
+def head(path: Path, n: int) -> bytes | None:
+    """The first ``n`` bytes of ``path`` and one more (to tell a longer file), or None when it is no regular file (a
+    link, a FIFO, a device, a folder, nothing). Bytes that are no UTF-8 are simply other bytes."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        return f.read(n + 1) if stat.S_ISREG(os.fstat(f.fileno()).st_mode) else None
+
+
+def is_manifest(path: Path) -> bool:
+    """Whether ``path`` is one of gece's manifests (it starts as :data:`HEADER` does): the only files of --out this
+    command removes."""
+    start = HEADER.split("{command}")[0].encode()
+    return (head(path, len(start)) or b"").startswith(start)
 
 
 # dvc.yaml's first stage (gece.cmd.stage): every other stage depends on its command's manifest, written here
@@ -74,9 +95,10 @@ def run(args: argparse.Namespace) -> int:
     if tree.file(f"{PACKAGE}.cli") is None:
         raise GeceError(f"no src/{PACKAGE}/cli.py in {Path.cwd()}", hint="run it in the root of a checkout of gece")
     wanted = manifests(tree, args.out)
-    extra = sorted(p for p in args.out.glob("*.txt") if p not in wanted) if args.out.is_dir() else []
+    found = sorted(args.out.glob("*.txt")) if args.out.is_dir() else []
+    extra = [p for p in found if p not in wanted and is_manifest(p)]
     if args.check:
-        stale = [p for p, text in wanted.items() if not p.is_file() or p.read_text(encoding="utf-8") != text]
+        stale = [p for p, text in wanted.items() if head(p, len(text.encode())) != text.encode()]
         if stale or extra:
             raise GeceError(
                 f"{args.out}: {plural(len(stale) + len(extra), 'manifest')} out of date",
@@ -85,7 +107,6 @@ def run(args: argparse.Namespace) -> int:
             )
         command.out.print(f"{literal(str(args.out))}: the {len(wanted)} manifests are up to date")
         return 0
-    check_output_dir(args.out, "--out", hint="give --out a directory (it holds one <command>.txt per command)")
     args.out.mkdir(parents=True, exist_ok=True)
     for path in extra:
         path.unlink()

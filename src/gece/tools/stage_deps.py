@@ -31,6 +31,7 @@ from pathlib import Path
 from gece.base.errors import GeceError
 from gece.base.terminal import literal, plural
 from gece.cmd import command
+from gece.cmd.command import Output as Written
 from gece.cmd.stage import ALL_PARAMS, Output, Resolved, resolve
 from gece.code.closure import PACKAGE, Tree, commands
 from gece.code.manifests import STAGE, stage_commands
@@ -164,6 +165,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--file", type=Path, default=Path("dvc.yaml"), help="the pipeline file (default: dvc.yaml)")
     p.add_argument("--check", action="store_true", help="write nothing; exit 2 when the file is out of date")
     p.set_defaults(outputs={}, inputs=("file",))
+
+
+def writes(args: argparse.Namespace) -> dict[str, Written]:
+    """--file, rewritten in place (nothing with --check)."""
+    return {} if args.check else {"--file": Written(args.file, updated=True)}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -13,6 +13,7 @@ from gece.base.terminal import literal, plural
 from gece.catalog.metric_defs import METRIC
 from gece.catalog.scoring_rules import RULE_NAMES, RuleName
 from gece.cmd import command, options, run_tables
+from gece.cmd.command import Output
 from gece.io.files.readers import read_table
 from gece.io.paths import data_layout, layout
 from gece.io.schemas.pair_rows import PreparedPair
@@ -231,9 +232,10 @@ def reads(args: argparse.Namespace) -> list[Path]:
     return [layout.prepared_path(args.benchmark), Path(source), *local]
 
 
-def writes(args: argparse.Namespace) -> dict[str, Path]:
-    """The files written besides --out: the meta file beside it."""
-    return {"the meta file of --out": layout.meta_path(args.out)} if args.out else {}
+def writes(args: argparse.Namespace) -> dict[str, Output]:
+    """The files written besides --out: the meta file beside it (the score file is in a temporary directory
+    without --out)."""
+    return {"the meta file of --out": Output(layout.meta_path(args.out))} if args.out else {}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,16 +1,11 @@
-"""The file boundary: which paths may be read or written, how big an input may be, atomic writes.
+"""The input side of the file boundary: path names that can be looked up, and reading a file from outside.
 
-Every output goes through :func:`check_output` (the CLI calls it for each output option before
-any work, :func:`atomic_path` again before each write): only a regular file or a path that does
-not exist yet is written, after symlinks are resolved. A FIFO, a device, a directory or a path
-below a file is refused, so the temporary-file-and-rename never replaces such a node.
 Every input goes through :func:`gece.io.files.limits.check_input`: it must be a readable regular file no larger
-than its stated limit (:data:`gece.io.files.limits.LIMITS`, raised with ``GECE_MAX_<NAME>`` in the environment);
-a file of pairs holds each ``pair_id`` once (:func:`check_unique_ids`).
+than its stated limit (:data:`gece.io.files.limits.LIMITS`, raised with ``GECE_MAX_<NAME>`` in the environment).
 A file from outside (a CSV, YAML, lm-eval's logs) is read through :func:`read_bytes` (checked with os.stat
 before it is opened, opened without blocking, read no further than its limit), :func:`read_text` (UTF-8, errors
 named by line) and :func:`gece.io.files.json_reader.parse_json` (bounded nesting and number length, no key written
-twice).
+twice). The output side is :mod:`gece.io.files.outputs`.
 """
 
 from __future__ import annotations
@@ -19,47 +14,10 @@ import os
 import stat
 import sys
 from pathlib import Path
-from typing import Any
 
 from gece.base.errors import GeceError
 from gece.io.files.limits import check_input, limit, over_limit
 from gece.io.files.outputs import node_kind
-
-
-def check_unique_ids(path: str | Path, pair_id: Any) -> None:
-    """Every ``pair_id`` (a column, in file order) must be unique; a GeceError names each repeated id and its rows.
-
-    Counted in Arrow (a hash of the distinct ids), so a file of one id repeated millions of times costs little."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    ids = (
-        pair_id
-        if isinstance(pair_id, pa.Array | pa.ChunkedArray)
-        else pa.array(np.asarray(pair_id, dtype=object), type=pa.string())
-    )
-    if pc.count_distinct(ids, mode="all").as_py() == len(ids):
-        return
-    counts = pc.value_counts(ids)
-    repeated = counts.filter(pc.greater(counts.field("counts"), 1))
-    problems = []
-    for pid, n in zip(
-        repeated.field("values")[:20].to_pylist(), repeated.field("counts")[:20].to_pylist(), strict=True
-    ):
-        rows = pc.indices_nonzero(pc.equal(ids, pa.scalar(pid, pa.string()))).to_pylist()[:10]
-        problems.append(
-            f"pair_id {pid!r} appears {n} times: rows {', '.join(str(r + 1) for r in rows)}"
-            + (", ..." if n > 10 else "")
-        )
-    more = [f"... and {len(repeated) - 20} more"] if len(repeated) > 20 else []
-    raise GeceError(
-        f"{path}: {len(repeated)} pair_id(s) appear more than once; each pair must be scored once",
-        problems=problems + more,
-        hint="the file was concatenated or edited; rerun the stage that writes it (gece extract or "
-        "gece reference) from the prepared benchmark",
-    )
-
 
 NAME_MAX, PATH_MAX = 255, 4096  # bytes of one name and of a whole path, as Linux looks them up
 

@@ -19,12 +19,46 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel
 
 from gece.base.errors import GeceError
-from gece.io.files.inputs import check_unique_ids, require_file
+from gece.io.files.inputs import require_file
 from gece.io.files.limits import over_limit
 from gece.io.files.outputs import atomic_path
 from gece.io.files.writer import META_PREFIX, arrow_schema, checked_arrow, validate_records, write_schema
 
 # -------------------------------------------------------------------- Parquet I/O
+
+
+def check_unique_ids(path: str | Path, pair_id: Any) -> None:
+    """Every ``pair_id`` (a column, in file order) must be unique; a GeceError names each repeated id and its rows.
+
+    Counted in Arrow (a hash of the distinct ids), so a file of one id repeated millions of times costs little."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    ids = (
+        pair_id
+        if isinstance(pair_id, pa.Array | pa.ChunkedArray)
+        else pa.array(np.asarray(pair_id, dtype=object), type=pa.string())
+    )
+    if pc.count_distinct(ids, mode="all").as_py() == len(ids):
+        return
+    counts = pc.value_counts(ids)
+    repeated = counts.filter(pc.greater(counts.field("counts"), 1))
+    problems = []
+    for pid, n in zip(
+        repeated.field("values")[:20].to_pylist(), repeated.field("counts")[:20].to_pylist(), strict=True
+    ):
+        rows = pc.indices_nonzero(pc.equal(ids, pa.scalar(pid, pa.string()))).to_pylist()[:10]
+        problems.append(
+            f"pair_id {pid!r} appears {n} times: rows {', '.join(str(r + 1) for r in rows)}"
+            + (", ..." if n > 10 else "")
+        )
+    more = [f"... and {len(repeated) - 20} more"] if len(repeated) > 20 else []
+    raise GeceError(
+        f"{path}: {len(repeated)} pair_id(s) appear more than once; each pair must be scored once",
+        problems=problems + more,
+        hint="the file was concatenated or edited; rerun the stage that writes it (gece extract or "
+        "gece reference) from the prepared benchmark",
+    )
 
 
 def _check_size(path: Path, pf: pq.ParquetFile, columns: list[str]) -> None:

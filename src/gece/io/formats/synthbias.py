@@ -96,6 +96,14 @@ def rows_of(path: str | Path) -> tuple[Path, pd.DataFrame]:
             problems.append(f"{at}: the pronoun {pronoun!r} is not once, as a whole word, in the sentence")
         if stereo not in STEREOTYPICAL or (stereo == "ambiguous") != (kind == "type1"):
             problems.append(f"{at}: is_stereotypical is {stereo!r}; use True or False (type2), ambiguous (type1)")
+        occupations = [f[col[c]].strip() for c in ("occ_1", "occ_2")]
+        if not all(occupations) or occupations[0].lower() == occupations[1].lower():
+            problems.append(f"{at}: occ_1 and occ_2 are {occupations}; a sentence names two different occupations")
+        elif kind == "type2" and (unnamed := [o for o in occupations if _mention(sentence, o) < 0]):
+            problems.append(
+                f"{at}: the sentence never names the occupation {unnamed[0]!r} (as a whole word); a type2 sentence "
+                "names both, and its pronoun refers to occ_1"
+            )
     if problems:
         raise GeceError(
             f"{path}: {len(problems)} problem(s) in {len(records)} row(s); nothing was written",
@@ -187,4 +195,15 @@ def read_synthbias(path: str | Path, kind: SynthType, subset: int | None) -> Syn
     if pairs.empty:
         raise GeceError(f"{path}: no {kind} pair left; nothing was written", hint=FORMAT_HINT)
     chosen, strata = stratified_subset(pairs, subset)
+    check_subset(path, chosen, subset, len(strata))
     return SynthPairs(chosen, removed, len(table), strata)
+
+
+def check_subset(path: Path, chosen: pd.DataFrame, subset: int | None, least: int) -> None:
+    """A subset that leaves no pair is refused: it would write a prepared file with nothing to score. ``least``: the
+    smallest subset that takes a pair from every stratum."""
+    if chosen.empty:
+        raise GeceError(
+            f"{path}: subset {subset} leaves no pair (its strata get none each); nothing was written",
+            hint=f"give benchmarks.<b>.subset {least} or more, or leave it out for every pair",
+        )

@@ -2,7 +2,8 @@
 resolves a type2 sentence's pronoun to, one prepared row per sentence (both the he and the she version).
 
 **The rows.** For each type2 sentence of a pair (:func:`gece.io.formats.synthbias.paired_rows`), the context is the
-entry's ``prompt`` with ``{sentence}`` the sentence and ``{pronoun}`` its pronoun (lower case); ``sent_more`` is the
+entry's ``prompt`` with ``{sentence}`` the sentence and ``{pronoun}`` its pronoun (lower case), filled by
+:mod:`gece.io.settings.templates` (never ``str.format``); ``sent_more`` is the
 context followed by the occupation that is stereotypical for that pronoun (the one whose labour-statistics majority
 is the pronoun's gender: ``occ_1``, the referent, when ``is_stereotypical`` is True, else ``occ_2``, which always has
 the other majority in SynthBias) and ``sent_less`` the context followed by the other occupation. The two
@@ -44,12 +45,15 @@ from gece.base.errors import GeceError
 from gece.io.formats.synthbias import (
     FORMAT_HINT,
     SynthPairs,
+    check_subset,
     paired_rows,
     pronoun_pairs,
     referent_position,
     rows_of,
     stratified_subset,
 )
+from gece.io.settings import templates
+from gece.io.settings.sections import PROMPT_PLACEHOLDERS
 
 DEFAULT_PROMPT = "{sentence} In this sentence, '{pronoun}' refers to the"
 
@@ -60,8 +64,10 @@ def referent_rows(rows: pd.DataFrame, prompt: str) -> pd.DataFrame:
     pro = (rows["is_stereotypical"] == "True").to_numpy()
     stereo = rows["occ_1"].where(pro, rows["occ_2"])
     other = rows["occ_2"].where(pro, rows["occ_1"])
+    parts = templates.parse(prompt, PROMPT_PLACEHOLDERS)
     context = [
-        prompt.format(sentence=s, pronoun=p.lower()) for s, p in zip(rows["sample"], rows["pronoun"], strict=True)
+        templates.fill(parts, {"sentence": s, "pronoun": p.lower()})
+        for s, p in zip(rows["sample"], rows["pronoun"], strict=True)
     ]
     he_row = rows[rows["male"]].set_index("key")["row"]
     out = pd.DataFrame(
@@ -89,6 +95,7 @@ def read_referent(path: str | Path, subset: int | None, prompt: str) -> SynthPai
     if pairs.empty:
         raise GeceError(f"{path}: no type2 pair left; nothing was written", hint=FORMAT_HINT)
     chosen, strata = stratified_subset(pairs, None if subset is None else subset // 2)
+    check_subset(path, chosen, subset, 2 * len(strata))  # two rows a pair
     return SynthPairs(referent_rows(rows[rows["key"].isin(set(chosen["key"]))], prompt), removed, len(table), strata)
 
 

@@ -22,13 +22,15 @@ Kept apart from :mod:`gece.io.settings.model_entry`, which is part of the code t
 
 from __future__ import annotations
 
+import re
+from pathlib import PurePosixPath
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
 from gece.io.schemas.schema_base import Section
 from gece.io.settings.ids import Id
-from gece.io.settings.model_entry import LMEVAL_PREFIX, REFERENCE_PREFIX
+from gece.io.settings.model_entry import LMEVAL_PREFIX, MEMORY_SIZE, REFERENCE_PREFIX, ModelSpec
 
 ENGINE = "lm-eval"  # registry.<m>.engine of a model lm-eval scores
 Backend = Literal["hf", "vllm", "local-completions"]
@@ -60,6 +62,32 @@ ALLOWED_ARGS: dict[str, tuple[str, ...]] = {
 
 REMOTE_CODE = "trust_remote_code"  # refused in model_args: gece never runs a model's own code
 
+COUNT = ("a whole number of 1 or more", lambda v: type(v) is int and 1 <= v <= 1 << 31)
+SIZE = ("a size such as 70GiB, or a whole number of GiB", lambda v: COUNT[1](v) or bool(MEMORY_SIZE.fullmatch(str(v))))
+FLAG = ("true or false", lambda v: type(v) is bool)
+# what each model_args value must be (lm-eval reads them as these types; anything else it would misread)
+ARG_VALUES: dict[str, tuple[str, Any]] = {
+    "dtype": ("auto, float32, float16, bfloat16", lambda v: v in ("auto", "float32", "float16", "bfloat16")),
+    "max_length": COUNT,
+    "parallelize": FLAG,
+    "max_memory_per_gpu": SIZE,
+    "max_cpu_memory": SIZE,
+    "max_batch_size": COUNT,
+    "tensor_parallel_size": COUNT,
+    "data_parallel_size": COUNT,
+    "gpu_memory_utilization": ("a number above 0, at most 1", lambda v: type(v) in (int, float) and 0 < v <= 1),
+    "max_model_len": COUNT,
+    "enforce_eager": FLAG,
+    "model": ("a name", lambda v: isinstance(v, str)),
+    "base_url": (
+        "an http:// or https:// address",
+        lambda v: isinstance(v, str) and v.startswith(("http://", "https://")),
+    ),
+    "tokenizer_backend": ("huggingface or tiktoken", lambda v: v in ("huggingface", "tiktoken")),
+    "num_concurrent": COUNT,
+    "max_retries": ("a whole number of 0 or more", lambda v: type(v) is int and 0 <= v <= 1000),
+}
+
 # the model_args gece writes: the model directory it gated, and the BOS option of the export
 GECE_ARGS = ("pretrained", "tokenizer", "add_bos_token")
 
@@ -71,9 +99,48 @@ def arg_text(value: ArgValue) -> str:
     return str(value)
 
 
-def _launcher(value: list[str]) -> list[str]:
-    if any(not word or "\0" in word for word in value):
+PYTHON = re.compile(r"python(3(\.\d+)?)?")  # a Python interpreter's program name
+# accelerate launch's own options a launcher may give (each with its value), and its flags
+ACCELERATE = {
+    "--num_processes": re.compile(r"[1-9]\d{0,3}"),
+    "--num_machines": re.compile(r"[1-9]\d{0,3}"),
+    "--machine_rank": re.compile(r"\d{1,4}"),
+    "--main_process_port": re.compile(r"[1-9]\d{0,4}"),
+    "--gpu_ids": re.compile(r"all|\d{1,3}(,\d{1,3})*"),
+    "--mixed_precision": re.compile(r"no|fp16|bf16"),
+}
+ACCELERATE_FLAGS = ("--multi_gpu", "--cpu")
+SHAPES = (
+    "[lm_eval], [<path>/lm_eval] (another environment's), [python, -m, lm_eval] or "
+    f"[accelerate, launch, <its options: {', '.join([*ACCELERATE, *ACCELERATE_FLAGS])}>, -m, lm_eval]"
+)
+
+
+def _launcher(words: list[str]) -> list[str]:
+    """One of :data:`SHAPES`, checked word by word: lm-eval's parser takes option prefixes and ``--opt=value``, so
+    a launcher may carry no word lm-eval would read (``--trust_remote_code``), only the program that starts it."""
+    if any(not word or "\0" in word for word in words):
         raise ValueError("launcher: every word is a non-empty argument (the launcher runs as a list, no shell)")
+    names = [PurePosixPath(w).name for w in words]
+    if names == ["lm_eval"] or (len(words) == 3 and PYTHON.fullmatch(names[0]) and words[1:] == ["-m", "lm_eval"]):
+        return words
+    if len(words) >= 4 and names[0] == "accelerate" and words[1] == "launch" and words[-2:] == ["-m", "lm_eval"]:
+        rest = iter(words[2:-2])
+        for word in rest:
+            if word in ACCELERATE_FLAGS:
+                continue
+            if word not in ACCELERATE:
+                raise ValueError(f"launcher: {word!r} is not an option of accelerate launch gece passes ({SHAPES})")
+            value = next(rest, "")
+            if not ACCELERATE[word].fullmatch(value):
+                raise ValueError(f"launcher: {word} {value!r}: not a value of {word} ({ACCELERATE[word].pattern})")
+        return words
+    raise ValueError(f"launcher {words}: not a shape gece runs; a launcher is {SHAPES}")
+
+
+def _batch_size(value: int | str) -> int | str:
+    if value != "auto" and not 1 <= int(value) <= 1 << 20:
+        raise ValueError(f"{value} is not a batch size: a whole number of 1 or more (at most 1048576), or auto")
     return value
 
 
@@ -82,7 +149,9 @@ class Harness(Section):
 
     model: Backend
     model_args: dict[str, ArgValue] = Field(default_factory=dict)
-    batch_size: int | Literal["auto"] = Field(1, description="lm_eval's --batch_size: a number or auto")
+    batch_size: Annotated[int | Literal["auto"], AfterValidator(_batch_size)] = Field(
+        1, description="lm_eval's --batch_size: a number of 1 or more, or auto"
+    )
     device: str | None = Field(None, pattern=r"^(cpu|mps|cuda(:\d+)?)$", description="lm_eval's --device (hf)")
     launcher: Annotated[list[str], AfterValidator(_launcher)] = Field(
         default_factory=lambda: ["lm_eval"],
@@ -112,11 +181,18 @@ class Harness(Section):
                     f"model_args.{key}: {text!r} holds ',' or '=' or is empty: lm-eval splits --model_args on "
                     "them, so a value would add arguments"
                 )
+            kind, fits = ARG_VALUES[key]
+            if not fits(value):
+                raise ValueError(f"model_args.{key}: {value!r} is not {kind}")
         if self.device is not None and self.model != "hf":
             raise ValueError(
                 f"device: lm_eval's --device is for the hf backend; {self.model} places the model itself (model_args)"
             )
         return self
+
+
+# gguf_file as gece's own entries check it (a plain file name inside the source directory or package)
+PlainFileName = Annotated[str | None, *ModelSpec.model_fields["gguf_file"].metadata]
 
 
 class HarnessSpec(Section):
@@ -125,7 +201,7 @@ class HarnessSpec(Section):
     source: str = Field(min_length=1)
     engine: Literal["lm-eval"]
     harness: Harness
-    gguf_file: str | None = None
+    gguf_file: PlainFileName = None
     revision: str | None = None
     special_tokens: bool = True
     limit: int | None = Field(None, ge=1, description="only the first N pairs of each benchmark")

@@ -110,15 +110,15 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 
     def construct_mapping(self, node, deep=False):
         seen: dict[object, int] = {}
-        for key_node, _ in node.value:
+        for key_node, _ in node.value:  # a flow mapping ({a: 1, a: 2}) may repeat a key on one line
             key = self.construct_object(key_node, deep=True)
             line = key_node.start_mark.line + 1
             try:
-                first = seen.setdefault(key, line)
+                if key in seen and key != "<<":
+                    raise _RepeatedKey(key, line, seen[key])
+                seen[key] = line
             except TypeError:  # an unhashable key: the safe loader reports it
                 continue
-            if first != line and key != "<<":
-                raise _RepeatedKey(key, line, first)
         return super().construct_mapping(node, deep)
 
 

@@ -7,13 +7,13 @@ methods, and a benchmark's entry. A stage that reads only some sections validate
 
 from __future__ import annotations
 
-import string
 from typing import Annotated, Literal
 
-from pydantic import Field, PlainValidator, model_validator
+from pydantic import AfterValidator, Field, PlainValidator, model_validator
 
 from gece.catalog.scoring_rules import RULE_NAMES, RuleName
 from gece.io.schemas.schema_base import Section, Seed
+from gece.io.settings import templates
 from gece.io.settings.ids import Id
 
 
@@ -74,6 +74,15 @@ def _source(value: object) -> str | None:
     )
 
 
+PROMPT_PLACEHOLDERS = ("sentence", "pronoun")  # benchmarks.<b>.prompt's (gece.io.formats.synthbias_referent)
+
+
+def _prompt(value: str | None) -> str | None:
+    if value is not None:
+        templates.parse(value, PROMPT_PLACEHOLDERS)  # a ValueError naming what is wrong
+    return value
+
+
 class BenchmarkSpec(Section):
     """One benchmark (``benchmarks.<name>``): where its pairs come from, the rule that scores them and its part
     in the gender-neutral wording comparison. Every field has a default, so ``<name>: {}`` is a gece CSV,
@@ -116,8 +125,9 @@ class BenchmarkSpec(Section):
         description="with synthbias: score this many prepared rows (pairs; referent: two rows per sentence pair), a "
         "fixed stratified subset (gece.io.formats.synthbias); none: every row",
     )
-    prompt: str | None = Field(
+    prompt: Annotated[str | None, AfterValidator(_prompt)] = Field(
         None,
+        max_length=1000,  # it is repeated in every prepared row
         description="with synthbias: referent: the context before the two occupations, naming {sentence} and "
         "{pronoun} (gece.io.formats.synthbias_referent); none: its DEFAULT_PROMPT",
     )
@@ -139,8 +149,7 @@ class BenchmarkSpec(Section):
             raise ValueError("synthbias needs source: the SynthBias file, data/synthbias/synthbias_data.csv")
         if self.subset is not None and self.synthbias is None:
             raise ValueError("subset is a SynthBias setting: give synthbias (type1 or type2), or no subset")
-        fields = sorted(f for _, f, _, _ in string.Formatter().parse(self.prompt or "") if f is not None)
-        if self.prompt is not None and (self.synthbias != "referent" or fields != ["pronoun", "sentence"]):
+        if self.prompt is not None and self.synthbias != "referent":
             raise ValueError("prompt is a setting of synthbias: referent, naming {sentence} and {pronoun} once each")
         return self
 
