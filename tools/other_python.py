@@ -217,16 +217,17 @@ def step_extract(run: Runner, a: Path) -> list[str]:
 def step_downstream(run: Runner, a: Path, lock: dict[str, dict[str, str]], commit_lock: Path) -> list[str]:
     """(d) Every stage but the scoring ones and the code stage (step b) run again on this Python, over the build's
     token files: their outputs are removed (those git holds too), then rebuilt by dvc repro, the prepare stages
-    first (if their outputs moved, extract would re-score)."""
+    first (if their outputs moved, extract would re-score); --no-run-cache, else DVC restores the prepare stages,
+    whose outputs the clone's cache holds (pulled for step c), instead of running them."""
     rebuilt = [s for s in lock if s.split("@")[0] not in (*SCORING, "code")]
     for s in rebuilt:
         for path in lock[s]:
             shutil.rmtree(a / path) if (a / path).is_dir() else (a / path).unlink(missing_ok=True)
-    out = run.dvc("repro", "--glob", "prepare@*", cwd=a, src=a / "src")
+    out = run.dvc("repro", "--no-run-cache", "--glob", "prepare@*", cwd=a, src=a / "src")
     moved = moved_outputs(run, a, commit_lock)
     if moved:
         raise StepFailed("the prepare stages wrote other bytes than the build's:\n  " + "\n  ".join(moved))
-    out += run.dvc("repro", cwd=a, src=a / "src")
+    out += run.dvc("repro", "--no-run-cache", cwd=a, src=a / "src")
     ran = re.findall(r"^Running stage '([^']+)'", out, flags=re.M)
     problems = [f"not run: {s}" for s in rebuilt if s not in ran]
     problems += [f"ran, though it should not: {s}" for s in ran if s not in rebuilt]
@@ -256,7 +257,7 @@ def size(path: Path) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="make other-python PYVER=3.12", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="tools/other_python.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("version", choices=VERSIONS, help="the other Python's version")
     parser.add_argument("--venv", type=Path, help="its environment (default: .venv-<version> in this checkout)")
