@@ -99,11 +99,11 @@ def rescored(data: report_cells.ReportData, b: str, m: str) -> report_cells.Repo
 
 
 # the worst cases of re-scoring one run: (benchmark, run) -> summary keys that move (docs/daily.md quotes them,
-# tests/test_docs_claims.py checks): the referent protocol's special-token variant (its 11 summary numbers,
-# calibration, binning, the compare counts and special tokens), then a model with a special-token variant on a
-# neutral-wording benchmark with 8 comparisons
-WORST = (("synthbias_referent", "gemma-3-270m-nobos"), 21)
-NEXT_WORST = (("genderlex", "gemma-3-270m"), 19)
+# tests/test_docs_claims.py checks): the referent protocol's run with a special-token variant (its headline with
+# the skill numbers and their intervals, calibration, binning, the compare counts and the special-token change),
+# then the variant itself
+WORST = (("synthbias_referent", "gemma-3-270m"), 27)
+NEXT_WORST = (("synthbias_referent", "gemma-3-270m-nobos"), 26)
 
 
 def _rescored_counts(data: report_cells.ReportData) -> tuple[int, dict]:

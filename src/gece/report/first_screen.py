@@ -106,7 +106,9 @@ CAPTIONS = {
         "male by predicted and by human gender, with its interval at the level Holm's correction over the "
         "benchmark's runs holds it to, so that it excludes the dashed 0 exactly when the gap survives Holm (the † "
         "of the gender-gap table). Filled blue circles: scored here, open orange squares: the authors' released "
-        "scores."
+        "scores, which carry the authors' values: where a side differs in several words they add the words' "
+        "probabilities (extract.side_prob: sum, which can exceed 1); the runs scored here take their joint "
+        "probability (joint, the chain rule: the default)."
     ),
     "rules": (
         "Stereotype share per run under each scoring rule (joined by a grey bar), with 95% cluster-resampled "
