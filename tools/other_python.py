@@ -263,7 +263,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--venv", type=Path, help="its environment (default: .venv-<version> in this checkout)")
     parser.add_argument("--work", type=Path, help="the work folder, new or empty (default: a new temporary one)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder when every check passed")
+    parser.add_argument(
+        "--steps", default="bcde", help="which of the checks b, c, d and e to run, in this order (default: bcde)"
+    )
     args = parser.parse_args(argv)
+    if not args.steps or set(args.steps) - set("bcde"):
+        parser.error(f"--steps {args.steps}: letters of bcde")
     venv = (args.venv or ROOT / f".venv-{args.version}").absolute()
     if args.work:
         args.work.mkdir(parents=True, exist_ok=True)
@@ -315,14 +320,25 @@ def main(argv: list[str] | None = None) -> int:
         lock = run.lock_outs(a / "dvc.lock")
         commit_lock = work / "dvc.lock.committed"
         shutil.copyfile(a / "dvc.lock", commit_lock)
-        step("b", "gece stage-code --check", step_manifests, run, a)
-        step("c", f"extract {MODEL} on {', '.join(BENCHMARKS)}", step_extract, run, a)
-        label = "every stage but extract, over the build's token files"
-        step("d", label, step_downstream, run, a, lock, commit_lock)
-        label = "make repro in a fresh clone against the build's remote"
-        step("e", label, step_make_repro, run, b, remote, commit, args.version)
-        # make install in clone B pointed the environment's gece at it: back to this checkout
-        run.attempt(["make", "--no-print-directory", "-W", "pyproject.toml", f"VENV={venv}", "install"], ROOT)
+        checks = {
+            "b": ("gece stage-code --check", step_manifests, (run, a)),
+            "c": (f"extract {MODEL} on {', '.join(BENCHMARKS)}", step_extract, (run, a)),
+            "d": (
+                "every stage but extract, over the build's token files",
+                step_downstream,
+                (run, a, lock, commit_lock),
+            ),
+            "e": (
+                "make repro in a fresh clone against the build's remote",
+                step_make_repro,
+                (run, b, remote, commit, args.version),
+            ),
+        }
+        for name in args.steps:
+            label, fn, fn_args = checks[name]
+            step(name, label, fn, *fn_args)
+        if "e" in args.steps:  # make install in clone B pointed the environment's gece at it: back to this checkout
+            run.attempt(["make", "--no-print-directory", "-W", "pyproject.toml", f"VENV={venv}", "install"], ROOT)
     print(f"\nother-python: Python {args.version}, commit {commit[:7]}, {time.monotonic() - total:.0f} s in all")
     for label, verdict, seconds, lines in results:
         print(f"  {label}: {verdict} ({seconds:.0f} s)")
