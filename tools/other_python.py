@@ -21,8 +21,9 @@ e. `make repro VENV=... PYTHON=<version>` in a second fresh clone whose default 
 
 Each step's output goes to <work>/<step>.log. The work folder is removed when every check passed (--keep keeps
 it). Exit status 0 when every check passed, 1 when one failed, 2 when a step could not run.
-It needs the other Python (python3.X on PATH or under pyenv's versions, as `make` looks for it: `make python`),
-about 15 minutes on 2 cores with the environment made, and no network once it is made.
+--steps runs some of b to e only. It needs the other Python (python3.X on PATH or under pyenv's versions, as `make`
+looks for it: `make python`), and no network once the environment is made; most of its time goes to c (crows_pairs'
+1,505 pairs) and d (126 stages): docs/development.md, "Another Python", says how long they took.
 """
 
 from __future__ import annotations
@@ -252,7 +253,7 @@ def step_make_repro(run: Runner, b: Path, remote: Path, commit: str, version: st
 
 def size(path: Path) -> str:
     total = sum(p.lstat().st_size for p in path.rglob("*"))
-    return f"{total / 1e9:.1f} GB"
+    return f"{total / 1e9:.1f} GB" if total > 1e9 else f"{total / 1e6:.0f} MB"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -308,13 +309,14 @@ def main(argv: list[str] | None = None) -> int:
         remote.mkdir()
         clone(run, commit, a, remote)
         fill_remote(run, a)
-        # the data snapshot, the token files and the prepared pairs they were scored from (steps c and d)
-        pulled = [s for s in run.lock_outs(a / "dvc.lock") if s.split("@")[0] in (*SCORING, "prepare")]
-        run.dvc("pull", "data.dvc", *pulled, cwd=a)
-        said = run.dvc("status", *pulled, cwd=a, src=a / "src")
-        if "up to date" not in said:  # else step d would re-score: dvc.lock is not the build of this commit
-            raise CannotRun(f"dvc.lock of {commit[:7]} is not its build (dvc status):\n{said.strip()}")
-        return [f"{venv}: Python {have}, {size(venv)}; the build of {commit[:7]} pushed to {remote} ({size(remote)})"]
+        made = [f"{venv}: Python {have}, {size(venv)}; the build of {commit[:7]} pushed to {remote} ({size(remote)})"]
+        if set(args.steps) & set("cd"):  # the data snapshot, the token files and the prepared pairs they came from
+            pulled = [s for s in run.lock_outs(a / "dvc.lock") if s.split("@")[0] in (*SCORING, "prepare")]
+            run.dvc("pull", "data.dvc", *pulled, cwd=a)
+            said = run.dvc("status", *pulled, cwd=a, src=a / "src")
+            if "up to date" not in said:  # else step d would re-score: dvc.lock is not the build of this commit
+                raise CannotRun(f"dvc.lock of {commit[:7]} is not its build (dvc status):\n{said.strip()}")
+        return made
 
     if step("a", f"environment for Python {args.version} and the build of {commit[:7]}", setup):
         lock = run.lock_outs(a / "dvc.lock")
