@@ -10,7 +10,7 @@ PIP_QUIET ?= --quiet
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_NO_ADVISORY_WARNINGS ?= 1
 
-.PHONY: install python lock-check engines data repro deps lint format test test-fast bench bench-size bench-gpu bench-engines clean
+.PHONY: install python lock-check engines data repro deps lint format test test-fast bench bench-size bench-gpu bench-engines other-python clean
 
 # The interpreter of a new $(VENV): the newest supported one found, python3.X on PATH first, then pyenv's
 # ($PYENV_ROOT/versions, else ~/.pyenv/versions); PYTHON=... names one instead, as a command or a path
@@ -171,7 +171,7 @@ TEST_WORKERS ?= 2
 PYTEST = PATH="$(abspath $(BIN)):$$PATH" $(BIN)/pytest -n $(TEST_WORKERS)
 
 # ruff's linter and formatter (rules and line length: pyproject.toml; why: docs/development.md)
-LINTED = src tests bench
+LINTED = src tests bench tools
 lint: install
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
@@ -207,6 +207,13 @@ bench-engines: data engines
 GPU_PYTHON ?= $(BIN)/python
 bench-gpu:
 	$(GPU_PYTHON) bench/gpu.py
+
+# this commit on another Python, end to end, against its build in this checkout's DVC cache (make repro first):
+# the environment .venv-$(PYVER) (make install VENV=... PYTHON=...), the manifests, two token files re-scored and
+# compared byte for byte, every stage after extract re-run, make repro in a fresh clone (tools/other_python.py)
+PYVER ?= 3.12
+other-python:
+	$(firstword $(wildcard $(BIN)/python) python3) tools/other_python.py $(PYVER) $(OTHER_PYTHON_ARGS)
 
 clean:
 	rm -rf artifacts .pytest_cache .hypothesis
