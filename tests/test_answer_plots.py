@@ -150,7 +150,7 @@ def test_the_gender_gaps_are_drawn_with_their_holm_intervals_beside_the_letters(
     reports = {report_layout.metrics_file("wb", m): data.metrics[("wb", m)] for m in ("a", "b", "r", "r2")}
     assert check_rows(rows, reports.__getitem__) == len(rows)
     groupings = forest.gap_titles(data, "wb")
-    svg = answer_plots.calibration_svg("calibration_wb", "wb", points, groupings)
+    svg = answer_plots.calibration_svg("calibration_wb", "wb", points, groupings=groupings)
     assert check_svg_against_csv(svg, "calibration_wb", rows) == 3 * len(rows)
     assert "by predicted gender" in svg and "by human gender" in svg
     assert calibration_finding("wb", points, groupings).endswith(

@@ -236,8 +236,18 @@ def permutation_p(
 def holm_over_runs(reports: list[dict], draws: list[dict[str, np.ndarray]], alpha: float = ALPHA) -> None:
     """Add each gap's Holm-corrected p-value, level and interval over the runs of one benchmark (module docstring)
     to their metrics reports, in place: ``<gap>_<suffix>`` for each suffix of
-    :data:`gece.catalog.metric_defs.GAP_HOLM`. ``draws``: per run, each gap's bootstrap draws (those its ``<gap>_p``
-    was computed from, :func:`gece.stats.metrics.summarize`); a run without them (no pairs) stays out."""
+    :data:`gece.catalog.metric_defs.GAP_HOLM`.
+
+    Parameters
+    ----------
+    reports : list of dict
+        The metrics reports of the benchmark's runs, each with ``<gap>`` and ``<gap>_p``; updated in place.
+    draws : list of dict of str to ndarray
+        Per run, each gap's bootstrap draws (those its ``<gap>_p`` was computed from,
+        :func:`gece.stats.metrics.summarize`); a run without them (no pairs) stays out of the family.
+    alpha : float
+        The family-wise level of Holm's correction.
+    """
     for gap in GAPS:
         family = holm_intervals(
             [r.get(f"{gap}_p") for r in reports],

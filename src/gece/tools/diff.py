@@ -224,7 +224,8 @@ def family(leaf: str) -> str:
     """The family of a leaf key, from the metric table: ``ece``, ``best_ece_crossfit`` and ``ece_change``
     are ECE-like (the registered errors whose worse end is high), ``gender_ece*`` Gender-ECE, signed gaps and
     ``gap_*`` gender gaps, ``brier*`` Brier, metrics whose worse end is low (and shares) accuracy/shares,
-    registered counts and the comparison's ``*_significant`` counts of model pairs. A protocol's numbers
+    registered counts and the comparison's ``*_significant`` counts of model pairs; a number defined as a share
+    with the shares. A protocol's numbers
     (:attr:`gece.report.protocol.Protocol.metrics`) the same way, an accuracy over a baseline (``over_*``) with the
     accuracies."""
     if leaf.endswith("_significant"):
@@ -250,6 +251,8 @@ def family(leaf: str) -> str:
     if m.worse == "high":
         return "ECE-like"
     if m.worse == "low" or "share" in m.key or "confidence" in m.key or m.key == "pct_stereotype":
+        return "accuracy/shares"
+    if m.definition.startswith("share of"):  # a share by its definition (the referent's pronoun sensitivity)
         return "accuracy/shares"
     return "counts" if not m.interval else "other"
 
@@ -418,8 +421,7 @@ def print_review(r: Review, title: str, out, more: str) -> None:
                 plain(g.where.benchmark if g.where else ""),
                 plain(g.where.run if g.where else ""),
             )
-        out.print(t)
-        out.print()
+        out.print(t)  # the second table's header line sets it apart: no blank line, so 40 lines hold both
         b = Table(box=box.SIMPLE_HEAD, show_edge=False)
         b.add_column("benchmark", ids=True)
         b.add_column("moved", justify="right", whole=True)
