@@ -10,7 +10,6 @@ from pathlib import Path
 from gece.base.errors import GeceError
 from gece.base.terminal import literal
 from gece.cmd import command
-from gece.cmd.command import Output
 from gece.io.files import paired
 from gece.io.files.json_writer import write_json
 from gece.io.files.writer import write_table
@@ -19,6 +18,7 @@ from gece.io.schemas.lmeval_files import ImportMeta
 from gece.io.schemas.pair_rows import ScoreRow
 from gece.io.settings.params import params_if_valid, require_params
 from gece.lmeval import samples
+from gece.pipeline import score
 
 HELP = "import lm-evaluation-harness samples as a run's score file (registry source lmeval:<directory>)"
 EXAMPLES = ("gece lmeval-import --model smollm2-135m-lmeval --benchmark winobias",)
@@ -40,13 +40,7 @@ def reads(args: argparse.Namespace) -> list[Path]:
     return [layout.prepared_path(args.benchmark), *([directory] if directory is not None else [])]
 
 
-def writes(args: argparse.Namespace) -> dict[str, Output]:
-    """The files written besides --out: the score file (its default) and its meta beside it."""
-    try:
-        out = args.out or layout.scores_path(args.benchmark, args.model)
-    except GeceError:  # no plain id: run refuses it
-        return {}
-    return {"--out": Output(out), "the meta file of --out": Output(layout.meta_path(out))}
+writes = score.writes  # the score file (--out, or its default) and its meta beside it, as gece score
 
 
 def run(args: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ from gece.io.files.readers import write_figure
 from gece.io.paths import layout, report_layout
 from gece.io.schemas.ablation_reports import BinningReport, SampleSizeReport
 from gece.io.settings.params import Params, require_params
+from gece.io.settings.params_file import RUN_SECTIONS
 from gece.io.settings.sections import AblateParams, MetricsParams
 from gece.pipeline import runs
 from gece.report import plots
@@ -171,10 +172,7 @@ STAGE = {
     "argv": ["-q", "ablate", "--benchmark", "{benchmark}"],
     "matrix": {"benchmark": "benchmarks"},
     "params": [
-        "models",
-        "references",
-        "lmeval_runs",
-        "registry",
+        *RUN_SECTIONS,
         "metrics.n_bins",
         "metrics.binning",
         "ablate.sizes",

@@ -35,6 +35,7 @@ from gece.io.paths import layout, report_layout
 from gece.io.schemas.calibration_files import CalibratedRow, CalibrationBinsReport, CalibrationReport
 from gece.io.schemas.pair_rows import ScoreRow
 from gece.io.settings.params import CalibrateParams, Params, params_or_defaults
+from gece.io.settings.params_file import RUN_SECTIONS
 from gece.io.settings.sections import MetricsParams
 from gece.pipeline import reuse, run_report, runs
 from gece.stats import calibration, metrics
@@ -83,6 +84,24 @@ def recorded(outs: tuple[Path, Path, Path], previous: list[dict[str, Path]], key
     return True
 
 
+def label_counts(y: np.ndarray) -> dict[int, int]:
+    """The pairs of each label y (0 and 1)."""
+    return {int(c): int((y == c).sum()) for c in (0, 1)}
+
+
+def too_few(y: np.ndarray, settings: CalibrateParams) -> str | None:
+    """Why pairs with labels ``y`` cannot be cross-fitted: both labels, but fewer than ``calibrate.folds`` pairs
+    of one (a fold would lack it); None when they can (or when every pair has one label: each method is then
+    reported failed, :func:`run_calibration`)."""
+    counts = label_counts(y)
+    if min(counts.values()) == 0 or min(counts.values()) >= settings.folds:
+        return None
+    return (
+        f"calibration needs at least {settings.folds} pairs of each label (calibrate.folds), got {counts[1]} with "
+        f"y=1 and {counts[0]} with y=0"
+    )
+
+
 def run_calibration(
     scores: pd.DataFrame, settings: CalibrateParams, metric_settings: MetricsParams, source: str = "the score file"
 ) -> tuple[dict, pd.DataFrame, list[dict]]:
@@ -96,7 +115,7 @@ def run_calibration(
     """
     r = runs.as_run(scores)
     p, y, gm, gl = r.p, r.y, r.gender_more, r.gender_less
-    counts = {int(c): int((y == c).sum()) for c in (0, 1)}
+    counts = label_counts(y)
     if min(counts.values()) == 0:
         log.warning(
             "%s: every pair has y=%d, so no calibration map can be fitted (each method is reported "
@@ -104,10 +123,9 @@ def run_calibration(
             source,
             int(y[0]) if len(y) else 1,
         )
-    elif min(counts.values()) < settings.folds:
+    elif (short := too_few(y, settings)) is not None:
         raise GeceError(
-            f"{source}: calibration needs at least {settings.folds} pairs of each label "
-            f"(calibrate.folds), got {counts[1]} with y=1 and {counts[0]} with y=0",
+            f"{source}: {short}",
             hint=f"lower calibrate.folds (or --folds) to at most {min(counts.values())} for {source}, or calibrate "
             "a larger benchmark",
         )
@@ -238,7 +256,9 @@ def calibrate_benchmark(
 ) -> dict[str, dict]:
     """Every run of ``benchmark`` -> ``reports/calibration/<b>/<m>.json``, ``artifacts/calibrated/<b>/<m>.parquet``
     and ``reports/calibration_bins/<b>/<m>.json``, or the last recorded run's three files when they come from the
-    same content (:func:`recorded`); files of runs no longer configured are removed."""
+    same content (:func:`recorded`); files of runs no longer configured are removed. A check
+    (:func:`gece.pipeline.runs.checks`) whose slice cannot be cross-fitted (:func:`too_few`) is skipped
+    with a warning and gets no files."""
     names = runs.runs(params, benchmark)
     folders = (
         (report_layout.report_path(report_layout.calibration_dir(benchmark), reports), ".json"),
@@ -248,7 +268,7 @@ def calibrate_benchmark(
     for folder, suffix in folders:
         clear_stale_runs(folder, names, (suffix,), "the output directory")
     previous = [reuse.previous_outputs(folder) for folder, _ in folders]
-    results = {}
+    results, checks = {}, runs.checks(params)
     for m in names:
         scores, meta = runs.load_scores(params, benchmark, m)
         source = meta["source"] if runs.is_reference(params, m) else str(layout.scores_path(benchmark, m))
@@ -257,6 +277,12 @@ def calibrate_benchmark(
             layout.calibrated_path(benchmark, m),
             report_layout.report_path(report_layout.calibration_bins_file(benchmark, m), reports),
         )
+        short = too_few(runs.as_run(scores).y, settings) if m in checks else None
+        if short is not None:  # a check's slice: skipped with a note (the page says so), no files, none left over
+            log.warning("%s/%s: a check (params.yaml registry.%s), not calibrated: %s", benchmark, m, m, short)
+            for out in outs:
+                out.unlink(missing_ok=True)
+            continue
         key = fingerprint(scores, meta, source, settings, metric_settings)
         if recorded(outs, previous, key):
             log.info("%s/%s: unchanged since the recorded run, reused -> %s", benchmark, m, outs[0])
@@ -357,7 +383,7 @@ STAGE = {
     "about": "post-hoc calibration of every run of a benchmark, evaluated on held-out pairs",
     "argv": ["-q", "calibrate", "--benchmark", "{benchmark}"],
     "matrix": {"benchmark": "benchmarks"},
-    "params": ["models", "references", "lmeval_runs", "registry", "calibrate", "metrics"],
+    "params": [*RUN_SECTIONS, "calibrate", "metrics"],
     "outputs": {
         "the reliability bins": {
             "kind": "plots",

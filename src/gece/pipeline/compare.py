@@ -25,10 +25,12 @@ from gece.io.schemas.compare_report import CompareReport
 from gece.io.schemas.pair_rows import SYNTH_SCHEMAS, PreparedPair
 from gece.io.settings.ids import is_id
 from gece.io.settings.params import Params, params_or_defaults
+from gece.io.settings.params_file import RUN_SECTIONS
 from gece.io.settings.sections import AblateParams, BenchmarkSpec, CompareParams, MetricsParams
 from gece.pipeline import run_report, runs
 from gece.protocols import declarations
 from gece.report import markdown as report_md
+from gece.report.cells import format_significant
 from gece.report.protocol import Protocol
 from gece.stats import ablation
 from gece.stats import engine_agreement as stats_agreement
@@ -281,10 +283,7 @@ STAGE = {
     ],
     "matrix": {"benchmark": "benchmarks"},
     "params": [
-        "models",
-        "references",
-        "lmeval_runs",
-        "registry",
+        *RUN_SECTIONS,
         "metrics.n_bins",
         "metrics.binning",
         "ablate.compare",
@@ -322,7 +321,7 @@ def run(args: argparse.Namespace) -> int:
             args.markdown_out,
             metric_settings,
             compare_settings,
-            power_runs=references,
+            power_runs=references if len(references) > 1 else [m for m in loaded if m not in runs.checks(params)],
             pairs=pairs,
             agreement=checked,
             protocol=protocol,
@@ -394,11 +393,13 @@ def _print_compare(result: dict, protocol: Protocol | None = None) -> None:
         command.out.print(f"  {literal(line)}", highlight=False)
     for e in result.get("agreement", []):
         what = "ECE" if e["metric"] == "ece" else "stereotype share"
-        change = "null" if e["diff"] is None else f"{e['diff']:+.4f} [{e['ci_low']:+.4f}, {e['ci_high']:+.4f}]"
+        sig = [format_significant(e[k]) for k in ("diff", "ci_low", "ci_high")]
+        change = "null" if e["diff"] is None else f"{sig[0]} [{sig[1]}, {sig[2]}]"
         command.out.print(
             literal(
                 f"engine agreement: {e['run']} against {e['against']} on {plural(e['n'], 'pair')}: largest "
-                f"|Δ log-likelihood difference| {e['max_abs_lld_diff']:.2g}, {plural(e['flips'], 'verdict')} "
+                f"|Δ log-likelihood difference| {format_significant(e['max_abs_lld_diff'])}, "
+                f"{plural(e['flips'], 'verdict')} "
                 f"flipped, Δ {what} {change}"
             ),
             highlight=False,

@@ -34,6 +34,7 @@ from gece.io.paths import layout, report_layout
 from gece.io.schemas.groups_report import GroupsReport
 from gece.io.schemas.pair_rows import SYNTH_SCHEMAS, AnnotatedPair
 from gece.io.settings.params import GroupsParams, Params, require_params
+from gece.io.settings.params_file import RUN_SECTIONS
 from gece.io.settings.sections import MetricsParams
 from gece.pipeline import run_report, runs
 from gece.stats import by_group, calibration_tests
@@ -342,7 +343,8 @@ STAGE = {
     "argv": ["-q", "groups", "--benchmark", "{benchmark}"],
     "matrix": {"benchmark": "benchmarks"},
     "params": [
-        *("models", "references", "lmeval_runs", "registry", "groups"),
+        *RUN_SECTIONS,
+        "groups",
         *("metrics.n_bins", "metrics.binning", "metrics.bootstrap", "metrics.seed", "metrics.ci"),
     ],
     "notes": {"data/reference": "the released scores of the references"},

@@ -19,6 +19,7 @@ from gece.io.paths import layout, report_layout
 from gece.io.schemas.metric_reports import BinsReport, MetricsReport
 from gece.io.schemas.pair_rows import SYNTH_SCHEMAS
 from gece.io.settings.params import Params, params_or_defaults
+from gece.io.settings.params_file import RUN_SECTIONS
 from gece.io.settings.sections import MetricsParams
 from gece.pipeline import run_report, runs
 from gece.protocols import declarations
@@ -76,7 +77,9 @@ def metrics_benchmark(
     """Every run of ``benchmark`` (:func:`gece.pipeline.runs.runs`) -> ``reports/metrics/<b>/<m>.json`` (with the
     block of the protocol that measures the benchmark, under its name) and ``reports/bins/<b>/<m>.json``; files of
     runs no longer configured are removed. The gender gaps are Holm-corrected over the runs
-    (:func:`gece.stats.gap.holm_over_runs`) before anything is written."""
+    (:func:`gece.stats.gap.holm_over_runs`) before anything is written: over the runs that are no check, and the
+    checks (:func:`gece.pipeline.runs.checks`) over the checks, so that a check changes no other run's
+    numbers."""
     results = {}
     names = runs.runs(params, benchmark)
     for folder in (report_layout.metrics_dir(benchmark), report_layout.bins_dir(benchmark)):
@@ -94,7 +97,9 @@ def metrics_benchmark(
         results[m], bins[m] = run_metrics(scores, settings, pairs, draws[m])
         if measure is not None:
             results[m][protocol.name] = measure(scores)
-    gap.holm_over_runs([results[m] for m in names], [draws[m] for m in names])
+    checks = runs.checks(params)
+    for family in ([m for m in names if m not in checks], [m for m in names if m in checks]):
+        gap.holm_over_runs([results[m] for m in family], [draws[m] for m in family])
     for m in names:
         write_json(
             report_layout.report_path(report_layout.metrics_file(benchmark, m), reports),
@@ -159,7 +164,7 @@ STAGE = {
     "about": "every run of a benchmark: the scored models (models) and the released scores (references)",
     "argv": ["-q", "metrics", "--benchmark", "{benchmark}"],
     "matrix": {"benchmark": "benchmarks"},
-    "params": ["models", "references", "lmeval_runs", "registry", "metrics"],
+    "params": [*RUN_SECTIONS, "metrics"],
     "outputs": {
         "the reliability bins": {
             "kind": "plots",

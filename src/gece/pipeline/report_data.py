@@ -80,6 +80,7 @@ def load_report_data(
         runs={},
         references=runs.reference_ids(params),
         lmeval=set(runs.lmeval_ids(params)),
+        checks={m: check_setting(params, m) for m in sorted(runs.checks(params))},
         special_pairs=dict(params.ablate.special_tokens),
         rules=params.rules,
         variants=data_layout.rule_variants(params),
@@ -100,6 +101,14 @@ def load_report_data(
         _read_benchmark_reports(data, b, reports_dir)
     data.missing = _missing_lines(params, data, lost, expected)
     return data
+
+
+def check_setting(params: Params, m: str) -> str:
+    """What makes run ``m`` a check, as its registry entry writes it: ``limit: 12, checked_against: smollm2-135m``."""
+    spec = params.registry[m]
+    return ", ".join(
+        f"{key}: {value}" for key, value in (("limit", spec.limit), ("checked_against", spec.checked_against)) if value
+    )
 
 
 def _benchmarks(params: Params, reports_dir: Path) -> list[str]:
@@ -136,10 +145,10 @@ def _read_run(
         ("calibration bins", data.calibration_bins, report_layout.calibration_bins_file(b, m), CalibrationBinsReport),
     ):
         value = _read_optional(reports_dir / rel, schema)
-        if value is None:
-            lost[what].append(key)
-        else:
+        if value is not None:
             store[key] = value
+        elif not (m in data.checks and what.startswith("calibration")):  # a check's slice may be skipped: not lost
+            lost[what].append(key)
     png = reports_dir / report_layout.sample_size_figure(b, m)
     if png.exists():
         data.sample_size_figures[key] = Path(os.path.relpath(png, out_dir)).as_posix()

@@ -61,6 +61,18 @@ def lmeval_ids(params: Params) -> list[str]:
     ]
 
 
+def checks(params: Params) -> frozenset[str]:
+    """The checks: the runs whose registry entry sets ``limit`` (a slice of each benchmark) or ``checked_against``
+    (another engine's or setting's run of a model scored already), the one place a check is declared. A check is
+    reported in its own rows and on the engine-agreement page, never in the answers, rankings, letters, findings
+    or counts; the metrics stage's Holm family over the runs leaves it out, and the calibrate stage skips a slice
+    it cannot cross-fit, with a note (docs/lmeval.md "Checks"). ``extract.limit``, which cuts every scored run
+    alike (a smoke run), makes no check."""
+    return frozenset(
+        m for m, spec in params.registry.items() if spec.limit is not None or spec.checked_against is not None
+    )
+
+
 def is_reference(params: Params, model: str) -> bool:
     """Whether ``model`` is a ``reference:`` run (released scores, nothing extracted)."""
     spec = params.registry.get(model)

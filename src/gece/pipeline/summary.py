@@ -16,6 +16,7 @@ from gece.io.files.json_writer import write_json
 from gece.io.paths import data_layout, layout, report_layout
 from gece.io.schemas.summary_report import SummaryReport
 from gece.io.settings.params import Params, require_params
+from gece.io.settings.params_file import RUN_SECTIONS
 from gece.pipeline import report_data
 
 log = logging.getLogger("gece")
@@ -70,7 +71,7 @@ STAGE = {
     "about": "the one DVC metrics file: headline metrics per run and a compact line per calibration, ablation, "
     "comparison and grouping (src/gece/report/findings.py); the detail stays in the files above",
     "argv": ["-q", "summary", "--out", str(report_layout.summary_path())],
-    "params": ["benchmarks", "models", "references", "lmeval_runs", "registry", "ablate.special_tokens"],
+    "params": ["benchmarks", *RUN_SECTIONS, "ablate.special_tokens"],
     "outputs": {"--out": {"kind": "metrics", "cache": False}},
     "notes": {
         "reports/ablation": "binning, neutral, special_tokens: whichever this configuration has",

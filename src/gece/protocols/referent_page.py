@@ -14,6 +14,8 @@ metric is the top-label ECE by pronoun gender.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from gece.io.files.json_reader import is_number
 from gece.io.paths import report_layout
 from gece.protocols.referent import METRICS, NAME
@@ -64,12 +66,14 @@ def _blocks(data: ReportData, b: str) -> dict[str, dict]:
     return {m: rep[NAME] for m in data.runs.get(b, []) if NAME in (rep := data.metrics.get((b, m)) or {})}
 
 
-def mark_skilled(table: Table, skilled: list[bool]) -> Table:
+def mark_skilled(table: Table, skilled: list[bool], checks: Collection[str] = ()) -> Table:
     """:func:`gece.report.cells.mark_worst`, with the best value of a ranked column sought among the rows of
-    ``skilled`` only (none when no such row has one): a run without skill is marked best on nothing."""
-    mark_worst(table)
+    ``skilled`` only (none when no such row has one): a run without skill is marked best on nothing. The rows of
+    ``checks`` are not ranked."""
+    mark_worst(table, checks)
+    skilled = [ok for r, ok in zip(table.rows, skilled, strict=True) if r.label[0] not in checks]
     for j, col in enumerate(table.columns):
-        cells = [r.cells[j] for r in table.rows]
+        cells = [r.cells[j] for r in table.rows if r.label[0] not in checks]
         for c in cells:
             c.best = ""
         nums = [c.value for c, ok in zip(cells, skilled, strict=True) if ok and is_number(c.value)]
@@ -90,7 +94,7 @@ def _table(data: ReportData, b: str, keys: tuple[str, ...], heading: str) -> Tab
         cells = [metric_cell(block, k, NAME, ci=METRIC[k].interval) for k in keys]
         rows.append(Row([m], cells, report_layout.metrics_file(b, m)))
         skilled.append(has_skill(block))
-    return mark_skilled(Table(heading, ["model"], columns, rows), skilled)
+    return mark_skilled(Table(heading, ["model"], columns, rows), skilled, data.checks)
 
 
 TITLE = "Referent resolution (SynthBias)"

@@ -96,7 +96,7 @@ def sample_size_table(data: ReportData) -> TableDoc:
                         )
                     )
                 rows.append(Row([m], cells, report_layout.sample_size_file(b, m)))
-            tables.append(mark_worst(Table(f"{b}: {label}", ["model"], columns, rows)))
+            tables.append(mark_worst(Table(f"{b}: {label}", ["model"], columns, rows), data.checks))
     return TableDoc(
         "sample_size",
         "Sample size",
@@ -131,7 +131,7 @@ def binning_table(data: ReportData) -> TableDoc:
                 (metric_cell(rep[bn][k], "ece", bn, k, ci=False) if k in rep.get(bn, {}) else Cell()) for bn, k in keys
             ]
             rows.append(Row([m], cells, report_layout.binning_file(b, m)))
-        tables.append(mark_worst(Table(bench_title(data, b), ["model"], columns, rows)))
+        tables.append(mark_worst(Table(bench_title(data, b), ["model"], columns, rows), data.checks))
     return TableDoc(
         "binning",
         "ECE by number and kind of bins",

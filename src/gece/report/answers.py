@@ -35,7 +35,7 @@ import math
 from dataclasses import dataclass, field
 
 from gece.catalog.metric_defs import GAPS
-from gece.report.cells import ReportData, constant_y, format_bound, format_p
+from gece.report.cells import ReportData, answered, constant_y, format_bound, format_p
 from gece.report.findings import ranking
 from gece.report.gaps import GAP_MAX_WIDTH
 from gece.report.stat_tables import ALPHA, gap_holm
@@ -282,6 +282,8 @@ class Answers:
 
 
 def answers(data: ReportData) -> Answers:
+    """The answers in words, the checks left out (:func:`gece.report.cells.answered`)."""
+    data = answered(data)
     scored = {m for b in data.benchmarks for m in data.runs.get(b, []) if m not in data.references}
     found = [(p.title, p.name, p.note, rows) for p in data.protocols if (rows := p.answers(data))]
     return Answers(comparisons(data), gender_gaps(data), calibration_changes(data), scored, data.headline_method, found)

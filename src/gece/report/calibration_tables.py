@@ -71,7 +71,9 @@ def calibration_table(data: ReportData) -> TableDoc:
                 for f, e, k in sorted(sizes, key=str)
             )
             tables.append(
-                mark_worst(Table(bench_title(data, b, protocol_label), ["model", "method"], columns, rows, note))
+                mark_worst(
+                    Table(bench_title(data, b, protocol_label), ["model", "method"], columns, rows, note), data.checks
+                )
             )
     return TableDoc(
         "calibration",

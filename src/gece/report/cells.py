@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass, field
+from collections.abc import Collection
+from dataclasses import dataclass, field, replace
 
 from gece.io.files.json_reader import is_number
 from gece.io.settings.params import CalibrateParams
@@ -82,6 +83,9 @@ class ReportData:
     runs: dict[str, list[str]]  # benchmark -> models with metrics, in display order
     references: set[str] = field(default_factory=set)  # the runs read from released scores (registry: reference:)
     lmeval: set[str] = field(default_factory=set)  # the runs imported from lm-evaluation-harness (registry: lmeval:)
+    # the checks (gece.pipeline.runs.checks) -> what makes each one ("limit: 12, checked_against: m"):
+    # in their own rows, never in what :func:`answered` keeps
+    checks: dict[str, str] = field(default_factory=dict)
     metrics: dict[tuple[str, str], dict] = field(default_factory=dict)
     bins: dict[tuple[str, str], list[dict]] = field(default_factory=dict)
     sample_size: dict[tuple[str, str], dict] = field(default_factory=dict)
@@ -108,6 +112,45 @@ class ReportData:
     protocols: tuple = ()
     # the calibration method the headline reports (params.yaml calibrate.headline)
     headline_method: str = CalibrateParams.model_fields["headline"].default
+
+
+def answered(data: ReportData) -> ReportData:
+    """``data`` without its checks (:attr:`ReportData.checks`): what the answers, the first screen's figures and
+    letters, the findings and the summary's comparison counts read, so that a check changes none of them. The
+    tables read ``data`` whole: a check has its own rows there."""
+    if not data.checks:
+        return data
+    out, kept = data.checks, lambda key: key[1] not in data.checks
+
+    def runs_of(reports: dict) -> dict:
+        return {k: v for k, v in reports.items() if kept(k)}
+
+    def without(rep: dict) -> dict:
+        pairs = [p for p in rep.get("pairs", []) if p["a"] not in out and p["b"] not in out]
+        return {k: v for k, v in rep.items() if k != "agreement"} | {"pairs": pairs}
+
+    return replace(
+        data,
+        runs={b: [m for m in ms if m not in out] for b, ms in data.runs.items()},
+        metrics=runs_of(data.metrics),
+        bins=runs_of(data.bins),
+        sample_size=runs_of(data.sample_size),
+        sample_size_figures=runs_of(data.sample_size_figures),
+        binning=runs_of(data.binning),
+        calibration=runs_of(data.calibration),
+        calibration_bins=runs_of(data.calibration_bins),
+        meta=runs_of(data.meta),
+        examples=runs_of(data.examples),
+        neutral={m: v for m, v in data.neutral.items() if m not in out},
+        special_tokens={m: v for m, v in data.special_tokens.items() if m not in out},
+        special_pairs={m: v for m, v in data.special_pairs.items() if m not in out and v not in out},
+        compare={b: without(rep) for b, rep in data.compare.items()},
+        groups={
+            b: rep | {"runs": {m: v for m, v in rep.get("runs", {}).items() if m not in out}}
+            for b, rep in data.groups.items()
+        },
+        checks={},
+    )
 
 
 def constant_label(bins: list[dict] | None) -> int | None:
@@ -191,6 +234,9 @@ class Column:
     label: str
     worst: str | None = "high"  # which end is worst: high, low, or None (not ranked)
     digits: int = 3
+    # None: ``digits`` decimals; N: N significant digits (format_significant), for numbers read against a tolerance
+    # far below 10^-digits (the engine agreement's 1e-3)
+    significant: int | None = None
     text: bool = False  # a text column (sentences): left-aligned, wraps on the page
     note_below: bool = False  # on the page, a cell's note goes on a line of its own under its value (narrower)
 
@@ -253,13 +299,13 @@ def metric_cell(obj: dict | None, key: str, *base: object, ci: bool = True) -> C
     return cell
 
 
-def mark_worst(table: Table) -> Table:
+def mark_worst(table: Table, checks: Collection[str] = ()) -> Table:
     """Mark the worst and the best number of every ranked column (ties: all of them; needs two
-    different numbers)."""
+    different numbers). The rows of ``checks`` (their first label: :attr:`ReportData.checks`) are not ranked."""
     for j, col in enumerate(table.columns):
         if col.worst is None:
             continue
-        cells = [r.cells[j] for r in table.rows]
+        cells = [r.cells[j] for r in table.rows if r.label[0] not in checks]
         nums = [c.value for c in cells if is_number(c.value)]
         if len(nums) < 2 or max(nums) == min(nums):
             continue
@@ -282,6 +328,15 @@ def format_number(x: float | None, digits: int = 3) -> str:
     return f"{x:.{digits}f}"
 
 
+def format_significant(x: float | None, significant: int = 2) -> str:
+    """A number to ``significant`` significant digits (Python's ``g``: scientific notation below 1e-4), integers as
+    they are: ``1.2e-05``, ``-0.00031``, ``0.0042``, ``1.6``, ``0``, so that a value near 1e-5 reads as such against
+    a tolerance of 1e-3 (where three decimals would show ``0.000`` and ``-0.000``)."""
+    if x is None or isinstance(x, bool | int):
+        return format_number(x)
+    return "0" if x == 0 else f"{x:.{significant}g}"  # -0.0 too
+
+
 def format_bound(x: float, digits: int = 3) -> str:
     """An interval's end to ``digits`` decimals, or to two significant digits where rounding would make a nonzero
     end 0 (an interval that just excludes 0 must not read as holding it): ``0.042``, ``0.00031``, ``-0.00012``."""
@@ -293,11 +348,15 @@ def format_cell(cell: Cell, col: Column) -> str:
     if isinstance(cell.value, str):
         text = cell.value
     else:
-        text = format_number(cell.value, col.digits)
+
+        def number(x: float | None) -> str:
+            return format_number(x, col.digits) if col.significant is None else format_significant(x, col.significant)
+
+        text = number(cell.value)
         if cell.value is not None and cell.low is not None and cell.high is not None:
-            text += f" [{format_number(cell.low, col.digits)}, {format_number(cell.high, col.digits)}]"
+            text += f" [{number(cell.low)}, {number(cell.high)}]"
         if cell.value is not None and cell.spread is not None:
-            text += f" ± {format_number(cell.spread, col.digits)}"
+            text += f" ± {number(cell.spread)}"
     if cell.note:
         text += f" {cell.note}"
     return text

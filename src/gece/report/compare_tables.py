@@ -187,9 +187,9 @@ def agreement_table(data: ReportData) -> TableDoc | None:
             continue
         columns = [
             Column("n", "pairs", None),
-            Column("max_abs_lld_diff", "largest |Δ log-likelihood difference|", None, digits=4),
+            Column("max_abs_lld_diff", "largest |Δ log-likelihood difference|", None, significant=2),
             Column("flips", "verdicts flipped (p > 0.5)", None),
-            Column("diff", "Δ ECE or Δ stereotype share", None),
+            Column("diff", "Δ ECE or Δ stereotype share", None, significant=2),
         ]
         rows = []
         for i, e in enumerate(entries):
@@ -216,6 +216,8 @@ def agreement_table(data: ReportData) -> TableDoc | None:
         "and lm-eval, or two lm-eval settings), on the pairs both score: the largest change of one pair's "
         "log-likelihood difference, the pairs whose verdict (p > 0.5) flips, and the change run − against of the "
         "ECE (the stereotype share where every pair has the same label) with its paired bootstrap interval "
-        "(docs/lmeval.md, 'Engine agreement'). All zero: the engines agree on every conclusion drawn from the pairs.",
+        "(docs/lmeval.md, 'Engine agreement'). All zero: the engines agree on every conclusion drawn from the pairs. "
+        "The changes are written to two significant digits (1.2e-05 is 0.000012), to be read against the tolerance of "
+        "1e-3 in a pair's log-likelihood difference.",
         tables,
     )

@@ -28,7 +28,7 @@ from scipy.stats import kendalltau
 from gece.base.terminal import plural
 from gece.catalog.metric_defs import METRIC
 from gece.report import identity
-from gece.report.cells import ReportData, constant_y, distinct_runs, repeats, significant_count, variant_of
+from gece.report.cells import ReportData, answered, constant_y, distinct_runs, repeats, significant_count, variant_of
 from gece.report.gaps import (
     GAP_MARK,
     GAP_MAX_WIDTH,
@@ -93,7 +93,8 @@ def summary(data: ReportData) -> dict:
     - ``special_tokens.<m>.<b>``: ECE (``shortfall_change``, 1 − mean p, on a benchmark with constant y) and
       mean confidence without the special tokens minus with them;
     - ``compare.<b>``: per metric, how many model pairs differ significantly after Holm's correction (with the
-      honest names of :data:`gece.report.identity.RENAMED` on a benchmark with constant y);
+      honest names of :data:`gece.report.identity.RENAMED` on a benchmark with constant y), the checks
+      (:func:`gece.report.cells.answered`) left out;
     - ``agreement.<b>.<m>``: a run with ``checked_against`` against that run (:func:`agreement_summary`);
       absent when no run has one;
     - ``groups.<b>.<m>``: per protocol, the largest gap between groups of the first grouping that splits the
@@ -111,6 +112,7 @@ def summary(data: ReportData) -> dict:
         "agreement": {},
     }
     protocols = claimed(data)
+    counted = answered(data)  # the comparison counts leave the checks out
     for b in data.benchmarks:
         honest = constant_y(data, b)
         protocol = protocols.get(b)
@@ -139,14 +141,14 @@ def summary(data: ReportData) -> dict:
                     "ece_min": min(values) if values else None,
                     "ece_max": max(values) if values else None,
                 }
-        rep = data.compare.get(b)
+        rep = counted.compare.get(b)
         if rep and rep.get("pairs"):
             keys = list(rep["pairs"][0]["metrics"])
             names = identity.RENAMED if honest else {}
             out["compare"][b] = {
                 f"{names.get(k, k)}_significant": significant_count(rep["pairs"], k) for k in keys
             }  # an identical pair (one run scored twice) differs in nothing: it adds 0; None: not applicable
-        for e in (rep or {}).get("agreement", []):
+        for e in (data.compare.get(b) or {}).get("agreement", []):
             out["agreement"].setdefault(b, {})[e["run"]] = agreement_summary(e)
     for m, rep in sorted(data.neutral.items()):
         base_name = next(iter(rep), None)
@@ -518,7 +520,9 @@ EFFECTS = (
 
 def findings(data: ReportData) -> Findings:
     """Per benchmark whose labels vary the best and worst model by ECE and Gender-ECE; per benchmark with constant
-    y (not a variant of another) the stereotype share and 1 − mean p under its rules; then the notable effects."""
+    y (not a variant of another) the stereotype share and 1 − mean p under its rules; then the notable effects. The
+    checks are left out (:func:`gece.report.cells.answered`)."""
+    data = answered(data)
     benches = [f for f in (_benchmark(data, b) for b in data.benchmarks) if f is not None]
     ident = [f for f in (_identity(data, b) for b in identity.identity_benchmarks(data)) if f is not None]
     effects = [(topic, text) for topic, fn in EFFECTS if (text := fn(data))]

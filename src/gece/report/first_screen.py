@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gece.catalog.metric_defs import GAPS
-from gece.report.cells import ReportData
+from gece.report.cells import ReportData, answered
 from gece.report.forest import OVERALL, PANELS, PART_TITLES, SHARE, Point, gap_titles
 from gece.report.identity import SIDE_WORDS, side
 from gece.report.markup import esc, href
@@ -128,9 +128,11 @@ def finding(data: ReportData, f: AnswerFigure) -> str:
 
 
 def first_screen_html(data: ReportData, figures: list[AnswerFigure]) -> str:
-    """The "Answers" section: each figure with its caption, its finding and a link to its CSV."""
+    """The "Answers" section: each figure with its caption, its finding and a link to its CSV (the checks left
+    out, :func:`gece.report.cells.answered`, as in the figures)."""
     if not figures:
         return ""
+    data = answered(data)
     out = ['<section id="answers-figures"><h2>Answers</h2>']
     for f in figures:
         text = finding(data, f)
@@ -144,6 +146,35 @@ def first_screen_html(data: ReportData, figures: list[AnswerFigure]) -> str:
         )
     out.append("</section>")
     return "\n".join(out)
+
+
+def checks_html(data: ReportData) -> list[str]:
+    """The "Checks" section: each check (:attr:`gece.report.cells.ReportData.checks`), what makes it one, and the
+    benchmarks where it was not calibrated (its slice too small for calibrate.folds); none without checks."""
+    if not data.checks:
+        return []
+    items = []
+    for m, why in data.checks.items():
+        scored = [b for b in data.benchmarks if (b, m) in data.metrics]
+        skipped = [b for b in scored if (b, m) not in data.calibration]
+        items.append(
+            f"<li><strong>{esc(m)}</strong> ({esc(why)}): {len(scored)} benchmarks"
+            + (
+                f"; not calibrated on {esc(', '.join(skipped))}, whose slice holds fewer than calibrate.folds pairs "
+                "of a label (the calibrate stage says how many)"
+                if skipped
+                else ""
+            )
+            + "</li>"
+        )
+    return [
+        '<section id="checks"><h2>Checks</h2><p class="caption">A run whose registry entry sets <code>limit</code> '
+        "(a slice) or <code>checked_against</code> (another engine or setting of a model scored already) is a "
+        "check: it has its own rows in the tables and its line on the Engine agreement page, and is left out of "
+        "the answers, the letters, the findings and the counts of this page and of reports/summary.json.</p><ul>"
+        + "".join(items)
+        + "</ul></section>"
+    ]
 
 
 @dataclass(frozen=True)
@@ -168,9 +199,12 @@ def _best_and_tied(points: list[Point]) -> tuple[str, str]:
 
 
 def headlines(data: ReportData) -> list[Headline]:
-    """Per first-screen figure (:func:`gece.report.forest.first_screen`), its headline."""
+    """Per first-screen figure (:func:`gece.report.forest.first_screen`), its headline; the checks left out
+    (:func:`gece.report.cells.answered`)."""
     from gece.report.answers import gender_gaps
     from gece.report.forest import first_screen
+
+    data = answered(data)
 
     largest: dict[str, tuple[float, str]] = {}
     for g in gender_gaps(data):

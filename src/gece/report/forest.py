@@ -35,7 +35,7 @@ import numpy as np
 from gece.catalog.metric_defs import GAPS
 from gece.io.paths import report_layout
 from gece.report.answers import gap_grouping
-from gece.report.cells import ReportData, constant_y, ptr
+from gece.report.cells import ReportData, answered, constant_y, ptr
 from gece.report.identity import FIRST_DIFF_GROUPS, first_diff_result, identity_benchmarks, members
 from gece.report.protocol import Protocol, claimed
 from gece.stats.intervals import holm
@@ -205,7 +205,9 @@ def figure_name(kind: str, b: str) -> str:
 
 def first_screen(data: ReportData) -> list[tuple[str, str, list[Point]]]:
     """The first screen's figures in page order: (kind, benchmark, points); kind ``calibration``, a protocol's name
-    (its figure, after the calibration figures) or ``rules``."""
+    (its figure, after the calibration figures) or ``rules``. The checks are not drawn: they are no answer, and
+    would change the other runs' letters (:func:`gece.report.cells.answered`)."""
+    data = answered(data)
     out = [("calibration", b, calibration_points(data, b)) for b in calibration_benchmarks(data)]
     out += [(p.name, b, pts) for b, p in claimed(data).items() if (pts := calibration_points(data, b, p))]
     out += [("rules", b, pts) for b in identity_benchmarks(data) if (pts := rule_points(data, b))]

@@ -26,7 +26,7 @@ from gece.report.findings import (
     findings,
     identity_sentence,
 )
-from gece.report.first_screen import first_screen_html
+from gece.report.first_screen import checks_html, first_screen_html
 from gece.report.gaps import GAP_MAX_WIDTH
 from gece.report.markup import esc, href, img, md_inline
 from gece.report.provenance import model_provenance
@@ -148,6 +148,7 @@ def render_html(data: ReportData, docs: list[TableDoc], figures: dict) -> str:
     out = [
         *_missing_html(data),
         first_screen_html(data, figures.get("answers", [])),
+        *checks_html(data),
         findings_html(findings(data), answers(data)),
         *_tables_html(docs),
         *_diagrams_html(data, figures),

@@ -110,7 +110,7 @@ def _metrics_doc(
             obj = data.metrics[(b, m)]
             cells = [metric_cell(obj, key, ci=bool(rest and rest[0])) for key, _, _, *rest in spec_b]
             rows.append(Row([m], cells, report_layout.metrics_file(b, m)))
-        tables.append(mark_worst(Table(bench_heading(data, b), ["model"], columns, rows)))
+        tables.append(mark_worst(Table(bench_heading(data, b), ["model"], columns, rows), data.checks))
     return TableDoc(name, title, caption, tables, "" if tables else "no metrics reports found")
 
 

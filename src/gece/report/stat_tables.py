@@ -111,7 +111,7 @@ def gender_gap_table(data: ReportData) -> TableDoc:
         )
         # the p-values under each gap: the table fits a 1366-px window
         columns = [Column(k, label, worst, note_below=k in GAPS) for k, label, worst in GAP_COLUMNS]
-        tables.append(mark_worst(Table(bench_heading(data, b), ["model"], columns, rows, note)))
+        tables.append(mark_worst(Table(bench_heading(data, b), ["model"], columns, rows, note), data.checks))
     agree = gap_agreement(data)
     summary = ""
     if agree["tests"]:
@@ -225,7 +225,9 @@ def estimator_table(data: ReportData) -> TableDoc:
                 cells.append(Cell(r.get(f"{k}_rmse"), note=note, ref={"value": ptr("sizes", i, f"{k}_rmse")}))
             rows.append(Row([m], cells, report_layout.sample_size_file(b, m)))
         if rows:
-            tables.append(mark_worst(Table(f"{b}: N = {n} of {rep['full']['n']} pairs", ["model"], columns, rows)))
+            tables.append(
+                mark_worst(Table(f"{b}: N = {n} of {rep['full']['n']} pairs", ["model"], columns, rows), data.checks)
+            )
     return TableDoc(
         "estimators",
         "Small-sample error of each estimator",
