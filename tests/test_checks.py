@@ -173,3 +173,21 @@ def test_metrics_keep_the_holm_family_and_calibrate_skips_a_slice(workdir, capsy
         "winobias/smol-h: a check (params.yaml registry.smol-h), not calibrated: calibration needs at least 5 pairs "
         "of each label (calibrate.folds), got 3 with y=1 and 3 with y=0" in capsys.readouterr().err
     )
+
+
+def test_the_power_line_names_the_authors_runs_only_where_it_summarizes_them():
+    """The committed comparison tables: the minimum detectable differences are over "pairs of the authors' runs"
+    exactly where a benchmark has two released runs or more, else over "pairs of runs" (every run that is no
+    check)."""
+    summary = json.loads((ROOT / "reports/summary.json").read_text())
+    text = (ROOT / "reports/tables/compare.md").read_text(encoding="utf-8")
+    seen = 0
+    for section in text.split("\n## ")[1:]:
+        b = section.split("\n", 1)[0].split(";")[0].strip()
+        if "minimum detectable difference" not in section:
+            continue
+        seen += 1
+        authors = [m for m in summary["runs"][b] if m.startswith("paper-")]
+        assert ("pairs of the authors' runs" in section) == (len(authors) > 1), b
+        assert ("pairs of runs" in section) == (len(authors) < 2), b
+    assert seen >= 10

@@ -8,6 +8,7 @@ import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -46,6 +47,7 @@ def compare(
     metric_settings: MetricsParams,
     compare_settings: CompareParams,
     power_runs: list[str] = (),
+    power_of: Literal["paper", "all"] = "paper",
     sources: list[str] | None = None,
     pairs: pd.DataFrame | None = None,
     agreement: Sequence[dict] = (),
@@ -61,8 +63,9 @@ def compare(
     written under ``agreement`` when there are any. ``protocol`` (with the benchmark's ``entry``): compare its
     numbers (:attr:`gece.report.protocol.Protocol.compared`, on its own units) instead of the metrics of p.
 
-    The minimum detectable differences are summarized over the pairs of ``power_runs`` (the
-    released reference runs, when the benchmark has them) or over every pair.
+    The minimum detectable differences are summarized over the pairs of ``power_runs``, which ``power_of`` names
+    (``paper``: the released reference runs, when the benchmark has them; ``all``: every run that is no check), or
+    over every pair when fewer than two of them are loaded.
     """
     named: dict[str, Run] = {}
     benchmarks_seen = set()
@@ -92,6 +95,7 @@ def compare(
             metric_settings.binning,
             power=c.power,
             power_runs=[name for name in named if name in power_runs],
+            power_of=power_of,
             describe=describe,
             **what,
         )
@@ -306,6 +310,10 @@ def run(args: argparse.Namespace) -> int:
         protocol = declarations.of(entry)
         loaded = {name: runs.load_run(params, benchmark, name) for name in runs.runs(params, benchmark)}
         references = [name for name in loaded if runs.is_reference(params, name)]
+        checks = runs.checks(params)  # the power summary's runs: the authors', else every run that is no check
+        power_runs, power_of = (
+            (references, "paper") if len(references) > 1 else ([m for m in loaded if m not in checks], "all")
+        )
         pairs = read_table(layout.prepared_path(benchmark), SYNTH_SCHEMAS[entry.synthbias])[0].set_index("pair_id")
         checked = agreements(
             params,
@@ -321,7 +329,8 @@ def run(args: argparse.Namespace) -> int:
             args.markdown_out,
             metric_settings,
             compare_settings,
-            power_runs=references if len(references) > 1 else [m for m in loaded if m not in runs.checks(params)],
+            power_runs=power_runs,
+            power_of=power_of,
             pairs=pairs,
             agreement=checked,
             protocol=protocol,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
+from typing import Literal
 
 import numpy as np
 
@@ -187,6 +188,7 @@ def compare(
     keys: Sequence[str] = COMPARED,
     power: float = 0.8,
     power_runs: Sequence[str] | None = None,
+    power_of: Literal["paper", "all"] = "paper",
     describe: Describe | None = None,
     measure: Measure | None = None,
 ) -> dict:
@@ -203,9 +205,9 @@ def compare(
     bias-corrected percentile interval and a two-sided p-value (:mod:`gece.stats.intervals`), and
     ``mde``, the smallest difference the test detects with ``power`` at ``alpha``
     (``intervals.detectable_difference``). Runs that score the same pairs are bootstrapped once.
-    ``power`` summarizes ``mde`` per metric over the
-    pairs of ``power_runs`` (the paper runs, where the benchmark has them; else every run):
-    median, min and max. ``p_holm``
+    ``power`` summarizes ``mde`` per metric over the pairs of ``power_runs`` (``power_of`` says which:
+    ``paper``, the paper runs where the benchmark has them; ``all``, every run that is no check), or over every
+    pair when fewer than two are given: median, min and max. ``p_holm``
     adjusts the p-values of the metrics compared for one pair of models (Holm–Bonferroni over
     ``keys``), and ``ci_low_holm``/``ci_high_holm`` is the interval at the level Holm tests that
     metric at (``level_holm``, :func:`gece.stats.intervals.holm_alpha`), built to exclude 0 exactly
@@ -286,7 +288,7 @@ def compare(
         "pairs": pairs,
         "power": {
             "level": power,
-            "runs": "paper" if len(chosen) > 1 else "all",
+            "runs": power_of if len(chosen) > 1 else "all",
             "pairs": len(power_pairs),
             "mde": summary,
         },
