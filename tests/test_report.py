@@ -524,3 +524,29 @@ def test_reliability_bars_of_empty_and_partial_bins():
     bars = plots.reliability_bars(bins)
     assert bars.filled.tolist() == [False, True] and bars.accuracy.tolist() == [0.0, 1.0]
     assert plots.bins_ece(bins) == pytest.approx(0.2) and plots.bins_ece([]) is None
+
+
+def test_the_diagram_ece_is_correctly_rounded_whatever_the_python():
+    """bins_ece sums with math.fsum: Python 3.12's built-in sum of floats is compensated, 3.11's is not, and the
+    figure's inputs key (its PNG text chunk) moved between them. These bins are ones where the two sums differ."""
+    import math
+
+    gaps = [0.1, 0.2, 0.3, 1e-16, 0.7]
+    bins = [{"count": 1, "gap": g} for g in gaps]
+    assert plots.bins_ece(bins) == math.fsum(gaps) / 5
+    naive = 0.0
+    for g in gaps:
+        naive += g
+    assert naive != math.fsum(gaps)  # the plain left-to-right sum (3.11's) is off in the last bit
+
+
+def test_a_figure_key_hashes_its_arrays_in_full_and_refuses_what_json_cannot_hold():
+    """numpy's repr elides the middle of a long array: two arrays that differ there must give two keys."""
+    a = np.zeros(5000)
+    b = a.copy()
+    b[2500] = 1.0
+    key = report_stage._figure_key
+    assert key("c", "f", (a,), {}) != key("c", "f", (b,), {})
+    assert key("c", "f", (np.float64(0.5), np.int64(3)), {}) == key("c", "f", (0.5, 3), {})
+    with pytest.raises(TypeError, match="figure f: an input of type object"):
+        key("c", "f", (object(),), {})

@@ -10,10 +10,9 @@ where it stopped ``dvc repro`` before; and it is in none of the answers, letters
 
 To keep it short, the copy scores one model (smollm2-135m, the run the entry is checked against) on the first 20
 pairs of each benchmark (``extract.limit``: the first 20 pairs of winogender hold 6 with y = 0), reads no authors'
-runs and drops the special-token ablation, whose second model it does not score. It runs about 90 stages: measured
-by hand on the same copy with extract.limit 40 (2026-12-07, 2 cores shared with a full re-score, load 8 to 10),
-about 410 s of CPU (36 min of wall time under that load); expect 6 to 7 minutes on an idle 2-core machine.
-"""
+runs and drops the special-token ablation, whose second model it does not score. It runs 113 stages: 406 s of wall
+time and 422 s of CPU (2026-12-07, 2 cores, beside a ``dvc repro`` at ``nice 10``); the per-stage cost of ``dvc
+repro`` (about 3.6 s of CPU a stage) is most of it, so it sits in the slow suite."""
 
 from __future__ import annotations
 

@@ -120,17 +120,24 @@ def _figure_code() -> str:
 
 
 def _figure_key(code: str, name: str, args: tuple, kwargs: dict) -> str:
-    """sha256 of a figure's drawing function and inputs (JSON; tuple keys as lists) and of ``code``."""
+    """sha256 of a figure's drawing function and inputs (JSON; tuple keys as lists, NumPy arrays and scalars as
+    their values in full) and of ``code``. An input JSON cannot hold exactly is refused (TypeError) rather than
+    hashed by its ``repr``, which may leave values out (NumPy elides long arrays) or hold an address."""
     import hashlib
 
     def plain(x: Any) -> Any:
         if isinstance(x, dict):
             return [[plain(k), plain(v)] for k, v in x.items()]
-        if isinstance(x, list | tuple):
+        if isinstance(x, list | tuple | np.ndarray):
             return [plain(v) for v in x]
+        if isinstance(x, np.generic):
+            return x.item()
         return x
 
-    text = json.dumps([code, name, plain(args), plain(kwargs)], default=repr, allow_nan=True)
+    def refuse(x: Any) -> Any:
+        raise TypeError(f"figure {name}: an input of type {type(x).__name__} has no exact JSON form")
+
+    text = json.dumps([code, name, plain(args), plain(kwargs)], default=refuse, allow_nan=True)
     return hashlib.sha256(text.encode()).hexdigest()
 
 

@@ -3,6 +3,7 @@ stages save them with ``gece.io.files.readers.write_figure``."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import matplotlib
@@ -100,11 +101,13 @@ def reliability_bars(bins: list[dict]) -> Bars:
 
 
 def bins_ece(bins: list[dict]) -> float | None:
-    """Σ |B_m|/n · |acc_m − conf_m| over the bin records (the ECE the diagram shows)."""
+    """Σ |B_m|/n · |acc_m − conf_m| over the bin records (the ECE the diagram shows). The sum is ``math.fsum``
+    (correctly rounded): the built-in ``sum`` of floats is compensated from Python 3.12 on, so its last bits
+    depend on the Python version."""
     n = sum(r["count"] for r in bins)
     if n == 0:
         return None
-    return float(sum(r["count"] * abs(r["gap"]) for r in bins if r["count"] > 0 and r["gap"] is not None) / n)
+    return math.fsum(r["count"] * abs(r["gap"]) for r in bins if r["count"] > 0 and r["gap"] is not None) / n
 
 
 def draw_reliability(
