@@ -218,14 +218,15 @@ def step_extract(run: Runner, a: Path) -> list[str]:
 def step_downstream(run: Runner, a: Path, lock: dict[str, dict[str, str]], commit_lock: Path) -> list[str]:
     """(d) Every stage but the scoring ones and the code stage (step b) run again on this Python, over the build's
     token files: their outputs are removed (those git holds too), then rebuilt by dvc repro, the prepare stages
-    first (if their outputs moved, extract would re-score), with --force: the clone's cache holds their outputs
+    first (if their outputs moved, extract would re-score), with --force and --single-item (not the code stage
+    above them): the clone's cache holds their outputs
     (pulled for step c), and DVC checks an unchanged stage's outputs out of the cache instead of running it;
     --no-run-cache for the rest, else DVC restores a stage from its run cache."""
     rebuilt = [s for s in lock if s.split("@")[0] not in (*SCORING, "code")]
     for s in rebuilt:
         for path in lock[s]:
             shutil.rmtree(a / path) if (a / path).is_dir() else (a / path).unlink(missing_ok=True)
-    out = run.dvc("repro", "--force", "--no-run-cache", "--glob", "prepare@*", cwd=a, src=a / "src")
+    out = run.dvc("repro", "--force", "--single-item", "--no-run-cache", "--glob", "prepare@*", cwd=a, src=a / "src")
     moved = moved_outputs(run, a, commit_lock)
     if moved:
         raise StepFailed("the prepare stages wrote other bytes than the build's:\n  " + "\n  ".join(moved))
