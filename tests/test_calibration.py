@@ -423,6 +423,7 @@ def test_a_run_unchanged_since_the_recorded_run_is_copied_not_calibrated(gptj_sc
     monkeypatch.setattr(calibrate_stage.runs, "runs", lambda params, b: ["paper-gpt-j-6b"])
     monkeypatch.setattr(calibrate_stage.runs, "load_scores", lambda params, b, m: (scores.copy(), meta))
     monkeypatch.setattr(calibrate_stage.runs, "is_reference", lambda params, m: False)
+    monkeypatch.setattr(calibrate_stage.runs, "checks", lambda params: frozenset())
     recorded: dict[Path, dict[str, Path]] = {}
     monkeypatch.setattr(calibrate_stage.reuse, "previous_outputs", lambda folder: recorded.get(Path(folder), {}))
     folders = [
