@@ -15,10 +15,10 @@ from gece.catalog import metric_defs
 from gece.io.settings.params import load_params
 from gece.pipeline import report as report_stage
 from gece.pipeline import report_data
-from gece.report import answers, findings, plots
+from gece.report import answers, findings, identity, plots
 from gece.report import html as report_html
 from gece.report import tables as report_tables
-from gece.report.cells import ReportData, TableDoc, constant_y
+from gece.report.cells import ReportData, TableDoc
 from gece.stats import ablation
 from gece.stats.ablation import Run
 
@@ -91,7 +91,7 @@ def data() -> ReportData:
 def constant_tables(data: ReportData, docs: list[TableDoc]):
     """(doc, table, rows) of every table that shows a benchmark with constant y: the rows of that benchmark (all of
     them where the heading names it)."""
-    constant = {b for b in data.benchmarks if constant_y(data, b)}
+    constant = {b for b in data.benchmarks if identity.claims(data, b)}
     for doc in docs:
         for table in doc.tables:
             if "soft protocol" in table.heading:  # against the annotators' shares, which vary: calibration
@@ -118,7 +118,7 @@ def check_constant_tables(data: ReportData, docs: list[TableDoc]) -> int:
 def test_the_metric_table_decides_which_metrics_need_a_varying_y():
     assert metric_defs.on_constant_y("ece") == ("1 − mean p (the paper's identity ECE)", None)
     assert metric_defs.on_constant_y("accuracy") == ("stereotype share (p > 0.5)", None)
-    assert metric_defs.on_constant_y("ece_toplabel") is None and metric_defs.on_constant_y("cc_ece") is None
+    assert metric_defs.on_constant_y("ece_toplabel") is None and identity.shown("cc_ece") is None
     assert metric_defs.on_constant_y("mean_confidence") == ("mean confidence", None)
     for m in metric_defs.METRICS:  # a name kept on constant y says nothing about calibration or human alignment
         shown = metric_defs.on_constant_y(m.key)
@@ -237,7 +237,7 @@ def shipped(workspace_reports):
 
 def test_the_workspace_report_treats_no_constant_y_benchmark_as_calibration(shipped, tmp_path):
     params, data = shipped
-    constant = [b for b in data.benchmarks if constant_y(data, b)]
+    constant = [b for b in data.benchmarks if identity.claims(data, b)]
     assert constant, "the workspace has CrowS-Pairs and WinoQueer under the identity protocol"
     assert check_constant_tables(data, report_tables.build_tables(data)) > len(constant)
     figs, figures = report_stage._Figures(tmp_path), {"calibration": {}, "grid": {}, "runs": {}}

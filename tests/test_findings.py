@@ -19,7 +19,6 @@ from gece.pipeline import report_data
 from gece.report import cells as report_cells
 from gece.report import findings, identity, verdicts
 from gece.report import markdown as report_md
-from gece.report.cells import constant_y
 from gece.report.protocol import claimed
 from gece.tools import diff
 
@@ -218,7 +217,7 @@ def test_findings_rank_the_models_with_their_intervals(reports):
     # the benchmarks whose labels vary are ranked by ECE, but a protocol's (its own numbers answer there, and rank
     # only runs with skill); those with y = 1 for every pair are identity findings
     scored = [b for b in shipped.benchmarks if any((b, m) in shipped.metrics for m in shipped.runs[b])]
-    ranked = [b for b in scored if not constant_y(shipped, b) and b not in claimed(shipped)]
+    ranked = [b for b in scored if not identity.claims(shipped, b) and b not in claimed(shipped)]
     assert [b.benchmark for b in f.benchmarks] == ranked
     wb = f.benchmarks[0]
     eces = {m: shipped.metrics[("winobias", m)]["ece"] for m in shipped.runs["winobias"]}

@@ -12,7 +12,7 @@ from gece.report import findings, gaps, group_tables, identity
 from gece.report import html as report_html
 from gece.report import markdown as report_md
 from gece.report import tables as report_tables
-from gece.report.cells import ReportData, constant_label, constant_y, resolve
+from gece.report.cells import ReportData, resolve
 from gece.stats import metrics
 
 N = 400
@@ -65,16 +65,16 @@ def data() -> tuple[ReportData, dict]:
 
 # ------------------------------------------------------------------------ constant y
 def test_constant_y_is_read_from_the_bins():
-    assert constant_label([{"count": 3, "accuracy": 1.0}, {"count": 0, "accuracy": None}]) == 1
-    assert constant_label([{"count": 3, "accuracy": 0.0}]) == 0
-    assert constant_label([{"count": 3, "accuracy": 1.0}, {"count": 2, "accuracy": 0.5}]) is None
-    assert constant_label([{"count": 3, "accuracy": 1.0}, {"count": 2, "accuracy": 0.0}]) is None
-    assert constant_label(None) is None and constant_label([]) is None
+    assert identity.constant_label([{"count": 3, "accuracy": 1.0}, {"count": 0, "accuracy": None}]) == 1
+    assert identity.constant_label([{"count": 3, "accuracy": 0.0}]) == 0
+    assert identity.constant_label([{"count": 3, "accuracy": 1.0}, {"count": 2, "accuracy": 0.5}]) is None
+    assert identity.constant_label([{"count": 3, "accuracy": 1.0}, {"count": 2, "accuracy": 0.0}]) is None
+    assert identity.constant_label(None) is None and identity.constant_label([]) is None
 
 
 def test_which_benchmarks_have_constant_y(data):
     d, _ = data
-    assert [b for b in d.benchmarks if constant_y(d, b)] == ["cp", "cp_shared"]
+    assert [b for b in d.benchmarks if identity.claims(d, b)] == ["cp", "cp_shared"]
     assert identity.identity_benchmarks(d) == ["cp"]  # cp_shared is a variant of cp
 
 

@@ -35,7 +35,7 @@ class Metric:
 
     ``varying_y``: the metric needs labels that vary: it measures calibration or agreement with the human
     judgements. On a benchmark whose label y is the same for every pair (the identity protocol of CrowS-Pairs
-    and WinoQueer, :func:`gece.report.cells.constant_y`) no table, figure or finding ranks it or calls it by its
+    and WinoQueer, :data:`gece.report.readings.IDENTITY`) no table, figure or finding ranks it or calls it by its
     label: where ``constant`` names what it measures there (y = 1: ECE = 1 − mean p, accuracy = the stereotype
     share), it is shown under that name, unranked; else it is left out (:func:`on_constant_y`).
     """

@@ -8,7 +8,6 @@ import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -22,7 +21,7 @@ from gece.io.files.json_writer import write_json
 from gece.io.files.outputs import write_text
 from gece.io.files.readers import read_table
 from gece.io.paths import layout, report_layout
-from gece.io.schemas.compare_report import CompareReport
+from gece.io.schemas.compare_report import CompareReport, PowerRuns
 from gece.io.schemas.pair_rows import SYNTH_SCHEMAS, PreparedPair
 from gece.io.settings.ids import is_id
 from gece.io.settings.params import Params, params_or_defaults
@@ -47,7 +46,7 @@ def compare(
     metric_settings: MetricsParams,
     compare_settings: CompareParams,
     power_runs: list[str] = (),
-    power_of: Literal["paper", "all"] = "paper",
+    power_of: PowerRuns = "paper",
     sources: list[str] | None = None,
     pairs: pd.DataFrame | None = None,
     agreement: Sequence[dict] = (),

@@ -19,6 +19,8 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -46,6 +48,25 @@ NO_LABELS = "no annotations: no pair of {b} has a soft label (y_soft is null eve
 CONSTANT_Y = "y is {y:g} for every pair: no calibration to test (the identity protocol's cell is 1 − mean p)"
 SHARE = "pct_stereotype"  # a group's stereotype share in the groups report (the metrics report's key)
 OUTCOME_TEXT = "{grouping} is a function of y: a test inside its groups would condition on the outcome it tests"
+
+
+@dataclass(frozen=True)
+class GroupTarget:
+    """A protocol of this stage (params.yaml ``groups.protocols``, :data:`gece.catalog.groupings.GROUP_PROTOCOLS`),
+    declared once: what a group's calibration is measured against (``target``: from the run's labels y and the
+    pairs' soft labels, None where the benchmark has none), whether it reads the annotate stage's soft labels
+    (``soft``), and whether it is the labels themselves (``labels``: then each group also gets its distinct pairs,
+    its calibration tests and its stereotype share)."""
+
+    target: Callable[[np.ndarray, np.ndarray | None], np.ndarray | None]
+    soft: bool = False
+    labels: bool = False
+
+
+TARGETS: dict[str, GroupTarget] = {
+    "identity": GroupTarget(lambda y, soft: y, labels=True),  # the paper's: t = y
+    "soft": GroupTarget(lambda y, soft: None if soft is None else by_group.soft_target(y, soft), soft=True),
+}
 
 
 def soft_labels(benchmark: str, pairs: pd.DataFrame, root: Path = Path()) -> tuple[pd.Series | None, str | None]:
@@ -83,9 +104,10 @@ def group_counts(labels: np.ndarray, rows: pd.DataFrame) -> dict[str, dict]:
 
 
 def group_cell(g: by_group.GroupStat, identity: bool) -> dict:
-    """A group of :func:`gece.stats.by_group.calibration_by_group` as a ``GroupCell`` dict: under the identity
-    protocol its stereotype share (``pct_stereotype``, share of pairs with p > 0.5) and the share's interval
-    (``pct_stereotype_ci_low`` / ``_ci_high``); under the soft protocol neither (its pairs are the annotated ones)."""
+    """A group of :func:`gece.stats.by_group.calibration_by_group` as a ``GroupCell`` dict: under a protocol against
+    the labels (``identity``: :attr:`GroupTarget.labels`) its stereotype share (``pct_stereotype``, share of pairs
+    with p > 0.5) and the share's interval (``pct_stereotype_ci_low`` / ``_ci_high``); under the soft protocol
+    neither (its pairs are the annotated ones)."""
     cell = vars(g).copy()
     share = {
         SHARE: cell.pop("share"),
@@ -188,11 +210,8 @@ def run_groups(
     p = scores["p"].to_numpy(np.float64)
     y = scores["y"].to_numpy(np.float64)
     gm, gl = scores["gender_more"].to_numpy(object), scores["gender_less"].to_numpy(object)
-    targets = {"identity": (y, None)}
-    if y_soft is None:
-        targets["soft"] = (None, soft_reason)
-    else:
-        targets["soft"] = (by_group.soft_target(y, y_soft.reindex(ids).to_numpy(np.float64)), None)
+    soft = None if y_soft is None else y_soft.reindex(ids).to_numpy(np.float64)
+    targets = {name: declared.target(y, soft) for name, declared in TARGETS.items()}
     rows = pairs.loc[ids, ["sent_more", "sent_less", "cluster"]]
     variance = unit_variance(rows)
     out = []
@@ -204,7 +223,7 @@ def run_groups(
         else:
             labels, why = pairs.loc[ids, grouping].to_numpy(object), None
         for protocol in settings.protocols:
-            target, reason = targets[protocol]
+            target, declared = targets[protocol], TARGETS[protocol]
             if target is None:
                 out.append(
                     {
@@ -215,12 +234,12 @@ def run_groups(
                         "left_out": None,
                         "groups": [],
                         "gap": None,
-                        "reason": reason,
+                        "reason": soft_reason,
                     }
                 )
                 continue
             extra, kind, tests_reason = {}, None, None
-            if protocol == "identity":
+            if declared.labels:
                 extra = group_counts(labels, rows)
                 tested, kind, tests_reason = group_tests(
                     grouping, labels, p, y, rows["cluster"].to_numpy(object), settings.min_size, metric, variance
@@ -246,7 +265,7 @@ def run_groups(
                     "n": r.n,
                     "n_left_out": r.n_left_out,
                     "left_out": r.left_out,
-                    "groups": [group_cell(g, protocol == "identity") | extra.get(g.group, {}) for g in r.groups],
+                    "groups": [group_cell(g, declared.labels) | extra.get(g.group, {}) for g in r.groups],
                     "gap": vars(r.gap),
                     "reason": None,
                     "variance": kind,
@@ -260,7 +279,8 @@ def groups_benchmark(params: Params, benchmark: str, reports: str | Path = layou
     """Every run of ``benchmark`` -> ``reports/groups/<b>.json`` (the report stage renders its tables). Everything
     is computed before anything is written."""
     pairs, _ = read_table(root / layout.prepared_path(benchmark), SYNTH_SCHEMAS[params.benchmarks[benchmark].synthbias])
-    y_soft, soft_reason = soft_labels(benchmark, pairs, root) if "soft" in params.groups.protocols else (None, None)
+    soft = any(TARGETS[p].soft for p in params.groups.protocols)
+    y_soft, soft_reason = soft_labels(benchmark, pairs, root) if soft else (None, None)
     indexed = pairs.set_index("pair_id", drop=False)
     m = params.metrics
     report = {

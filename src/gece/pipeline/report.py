@@ -34,9 +34,10 @@ from gece.report import html as report_html
 from gece.report import markdown as report_md
 from gece.report import pages as report_pages
 from gece.report import tables as report_tables
-from gece.report.cells import ReportData, TableDoc, constant_y
+from gece.report.cells import ReportData, TableDoc
 from gece.report.first_screen import AnswerFigure
 from gece.report.protocol import by_name
+from gece.report.readings import reading_of
 from gece.stats import metrics
 
 log = logging.getLogger("gece")
@@ -128,7 +129,9 @@ def _figure_key(code: str, name: str, args: tuple, kwargs: dict) -> str:
     def plain(x: Any) -> Any:
         if isinstance(x, dict):
             return [[plain(k), plain(v)] for k, v in x.items()]
-        if isinstance(x, list | tuple | np.ndarray):
+        if isinstance(x, np.ndarray):  # its values as Python numbers, in one call
+            return plain(x.tolist())
+        if isinstance(x, list | tuple):
             return [plain(v) for v in x]
         if isinstance(x, np.generic):
             return x.item()
@@ -318,8 +321,8 @@ def _reliability_figures(
     """Benchmark ``b``'s confidently wrong pairs (into ``data.examples``), each run's reliability diagrams
     (``figures["runs"]``) and their grid (``figures["grid"]``)."""
     panels, entries = [], []
-    honest = constant_y(data, b)  # y = 1 for every pair: the diagrams show 1 − mean p, not calibration
-    metric = "1 − mean p" if honest else "ECE"
+    reading = reading_of(data, b)  # y = 1 for every pair: the diagrams show 1 − mean p, not calibration
+    metric = reading.ece
     for m in data.runs[b]:
         key = (b, m)
         df = _run_scores(params, b, m, scores_dir, root)
@@ -332,11 +335,7 @@ def _reliability_figures(
         entries.append((m, _run_diagrams(data, key, df, metric, figs)))
         panels.append((m, data.bins[key], data.metrics[key]["ece"]))
     if panels:
-        title = (
-            f"{b}: confidence in the stereotypical sentence (y = 1 for every pair: 1 − mean p, not calibration)"
-            if honest
-            else f"{b}: reliability diagrams"
-        )
+        title = reading.grid_title.format(b=b)
         figures["grid"][b] = figs.save(report_layout.fig_grid(b), plots.reliability_grid, panels, title, metric=metric)
         figures["runs"][b] = entries
 
@@ -398,7 +397,7 @@ def _calibration_figure(data: ReportData, b: str, figs: _Figures, figures: dict)
     split (``figures["calibration"]``), when any run has a calibration report and y varies (on a benchmark with
     constant y no map can be fitted: there is nothing to draw)."""
     cal_models = [m for m in data.runs[b] if (b, m) in data.calibration_bins and (b, m) in data.calibration]
-    if not cal_models or constant_y(data, b):
+    if not cal_models or not reading_of(data, b).calibration:
         return
     methods = [
         x

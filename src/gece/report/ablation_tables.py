@@ -16,16 +16,12 @@ from gece.report.cells import (
     Row,
     Table,
     TableDoc,
-    bench_title,
-    constant_y,
     mark_worst,
     metric_cell,
     ptr,
 )
-from gece.report.identity import LABEL as IDENTITY_LABEL
-from gece.report.metric_tables import CI_NOTE, WITH_CI, metric_columns, on_constant_y
-
-CONSTANT_HEADING = "y = 1 for every pair: the stereotype share and 1 − mean p, not calibration"
+from gece.report.metric_tables import CI_NOTE, WITH_CI, metric_columns
+from gece.report.readings import READINGS, bench_title, calibrated, reading_of
 
 NEUTRAL = metric_columns(("ece", "gender_ece", "ece_male", "ece_female", "macro_ce", "ice", "brier", "accuracy", "n"))
 SPECIAL = metric_columns(
@@ -69,13 +65,11 @@ def sample_size_table(data: ReportData) -> TableDoc:
     tables = []
     for b in data.benchmarks:
         models = [m for m in data.runs.get(b, []) if (b, m) in data.sample_size]
-        honest = {"ece": IDENTITY_LABEL["shortfall"], "gender_ece": IDENTITY_LABEL["shortfall_gender"]}
-        labels = honest if constant_y(data, b) else {k: METRIC[k].label for k in honest}
-        for key, label in labels.items():
+        shown = reading_of(data, b).shown  # 1 − mean p, where y is constant, has no worse end
+        for key, (label, worst) in ((k, shown(k, METRIC[k].label, METRIC[k].worse)) for k in ("ece", "gender_ece")):
             if not models:
                 continue
             sizes = sorted({r["n"] for m in models for r in data.sample_size[(b, m)]["sizes"]})
-            worst = None if constant_y(data, b) else "high"  # 1 − mean p has no worse end
             columns = [Column("full", "all pairs", worst)] + [Column(f"n{n}", f"N = {n}", worst) for n in sizes]
             rows = []
             for m in models:
@@ -112,7 +106,7 @@ def sample_size_table(data: ReportData) -> TableDoc:
 
 def binning_table(data: ReportData) -> TableDoc:
     tables = []
-    for b in (b for b in data.benchmarks if not constant_y(data, b)):
+    for b in calibrated(data):
         models = [m for m in data.runs.get(b, []) if (b, m) in data.binning]
         if not models:
             continue
@@ -149,9 +143,9 @@ def special_tokens_table(data: ReportData) -> TableDoc:
     for m in sorted(data.special_tokens):
         rep = data.special_tokens[m]
         without = data.special_pairs.get(m, "without special tokens")
-        for constant in (False, True):
-            spec = on_constant_y(SPECIAL) if constant else SPECIAL
-            shown = {b: sides for b, sides in rep.items() if constant_y(data, b) == constant}
+        for reading in READINGS:
+            spec = reading.spec(SPECIAL)
+            shown = {b: sides for b, sides in rep.items() if reading_of(data, b) is reading}
             if not shown:
                 continue
             columns = [Column(k, label, w) for k, label, w, _ in spec]
@@ -168,10 +162,10 @@ def special_tokens_table(data: ReportData) -> TableDoc:
                                 report_layout.special_tokens_file(m),
                             )
                         )
-            heading = f"{m} vs {without}" + (f": {CONSTANT_HEADING}" if constant else "")
+            heading = f"{m} vs {without}" + (f": {reading.ablation_heading}" if reading.ablation_heading else "")
             note = f"the same metrics with and without on {', '.join(same)}: one run, scored twice" if same else ""
             table = Table(heading, ["benchmark", "special tokens"], columns, rows, note)
-            tables.append(table if constant else mark_worst(table))
+            tables.append(mark_worst(table) if reading.calibration else table)
     return TableDoc(
         "special_tokens",
         "Special tokens",

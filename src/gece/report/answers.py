@@ -1,7 +1,7 @@
 """The answers that open the page: which models differ, which gender gaps are real, what calibration changes.
 
 Three questions, answered per benchmark whose labels vary (on a benchmark with y = 1 for every pair ECE is
-1 − mean p, not calibration: :func:`gece.report.cells.constant_y`), each answer with its 95% interval:
+1 − mean p, not calibration: :attr:`gece.report.readings.Reading.calibration`), each answer with its 95% interval:
 
 - **Model differences** (``reports/compare/<b>.json``): a pair of models differs in ECE when the paired
   bootstrap test is significant after Holm's correction over the metrics compared for the pair
@@ -35,9 +35,10 @@ import math
 from dataclasses import dataclass, field
 
 from gece.catalog.metric_defs import GAPS
-from gece.report.cells import ReportData, answered, constant_y, format_bound, format_p
+from gece.report.cells import ReportData, answered, format_bound, format_p
 from gece.report.findings import ranking
 from gece.report.gaps import GAP_MAX_WIDTH
+from gece.report.readings import calibrated, reading_of
 from gece.report.stat_tables import ALPHA, gap_holm
 
 COMPARED = "ece"  # the metric the model differences are stated in
@@ -138,7 +139,7 @@ def comparisons(data: ReportData, key: str = COMPARED) -> list[Comparisons]:
     for b in data.benchmarks:
         rep = data.compare.get(b) or {}
         ranked = ranking(data, b, key)
-        if constant_y(data, b) or not ranked or not rep.get("pairs"):
+        if not reading_of(data, b).calibration or not ranked or not rep.get("pairs"):
             continue
         diffs = [d for d in (_difference(p, key) for p in rep["pairs"] if not p.get("identical")) if d is not None]
         if not diffs:
@@ -193,9 +194,7 @@ def gender_gaps(data: ReportData) -> list[GenderGaps]:
     """Per benchmark whose labels vary and per grouping: the gaps significant after Holm whose interval is at
     most :data:`GAP_MAX_WIDTH` wide, largest |gap| first."""
     out = []
-    for b in data.benchmarks:
-        if constant_y(data, b):
-            continue
+    for b in calibrated(data):
         models, adjusted = gap_holm(data, b)
         for gap in GAPS:
             g = GenderGaps(b, gap, sum(adj is not None for adj in adjusted[gap]), by=gap_grouping(data, b, gap))
@@ -243,9 +242,7 @@ def calibration_changes(data: ReportData) -> list[CalibrationChange]:
     changes most (largest drop; the smallest rise when it lowers none)."""
     method = data.headline_method
     out = []
-    for b in data.benchmarks:
-        if constant_y(data, b):
-            continue
+    for b in calibrated(data):
         found = []
         for m in data.runs.get(b, []):
             split = (data.calibration.get((b, m)) or {}).get(PROTOCOL) or {}

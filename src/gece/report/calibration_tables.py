@@ -14,13 +14,12 @@ from gece.report.cells import (
     Row,
     Table,
     TableDoc,
-    bench_title,
-    constant_y,
     mark_worst,
     metric_cell,
     ptr,
 )
 from gece.report.metric_tables import CI_NOTE, WITH_CI, metric_columns
+from gece.report.readings import bench_title, calibrated
 
 PROTOCOLS = {"split": "held-out split", "crossfit": "cross-fitting"}
 CALIBRATION = metric_columns(
@@ -30,7 +29,7 @@ CALIBRATION = metric_columns(
 
 def calibration_table(data: ReportData) -> TableDoc:
     tables = []
-    for b in (b for b in data.benchmarks if not constant_y(data, b)):
+    for b in calibrated(data):
         models = [m for m in data.runs.get(b, []) if (b, m) in data.calibration]
         for protocol, protocol_label in PROTOCOLS.items():
             present = [m for m in models if protocol in data.calibration[(b, m)]]

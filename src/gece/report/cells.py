@@ -68,6 +68,10 @@ def pair_sizes(rep: dict) -> str:
     )
 
 
+# the runs a compare report's power line summarizes (io.schemas.compare_report.PowerRuns), in words
+POWER_RUNS: dict[str, str] = {"paper": "the authors' runs", "all": "runs"}
+
+
 def format_p(p: float | None) -> str:
     """A p-value as text: ``p = 0.028``, ``p < 0.001``, ``p –`` when undefined."""
     if p is None:
@@ -120,10 +124,13 @@ def answered(data: ReportData) -> ReportData:
     tables read ``data`` whole: a check has its own rows there."""
     if not data.checks:
         return data
-    out, kept = data.checks, lambda key: key[1] not in data.checks
+    out = data.checks
 
-    def runs_of(reports: dict) -> dict:
-        return {k: v for k, v in reports.items() if kept(k)}
+    def runs_of(reports: dict) -> dict:  # keyed by (benchmark, run)
+        return {k: v for k, v in reports.items() if k[1] not in out}
+
+    def by_run(reports: dict) -> dict:  # keyed by run
+        return {m: v for m, v in reports.items() if m not in out}
 
     def without(rep: dict) -> dict:
         pairs = [p for p in rep.get("pairs", []) if p["a"] not in out and p["b"] not in out]
@@ -141,33 +148,13 @@ def answered(data: ReportData) -> ReportData:
         calibration_bins=runs_of(data.calibration_bins),
         meta=runs_of(data.meta),
         examples=runs_of(data.examples),
-        neutral={m: v for m, v in data.neutral.items() if m not in out},
-        special_tokens={m: v for m, v in data.special_tokens.items() if m not in out},
+        neutral=by_run(data.neutral),
+        special_tokens=by_run(data.special_tokens),
         special_pairs={m: v for m, v in data.special_pairs.items() if m not in out and v not in out},
         compare={b: without(rep) for b, rep in data.compare.items()},
-        groups={
-            b: rep | {"runs": {m: v for m, v in rep.get("runs", {}).items() if m not in out}}
-            for b, rep in data.groups.items()
-        },
+        groups={b: rep | {"runs": by_run(rep.get("runs", {}))} for b, rep in data.groups.items()},
         checks={},
     )
-
-
-def constant_label(bins: list[dict] | None) -> int | None:
-    """The label y shared by every pair of a run (0 or 1), from its reliability bins: every non-empty bin's
-    mean y is that label; None when the labels vary or there are no bins."""
-    labels = {r["accuracy"] for r in bins or [] if r.get("count")}
-    if len(labels) != 1:
-        return None
-    label = labels.pop()
-    return int(label) if label in (0.0, 1.0) else None
-
-
-def constant_y(data: ReportData, b: str) -> bool:
-    """Whether every pair of benchmark ``b`` has the same label y, in every run with bins (the identity protocol of
-    CrowS-Pairs and WinoQueer: y = 1): the one test of "constant y" the summary, tables, page and findings use."""
-    labels = [constant_label(data.bins[(b, m)]) for m in data.runs.get(b, []) if (b, m) in data.bins]
-    return bool(labels) and None not in labels and len(set(labels)) == 1
 
 
 def repeats(data: ReportData, b: str) -> dict[str, str]:
@@ -360,19 +347,3 @@ def format_cell(cell: Cell, col: Column) -> str:
     if cell.note:
         text += f" {cell.note}"
     return text
-
-
-IDENTITY_HEADING = "y = 1 for every pair: ECE here is 1 − mean p (the paper's identity ECE), not calibration"
-
-
-def bench_heading(data: ReportData, b: str) -> str:
-    """``b (n pairs)``; on a benchmark with constant y it says what its ECE is (:data:`IDENTITY_HEADING`)."""
-    ns = sorted({data.metrics[(b, m)]["n"] for m in data.runs.get(b, []) if (b, m) in data.metrics})
-    head = f"{b} ({', '.join(map(str, ns))} pairs)" if ns else b
-    return f"{head}; {IDENTITY_HEADING}" if constant_y(data, b) else head
-
-
-def bench_title(data: ReportData, b: str, *parts: str) -> str:
-    """``b: parts``; on a benchmark with constant y followed by what its ECE is there."""
-    head = ": ".join((b, *parts))
-    return f"{head}; {IDENTITY_HEADING}" if constant_y(data, b) else head

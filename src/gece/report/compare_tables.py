@@ -7,10 +7,9 @@ number of its ``panels``: :mod:`gece.report.protocol`), a run × run matrix of
 when not significant; coloured on the page, in bold in both. Markdown holds a matrix of at most
 :data:`MATRIX_MARKDOWN_RUNS` runs. Then one table per benchmark listing every pair: the difference of each metric
 with its interval, p-value and significance marks, and a note on the bootstrap and its power. A metric is headed by its
-metric table's label, or on a benchmark with constant y by what it measures there
-(:func:`gece.catalog.metric_defs.on_constant_y`:
-the stereotype share, 1 − mean p), or on a protocol's benchmark by the protocol's label; one that needs a varying y
-and has no such name is left out. Where Holm's
+metric table's label as the benchmark's reading shows it (:attr:`gece.report.readings.Reading.shown`: with
+constant y, what it measures there, the stereotype share, 1 − mean p), or on a protocol's benchmark by the
+protocol's label; one that the reading leaves out (it needs a varying y and has no such name) is left out. Where Holm's
 correction makes the verdict (†), the interval at Holm's level follows the 95% one. Two runs that give every pair
 the same p (``identical``) are one row saying so.
 """
@@ -26,8 +25,6 @@ from gece.report.cells import (
     Row,
     Table,
     TableDoc,
-    bench_title,
-    constant_y,
     format_bound,
     format_p,
     pair_sizes,
@@ -35,6 +32,7 @@ from gece.report.cells import (
 )
 from gece.report.forest import PANELS, calibration_benchmarks
 from gece.report.protocol import Protocol, claimed
+from gece.report.readings import Reading, bench_title, reading_of
 from gece.report.stat_tables import power_note
 
 MATRIX_MARKDOWN_RUNS = 6  # a wider matrix is on the detail page only
@@ -92,13 +90,12 @@ def matrix_table(data: ReportData, b: str, key: str, protocol: Protocol | None =
     )
 
 
-def _labels(keys: list[str], constant: bool, protocol: Protocol | None = None) -> dict[str, str]:
-    """metric key -> its column label on this benchmark (those left out are not in it; a protocol's: its labels)."""
+def _labels(keys: list[str], reading: Reading, protocol: Protocol | None = None) -> dict[str, str]:
+    """metric key -> its column label on this benchmark (those its reading leaves out are not in it; a
+    protocol's: its labels)."""
     if protocol is not None:
         return {k: protocol.metric[k].label if k in protocol.metric else metric_defs.label(k) for k in keys}
-    if not constant:
-        return {k: metric_defs.label(k) for k in keys}
-    return {k: shown[0] for k in keys if (shown := metric_defs.on_constant_y(k)) is not None}
+    return {k: shown[0] for k in keys if (shown := reading.shown(k, metric_defs.label(k), None)) is not None}
 
 
 def _cell(c: dict, base: tuple) -> Cell:
@@ -127,7 +124,7 @@ def compare_table(data: ReportData) -> TableDoc:
         if not rep or not rep.get("pairs"):
             continue
         alpha = rep.get("alpha")
-        labels = _labels(list(rep["pairs"][0]["metrics"]), constant_y(data, b), protocols.get(b))
+        labels = _labels(list(rep["pairs"][0]["metrics"]), reading_of(data, b), protocols.get(b))
         columns = [Column("n", "pairs", None), *(Column(k, f"Δ {label}", None) for k, label in labels.items())]
         rows = []
         for i, pair in enumerate(rep["pairs"]):

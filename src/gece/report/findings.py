@@ -26,9 +26,10 @@ from dataclasses import dataclass, field
 from scipy.stats import kendalltau
 
 from gece.base.terminal import plural
+from gece.catalog.groupings import GROUP_PROTOCOLS
 from gece.catalog.metric_defs import METRIC
 from gece.report import identity
-from gece.report.cells import ReportData, answered, constant_y, distinct_runs, repeats, significant_count, variant_of
+from gece.report.cells import ReportData, answered, distinct_runs, repeats, significant_count, variant_of
 from gece.report.gaps import (
     GAP_MARK,
     GAP_MAX_WIDTH,
@@ -39,9 +40,8 @@ from gece.report.gaps import (
     grouping_result,
 )
 from gece.report.protocol import claimed
+from gece.report.readings import HEADLINE, calibrated, reading_of
 
-# the per-run keys of reports/summary.json, in order (a subset of MetricsReport)
-HEADLINE = ("n", "ece", "gender_ece", "macro_ce", "brier", "accuracy")
 # every headline metric is an error (lower is better) except human alignment (the metric table's worse end)
 HIGHER_IS_BETTER = frozenset(k for k in HEADLINE if METRIC[k].worse == "low")
 # the metric table's labels; n reads "pairs" here
@@ -76,24 +76,25 @@ def _diff(a: object, b: object) -> float | None:
 def summary(data: ReportData) -> dict:
     """``reports/summary.json``: nested {section: {benchmark or model: {...: number}}}.
 
-    - ``runs.<b>.<m>``: the :data:`HEADLINE` metrics of the run; on a benchmark with constant y
-      (:func:`gece.report.cells.constant_y`) the honest names instead (:data:`gece.report.identity.IDENTITY_HEADLINE`:
+    - ``runs.<b>.<m>``: the run's keys under its benchmark's reading
+      (:attr:`gece.report.readings.Reading.run_summary`: the :data:`gece.report.readings.HEADLINE` metrics; on a
+      benchmark with constant y the honest names of :data:`gece.report.identity.IDENTITY_HEADLINE`,
       ``stereotype_share``, ``shortfall`` = 1 − mean p, ``shortfall_gender``);
     - on a benchmark of a protocol (its metrics reports carry the protocol's block:
       :func:`gece.report.protocol.claimed`) the protocol's keys instead
       (:meth:`gece.report.protocol.Protocol.run_summary`);
     - ``rules.<b>.<m>``: the stereotype share and 1 − mean p under each scoring rule of such a benchmark and its
       variants, and their differences (:func:`gece.report.identity.rules_summary`);
-    - ``calibration.<b>.<m>``: the lowest held-out ECE after calibration, per protocol (not on a benchmark with
-      constant y: a map fitted to one label is no calibration);
-    - ``binning.<b>.<m>``: the lowest and highest ECE over the binnings of the binning ablation (not on a benchmark
-      with constant y: 1 − mean p does not depend on the binning);
+    - ``calibration.<b>.<m>``: the lowest held-out ECE after calibration, per protocol, and ``binning.<b>.<m>``:
+      the lowest and highest ECE over the binnings of the binning ablation, where the reading's ECE is calibration
+      (not with constant y: a map fitted to one label is no calibration, and 1 − mean p does not depend on the
+      binning);
     - ``neutral.<m>.<variant>``: ECE and Gender-ECE of each gender-neutral rewrite minus the occupation
       wording (the benchmark that the ``neutral_of`` entries of params.yaml name);
     - ``special_tokens.<m>.<b>``: ECE (``shortfall_change``, 1 − mean p, on a benchmark with constant y) and
       mean confidence without the special tokens minus with them;
     - ``compare.<b>``: per metric, how many model pairs differ significantly after Holm's correction (with the
-      honest names of :data:`gece.report.identity.RENAMED` on a benchmark with constant y), the checks
+      reading's names, :meth:`gece.report.readings.Reading.key`), the checks
       (:func:`gece.report.cells.answered`) left out;
     - ``agreement.<b>.<m>``: a run with ``checked_against`` against that run (:func:`agreement_summary`);
       absent when no run has one;
@@ -114,19 +115,16 @@ def summary(data: ReportData) -> dict:
     protocols = claimed(data)
     counted = answered(data)  # the comparison counts leave the checks out
     for b in data.benchmarks:
-        honest = constant_y(data, b)
-        protocol = protocols.get(b)
+        reading, protocol = reading_of(data, b), protocols.get(b)
         for m in data.runs.get(b, []):
             rep = data.metrics.get((b, m))
             if rep is not None:
                 out["runs"].setdefault(b, {})[m] = (
-                    identity.run_summary(rep)
-                    if honest
-                    else protocol.run_summary(rep[protocol.name])
+                    protocol.run_summary(rep[protocol.name])
                     if protocol is not None and protocol.name in rep
-                    else {k: rep.get(k) for k in HEADLINE}
+                    else reading.run_summary(rep)
                 )
-            if honest:  # one label: nothing to calibrate, and 1 − mean p does not depend on the binning
+            if not reading.calibration:
                 continue
             cal = data.calibration.get((b, m))
             if cal is not None:
@@ -144,9 +142,8 @@ def summary(data: ReportData) -> dict:
         rep = counted.compare.get(b)
         if rep and rep.get("pairs"):
             keys = list(rep["pairs"][0]["metrics"])
-            names = identity.RENAMED if honest else {}
             out["compare"][b] = {
-                f"{names.get(k, k)}_significant": significant_count(rep["pairs"], k) for k in keys
+                f"{reading.key(k)}_significant": significant_count(rep["pairs"], k) for k in keys
             }  # an identical pair (one run scored twice) differs in nothing: it adds 0; None: not applicable
         for e in (data.compare.get(b) or {}).get("agreement", []):
             out["agreement"].setdefault(b, {})[e["run"]] = agreement_summary(e)
@@ -164,8 +161,8 @@ def summary(data: ReportData) -> dict:
     for m, rep in sorted(data.special_tokens.items()):
         out["special_tokens"][m] = {
             b: {
-                # 1 − mean p where y is constant (identity.RENAMED): shortfall_change
-                f"{(identity.RENAMED if constant_y(data, b) else {}).get('ece', 'ece')}_change": _diff(
+                # under the benchmark's reading's name (1 − mean p where y is constant: shortfall_change)
+                f"{reading_of(data, b).key('ece')}_change": _diff(
                     sides.get("without", {}).get("ece"), sides.get("with", {}).get("ece")
                 ),
                 "mean_confidence_change": _diff(
@@ -176,7 +173,7 @@ def summary(data: ReportData) -> dict:
         }
     for b, rep in data.groups.items():
         for m in rep.get("runs", {}):
-            found = {protocol: first_gap(rep, m, protocol)[1] for protocol in ("identity", "soft")}
+            found = {protocol: first_gap(rep, m, protocol)[1] for protocol in GROUP_PROTOCOLS}
             if any(g is not None for g in found.values()):  # a gap between groups needs two groups: else null
                 out["groups"].setdefault(b, {})[m] = {
                     f"gap_{protocol}": g["gap"] if g and g["n_groups"] > 1 else None for protocol, g in found.items()
@@ -281,7 +278,7 @@ def ranking(data: ReportData, b: str, key: str) -> list[Ranked]:
 def _benchmark(data: ReportData, b: str) -> BenchmarkFinding | None:
     """Not on a benchmark of a protocol: its numbers answer there, and rank only runs with skill."""
     reps = [data.metrics[(b, m)] for m in distinct_runs(data, b) if (b, m) in data.metrics]
-    if not reps or constant_y(data, b) or b in claimed(data):
+    if not reps or not reading_of(data, b).calibration or b in claimed(data):
         return None
     out = BenchmarkFinding(b, sorted({int(r["n"]) for r in reps}), len(reps))
     for key in RANKED:
@@ -321,7 +318,7 @@ def _special_tokens_effect(data: ReportData) -> str | None:
             (b, w, wo)
             for b, (w, wo) in both.items()
             if b not in same
-            and not constant_y(data, b)
+            and reading_of(data, b).calibration
             and _num(w.get("ece")) is not None
             and _num(wo.get("ece")) is not None
         ]
@@ -353,7 +350,7 @@ def _kendall_tau(a: list[str], b: list[str]) -> float | None:
 
 def _brier_effect(data: ReportData) -> str | None:
     differ, taus, shown = [], [], []
-    for b in (b for b in data.benchmarks if not constant_y(data, b)):
+    for b in calibrated(data):
         by_ece = [r.model for r in ranking(data, b, "ece")]
         by_brier = [r.model for r in ranking(data, b, "brier")]
         tau = _kendall_tau(by_ece, by_brier)
@@ -386,7 +383,7 @@ def _calibration_effect(data: ReportData) -> str | None:
             if x.get("status") == "ok"
         }
         ok = {k: v for k, v in ok.items() if v is not None}
-        if constant_y(data, b) or before is None or method not in ok:
+        if not reading_of(data, b).calibration or before is None or method not in ok:
             continue
         total += 1
         lower += ok[method] < before
@@ -404,7 +401,7 @@ def _calibration_effect(data: ReportData) -> str | None:
 
 def _compare_effect(data: ReportData) -> str | None:
     sig, total, benches = 0, 0, 0
-    for b in (b for b in data.benchmarks if not constant_y(data, b)):
+    for b in calibrated(data):
         rep = data.compare.get(b)
         if not rep or not rep.get("pairs") or "ece" not in rep["pairs"][0]["metrics"]:
             continue
@@ -462,7 +459,7 @@ def _groups_effect(data: ReportData) -> str | None:
         if kept:
             m, grouping, gap, result = max(kept, key=lambda x: (x[2]["gap"], x[0]))
             (nh, dh), (nl, dl) = group_size(result, gap["high"]), group_size(result, gap["low"])
-            what = "1 − mean p" if constant_y(data, b) else "ECE"
+            what = reading_of(data, b).ece
             text += (
                 f"; largest {m} {gap['gap']:.3f} [{gap['ci_low']:.3f}, {gap['ci_high']:.3f}] in {what}, "
                 f"{gap['high']} ({nh} pairs, {dh} distinct) vs {gap['low']} ({nl} pairs, {dl} distinct)"

@@ -35,9 +35,10 @@ import numpy as np
 from gece.catalog.metric_defs import GAPS
 from gece.io.paths import report_layout
 from gece.report.answers import gap_grouping
-from gece.report.cells import ReportData, answered, constant_y, ptr
+from gece.report.cells import ReportData, answered, ptr
 from gece.report.identity import FIRST_DIFF_GROUPS, first_diff_result, identity_benchmarks, members
 from gece.report.protocol import Protocol, claimed
+from gece.report.readings import reading_of
 from gece.stats.intervals import holm
 from gece.stats.letters import compact_letters
 
@@ -90,7 +91,7 @@ def calibration_benchmarks(data: ReportData) -> list[str]:
     return [
         b
         for b in data.benchmarks
-        if not constant_y(data, b)
+        if reading_of(data, b).calibration
         and any(_finite((data.metrics.get((b, m)) or {}).get("ece")) for m in data.runs[b])
         and b not in protocols
     ]

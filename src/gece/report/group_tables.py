@@ -145,7 +145,8 @@ def _gap_cell(result: Mapping | None, pointer: tuple) -> Cell:
 
 def benchmark_tables(b: str, report: Mapping, constant: bool = False) -> list[Table]:
     """The tables of one benchmark's groups report, protocol by protocol; ``constant``: y is the same for every
-    pair (:func:`gece.report.cells.constant_y`), so the identity protocol's cells are 1 − mean p."""
+    pair (the identity reading: :data:`gece.report.readings.IDENTITY`), so the identity protocol's cells are
+    1 − mean p."""
     runs = list(report["runs"])
     tables = [t for t in [tests_table(b, report)] if t is not None]
     for protocol in dict.fromkeys(r["protocol"] for results in report["runs"].values() for r in results):

@@ -14,7 +14,7 @@ from gece.base.terminal import plural
 from gece.catalog import metric_defs
 from gece.io.paths import report_layout
 from gece.report.answers import Answers, answers, differ_line, gap_line, same_line
-from gece.report.cells import ReportData, TableDoc, constant_y, format_number, shown_text
+from gece.report.cells import ReportData, TableDoc, format_number, shown_text
 from gece.report.examples import examples_docs
 from gece.report.findings import (
     FINDINGS_CAPTION,
@@ -30,6 +30,7 @@ from gece.report.first_screen import checks_html, first_screen_html
 from gece.report.gaps import GAP_MAX_WIDTH
 from gece.report.markup import esc, href, img, md_inline
 from gece.report.provenance import model_provenance
+from gece.report.readings import reading_of
 
 
 def special_tokens_statement(data: ReportData) -> str:
@@ -51,7 +52,7 @@ def special_tokens_statement(data: ReportData) -> str:
                 same.append(b)
                 continue
             if (
-                constant_y(data, b)  # no calibration or human alignment to speak of
+                not reading_of(data, b).calibration  # no calibration or human alignment to speak of
                 or not w
                 or not wo
                 or None in (w.get("mean_confidence"), wo.get("mean_confidence"), w.get("ece"), wo.get("ece"))

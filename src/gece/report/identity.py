@@ -1,7 +1,8 @@
 """Identity benchmarks: what the report says about a benchmark whose label y is the same for every pair.
 
 Under the identity protocol a CrowS-Pairs-format benchmark (CrowS-Pairs, WinoQueer) has y = 1 for every pair
-(:func:`gece.report.cells.constant_y` decides it from the run's reliability bins). Then every non-empty bin b has
+(:func:`claims` decides it from the runs' reliability bins; :data:`gece.report.readings.IDENTITY` is this
+reading's declaration). Then every non-empty bin b has
 acc_b = 1 ≥ conf_b, so for any binning
 
     ECE = Σ_b (n_b / n) |acc_b − conf_b| = Σ_b (n_b / n) (1 − conf_b) = 1 − mean p,
@@ -25,10 +26,10 @@ side of 0.5 (:func:`rule_verdict`).
 
 from __future__ import annotations
 
-from gece.catalog.metric_defs import METRIC
+from gece.catalog.metric_defs import METRIC, on_constant_y
 from gece.io.files.json_reader import is_finite_number
 from gece.io.paths import report_layout
-from gece.report.cells import Cell, Column, ReportData, Row, Table, TableDoc, constant_y, ptr, variant_of
+from gece.report.cells import Cell, Column, ReportData, Row, Table, TableDoc, ptr, variant_of
 
 # reports/summary.json key -> (the metrics JSON key it holds, its label), for a benchmark with constant y
 # (the labels are the metric table's, gece.catalog.metric_defs.Metric.constant: accuracy is the stereotype share there)
@@ -54,7 +55,41 @@ OVERALL_COLUMNS = (
     ("ece_female", METRIC["ece_female"].constant, False),
     ("brier", METRIC["brier"].constant, True),
 )
+# the overall table's columns here: (key, label, worse end: none, show the interval)
+OVERALL = [(k, label, None, ci) for k, label, ci in OVERALL_COLUMNS]
 FIRST_DIFF = "first_diff"  # the groups report's grouping: do the sentences differ in their first word?
+ECE_NAME = "1 − mean p"  # what ECE is here, on the figures and in the findings
+# what the headings of its benchmarks' tables add, and the special-token table's
+HEADING = "y = 1 for every pair: ECE here is 1 − mean p (the paper's identity ECE), not calibration"
+ABLATION_HEADING = "y = 1 for every pair: the stereotype share and 1 − mean p, not calibration"
+
+
+def constant_label(bins: list[dict] | None) -> int | None:
+    """The label y shared by every pair of a run (0 or 1), from its reliability bins: every non-empty bin's
+    mean y is that label; None when the labels vary or there are no bins."""
+    labels = {r["accuracy"] for r in bins or [] if r.get("count")}
+    if len(labels) != 1:
+        return None
+    label = labels.pop()
+    return int(label) if label in (0.0, 1.0) else None
+
+
+def claims(data: ReportData, b: str) -> bool:
+    """Whether every pair of benchmark ``b`` has the same label y, in every run with bins (CrowS-Pairs and
+    WinoQueer: y = 1): the one test of "constant y" the summary, tables, page and findings use."""
+    labels = [constant_label(data.bins[(b, m)]) for m in data.runs.get(b, []) if (b, m) in data.bins]
+    return bool(labels) and None not in labels and len(set(labels)) == 1
+
+
+def shown(key: str, label: str = "", worse: str | None = None) -> tuple[str, None] | None:
+    """How a table shows a metric here, whatever its column's label and worse end elsewhere: what it measures
+    with y = 1, unranked, or None when it is left out (:func:`gece.catalog.metric_defs.on_constant_y`)."""
+    return on_constant_y(key)
+
+
+def columns(name: str, spec: list) -> list | None:
+    """A named metric table's columns here: the overall table's own (:data:`OVERALL`); no other table."""
+    return OVERALL if name == "overall" else None
 
 
 def _num(x: object) -> float | None:
@@ -80,7 +115,7 @@ def run_summary(rep: dict) -> dict:
 
 def identity_benchmarks(data: ReportData) -> list[str]:
     """The benchmarks with constant y that are not a later entry of another's source, in page order."""
-    return [b for b in data.benchmarks if variant_of(data, b) is None and constant_y(data, b)]
+    return [b for b in data.benchmarks if variant_of(data, b) is None and claims(data, b)]
 
 
 def members(data: ReportData, first: str) -> dict[str, str]:

@@ -8,6 +8,7 @@ from gece.catalog import metric_defs
 from gece.io.paths import report_layout
 from gece.report.cells import (
     BEST_MARK,
+    POWER_RUNS,
     WORST_MARK,
     Cell,
     Column,
@@ -83,7 +84,7 @@ def compare_markdown(result: dict, labels: dict[str, str] | None = None) -> str:
             (
                 f"Power: the smallest true difference the paired test detects with {power['level']:.0%} power "
                 f"at α = {result['alpha']} (median and range over {power['pairs']} pairs of "
-                f"{'the authors' + chr(39) + ' runs' if power['runs'] == 'paper' else 'runs'}):"
+                f"{POWER_RUNS[power['runs']]}):"
             ),
             "",
             "| metric | minimum detectable difference | range |",

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from gece.catalog import metric_defs
 from gece.catalog.metric_defs import METRIC, SYNTH_LABELS
 from gece.io.paths import report_layout
 from gece.report.cells import (
@@ -18,13 +17,11 @@ from gece.report.cells import (
     Row,
     Table,
     TableDoc,
-    bench_heading,
-    constant_y,
     mark_worst,
     metric_cell,
 )
-from gece.report.identity import OVERALL_COLUMNS
 from gece.report.protocol import claimed
+from gece.report.readings import bench_heading, reading_of
 from gece.report.stat_tables import TRUE_BRIER, brier_ranking_tables
 
 
@@ -35,13 +32,6 @@ def metric_columns(
     overrides a label in one table."""
     ci, labels = set(ci), labels or {}
     return [(k, labels.get(k, METRIC[k].label), METRIC[k].worse, k in ci) for k in keys]
-
-
-def on_constant_y(spec: Iterable[tuple]) -> list[tuple]:
-    """Column specs (key, label, worst end, ...) on a benchmark with constant y: each metric under what it
-    measures there, unranked, and those that need a varying y without such a name left out
-    (:func:`gece.catalog.metric_defs.on_constant_y`)."""
-    return [(k, *shown, *rest) for k, _, _, *rest in spec if (shown := metric_defs.on_constant_y(k)) is not None]
 
 
 # the metrics whose interval the tables show
@@ -69,8 +59,6 @@ PAPER = metric_columns(
     ("ece", "macro_ce", "ice", "brier_paper", "brier", "accuracy", "gender_ece", "bias_gap", "ece_male", "ece_female"),
     labels={"accuracy": "accuracy", "brier": TRUE_BRIER},
 )
-# the overall table's columns on a benchmark with constant y (gece.report.identity: its ECE is 1 − mean p)
-IDENTITY_OVERALL = [(k, label, None, ci) for k, label, ci in OVERALL_COLUMNS]
 HUMAN_GENDER = metric_columns(("ece_true_male", "ece_true_female", "cc_ece"))
 GROUPED = metric_columns(
     ("ece", "macro_ce", "cc_ece", "gender_ece", "bias_gap", "n_ties"),
@@ -87,21 +75,17 @@ def _metrics_doc(
     spec,
     runs_filter=None,
     digits: int = 3,
-    identity_spec=None,
 ) -> TableDoc:
-    """One table per benchmark of the ``spec`` columns of the metrics JSON; on a benchmark with constant y the
-    ``identity_spec`` columns instead, or no table when there is none."""
+    """One table per benchmark of the ``spec`` columns of the metrics JSON, as the benchmark's reading shows the
+    table called ``name`` (:attr:`gece.report.readings.Reading.columns`: no table where it shows none)."""
     tables = []
     for b in data.benchmarks:
         models = [m for m in data.runs.get(b, []) if (b, m) in data.metrics and (runs_filter is None or runs_filter(m))]
         if not models:
             continue
-        if constant_y(data, b):
-            if identity_spec is None:
-                continue
-            spec_b = identity_spec
-        else:
-            spec_b = spec
+        spec_b = reading_of(data, b).columns(name, spec)
+        if spec_b is None:
+            continue
         protocol = claimed(data).get(b)  # SynthBias's y is no human judgement: its mode's or protocol's labels
         names = SYNTH_LABELS.get(data.synthbias.get(b, ""), {}) | (protocol.labels if protocol is not None else {})
         columns = [Column(key, names.get(key, label), worst, digits) for key, label, worst, *_ in spec_b]
@@ -135,7 +119,6 @@ def overall_table(data: ReportData) -> TableDoc:
         "calibration: its table shows the stereotype share and 1 − mean p (the paper's identity ECE) instead, "
         "unranked (docs/metrics.md, Identity benchmarks)." + (SYNTH_NOTE if data.synthbias else ""),
         OVERALL,
-        identity_spec=IDENTITY_OVERALL,
     )
 
 

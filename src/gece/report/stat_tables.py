@@ -15,19 +15,19 @@ import numpy as np
 from gece.catalog.metric_defs import ESTIMATORS, GAPS, METRIC
 from gece.io.paths import report_layout
 from gece.report.cells import (
+    POWER_RUNS,
     Cell,
     Column,
     ReportData,
     Row,
     Table,
     TableDoc,
-    bench_heading,
-    constant_y,
     format_p,
     mark_worst,
     metric_cell,
     ptr,
 )
+from gece.report.readings import bench_heading, calibrated
 from gece.stats.gap import ALPHA  # the level of the gap tables' marks (Holm over the runs of a benchmark)
 
 TRUE_BRIER = "Brier (p − y)²"  # the Brier score's label where the paper's Brier is beside it
@@ -86,7 +86,7 @@ def gap_holm(data: ReportData, b: str) -> tuple[list[str], dict[str, list[float 
 
 def gender_gap_table(data: ReportData) -> TableDoc:
     tables = []
-    for b in (b for b in data.benchmarks if not constant_y(data, b)):
+    for b in calibrated(data):
         models, adjusted = gap_holm(data, b)
         if not models:
             continue
@@ -201,7 +201,7 @@ def brier_ranking_tables(data: ReportData) -> tuple[list[Table], list[str]]:
 # ---------------------------------------------------------------- estimators at small N
 def estimator_table(data: ReportData) -> TableDoc:
     tables = []
-    for b in (b for b in data.benchmarks if not constant_y(data, b)):
+    for b in calibrated(data):
         models = [m for m in data.runs.get(b, []) if (b, m) in data.sample_size]
         if not models:
             continue
@@ -273,8 +273,7 @@ def power_note(rep: dict, labels: Mapping[str, str] | None = None) -> str:
         for k, v in pw["mde"].items()
         if v.get("median") is not None
     ]
-    who = "pairs of the authors' runs" if pw["runs"] == "paper" else "pairs of runs"
     return (
         f"; minimum detectable difference at {pw['level']:.0%} power, α = {rep['alpha']} (median and range "
-        f"over {pw['pairs']} {who}): " + ", ".join(parts)
+        f"over {pw['pairs']} pairs of {POWER_RUNS[pw['runs']]}): " + ", ".join(parts)
     )

@@ -45,12 +45,17 @@ class MdeSummary(JsonReport):
     max: Num
 
 
+# the runs a power line summarizes: the authors' runs of the benchmark, or every run (gece.report.cells.POWER_RUNS
+# says them in words)
+PowerRuns = Literal["paper", "all"]
+
+
 class ComparePower(JsonReport):
     """Minimum detectable differences (``mde``) summarized per metric over the pairs of ``runs``
     (``paper``: the authors' runs of the benchmark; ``all``: every run)."""
 
     level: float = Field(gt=0, lt=1)
-    runs: Literal["paper", "all"]
+    runs: PowerRuns
     pairs: int = Field(ge=0)
     mde: dict[str, MdeSummary]
 
