@@ -161,11 +161,12 @@ def _wrote(path: Path, folder_made: bool = False) -> None:
 
 
 def listing(root: Path) -> dict[Path, tuple]:
-    """Every file and folder below ``root`` (links not followed; DVC's, git's and Python's internals left out):
-    path -> (kind, size, modification time, inode)."""
+    """Every file and folder below ``root`` (links not followed; DVC's, git's and Python's internals and every Python
+    environment, a folder with a ``pyvenv.cfg`` such as .venv-engines, left out): path -> (kind, size, modification
+    time, inode)."""
     out: dict[Path, tuple] = {}
     for here, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if d not in PRUNED]
+        dirs[:] = [d for d in dirs if d not in PRUNED and not os.path.exists(os.path.join(here, d, "pyvenv.cfg"))]
         for name in [*dirs, *files]:
             path = Path(here) / name
             try:
