@@ -13,8 +13,8 @@ ECE, Gender-ECE, accuracy, Brier, ...). What they measure depends on the benchma
 A :class:`Reading` declares which benchmarks it claims (from the reports alone, so the report needs no
 params.yaml), whether its ECE measures calibration, what its figures, headings and tables call each number, its
 keys in ``reports/summary.json`` and its own page. The report's modules ask :func:`reading_of` and use those
-fields; none tests a benchmark's labels or names a reading. A protocol with a block of its own (the referent
-protocol: :mod:`gece.protocols.declarations`) is shown beside its benchmark's reading.
+fields; none tests a benchmark's labels or names a reading. A protocol with a block of its own
+(:mod:`gece.protocols.declarations`) is shown beside its benchmark's reading.
 
 **Adding a reading**: its module (what it claims, its page), its entry in :data:`READINGS`, its section in
 docs/metrics.md and its test.
