@@ -33,12 +33,17 @@ PAPER_MODELS = (
 # the modules whose tests start from the e2e slice (tests/e2e/conftest.py: slice_origin, one sliced dvc repro
 # per test process): run in one pytest-xdist worker (pytest_xdist_make_scheduler), so that the slice is run once
 SLICE_MODULES = ("tests/e2e/test_scale.py", "tests/e2e/test_repro.py", "tests/e2e/test_pipeline_determinism.py")
-# the modules that read the reference runs' reports (the reference_reports fixture, about two minutes to build):
-# one worker, so that they are built once
+# the modules that read the reports built once per test process (the reference_reports fixture, about two minutes
+# to build; full_reports and built_report, about one): one worker, so that they are built once
 REFERENCE_MODULES = (
+    "tests/test_answer_plots.py",
+    "tests/test_answers.py",
     "tests/test_findings.py",
     "tests/test_groups.py",
     "tests/test_intervals.py",
+    "tests/test_report.py",
+    "tests/test_report_escaping.py",
+    "tests/test_terminal.py",
     "tests/e2e/test_report_browser.py",
 )
 
