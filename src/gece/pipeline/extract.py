@@ -27,7 +27,7 @@ import dataclasses
 import logging
 import os
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from gece.base.errors import GeceError
@@ -78,6 +78,22 @@ def inputs(prepared: Path, benchmark: str, n: int) -> extraction.Inputs:
         windows=lambda: iter_table(prepared, PreparedPair, extraction.WINDOW_PAIRS, limit=n),
         read_tokens=lambda path: read_table(path, TokenRow),
     )
+
+
+@contextlib.contextmanager
+def model_of(spec: ModelSpec, loaded: object | None = None, resolved: object | None = None) -> Iterator[object]:
+    """The model of ``spec``: ``loaded`` when the caller has one (left as it is), else loaded here
+    (:func:`gece.scoring.extraction.load`) and, under the vLLM backend, its engine stopped on the way out
+    (:func:`gece.scoring.vllm_backend.close`)."""
+    if loaded is not None:
+        yield loaded
+        return
+    lm = extraction.load(spec, resolved)
+    try:
+        yield lm
+    finally:
+        if spec.backend == "vllm":
+            extraction.vllm_module().close(lm)
 
 
 def extract(
@@ -135,9 +151,10 @@ def extract(
         batch_size=settings.batch_size,
         key=key or fingerprint(prepared, model_id, spec, settings),
     )
-    return extraction.extract(
-        inputs(prepared, benchmark, n), outputs, scoring, loaded=loaded, on_shard=on_shard, resolved=resolved
-    )
+    with model_of(spec, loaded, resolved) as lm:
+        return extraction.extract(
+            inputs(prepared, benchmark, n), outputs, scoring, loaded=lm, on_shard=on_shard, resolved=resolved
+        )
 
 
 def pairs_key(prepared: Path, limit: int | None) -> str:
@@ -281,41 +298,47 @@ def extract_model(
     siblings = Siblings(model_id, spec, registry or {}, lock)
     run = ModelRun({}, [])
     lm = loaded
-    scored_as: dict[tuple[str, str], str] = {}  # (the pairs, what is extracted) -> the benchmark scored so
-    for b in benchmarks:
-        prepared, out = layout.prepared_path(b), layout.tokens_path(model_id, b)
-        eff = effective(settings, spec, b, rules)
-        key = fingerprint(prepared, model_id, spec, eff)
-        same = (pairs_key(prepared, eff.limit), planning.plan_of(eff.rule))
-        if same in scored_as:  # a variant of a benchmark scored in this run (benchmarks.<b>.rule): no model runs
-            copy_tokens(model_id, scored_as[same], b, eff.rule, key)
-            log.info("%s/%s: the same pairs as %s, extracted once -> %s", b, model_id, scored_as[same], out)
-            run.reused.append(b)
-            continue
-        scored_as[same] = b
-        if recorded(out, previous, key):
-            log.info("%s/%s: unchanged since the recorded run, reused -> %s", b, model_id, out)
-            run.reused.append(b)
-            continue
-        sibling = siblings.match(b, prepared, eff)
-        if sibling is not None:
-            updates = {"model": model_id, "special_tokens": spec.special_tokens, "rule": eff.rule, "limit": eff.limit}
-            retagged(*sibling, out, updates | {extraction.FINGERPRINT: key})
-            log.info("%s/%s: the same token ids and weights as %s, reused -> %s", b, model_id, sibling[0], out)
-            run.reused.append(b)
-            continue
-        lm = lm or extraction.load(spec)
-        run.scored[b] = extract(
-            prepared,
-            out,
-            model_id,
-            spec,
-            settings,
-            loaded=lm,
-            shards=layout.tokens_shards_dir(model_id, b),
-            key=key,
-            rules=rules,
-        )[1]
+    with contextlib.ExitStack() as opened:  # the model, once a benchmark needs it
+        scored_as: dict[tuple[str, str], str] = {}  # (the pairs, what is extracted) -> the benchmark scored so
+        for b in benchmarks:
+            prepared, out = layout.prepared_path(b), layout.tokens_path(model_id, b)
+            eff = effective(settings, spec, b, rules)
+            key = fingerprint(prepared, model_id, spec, eff)
+            same = (pairs_key(prepared, eff.limit), planning.plan_of(eff.rule))
+            if same in scored_as:  # a variant of a benchmark scored in this run (benchmarks.<b>.rule): no model runs
+                copy_tokens(model_id, scored_as[same], b, eff.rule, key)
+                log.info("%s/%s: the same pairs as %s, extracted once -> %s", b, model_id, scored_as[same], out)
+                run.reused.append(b)
+                continue
+            scored_as[same] = b
+            if recorded(out, previous, key):
+                log.info("%s/%s: unchanged since the recorded run, reused -> %s", b, model_id, out)
+                run.reused.append(b)
+                continue
+            sibling = siblings.match(b, prepared, eff)
+            if sibling is not None:
+                updates = {
+                    "model": model_id,
+                    "special_tokens": spec.special_tokens,
+                    "rule": eff.rule,
+                    "limit": eff.limit,
+                }
+                retagged(*sibling, out, updates | {extraction.FINGERPRINT: key})
+                log.info("%s/%s: the same token ids and weights as %s, reused -> %s", b, model_id, sibling[0], out)
+                run.reused.append(b)
+                continue
+            lm = lm or opened.enter_context(model_of(spec))
+            run.scored[b] = extract(
+                prepared,
+                out,
+                model_id,
+                spec,
+                settings,
+                loaded=lm,
+                shards=layout.tokens_shards_dir(model_id, b),
+                key=key,
+                rules=rules,
+            )[1]
     if benchmarks:
         with contextlib.suppress(OSError):  # the shards' folder, once no benchmark has shards left in it
             layout.tokens_shards_dir(model_id, benchmarks[0]).parent.rmdir()

@@ -199,6 +199,13 @@ def load(spec: ModelSpec, resolved: models.Resolved, **overrides: Any) -> models
     )
 
 
+def close(lm: models.LoadedModel) -> None:
+    """Stop the engine's processes now, while this interpreter is whole. Left to exit, vLLM's own finalizer and
+    its thread that watches the engine process both shut it down, and the two could race: the process then ended
+    in ``terminate called without an active exception`` (SIGABRT) after every file was written."""
+    lm.model.llm_engine.engine_core.shutdown()
+
+
 @dataclass
 class Runner:
     """A vLLM engine and its sampling settings (one generated token, prompt log-probabilities)."""
