@@ -205,11 +205,14 @@ def batch_setting(repo: Path, run_id: str, max_num_seqs: int, out: Path) -> None
     params = load_params(repo / "params.yaml")
     spec = params.registry[run_id]
     lm = vllm_backend.load(spec, models.resolve(spec), max_num_seqs=max_num_seqs)
-    for b in params.benchmarks:
-        prepared = repo / "artifacts" / "prepared" / f"{b}.parquet"
-        extract_stage.extract(
-            prepared, out / f"{b}.parquet", run_id, spec, params.extract, loaded=lm, rules=params.rules
-        )
+    try:
+        for b in params.benchmarks:
+            prepared = repo / "artifacts" / "prepared" / f"{b}.parquet"
+            extract_stage.extract(
+                prepared, out / f"{b}.parquet", run_id, spec, params.extract, loaded=lm, rules=params.rules
+            )
+    finally:
+        vllm_backend.close(lm)  # before the process ends (vllm_backend.close)
 
 
 def token_drift(a: Path, b: Path) -> float:
