@@ -5,7 +5,9 @@ task it fails on (exit 3, nothing written), as a crashed lm-eval would. ``$STAND
 documents (an interrupted run); ``$STANDIN_BREAK`` breaks its output and exits 0, as a buggy or hostile lm-eval
 would: ``truncate`` (the last line cut), ``name`` (a samples file of another name), ``huge`` (a 20 MB line),
 ``link`` (the samples file a symlink to ``$STANDIN_OUTSIDE``, a file outside the output), ``extra`` (a stray file
-beside the samples), ``two`` (a second samples file of a later date)."""
+beside the samples), ``two`` (a second samples file of a later date). With ``--apply_chat_template`` it logs each
+context as lm-eval does, rendered by a chat template (ChatML's, with ``--system_instruction``'s message as the
+system turn)."""
 
 from __future__ import annotations
 
@@ -21,6 +23,25 @@ DATE = "2026-12-06T07-00-00.000000"
 
 def flag(argv: list[str], name: str) -> str:
     return argv[argv.index(name) + 1]
+
+
+def system_instruction(argv: list[str]) -> str | None:
+    """The message of ``--system_instruction <text>`` or ``--system_instruction=<text>``, if given."""
+    for k, word in enumerate(argv):
+        if word == "--system_instruction":
+            return argv[k + 1]
+        if word.startswith("--system_instruction="):
+            return word.split("=", 1)[1]
+    return None
+
+
+def rendered(context: str, argv: list[str]) -> str:
+    """``context`` as lm-eval logs it: in the user turn of a chat template under ``--apply_chat_template``."""
+    if "--apply_chat_template" not in argv:
+        return context
+    system = system_instruction(argv)
+    head = f"<|im_start|>system\n{system}<|im_end|>\n" if system is not None else ""
+    return f"{head}<|im_start|>user\n{context}<|im_end|>\n<|im_start|>assistant\n"
 
 
 def main(argv: list[str]) -> int:
@@ -42,7 +63,7 @@ def main(argv: list[str]) -> int:
             reqs = [(c, doc["continuation"]) for c in doc["contexts"]]
         else:
             reqs = [(doc["context"], c) for c in doc["choices"]]
-        args = {f"gen_args_{k}": {"arg_0": c, "arg_1": t} for k, (c, t) in enumerate(reqs)}
+        args = {f"gen_args_{k}": {"arg_0": rendered(c, argv), "arg_1": t} for k, (c, t) in enumerate(reqs)}
         resps = [[str(-1.0 - (i % 7) / 10), "False"], [str(-1.5 + (i % 5) / 10), "False"]]
         lines.append(json.dumps({"doc_id": i, "doc": doc, "arguments": args, "filtered_resps": resps}))
     samples = out / f"samples_{task}_{DATE}.jsonl"

@@ -58,6 +58,31 @@ def test_requests_per_rule():
     assert requests.request_for(pair("I saw him", "I saw her"), "shared") == "no_suffix"
 
 
+def test_a_chat_run_logs_its_contexts_rendered():
+    """lm-eval logs the contexts of a run with --apply_chat_template as the chat template rendered them (the
+    context in the user turn): the import takes them for the stage's chat prompts only, with the continuations
+    exactly, each context holding the exported one, and one context for both sides where the export has one."""
+    p = pair("The doctor slapped him in the face.", "The doctor slapped her in the face.")
+
+    def chat(context: str) -> str:
+        return f"<|im_start|>user\n{context}<|im_end|>\n<|im_start|>assistant\n"
+
+    for rule in ("target", "sentence", "shared"):
+        req = requests.request_for(p, rule)
+        rendered = [(chat(c), t) for c, t in req.arguments]
+        assert requests.logged_as(req.arguments, req) and not requests.logged_as(rendered, req)
+        assert requests.logged_as(rendered, req, chat=True), rule
+        assert not requests.logged_as(req.arguments, req, chat=True), rule  # no template applied
+        assert not requests.logged_as([rendered[0], (rendered[1][0], "x")], req, chat=True)
+        assert not requests.logged_as(rendered[:1], req, chat=True)
+    word = requests.request_for(p, "target")
+    assert not requests.logged_as(
+        [(chat("The doctor slapped "), "him"), (chat("A doctor slapped "), "her")], word, True
+    )
+    shared = requests.request_for(p, "shared")
+    assert not requests.logged_as([(chat("The doctor slapped her"), t) for _, t in shared.arguments], shared, True)
+
+
 def encoder(vocab: dict[str, int]):
     """A word tokenizer (a leading space belongs to the word), as ``encode(text, special)``."""
     import re

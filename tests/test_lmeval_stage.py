@@ -74,6 +74,8 @@ def workdir(tmp_path, monkeypatch):
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     params["benchmarks"] = {"winobias": {}}
     params["models"], params["references"], params["ablate"]["special_tokens"] = [], [], {}
+    params["ablate"]["prompts"] = {}
+    params["ablate"].pop("prompts", None)  # its models are not scored here
     params["registry"]["smol-h"] = ENTRY
     params["lmeval_runs"] = ["smol-h"]
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
@@ -291,6 +293,32 @@ def test_lm_eval_is_looked_for_in_the_launchers_environment(workdir, tmp_path, c
             },
             "--num_processes '-1': not a value of --num_processes",
         ),
+        # lm-eval's prompt flags (and their prefixes, and --opt=value): the entry's prompt, never the launcher's
+        (
+            {"harness": {"model": "hf", "launcher": ["lm_eval", "--apply_chat_template"]}},
+            "'--apply_chat_template' is lm-eval's prompt formatting, which gece passes itself: set the entry's prompt",
+        ),
+        ({"harness": {"model": "hf", "launcher": ["lm_eval", "--apply_chat"]}}, "set the entry's prompt"),
+        (
+            {"harness": {"model": "hf", "launcher": ["python", "-m", "lm_eval", "--system_instruction=Be nice"]}},
+            "'--system_instruction=Be nice' is lm-eval's prompt formatting",
+        ),
+        (
+            {
+                "harness": {
+                    "model": "hf",
+                    "launcher": ["accelerate", "launch", "--fewshot_as_multiturn", "-m", "lm_eval"],
+                }
+            },
+            "'--fewshot_as_multiturn' is lm-eval's prompt formatting",
+        ),
+        # the prompt: a name of prompts (params.yaml's check, and the stage's own)
+        ({"prompt": "no-such"}, "prompt names 'no-such', which is not under prompts (none, chat, chat+instruction)"),
+        ({"prompt": "Chat Me"}, "is not a prompt name"),
+        (
+            {"prompt": "chat", "harness": {"model": "local-completions", "model_args": {"model": "m"}}},
+            "renders with the model's own tokenizer only with model_args.tokenizer_backend: huggingface",
+        ),
         # numbers in their ranges, values of their types
         ({"harness": {"model": "hf", "batch_size": 0}}, "0 is not a batch size"),
         ({"harness": {"model": "hf", "batch_size": -1}}, "-1 is not a batch size"),
@@ -312,6 +340,188 @@ def test_an_entry_is_refused_naming_the_key(workdir, capsys, change, says):
     err = capsys.readouterr().err
     assert "registry.smol-h" in err and says in err, err
     assert not (workdir / "log").exists()  # before any work
+
+
+# ------------------------------------------------------------------ prompts
+FINGERPRINT = "74cb88f346992f731ef1ae4654ba17bc141e5b30a3756cc8554086e7455f68ee"  # ENTRY's, by the code before prompts
+
+
+def test_a_prompt_becomes_lm_evals_chat_flags(monkeypatch):
+    """No prompt (or none): the command of today, word for word. chat: --apply_chat_template last; a system message:
+    --system_instruction and the message as one argument (its = form where the message starts with '-', which
+    lm-eval's parser would take for an option); lm-eval's own parser reads them so. A template with text around
+    {sentence} has no lm-eval flag and is refused."""
+    from gece.base.errors import GeceError
+    from gece.io.settings.prompts import DEFAULT_PROMPTS, INSTRUCTION, PromptSpec
+
+    spec = HarnessSpec.model_validate(ENTRY)
+
+    def words(prompt: PromptSpec | None, entry: dict = ENTRY) -> list[str]:
+        return launch.argv(HarnessSpec.model_validate(entry), "gece_winobias", "$M", None, "$TASKS", "$OUT", prompt)
+
+    bare = launch.argv(spec, "gece_winobias", "$M", None, "$TASKS", "$OUT")
+    assert bare == shlex.split(
+        "lm_eval --model hf --model_args pretrained=$M,dtype=float32 --tasks gece_winobias --include_path $TASKS "
+        "--output_path $OUT --log_samples --batch_size 8 --device cpu"
+    )
+    assert words(None) == words(DEFAULT_PROMPTS["none"], ENTRY | {"prompt": "none"}) == bare
+    chat = words(DEFAULT_PROMPTS["chat"])
+    assert chat == [*bare, "--apply_chat_template"] and not any("system" in w for w in chat)
+    instructed = words(DEFAULT_PROMPTS["chat+instruction"])
+    assert instructed == [*bare, "--apply_chat_template", "--system_instruction", INSTRUCTION]
+    odd = PromptSpec(chat=True, system="-be fair; a=b, \"quoted\"\nand 'two' lines")
+    dashed = words(odd)
+    assert dashed[-2:] == ["--apply_chat_template", f"--system_instruction={odd.system}"]
+    harness = pytest.importorskip("lm_eval._cli.harness")
+    for argv, system in ((chat, None), (instructed, INSTRUCTION), (dashed, odd.system)):
+        monkeypatch.setattr(sys, "argv", list(argv))
+        args = harness.HarnessCLI().parse_args()
+        assert args.apply_chat_template is True and args.system_instruction == system
+        assert args.tasks == ["gece_winobias"] and args.device == "cpu" and args.log_samples
+    with pytest.raises(GeceError, match="not text around the sentence"):
+        words(PromptSpec(template="Q: {sentence}", chat=True))
+    section = PAGE.read_text().split("\n## Prompts\n", 1)[1].split("\n## ", 1)[0]  # the page's example entry
+    (page,) = yaml.safe_load(re.findall(r"```yaml\n(.*?)\n```", section, re.S)[0])["registry"].values()
+    assert words(DEFAULT_PROMPTS[page["prompt"]], page)[-3:] == instructed[-3:]
+
+
+def test_the_prompt_is_part_of_the_fingerprint_and_no_prompt_keeps_the_old_one(tmp_path):
+    """An entry without a prompt (or with none) keeps the fingerprint of the code before prompts, so its recorded
+    runs are reused; each prompt, its settings and its name give another."""
+    from gece.io.settings.prompts import DEFAULT_PROMPTS, PromptSpec
+
+    docs = tmp_path / "docs.jsonl"
+    docs.write_bytes(b'{"pair_id": "a"}\n')
+
+    def key(entry: dict, prompt: PromptSpec | None = None) -> str:
+        spec = HarnessSpec.model_validate(entry)
+        words = launch.argv(spec, "gece_winobias", launch.MODEL_DIR, None, launch.TASK_DIR, launch.OUT_DIR, prompt)
+        return launch.fingerprint(docs, {"rule": "target", "model_dir": "/x"}, spec, words, "0.4.13", prompt)
+
+    assert key(ENTRY) == key(ENTRY | {"prompt": "none"}, DEFAULT_PROMPTS["none"]) == FINGERPRINT
+    keys = [
+        key(ENTRY | {"prompt": "chat"}, DEFAULT_PROMPTS["chat"]),
+        key(ENTRY | {"prompt": "chat+instruction"}, DEFAULT_PROMPTS["chat+instruction"]),
+        key(ENTRY | {"prompt": "chat+instruction"}, PromptSpec(chat=True, system="Be fair.")),
+        key(ENTRY | {"prompt": "chat-too"}, DEFAULT_PROMPTS["chat"]),
+    ]
+    assert len({FINGERPRINT, *keys}) == 5
+
+
+def test_check_prompt_names_a_prompt_lm_eval_can_pass():
+    """params.yaml's check of an entry's prompt (gece.io.settings.harness_entry.check_prompt): a name under
+    prompts; a template that is {sentence} alone (lm-eval's flags add no text around it); a chat prompt on the API
+    backend only where lm-eval renders the template with the model's tokenizer."""
+    from gece.io.settings.harness_entry import check_prompt
+    from gece.io.settings.prompts import DEFAULT_PROMPTS, PromptSpec
+
+    prompts = DEFAULT_PROMPTS | {
+        "framed": PromptSpec(template="Q: {sentence}"),
+        "framed-chat": PromptSpec(template="{sentence} Thanks.", chat=True),
+    }
+
+    def check(**change: object) -> PromptSpec | None:
+        return check_prompt("m", HarnessSpec.model_validate(ENTRY | change), prompts)
+
+    assert check() is None and check(prompt="none") == DEFAULT_PROMPTS["none"]
+    assert check(prompt="chat+instruction") == DEFAULT_PROMPTS["chat+instruction"]
+    with pytest.raises(ValueError, match=r"registry.m.prompt names 'nosuch', which is not under prompts \(none, chat"):
+        check(prompt="nosuch")
+    for name in ("framed", "framed-chat"):
+        with pytest.raises(ValueError, match=f"registry.m.prompt: prompt '{name}' has template .* lm-eval cannot pass"):
+            check(prompt=name)
+    api = {"model": "local-completions", "model_args": {"model": "m"}}
+    assert check(prompt="none", harness=api) == DEFAULT_PROMPTS["none"]
+    with pytest.raises(ValueError, match="tokenizer_backend: huggingface"):
+        check(prompt="chat", harness=api)
+    api["model_args"] |= {"tokenizer_backend": "huggingface"}
+    assert check(prompt="chat", harness=api) == DEFAULT_PROMPTS["chat"]
+
+
+def set_prompt(root, prompt: str | None, prompts: dict | None = None) -> None:
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params["registry"]["smol-h"] = ENTRY | ({"prompt": prompt} if prompt is not None else {})
+    if prompts is not None:
+        params["prompts"] = prompts
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+
+
+@refusal("E-LMEVAL-ENTRY", readers=["lmeval-run"])
+def test_a_new_prompt_runs_lm_eval_again_with_its_flags(workdir, capsys):
+    """The stage passes the entry's prompt as lm-eval's flags and imports the run, whose contexts lm-eval logs as
+    the chat template rendered them; a new prompt is a new fingerprint, so lm-eval runs again; a prompt lm-eval
+    cannot pass, or a chat prompt under a rule its layout does not keep (shared, mean), is refused before any work;
+    back to no prompt, the command is the first one, word for word."""
+    from gece.io.settings.prompts import INSTRUCTION
+
+    argv = ["lmeval-run", "--model", "smol-h", "--benchmark", "winobias"]
+    record = workdir / launch.run_dir("smol-h", "winobias") / launch.RECORD
+    assert main(argv) == 0
+    first = json.loads(record.read_text())["command"]
+    set_prompt(workdir, "chat")
+    assert main(argv) == 0 and main(argv) == 0
+    assert "already run with these settings, kept" in capsys.readouterr().out
+    assert json.loads(record.read_text())["command"] == [*first, "--apply_chat_template"]
+    set_prompt(workdir, "chat+instruction")
+    assert main(argv) == 0
+    assert "imported 6 of 771 pairs of winobias" in capsys.readouterr().out
+    log = [json.loads(line) for line in (workdir / "log").read_text().splitlines()]
+    assert log[-1][-3:] == ["--apply_chat_template", "--system_instruction", INSTRUCTION]
+    (samples,) = (workdir / launch.run_dir("smol-h", "winobias")).rglob("samples_*.jsonl")
+    assert f"<|im_start|>system\\n{INSTRUCTION}" in samples.read_text()  # JSON's escaped newline
+    framed = {"none": {}, "chat": {"chat": True}, "framed": {"template": "Q: {sentence}", "chat": True}}
+    set_prompt(workdir, "framed", framed)
+    assert main(argv) == 2
+    assert "registry.smol-h.prompt: prompt 'framed' has template 'Q: {sentence}'" in capsys.readouterr().err
+    params = yaml.safe_load((workdir / "params.yaml").read_text())
+    for rule in ("shared", "mean"):  # the generation prompt's newline, scored with each side, would not cancel
+        params["registry"]["smol-h"], params["benchmarks"] = ENTRY | {"prompt": "chat"}, {"winobias": {"rule": rule}}
+        (workdir / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+        assert main(argv) == 2
+        err = " ".join(capsys.readouterr().err.split())
+        assert f"benchmark winobias is scored under rule {rule}, which lm-eval's chat layout does not keep" in err
+    params["benchmarks"] = {"winobias": {}}
+    (workdir / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    assert calls(workdir) == ["gece_winobias"] * 3
+    set_prompt(workdir, None)
+    assert main(argv) == 0 and calls(workdir) == ["gece_winobias"] * 4
+    assert json.loads(record.read_text())["command"] == first
+
+
+@refusal("E-LMEVAL-RUN", readers=["lmeval-run"])
+def test_a_chat_prompt_needs_the_models_chat_template(workdir, capsys, monkeypatch):
+    """Before lm-eval runs: a chat prompt for a model without a chat template, or whose template refuses or hides
+    the system message (lm-eval would drop a refused one with a warning only), is refused."""
+    import transformers
+
+    from gece.lmeval import stage
+
+    real = transformers.AutoTokenizer.from_pretrained
+    templates = iter(
+        [
+            None,
+            "{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}",
+            "{% for m in messages %}{% if m['role'] != 'system' %}{{ m['content'] }}{% endif %}{% endfor %}",
+        ]
+    )
+
+    def tokenizer(*args, **kwargs):
+        tok = real(*args, **kwargs)
+        tok.chat_template = next(templates)
+        return tok
+
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", tokenizer)
+    assert stage.check_chat(workdir, None, None, "smol-h") is None  # no prompt: nothing loaded
+    set_prompt(workdir, "chat")
+    argv = ["lmeval-run", "--model", "smol-h", "--benchmark", "winobias"]
+    assert main(argv) == 2
+    assert "prompt chat of smol-h: the model has no chat template" in capsys.readouterr().err
+    set_prompt(workdir, "chat+instruction")
+    assert main(argv) == 2
+    assert "the chat template is refused" in capsys.readouterr().err
+    assert main(argv) == 2
+    assert "the model's chat template does not show the system message" in capsys.readouterr().err
+    assert calls(workdir) == []
 
 
 def test_an_lm_eval_entry_goes_under_lmeval_runs_only(workdir, capsys):
@@ -374,6 +584,8 @@ def test_one_command_writes_the_import_stages_of_samples_from_elsewhere(tmp_path
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     params["benchmarks"] = {"winobias": {}, "winogender": {}}
     params["models"], params["references"], params["ablate"]["special_tokens"] = [], [], {}
+    params["ablate"]["prompts"] = {}
+    params["ablate"].pop("prompts", None)  # its models are not scored here
     params["registry"]["smol-lm"] = {"source": "lmeval:lm"}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     (tmp_path / "data").symlink_to(DATA)

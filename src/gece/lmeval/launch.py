@@ -9,13 +9,16 @@ export's record (``export.json``) and :data:`RECORD` (the fingerprint and the co
 
 The command (:func:`argv`) is the entry's ``launcher`` followed by lm_eval's flags; ``--model_args`` is gece's
 ``pretrained=<the checked model directory>`` (``tokenizer=`` for an API backend), the entry's allowed
-``model_args`` in their order, and the export's ``add_bos_token``. It runs as a list, never through a shell.
+``model_args`` in their order, and the export's ``add_bos_token``. An entry's ``prompt`` adds lm-eval's prompt
+flags last (:func:`prompt_flags`: ``--apply_chat_template`` for ``chat: true``, ``--system_instruction`` and the
+prompt's system message, one argument). It runs as a list, never through a shell.
 
 The fingerprint (:func:`fingerprint`) is what decides the samples: the exported documents (their bytes: pairs,
 sentences, requests), the export's rule, BOS option and exclusions, the registry entry, the command with the
-machine's paths left out, and lm-eval's version. A run whose fingerprint is the recorded run's is copied from
-that run (:mod:`gece.pipeline.reuse`, as extract reuses its token files), so an edit of gece's code, or of
-another benchmark, runs no lm-eval.
+machine's paths left out, lm-eval's version and, for an entry with a prompt other than ``none``, the prompt's name
+and settings (an entry without one has the fingerprint it had before prompts existed). A run whose fingerprint is
+the recorded run's is copied from that run (:mod:`gece.pipeline.reuse`, as extract reuses its token files), so an
+edit of gece's code, or of another benchmark, runs no lm-eval.
 """
 
 from __future__ import annotations
@@ -31,7 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from gece.base.errors import GeceError
-from gece.io.settings.harness_entry import HarnessSpec, arg_text
+from gece.catalog.scoring_rules import RULE
+from gece.io.settings.harness_entry import HarnessSpec, arg_text, check_prompt
+from gece.io.settings.prompts import BASELINE, PromptSpec
 from gece.scoring.vllm_backend import CPU_ENV
 
 TASKS = Path("lmeval/tasks")
@@ -68,13 +73,68 @@ def model_args(spec: HarnessSpec, model_dir: str, add_bos: bool | None) -> str:
     return ",".join(f"{k}={v}" for k, v in pairs)
 
 
-def argv(spec: HarnessSpec, task: str, model_dir: str, add_bos: bool | None, tasks: str, out: str) -> list[str]:
-    """The argument list that runs lm-eval on one task (module docstring)."""
+def prompt_of(params: Any, model: str, spec: HarnessSpec) -> PromptSpec | None:
+    """The prompt of params.yaml's ``prompts`` the entry ``model`` names (None: none), checked as params.yaml's
+    own check does (:func:`gece.io.settings.harness_entry.check_prompt`), as a GeceError."""
+    try:
+        return check_prompt(model, spec, params.prompts)
+    except ValueError as e:
+        raise GeceError(str(e), hint="see prompts in params.yaml and docs/lmeval.md, Prompts") from None
+
+
+def check_rule(prompt: PromptSpec | None, model: str, benchmark: str, rule: str) -> None:
+    """A chat prompt under a rule whose p lm-eval's chat layout changes is refused (docs/lmeval.md "Prompts"): lm-eval
+    moves a context's trailing whitespace into the continuation, so each answer also holds the generation prompt's
+    last characters (ChatML's newline after ``<|im_start|>assistant``). Under ``target`` and ``sentence`` the two
+    sides share that context and the term cancels in p; under ``shared`` (a context per side) it does not, and
+    ``mean`` divides it by the sentence's own token count."""
+    spec = RULE[rule]
+    if prompt is None or not prompt.chat or not (spec.mean or spec.request == "suffix"):
+        return
+    raise GeceError(
+        f"registry.{model}.prompt is a chat prompt, and benchmark {benchmark} is scored under rule {rule}, which "
+        "lm-eval's chat layout does not keep: the generation prompt's trailing whitespace is scored with each "
+        + ("side's continuation after a context of its own" if spec.request == "suffix" else "sentence")
+        + " (docs/lmeval.md, Prompts)",
+        hint="score it under target or sentence, or without a chat prompt, or with gece's own engine",
+    )
+
+
+def prompt_flags(prompt: PromptSpec | None) -> list[str]:
+    """lm-eval's flags for ``prompt``: ``--apply_chat_template`` for a chat prompt, and ``--system_instruction``
+    with its system message as one argument (``--system_instruction=<message>`` where the message starts with
+    ``-``, which lm-eval's parser would read as an option); none for the bare sentence. A template with text around
+    ``{sentence}`` is refused: no flag of lm-eval adds it (:func:`gece.io.settings.harness_entry.check_prompt`)."""
+    if prompt is None:
+        return []
+    if prompt.parts[::2] != ("", ""):
+        raise GeceError(
+            f"prompt template {prompt.template!r}: lm-eval's flags pass a chat template and a system message, "
+            "not text around the sentence",
+            hint="use a prompt whose template is {sentence} (docs/lmeval.md, Prompts)",
+        )
+    words = ["--apply_chat_template"] if prompt.chat else []
+    if prompt.system is not None:
+        text = prompt.system
+        words += [f"--system_instruction={text}"] if text.startswith("-") else ["--system_instruction", text]
+    return words
+
+
+def argv(
+    spec: HarnessSpec,
+    task: str,
+    model_dir: str,
+    add_bos: bool | None,
+    tasks: str,
+    out: str,
+    prompt: PromptSpec | None = None,
+) -> list[str]:
+    """The argument list that runs lm-eval on one task (module docstring), under ``prompt`` (the entry's)."""
     h = spec.harness
     words = [*h.launcher, "--model", h.model, "--model_args", model_args(spec, model_dir, add_bos)]
     words += ["--tasks", task, "--include_path", tasks, "--output_path", out, "--log_samples"]
     words += ["--batch_size", str(h.batch_size)]
-    return words + (["--device", h.device] if h.device is not None else [])
+    return words + (["--device", h.device] if h.device is not None else []) + prompt_flags(prompt)
 
 
 def launcher_program(spec: HarnessSpec) -> list[Path]:
@@ -172,15 +232,26 @@ def environment(words: list[str]) -> dict[str, str]:
     return env
 
 
-def fingerprint(docs: Path, record: dict[str, Any], spec: HarnessSpec, words: list[str], lm_eval: str) -> str:
+def fingerprint(
+    docs: Path,
+    record: dict[str, Any],
+    spec: HarnessSpec,
+    words: list[str],
+    lm_eval: str,
+    prompt: PromptSpec | None = None,
+) -> str:
     """sha256 of what decides one task's samples (module docstring); ``words`` is the command with the machine's
-    paths already replaced (:data:`MODEL_DIR`, :data:`TASK_DIR`, :data:`OUT_DIR`)."""
+    paths already replaced (:data:`MODEL_DIR`, :data:`TASK_DIR`, :data:`OUT_DIR`); ``prompt`` the entry's."""
     export = {k: v for k, v in record.items() if k not in ("model_dir", "model_args")}
-    content = {
+    content: dict[str, Any] = {
         "docs": hashlib.sha256(docs.read_bytes()).hexdigest(),
         "export": export,
-        "entry": spec.model_dump(mode="json", exclude={"checked_against"}),  # which run to report against
+        # checked_against: which run to report against; prompt: below, absent for the bare sentence
+        "entry": spec.model_dump(mode="json", exclude={"checked_against", "prompt"}),
         "argv": words,
         "lm_eval": lm_eval,
     }
+    if spec.prompt not in (None, BASELINE):
+        settings = prompt.model_dump(mode="json") if prompt is not None else None
+        content["prompt"] = {"name": spec.prompt, "settings": settings}
     return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()

@@ -82,6 +82,21 @@ def request_for(pair: Mapping[str, Any], rule: str) -> Request | str:
     return Request((m[:em], m[em:]), (l[:el], l[el:]))
 
 
+def logged_as(logged: Sequence[tuple[Any, Any]], expected: Request, chat: bool = False) -> bool:
+    """Whether the ``(context, continuation)`` arguments lm-eval logged for a pair are the requests gece exported:
+    the same, or, for a run with a chat template (``--apply_chat_template``: lm-eval logs each context as the
+    template rendered it, docs/lmeval.md "Prompts"), the same continuations, each context the rendering of the
+    exported one (holding it, and longer), and one context for both sides exactly where the export has one."""
+    if not chat:
+        return list(logged) == expected.arguments
+    if len(logged) != 2 or [c for _, c in logged] != [c for _, c in expected.arguments]:
+        return False
+    pairs = zip(logged, expected.arguments, strict=True)
+    if not all(isinstance(got, str) and want in got and got != want for (got, _), (want, _) in pairs):
+        return False
+    return (logged[0][0] == logged[1][0]) == (expected.more[0] == expected.less[0])
+
+
 # ------------------------------------------------------------------ lm-eval's tokens, rebuilt
 def lmeval_tokens(encode: Any, prefix_id: int, context: str, continuation: str) -> tuple[list[int], int]:
     """The token ids lm-eval's causal models feed for one request and how many belong to the context (the rest are

@@ -5,7 +5,8 @@ A registry entry ``source: lmeval:<directory>`` names the output directory of ``
 import reads the newest (the greatest ``<date>``, lm-eval's own timestamp) of task ``gece_<benchmark>`` anywhere
 under the directory, and ``results_<date>.json`` beside it for the lm-eval version, backend, model arguments and
 dtype. Every sample must be a prepared pair (its ``pair_id``), with the same two sentences (the document's
-``sha``), the requests gece exports for it under the benchmark's rule, both sides answered, and finite
+``sha``), the requests gece exports for it under the benchmark's rule (for the ``lmeval`` stage's run under a chat
+prompt, as the chat template rendered their contexts), both sides answered, and finite
 log-likelihoods; anything else is refused, naming the pair, the line and the file, and nothing is written.
 
 A side's ``logprob`` is lm-eval's sum (a rule with ``mean``, :mod:`gece.catalog.scoring_rules`: divided by the side's
@@ -124,11 +125,17 @@ def read_samples(path: Path) -> list[tuple[int, Sample | str]]:
 
 
 def score_frame(
-    prepared: pd.DataFrame, samples: list[tuple[int, Sample | str]], rule: str, path: Path, word_prob: str = "chain"
+    prepared: pd.DataFrame,
+    samples: list[tuple[int, Sample | str]],
+    rule: str,
+    path: Path,
+    word_prob: str = "chain",
+    chat: bool = False,
 ) -> pd.DataFrame:
     """The score rows (``ScoreRow`` columns) of the pairs the samples answer, in the prepared order; a GeceError
-    listing every sample that does not match a prepared pair, its sentences or its requests, lacks a side or
-    holds a log-likelihood that is not finite."""
+    listing every sample that does not match a prepared pair, its sentences or its requests (``chat``: as a chat
+    template renders them, :func:`gece.lmeval.requests.logged_as`), lacks a side or holds a log-likelihood that is
+    not finite."""
     by_id = {r["pair_id"]: r for r in prepared.to_dict("records")}
     spec = RULE[rule]
     problems: list[str] = []
@@ -154,7 +161,7 @@ def score_frame(
             problems.append(f"{where}: {len(sample.filtered_resps)} side(s) answered, not 2 (a side is missing)")
             continue
         expected = requests.request_for(pair, rule)
-        if not isinstance(expected, requests.Request) or args != expected.arguments:
+        if not isinstance(expected, requests.Request) or not requests.logged_as(args, expected, chat):
             problems.append(f"{where}: its requests are not the ones gece exports for this pair under rule {rule}")
             continue
         if spec.extraction == "target" and word_prob == "max" and max(doc.n_tokens) > 1:
@@ -196,10 +203,12 @@ def import_scores(
     rule: str,
     word_prob: str = "chain",
     named: Path | None = None,
+    chat: bool = False,
 ) -> tuple[pd.DataFrame, ImportMeta, dict[str, str]]:
     """A benchmark's score rows from lm-eval's output ``directory``, the run's meta and the score file's metadata
     (nothing written: :mod:`gece.lmeval.imports` writes both once everything is checked). ``named``: the directory
-    the meta names as the source (the stage's folder, while its new run is read from scratch)."""
+    the meta names as the source (the stage's folder, while its new run is read from scratch); ``chat``: the run
+    applied a chat template (the stage's entry has a chat prompt), so its logged contexts are rendered ones."""
     if not directory.is_dir():
         raise GeceError(
             f"{directory}: no such directory (the lm-eval output of source {SOURCE_PREFIX}{directory})",
@@ -208,7 +217,7 @@ def import_scores(
     prepared, _ = read_table(prepared_path, PreparedPair)
     path = samples_file(directory, f"{TASK_PREFIX}{benchmark}")
     info = run_info(path)
-    frame = score_frame(prepared, read_samples(path), rule, path, word_prob)
+    frame = score_frame(prepared, read_samples(path), rule, path, word_prob, chat)
     meta = ImportMeta(
         model=model,
         benchmark=benchmark,

@@ -1,9 +1,11 @@
 """``gece lmeval-run``: the DVC stage ``lmeval`` (one per benchmark and ``lmeval_runs`` entry): lm-evaluation-harness
 scores one benchmark with a registry entry ``engine: lm-eval``, and the import writes its score file.
 
-In order, every check before any work: the entry and the benchmark; lm-eval (and vLLM) installed
-(:func:`gece.lmeval.launch.require_installed`); the model directory lm-eval will load, through gece's model-file
-gate (:func:`gece.scoring.weights_gate.check_directory`: headers parsed with bounds, no pickle); then
+In order, every check before any work: the entry and the benchmark; the entry's prompt, and its rule under a chat
+prompt (:func:`gece.lmeval.launch.prompt_of`, :func:`gece.lmeval.launch.check_rule`); lm-eval (and vLLM) installed
+(:func:`gece.lmeval.launch.require_installed`); the model directory lm-eval will load, through gece's model-file gate
+(:func:`gece.scoring.weights_gate.check_directory`: headers parsed with bounds, no pickle); for a chat prompt, the
+model's chat template (:func:`check_chat`); then
 
 1. the export of the benchmark's task (:func:`gece.lmeval.export.export`, under the entry's ``limit``);
 2. the run: the stage's folder when it already holds a run with this fingerprint; else the last recorded run, put
@@ -35,6 +37,7 @@ from gece.io.files.outputs import write_text
 from gece.io.paths import layout
 from gece.io.settings.harness_entry import ENGINE, HarnessSpec, is_harness
 from gece.io.settings.params import params_if_valid, require_params
+from gece.io.settings.prompts import PromptSpec
 from gece.lmeval import export, launch, run_folder, samples
 from gece.pipeline import reuse
 
@@ -91,7 +94,14 @@ STAGE = {
     "whose exported pairs, entry and lm-eval version are those of its recorded run is reused from it, not run again",
     "argv": ["lmeval-run", "--model", "{model}", "--benchmark", "{benchmark}"],
     "matrix": {"benchmark": "benchmarks", "model": "lmeval_runs"},
-    "params": ["benchmarks.{benchmark}", "extract.rule", "extract.word_prob", "extract.limit", "registry.{model}"],
+    "params": [
+        "benchmarks.{benchmark}",
+        "extract.rule",
+        "extract.word_prob",
+        "extract.limit",
+        "registry.{model}",
+        "prompts",
+    ],
     "outputs": {"lm-eval's output": {"note": "lm-eval's samples and results, the export's record"}},
     "notes": {"benchmarks.{benchmark}": "its rule"},
 }
@@ -128,6 +138,38 @@ def api_bos(spec: HarnessSpec, model_dir: Path, add_bos: bool | None) -> bool | 
 
     tok = AutoTokenizer.from_pretrained(model_dir, trust_remote_code=False)
     return tok.bos_token_id is not None and tok.encode("a")[:1] == [tok.bos_token_id]
+
+
+def check_chat(model_dir: Path, prompt: PromptSpec | None, name: str | None, model: str) -> None:
+    """A chat prompt needs the model's chat template, taking the prompt's system message: rendered here as lm-eval
+    renders it (a system message, if any, and an empty user turn, with the generation prompt), in gece's sandbox
+    (:func:`gece.scoring.prompts.render`); a GeceError before lm-eval runs where it has none, refuses the messages
+    or leaves the system message out (lm-eval would fail on a missing template, and drop a system message its
+    template refuses with a warning only)."""
+    if prompt is None or not prompt.chat:
+        return
+    from transformers import AutoTokenizer
+
+    from gece.scoring import prompts
+
+    tok = AutoTokenizer.from_pretrained(model_dir, trust_remote_code=False)
+    where = f"prompt {name} of {model}"
+    source = prompts.chat_template(tok)
+    if source is None:
+        raise GeceError(
+            f"{where}: the model has no chat template (its tokenizer has no chat_template), which lm-eval's "
+            "--apply_chat_template needs",
+            hint=f"give registry.{model}.prompt a prompt without chat: true, or remove it",
+        )
+    messages = [{"role": "system", "content": prompt.system}] if prompt.system is not None else []
+    special = {k: str(v) for k in prompts.SPECIAL if isinstance(v := getattr(tok, k, None), str)}
+    messages.append({"role": "user", "content": ""})
+    text = prompts.render(source, where, messages=messages, add_generation_prompt=True, **special)
+    if prompt.system is not None and prompt.system not in text:
+        raise GeceError(
+            f"{where}: the model's chat template does not show the system message",
+            hint=f"give registry.{model}.prompt a prompt without system, or score with gece's own engine",
+        )
 
 
 def fingerprint_of(record: Path) -> str | None:
@@ -172,8 +214,11 @@ def run(args: argparse.Namespace) -> int:
     command.check_id(args.benchmark, "--benchmark")
     params = require_params(args)
     spec = entry(params, args.model, args.benchmark)
+    prompt = launch.prompt_of(params, args.model, spec)
+    launch.check_rule(prompt, args.model, args.benchmark, params.rule_for(args.benchmark))
     version = launch.require_installed(spec)
     model_dir = checked_model(spec)
+    check_chat(model_dir, prompt, spec.prompt, args.model)
     limit = min((x for x in (params.extract.limit, spec.limit) if x is not None), default=None)
     folder = launch.run_dir(args.model, args.benchmark)
     scratch, trash = (
@@ -186,9 +231,9 @@ def run(args: argparse.Namespace) -> int:
     (record,) = export.export(params, args.model, [args.benchmark], launch.tasks_dir(args.model), limit)
     task_dir = launch.tasks_dir(args.model) / record.task
     add_bos = api_bos(spec, model_dir, record.add_bos_token)
-    words = launch.argv(spec, record.task, str(model_dir), add_bos, str(task_dir), str(scratch))
-    shown = launch.argv(spec, record.task, launch.MODEL_DIR, add_bos, launch.TASK_DIR, launch.OUT_DIR)
-    key = launch.fingerprint(task_dir / export.DOCS, record.model_dump(mode="json"), spec, shown, version)
+    words = launch.argv(spec, record.task, str(model_dir), add_bos, str(task_dir), str(scratch), prompt)
+    shown = launch.argv(spec, record.task, launch.MODEL_DIR, add_bos, launch.TASK_DIR, launch.OUT_DIR, prompt)
+    key = launch.fingerprint(task_dir / export.DOCS, record.model_dump(mode="json"), spec, shown, version, prompt)
     where = (
         f"{literal(record.task)} for {literal(args.model)} ({record.pairs_exported} of {record.pairs_prepared} pairs)"
     )
@@ -217,6 +262,7 @@ def run(args: argparse.Namespace) -> int:
             record.rule,
             record.word_prob,
             folder,
+            chat=prompt is not None and prompt.chat,
         )
         exported = [d["pair_id"] for _, d in read_json_lines(task_dir / export.DOCS, "export again", "lmeval_bytes")]
         run_folder.check_complete(frame, exported, run_dir, record.task)

@@ -17,12 +17,18 @@ may not hold ``,`` or ``=`` (lm-eval splits its ``--model_args`` text on them): 
 ``trust_remote_code`` or another argument. gece writes ``pretrained`` (or the API's ``tokenizer``) and
 ``add_bos_token`` itself (:data:`GECE_ARGS`).
 
+``prompt`` names a prompt of params.yaml's ``prompts`` (:mod:`gece.io.settings.prompts`): gece passes it to lm-eval
+as ``--apply_chat_template`` and ``--system_instruction`` (:func:`check_prompt` says which prompts lm-eval can
+express; docs/lmeval.md "Prompts"). Those flags, and lm-eval's ``--fewshot_as_multiturn``, are never a launcher's
+(:data:`PROMPT_FLAGS`).
+
 Kept apart from :mod:`gece.io.settings.model_entry`, which is part of the code that determines a token file's bytes.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import PurePosixPath
 from typing import Annotated, Any, Literal
 
@@ -31,6 +37,7 @@ from pydantic import AfterValidator, Field, model_validator
 from gece.io.schemas.schema_base import Section
 from gece.io.settings.ids import Id
 from gece.io.settings.model_entry import LMEVAL_PREFIX, MEMORY_SIZE, REFERENCE_PREFIX, ModelSpec
+from gece.io.settings.prompts import BASELINE, PromptName, PromptSpec
 
 ENGINE = "lm-eval"  # registry.<m>.engine of a model lm-eval scores
 Backend = Literal["hf", "vllm", "local-completions"]
@@ -110,6 +117,8 @@ ACCELERATE = {
     "--mixed_precision": re.compile(r"no|fp16|bf16"),
 }
 ACCELERATE_FLAGS = ("--multi_gpu", "--cpu")
+# lm-eval's prompt formatting flags: gece writes the first two from the entry's prompt, and never the third
+PROMPT_FLAGS = ("--apply_chat_template", "--system_instruction", "--fewshot_as_multiturn")
 SHAPES = (
     "[lm_eval], [<path>/lm_eval] (another environment's), [python, -m, lm_eval] or "
     f"[accelerate, launch, <its options: {', '.join([*ACCELERATE, *ACCELERATE_FLAGS])}>, -m, lm_eval]"
@@ -121,6 +130,13 @@ def _launcher(words: list[str]) -> list[str]:
     a launcher may carry no word lm-eval would read (``--trust_remote_code``), only the program that starts it."""
     if any(not word or "\0" in word for word in words):
         raise ValueError("launcher: every word is a non-empty argument (the launcher runs as a list, no shell)")
+    for word in words:
+        option = word.split("=", 1)[0]
+        if len(option) > 2 and any(flag.startswith(option) for flag in PROMPT_FLAGS):  # lm-eval takes prefixes
+            raise ValueError(
+                f"launcher: {word!r} is lm-eval's prompt formatting, which gece passes itself: set the entry's "
+                "prompt: to a prompt of prompts (docs/lmeval.md, Prompts), and remove it from the launcher"
+            )
     names = [PurePosixPath(w).name for w in words]
     if names == ["lm_eval"] or (len(words) == 3 and PYTHON.fullmatch(names[0]) and words[1:] == ["-m", "lm_eval"]):
         return words
@@ -208,6 +224,9 @@ class HarnessSpec(Section):
     checked_against: Id | None = Field(
         None, description="a run of the same model to report this run against (docs/lmeval.md, 'Engine agreement')"
     )
+    prompt: PromptName | None = Field(
+        None, description="a prompt of prompts, passed as lm-eval's chat flags (docs/lmeval.md, 'Prompts'); none: bare"
+    )
 
     @property
     def reference(self) -> None:
@@ -234,6 +253,34 @@ class HarnessSpec(Section):
                 "source gece scores (a directory, a hub id, a .gguf or package:)"
             )
         return self
+
+
+def check_prompt(model: str, entry: HarnessSpec, prompts: Mapping[str, PromptSpec]) -> PromptSpec | None:
+    """The prompt registry entry ``model`` is scored under (None: none set, the bare sentence), or a ValueError
+    naming ``registry.<model>.prompt``: a name not under ``prompts``; a prompt lm-eval's flags cannot express for
+    gece's tasks (a template with text around ``{sentence}``: lm-eval's ``--apply_chat_template`` and
+    ``--system_instruction`` wrap the exported context, they add no text to it); a chat prompt on an API backend
+    that would not render the chat template with the model's tokenizer (``tokenizer_backend: huggingface``)."""
+    name, key = entry.prompt, f"registry.{model}.prompt"
+    if name is None:
+        return None
+    if name not in prompts:
+        raise ValueError(f"{key} names {name!r}, which is not under prompts ({', '.join(prompts)}); name one")
+    spec = prompts[name]
+    if spec.parts[::2] != ("", ""):
+        raise ValueError(
+            f"{key}: prompt {name!r} has template {spec.template!r}, which lm-eval cannot pass: its flags add a chat "
+            "template (chat: true) and a system message (system), no text around the sentence in gece's exported "
+            "tasks; use a prompt whose template is {sentence}, or gece's own engine (docs/lmeval.md, Prompts)"
+        )
+    backend = entry.harness.model_args.get("tokenizer_backend")
+    if spec.chat and entry.harness.model == "local-completions" and backend != "huggingface":
+        raise ValueError(
+            f"{key}: prompt {name!r} is a chat prompt, which lm-eval's local-completions backend renders with the "
+            "model's own tokenizer only with model_args.tokenizer_backend: huggingface (else it sends the messages "
+            f"as JSON text); set it, or use prompt {BASELINE}"
+        )
+    return spec
 
 
 def is_harness(spec: object) -> bool:
