@@ -126,6 +126,7 @@ def reference_reports(tmp_path_factory, data_dir) -> Path:
     params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
     references = params["references"]
     params["models"], params["ablate"]["special_tokens"] = [], {}
+    params["ablate"]["prompts"] = {}
     params["benchmarks"] = {b: params["benchmarks"][b] for b in PAPER_BENCHMARKS}
     params["registry"] = {m: params["registry"][m] for m in references}
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")

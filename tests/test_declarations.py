@@ -55,6 +55,7 @@ CASES: dict[str, list[str]] = {
     ],
     "neutral": ["neutral", "--model", MODEL, "--out", "{--out}"],
     "special-tokens": ["special-tokens", "--model", MODEL, "--out", "{--out}"],
+    "prompts": ["prompts", "--model", MODEL, "--out", "{--out}"],
     "compare": ["compare", SCORES, SCORES, "--out", "{--out}", "--markdown-out", "{--markdown-out}"],
     "summary": ["summary", "--out", "{--out}"],
     "import": ["import", "data/crows_pairs/crows_pairs_anonymized.csv", "{OUT}", "--annotations", "{--annotations}"],

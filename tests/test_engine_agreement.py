@@ -79,6 +79,7 @@ def test_compare_reports_the_agreement_of_two_lm_eval_runs(workdir, capsys):  # 
     params = yaml.safe_load((workdir / "params.yaml").read_text())
     params["registry"]["smol-lm-b"] = {"source": "lmeval:lm2", "checked_against": "smol-lm"}
     params["models"], params["references"], params["ablate"]["special_tokens"] = [], [], {}  # the two runs alone
+    params["ablate"]["prompts"] = {}
     (workdir / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     for m in ("smol-lm", "smol-lm-b"):
         assert main(["-q", "lmeval-import", "--model", m, "--benchmark", "winobias"]) == 0

@@ -122,6 +122,7 @@ def toy_tree(tmp_path_factory, data_dir):
     params |= {"models": [], "references": refs, "benchmarks": {"winobias": {}}}
     params["registry"] = {m: params["registry"][m] for m in refs}
     params["ablate"]["special_tokens"] = {}
+    params["ablate"]["prompts"] = {}
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
     (root / "data").symlink_to(data_dir, target_is_directory=True)
     (root / "artifacts" / "scores").mkdir(parents=True)

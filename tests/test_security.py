@@ -96,6 +96,7 @@ def test_model_needing_remote_code_is_refused_not_run(tmp_path, monkeypatch, cap
     params["registry"] = {"evil": {"source": str(src), "device": "cpu"}}
     params["references"] = []
     params["ablate"]["special_tokens"] = {}
+    params["ablate"]["prompts"] = {}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     monkeypatch.chdir(tmp_path)
     assert main(["extract", "p.parquet", "out.parquet", "--model", "evil"]) == 2

@@ -167,6 +167,7 @@ def synthbias_tree(tmp_path, monkeypatch, rows=ROWS, **entry) -> None:
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     params["benchmarks"] = {"sb": {"source": str(_write(tmp_path, rows)), "synthbias": "type2", **entry}}
     params["models"], params["references"], params["lmeval_runs"], params["ablate"]["special_tokens"] = [], [], [], {}
+    params["ablate"]["prompts"] = {}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
 
 

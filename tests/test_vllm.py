@@ -59,6 +59,7 @@ def vllm_workspace(root, data_dir) -> None:
     params["registry"][CPU_RUN] = CPU_ENTRY | {"checked_against": "smollm2-135m"}
     params["models"] = ["smollm2-135m", CPU_RUN]
     params["references"], params["ablate"]["special_tokens"] = [], {}
+    params["ablate"]["prompts"] = {}
     params["extract"]["limit"] = CPU_PAIRS
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     (root / "data").symlink_to(data_dir)

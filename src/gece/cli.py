@@ -40,6 +40,8 @@ COMMANDS: dict[str, str] = {
     "ablate": "gece.pipeline.ablate",
     "neutral": "gece.pipeline.neutral",
     "special-tokens": "gece.pipeline.special_tokens",
+    "prompt-extract": "gece.pipeline.prompt_extract",
+    "prompts": "gece.pipeline.prompt_ablation",
     "compare": "gece.pipeline.compare",
     "groups": "gece.pipeline.groups",
     "summary": "gece.pipeline.summary",

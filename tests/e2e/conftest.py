@@ -78,6 +78,7 @@ def slice_params(repo: Path) -> None:
     params["benchmarks"] = {b: e for b, e in params["benchmarks"].items() if b in BENCHMARKS}
     params["models"] = ["smollm2-135m"]
     params["ablate"]["special_tokens"] = {}  # its models must be in models
+    params["ablate"]["prompts"] = {}
     params["ablate"]["sizes"] = [10, 20]
     params["ablate"]["draws"] = 20
     params["references"] = ["paper-gpt-j-6b"]  # the released scores of one model (every benchmark it has)

@@ -48,6 +48,7 @@ def test_the_page_adds_a_benchmark_and_takes_it_back(tmp_path, data_dir):
     params["benchmarks"] = {"winobias": {}}
     params["models"], params["references"] = [MODEL], ["paper-gpt-j-6b"]
     params["ablate"]["special_tokens"] = {}
+    params["ablate"]["prompts"] = {}
     params["extract"]["limit"] = LIMIT
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     git(repo, "rm", "-q", "dvc.lock")  # the slice's own lock: what its cache holds (as after a dvc pull)

@@ -50,7 +50,7 @@ def slice_repo(repo) -> None:
     params["benchmarks"] = {b: e for b, e in params["benchmarks"].items() if b in BENCHMARKS}
     params["benchmarks"]["crows_pairs_mean"] = crows | {"rule": "mean"}  # the mean rule's variant
     params["models"], params["references"] = [MODEL], []
-    params["ablate"] |= {"special_tokens": {}, "sizes": [5, 10], "draws": 20}
+    params["ablate"] |= {"special_tokens": {}, "prompts": {}, "sizes": [5, 10], "draws": 20}
     params["extract"]["limit"] = N
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     pipeline = yaml.safe_load((repo / "dvc.yaml").read_text())

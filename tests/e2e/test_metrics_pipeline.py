@@ -23,6 +23,7 @@ def test_repro_is_idempotent_and_metrics_diff_shows_param_changes(repo_copy):
     repo = repo_copy
     params = yaml.safe_load((repo / "params.yaml").read_text())
     params["models"], params["ablate"]["special_tokens"] = ["smollm2-135m"], {}
+    params["ablate"]["prompts"] = {}
     params["extract"]["limit"] = 40  # the scored model on a slice; the reference runs are read whole
     # the benchmarks with released scores only: the model's extract stage scores every benchmark of the list
     params["benchmarks"] = {b: {} for b in ("winobias", "winogender", "genderlex")}

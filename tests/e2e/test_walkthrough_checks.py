@@ -44,6 +44,7 @@ def test_the_walkthrough_runs_on_the_committed_params_and_its_entry_stays_a_chec
     committed = {k: params[k] for k in ("benchmarks", "calibrate", "groups", "metrics")}
     params["models"], params["references"] = [MODEL], []
     params["ablate"]["special_tokens"] = {}
+    params["ablate"]["prompts"] = {}
     params["extract"]["limit"] = LIMIT
     added = yaml.safe_load(entry[1])
     params["registry"] |= added["registry"]

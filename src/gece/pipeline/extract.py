@@ -50,6 +50,7 @@ from gece.io.settings.model_entry import ModelSpec
 from gece.io.settings.params import params_if_valid, require_params
 from gece.pipeline import reuse
 from gece.scoring import extraction, planning
+from gece.scoring.prompts import Prompted
 
 log = logging.getLogger("gece")
 
@@ -64,9 +65,13 @@ def effective(
     return settings.model_copy(update={"rule": (rules or {}).get(benchmark, settings.rule), "limit": limit})
 
 
-def fingerprint(prepared: Path, model_id: str, spec: ModelSpec, settings: ExtractParams) -> str:
-    """:func:`gece.scoring.extraction.fingerprint` of a benchmark's effective settings (:func:`effective`)."""
-    return extraction.fingerprint(prepared, model_id, spec, settings.rule, settings.limit)
+def fingerprint(
+    prepared: Path, model_id: str, spec: ModelSpec, settings: ExtractParams, prompt: Prompted | None = None
+) -> str:
+    """:func:`gece.scoring.extraction.fingerprint` of a benchmark's effective settings (:func:`effective`); under a
+    prompt, with the prompt (:meth:`gece.scoring.prompts.Prompted.key`)."""
+    key = extraction.fingerprint(prepared, model_id, spec, settings.rule, settings.limit)
+    return key if prompt is None else prompt.key(key)
 
 
 def inputs(prepared: Path, benchmark: str, n: int) -> extraction.Inputs:
@@ -109,6 +114,7 @@ def extract(
     shards: str | Path | None = None,
     key: str | None = None,
     rules: Mapping[str, RuleName] | None = None,
+    prompt: Prompted | None = None,
 ) -> tuple[ExtractMeta, ExtractTiming]:
     """artifacts/prepared/<b>.parquet -> artifacts/tokens/<m>/<b>.parquet, <b>.meta.json and <b>.timing.json
     (:func:`gece.scoring.extraction.extract`), every path checked before any work.
@@ -149,9 +155,10 @@ def extract(
         rule=settings.rule,
         limit=settings.limit,
         batch_size=settings.batch_size,
-        key=key or fingerprint(prepared, model_id, spec, settings),
+        key=key or fingerprint(prepared, model_id, spec, settings, prompt),
     )
     with model_of(spec, loaded, resolved) as lm:
+        lm = lm if prompt is None else prompt.loaded(lm)
         return extraction.extract(
             inputs(prepared, benchmark, n), outputs, scoring, loaded=lm, on_shard=on_shard, resolved=resolved
         )
@@ -181,11 +188,11 @@ def retagged(
     write_json(layout.meta_path(out), paired.describing(meta, out))
 
 
-def copy_tokens(model_id: str, source: str, benchmark: str, rule: str, key: str) -> None:
+def copy_tokens(model_id: str, source: str, benchmark: str, rule: str, key: str, prompt: str | None = None) -> None:
     """The token file (and its meta and timing, where it has one) of ``benchmark`` from those of ``source``,
     scored in this run from the same pairs: the same rows with ``benchmark``'s pair ids, its name, rule and
     fingerprint (:func:`retagged`)."""
-    src, out = layout.tokens_path(model_id, source), layout.tokens_path(model_id, benchmark)
+    src, out = layout.tokens_path(model_id, source, prompt), layout.tokens_path(model_id, benchmark, prompt)
     pairs, _ = read_table(layout.prepared_path(benchmark), PreparedPair)
     updates = {"benchmark": benchmark, "rule": rule, extraction.FINGERPRINT: key}
     retagged(src, layout.meta_path(src), out, updates, dict(zip(pairs["row"], pairs["pair_id"], strict=True)))
@@ -277,15 +284,18 @@ def extract_model(
     settings: ExtractParams,
     *,
     rules: Mapping[str, RuleName] | None = None,
-    loaded: object | None = None,
+    loaded: object | typing.Callable[[], object] | None = None,
     lock: str | Path = reuse.LOCK,
     registry: Mapping[str, ModelSpec] | None = None,
+    prompt: Prompted | None = None,
 ) -> ModelRun:
     """The extract stage of one model: every benchmark's prepared pairs -> ``artifacts/tokens/<model>/``, each
     scored under its rule (``rules[b]``, else ``settings.rule``), unless its token file can be reused (the
     module docstring's three ways; ``registry`` holds the entries that may have scored the same token ids).
 
-    The model is loaded once, and only when a benchmark needs scoring.
+    The model is loaded once, and only when a benchmark needs scoring (``loaded``: the caller's model, or a function
+    that gives it when first needed). Under a ``prompt``, the files go to ``artifacts/prompted/<model>/<prompt>/``
+    and no other entry's files are reused (their token ids are the bare sentence's).
     """
     missing = [f"{b}: {layout.prepared_path(b)}" for b in benchmarks if not layout.prepared_path(b).is_file()]
     if missing:
@@ -294,19 +304,26 @@ def extract_model(
             problems=missing,
             hint="run the prepare stages first: dvc repro prepare (or gece prepare --benchmark <b>)",
         )
-    previous = reuse.previous_outputs(layout.tokens_dir(model_id), lock)
-    siblings = Siblings(model_id, spec, registry or {}, lock)
+    if prompt is None:
+        previous = reuse.previous_outputs(layout.tokens_dir(model_id), lock)
+    else:  # the stage's folder holds every prompt's
+        recorded_files = reuse.previous_outputs(layout.prompted_dir(model_id), lock).items()
+        previous = {
+            rel.removeprefix(f"{prompt.name}/"): p for rel, p in recorded_files if rel.startswith(f"{prompt.name}/")
+        }
+    siblings = Siblings(model_id, spec, registry if prompt is None and registry else {}, lock)
+    name = None if prompt is None else prompt.name
     run = ModelRun({}, [])
     lm = loaded
     with contextlib.ExitStack() as opened:  # the model, once a benchmark needs it
         scored_as: dict[tuple[str, str], str] = {}  # (the pairs, what is extracted) -> the benchmark scored so
         for b in benchmarks:
-            prepared, out = layout.prepared_path(b), layout.tokens_path(model_id, b)
+            prepared, out = layout.prepared_path(b), layout.tokens_path(model_id, b, name)
             eff = effective(settings, spec, b, rules)
-            key = fingerprint(prepared, model_id, spec, eff)
+            key = fingerprint(prepared, model_id, spec, eff, prompt)
             same = (pairs_key(prepared, eff.limit), planning.plan_of(eff.rule))
             if same in scored_as:  # a variant of a benchmark scored in this run (benchmarks.<b>.rule): no model runs
-                copy_tokens(model_id, scored_as[same], b, eff.rule, key)
+                copy_tokens(model_id, scored_as[same], b, eff.rule, key, name)
                 log.info("%s/%s: the same pairs as %s, extracted once -> %s", b, model_id, scored_as[same], out)
                 run.reused.append(b)
                 continue
@@ -327,7 +344,7 @@ def extract_model(
                 log.info("%s/%s: the same token ids and weights as %s, reused -> %s", b, model_id, sibling[0], out)
                 run.reused.append(b)
                 continue
-            lm = lm or opened.enter_context(model_of(spec))
+            lm = lm() if callable(lm) else lm or opened.enter_context(model_of(spec))
             run.scored[b] = extract(
                 prepared,
                 out,
@@ -335,13 +352,14 @@ def extract_model(
                 spec,
                 settings,
                 loaded=lm,
-                shards=layout.tokens_shards_dir(model_id, b),
+                shards=layout.tokens_shards_dir(model_id, b, name),
                 key=key,
                 rules=rules,
+                prompt=prompt,
             )[1]
     if benchmarks:
         with contextlib.suppress(OSError):  # the shards' folder, once no benchmark has shards left in it
-            layout.tokens_shards_dir(model_id, benchmarks[0]).parent.rmdir()
+            layout.tokens_shards_dir(model_id, benchmarks[0], name).parent.rmdir()
     return run
 
 

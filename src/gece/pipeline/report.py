@@ -28,13 +28,13 @@ from gece.io.paths import data_layout, layout, report_layout
 from gece.io.schemas.pair_rows import ScoreRow
 from gece.io.settings.params import Params, params_if_valid, require_params
 from gece.pipeline import report_data, runs, summary
-from gece.report import answer_plots, forest, plots
+from gece.report import answer_plots, forest, plots, prompt_answers
 from gece.report import examples as report_examples
 from gece.report import html as report_html
 from gece.report import markdown as report_md
 from gece.report import pages as report_pages
 from gece.report import tables as report_tables
-from gece.report.cells import ReportData, TableDoc
+from gece.report.cells import ReportData, TableDoc, answered
 from gece.report.first_screen import AnswerFigure
 from gece.report.protocol import by_name
 from gece.report.readings import reading_of
@@ -283,12 +283,22 @@ def _answer_figures(data: ReportData, out_dir: Path) -> list[AnswerFigure]:
             svg = answer_plots.rules_svg(name, b, points)
         else:  # the calibration figure with its gender gaps, or a protocol's (its panels)
             svg = answer_plots.calibration_svg(name, b, points, by_name(data, kind), forest.gap_titles(data, b))
-        csv = report_layout.fig_data(name)
-        text = forest.points_csv(points)
-        if not (out_dir / csv).exists() or (out_dir / csv).read_text(encoding="utf-8") != text:
-            write_text(out_dir / csv, text)
-        out.append(AnswerFigure(kind, b, name, points, svg, csv))
+        out.append(AnswerFigure(kind, b, name, points, svg, _figure_csv(out_dir, name, points)))
+    for m in sorted(answered(data).prompts):  # the prompt ablation's figure of each model (prompt_answers)
+        name = forest.figure_name(prompt_answers.KIND, m)
+        points = prompt_answers.prompt_points(answered(data), m)
+        svg = answer_plots.prompts_svg(name, m, points)
+        out.append(AnswerFigure(prompt_answers.KIND, m, name, points, svg, _figure_csv(out_dir, name, points)))
     return out
+
+
+def _figure_csv(out_dir: Path, name: str, points: list) -> str:
+    """A figure's CSV (``report_layout.fig_data``), written when it changed; its path relative to ``out_dir``."""
+    csv = report_layout.fig_data(name)
+    text = forest.points_csv(points)
+    if not (out_dir / csv).exists() or (out_dir / csv).read_text(encoding="utf-8") != text:
+        write_text(out_dir / csv, text)
+    return csv
 
 
 def _copy_sample_size_figures(data: ReportData, reports_dir: Path, out_dir: Path, written: list[str]) -> dict:

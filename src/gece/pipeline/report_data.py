@@ -17,6 +17,7 @@ from gece.io.schemas.compare_report import CompareReport
 from gece.io.schemas.groups_report import GroupsReport
 from gece.io.schemas.lmeval_files import ImportMeta
 from gece.io.schemas.metric_reports import BinsReport, MetricsReport
+from gece.io.schemas.prompt_reports import PromptAblationReport
 from gece.io.schemas.tokens import ExtractMeta
 from gece.io.settings.params import Params
 from gece.pipeline import runs
@@ -174,7 +175,7 @@ def _read_run(
 
 
 def _read_model_reports(params: Params, data: ReportData, reports_dir: Path) -> None:
-    """Read the per-model ablations into ``data``: gender-neutral wording and special tokens."""
+    """Read the per-model ablations into ``data``: gender-neutral wording, special tokens and prompts."""
     for m in params.models:
         rep = _read_optional(reports_dir / report_layout.neutral_file(m), NeutralReport)
         if rep is not None:
@@ -183,6 +184,10 @@ def _read_model_reports(params: Params, data: ReportData, reports_dir: Path) -> 
         rep = _read_optional(reports_dir / report_layout.special_tokens_file(m), SpecialTokensReport)
         if rep is not None:
             data.special_tokens[m] = rep
+    for m in params.ablate.prompts:
+        rep = _read_optional(reports_dir / report_layout.prompts_file(m), PromptAblationReport)
+        if rep is not None:
+            data.prompts[m] = rep
 
 
 def _read_benchmark_reports(data: ReportData, b: str, reports_dir: Path) -> None:
@@ -220,6 +225,11 @@ def _missing_lines(
             "special-token ablation",
             [("all benchmarks", m) for m in params.ablate.special_tokens if m not in data.special_tokens],
             {},
+        )
+    )
+    missing.append(
+        _missing_line(
+            "prompt ablation", [("all benchmarks", m) for m in params.ablate.prompts if m not in data.prompts], {}
         )
     )
     lacking = [b for b in data.benchmarks if len(data.runs[b]) > 1 and b not in data.compare]

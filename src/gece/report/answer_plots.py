@@ -1,6 +1,7 @@
 """The first-screen figures as inline SVG (matplotlib, no scripts): a forest plot of ECE, Gender-ECE and the gender
 gaps per benchmark whose labels vary (of a protocol's numbers on its benchmarks), and a dumbbell plot of the
-stereotype share under each scoring rule per identity benchmark (the points: :mod:`gece.report.forest`).
+stereotype share under each scoring rule per identity benchmark (the points: :mod:`gece.report.forest`), and per
+model of the prompt ablation the change under each prompt (:mod:`gece.report.prompt_answers`).
 
 Each plotted value is an artist with an SVG id ``<figure>-<panel>-<row>-point`` (and ``-ci`` for its interval),
 ``<row>`` its row in the figure's CSV, so a test can read the drawn positions back. The SVG is deterministic:
@@ -10,7 +11,8 @@ Each plotted value is an artist with an SVG id ``<figure>-<panel>-<row>-point`` 
 
 Colours: the Okabe-Ito palette (M. Okabe and K. Ito, "Color Universal Design", 2008), safe under the common
 colour-vision deficiencies; shapes differ as well (filled circle: scored here, open square: released scores;
-circle and diamond for the two rules), so no mark relies on colour alone.
+circle and diamond for the two rules, circle, diamond, square and triangle for the prompts in turn), so no mark
+relies on colour alone.
 """
 
 from __future__ import annotations
@@ -21,16 +23,26 @@ import re
 from collections.abc import Mapping
 
 from gece.catalog.metric_defs import GAPS
-from gece.report.forest import OVERALL, PANELS, PART_TITLES, Point
+from gece.report import prompt_answers
+from gece.report.forest import OVERALL, PANELS, PART_TITLES
 from gece.report.identity import FIRST_DIFF_GROUPS
 from gece.report.plots import plt
+from gece.report.points import Point
 from gece.report.protocol import Protocol
 
 SCORED = "#0072B2"  # Okabe-Ito blue: runs scored here
 RELEASED = "#E69F00"  # Okabe-Ito orange: the authors' released scores
 RULE_COLORS = ("#0072B2", "#D55E00")  # the first and second rule (sentence, shared): blue, vermillion
 RULE_MARKERS = ("o", "D")
-PALETTE = (SCORED, RELEASED, *RULE_COLORS)  # every data colour (tests/test_answer_plots.py: colour-blind check)
+PROMPT_COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7")  # Okabe-Ito: one per prompt, in turn
+PROMPT_MARKERS = ("o", "D", "s", "^")
+PROMPT_PANELS = {key: label for key, (_, _, label) in prompt_answers.PANELS.items()}
+PALETTE = (
+    SCORED,
+    RELEASED,
+    *RULE_COLORS,
+    *PROMPT_COLORS,
+)  # every data colour (tests/test_answer_plots.py: colour-blind check)
 LINE = "#555555"
 WIDTH_IN = 9.2  # inches; SVG at 72 per inch: about 660 px, fits a laptop screen beside nothing else
 GAP_IN = 1.6  # inches more per gender-gap panel of a forest plot: 12.4 with both, about 890 px
@@ -268,6 +280,58 @@ def rules_svg(name: str, b: str, points: list[Point]) -> str:
     fig.legend(handles=handles, loc="outside lower center", ncols=len(rules), fontsize=8, frameon=False)
     fig.suptitle(
         f"{b}: does the stereotype share stay on its side of 0.5 under each rule?",
+        fontsize=10,
+        fontweight="bold",
+        x=0.005,
+        ha="left",
+    )
+    return _svg(fig, name)
+
+
+def prompts_svg(name: str, model: str, points: list[Point]) -> str:
+    """``model``'s prompt ablation (:mod:`gece.report.prompt_answers`): one panel per number drawn, one row per
+    benchmark, one marker per prompt (filled: the change survives Holm's correction over the prompts) with its
+    interval at Holm's level; the dashed line 0, no change."""
+    panels = [k for k in PROMPT_PANELS if any(p.panel == k for p in points)]
+    prompts = list(dict.fromkeys(p.rule for p in points))
+    rows = {k: list(dict.fromkeys(p.benchmark for p in points if p.panel == k)) for k in panels}
+    fig, axes = plt.subplots(
+        1,
+        len(panels),
+        figsize=(WIDTH_IN, ROW_IN * max(len(r) for r in rows.values()) * max(1, len(prompts) / 2) + 1.3),
+        layout="constrained",
+        squeeze=False,
+    )
+    offset = {r: (k - (len(prompts) - 1) / 2) * 0.25 for k, r in enumerate(prompts)}
+    for ax, key in zip(axes[0], panels, strict=True):
+        ax.axvline(0, color=LINE, linewidth=1, linestyle="--", zorder=1)
+        for row, p in enumerate(points):
+            if p.panel != key:
+                continue
+            k = prompts.index(p.rule)
+            y = rows[key].index(p.benchmark) + offset[p.rule]
+            color, marker = PROMPT_COLORS[k % len(PROMPT_COLORS)], PROMPT_MARKERS[k % len(PROMPT_MARKERS)]
+            _point(ax, name, key, row, p, y, color, marker, bool(p.letters))
+        ax.set_yticks(range(len(rows[key])), rows[key])
+        ax.set_ylim(len(rows[key]) - 0.5, -0.5)
+        ax.set_title(f"{PROMPT_PANELS[key]}: change", fontsize=9, loc="left")
+        ax.grid(axis="x", alpha=0.3)
+        ax.tick_params(labelsize=8)
+    axes[0][0].set_xlabel("interval at Holm's level; dashed: 0", fontsize=7.5)
+    handles = [
+        plt.Line2D(
+            [],
+            [],
+            color=PROMPT_COLORS[k % len(PROMPT_COLORS)],
+            marker=PROMPT_MARKERS[k % len(PROMPT_MARKERS)],
+            linestyle="-",
+            label=f"prompt: {r}",
+        )
+        for k, r in enumerate(prompts)
+    ]
+    fig.legend(handles=handles, loc="outside lower center", ncols=len(prompts), fontsize=8, frameon=False)
+    fig.suptitle(
+        f"{model}: which prompt moves calibration and the gender gap, and is the change real?",
         fontsize=10,
         fontweight="bold",
         x=0.005,

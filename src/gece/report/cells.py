@@ -98,6 +98,7 @@ class ReportData:
     neutral: dict[str, dict] = field(default_factory=dict)
     special_tokens: dict[str, dict] = field(default_factory=dict)  # model with special tokens -> report
     special_pairs: dict[str, str] = field(default_factory=dict)  # model with -> model without
+    prompts: dict[str, dict] = field(default_factory=dict)  # model -> its prompt ablation (PromptAblationReport)
     calibration: dict[tuple[str, str], dict] = field(default_factory=dict)
     calibration_bins: dict[tuple[str, str], list[dict]] = field(default_factory=dict)
     compare: dict[str, dict] = field(default_factory=dict)
@@ -151,6 +152,7 @@ def answered(data: ReportData) -> ReportData:
         neutral=by_run(data.neutral),
         special_tokens=by_run(data.special_tokens),
         special_pairs={m: v for m, v in data.special_pairs.items() if m not in out and v not in out},
+        prompts=by_run(data.prompts),
         compare={b: without(rep) for b, rep in data.compare.items()},
         groups={b: rep | {"runs": by_run(rep.get("runs", {}))} for b, rep in data.groups.items()},
         checks={},

@@ -28,7 +28,7 @@ from scipy.stats import kendalltau
 from gece.base.terminal import plural
 from gece.catalog.groupings import GROUP_PROTOCOLS
 from gece.catalog.metric_defs import METRIC
-from gece.report import identity
+from gece.report import identity, prompt_answers
 from gece.report.cells import ReportData, answered, distinct_runs, repeats, significant_count, variant_of
 from gece.report.gaps import (
     GAP_MARK,
@@ -93,6 +93,7 @@ def summary(data: ReportData) -> dict:
       wording (the benchmark that the ``neutral_of`` entries of params.yaml name);
     - ``special_tokens.<m>.<b>``: ECE (``shortfall_change``, 1 − mean p, on a benchmark with constant y) and
       mean confidence without the special tokens minus with them;
+    - ``prompts.<m>.<prompt>``: the prompt ablation's bounded digest (:func:`gece.report.prompt_answers.summary`);
     - ``compare.<b>``: per metric, how many model pairs differ significantly after Holm's correction (with the
       reading's names, :meth:`gece.report.readings.Reading.key`), the checks
       (:func:`gece.report.cells.answered`) left out;
@@ -111,6 +112,7 @@ def summary(data: ReportData) -> dict:
         "groups": {},
         "rules": identity.rules_summary(data),
         "agreement": {},
+        "prompts": prompt_answers.summary(data),
     }
     protocols = claimed(data)
     counted = answered(data)  # the comparison counts leave the checks out
@@ -506,6 +508,7 @@ def _repeats_effect(data: ReportData) -> str | None:
 EFFECTS = (
     ("the same run twice", _repeats_effect),
     ("special tokens", _special_tokens_effect),
+    ("prompts", prompt_answers.effect),
     ("Brier ranking", _brier_effect),
     ("calibration", _calibration_effect),
     ("comparisons", _compare_effect),

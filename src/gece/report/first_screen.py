@@ -9,15 +9,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gece.catalog.metric_defs import GAPS
+from gece.report import prompt_answers
 from gece.report.cells import ReportData, answered
-from gece.report.forest import OVERALL, PANELS, PART_TITLES, SHARE, Point, gap_titles
+from gece.report.forest import OVERALL, PANELS, PART_TITLES, SHARE, gap_titles
 from gece.report.identity import SIDE_WORDS, side
 from gece.report.markup import esc, href
+from gece.report.points import Point
 from gece.report.protocol import by_name
 
 # index.html's size budget in bytes: about 135 KB of text and tables, and the inline figures made small
 # (gece.report.answer_plots.compact): about 20 KB per forest plot of 9 runs with its gender gaps, 12 KB per smaller
-# figure (10 in the repository's build: 6 calibration figures, a protocol's, 3 rule figures); tests/test_answer_plots.py
+# figure (11 in the repository's build: 6 calibration figures, a protocol's, 3 rule figures and the prompt ablation's,
+# about 17 KB, for which the provenance section lists what every model shares once); tests/test_answer_plots.py
 # holds the committed page to it
 PAGE_BUDGET = 300_000
 
@@ -99,6 +102,14 @@ def _side_counts(sides: list[str]) -> str:
 
 
 CAPTIONS = {
+    prompt_answers.KIND: (
+        "The model's change from the bare sentence under each prompt, on the first pairs of every benchmark "
+        "(ablate.prompt_pairs), one row per benchmark: ECE and Gender-ECE where the labels vary, the stereotype "
+        "share where y = 1 for every pair. Paired bootstrap over the same pairs (clusters where the benchmark sets "
+        "them); each interval is at the level Holm's correction over the prompts holds its test to, so it excludes "
+        "the dashed 0 exactly when the change survives Holm (filled marker). A change above 0 in ECE or Gender-ECE "
+        "is worse calibration."
+    ),
     "calibration": (
         "ECE and Gender-ECE per run with 95% bootstrap intervals, lowest ECE on top; runs that share a letter are "
         "not distinguishable after Holm's correction over all pairs of runs of the panel (compact letter display of "
@@ -124,6 +135,8 @@ def finding(data: ReportData, f: AnswerFigure) -> str:
         return calibration_finding(f.benchmark, f.points, gap_titles(data, f.benchmark))
     if f.kind == "rules":
         return rules_finding(data, f.benchmark, f.points)
+    if f.kind == prompt_answers.KIND:
+        return prompt_answers.finding(f.benchmark, f.points)
     return by_name(data, f.kind).finding(data, f.benchmark, f.points)
 
 

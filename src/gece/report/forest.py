@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import csv
 import io
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
@@ -37,6 +37,7 @@ from gece.io.paths import report_layout
 from gece.report.answers import gap_grouping
 from gece.report.cells import ReportData, answered, ptr
 from gece.report.identity import FIRST_DIFF_GROUPS, first_diff_result, identity_benchmarks, members
+from gece.report.points import HOLM_CI, Point
 from gece.report.protocol import Protocol, claimed
 from gece.report.readings import reading_of
 from gece.stats.intervals import holm
@@ -60,28 +61,6 @@ CSV_COLUMNS = (
     "pointer",
     "ci_suffix",
 )
-HOLM_CI = "_holm"  # the gap panels' intervals: the metrics report's <gap>_ci_low_holm / _ci_high_holm
-
-
-@dataclass(frozen=True)
-class Point:
-    """One plotted value: its benchmark (a rule variant's own name), ``panel`` (a metric key, or a part of the
-    pairs), its run (and rule), the value and interval, and where they come from: ``file`` (relative to the
-    reports directory) and ``pointer`` (the JSON pointer of the value; the interval's keys are
-    ``<pointer>_ci_low<ci_suffix>`` / ``_ci_high<ci_suffix>``, or none)."""
-
-    benchmark: str
-    panel: str
-    model: str
-    rule: str
-    value: float
-    low: float | None
-    high: float | None
-    letters: str
-    released: bool
-    file: str
-    pointer: str
-    ci_suffix: str = ""  # the interval's keys: <pointer>_ci_low<ci_suffix> / _ci_high<ci_suffix> (HOLM_CI, or "")
 
 
 def calibration_benchmarks(data: ReportData) -> list[str]:

@@ -29,7 +29,7 @@ from gece.report.findings import (
 from gece.report.first_screen import checks_html, first_screen_html
 from gece.report.gaps import GAP_MAX_WIDTH
 from gece.report.markup import esc, href, img, md_inline
-from gece.report.provenance import model_provenance
+from gece.report.provenance import model_provenance, shared
 from gece.report.readings import reading_of
 
 
@@ -362,7 +362,7 @@ def _provenance_html(data: ReportData) -> str:
             "lm-eval can score exactly (coverage below).</p>"
         )
     provs = model_provenance(data)
-    for m, rows_m in provs:
+    for m, rows_m in shared(provs):
         out.append(
             f'<h4>{esc(m)}</h4><table class="kv"><tbody>'
             + "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in rows_m)

@@ -4,25 +4,26 @@ imports the paths of the families it reads and writes.
 
 Paths are relative to the repository root (the directory ``dvc repro`` runs in):
 
-- ``data/``: the data snapshot (DVC-tracked by ``data.dvc``): benchmark CSVs and the authors'
-  released scores.
+- ``data/``: the data snapshot (DVC-tracked by ``data.dvc``): benchmark CSVs and the authors' released scores.
 - ``artifacts/``: cached stage outputs (Parquet; DVC-tracked, pushed to a remote, not to git).
-- ``reports/``: the results. What a reviewer reads stays in git (``summary.json``, ``tables/``, ``index.html``,
-  the README's figure); the detail (per-run JSON, figures) is a DVC-cached output like ``artifacts/``
-  (docs/dvc.md, "What git holds and what DVC holds").
+- ``reports/``: the results. What a reviewer reads stays in git (``summary.json``, ``tables/``, ``index.html``, the
+  README's figure); the detail (per-run JSON, figures) is a DVC-cached output (docs/dvc.md, "What git holds").
 
 dvc.yaml's paths are written from the commands' declarations, which name these (``gece stage-deps``).
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+from gece.base.errors import GeceError
 from gece.io.settings.ids import check_id
 
 DATA = Path("data")
 ARTIFACTS = Path("artifacts")
 REPORTS = Path("reports")
+PROMPT_RULE = "[a-z0-9][a-z0-9._+-]*"  # a prompt's name (gece.io.settings.prompts) names a folder: an id, or "+"
 
 
 def benchmark_id(benchmark: str) -> str:
@@ -49,20 +50,37 @@ def annotated(benchmark: str) -> Path:
     return ARTIFACTS / "annotated" / f"{benchmark_id(benchmark)}.parquet"
 
 
-def tokens_dir(model: str) -> Path:
-    """``artifacts/tokens/<model>``: a model's token scores of every benchmark (one extract stage per model)."""
-    return ARTIFACTS / "tokens" / model_id(model)
+def check_prompt_name(value: str) -> str:
+    """``value`` if it is a prompt name, else a GeceError (outside the ids, which the scoring code reads)."""
+    if not isinstance(value, str) or re.fullmatch(PROMPT_RULE, value) is None:
+        raise GeceError(f"prompt {value!r} is not a prompt name", hint=f"{PROMPT_RULE}: ids with '+' besides")
+    return value
 
 
-def tokens_path(model: str, benchmark: str) -> Path:
-    """``artifacts/tokens/<model>/<benchmark>.parquet``: every target token's log-probability and logit."""
-    return tokens_dir(model) / f"{benchmark_id(benchmark)}.parquet"
+def prompted_dir(model: str) -> Path:
+    """``artifacts/prompted/<model>``: a model's token scores under each prompt of ``ablate.prompts``."""
+    return ARTIFACTS / "prompted" / model_id(model)
 
 
-def tokens_shards_dir(model: str, benchmark: str) -> Path:
-    """``artifacts/tokens/<model>.shards/<benchmark>``: the finished shards of an interrupted extract stage, beside
-    the stage's output folder, not in it (DVC removes the folder before it runs the stage again)."""
-    return tokens_dir(model).with_name(f"{model_id(model)}.shards") / benchmark_id(benchmark)
+def tokens_dir(model: str, prompt: str | None = None) -> Path:
+    """``artifacts/tokens/<model>``: a model's token scores of every benchmark (one extract stage per model); under a
+    prompt, ``artifacts/prompted/<model>/<prompt>``."""
+    return ARTIFACTS / "tokens" / model_id(model) if prompt is None else prompted_dir(model) / check_prompt_name(prompt)
+
+
+def tokens_path(model: str, benchmark: str, prompt: str | None = None) -> Path:
+    """``<tokens_dir>/<benchmark>.parquet``: every target token's log-probability and logit."""
+    return tokens_dir(model, prompt) / f"{benchmark_id(benchmark)}.parquet"
+
+
+def tokens_shards_dir(model: str, benchmark: str, prompt: str | None = None) -> Path:
+    """``artifacts/tokens/<model>.shards/<benchmark>`` (...``prompted/<model>.shards/<prompt>/...``), outside DVC's."""
+    root = tokens_dir(model) if prompt is None else prompted_dir(model)
+    return (
+        root.with_name(f"{root.name}.shards")
+        / (tokens_dir(model, prompt).name if prompt else "")
+        / benchmark_id(benchmark)
+    )
 
 
 def scores_root() -> Path:

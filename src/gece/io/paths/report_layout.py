@@ -88,6 +88,11 @@ def special_tokens_file(m: str) -> str:
     return f"{ABLATION_DIR}/special_tokens/{m}.json"
 
 
+def prompts_file(m: str) -> str:
+    """One model under each of its prompts vs the bare sentence."""
+    return f"{ABLATION_DIR}/prompts/{m}.json"
+
+
 def calibration_dir(b: str) -> str:
     """Post-hoc calibration of every run of a benchmark."""
     return f"{CALIBRATION_DIR}/{b}"

@@ -20,6 +20,11 @@ class SummaryReport(JsonReport):
     binning: Section = Field(default_factory=dict)
     neutral: Section = Field(default_factory=dict)
     special_tokens: Section = Field(default_factory=dict)
+    prompts: Section = Field(
+        default_factory=dict,
+        description="per model and prompt: the median change from the bare sentence of ECE, Gender-ECE and the "
+        "stereotype share over the benchmarks, and how many change significantly after Holm, up and down",
+    )
     compare: dict[str, dict[str, int | None]] = Field(
         default_factory=dict,
         description="per benchmark: the pairs of runs that differ in each metric after Holm (<metric>_significant); "

@@ -21,10 +21,11 @@ from gece.catalog.groupings import GROUP_PROTOCOLS, GROUPINGS, GroupingName, Gro
 from gece.catalog.scoring_rules import RuleName
 from gece.io.schemas.schema_base import Section, Seed
 from gece.io.settings.extract_params import ExtractParams
-from gece.io.settings.harness_entry import HarnessSpec, entry_kind, is_harness
+from gece.io.settings.harness_entry import HarnessSpec, check_prompt, entry_kind, is_harness
 from gece.io.settings.ids import Id
 from gece.io.settings.model_entry import LMEVAL_PREFIX, ModelSpec
 from gece.io.settings.params_file import DEFAULT_PARAMS, load_sections
+from gece.io.settings.prompts import BASELINE, DEFAULT_PROMPTS, PromptName, PromptSpec, check_prompts
 from gece.io.settings.sections import (
     BENCHMARKS_HINT,
     AblateParams,
@@ -114,6 +115,9 @@ class Params(Section):
     ablate: AblateParams = AblateParams()
     calibrate: CalibrateParams = CalibrateParams()
     annotate: AnnotateParams = AnnotateParams()
+    prompts: dict[PromptName, PromptSpec] = Field(
+        default_factory=lambda: dict(DEFAULT_PROMPTS), description="prompt variants: name -> template, chat, system"
+    )
 
     def rule_for(self, benchmark: str) -> RuleName:  # type: ignore[valid-type]
         """The rule that scores ``benchmark``: its entry's ``rule``, else ``extract.rule``."""
@@ -169,6 +173,10 @@ class Params(Section):
                     f"registry.{m}.checked_against names {spec.checked_against!r}, which is not a run (models, "
                     "references, lmeval_runs or an lmeval: source); name one, or remove checked_against"
                 )
+        self._prompt_ablation()
+        for m, spec in self.registry.items():
+            if is_harness(spec):
+                check_prompt(m, spec, self.prompts)
         pairs = [m for kv in self.ablate.special_tokens.items() for m in kv if m not in self.models]
         if pairs:
             raise ValueError(
@@ -176,6 +184,22 @@ class Params(Section):
                 "(and registry) or fix the names"
             )
         return self
+
+    def _prompt_ablation(self) -> None:
+        check_prompts(self.prompts)
+        for m, names in self.ablate.prompts.items():
+            if m not in self.models:
+                raise ValueError(
+                    f"ablate.prompts names {m!r}, which is not in models: the prompts are compared with its own run; "
+                    "add it to models or remove it from ablate.prompts"
+                )
+            unknown = [n for n in names if n not in self.prompts]
+            if unknown or BASELINE in names or len(set(names)) != len(names) or not names:
+                raise ValueError(
+                    f"ablate.prompts.{m} is {names}: name each prompt of prompts once ({', '.join(self.prompts)}), "
+                    f"not {BASELINE} (its own run, the baseline)"
+                    + (f"; {unknown} are not under prompts" if unknown else "")
+                )
 
     def _lmeval_runs(self) -> None:
         wrong = [m for m in [*self.models, *self.references] if is_harness(self.registry[m])]

@@ -25,7 +25,7 @@ from gece.base.errors import GeceError
 DEFAULT_PARAMS = Path("params.yaml")
 
 # the top-level keys of params.yaml, in the order of gece.io.settings.params.Params (tests/test_params.py: equal)
-STAGE_SECTIONS = ("prepare", "extract", "metrics", "groups", "ablate", "calibrate", "annotate")  # the stages' settings
+STAGE_SECTIONS = ("prepare", "extract", "metrics", "groups", "ablate", "calibrate", "annotate", "prompts")
 # the sections that say which runs a benchmark has (gece.pipeline.runs): every stage over all runs depends on them
 RUN_SECTIONS = ("models", "references", "lmeval_runs", "registry")
 SECTIONS = ("benchmarks", *RUN_SECTIONS, *STAGE_SECTIONS)

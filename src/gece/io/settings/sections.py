@@ -15,6 +15,7 @@ from gece.catalog.scoring_rules import RULE_NAMES, RuleName
 from gece.io.schemas.schema_base import Section, Seed
 from gece.io.settings import templates
 from gece.io.settings.ids import Id
+from gece.io.settings.prompts import PromptName
 
 
 class PrepareParams(Section):
@@ -49,6 +50,12 @@ class AblateParams(Section):
         {"gemma-3-270m": "gemma-3-270m-nobos"}, description="model with special tokens -> the same without"
     )
     compare: CompareParams = CompareParams()
+    prompts: dict[Id, list[PromptName]] = Field(
+        {}, description="model -> the prompts (of prompts) it is scored under again, each compared with none"
+    )
+    prompt_pairs: int | None = Field(
+        200, ge=1, description="the first N pairs of each benchmark scored under each prompt (null: all)"
+    )
 
     @model_validator(mode="after")
     def _positive(self) -> AblateParams:
