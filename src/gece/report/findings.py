@@ -508,11 +508,11 @@ def _repeats_effect(data: ReportData) -> str | None:
 EFFECTS = (
     ("the same run twice", _repeats_effect),
     ("special tokens", _special_tokens_effect),
-    ("prompts", prompt_answers.effect),
     ("Brier ranking", _brier_effect),
     ("calibration", _calibration_effect),
     ("comparisons", _compare_effect),
     ("neutral wording", _neutral_effect),
+    ("prompts", prompt_answers.effect),
     ("gaps between groups", _groups_effect),
     ("annotators", _annotators_effect),
 )
