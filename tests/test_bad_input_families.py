@@ -173,6 +173,10 @@ def _params_text(mutate=None) -> str:
     return yaml.safe_dump(raw)
 
 
+def _params_lines() -> int:
+    return len(_params_text().splitlines())
+
+
 PARAMS_COMMANDS = {  # a command line of each command that reads --params, on the `work` fixture's files
     "metrics": ["metrics", "s.parquet", "--out", "m.json"],
     "validate": ["validate", "bench.csv"],
@@ -195,7 +199,7 @@ SETTINGS = [  # (bytes of the settings file, what the message says, what the hin
     ),
     (  # a flow mapping: both on one line
         (_params_text() + "lmeval_extra: {limit: 5, limit: 6}\n").encode(),
-        "line 134: key 'limit' is written twice (first on line 134)",
+        f"line {_params_lines() + 1}: key 'limit' is written twice (first on line {_params_lines() + 1})",
         "merge the two 'limit' entries",
     ),
     ((_params_text() + "# caf\xe9\n").encode("latin-1"), "not valid UTF-8 text: line", "iconv -f latin1 -t utf-8"),

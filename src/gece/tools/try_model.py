@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+from pydantic import Field
 
 from gece.base.errors import GeceError
 from gece.base.terminal import literal, plural
@@ -24,6 +25,7 @@ from gece.io.files.inputs import check_names
 from gece.io.files.readers import read_table
 from gece.io.paths import data_layout, layout
 from gece.io.schemas.pair_rows import PreparedPair, ScoreRow
+from gece.io.schemas.schema_base import Section
 from gece.io.schemas.tokens import ExtractMeta, ExtractTiming
 from gece.io.settings.extract_params import ExtractParams
 from gece.io.settings.ids import check_id, is_id
@@ -289,11 +291,10 @@ def other_hints(model_id: str, prompt: str, csv: Path | None, name: str) -> list
     return hints
 
 
-def shown_count(text: str) -> int:
-    """``--show``: a whole number from 0 (no pair shown) up, written in ASCII digits."""
-    if not re.fullmatch(r"[+-]?[0-9]{1,9}", text.strip()) or int(text) < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from 0 to 999999999")
-    return int(text)
+class TryOptions(Section):
+    """``gece try``'s own numeric options, checked as params.yaml's keys are (:func:`gece.cmd.options.setting`)."""
+
+    show: int = Field(20, ge=0, le=999_999_999, description="the first N pairs printed, 0 for none")
 
 
 # the line `gece --help` shows for this command (read without importing this module)
@@ -337,8 +338,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--show",
-        type=shown_count,
-        default=20,
+        type=options.setting(TryOptions, "show"),
+        default=TryOptions().show,
         metavar="N",
         help="print the first N pairs with their p and sentences, 0 for none (default: %(default)s)",
     )
