@@ -27,7 +27,7 @@ from gece.io.settings.ids import is_id
 from gece.io.settings.params import Params, params_or_defaults
 from gece.io.settings.params_file import RUN_SECTIONS
 from gece.io.settings.sections import AblateParams, BenchmarkSpec, CompareParams, MetricsParams
-from gece.pipeline import run_report, runs
+from gece.pipeline import clusters, runs
 from gece.protocols import declarations
 from gece.report import markdown as report_md
 from gece.report.cells import format_significant
@@ -75,7 +75,7 @@ def compare(
         named[name] = run
         benchmarks_seen.add(meta.get("benchmark") or "?")
     benchmark = " / ".join(sorted(benchmarks_seen))
-    describe = describer(pairs)
+    describe = clusters.describer(pairs)
     c = compare_settings
     what = (
         {"keys": protocol.compared, "measure": protocol.comparer(entry, pairs, metric_settings, c.draws, c.seed)}
@@ -126,19 +126,6 @@ def compare(
 def labels(protocol: Protocol | None) -> dict[str, str]:
     """The labels of a protocol's compared numbers (none without one: the registry's)."""
     return {} if protocol is None else {k: protocol.metric[k].label for k in protocol.compared}
-
-
-def describer(pairs: pd.DataFrame | None) -> ablation.Describe | None:
-    """The pair ids compared -> their cluster keys and counts (``n_distinct``, ``n_clusters``), from the prepared
-    ``pairs`` indexed by pair_id; None without them (pairs are the unit, no counts)."""
-    if pairs is None:
-        return None
-
-    def describe(ids: np.ndarray) -> tuple[np.ndarray, dict[str, int]]:
-        mine = pairs.loc[ids]
-        return mine["cluster"].to_numpy(object), run_report.pair_counts(mine).iloc[0].astype(int).to_dict()
-
-    return describe
 
 
 def agreements(
@@ -318,7 +305,7 @@ def run(args: argparse.Namespace) -> int:
             params,
             benchmark,
             {m: run for m, (run, _) in loaded.items()},
-            describer(pairs),
+            clusters.describer(pairs),
             metric_settings,
             compare_settings,
         )

@@ -28,7 +28,7 @@ from gece.io.schemas.pair_rows import SYNTH_SCHEMAS
 from gece.io.schemas.prompt_reports import PromptAblationReport
 from gece.io.settings.params import Params, require_params
 from gece.io.settings.prompts import BASELINE
-from gece.pipeline import compare, runs
+from gece.pipeline import clusters, runs
 from gece.pipeline import score as score_stage
 from gece.protocols import declarations
 from gece.stats import ablation
@@ -130,7 +130,7 @@ def prompt_ablation(params: Params, model: str, out: str | Path) -> dict:
                 keys, measure = KEYS, ablation.metrics_measure(c.draws, c.seed, m.n_bins, m.binning)
             try:
                 changes = prompt_changes(
-                    named, BASELINE, keys, measure, c.ci, c.alpha, describe=compare.describer(pairs)
+                    named, BASELINE, keys, measure, c.ci, c.alpha, describe=clusters.describer(pairs)
                 )
             except ValueError as e:
                 raise GeceError(
