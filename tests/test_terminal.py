@@ -114,6 +114,7 @@ TABLE_COMMANDS = [
     "ablate",
     "neutral",
     "special-tokens",
+    "prompts",
     "compare",
     "groups",
     "summary",
@@ -125,8 +126,11 @@ PRINTS_TABLE = ("Table(", "rows_table(", "print_metrics(", "print_review(")
 
 
 def _prints_table(name: str) -> bool:
+    """Whether the command's module, or its printing module beside it (``<module>_output.py``), draws a table."""
     path = ROOT / "src" / "gece" / (cli.COMMANDS[name].removeprefix("gece.").replace(".", "/") + ".py")
-    return any(call in path.read_text(encoding="utf-8") for call in PRINTS_TABLE)
+    beside = path.with_name(path.stem.split("_")[0] + "_output.py")
+    texts = [p.read_text(encoding="utf-8") for p in (path, beside) if p.is_file()]
+    return any(call in text for text in texts for call in PRINTS_TABLE)
 
 
 def test_the_table_commands_are_listed():

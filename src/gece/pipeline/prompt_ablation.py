@@ -14,6 +14,7 @@ share: its ``reading`` says so), or on a protocol's benchmark the numbers its fi
 from __future__ import annotations
 
 import argparse
+import json
 import tempfile
 from pathlib import Path
 
@@ -47,6 +48,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--out", type=Path, required=True, help="write the JSON here (reports/ablation/prompts/<model>.json)"
     )
+    p.add_argument("--json", action="store_true", help="print the report written to --out as JSON instead of the table")
     p.set_defaults(outputs={"--out": "out"})
 
 
@@ -146,7 +148,9 @@ def run(args: argparse.Namespace) -> int:
     command.check_id(args.model, "--model")
     params = require_params(args)
     result = prompt_ablation(params, args.model, args.out)
-    if not args.quiet:
+    if args.json:
+        print(json.dumps(result, indent=2))
+    elif not args.quiet:
         rows = {
             f"{b} {name}": {k: cells[name]["change"] for k, cells in entry["metrics"].items()}
             for b, entry in result["benchmarks"].items()

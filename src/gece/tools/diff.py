@@ -215,6 +215,8 @@ FAMILIES = (
     "counts",
     "other",
 )
+# a family's name in the per-benchmark table, short enough that a benchmark's row stays one line at 100 columns
+SHORT = {"ECE-like": "ECE", "Gender-ECE": "G-ECE", "gender gap": "gap", "accuracy/shares": "acc", "counts": "n"}
 # the protocols' numbers by key (gece.protocols.declarations), ranked in the families like the registry's
 PROTOCOL_METRICS = {m.key: m for p in declarations.PROTOCOLS for m in p.metrics}
 _AFFIXES = ("_ci_low", "_ci_high", "_split", "_crossfit", "_min", "_max", "_change")
@@ -432,7 +434,7 @@ def print_review(r: Review, title: str, out, more: str) -> None:
                 plain(g.name),
                 f"{g.moved}/{g.total}" + (f" +{g.other}" if g.other else ""),
                 f"↑{g.up} ↓{g.down}",
-                plain(", ".join(f"{f} {n}" for f, n in (g.families or {}).items())),
+                plain(", ".join(f"{SHORT.get(f, f)} {n}" for f, n in (g.families or {}).items())),
             )
         out.print(b)
     out.print(
